@@ -58,12 +58,12 @@ class _Gate:
     """Consecutive-result verdict of one probe on one pod."""
 
     passing: bool
-    last: bool | None = None
+    last: bool = False  # no result yet: run is 0, so the first result starts a streak of 1
     run: int = 0
 
     def record(self, passed: bool, probe: Probe) -> bool:
         """Record one result; True only when the verdict flips."""
-        self.run = int(next_run(self.last, self.run, passed))
+        self.run = int(next_run(self.last, self.run, passed)) if self.run else 1
         self.last = passed
         if passed != self.passing and bool(
             reaches_threshold(passed, self.run, probe.success_threshold, probe.failure_threshold)
@@ -149,7 +149,11 @@ class Sim:
                     self._logf(f"{p.name} passed readiness; added to endpoints")
                 else:
                     self._logf(f"{p.name} failed readiness; removed from endpoints (no restart)")
-            if cfg.liveness.due(p.age) and p.liveness.record(healthy, cfg.liveness) and not p.liveness.passing:
+            if (
+                cfg.liveness.due(p.age)
+                and p.liveness.record(healthy, cfg.liveness)
+                and not p.liveness.passing
+            ):
                 self._logf(f"{p.name} failed liveness; restarting (restart {p.restarts + 1})")
                 p.restart()
 

@@ -1,0 +1,55 @@
+"""Turn pydantic validation errors into one ``InputError`` naming file, line, object and field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from probesim.errors import InputError
+from probesim.manifests.yamlsrc import Doc, Path_
+
+
+def field_path(path: Path_) -> str:
+    """kubectl's spelling of a path: ``spec.containers[0].livenessProbe``."""
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+def _data_path(data: Any, loc: tuple[str | int, ...]) -> tuple[Path_, bool]:
+    """The part of ``loc`` that exists in ``data`` (pydantic adds union tags such as 'int');
+    and whether the last key is missing from its mapping (a required field)."""
+    path: list[str | int] = []
+    node = data
+    for part in loc:
+        if isinstance(node, dict) and isinstance(part, str) and part in node:
+            path.append(part)
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            path.append(part)
+            node = node[part]
+        elif isinstance(node, dict) and isinstance(part, str) and part == loc[-1]:
+            return (*path, part), True
+    return tuple(path), False
+
+
+_MESSAGES = {
+    "extra_forbidden": "unknown field",
+    "missing": "required field is missing",
+}
+
+
+def from_validation(err: ValidationError, doc: Doc, base: Path_, obj: str | None, data: Any) -> InputError:
+    """The first error of ``err`` (raised validating ``data`` found at ``base`` in ``doc``)."""
+    e = err.errors()[0]
+    loc = tuple(e["loc"])
+    rel, missing = _data_path(data, loc)
+    msg = _MESSAGES.get(e["type"], e["msg"])
+    if e["type"] not in _MESSAGES and "input" in e and not isinstance(e["input"], dict | list):
+        msg = f"{msg} (got {e['input']!r})"
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, ") :]
+    line_path = (*base, *rel[:-1]) if missing else (*base, *rel)
+    return InputError(msg, file=doc.file, line=doc.line_of(line_path), obj=obj, field=field_path(rel) or None)

@@ -1,0 +1,176 @@
+"""Scenario files → ``Scenario``: the scenario document, the Kubernetes objects it names
+(files relative to it, inline objects, or further documents of the same file), and the
+cross-checks that need both (names, ordinals, the time grid)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from probesim.errors import InputError
+from probesim.manifests import kubernetes as k8s
+from probesim.manifests.errors import field_path, from_validation
+from probesim.manifests.yamlsrc import Doc, Path_, load_docs, read_text
+from probesim.model.duration import format_ms
+from probesim.model.scenario import API_VERSION, Scenario, ScenarioFile, ScenarioSpec
+
+
+def load_scenario(path: str) -> Scenario:
+    text, shown = read_text(path)
+    return scenario_from_text(text, shown, base_dir=Path(path).parent if path != "-" else Path.cwd())
+
+
+def scenario_from_text(text: str, file: str, base_dir: Path) -> Scenario:
+    docs = list(load_docs(text, file))
+    heads = [d for d in docs if isinstance(d.data, dict) and d.data.get("kind") == "Scenario"]
+    if not heads:
+        raise InputError(
+            f"no Scenario document (apiVersion: {API_VERSION}, kind: Scenario); "
+            "see docs/scenarios.md or `probesim scenarios`",
+            file=file,
+        )
+    if len(heads) > 1:
+        raise InputError("more than one Scenario document", file=file, line=heads[1].line)
+    head = heads[0]
+    try:
+        sf = ScenarioFile.model_validate(head.data)
+    except ValidationError as e:
+        raise from_validation(e, head, (), "Scenario", head.data) from None
+
+    kube_docs: list[Doc] = []
+    for i, entry in enumerate(sf.manifests):
+        if isinstance(entry, str):
+            target = base_dir / entry
+            if not target.is_file():
+                raise InputError(
+                    f"manifest file {str(target)!r} not found",
+                    file=file,
+                    line=head.line_of(("manifests", i)),
+                    obj="Scenario",
+                    field=f"manifests[{i}]",
+                )
+            kube_docs.extend(load_docs(*read_text(str(target))))
+        else:
+            kube_docs.append(
+                Doc(
+                    file,
+                    head.data["manifests"][i],
+                    head.line_of(("manifests", i)),
+                    _sub_lines(head, ("manifests", i)),
+                )
+            )
+    kube_docs.extend(d for d in docs if d is not head)
+    objects = k8s.parse(kube_docs)
+    scenario = Scenario(
+        name=sf.metadata.name,
+        description=sf.metadata.description,
+        spec=sf.spec,
+        workloads=tuple(objects.workloads),
+        services=tuple(objects.services),
+    )
+    _cross_check(scenario, head)
+    return scenario
+
+
+def _sub_lines(doc: Doc, prefix: Path_) -> dict[Path_, int]:
+    n = len(prefix)
+    return {p[n:]: ln for p, ln in doc.lines.items() if p[:n] == prefix}
+
+
+def _cross_check(s: Scenario, head: Doc) -> None:
+    def fail(path: Path_, msg: str) -> InputError:
+        return InputError(
+            msg, file=head.file, line=head.line_of(path), obj="Scenario", field=field_path(path)
+        )
+
+    spec = s.spec
+    if not s.workloads:
+        raise fail(("manifests",), "no Deployment, StatefulSet, ReplicaSet or Pod among the manifests")
+    step = spec.step
+    if step <= 0 or 1000 % step:
+        raise fail(("spec", "step"), f"step {format_ms(step)} must divide 1s (e.g. 1s, 500ms, 100ms, 10ms)")
+    for path, ms in _durations(spec):
+        if ms % step:
+            raise fail(
+                path,
+                f"{format_ms(ms)} is not a multiple of the step ({format_ms(step)}); set a finer spec.step",
+            )
+    if spec.duration <= 0:
+        raise fail(("spec", "duration"), "must be longer than 0s")
+    names = {w.name: w for w in s.workloads}
+    for wname, wb in spec.behavior.items():
+        if wname not in names:
+            raise fail(("spec", "behavior", wname), f"no workload named {wname!r}; known: {', '.join(names)}")
+        w = names[wname]
+        cnames = [c.name for c in (*w.pod_spec.init_containers, *w.pod_spec.containers)]
+        for cname in wb.containers:
+            if cname not in cnames:
+                raise fail(
+                    ("spec", "behavior", wname, "containers", cname),
+                    f"{w.kind} {wname} has no container {cname!r}; containers: {', '.join(cnames)}",
+                )
+        for i, ov in enumerate(wb.pods):
+            for j, o in enumerate(ov.ordinals):
+                if o >= w.spec.replicas:
+                    raise fail(
+                        ("spec", "behavior", wname, "pods", i, "ordinals", j),
+                        f"ordinal {o} is out of range: {wname} has {w.spec.replicas} replicas (0-based)",
+                    )
+            for cname in ov.containers:
+                if cname not in cnames:
+                    raise fail(
+                        ("spec", "behavior", wname, "pods", i, "containers", cname),
+                        f"{w.kind} {wname} has no container {cname!r}",
+                    )
+        gates = {g.condition_type for g in w.pod_spec.readiness_gates}
+        for g in wb.readiness_gates:
+            if g not in gates:
+                raise fail(
+                    ("spec", "behavior", wname, "readinessGates", g),
+                    f"{wname} declares no readiness gate {g!r}",
+                )
+    svc_names = {sv.name: sv for sv in s.services}
+    for i, t in enumerate(spec.traffic):
+        if t.service is None:
+            if len(svc_names) != 1:
+                raise fail(
+                    ("spec", "traffic", i),
+                    f"name the target with 'service' ({len(svc_names)} Services found)",
+                )
+            svc = s.services[0]
+        elif t.service not in svc_names:
+            raise fail(
+                ("spec", "traffic", i, "service"), f"no Service {t.service!r}; known: {', '.join(svc_names)}"
+            )
+        else:
+            svc = svc_names[t.service]
+        if t.port is not None and not any(t.port in (p.port, p.name) for p in svc.spec.ports):
+            raise fail(("spec", "traffic", i, "port"), f"Service {svc.name} has no port {t.port!r}")
+        if t.stop is not None and t.stop <= t.start:
+            raise fail(("spec", "traffic", i, "stop"), "stop must come after start")
+
+
+def _durations(spec: ScenarioSpec) -> list[tuple[Path_, int]]:
+    """Every time value of the scenario spec, with its path in the file."""
+    out: list[tuple[Path_, int]] = [
+        (("spec", "duration"), spec.duration),
+        (("spec", "endpointDelay"), spec.endpoint_delay),
+    ]
+    for i, t in enumerate(spec.traffic):
+        out += [(("spec", "traffic", i, "start"), t.start)]
+        out += [(("spec", "traffic", i, "stop"), t.stop)] if t.stop is not None else []
+    for wname, wb in spec.behavior.items():
+        base: Path_ = ("spec", "behavior", wname)
+        out += [((*base, "readinessGates", g), ms) for g, ms in wb.readiness_gates.items()]
+        groups = [((*base, "containers"), wb.containers)]
+        groups += [((*base, "pods", i, "containers"), ov.containers) for i, ov in enumerate(wb.pods)]
+        for gpath, containers in groups:
+            for cname, cb in containers.items():
+                cpath = (*gpath, cname)
+                out += [((*cpath, "start"), cb.start), ((*cpath, "shutdown"), cb.shutdown)]
+                for j, ep in enumerate(cb.episodes):
+                    for key, ms in (("after", ep.after), ("at", ep.at), ("for", getattr(ep, "for_", None))):
+                        if ms is not None:
+                            out.append(((*cpath, "episodes", j, key), ms))
+    return out

@@ -1,0 +1,213 @@
+"""Kubernetes objects as probesim reads them, with the API server's defaults applied.
+
+Defaulting follows ``SetDefaults_Probe`` / ``SetDefaults_PodSpec`` / apps/v1 defaults
+(reference/kubelet.md §1.1, §5.6): a field left out or set to 0 takes the default, so every
+later layer sees explicit values. Cross-field validation the API server does (exactly one
+handler, successThreshold 1 for liveness and startup, …) lives in ``probesim.manifests``, which
+knows file and line.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator
+
+from probesim.model.base import Int32, Model, NonNegInt32, OpenModel, SBool, SInt
+
+IntOrString = Annotated[SInt, Field(ge=0, le=65535)] | str
+ProbeType = Literal["startup", "readiness", "liveness"]
+
+
+def _default_if_zero(default: int) -> classmethod:  # type: ignore[type-arg]
+    def fill(cls: type, v: int) -> int:
+        return default if v == 0 else v
+
+    return classmethod(fill)
+
+
+class HTTPHeader(Model):
+    name: str
+    value: str
+
+
+class HTTPGetAction(Model):
+    path: str = "/"
+    port: IntOrString
+    host: str | None = None
+    scheme: Literal["HTTP", "HTTPS"] = "HTTP"
+    http_headers: tuple[HTTPHeader, ...] = ()
+
+    @field_validator("path")
+    @classmethod
+    def _root_if_empty(cls, v: str) -> str:
+        return v or "/"
+
+
+class TCPSocketAction(Model):
+    port: IntOrString
+    host: str | None = None
+
+
+class ExecAction(Model):
+    command: tuple[str, ...] = ()
+
+
+class GRPCAction(Model):
+    port: Annotated[SInt, Field(ge=1, le=65535)]
+    service: str | None = None
+
+
+class Probe(Model):
+    """A container probe; after validation every timing field holds its effective value."""
+
+    exec: ExecAction | None = None
+    http_get: HTTPGetAction | None = None
+    tcp_socket: TCPSocketAction | None = None
+    grpc: GRPCAction | None = None
+    initial_delay_seconds: Int32 = 0
+    timeout_seconds: Int32 = 1
+    period_seconds: Int32 = 10
+    success_threshold: Int32 = 1
+    failure_threshold: Int32 = 3
+    termination_grace_period_seconds: Int32 | None = None
+
+    _t = field_validator("timeout_seconds")(_default_if_zero(1))
+    _p = field_validator("period_seconds")(_default_if_zero(10))
+    _s = field_validator("success_threshold")(_default_if_zero(1))
+    _f = field_validator("failure_threshold")(_default_if_zero(3))
+
+    @property
+    def handler_kind(self) -> Literal["exec", "httpGet", "tcpSocket", "grpc"]:
+        if self.http_get is not None:
+            return "httpGet"
+        if self.tcp_socket is not None:
+            return "tcpSocket"
+        if self.grpc is not None:
+            return "grpc"
+        return "exec"
+
+
+class ContainerPort(OpenModel):
+    container_port: Annotated[SInt, Field(ge=1, le=65535)]
+    name: str | None = None
+    protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
+
+
+class Container(OpenModel):
+    name: str
+    image: str | None = None
+    ports: tuple[ContainerPort, ...] = ()
+    liveness_probe: Probe | None = None
+    readiness_probe: Probe | None = None
+    startup_probe: Probe | None = None
+    restart_policy: Literal["Always"] | None = None  # only on init containers (sidecars)
+
+    def probe(self, kind: ProbeType) -> Probe | None:
+        return {
+            "startup": self.startup_probe,
+            "readiness": self.readiness_probe,
+            "liveness": self.liveness_probe,
+        }[kind]
+
+
+class ReadinessGate(Model):
+    condition_type: str
+
+
+class PodSpec(OpenModel):
+    containers: Annotated[tuple[Container, ...], Field(min_length=1)]
+    init_containers: tuple[Container, ...] = ()
+    restart_policy: Literal["Always", "OnFailure", "Never"] = "Always"
+    termination_grace_period_seconds: NonNegInt32 = 30
+    readiness_gates: tuple[ReadinessGate, ...] = ()
+
+
+class ObjectMeta(OpenModel):
+    name: str
+    namespace: str = "default"
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+
+class TemplateMeta(OpenModel):
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+
+class PodTemplate(OpenModel):
+    metadata: TemplateMeta = TemplateMeta()
+    spec: PodSpec
+
+
+class LabelSelector(OpenModel):
+    match_labels: dict[str, str] = Field(default_factory=dict)
+
+
+class RollingUpdate(OpenModel):
+    max_surge: IntOrString = "25%"
+    max_unavailable: IntOrString = "25%"
+
+
+class DeploymentStrategy(OpenModel):
+    type: Literal["RollingUpdate", "Recreate"] = "RollingUpdate"
+    rolling_update: RollingUpdate | None = None
+
+
+class WorkloadSpec(OpenModel):
+    """The fields of Deployment, ReplicaSet and StatefulSet specs that probesim reads."""
+
+    replicas: NonNegInt32 = 1
+    min_ready_seconds: NonNegInt32 = 0
+    selector: LabelSelector | None = None
+    template: PodTemplate
+    strategy: DeploymentStrategy | None = None
+    pod_management_policy: Literal["OrderedReady", "Parallel"] | None = None
+
+
+class Workload(OpenModel):
+    """A Deployment, ReplicaSet, StatefulSet or bare Pod, seen as a set of identical pods."""
+
+    kind: Literal["Deployment", "ReplicaSet", "StatefulSet", "Pod"]
+    metadata: ObjectMeta
+    spec: WorkloadSpec
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def pod_spec(self) -> PodSpec:
+        return self.spec.template.spec
+
+    @property
+    def pod_labels(self) -> dict[str, str]:
+        return self.spec.template.metadata.labels
+
+
+class ServicePort(OpenModel):
+    name: str | None = None
+    port: Annotated[SInt, Field(ge=1, le=65535)]
+    target_port: IntOrString | None = None
+    protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
+
+    @property
+    def effective_target(self) -> int | str:
+        return self.port if self.target_port is None else self.target_port
+
+
+class ServiceSpec(OpenModel):
+    selector: dict[str, str] = Field(default_factory=dict)
+    ports: tuple[ServicePort, ...] = ()
+    publish_not_ready_addresses: SBool = False
+    type: Literal["ClusterIP", "NodePort", "LoadBalancer", "ExternalName"] = "ClusterIP"
+
+
+class Service(OpenModel):
+    kind: Literal["Service"] = "Service"
+    metadata: ObjectMeta
+    spec: ServiceSpec
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name

@@ -1,0 +1,165 @@
+"""The scenario: what the user's pods do (workload behaviour), the traffic, the run settings,
+and the Kubernetes objects they run in.
+
+``ScenarioFile`` is the YAML a user writes (``probesim schema`` prints its JSON Schema);
+``Scenario`` is the loaded, cross-checked experiment the engine takes.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
+
+from probesim.model.base import Model, SBool, SFloat, SInt
+from probesim.model.duration import Duration
+from probesim.model.kubernetes import Service, Workload
+
+API_VERSION = "probesim.dev/v1alpha1"
+
+HttpStatus = Annotated[SInt, Field(ge=100, le=599)]
+
+
+class _Timed(Model):
+    """When an episode starts: ``after`` the container (re)started — so it recurs in every
+    container instance — or ``at`` a point of the scenario clock, once."""
+
+    after: Duration | None = Field(default=None, description="Container age at which it starts.")
+    at: Duration | None = Field(default=None, description="Scenario time at which it starts (once).")
+
+    @model_validator(mode="after")
+    def _one_anchor(self) -> _Timed:
+        if (self.after is None) == (self.at is None):
+            raise ValueError("give exactly one of 'after' (container age) or 'at' (scenario time)")
+        return self
+
+
+class Hang(_Timed):
+    """The app stops answering (requests and probes time out) for ``for``."""
+
+    kind: Literal["hang"]
+    for_: Duration = Field(alias="for", description="How long it hangs.")
+    accepts_tcp: SBool = Field(default=True, description="Whether the port still accepts connections.")
+
+
+class Deadlock(_Timed):
+    """A hang that never ends by itself: only a restart cures it."""
+
+    kind: Literal["deadlock"]
+    accepts_tcp: SBool = True
+
+
+class Crash(_Timed):
+    """The process exits with ``exitCode``."""
+
+    kind: Literal["crash"]
+    exit_code: Annotated[SInt, Field(ge=0, le=255)] = 1
+
+
+class Errors(_Timed):
+    """The app answers ``status`` on ``paths`` (all HTTP paths, exec and gRPC checks when
+    omitted) for ``for`` (forever when omitted). ``exec`` and ``grpc`` in ``paths`` stand for
+    exec and gRPC health checks."""
+
+    kind: Literal["errors"]
+    for_: Duration | None = Field(default=None, alias="for")
+    status: HttpStatus = 500
+    paths: tuple[str, ...] | None = None
+
+
+Episode = Annotated[Hang | Deadlock | Crash | Errors, Field(discriminator="kind")]
+
+
+class ContainerBehavior(Model):
+    start: Duration = Field(default=0, description="Time from process start until the app answers.")
+    starting_status: HttpStatus | None = Field(
+        default=None,
+        description="Status answered while starting; omitted: connections are refused until started.",
+    )
+    shutdown: Duration = Field(default=0, description="Time the app takes to exit after SIGTERM.")
+    ignores_sigterm: SBool = Field(default=False, description="Only SIGKILL at the grace period ends it.")
+    paths: dict[str, HttpStatus] = Field(
+        default_factory=dict, description="Status per exact HTTP path when healthy; others answer 200."
+    )
+    episodes: tuple[Episode, ...] = ()
+
+
+class PodOverride(Model):
+    """Behaviour for some pods only, by ordinal (0-based, as pod names ``<workload>-<n>``)."""
+
+    ordinals: Annotated[tuple[Annotated[SInt, Field(ge=0)], ...], Field(min_length=1)]
+    containers: dict[str, ContainerBehavior]
+
+
+class WorkloadBehavior(Model):
+    containers: dict[str, ContainerBehavior] = Field(
+        default_factory=dict,
+        description="Per container name; containers not named start at once and stay healthy.",
+    )
+    pods: tuple[PodOverride, ...] = ()
+    readiness_gates: dict[str, Duration] = Field(
+        default_factory=dict,
+        description="Readiness-gate condition type → time after pod start when a controller sets it True.",
+    )
+
+
+class Traffic(Model):
+    """Open-loop requests to a Service at a constant rate."""
+
+    name: str | None = None
+    service: str | None = Field(default=None, description="Service name; default: the only Service.")
+    port: SInt | str | None = Field(
+        default=None, description="Service port number or name; default: the first."
+    )
+    path: str = "/"
+    rate: Annotated[SFloat, Field(ge=0, le=1e9)] = Field(description="Requests per second.")
+    start: Duration = 0
+    stop: Duration | None = None
+
+    @property
+    def label(self) -> str:
+        return self.name or self.path
+
+
+class ScenarioSpec(Model):
+    duration: Duration
+    step: Duration = 1000
+    seed: Annotated[SInt, Field(ge=0, le=2**63 - 1)] = 0
+    endpoint_delay: Duration = Field(
+        default=0, description="Delay from a pod's Ready change to clients seeing the endpoint change."
+    )
+    behavior: dict[str, WorkloadBehavior] = Field(default_factory=dict, description="Per workload name.")
+    traffic: tuple[Traffic, ...] = ()
+
+
+class Metadata(Model):
+    name: str
+    description: str = ""
+
+
+class ScenarioFile(Model):
+    """A probesim scenario file."""
+
+    api_version: Literal["probesim.dev/v1alpha1"]
+    kind: Literal["Scenario"]
+    metadata: Metadata
+    manifests: tuple[str | dict[str, Any], ...] = Field(
+        default=(), description="Kubernetes YAML files (relative to this file) or inline objects."
+    )
+    spec: ScenarioSpec
+
+
+class Scenario(Model):
+    """One experiment, fully loaded: the engine's and the lab's input."""
+
+    name: str
+    description: str = ""
+    spec: ScenarioSpec
+    workloads: tuple[Workload, ...]
+    services: tuple[Service, ...] = ()
+
+    def workload(self, name: str) -> Workload:
+        return next(w for w in self.workloads if w.name == name)
+
+    def behavior(self, workload: str) -> WorkloadBehavior:
+        return self.spec.behavior.get(workload, WorkloadBehavior())
