@@ -1,0 +1,163 @@
+"""What each container's process does, as arrays: started or not, hung, answering which status.
+
+A scenario's ``ContainerBehavior`` objects are compiled into a few profiles; every container
+has one. State is re-evaluated only at the next time any container's state can change (start
+completes, an episode begins or ends), so steady ticks cost nothing here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from probesim.model.scenario import ContainerBehavior, Crash, Deadlock, Errors, Hang
+
+INF = np.int64(2**62)
+I64 = npt.NDArray[np.int64]
+B = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class _Window:
+    by_age: bool  # anchored to container age (recurs per instance) or to the scenario clock
+    begin: int
+    end: int  # INF: never ends
+    accepts_tcp: bool = True
+    status: int = 0
+    paths: tuple[str, ...] | None = None  # None: every target
+
+
+@dataclass
+class Profile:
+    start: int
+    starting_status: int  # 0: connections refused while starting
+    shutdown: int
+    ignores_sigterm: bool
+    paths: dict[str, int]
+    hangs: list[_Window] = field(default_factory=list)
+    errors: list[_Window] = field(default_factory=list)
+    crashes: list[tuple[bool, int, int]] = field(default_factory=list)  # (by_age, at, exit code)
+
+    @classmethod
+    def compile(cls, b: ContainerBehavior) -> Profile:
+        p = cls(b.start, b.starting_status or 0, b.shutdown, b.ignores_sigterm, dict(b.paths))
+        for ep in b.episodes:
+            by_age = ep.after is not None
+            begin = ep.after if ep.after is not None else ep.at
+            assert begin is not None
+            if isinstance(ep, Hang | Deadlock):
+                end = begin + ep.for_ if isinstance(ep, Hang) else int(INF)
+                p.hangs.append(_Window(by_age, begin, end, accepts_tcp=ep.accepts_tcp))
+            elif isinstance(ep, Errors):
+                end = begin + ep.for_ if ep.for_ is not None else int(INF)
+                p.errors.append(_Window(by_age, begin, end, status=ep.status, paths=ep.paths))
+            elif isinstance(ep, Crash):
+                p.crashes.append((by_age, begin, ep.exit_code))
+        return p
+
+    def boundaries(self) -> tuple[list[int], list[int]]:
+        """Ages and scenario times at which this profile's state can change."""
+        ages = [self.start] + [x for w in (*self.hangs, *self.errors) if w.by_age for x in (w.begin, w.end)]
+        times = [x for w in (*self.hangs, *self.errors) if not w.by_age for x in (w.begin, w.end)]
+        return ages, times
+
+
+class Behaviors:
+    """Per-container behaviour state over all containers of the run."""
+
+    def __init__(self, profiles: list[Profile], profile_of: I64, targets: list[str]) -> None:
+        self.profiles = profiles
+        self.members = [np.flatnonzero(profile_of == k) for k in range(len(profiles))]
+        self.targets = {t: i for i, t in enumerate(targets)}
+        n = len(profile_of)
+        self.profile_of = profile_of
+        self.listening = np.zeros(n, bool)
+        self.hung = np.zeros(n, bool)
+        self.hang_end = np.zeros(n, np.int64)
+        self.status = np.full((len(targets), n), 200, np.int64)  # answer per target when not hung
+        self.wakeup = np.int64(0)
+
+    def target(self, name: str) -> int:
+        return self.targets[name]
+
+    def evaluate(self, t: int, running: B, started_at: I64) -> None:
+        """Recompute every container's state at time ``t`` and the next time it can change."""
+        wake = INF
+        for k, prof in enumerate(self.profiles):
+            m = self.members[k]
+            if m.size == 0:
+                continue
+            age = t - started_at[m]
+            run = running[m]
+            starting = age < prof.start
+            hung = np.zeros(m.size, bool)
+            hang_end = np.zeros(m.size, np.int64)
+            refuses = np.zeros(m.size, bool)
+            for w in prof.hangs:
+                cov = _covers(w, age, t)
+                hung |= cov
+                hang_end = np.where(cov, np.maximum(hang_end, _end(w, started_at[m])), hang_end)
+                if not w.accepts_tcp:
+                    refuses |= cov
+            hung &= run & ~starting
+            listening = run & (~starting | (prof.starting_status > 0)) & ~(hung & refuses)
+            self.listening[m] = listening
+            self.hung[m] = hung
+            self.hang_end[m] = hang_end
+            for name, i in self.targets.items():
+                st = np.full(m.size, prof.paths.get(name, 200), np.int64)
+                for w in prof.errors:
+                    if w.paths is None or name in w.paths:
+                        st = np.where(_covers(w, age, t), w.status, st)
+                if prof.starting_status:
+                    st = np.where(starting, prof.starting_status, st)
+                self.status[i, m] = st
+            ages, times = prof.boundaries()
+            for a in ages:
+                later = run & (age < a)
+                if later.any():
+                    wake = min(wake, np.int64((started_at[m][later] + a).min()))
+            for x in times:
+                if x > t:
+                    wake = min(wake, np.int64(x))
+        self.wakeup = wake
+
+    def crash_at(self, idx: I64, started_at: I64) -> tuple[I64, I64]:
+        """For containers ``idx`` that just started: when their process exits by itself, and the
+        exit code. A clock-anchored crash hits only an instance started before it."""
+        when = np.full(idx.size, INF, np.int64)
+        code = np.zeros(idx.size, np.int64)
+        prof_ids = self.profile_of[idx]
+        for k in np.unique(prof_ids):
+            sel = prof_ids == k
+            st = started_at[idx[sel]]
+            w = np.full(st.size, INF, np.int64)
+            c = np.zeros(st.size, np.int64)
+            for by_age, at, exit_code in self.profiles[k].crashes:
+                cand = st + at if by_age else np.where(st < at, at, INF)
+                c = np.where(cand < w, exit_code, c)
+                w = np.minimum(w, cand)
+            when[sel], code[sel] = w, c
+        return when, code
+
+    def stop_time(self, idx: I64, grace: I64) -> I64:
+        """How long containers ``idx`` take to exit once killed with grace period ``grace``."""
+        out = np.empty(idx.size, np.int64)
+        for j, c in enumerate(idx):
+            prof = self.profiles[int(self.profile_of[c])]
+            out[j] = grace[j] if prof.ignores_sigterm else min(prof.shutdown, int(grace[j]))
+        return out
+
+
+def _covers(w: _Window, age: I64, t: int) -> B:
+    if w.by_age:
+        return (age >= w.begin) & (age < w.end)
+    return np.full(age.shape, w.begin <= t < w.end)
+
+
+def _end(w: _Window, started_at: I64) -> I64:
+    if w.end >= INF:
+        return np.full(started_at.shape, INF, np.int64)
+    return started_at + w.end if w.by_age else np.full(started_at.shape, w.end, np.int64)

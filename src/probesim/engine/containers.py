@@ -1,0 +1,163 @@
+"""Container lifecycle on the kubelet: start, exit, kill with a grace period, restart by
+restartPolicy, and CrashLoopBackOff exactly as ``doBackOff`` does it (reference/kubelet.md §3).
+
+Back-off per container: no entry until a start finds an exited instance; a start is refused
+while ``now - finishedAt < backoff``; each allowed restart doubles the entry (10 s → 300 s) unless
+the exited instance finished more than 600 s after the entry's last update, which resets it.
+So the waits are 0, 10, 20, 40 … 300 s, measured from the previous instance's finish (§3.6).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from probesim.engine.behavior import INF
+from probesim.engine.events import EventLog
+from probesim.engine.fleet import EXITED, RUNNING, TERMINATING, WAITING, Fleet
+
+INITIAL_BACKOFF = 10_000
+MAX_BACKOFF = 300_000
+BACKOFF_RESET = 600_000  # 2 × max in client-go; a flat 10 min in newer kubelets (§3.7)
+MIN_GRACE = 2_000  # minimumGracePeriodInSeconds (§2.4.32)
+
+
+class Containers:
+    def __init__(self, fleet: Fleet) -> None:
+        n = fleet.n_containers
+        self.fleet = fleet
+        self.state = np.full(n, WAITING, np.int64)
+        self.created = np.zeros(n, bool)  # the pod was admitted: the kubelet knows the container
+        self.instance = np.full(n, -1, np.int64)  # container ID; -1 before the first start
+        self.started_at = np.zeros(n, np.int64)
+        self.restart_count = np.zeros(n, np.int64)
+        self.last_exit = np.full(n, -1, np.int64)  # finishedAt of the newest exited instance
+        self.decide_exit = np.full(n, -1, np.int64)  # finishedAt the next start's back-off check uses
+        self.backoff = np.zeros(n, np.int64)  # 0: no back-off entry
+        self.backoff_updated = np.zeros(n, np.int64)
+        self.next_start = np.full(n, INF, np.int64)
+        self.stop_at = np.full(n, INF, np.int64)
+        self.stop_code = np.zeros(n, np.int64)
+        self.crash_at = np.full(n, INF, np.int64)
+        self.crash_code = np.zeros(n, np.int64)
+        self.waiting_reason = [""] * n
+        self.wakeup = INF
+        self.changed = False  # any start, exit or kill since the flag was cleared
+
+    def running(self) -> np.ndarray:
+        return self.state == RUNNING
+
+    def alive(self) -> np.ndarray:
+        """Running as the runtime reports it: a container being killed is still running."""
+        return (self.state == RUNNING) | (self.state == TERMINATING)
+
+    def admit(self, pods: np.ndarray, t: int) -> None:
+        for p in pods:
+            lo = int(self.fleet.pod_first_container[p])
+            hi = lo + int((self.fleet.container_pod == p).sum())
+            self.created[lo:hi] = True
+            self.next_start[lo:hi] = t
+        self._rewake()
+
+    def step(self, t: int, log: EventLog) -> None:
+        """Everything due at ``t``: exits, scripted crashes, start attempts (until settled; a
+        process that exits at once is restarted immediately once, then backs off)."""
+        for _ in range(8):
+            if self.wakeup > t:
+                return
+            done = np.flatnonzero((self.state == TERMINATING) & (self.stop_at <= t))
+            for c in done:
+                self._exit(int(c), t, int(self.stop_at[c]), int(self.stop_code[c]), log, killed=True)
+            crashed = np.flatnonzero((self.state == RUNNING) & (self.crash_at <= t))
+            for c in crashed:
+                self._exit(int(c), t, int(self.crash_at[c]), int(self.crash_code[c]), log, killed=False)
+            due = np.flatnonzero((self.state == WAITING) & (self.next_start <= t))
+            for c in due:
+                self._try_start(int(c), t, log)
+            self._rewake()
+
+    def kill(self, c: int, t: int, reason: str, probe_grace: int, log: EventLog) -> None:
+        """Kill a running container for a failed liveness or startup probe (``reason``)."""
+        pod, name = self.fleet.container_label(c)
+        p = int(self.fleet.container_pod[c])
+        grace = probe_grace if probe_grace >= 0 else int(self.fleet.pod_tgps[p])
+        grace = max(grace, MIN_GRACE)
+        stop = int(self.fleet.behaviors.stop_time(np.array([c]), np.array([grace]))[0])
+        log.add(
+            t, "Normal", "Killing", f"pod/{pod}", f"Container {name} failed {reason} probe, will be restarted"
+        )
+        self.state[c] = TERMINATING
+        self.stop_at[c] = t + stop
+        self.stop_code[c] = 137 if stop >= grace and stop > 0 else 143
+        # The same sync restarts it; its back-off check still sees the runtime status read
+        # before the kill, i.e. the previous exited instance (§3.8).
+        self.decide_exit[c] = self.last_exit[c]
+        self.changed = True
+        log.synced_pods.add(p)
+        self._rewake()
+
+    def _exit(self, c: int, t: int, finished: int, code: int, log: EventLog, killed: bool) -> None:
+        pod, name = self.fleet.container_label(c)
+        p = int(self.fleet.container_pod[c])
+        self.last_exit[c] = finished
+        self.stop_at[c] = INF
+        self.crash_at[c] = INF
+        self.changed = True
+        log.synced_pods.add(p)
+        if not killed:
+            self.decide_exit[c] = finished
+            log.add(
+                t, "Warning", "Exited", f"pod/{pod}", f"Container {name} exited with code {code}", "probesim"
+            )
+        policy = self.fleet.pod_restart_policy[p]
+        if policy == "Always" or (policy == "OnFailure" and code != 0):
+            self.state[c] = WAITING
+            self.next_start[c] = t
+        else:
+            self.state[c] = EXITED
+
+    def _try_start(self, c: int, now: int, log: EventLog) -> None:
+        pod, name = self.fleet.container_label(c)
+        f = int(self.decide_exit[c])
+        if f >= 0:
+            entry = self.backoff[c] > 0
+            expired = entry and f - int(self.backoff_updated[c]) > BACKOFF_RESET
+            if entry and not expired and now - f < self.backoff[c]:
+                # Refused: retried when the back-off measured from the newest exit expires.
+                self.decide_exit[c] = self.last_exit[c]
+                self.next_start[c] = int(self.last_exit[c]) + int(self.backoff[c])
+                self.waiting_reason[c] = "CrashLoopBackOff"
+                ns = self.fleet.scenario.workloads[int(self.fleet.pod_workload[self.fleet.container_pod[c]])]
+                log.add(
+                    now,
+                    "Warning",
+                    "BackOff",
+                    f"pod/{pod}",
+                    f"Back-off restarting failed container {name} in pod {pod}_{ns.metadata.namespace}",
+                )
+                return
+            self.backoff[c] = (
+                INITIAL_BACKOFF if not entry or expired else min(2 * int(self.backoff[c]), MAX_BACKOFF)
+            )
+            self.backoff_updated[c] = now
+        first = self.instance[c] < 0
+        self.instance[c] += 1
+        if not first:
+            self.restart_count[c] += 1
+        self.state[c] = RUNNING
+        self.started_at[c] = now
+        self.next_start[c] = INF
+        self.waiting_reason[c] = ""
+        when, code = self.fleet.behaviors.crash_at(np.array([c]), self.started_at)
+        self.crash_at[c], self.crash_code[c] = when[0], code[0]
+        self.changed = True
+        log.synced_pods.add(int(self.fleet.container_pod[c]))
+        log.add(now, "Normal", "Created", f"pod/{pod}", f"Created container: {name}")
+        log.add(now, "Normal", "Started", f"pod/{pod}", f"Started container {name}")
+
+    def _rewake(self) -> None:
+        w = INF
+        for arr, st in ((self.next_start, WAITING), (self.stop_at, TERMINATING), (self.crash_at, RUNNING)):
+            m = self.state == st
+            if m.any():
+                w = min(w, np.int64(arr[m].min()))
+        self.wakeup = w

@@ -1,0 +1,14 @@
+"""The engine's event sink: collects ``Event``s and knows which pods need a kubelet sync."""
+
+from __future__ import annotations
+
+from probesim.results import Event
+
+
+class EventLog:
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.synced_pods: set[int] = set()  # pods whose kubelet sync runs at the current time
+
+    def add(self, t: int, type_: str, reason: str, obj: str, message: str, source: str = "kubelet") -> None:
+        self.events.append(Event(t, type_, reason, obj, message, source))

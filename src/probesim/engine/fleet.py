@@ -1,0 +1,290 @@
+"""The run's state as flat arrays: pods of every workload, and their containers (sorted by pod).
+
+Built once from the Scenario; the kubelet, lifecycle and traffic steps update it in place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from probesim.engine.behavior import INF, Behaviors, Profile
+from probesim.manifests.kubernetes import container_port
+from probesim.model.kubernetes import Container, Probe, ProbeType, Service, Workload
+from probesim.model.scenario import ContainerBehavior, Scenario
+
+I64 = npt.NDArray[np.int64]
+B = npt.NDArray[np.bool_]
+
+# Container states.
+WAITING, RUNNING, TERMINATING, EXITED = 0, 1, 2, 3
+# Cached probe results (reference/kubelet.md §1.2.6).
+UNKNOWN, FAILURE, SUCCESS = -1, 0, 1
+HTTP, TCP, EXEC, GRPC = 0, 1, 2, 3
+PROBE_TYPES: tuple[ProbeType, ...] = ("startup", "readiness", "liveness")
+
+
+@dataclass
+class ProbeSpecArrays:
+    """One probe type's settings for every container (``has`` False where not declared)."""
+
+    has: B
+    period: I64
+    timeout: I64
+    delay_s: I64
+    success_th: I64
+    failure_th: I64
+    handler: I64
+    target: I64  # behaviour target index (HTTP path, "exec", "grpc")
+    port_error: B  # named port not declared: the handler errors and the result is discarded
+    grace: I64  # probe-level terminationGracePeriodSeconds in ms, -1 when unset
+    describe: list[str]  # "http://10.244.0.1:8080/healthz" etc., for event messages
+
+
+@dataclass
+class Route:
+    name: str
+    service: Service
+    path: str
+    rate: float
+    start: int
+    stop: int
+    selects: B  # pods the Service selects
+    target_container: I64  # per pod: container serving the port, -1 when the port is unresolved
+    target: int  # behaviour target index of the path
+    acc: float = 0.0
+    cursor: int = 0
+
+
+@dataclass
+class Fleet:
+    scenario: Scenario
+    pod_names: list[str]
+    pod_workload: I64
+    pod_ordinal: I64
+    pod_ip: list[str]
+    pod_tgps: I64  # pod terminationGracePeriodSeconds in ms
+    pod_restart_policy: list[str]
+    pod_gate_delay: I64  # all readiness gates set this long after admission (INF: never)
+    container_pod: I64
+    container_name: list[str]
+    pod_first_container: I64
+    behaviors: Behaviors
+    probes: dict[ProbeType, ProbeSpecArrays]
+    routes: list[Route]
+    ordered_ready: list[bool]  # per workload: StatefulSet OrderedReady admission
+    publish_not_ready: dict[str, bool] = field(default_factory=dict)
+
+    @property
+    def n_pods(self) -> int:
+        return len(self.pod_names)
+
+    @property
+    def n_containers(self) -> int:
+        return len(self.container_name)
+
+    def container_label(self, c: int) -> tuple[str, str]:
+        return self.pod_names[int(self.container_pod[c])], self.container_name[c]
+
+
+def _pod_names(w: Workload) -> list[str]:
+    if w.kind == "Pod":
+        return [w.name]
+    return [f"{w.name}-{i}" for i in range(w.spec.replicas)]
+
+
+def _probe_target(p: Probe) -> str:
+    if p.http_get is not None:
+        return p.http_get.path
+    return "grpc" if p.grpc is not None else "exec"
+
+
+def build(scenario: Scenario) -> Fleet:
+    pod_names: list[str] = []
+    pod_workload: list[int] = []
+    pod_ordinal: list[int] = []
+    pod_tgps: list[int] = []
+    pod_policy: list[str] = []
+    pod_gate_delay: list[int] = []
+    cont_pod: list[int] = []
+    cont_name: list[str] = []
+    cont_spec: list[Container] = []
+    first: list[int] = []
+    profiles: list[Profile] = []
+    profile_keys: dict[str, int] = {}
+    profile_of: list[int] = []
+
+    def profile_id(b: ContainerBehavior) -> int:
+        key = b.model_dump_json()
+        if key not in profile_keys:
+            profile_keys[key] = len(profiles)
+            profiles.append(Profile.compile(b))
+        return profile_keys[key]
+
+    for wi, w in enumerate(scenario.workloads):
+        wb = scenario.behavior(w.name)
+        gates = [g.condition_type for g in w.pod_spec.readiness_gates]
+        gate_delay = max((wb.readiness_gates.get(g, int(INF)) for g in gates), default=0)
+        # Regular init containers are not simulated one by one; sidecars run like app containers.
+        containers = [c for c in w.pod_spec.init_containers if c.restart_policy == "Always"]
+        containers += list(w.pod_spec.containers)
+        for ordinal, name in enumerate(_pod_names(w)):
+            p = len(pod_names)
+            pod_names.append(name)
+            pod_workload.append(wi)
+            pod_ordinal.append(ordinal)
+            pod_tgps.append(w.pod_spec.termination_grace_period_seconds * 1000)
+            pod_policy.append(w.pod_spec.restart_policy)
+            pod_gate_delay.append(gate_delay)
+            first.append(len(cont_name))
+            for c in containers:
+                b = wb.containers.get(c.name, ContainerBehavior())
+                for ov in wb.pods:
+                    if ordinal in ov.ordinals and c.name in ov.containers:
+                        b = ov.containers[c.name]
+                cont_pod.append(p)
+                cont_name.append(c.name)
+                cont_spec.append(c)
+                profile_of.append(profile_id(b))
+
+    ips = [f"10.244.{(i + 1) // 250}.{(i + 1) % 250 + 1}" for i in range(len(pod_names))]
+    # Targets: every HTTP path a probe or route asks, plus exec and gRPC checks.
+    targets = ["exec", "grpc"]
+    for c in cont_spec:
+        for kind in PROBE_TYPES:
+            probe = c.probe(kind)
+            if probe is not None and _probe_target(probe) not in targets:
+                targets.append(_probe_target(probe))
+    for t in scenario.spec.traffic:
+        if t.path not in targets:
+            targets.append(t.path)
+    behaviors = Behaviors(profiles, np.array(profile_of, np.int64), targets)
+
+    probes = {kind: _probe_arrays(kind, cont_spec, cont_pod, ips, behaviors) for kind in PROBE_TYPES}
+    pod_workload_a = np.array(pod_workload, np.int64)
+    routes = [
+        _route(scenario, t_i, pod_workload_a, first, cont_spec, behaviors)
+        for t_i in range(len(scenario.spec.traffic))
+    ]
+    return Fleet(
+        scenario=scenario,
+        pod_names=pod_names,
+        pod_workload=pod_workload_a,
+        pod_ordinal=np.array(pod_ordinal, np.int64),
+        pod_ip=ips,
+        pod_tgps=np.array(pod_tgps, np.int64),
+        pod_restart_policy=pod_policy,
+        pod_gate_delay=np.array(pod_gate_delay, np.int64),
+        container_pod=np.array(cont_pod, np.int64),
+        container_name=cont_name,
+        pod_first_container=np.array(first, np.int64),
+        behaviors=behaviors,
+        probes=probes,
+        routes=routes,
+        ordered_ready=[
+            w.kind == "StatefulSet" and (w.spec.pod_management_policy or "OrderedReady") == "OrderedReady"
+            for w in scenario.workloads
+        ],
+        publish_not_ready={s.name: s.spec.publish_not_ready_addresses for s in scenario.services},
+    )
+
+
+def _probe_arrays(
+    kind: ProbeType, specs: list[Container], cont_pod: list[int], ips: list[str], behaviors: Behaviors
+) -> ProbeSpecArrays:
+    n = len(specs)
+    a = ProbeSpecArrays(
+        has=np.zeros(n, bool),
+        period=np.ones(n, np.int64),
+        timeout=np.ones(n, np.int64),
+        delay_s=np.zeros(n, np.int64),
+        success_th=np.ones(n, np.int64),
+        failure_th=np.ones(n, np.int64),
+        handler=np.zeros(n, np.int64),
+        target=np.zeros(n, np.int64),
+        port_error=np.zeros(n, bool),
+        grace=np.full(n, -1, np.int64),
+        describe=[""] * n,
+    )
+    for i, c in enumerate(specs):
+        p = c.probe(kind)
+        if p is None:
+            continue
+        a.has[i] = True
+        a.period[i] = p.period_seconds * 1000
+        a.timeout[i] = p.timeout_seconds * 1000
+        a.delay_s[i] = p.initial_delay_seconds
+        a.success_th[i] = p.success_threshold
+        a.failure_th[i] = p.failure_threshold
+        a.target[i] = behaviors.target(_probe_target(p))
+        if p.termination_grace_period_seconds is not None:
+            a.grace[i] = p.termination_grace_period_seconds * 1000
+        ip = ips[cont_pod[i]]
+        if p.http_get is not None:
+            a.handler[i] = HTTP
+            port = container_port(c, p.http_get.port)
+            scheme = p.http_get.scheme.lower()
+            a.describe[i] = f"{scheme}://{p.http_get.host or ip}:{port or p.http_get.port}{p.http_get.path}"
+            a.port_error[i] = port is None
+        elif p.tcp_socket is not None:
+            a.handler[i] = TCP
+            port = container_port(c, p.tcp_socket.port)
+            a.describe[i] = f"{p.tcp_socket.host or ip}:{port or p.tcp_socket.port}"
+            a.port_error[i] = port is None
+        elif p.grpc is not None:
+            a.handler[i] = GRPC
+            a.describe[i] = f"{ip}:{p.grpc.port}"
+        else:
+            assert p.exec is not None
+            a.handler[i] = EXEC
+            a.describe[i] = " ".join(p.exec.command)
+    return a
+
+
+def _route(
+    scenario: Scenario,
+    i: int,
+    pod_workload: I64,
+    first: list[int],
+    specs: list[Container],
+    behaviors: Behaviors,
+) -> Route:
+    t = scenario.spec.traffic[i]
+    svc = next(s for s in scenario.services if s.name == t.service) if t.service else scenario.services[0]
+    port = next(p for p in svc.spec.ports if t.port is None or t.port in (p.port, p.name))
+    selects = np.zeros(len(pod_workload), bool)
+    target_container = np.full(len(pod_workload), -1, np.int64)
+    for wi, w in enumerate(scenario.workloads):
+        sel = svc.spec.selector
+        if not sel or any(w.pod_labels.get(k) != v for k, v in sel.items()):
+            continue
+        pods = np.flatnonzero(pod_workload == wi)
+        selects[pods] = True
+        for p in pods:
+            n_cont = (first[p + 1] if p + 1 < len(first) else len(specs)) - first[p]
+            cands = specs[first[p] : first[p] + n_cont]
+            tc = _serving_container(cands, port.effective_target)
+            if tc is not None:
+                target_container[p] = first[p] + tc
+    return Route(
+        name=t.label,
+        service=svc,
+        path=t.path,
+        rate=t.rate,
+        start=t.start,
+        stop=t.stop if t.stop is not None else int(INF),
+        selects=selects,
+        target_container=target_container,
+        target=behaviors.target(t.path),
+    )
+
+
+def _serving_container(containers: list[Container], target: int | str) -> int | None:
+    """Which container a Service targetPort reaches. A named port must be declared; a number
+    reaches the container declaring it, else the first container (undeclared ports still work)."""
+    for i, c in enumerate(containers):
+        if any(target in (cp.container_port, cp.name) for cp in c.ports):
+            return i
+    return 0 if isinstance(target, int) else None

@@ -1,0 +1,237 @@
+"""Probe workers, one per (container, probe type), vectorized: the kubelet's ``worker.doProbe``
+(reference/kubelet.md §2).
+
+Each worker ticks every ``periodSeconds`` from pod admission (no jitter, §2.1.4). A run applies,
+in order: no container yet → nothing; a new container ID → the type's initial result and on-hold
+cleared (§2.2.11); on hold → nothing; container not running → Failure; within
+``initialDelaySeconds`` of this container's start → nothing; startup gating (§2.2.16); then the
+probe. Results count toward consecutive thresholds; a liveness Failure or any startup verdict
+puts the worker on hold until the next container (§2.2.19). A probe that waits on a hung process
+completes only at its timeout; a tick that falls while it waits runs once when it completes
+(Go ticker semantics, §2.1.7).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from probesim.consecutive import next_run, reaches_threshold
+from probesim.engine.behavior import INF
+from probesim.engine.containers import Containers
+from probesim.engine.events import EventLog
+from probesim.engine.fleet import EXEC, FAILURE, GRPC, HTTP, SUCCESS, TCP, UNKNOWN, Fleet, ProbeSpecArrays
+
+I64 = npt.NDArray[np.int64]
+INITIAL = {"startup": UNKNOWN, "readiness": FAILURE, "liveness": SUCCESS}
+# Why a run failed, for the Unhealthy event.
+OK, REFUSED, TIMEOUT, STATUS, ERROR = 0, 1, 2, 3, 4
+
+
+class ProbeWorkers:
+    def __init__(self, kind: str, spec: ProbeSpecArrays, fleet: Fleet) -> None:
+        n = fleet.n_containers
+        self.kind = kind
+        self.title = kind.capitalize()
+        self.spec = spec
+        self.fleet = fleet
+        self.active = np.zeros(n, bool)
+        self.cached = np.full(n, INITIAL[kind], np.int64)
+        self.seen = np.full(n, -1, np.int64)  # container instance the worker last observed
+        self.on_hold = np.zeros(n, bool)
+        self.last_passed = np.zeros(n, bool)
+        self.run = np.zeros(n, np.int64)
+        self.next_tick = np.full(n, INF, np.int64)
+        self.busy_until = np.full(n, INF, np.int64)
+        self.pending_passed = np.zeros(n, bool)
+        self.pending_instance = np.zeros(n, np.int64)
+        self.pending_why = np.zeros(n, np.int64)
+        self.pending_status = np.zeros(n, np.int64)
+        self.buffered = np.zeros(n, bool)
+        self.last_run = np.full(n, -1, np.int64)
+        self.executions = np.zeros(n, np.int64)
+        self.wakeup = INF
+
+    def admit(self, containers: np.ndarray, t: int) -> None:
+        """Workers start with the pod, before its containers: their first run finds no container,
+        so the first real tick is one period later (§2.1.2-3)."""
+        has = containers[self.spec.has[containers]]
+        self.active[has] = True
+        self.next_tick[has] = t + self.spec.period[has]
+        self._rewake()
+
+    def visible(self, instance: I64) -> I64:
+        """The result the kubelet sees for each container's current ID (UNKNOWN if none yet)."""
+        return np.where((self.seen == instance) & (instance >= 0), self.cached, UNKNOWN)
+
+    def step(self, t: int, ctr: Containers, started: npt.NDArray[np.bool_], log: EventLog) -> I64:
+        """Complete probes due at ``t`` and run the ticks that fire; return the workers whose
+        visible result changed."""
+        if self.wakeup > t:
+            return np.empty(0, np.int64)
+        changed: list[I64] = []
+        done = np.flatnonzero(self.busy_until <= t)
+        if done.size:
+            self.busy_until[done] = INF
+            changed.append(self._apply(done, t, ctr, log))
+        fire = self.active & (self.next_tick <= t)
+        if fire.any():
+            f = np.flatnonzero(fire)
+            per = self.spec.period[f]
+            self.next_tick[f] += ((t - self.next_tick[f]) // per + 1) * per
+        idle = self.busy_until == INF
+        self.buffered |= fire & ~idle  # at most one tick waits while a probe is in flight
+        runnable = np.flatnonzero((fire | self.buffered) & idle & self.active)
+        if runnable.size:
+            self.buffered[runnable] = False
+            changed.append(self.do_probe(runnable, t, ctr, started, log))
+        self._rewake()
+        return np.concatenate(changed) if changed else np.empty(0, np.int64)
+
+    def trigger(
+        self, idx: I64, t: int, ctr: Containers, started: npt.NDArray[np.bool_], log: EventLog
+    ) -> I64:
+        """Readiness manual trigger at a pod sync: run now and restart the ticker from now (§2.1.5)."""
+        idx = idx[self.active[idx] & (self.last_run[idx] < t)]
+        busy = self.busy_until[idx] < INF
+        self.buffered[idx[busy]] = True
+        idx = idx[~busy]
+        if idx.size == 0:
+            return idx
+        self.next_tick[idx] = t + self.spec.period[idx]
+        changed = self.do_probe(idx, t, ctr, started, log, from_sync=True)
+        self._rewake()
+        return changed
+
+    def do_probe(
+        self,
+        idx: I64,
+        t: int,
+        ctr: Containers,
+        started: npt.NDArray[np.bool_],
+        log: EventLog,
+        from_sync: bool = False,
+    ) -> I64:
+        self.last_run[idx] = t
+        inst = ctr.instance[idx]
+        # A container started at this very instant is not in the status a ticking worker reads
+        # yet; the pod sync its start causes is what reports it (and triggers readiness).
+        known = (inst >= 0) & (from_sync | (self.seen[idx] == inst) | (ctr.started_at[idx] < t))
+        idx, inst = idx[known], inst[known]
+        new = self.seen[idx] != inst
+        if new.any():
+            n_idx = idx[new]
+            self.seen[n_idx] = inst[new]
+            self.cached[n_idx] = INITIAL[self.kind]
+            self.on_hold[n_idx] = False
+        idx = idx[~self.on_hold[idx]]
+        alive = ctr.alive()[idx]
+        changed = [np.empty(0, np.int64)]
+        dead = idx[~alive]
+        if dead.size:
+            was = self.cached[dead].copy()
+            self.cached[dead] = FAILURE
+            changed.append(dead[was != FAILURE])
+            gone = dead[ctr.state[dead] == 3]  # terminated for good: the worker exits
+            self.active[gone] = False
+        idx = idx[alive]
+        age_s = (t - ctr.started_at[idx]) // 1000
+        idx = idx[age_s >= self.spec.delay_s[idx]]
+        idx = idx[~started[idx]] if self.kind == "startup" else idx[started[idx]]
+        if idx.size:
+            changed.append(self._execute(idx, t, ctr, log))
+        return np.concatenate(changed)
+
+    def _execute(self, idx: I64, t: int, ctr: Containers, log: EventLog) -> I64:
+        beh = self.fleet.behaviors
+        s = self.spec
+        self.executions[idx] += 1
+        handler = s.handler[idx]
+        timeout = s.timeout[idx]
+        listening = beh.listening[idx]
+        hung = beh.hung[idx]
+        wait = beh.hang_end[idx] - t
+        status = beh.status[s.target[idx], idx]
+        tcp = handler == TCP
+        # A hung process that accepts connections passes tcpSocket; other handlers wait for it
+        # until the timeout, and get its answer if it recovers first.
+        recovers = hung & ~tcp & (wait < timeout)
+        timed_out = hung & ~tcp & ~recovers & listening
+        latency = np.where(timed_out, timeout, np.where(recovers & listening, wait, 0))
+        passed = np.where(tcp, listening, listening & ~timed_out & (status >= 200) & (status < 400))
+        why = np.where(~listening, REFUSED, np.where(timed_out, TIMEOUT, np.where(passed, OK, STATUS)))
+        why = np.where(s.port_error[idx], ERROR, why)
+        self.pending_passed[idx] = passed
+        self.pending_instance[idx] = ctr.instance[idx]
+        self.pending_why[idx] = why
+        self.pending_status[idx] = status
+        later = latency > 0
+        self.busy_until[idx[later]] = t + latency[later]
+        now = idx[~later]
+        return self._apply(now, t, ctr, log) if now.size else np.empty(0, np.int64)
+
+    def _apply(self, idx: I64, t: int, ctr: Containers, log: EventLog) -> I64:
+        """Count finished runs toward the thresholds and write verdicts (§2.2.17-19)."""
+        why = self.pending_why[idx]
+        idx = idx[why != ERROR]  # a handler error is thrown away: counters and cache unchanged
+        if idx.size == 0:
+            return idx
+        passed = self.pending_passed[idx]
+        run = np.where(self.run[idx] > 0, next_run(self.last_passed[idx], self.run[idx], passed), 1)
+        self.run[idx] = run
+        self.last_passed[idx] = passed
+        cross = reaches_threshold(passed, run, self.spec.success_th[idx], self.spec.failure_th[idx])
+        current = (self.pending_instance[idx] == ctr.instance[idx]) & (self.seen[idx] == ctr.instance[idx])
+        write = cross & current
+        value = np.where(passed, SUCCESS, FAILURE)
+        changed = idx[write & (self.cached[idx] != value)]
+        self.cached[idx[write]] = value[write]
+        hold = (
+            cross & (~passed if self.kind == "liveness" else True)
+            if self.kind != "readiness"
+            else cross & False
+        )
+        if hold.any():
+            self.on_hold[idx[hold]] = True
+            self.run[idx[hold]] = 0
+        for c in idx[~passed]:
+            self._unhealthy(int(c), t, log)
+        return changed
+
+    def _unhealthy(self, c: int, t: int, log: EventLog) -> None:
+        pod, _ = self.fleet.container_label(c)
+        why = int(self.pending_why[c])
+        h = int(self.spec.handler[c])
+        where = self.spec.describe[c]
+        tmo = int(self.spec.timeout[c]) // 1000
+        if h == HTTP:
+            msg = {
+                REFUSED: f'Get "{where}": dial tcp {where.split("/")[2]}: connect: connection refused',
+                TIMEOUT: f'Get "{where}": context deadline exceeded '
+                "(Client.Timeout exceeded while awaiting headers)",
+                STATUS: f"HTTP probe failed with statuscode: {int(self.pending_status[c])}",
+            }[why]
+        elif h == TCP:
+            msg = f"dial tcp {where}: connect: connection refused"
+        elif h == GRPC:
+            msg = {
+                REFUSED: f'timeout: failed to connect service "{where}" within {tmo}s',
+                TIMEOUT: f"timeout: health rpc did not complete within {tmo}s",
+                STATUS: 'service unhealthy (responded with "NOT_SERVING")',
+            }[why]
+        else:
+            assert h == EXEC
+            msg = {
+                REFUSED: f'command "{where}" exited with code 1',
+                TIMEOUT: f'command timed out: "{where}" timed out after {tmo}s',
+                STATUS: f'command "{where}" exited with code 1',
+            }[why]
+        log.add(t, "Warning", "Unhealthy", f"pod/{pod}", f"{self.title} probe failed: {msg}")
+
+    def _rewake(self) -> None:
+        nt = self.next_tick[self.active]
+        w = np.int64(nt.min()) if nt.size else INF
+        busy = self.busy_until[self.busy_until < INF]
+        if busy.size:
+            w = min(w, np.int64(busy.min()))
+        self.wakeup = w

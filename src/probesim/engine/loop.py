@@ -1,0 +1,322 @@
+"""The fixed-step loop. Each tick, in order: admit pods; container exits, crashes and starts;
+process state; probe workers (startup, readiness, liveness); kills for failed liveness/startup
+and their same-sync restarts; readiness manual triggers for pods that synced; pod conditions;
+endpoints; traffic over [t, t + step); the record.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+import numpy.typing as npt
+
+from probesim.engine.behavior import INF
+from probesim.engine.containers import Containers
+from probesim.engine.events import EventLog
+from probesim.engine.fleet import FAILURE, RUNNING, SUCCESS, Fleet, build
+from probesim.engine.kubelet import ProbeWorkers
+from probesim.model.scenario import Scenario
+from probesim.results import CAUSES, Result, RouteSummary, WorkloadSummary
+
+I64 = npt.NDArray[np.int64]
+B = npt.NDArray[np.bool_]
+
+
+def simulate(scenario: Scenario) -> Result:
+    """Run ``scenario``; the same scenario (including its seed) always gives the same Result."""
+    return _Run(scenario).run()
+
+
+class _Run:
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+        self.spec = scenario.spec
+        self.fleet: Fleet = build(scenario)
+        f = self.fleet
+        self.rng = np.random.default_rng(self.spec.seed)  # every random draw of the run comes from here
+        self.log = EventLog()
+        self.ctr = Containers(f)
+        self.workers = {k: ProbeWorkers(k, f.probes[k], f) for k in ("startup", "readiness", "liveness")}
+        n = f.n_pods
+        self.admitted = np.zeros(n, bool)
+        self.admitted_at = np.full(n, INF, np.int64)
+        self.ready = np.zeros(n, bool)
+        self.ready_since = np.full(n, INF, np.int64)
+        self.first_ready = np.full(n, INF, np.int64)
+        self.gates_at = np.full(n, INF, np.int64)
+        self.dirty = True
+        self.version = 0  # bumps whenever what traffic sees may have changed
+        delay = self.spec.endpoint_delay
+        self.visible_history: deque[tuple[int, B]] = deque([(-delay - 1, np.zeros(n, bool))])
+        self.route_cache: list[tuple[int, I64, I64]] = [
+            (-1, np.empty(0, np.int64), np.empty(0, np.int64))
+        ] * len(f.routes)
+
+    # -- steps -------------------------------------------------------------------------------
+
+    def _admit(self, t: int) -> None:
+        f = self.fleet
+        want = ~self.admitted
+        for wi, ordered in enumerate(f.ordered_ready):
+            pods = np.flatnonzero(f.pod_workload == wi)
+            if ordered:
+                # StatefulSet OrderedReady: the next pod once all before it are Ready.
+                nxt = pods[~self.admitted[pods]]
+                ok = nxt.size > 0 and bool(self.ready[pods[: pods.size - nxt.size]].all())
+                want[pods] = False
+                if ok:
+                    want[nxt[0]] = True
+        new = np.flatnonzero(want)
+        if new.size == 0:
+            return
+        self.admitted[new] = True
+        self.admitted_at[new] = t
+        self.gates_at[new] = np.minimum(t + f.pod_gate_delay[new], INF)
+        conts = np.flatnonzero(np.isin(f.container_pod, new))
+        self.ctr.admit(new, t)
+        for w in self.workers.values():
+            w.admit(conts, t)
+        for p in new:
+            ns = self.scenario.workloads[int(f.pod_workload[p])].metadata.namespace
+            name = f.pod_names[p]
+            self.log.add(
+                t,
+                "Normal",
+                "Scheduled",
+                f"pod/{name}",
+                f"Successfully assigned {ns}/{name} to node-1",
+                "default-scheduler",
+            )
+        self.dirty = True
+
+    def _started(self) -> B:
+        s = self.workers["startup"]
+        return self.ctr.alive() & (~s.spec.has | (s.visible(self.ctr.instance) == SUCCESS))
+
+    def _lifecycle(self, t: int) -> None:
+        self.ctr.step(t, self.log)
+        beh = self.fleet.behaviors
+        if self.ctr.changed or beh.wakeup <= t:
+            beh.evaluate(t, self.ctr.running(), self.ctr.started_at)
+            self.ctr.changed = False
+            self.dirty = True
+            self.version += 1
+
+    def _probes(self, t: int) -> None:
+        w = self.workers
+        if all(x.wakeup > t for x in w.values()):
+            return
+        started = self._started()
+        changed = {}
+        for kind in ("startup", "readiness", "liveness"):
+            changed[kind] = w[kind].step(t, self.ctr, started, self.log)
+            if kind == "startup" and changed[kind].size:
+                started = self._started()
+        for c in changed.values():
+            self.log.synced_pods.update(self.fleet.container_pod[c].tolist())
+        if any(c.size for c in changed.values()):
+            self.dirty = True
+        if changed["liveness"].size or changed["startup"].size:
+            self._kill(t)
+
+    def _kill(self, t: int) -> None:
+        """A pod sync kills containers whose liveness (checked first) or startup result is Failure."""
+        inst = self.ctr.instance
+        running = self.ctr.state == RUNNING
+        live = self.workers["liveness"]
+        start = self.workers["startup"]
+        for kind, w in (("liveness", live), ("startup", start)):
+            for c in np.flatnonzero(running & w.spec.has & (w.visible(inst) == FAILURE)):
+                if self.ctr.state[c] == RUNNING:
+                    self.ctr.kill(int(c), t, kind, int(w.spec.grace[c]), self.log)
+        self._lifecycle(t)
+
+    def _triggers(self, t: int) -> None:
+        if not self.log.synced_pods:
+            return
+        pods = np.fromiter(self.log.synced_pods, np.int64)
+        r = self.workers["readiness"]
+        conts = np.flatnonzero(np.isin(self.fleet.container_pod, pods))
+        started = self._started()
+        sel = conts[
+            r.spec.has[conts]
+            & (self.ctr.state[conts] == RUNNING)
+            & started[conts]
+            & (r.visible(self.ctr.instance)[conts] != SUCCESS)
+        ]
+        if sel.size and r.trigger(sel, t, self.ctr, started, self.log).size:
+            self.dirty = True
+
+    def _conditions(self, t: int) -> None:
+        if not self.dirty and not bool((self.gates_at == t).any()):
+            return
+        self.dirty = False
+        f = self.fleet
+        r = self.workers["readiness"]
+        started = self._started()
+        c_ready = started & (~r.spec.has | (r.visible(self.ctr.instance) == SUCCESS))
+        pod_ready = np.minimum.reduceat(c_ready.astype(np.int8), f.pod_first_container).astype(bool)
+        pod_ready &= self.admitted & (self.gates_at <= t)
+        flips = np.flatnonzero(pod_ready != self.ready)
+        if flips.size == 0:
+            return
+        self.version += 1
+        for p in flips:
+            name = f.pod_names[p]
+            if pod_ready[p]:
+                self.ready_since[p] = t
+                self.first_ready[p] = min(self.first_ready[p], t)
+                self.log.add(t, "Normal", "PodReady", f"pod/{name}", "Pod condition Ready changed to True")
+            else:
+                self.ready_since[p] = INF
+                self.log.add(
+                    t, "Warning", "PodNotReady", f"pod/{name}", "Pod condition Ready changed to False"
+                )
+        self.ready = pod_ready
+        self.visible_history.append((t, pod_ready.copy()))
+
+    def _visible_ready(self, t: int) -> B:
+        """Pod Ready as clients see it, ``endpointDelay`` late."""
+        cutoff = t - self.spec.endpoint_delay
+        h = self.visible_history
+        while len(h) > 1 and h[1][0] <= cutoff:
+            h.popleft()
+        return h[0][1]
+
+    def _traffic(self, t: int, k: int, rec: dict[str, I64]) -> None:
+        f = self.fleet
+        beh = f.behaviors
+        step = self.spec.step
+        visible = self._visible_ready(t)
+        for ri, route in enumerate(f.routes):
+            if not route.start <= t < route.stop:
+                continue
+            route.acc += route.rate * step / 1000
+            n = int(route.acc + 1e-9)
+            route.acc -= n
+            key = f"route.{route.name}"
+            rec[f"{key}.offered"][k] = n
+            if n == 0:
+                continue
+            version, eps, cat = self.route_cache[ri]
+            if version != self.version:
+                publish = f.publish_not_ready.get(route.service.name, False)
+                ep_ready = self.admitted if publish else visible
+                eps = np.flatnonzero(route.selects & ep_ready & (route.target_container >= 0))
+                tc = route.target_container[eps]
+                status = beh.status[route.target, tc]
+                cat = np.where(
+                    ~beh.listening[tc],
+                    1,
+                    np.where(beh.hung[tc], 2, np.where((status >= 400) | (status < 200), 3, 4)),
+                )
+                self.route_cache[ri] = (self.version, eps, cat)
+            kk = eps.size
+            if kk == 0:
+                rec[f"{key}.no_endpoint"][k] = n
+                continue
+            base, rem = divmod(n, kk)
+            counts = np.bincount(cat, minlength=5) * base
+            if rem:
+                counts += np.bincount(cat[(route.cursor + np.arange(rem)) % kk], minlength=5)
+            route.cursor = (route.cursor + n) % kk
+            rec[f"{key}.restarting"][k] = counts[1]
+            rec[f"{key}.not_answering"][k] = counts[2]
+            rec[f"{key}.error_status"][k] = counts[3]
+            rec[f"{key}.ok"][k] = counts[4]
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    def run(self) -> Result:
+        f = self.fleet
+        spec = self.spec
+        ticks = spec.duration // spec.step
+        times = np.arange(ticks, dtype=np.int64) * spec.step
+        rec: dict[str, I64] = {}
+        for w in self.scenario.workloads:
+            for s in ("desired", "current", "ready", "available", "unavailable", "restarts"):
+                rec[f"workload.{w.name}.{s}"] = np.zeros(ticks, np.int64)
+        for r in f.routes:
+            for s in ("offered", "ok", *CAUSES):
+                rec[f"route.{r.name}.{s}"] = np.zeros(ticks, np.int64)
+        wl_pods = [np.flatnonzero(f.pod_workload == i) for i in range(len(self.scenario.workloads))]
+        min_ready = [w.spec.min_ready_seconds * 1000 for w in self.scenario.workloads]
+        pending_admission = True
+        for k in range(ticks):
+            t = int(times[k])
+            self.log.synced_pods.clear()
+            if pending_admission:
+                self._admit(t)
+                pending_admission = not bool(self.admitted.all())
+            self._lifecycle(t)
+            self._probes(t)
+            self._triggers(t)
+            self._conditions(t)
+            self._traffic(t, k, rec)
+            for i, w in enumerate(self.scenario.workloads):
+                pods = wl_pods[i]
+                ready = self.ready[pods]
+                avail = ready & (self.ready_since[pods] + min_ready[i] <= t) if min_ready[i] else ready
+                n_avail = int(avail.sum())
+                key = f"workload.{w.name}"
+                rec[f"{key}.desired"][k] = w.spec.replicas
+                rec[f"{key}.current"][k] = int(self.admitted[pods].sum())
+                rec[f"{key}.ready"][k] = int(ready.sum())
+                rec[f"{key}.available"][k] = n_avail
+                rec[f"{key}.unavailable"][k] = max(0, w.spec.replicas - n_avail)
+            if self.ctr.restart_count.any():
+                rc = self.ctr.restart_count
+                for i, w in enumerate(self.scenario.workloads):
+                    rec[f"workload.{w.name}.restarts"][k] = int(
+                        rc[np.isin(f.container_pod, wl_pods[i])].sum()
+                    )
+        return self._result(times, rec, wl_pods)
+
+    def _result(self, times: I64, rec: dict[str, I64], wl_pods: list[I64]) -> Result:
+        f = self.fleet
+        spec = self.spec
+        routes = []
+        for r in f.routes:
+            key = f"route.{r.name}"
+            routes.append(
+                RouteSummary(
+                    name=r.name,
+                    service=r.service.name,
+                    offered=int(rec[f"{key}.offered"].sum()),
+                    ok=int(rec[f"{key}.ok"].sum()),
+                    failed={c: int(rec[f"{key}.{c}"].sum()) for c in CAUSES},
+                )
+            )
+        workloads = []
+        for i, w in enumerate(self.scenario.workloads):
+            pods = wl_pods[i]
+            key = f"workload.{w.name}"
+            ready = rec[f"{key}.ready"]
+            full = np.flatnonzero(ready >= w.spec.replicas)
+            fr = self.first_ready[pods]
+            restarts = {f.pod_names[p]: int(self.ctr.restart_count[f.container_pod == p].sum()) for p in pods}
+            workloads.append(
+                WorkloadSummary(
+                    name=w.name,
+                    kind=w.kind,
+                    replicas=w.spec.replicas,
+                    restarts=restarts,
+                    first_ready_ms=int(fr.min()) if fr.size and fr.min() < INF else None,
+                    all_ready_ms=int(times[full[0]]) if full.size and w.spec.replicas > 0 else None,
+                    min_ready=int(ready.min()) if ready.size else 0,
+                    avg_ready=float(ready.mean()) if ready.size else 0.0,
+                    min_available=int(rec[f"{key}.available"].min()) if ready.size else 0,
+                )
+            )
+        return Result(
+            scenario=self.scenario.name,
+            seed=spec.seed,
+            step_ms=spec.step,
+            duration_ms=spec.duration,
+            time_ms=times,
+            series=rec,
+            events=self.log.events,
+            workloads=workloads,
+            routes=routes,
+        )

@@ -1,0 +1,150 @@
+"""The Result of one run, simulated or measured: series, events and summary, JSON-ready.
+
+Series are numpy arrays indexed by tick; ``to_json`` gives the versioned document that
+``probesim run --json`` prints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+RESULT_VERSION = "probesim.dev/v1alpha1"
+
+# Why a request failed. A request sent while the Service had no ready endpoint; to a pod whose
+# container was not running or not yet listening; to a process that did not answer (hung);
+# or answered with a 5xx (or any status ≥ 400).
+CAUSES = ("no_endpoint", "restarting", "not_answering", "error_status")
+
+
+@dataclass(frozen=True)
+class Event:
+    """One state change, in ``kubectl get events`` vocabulary."""
+
+    time_ms: int
+    type: str  # Normal | Warning
+    reason: str
+    object: str  # pod/web-0, endpointslice/web, deployment/web
+    message: str
+    source: str = "kubelet"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "time": self.time_ms / 1000,
+            "type": self.type,
+            "reason": self.reason,
+            "object": self.object,
+            "message": self.message,
+            "source": self.source,
+        }
+
+
+@dataclass
+class RouteSummary:
+    name: str
+    service: str
+    offered: int
+    ok: int
+    failed: dict[str, int]
+
+    @property
+    def failed_total(self) -> int:
+        return sum(self.failed.values())
+
+    @property
+    def error_rate(self) -> float:
+        return self.failed_total / self.offered if self.offered else 0.0
+
+
+@dataclass
+class WorkloadSummary:
+    name: str
+    kind: str
+    replicas: int
+    restarts: dict[str, int]  # pod → restarts (all containers)
+    first_ready_ms: int | None  # first pod Ready
+    all_ready_ms: int | None  # readyReplicas first reached spec.replicas
+    min_ready: int
+    avg_ready: float
+    min_available: int
+
+    @property
+    def total_restarts(self) -> int:
+        return sum(self.restarts.values())
+
+
+@dataclass
+class Result:
+    scenario: str
+    seed: int
+    step_ms: int
+    duration_ms: int
+    time_ms: npt.NDArray[np.int64]
+    series: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict)
+    events: list[Event] = field(default_factory=list)
+    workloads: list[WorkloadSummary] = field(default_factory=list)
+    routes: list[RouteSummary] = field(default_factory=list)
+    source: str = "simulation"
+
+    def workload(self, name: str) -> WorkloadSummary:
+        return next(w for w in self.workloads if w.name == name)
+
+    def route(self, name: str) -> RouteSummary:
+        return next(r for r in self.routes if r.name == name)
+
+    def events_for(self, obj: str | None = None, reason: str | None = None) -> list[Event]:
+        return [
+            e
+            for e in self.events
+            if (obj is None or e.object == obj) and (reason is None or e.reason == reason)
+        ]
+
+    def to_json(self, series: bool = True) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "apiVersion": RESULT_VERSION,
+            "kind": "Result",
+            "scenario": self.scenario,
+            "source": self.source,
+            "seed": self.seed,
+            "step": self.step_ms / 1000,
+            "duration": self.duration_ms / 1000,
+            "summary": {
+                "routes": [
+                    {
+                        "name": r.name,
+                        "service": r.service,
+                        "offered": r.offered,
+                        "ok": r.ok,
+                        "failed": r.failed_total,
+                        "failedByCause": r.failed,
+                        "errorRate": round(r.error_rate, 6),
+                    }
+                    for r in self.routes
+                ],
+                "workloads": [
+                    {
+                        "name": w.name,
+                        "kind": w.kind,
+                        "replicas": w.replicas,
+                        "restarts": w.total_restarts,
+                        "restartsByPod": w.restarts,
+                        "firstReady": None if w.first_ready_ms is None else w.first_ready_ms / 1000,
+                        "allReady": None if w.all_ready_ms is None else w.all_ready_ms / 1000,
+                        "minReady": w.min_ready,
+                        "avgReady": round(w.avg_ready, 4),
+                        "minAvailable": w.min_available,
+                    }
+                    for w in self.workloads
+                ],
+            },
+            "events": [e.to_json() for e in self.events],
+        }
+        if series:
+            doc["series"] = {
+                "time": (self.time_ms / 1000).tolist(),
+                **{k: v.tolist() for k, v in self.series.items()},
+            }
+        return doc
