@@ -1,0 +1,175 @@
+"""The ``probesim`` command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from probesim import __version__
+from probesim.errors import InputError
+
+app = typer.Typer(
+    name="probesim",
+    help=(
+        "See what Kubernetes probes will do to your service before production does.\n\n"
+        "probesim simulates the kubelet's startup, readiness and liveness probes, container "
+        "restarts with CrashLoopBackOff, pod readiness and Service endpoints for your real "
+        "manifests, under a scripted workload and traffic, deterministically and in seconds."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="rich",
+)
+# Not a terminal (a pipe, CI logs): wide enough that tables are not cut to 80 columns.
+out = Console(width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+
+
+def _fail(e: InputError) -> typer.Exit:
+    err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
+    return typer.Exit(2)
+
+
+def _load(target: str):  # type: ignore[no-untyped-def]
+    from probesim.manifests.scenario import load_scenario
+    from probesim.scenarios import builtins, find
+
+    if target != "-" and not Path(target).exists():
+        b = find(target)
+        if b is None:
+            names = ", ".join(x.name for x in builtins())
+            raise InputError(
+                f"no such file, and no built-in scenario of that name (built-in: {names})", file=target
+            )
+        return load_scenario(str(b.path))
+    return load_scenario(target)
+
+
+@app.command()
+def run(
+    scenario: Annotated[
+        str,
+        typer.Argument(
+            help="Scenario file (YAML), '-' for standard input, or a built-in name (see 'scenarios')."
+        ),
+    ],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the versioned JSON result instead of tables.")
+    ] = False,
+    events: Annotated[bool, typer.Option("--events/--no-events", help="Show the event log.")] = True,
+    series: Annotated[
+        bool, typer.Option("--series/--no-series", help="Include per-tick series in --json.")
+    ] = True,
+    seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.", min=0)] = None,
+) -> None:
+    """Simulate a scenario: requests ok/failed by cause, restarts, readiness, and the events.
+
+    Example: [bold]probesim run seed000-slow-start-killed[/bold]
+    """
+    from probesim.engine import simulate
+    from probesim.report.terminal import render_result
+
+    try:
+        sc = _load(scenario)
+    except InputError as e:
+        raise _fail(e) from None
+    if seed is not None:
+        sc = sc.model_copy(update={"spec": sc.spec.model_copy(update={"seed": seed})})
+    result = simulate(sc)
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_json(series=series), indent=2) + "\n")
+    else:
+        render_result(result, out, events=events)
+
+
+@app.command()
+def scenarios() -> None:
+    """List the built-in scenarios, each with what it shows. Run one with 'probesim run NAME'."""
+    from probesim.scenarios import builtins
+
+    t = Table(box=box.SIMPLE)
+    t.add_column("NAME", no_wrap=True)
+    t.add_column("WHAT IT SHOWS")
+    for b in builtins():
+        t.add_row(b.name, b.description)
+    out.print(t)
+
+
+@app.command()
+def demo(
+    show_events: Annotated[bool, typer.Option("--events", help="Print each combination's log.")] = False,
+) -> None:
+    """The seed-000 demo on the logical tick model.
+
+    pod-1 is warm; pod-2 needs 8 ticks to start and hangs for 3 ticks from age 14; 2 requests
+    per tick for 26 ticks. Eight probe combinations: only readiness + startup + a loose
+    liveness give 0 dropped and 0 restarts.
+    """
+    from probesim.demo import RPS, TICKS, run_demo
+
+    rows = run_demo()
+    t = Table(
+        title=f"seed-000 demo: {TICKS} ticks, {RPS} requests per tick", title_justify="left", box=box.SIMPLE
+    )
+    for h in (
+        "READINESS",
+        "LIVENESS",
+        "STARTUP",
+        "SERVED",
+        "DROPPED",
+        "RESTARTS pod-1",
+        "RESTARTS pod-2",
+        "",
+    ):
+        t.add_column(
+            h, justify="right" if h.startswith(("S", "D", "R")) and h not in ("READINESS",) else "left"
+        )
+    for r in rows:
+        s = r.sim
+        safe = s.safe() and s.restarts() == 0
+        t.add_row(
+            "on" if r.readiness else "off",
+            "strict (1)" if r.strict_liveness else "loose (5)",
+            "on" if r.startup else "off",
+            str(s.served),
+            str(s.dropped),
+            str(s.pods[0].restarts),
+            str(s.pods[1].restarts),
+            "[green]safe[/green]" if safe else "",
+        )
+    out.print(t)
+    if show_events:
+        for r in rows:
+            out.print(
+                f"\n[bold]readiness {'on' if r.readiness else 'off'}, liveness "
+                f"{'strict' if r.strict_liveness else 'loose'}, startup {'on' if r.startup else 'off'}[/bold]"
+            )
+            for line in r.sim.log:
+                out.print(line, highlight=False)
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of scenario files (for editor completion and validation)."""
+    from probesim.model.scenario import API_VERSION, ScenarioFile
+
+    doc = ScenarioFile.model_json_schema(by_alias=True)
+    doc = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": f"{API_VERSION}/Scenario", **doc}
+    sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+
+
+@app.command()
+def version() -> None:
+    """Print probesim's version."""
+    out.print(f"probesim {__version__}")
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,1 @@
+"""Outputs: everything that turns results into text for people or machines."""
