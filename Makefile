@@ -1,0 +1,32 @@
+# make run   — set everything up, then run probesim on its built-in examples
+# make test  — set everything up, then lint, type-check and run the tests
+VENV  := .venv
+BIN   := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: setup run test lint bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml scripts/bootstrap.sh
+	@scripts/bootstrap.sh $(VENV)
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+run: setup
+	$(BIN)/probesim demo
+	$(BIN)/probesim run seed000-slow-start-killed
+
+lint: setup
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/pytest
+
+bench: setup
+	$(BIN)/python benchmarks/engine.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
