@@ -1,0 +1,85 @@
+"""Build scenarios in tests from plain Python values, through the real YAML loader."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from probesim.engine import simulate
+from probesim.manifests.scenario import scenario_from_text
+from probesim.model.scenario import Scenario
+from probesim.results import Result
+
+
+def http(path: str = "/healthz", **fields: Any) -> dict[str, Any]:
+    return {"httpGet": {"path": path, "port": 8080}, **fields}
+
+
+def scenario(
+    *,
+    probes: dict[str, Any] | None = None,
+    behavior: dict[str, Any] | None = None,
+    overrides: list[dict[str, Any]] | None = None,
+    replicas: int = 1,
+    duration: str = "60s",
+    step: str = "1s",
+    traffic: list[dict[str, Any]] | None = None,
+    kind: str = "Deployment",
+    pod_spec: dict[str, Any] | None = None,
+    workload_spec: dict[str, Any] | None = None,
+    service: dict[str, Any] | None = None,
+    spec: dict[str, Any] | None = None,
+    containers: list[dict[str, Any]] | None = None,
+) -> Scenario:
+    container = {"name": "app", "image": "example.com/app:1", "ports": [{"containerPort": 8080, "name": "http"}]}
+    container.update(probes or {})
+    pspec: dict[str, Any] = {"containers": containers or [container], **(pod_spec or {})}
+    labels = {"app": "web"}
+    if kind == "Pod":
+        obj: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "labels": labels}, "spec": pspec}
+    else:
+        obj = {
+            "apiVersion": "apps/v1",
+            "kind": kind,
+            "metadata": {"name": "web"},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": labels},
+                "template": {"metadata": {"labels": labels}, "spec": pspec},
+                **(workload_spec or {}),
+            },
+        }
+    svc = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "web"},
+        "spec": {"selector": labels, "ports": [{"port": 80, "targetPort": 8080}], **(service or {})},
+    }
+    wb: dict[str, Any] = {}
+    if behavior:
+        wb["containers"] = {"app": behavior}
+    if overrides:
+        wb["pods"] = overrides
+    sc: dict[str, Any] = {
+        "apiVersion": "probesim.dev/v1alpha1",
+        "kind": "Scenario",
+        "metadata": {"name": "test"},
+        "spec": {"duration": duration, "step": step, "behavior": {"web": wb}, "traffic": traffic or [], **(spec or {})},
+    }
+    text = yaml.safe_dump_all([sc, obj, svc], sort_keys=False)
+    return scenario_from_text(text, "test.yaml", Path("."))
+
+
+def run(**kw: Any) -> Result:
+    return simulate(scenario(**kw))
+
+
+def times(result: Result, reason: str, obj: str | None = None, contains: str = "") -> list[float]:
+    """Seconds at which events with ``reason`` (on ``obj``, message containing ``contains``) happened."""
+    return [e.time_ms / 1000 for e in result.events_for(obj, reason) if contains in e.message]
+
+
+def series(result: Result, key: str) -> list[int]:
+    return [int(x) for x in result.series[key]]

@@ -1,0 +1,109 @@
+"""Container restarts, CrashLoopBackOff and grace periods (reference/kubelet.md §2.4.32, §3)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.builders import http, run, times
+
+
+def crash_after(age: str, code: int = 1) -> dict[str, object]:
+    return {"episodes": [{"kind": "crash", "after": age, "exitCode": code}]}
+
+
+def test_crash_loop_waits_0_10_20_40_80_160_300_300() -> None:
+    # §3.3, §3.6: first restart immediate, then 10 s doubling to the 300 s cap, each wait
+    # measured from the previous instance's exit (which comes 1 s after each start).
+    r = run(behavior=crash_after("1s"), duration="920s")
+    starts = times(r, "Started")
+    assert starts == [0, 1, 12, 33, 74, 155, 316, 617, 918]
+    exits = [s + 1 for s in starts[:-1]]
+    assert [b - a for a, b in zip(exits, starts[1:], strict=True)] == [0, 10, 20, 40, 80, 160, 300, 300]
+    assert times(r, "BackOff") == [2, 13, 34, 75, 156, 317, 618, 919]
+    assert r.workload("web").total_restarts == 8
+
+
+def test_back_off_resets_after_ten_minutes_of_running() -> None:
+    # §3.7: an exit more than 600 s after the entry's last update starts over at 10 s, and is
+    # itself restarted at once.
+    long_run = run(behavior=crash_after("700s"), duration="2101s")
+    assert times(long_run, "Started") == [0, 700, 1400, 2100]
+    short_run = run(behavior=crash_after("500s"), duration="1531s")
+    assert times(short_run, "Started") == [0, 500, 1010, 1530]
+
+
+def test_liveness_kill_after_a_long_run_restarts_at_once() -> None:
+    # §3.8: the kill's same-sync restart checks the *previous* exit; a container that ran 31 s
+    # is restarted at once while the entry doubles (10, 20, 40); at 155 it ran less than 40 s.
+    r = run(
+        probes={"livenessProbe": http(periodSeconds=1, failureThreshold=1)},
+        behavior={"episodes": [{"kind": "deadlock", "after": "30s"}]},
+        duration="200s",
+    )
+    assert times(r, "Killing") == [31, 62, 93, 124, 155]
+    assert times(r, "Started") == [0, 31, 62, 93, 124, 195]
+
+
+@pytest.mark.parametrize(
+    ("behavior", "probe_grace", "restart_at"),
+    [
+        ({"ignoresSigterm": True}, None, 36),  # pod terminationGracePeriodSeconds (30 s default)
+        ({"ignoresSigterm": True}, 5, 11),  # probe-level grace wins
+        ({"ignoresSigterm": True}, 1, 8),  # 2 s floor
+        ({"shutdown": "3s"}, None, 9),  # the app exits 3 s after SIGTERM, within its grace
+    ],
+)
+def test_kill_grace_period_precedence(behavior: dict[str, object], probe_grace: int | None, restart_at: int) -> None:
+    # §2.4.32: deadlocked at 5, killed at 6; the next container starts when the old one is gone.
+    live = http(periodSeconds=1, failureThreshold=1)
+    if probe_grace is not None:
+        live["terminationGracePeriodSeconds"] = probe_grace
+    r = run(
+        probes={"livenessProbe": live},
+        behavior={**behavior, "episodes": [{"kind": "deadlock", "after": "5s"}]},
+        duration=f"{restart_at + 1}s",
+    )
+    assert times(r, "Killing") == [6]
+    assert times(r, "Started") == [0, restart_at]
+
+
+def test_restart_policy_never_leaves_a_crashed_pod_down() -> None:
+    # §3.1, §4.7: a bare Pod with restartPolicy Never is not restarted; NotReady at once, it
+    # leaves the endpoints and the Service has none left.
+    r = run(
+        kind="Pod",
+        pod_spec={"restartPolicy": "Never"},
+        behavior=crash_after("5s"),
+        traffic=[{"rate": 1}],
+        duration="10s",
+    )
+    assert times(r, "Started") == [0]
+    assert r.route("/").ok == 5
+    assert r.route("/").failed["no_endpoint"] == 5
+    assert times(r, "PodNotReady") == [5]
+
+
+@pytest.mark.parametrize(("code", "restarts"), [(0, 0), (3, 1)])
+def test_restart_policy_on_failure_restarts_only_non_zero_exits(code: int, restarts: int) -> None:
+    r = run(kind="Pod", pod_spec={"restartPolicy": "OnFailure"}, behavior=crash_after("5s", code), duration="10s")
+    assert r.workload("web").total_restarts == restarts
+
+
+def test_crash_makes_the_pod_not_ready_until_readiness_passes_again() -> None:
+    # §2.2.13, §4.6: the app answers 5 s after each start; the crash at 25 is restarted at once
+    # and the new container starts at readiness Failure; the ticker, reset by the start's
+    # trigger at 25, passes at 35.
+    r = run(
+        probes={"readinessProbe": http(periodSeconds=10)},
+        behavior={"start": "5s", **crash_after("25s")},
+        duration="40s",
+    )
+    assert times(r, "PodReady") == [10, 35]
+    assert times(r, "PodNotReady") == [25]
+
+
+def test_without_readiness_probe_a_restarted_pod_is_ready_at_once() -> None:
+    # §4.6: no readiness probe → ready as soon as the new container runs.
+    r = run(behavior=crash_after("10s"), duration="15s")
+    assert times(r, "PodReady") == [0]
+    assert times(r, "PodNotReady") == []
