@@ -33,12 +33,21 @@ def scenario(
     spec: dict[str, Any] | None = None,
     containers: list[dict[str, Any]] | None = None,
 ) -> Scenario:
-    container = {"name": "app", "image": "example.com/app:1", "ports": [{"containerPort": 8080, "name": "http"}]}
+    container = {
+        "name": "app",
+        "image": "example.com/app:1",
+        "ports": [{"containerPort": 8080, "name": "http"}],
+    }
     container.update(probes or {})
     pspec: dict[str, Any] = {"containers": containers or [container], **(pod_spec or {})}
     labels = {"app": "web"}
     if kind == "Pod":
-        obj: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "labels": labels}, "spec": pspec}
+        obj: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "web", "labels": labels},
+            "spec": pspec,
+        }
     else:
         obj = {
             "apiVersion": "apps/v1",
@@ -66,7 +75,13 @@ def scenario(
         "apiVersion": "probesim.dev/v1alpha1",
         "kind": "Scenario",
         "metadata": {"name": "test"},
-        "spec": {"duration": duration, "step": step, "behavior": {"web": wb}, "traffic": traffic or [], **(spec or {})},
+        "spec": {
+            "duration": duration,
+            "step": step,
+            "behavior": {"web": wb},
+            "traffic": traffic or [],
+            **(spec or {}),
+        },
     }
     text = yaml.safe_dump_all([sc, obj, svc], sort_keys=False)
     return scenario_from_text(text, "test.yaml", Path("."))

@@ -90,7 +90,10 @@ def test_startup_failure_kills_the_container() -> None:
         duration="22s",
     )
     assert times(r, "Killing") == [3, 6, 9]
-    assert r.events_for("pod/web-0", "Killing")[0].message == "Container app failed startup probe, will be restarted"
+    assert (
+        r.events_for("pod/web-0", "Killing")[0].message
+        == "Container app failed startup probe, will be restarted"
+    )
     assert times(r, "Started") == [0, 3, 6, 19]
 
 

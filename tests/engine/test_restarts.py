@@ -53,7 +53,9 @@ def test_liveness_kill_after_a_long_run_restarts_at_once() -> None:
         ({"shutdown": "3s"}, None, 9),  # the app exits 3 s after SIGTERM, within its grace
     ],
 )
-def test_kill_grace_period_precedence(behavior: dict[str, object], probe_grace: int | None, restart_at: int) -> None:
+def test_kill_grace_period_precedence(
+    behavior: dict[str, object], probe_grace: int | None, restart_at: int
+) -> None:
     # §2.4.32: deadlocked at 5, killed at 6; the next container starts when the old one is gone.
     live = http(periodSeconds=1, failureThreshold=1)
     if probe_grace is not None:
@@ -85,7 +87,9 @@ def test_restart_policy_never_leaves_a_crashed_pod_down() -> None:
 
 @pytest.mark.parametrize(("code", "restarts"), [(0, 0), (3, 1)])
 def test_restart_policy_on_failure_restarts_only_non_zero_exits(code: int, restarts: int) -> None:
-    r = run(kind="Pod", pod_spec={"restartPolicy": "OnFailure"}, behavior=crash_after("5s", code), duration="10s")
+    r = run(
+        kind="Pod", pod_spec={"restartPolicy": "OnFailure"}, behavior=crash_after("5s", code), duration="10s"
+    )
     assert r.workload("web").total_restarts == restarts
 
 

@@ -182,6 +182,7 @@ class _Run:
         h = self.visible_history
         while len(h) > 1 and h[1][0] <= cutoff:
             h.popleft()
+            self.version += 1
         return h[0][1]
 
     def _traffic(self, t: int, k: int, rec: dict[str, I64]) -> None:
