@@ -87,8 +87,8 @@ def test_pod_ready_needs_every_container() -> None:
             "readinessProbe": {"httpGet": {"path": "/ready", "port": 15020}, "periodSeconds": 1},
         },
     ]
-    from tests.builders import scenario
     from probesim.engine import simulate
+    from tests.builders import scenario
 
     sc = scenario(containers=containers, duration="10s")
     sc = sc.model_copy(

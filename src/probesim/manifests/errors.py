@@ -41,8 +41,11 @@ _MESSAGES = {
 }
 
 
-def from_validation(err: ValidationError, doc: Doc, base: Path_, obj: str | None, data: Any) -> InputError:
-    """The first error of ``err`` (raised validating ``data`` found at ``base`` in ``doc``)."""
+def from_validation(
+    err: ValidationError, doc: Doc, base: Path_, obj: str | None, data: Any, prefix: Path_ = ()
+) -> InputError:
+    """The first error of ``err``, raised validating ``data``, found at ``base + prefix`` in
+    ``doc`` (``base``: where the object starts; fields are named from there)."""
     e = err.errors()[0]
     loc = tuple(e["loc"])
     rel, missing = _data_path(data, loc)
@@ -51,5 +54,6 @@ def from_validation(err: ValidationError, doc: Doc, base: Path_, obj: str | None
         msg = f"{msg} (got {e['input']!r})"
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, ") :]
-    line_path = (*base, *rel[:-1]) if missing else (*base, *rel)
-    return InputError(msg, file=doc.file, line=doc.line_of(line_path), obj=obj, field=field_path(rel) or None)
+    line_path = (*base, *prefix, *(rel[:-1] if missing else rel))
+    field = field_path((*prefix, *rel)) or None
+    return InputError(msg, file=doc.file, line=doc.line_of(line_path), obj=obj, field=field)

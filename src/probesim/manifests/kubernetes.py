@@ -146,11 +146,11 @@ def _parse_object(doc: Doc, base: Path_, data: Any, out: Objects) -> None:
         raise _err(doc, base, ("kind",), obj, f"unknown kind {kind!r} for {api}; known kinds: {known}")
 
 
-def _validate(model: type[Any], doc: Doc, base: Path_, data: Any, obj: str) -> Any:
+def _validate(model: type[Any], doc: Doc, base: Path_, data: Any, obj: str, prefix: Path_ = ()) -> Any:
     try:
         return model.model_validate(data)
     except ValidationError as e:
-        raise from_validation(e, doc, base, obj, data) from None
+        raise from_validation(e, doc, base, obj, data, prefix) from None
 
 
 def _workload(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> Workload:
@@ -161,8 +161,8 @@ def _workload(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> Workload
         if not isinstance(pod_spec, dict):
             raise _err(doc, base, ("spec",), obj, "required field is missing")
         _check_pod_spec(doc, (*base, "spec"), pod_spec, obj)
-        meta = _validate(ObjectMeta, doc, (*base, "metadata"), data.get("metadata"), obj)
-        spec_model = _validate(PodSpec, doc, (*base, "spec"), pod_spec, obj)
+        meta = _validate(ObjectMeta, doc, base, data.get("metadata"), obj, ("metadata",))
+        spec_model = _validate(PodSpec, doc, base, pod_spec, obj, ("spec",))
         extra = set(data) - {"apiVersion", "kind", "metadata", "spec", "status"}
         if extra:
             raise _err(doc, base, (sorted(extra)[0],), obj, "unknown field")
