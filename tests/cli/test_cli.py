@@ -1,0 +1,113 @@
+"""The command line: what a user types and sees, exit codes, JSON, schema."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from probesim.cli import app
+from probesim.scenarios import builtins
+
+runner = CliRunner()
+
+
+def test_help_teaches_every_command() -> None:
+    r = runner.invoke(app, ["--help"])
+    assert r.exit_code == 0
+    for cmd in ("run", "demo", "scenarios", "schema"):
+        assert cmd in r.output
+    assert "Scenario file" in runner.invoke(app, ["run", "--help"]).output
+
+
+def test_demo_table_marks_only_the_safe_combination() -> None:
+    r = runner.invoke(app, ["demo"])
+    assert r.exit_code == 0
+    rows = [ln for ln in r.output.splitlines() if ln.strip().startswith(("on ", "off "))]
+    assert len(rows) == 8
+    assert [ln.split()[:4] for ln in rows if "safe" in ln] == [["on", "loose", "(5)", "on"]]
+    events = runner.invoke(app, ["demo", "--events"]).output
+    assert "t=14 pod-2 failed liveness; restarting (restart 1)" in events
+
+
+def test_scenarios_lists_every_builtin_with_its_statement() -> None:
+    out = runner.invoke(app, ["scenarios"]).output
+    names = [b.name for b in builtins()]
+    assert len(names) >= 8
+    for b in builtins():
+        assert b.name in out
+        assert b.description
+
+
+def test_run_json_is_versioned_and_complete() -> None:
+    r = runner.invoke(app, ["run", "seed000-readiness", "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert (doc["apiVersion"], doc["kind"], doc["scenario"]) == (
+        "probesim.dev/v1alpha1",
+        "Result",
+        "seed000-readiness",
+    )
+    route = doc["summary"]["routes"][0]
+    assert (route["offered"], route["ok"], route["failed"]) == (12, 12, 0)
+    assert len(doc["series"]["time"]) == 6
+    assert any(
+        e["reason"] == "PodReady" and e["object"] == "pod/app-1" and e["time"] == 3 for e in doc["events"]
+    )
+
+
+def test_run_prints_summary_and_events() -> None:
+    r = runner.invoke(app, ["run", "seed000-slow-start-killed"])
+    assert r.exit_code == 0
+    assert "Back-off restarting failed container app in pod app-1_default" in r.output
+    assert "Restarts by pod: app-1 6" in r.output
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (None, "error: /nonexistent.yaml: no such file, and no built-in scenario of that name"),
+        ("kind: [", "YAML syntax error"),
+        ("apiVersion: probesim.dev/v1alpha1\nkind: Scenario\nmetadata: {name: x}\nspec: {duration: 10}\n",
+         ":4: Scenario: spec.duration: duration 10 has no unit"),
+    ],
+)  # fmt: skip
+def test_bad_input_exits_2_with_one_clear_line(tmp_path: Path, content: str | None, expected: str) -> None:
+    path = "/nonexistent.yaml"
+    if content is not None:
+        p = tmp_path / "bad.yaml"
+        p.write_text(content)
+        path = str(p)
+    r = runner.invoke(app, ["run", path])
+    assert r.exit_code == 2
+    assert expected in r.output
+    assert "Traceback" not in r.output
+
+
+def test_schema_validates_every_builtin_scenario() -> None:
+    r = runner.invoke(app, ["schema"])
+    schema = json.loads(r.output)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    for b in builtins():
+        doc = next(d for d in yaml.safe_load_all(b.path.read_text()) if d.get("kind") == "Scenario")
+        jsonschema.validate(doc, schema)
+    bad = {
+        "apiVersion": "probesim.dev/v1alpha1",
+        "kind": "Scenario",
+        "metadata": {"name": "x"},
+        "spec": {"duration": 5},
+    }
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)
+
+
+def test_seed_override_and_stdin(tmp_path: Path) -> None:
+    text = builtins()[0].path.read_text()
+    r = runner.invoke(app, ["run", "-", "--json", "--seed", "7", "--no-series"], input=text)
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["seed"] == 7 and "series" not in doc
