@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -119,10 +120,10 @@ def test_crash_loop_waits_follow_the_back_off_ladder(age: int, duration: int) ->
     sc = scenario(behavior={"episodes": [{"kind": "crash", "after": f"{age}s"}]}, duration=f"{duration}s")
     r = simulate(sc)
     starts = [e.time_ms // 1000 for e in r.events_for(reason="Started")]
-    waits = [b - (a + age) for a, b in zip(starts, starts[1:], strict=False)]
+    waits = [b - (a + age) for a, b in itertools.pairwise(starts)]
     assert all(w in (0, 10, 20, 40, 80, 160, 300) for w in waits)
     if waits:
         assert waits[0] == 0
-    for prev, nxt in zip(waits, waits[1:], strict=False):
+    for prev, nxt in itertools.pairwise(waits):
         # The ladder only climbs (or restarts from 0 after 10 min of running).
         assert nxt >= prev or age > 600 or nxt == 0
