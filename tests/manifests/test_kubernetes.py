@@ -249,7 +249,7 @@ def test_scenario_errors_name_line_and_field(
 
 
 def test_missing_manifest_and_missing_scenario() -> None:
-    with pytest.raises(InputError, match="manifest file 'nope/deploy.yaml' not found"):
+    with pytest.raises(InputError, match=r"manifest file 'nope/deploy\.yaml' not found"):
         scenario_from_text(SCENARIO, "s.yaml", Path("nope"))
     with pytest.raises(InputError, match="no Scenario document"):
         scenario_from_text(DEPLOY, "d.yaml", Path("."))
