@@ -72,6 +72,7 @@ class _Run:
             return
         self.admitted[new] = True
         self.admitted_at[new] = t
+        self.version += 1
         self.gates_at[new] = np.minimum(t + f.pod_gate_delay[new], INF)
         conts = np.flatnonzero(np.isin(f.container_pod, new))
         self.ctr.admit(new, t)
@@ -135,9 +136,10 @@ class _Run:
     def _triggers(self, t: int) -> None:
         if not self.log.synced_pods:
             return
-        pods = np.fromiter(self.log.synced_pods, np.int64)
+        synced = np.zeros(self.fleet.n_pods, bool)
+        synced[list(self.log.synced_pods)] = True
         r = self.workers["readiness"]
-        conts = np.flatnonzero(np.isin(self.fleet.container_pod, pods))
+        conts = np.flatnonzero(synced[self.fleet.container_pod])
         started = self._started()
         sel = conts[
             r.spec.has[conts]
@@ -242,7 +244,19 @@ class _Run:
             for s in ("offered", "ok", *CAUSES):
                 rec[f"route.{r.name}.{s}"] = np.zeros(ticks, np.int64)
         wl_pods = [np.flatnonzero(f.pod_workload == i) for i in range(len(self.scenario.workloads))]
+        wl_containers = [np.flatnonzero(f.pod_workload[f.container_pod] == i) for i in range(len(wl_pods))]
+        columns = [
+            [
+                rec[f"workload.{w.name}.{s}"]
+                for s in ("desired", "current", "ready", "available", "unavailable", "restarts")
+            ]
+            for w in self.scenario.workloads
+        ]
+        for i, w in enumerate(self.scenario.workloads):
+            columns[i][0][:] = w.spec.replicas
         min_ready = [w.spec.min_ready_seconds * 1000 for w in self.scenario.workloads]
+        counted_version = -1
+        counts: list[tuple[int, int, int]] = []  # per workload: current, ready, restarts
         pending_admission = True
         for k in range(ticks):
             t = int(times[k])
@@ -255,23 +269,30 @@ class _Run:
             self._triggers(t)
             self._conditions(t)
             self._traffic(t, k, rec)
-            for i, w in enumerate(self.scenario.workloads):
-                pods = wl_pods[i]
-                ready = self.ready[pods]
-                avail = ready & (self.ready_since[pods] + min_ready[i] <= t) if min_ready[i] else ready
-                n_avail = int(avail.sum())
-                key = f"workload.{w.name}"
-                rec[f"{key}.desired"][k] = w.spec.replicas
-                rec[f"{key}.current"][k] = int(self.admitted[pods].sum())
-                rec[f"{key}.ready"][k] = int(ready.sum())
-                rec[f"{key}.available"][k] = n_avail
-                rec[f"{key}.unavailable"][k] = max(0, w.spec.replicas - n_avail)
-            if self.ctr.restart_count.any():
-                rc = self.ctr.restart_count
-                for i, w in enumerate(self.scenario.workloads):
-                    rec[f"workload.{w.name}.restarts"][k] = int(
-                        rc[np.isin(f.container_pod, wl_pods[i])].sum()
+            if counted_version != self.version:
+                counted_version = self.version
+                counts = [
+                    (
+                        int(self.admitted[pods].sum()),
+                        int(self.ready[pods].sum()),
+                        int(self.ctr.restart_count[wl_containers[i]].sum()),
                     )
+                    for i, pods in enumerate(wl_pods)
+                ]
+            for i, w in enumerate(self.scenario.workloads):
+                current, ready, restarts = counts[i]
+                if min_ready[i]:
+                    pods = wl_pods[i]
+                    ready_pods = self.ready[pods] & (self.ready_since[pods] + min_ready[i] <= t)
+                    available = int(ready_pods.sum())
+                else:
+                    available = ready
+                col = columns[i]
+                col[1][k] = current
+                col[2][k] = ready
+                col[3][k] = available
+                col[4][k] = max(0, w.spec.replicas - available)
+                col[5][k] = restarts
         return self._result(times, rec, wl_pods)
 
     def _result(self, times: I64, rec: dict[str, I64], wl_pods: list[I64]) -> Result:

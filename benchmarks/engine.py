@@ -1,0 +1,131 @@
+"""Engine throughput: pod-ticks per second for 1,000 pods × 3,600 ticks at 1,000 and 100,000
+requests per second, against a per-request reference loop written here.
+
+Run: ``make bench`` (or ``python benchmarks/engine.py [--pods N] [--ticks N]``). Figures vary
+with the machine; the ratios are what to compare: the engine's cost per tick must not grow
+with the request rate (target: within 10%), and it should beat the per-request loop by far.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from probesim.engine import simulate
+from probesim.manifests.scenario import scenario_from_text
+from probesim.model.scenario import Scenario
+
+TARGET_POD_TICKS = 5_000_000
+
+
+def fleet(pods: int, ticks: int, rate: float) -> Scenario:
+    """A Deployment with readiness and liveness probes; a tenth of the pods start slowly and
+    hang once, so probes, kills, back-off and endpoint changes all happen during the run."""
+    probe = {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 10}
+    deploy = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": pods,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "app",
+                            "ports": [{"containerPort": 8080}],
+                            "readinessProbe": probe,
+                            "livenessProbe": probe,
+                        }
+                    ]
+                },
+            },
+        },
+    }
+    svc = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "web"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]},
+    }
+    slow = {"app": {"start": "25s", "episodes": [{"kind": "hang", "after": "600s", "for": "45s"}]}}
+    sc = {
+        "apiVersion": "probesim.dev/v1alpha1",
+        "kind": "Scenario",
+        "metadata": {"name": f"bench-{pods}x{ticks}-{rate:g}"},
+        "spec": {
+            "duration": f"{ticks}s",
+            "behavior": {"web": {"pods": [{"ordinals": list(range(0, pods, 10)), "containers": slow}]}},
+            "traffic": [{"rate": rate}],
+        },
+    }
+    return scenario_from_text(yaml.safe_dump_all([sc, deploy, svc]), "bench.yaml", Path("."))
+
+
+def engine_rate(sc: Scenario, pods: int, ticks: int, repeat: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        simulate(sc)
+        best = min(best, time.perf_counter() - t0)
+    return pods * ticks / best
+
+
+def reference_rate(pods: int, rate: int, ticks: int) -> float:
+    """The naive way: one Python step per request (pick the next ready pod, check it,
+    count), plus a per-pod probe check each tick. Measured over a few ticks."""
+    ready = np.ones(pods, bool)
+    ready[::10] = False
+    healthy = ready.copy()
+    cursor = ok = failed = 0
+    t0 = time.perf_counter()
+    for tick in range(ticks):
+        for p in range(pods):  # probes: one look per pod per tick
+            if tick % 10 == 0:
+                ready[p] = healthy[p]
+        eps = [p for p in range(pods) if ready[p]]
+        for _ in range(rate):
+            p = eps[cursor % len(eps)]
+            cursor += 1
+            if healthy[p]:
+                ok += 1
+            else:
+                failed += 1
+    return pods * ticks / (time.perf_counter() - t0)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--pods", type=int, default=1000)
+    ap.add_argument("--ticks", type=int, default=3600)
+    args = ap.parse_args()
+    pods, ticks = args.pods, args.ticks
+    print(f"engine: {pods} pods × {ticks} ticks (1 s steps)")
+    simulate(fleet(100, 60, 10))  # warm up imports and caches before timing
+    rates = {}
+    for rps in (1_000, 100_000):
+        sc = fleet(pods, ticks, rps)
+        rates[rps] = engine_rate(sc, pods, ticks)
+        print(
+            f"  {rps:>7,} req/s: {rates[rps]:>14,.0f} pod-ticks/s  ({rps * ticks / (pods * ticks / rates[rps]):,.0f} requests simulated/s)"
+        )
+    flat = rates[100_000] / rates[1_000]
+    print(
+        f"  cost per tick, 100,000 vs 1,000 req/s: {1 / flat:.3f}× (target within 10%: {'ok' if abs(1 / flat - 1) <= 0.10 else 'MISSED'})"
+    )
+    target = "ok" if min(rates.values()) >= TARGET_POD_TICKS else "MISSED"
+    print(f"  target ≥ {TARGET_POD_TICKS:,} pod-ticks/s on one core: {target}")
+    print("reference per-request loop (same fleet, 20 ticks):")
+    for rps in (1_000, 100_000):
+        ref = reference_rate(pods, rps, 20)
+        print(f"  {rps:>7,} req/s: {ref:>14,.0f} pod-ticks/s  → engine is {rates[rps] / ref:,.0f}× faster")
+
+
+if __name__ == "__main__":
+    main()
