@@ -73,6 +73,7 @@ class Behaviors:
         self.targets = {t: i for i, t in enumerate(targets)}
         n = len(profile_of)
         self.profile_of = profile_of
+        self.ignores_sigterm = np.array([profiles[k].ignores_sigterm for k in profile_of], bool)
         self.listening = np.zeros(n, bool)
         self.hung = np.zeros(n, bool)
         self.hang_end = np.zeros(n, np.int64)
@@ -83,7 +84,8 @@ class Behaviors:
         return self.targets[name]
 
     def evaluate(self, t: int, running: B, started_at: I64) -> None:
-        """Recompute every container's state at time ``t`` and the next time it can change."""
+        """Recompute every container's state at time ``t`` and the next time it can change.
+        ``running``: the process is up and serving (not exited, not shutting down)."""
         wake = INF
         for k, prof in enumerate(self.profiles):
             m = self.members[k]

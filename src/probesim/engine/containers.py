@@ -40,6 +40,7 @@ class Containers:
         self.crash_at = np.full(n, INF, np.int64)
         self.crash_code = np.zeros(n, np.int64)
         self.waiting_reason = [""] * n
+        self.pod_deleting = np.zeros(fleet.n_pods, bool)
         self.wakeup = INF
         self.changed = False  # any start, exit or kill since the flag was cleared
 
@@ -95,6 +96,26 @@ class Containers:
         log.synced_pods.add(p)
         self._rewake()
 
+    def stop_pod(self, p: int, t: int, log: EventLog) -> None:
+        """Stop every container of a pod being deleted, with the pod's grace period; none restarts."""
+        self.pod_deleting[p] = True
+        grace = max(int(self.fleet.pod_tgps[p]), MIN_GRACE)
+        pod = self.fleet.pod_names[p]
+        for c in np.flatnonzero(self.fleet.container_pod == p):
+            if self.state[c] == RUNNING:
+                stop = int(self.fleet.behaviors.stop_time(np.array([c]), np.array([grace]))[0])
+                name = self.fleet.container_name[c]
+                log.add(t, "Normal", "Killing", f"pod/{pod}", f"Stopping container {name}")
+                self.state[c] = TERMINATING
+                self.stop_at[c] = t + stop
+                self.stop_code[c] = 137 if stop >= grace and stop > 0 else 143
+            elif self.state[c] == WAITING:
+                self.state[c] = EXITED
+                self.next_start[c] = INF
+        self.changed = True
+        log.synced_pods.add(p)
+        self._rewake()
+
     def _exit(self, c: int, t: int, finished: int, code: int, log: EventLog, killed: bool) -> None:
         pod, name = self.fleet.container_label(c)
         p = int(self.fleet.container_pod[c])
@@ -109,7 +130,9 @@ class Containers:
                 t, "Warning", "Exited", f"pod/{pod}", f"Container {name} exited with code {code}", "probesim"
             )
         policy = self.fleet.pod_restart_policy[p]
-        if policy == "Always" or (policy == "OnFailure" and code != 0):
+        if self.pod_deleting[p]:
+            self.state[c] = EXITED
+        elif policy == "Always" or (policy == "OnFailure" and code != 0):
             self.state[c] = WAITING
             self.next_start[c] = t
         else:

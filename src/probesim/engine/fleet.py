@@ -12,7 +12,7 @@ import numpy.typing as npt
 
 from probesim.engine.behavior import INF, Behaviors, Profile
 from probesim.manifests.kubernetes import container_port
-from probesim.model.kubernetes import Container, Probe, ProbeType, Service, Workload
+from probesim.model.kubernetes import Container, Probe, ProbeType, Service, pod_names_of
 from probesim.model.scenario import ContainerBehavior, Scenario
 
 I64 = npt.NDArray[np.int64]
@@ -64,6 +64,7 @@ class Fleet:
     pod_names: list[str]
     pod_workload: I64
     pod_ordinal: I64
+    pod_replaces: I64  # the pod a replacement slot stands in for; -1 for the initial pods
     pod_ip: list[str]
     pod_tgps: I64  # pod terminationGracePeriodSeconds in ms
     pod_restart_policy: list[str]
@@ -89,12 +90,6 @@ class Fleet:
         return self.pod_names[int(self.container_pod[c])], self.container_name[c]
 
 
-def _pod_names(w: Workload) -> list[str]:
-    if w.kind == "Pod":
-        return [w.name]
-    return [f"{w.name}-{i}" for i in range(w.spec.replicas)]
-
-
 def _probe_target(p: Probe) -> str:
     if p.http_get is not None:
         return p.http_get.path
@@ -112,6 +107,7 @@ def build(scenario: Scenario) -> Fleet:
     cont_name: list[str] = []
     cont_spec: list[Container] = []
     first: list[int] = []
+    pod_replaces: list[int] = []
     profiles: list[Profile] = []
     profile_keys: dict[str, int] = {}
     profile_of: list[int] = []
@@ -130,8 +126,20 @@ def build(scenario: Scenario) -> Fleet:
         # Regular init containers are not simulated one by one; sidecars run like app containers.
         containers = [c for c in w.pod_spec.init_containers if c.restart_policy == "Always"]
         containers += list(w.pod_spec.containers)
-        for ordinal, name in enumerate(_pod_names(w)):
+        names = pod_names_of(w)
+        slots = [(ordinal, name, -1) for ordinal, name in enumerate(names)]
+        # A replacement slot per deletion: a ReplicaSet's new pod gets a new name, a
+        # StatefulSet's keeps the ordinal and name; a bare Pod has no controller.
+        deleted = [a.pod for a in scenario.spec.actions if a.pod in names and w.kind != "Pod"]
+        for j, victim in enumerate(deleted):
+            old = len(pod_names) + names.index(victim)
+            if w.kind == "StatefulSet":
+                slots.append((names.index(victim), victim, old))
+            else:
+                slots.append((len(names) + j, f"{w.name}-{len(names) + j}", old))
+        for ordinal, name, replaces in slots:
             p = len(pod_names)
+            pod_replaces.append(replaces)
             pod_names.append(name)
             pod_workload.append(wi)
             pod_ordinal.append(ordinal)
@@ -173,6 +181,7 @@ def build(scenario: Scenario) -> Fleet:
         pod_names=pod_names,
         pod_workload=pod_workload_a,
         pod_ordinal=np.array(pod_ordinal, np.int64),
+        pod_replaces=np.array(pod_replaces, np.int64),
         pod_ip=ips,
         pod_tgps=np.array(pod_tgps, np.int64),
         pod_restart_policy=pod_policy,

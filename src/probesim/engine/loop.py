@@ -14,7 +14,7 @@ import numpy.typing as npt
 from probesim.engine.behavior import INF
 from probesim.engine.containers import Containers
 from probesim.engine.events import EventLog
-from probesim.engine.fleet import FAILURE, RUNNING, SUCCESS, Fleet, build
+from probesim.engine.fleet import FAILURE, RUNNING, SUCCESS, TERMINATING, Fleet, build
 from probesim.engine.kubelet import ProbeWorkers
 from probesim.model.scenario import Scenario
 from probesim.results import CAUSES, Result, RouteSummary, WorkloadSummary
@@ -39,7 +39,10 @@ class _Run:
         self.ctr = Containers(f)
         self.workers = {k: ProbeWorkers(k, f.probes[k], f) for k in ("startup", "readiness", "liveness")}
         n = f.n_pods
+        self.eligible = f.pod_replaces < 0  # replacement slots wait for their deletion
         self.admitted = np.zeros(n, bool)
+        self.deleting = np.zeros(n, bool)  # has a deletionTimestamp
+        self.gone = np.zeros(n, bool)  # all containers stopped: removed from the API
         self.admitted_at = np.full(n, INF, np.int64)
         self.ready = np.zeros(n, bool)
         self.ready_since = np.full(n, INF, np.int64)
@@ -57,16 +60,21 @@ class _Run:
 
     def _admit(self, t: int) -> None:
         f = self.fleet
-        want = ~self.admitted
+        want = self.eligible & ~self.admitted
         for wi, ordered in enumerate(f.ordered_ready):
+            if not ordered:
+                continue
+            # StatefulSet OrderedReady: the lowest missing ordinal, once every live pod with a
+            # lower ordinal is Ready.
             pods = np.flatnonzero(f.pod_workload == wi)
-            if ordered:
-                # StatefulSet OrderedReady: the next pod once all before it are Ready.
-                nxt = pods[~self.admitted[pods]]
-                ok = nxt.size > 0 and bool(self.ready[pods[: pods.size - nxt.size]].all())
-                want[pods] = False
-                if ok:
-                    want[nxt[0]] = True
+            cand = pods[want[pods]]
+            want[pods] = False
+            if cand.size:
+                nxt = cand[np.argmin(f.pod_ordinal[cand])]
+                live = pods[self.admitted[pods] & ~self.gone[pods]]
+                before = live[f.pod_ordinal[live] < f.pod_ordinal[nxt]]
+                if bool(self.ready[before].all()):
+                    want[nxt] = True
         new = np.flatnonzero(want)
         if new.size == 0:
             return
@@ -91,6 +99,39 @@ class _Run:
             )
         self.dirty = True
 
+    def _delete(self, t: int, victims: list[int]) -> None:
+        """``kubectl delete pod``: liveness and startup stop (quietly, as Success), readiness goes
+        on; every container is stopped within the pod's grace period and not restarted (§2.2.14,
+        §2.4.33); a ReplicaSet replaces the pod at once."""
+        f = self.fleet
+        for p in victims:
+            if not self.admitted[p] or self.deleting[p]:
+                continue
+            self.deleting[p] = True
+            conts = np.flatnonzero(f.container_pod == p)
+            for kind in ("liveness", "startup"):
+                w = self.workers[kind]
+                w.active[conts] = False
+                w.busy_until[conts] = INF
+                w.seen[conts] = self.ctr.instance[conts]
+                w.cached[conts] = SUCCESS
+            self.ctr.stop_pod(p, t, self.log)
+            kind = self.scenario.workloads[int(f.pod_workload[p])].kind
+            if kind in ("Deployment", "ReplicaSet"):
+                self.eligible[f.pod_replaces == p] = True
+        self.dirty = True
+        self.version += 1
+
+    def _reap(self) -> None:
+        """Deleted pods whose containers have all stopped leave the API (and the endpoints)."""
+        f = self.fleet
+        for p in np.flatnonzero(self.deleting & ~self.gone):
+            if not self.ctr.alive()[f.container_pod == p].any():
+                self.gone[p] = True
+                self.eligible[f.pod_replaces == p] = True  # a StatefulSet waits for this
+                self.dirty = True
+                self.version += 1
+
     def _started(self) -> B:
         s = self.workers["startup"]
         return self.ctr.alive() & (~s.spec.has | (s.visible(self.ctr.instance) == SUCCESS))
@@ -99,7 +140,9 @@ class _Run:
         self.ctr.step(t, self.log)
         beh = self.fleet.behaviors
         if self.ctr.changed or beh.wakeup <= t:
-            beh.evaluate(t, self.ctr.running(), self.ctr.started_at)
+            # A container being killed stops answering, unless it ignores SIGTERM.
+            serving = self.ctr.running() | ((self.ctr.state == TERMINATING) & beh.ignores_sigterm)
+            beh.evaluate(t, serving, self.ctr.started_at)
             self.ctr.changed = False
             self.dirty = True
             self.version += 1
@@ -159,7 +202,7 @@ class _Run:
         started = self._started()
         c_ready = started & (~r.spec.has | (r.visible(self.ctr.instance) == SUCCESS))
         pod_ready = np.minimum.reduceat(c_ready.astype(np.int8), f.pod_first_container).astype(bool)
-        pod_ready &= self.admitted & (self.gates_at <= t)
+        pod_ready &= self.admitted & ~self.gone & (self.gates_at <= t)
         flips = np.flatnonzero(pod_ready != self.ready)
         if flips.size == 0:
             return
@@ -205,7 +248,7 @@ class _Run:
             version, eps, cat = self.route_cache[ri]
             if version != self.version:
                 publish = f.publish_not_ready.get(route.service.name, False)
-                ep_ready = self.admitted if publish else visible
+                ep_ready = (self.admitted & ~self.gone) if publish else (visible & ~self.deleting)
                 eps = np.flatnonzero(route.selects & ep_ready & (route.target_container >= 0))
                 tc = route.target_container[eps]
                 status = beh.status[route.target, tc]
@@ -257,13 +300,18 @@ class _Run:
         min_ready = [w.spec.min_ready_seconds * 1000 for w in self.scenario.workloads]
         counted_version = -1
         counts: list[tuple[int, int, int]] = []  # per workload: current, ready, restarts
-        pending_admission = True
+        actions: dict[int, list[int]] = {}
+        for a in spec.actions:
+            actions.setdefault(a.at, []).append(f.pod_names.index(a.pod))
         for k in range(ticks):
             t = int(times[k])
             self.log.synced_pods.clear()
-            if pending_admission:
+            if t in actions:
+                self._delete(t, actions[t])
+            if self.deleting.any():
+                self._reap()
+            if (self.eligible & ~self.admitted).any():
                 self._admit(t)
-                pending_admission = not bool(self.admitted.all())
             self._lifecycle(t)
             self._probes(t)
             self._triggers(t)
@@ -271,10 +319,11 @@ class _Run:
             self._traffic(t, k, rec)
             if counted_version != self.version:
                 counted_version = self.version
+                active = self.admitted & ~self.deleting
                 counts = [
                     (
-                        int(self.admitted[pods].sum()),
-                        int(self.ready[pods].sum()),
+                        int(active[pods].sum()),
+                        int((self.ready & active)[pods].sum()),
                         int(self.ctr.restart_count[wl_containers[i]].sum()),
                     )
                     for i, pods in enumerate(wl_pods)
@@ -283,7 +332,9 @@ class _Run:
                 current, ready, restarts = counts[i]
                 if min_ready[i]:
                     pods = wl_pods[i]
-                    ready_pods = self.ready[pods] & (self.ready_since[pods] + min_ready[i] <= t)
+                    ready_pods = (
+                        self.ready[pods] & ~self.deleting[pods] & (self.ready_since[pods] + min_ready[i] <= t)
+                    )
                     available = int(ready_pods.sum())
                 else:
                     available = ready

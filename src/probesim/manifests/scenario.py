@@ -13,6 +13,7 @@ from probesim.manifests import kubernetes as k8s
 from probesim.manifests.errors import field_path, from_validation
 from probesim.manifests.yamlsrc import Doc, Path_, load_docs, read_text
 from probesim.model.duration import format_ms
+from probesim.model.kubernetes import pod_names_of
 from probesim.model.scenario import API_VERSION, Scenario, ScenarioFile, ScenarioSpec
 
 
@@ -130,6 +131,17 @@ def _cross_check(s: Scenario, head: Doc) -> None:
                     ("spec", "behavior", wname, "readinessGates", g),
                     f"{wname} declares no readiness gate {g!r}",
                 )
+    pod_names = {n for w in s.workloads for n in pod_names_of(w)}
+    deleted: set[str] = set()
+    for i, a in enumerate(spec.actions):
+        if a.pod not in pod_names:
+            known = ", ".join(sorted(pod_names))
+            raise fail(("spec", "actions", i, "pod"), f"no pod {a.pod!r} when the run starts; pods: {known}")
+        if a.pod in deleted:
+            raise fail(
+                ("spec", "actions", i, "pod"), f"pod {a.pod!r} is already deleted by an earlier action"
+            )
+        deleted.add(a.pod)
     svc_names = {sv.name: sv for sv in s.services}
     for i, t in enumerate(spec.traffic):
         if t.service is None:
@@ -156,6 +168,7 @@ def _durations(spec: ScenarioSpec) -> list[tuple[Path_, int]]:
     out: list[tuple[Path_, int]] = [
         (("spec", "duration"), spec.duration),
         (("spec", "endpointDelay"), spec.endpoint_delay),
+        *((("spec", "actions", i, "at"), a.at) for i, a in enumerate(spec.actions)),
     ]
     for i, t in enumerate(spec.traffic):
         out += [(("spec", "traffic", i, "start"), t.start)]

@@ -211,3 +211,10 @@ class Service(OpenModel):
     @property
     def name(self) -> str:
         return self.metadata.name
+
+
+def pod_names_of(w: Workload) -> list[str]:
+    """The names probesim gives a workload's pods: ``<name>-<ordinal>`` (a bare Pod keeps its own)."""
+    if w.kind == "Pod":
+        return [w.name]
+    return [f"{w.name}-{i}" for i in range(w.spec.replicas)]

@@ -121,6 +121,18 @@ class Traffic(Model):
         return self.name or self.path
 
 
+class DeletePod(Model):
+    """``kubectl delete pod``: the pod terminates with its grace period; its controller
+    replaces it (a ReplicaSet at once, a StatefulSet once the old pod is gone)."""
+
+    kind: Literal["deletePod"]
+    pod: str = Field(description="Pod name, as probesim names pods: <workload>-<ordinal>.")
+    at: Duration
+
+
+Action = Annotated[DeletePod, Field(discriminator="kind")]
+
+
 class ScenarioSpec(Model):
     duration: Duration
     step: Duration = 1000
@@ -130,6 +142,7 @@ class ScenarioSpec(Model):
     )
     behavior: dict[str, WorkloadBehavior] = Field(default_factory=dict, description="Per workload name.")
     traffic: tuple[Traffic, ...] = ()
+    actions: tuple[Action, ...] = Field(default=(), description="Things done to the cluster during the run.")
 
 
 class Metadata(Model):
