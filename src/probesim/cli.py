@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich import box
@@ -14,6 +15,9 @@ from rich.table import Table
 
 from probesim import __version__
 from probesim.errors import InputError
+
+if TYPE_CHECKING:
+    from probesim.model.scenario import Scenario
 
 app = typer.Typer(
     name="probesim",
@@ -37,7 +41,7 @@ def _fail(e: InputError) -> typer.Exit:
     return typer.Exit(2)
 
 
-def _load(target: str):  # type: ignore[no-untyped-def]
+def _load(target: str, manifests: Sequence[str] = ()) -> Scenario:
     from probesim.manifests.scenario import load_scenario
     from probesim.scenarios import builtins, find
 
@@ -48,8 +52,8 @@ def _load(target: str):  # type: ignore[no-untyped-def]
             raise InputError(
                 f"no such file, and no built-in scenario of that name (built-in: {names})", file=target
             )
-        return load_scenario(str(b.path))
-    return load_scenario(target)
+        return load_scenario(str(b.path), manifests)
+    return load_scenario(target, manifests)
 
 
 @app.command()
@@ -68,6 +72,15 @@ def run(
         bool, typer.Option("--series/--no-series", help="Include per-tick series in --json.")
     ] = True,
     seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.", min=0)] = None,
+    manifests: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--manifests",
+            "-m",
+            help="More Kubernetes YAML to add to the scenario's (repeatable; '-' reads standard input, "
+            "e.g. helm template ./chart | probesim run s.yaml -m -).",
+        ),
+    ] = None,
 ) -> None:
     """Simulate a scenario: requests ok/failed by cause, restarts, readiness, and the events.
 
@@ -77,7 +90,7 @@ def run(
     from probesim.report.terminal import render_result
 
     try:
-        sc = _load(scenario)
+        sc = _load(scenario, manifests or ())
     except InputError as e:
         raise _fail(e) from None
     if seed is not None:

@@ -111,3 +111,23 @@ def test_seed_override_and_stdin(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
     assert doc["seed"] == 7 and "series" not in doc
+
+
+def test_manifests_from_standard_input_like_helm_template(tmp_path: Path) -> None:
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        "apiVersion: probesim.dev/v1alpha1\nkind: Scenario\nmetadata: {name: piped}\n"
+        "spec:\n  duration: 5s\n  behavior:\n    web: {containers: {app: {start: 2s}}}\n  traffic: [{rate: 1}]\n"
+    )
+    helm = (
+        "---\n# Source: web/templates/deployment.yaml\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n"
+        "spec:\n  replicas: 1\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n"
+        "    spec:\n      containers:\n      - name: app\n        readinessProbe: {httpGet: {path: /, port: 80}, periodSeconds: 1}\n"
+        "---\n# Source: web/templates/service.yaml\napiVersion: v1\nkind: Service\nmetadata: {name: web}\n"
+        "spec:\n  selector: {app: web}\n  ports: [{port: 80}]\n"
+    )
+    r = runner.invoke(app, ["run", str(scenario), "-m", "-", "--json", "--no-series"], input=helm)
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["summary"]["routes"][0]["failed"] == 2  # no endpoint until the app answers at 2 s
+    assert doc["summary"]["workloads"][0]["firstReady"] == 2

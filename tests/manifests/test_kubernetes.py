@@ -255,3 +255,22 @@ def test_missing_manifest_and_missing_scenario() -> None:
         scenario_from_text(DEPLOY, "d.yaml", Path("."))
     with pytest.raises(InputError, match="file not found"):
         load_scenario("/nonexistent/s.yaml")
+
+
+def test_apps_defaults_for_strategy_and_pod_management() -> None:
+    # reference/kubelet.md §5.6: RollingUpdate with 25 % surge and 25 % unavailable.
+    strategy = parse(DEPLOY).workloads[0].spec.strategy
+    assert strategy is not None
+    assert strategy.type == "RollingUpdate"
+    assert strategy.rolling_update is not None
+    assert (strategy.rolling_update.max_surge, strategy.rolling_update.max_unavailable) == ("25%", "25%")
+    sts = parse(DEPLOY.replace("kind: Deployment", "kind: StatefulSet")).workloads[0]
+    assert sts.spec.pod_management_policy == "OrderedReady"
+
+
+def test_rolling_update_cannot_have_zero_surge_and_zero_unavailable() -> None:
+    e = error(DEPLOY.replace("  replicas: 3", "  replicas: 3\n  strategy:\n    rollingUpdate: {maxSurge: 0, maxUnavailable: 0%}"))
+    assert e.field == "spec.strategy.rollingUpdate.maxUnavailable"
+    assert e.message == "may not be 0 when maxSurge is 0"
+    bad = error(DEPLOY.replace("  replicas: 3", "  replicas: 3\n  strategy:\n    rollingUpdate: {maxSurge: \"25\"}"))
+    assert bad.field == "spec.strategy.rollingUpdate.maxSurge"

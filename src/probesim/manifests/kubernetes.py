@@ -192,6 +192,15 @@ def _workload(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> Workload
                 obj,
                 "selector does not match template labels (spec.template.metadata.labels)",
             )
+        ru = w.spec.strategy.rolling_update if w.spec.strategy else None
+        if ru is not None and ru.max_surge in (0, "0%") and ru.max_unavailable in (0, "0%"):
+            raise _err(
+                doc,
+                base,
+                ("spec", "strategy", "rollingUpdate", "maxUnavailable"),
+                obj,
+                "may not be 0 when maxSurge is 0",
+            )
         if w.pod_spec.restart_policy != "Always":
             raise _err(
                 doc,

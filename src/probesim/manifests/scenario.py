@@ -4,6 +4,7 @@ cross-checks that need both (names, ordinals, the time grid)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -17,12 +18,15 @@ from probesim.model.kubernetes import pod_names_of
 from probesim.model.scenario import API_VERSION, Scenario, ScenarioFile, ScenarioSpec
 
 
-def load_scenario(path: str) -> Scenario:
+def load_scenario(path: str, extra_manifests: Sequence[str] = ()) -> Scenario:
+    """Load a scenario file (``-``: standard input), adding the Kubernetes objects of
+    ``extra_manifests`` (files, or ``-`` for ``helm template … |``)."""
     text, shown = read_text(path)
-    return scenario_from_text(text, shown, base_dir=Path(path).parent if path != "-" else Path.cwd())
+    base = Path(path).parent if path != "-" else Path.cwd()
+    return scenario_from_text(text, shown, base_dir=base, extra_manifests=extra_manifests)
 
 
-def scenario_from_text(text: str, file: str, base_dir: Path) -> Scenario:
+def scenario_from_text(text: str, file: str, base_dir: Path, extra_manifests: Sequence[str] = ()) -> Scenario:
     docs = list(load_docs(text, file))
     heads = [d for d in docs if isinstance(d.data, dict) and d.data.get("kind") == "Scenario"]
     if not heads:
@@ -62,6 +66,10 @@ def scenario_from_text(text: str, file: str, base_dir: Path) -> Scenario:
                 )
             )
     kube_docs.extend(d for d in docs if d is not head)
+    if "-" in extra_manifests and file == "<stdin>":
+        raise InputError("standard input holds the scenario already; give manifests as files", file=file)
+    for m in extra_manifests:
+        kube_docs.extend(load_docs(*read_text(m)))
     objects = k8s.parse(kube_docs)
     scenario = Scenario(
         name=sf.metadata.name,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from probesim.model.base import Int32, Model, NonNegInt32, OpenModel, SBool, SInt
 
@@ -144,9 +144,12 @@ class LabelSelector(OpenModel):
     match_labels: dict[str, str] = Field(default_factory=dict)
 
 
+Percent = Annotated[str, Field(pattern=r"^[0-9]+%$")]
+
+
 class RollingUpdate(OpenModel):
-    max_surge: IntOrString = "25%"
-    max_unavailable: IntOrString = "25%"
+    max_surge: Annotated[SInt, Field(ge=0)] | Percent = "25%"
+    max_unavailable: Annotated[SInt, Field(ge=0)] | Percent = "25%"
 
 
 class DeploymentStrategy(OpenModel):
@@ -171,6 +174,21 @@ class Workload(OpenModel):
     kind: Literal["Deployment", "ReplicaSet", "StatefulSet", "Pod"]
     metadata: ObjectMeta
     spec: WorkloadSpec
+
+    @model_validator(mode="after")
+    def _apps_defaults(self) -> Workload:
+        """apps/v1 defaulting: a Deployment's strategy is RollingUpdate 25 % / 25 %; a
+        StatefulSet's pod management policy is OrderedReady."""
+        spec = self.spec
+        if self.kind == "Deployment":
+            strategy = spec.strategy or DeploymentStrategy()
+            if strategy.type == "RollingUpdate" and strategy.rolling_update is None:
+                strategy = strategy.model_copy(update={"rolling_update": RollingUpdate()})
+            spec = spec.model_copy(update={"strategy": strategy})
+        elif self.kind == "StatefulSet" and spec.pod_management_policy is None:
+            spec = spec.model_copy(update={"pod_management_policy": "OrderedReady"})
+        object.__setattr__(self, "spec", spec)
+        return self
 
     @property
     def name(self) -> str:
