@@ -66,3 +66,22 @@ def test_liveness_stops_quietly_while_readiness_goes_on() -> None:
     assert times(r, "Unhealthy", "pod/web-0", "Readiness") == [7, 10, 13, 16, 19, 22, 25, 28, 31, 34]
     assert times(r, "Killing", "pod/web-0") == [5]
     assert times(r, "Started", "pod/web-0") == [0]
+
+
+def test_endpoint_conditions_of_a_terminating_pod() -> None:
+    # §4.8: a terminating pod stays serving (readiness goes on) but is not ready; with
+    # publishNotReadyAddresses it stays ready.
+    kw = {
+        "replicas": 2,
+        "probes": {"readinessProbe": http(periodSeconds=1)},
+        "behavior": {"shutdown": "4s"},
+        "duration": "12s",
+        "spec": delete("web-0", "5s"),
+    }
+    r = run(**kw)  # type: ignore[arg-type]
+    # Stops at 9 and leaves the endpoints at the next step.
+    assert series(r, "service.web.terminating")[4:11] == [0, 1, 1, 1, 1, 1, 0]
+    assert series(r, "service.web.ready")[4:11] == [2, 2, 2, 2, 2, 2, 2]  # web-1 and the new web-2
+    assert series(r, "service.web.serving")[4:11] == [2, 3, 3, 3, 3, 2, 2]
+    shown = run(service={"publishNotReadyAddresses": True}, **kw)  # type: ignore[arg-type]
+    assert series(shown, "service.web.ready")[4:11] == [2, 3, 3, 3, 3, 3, 2]

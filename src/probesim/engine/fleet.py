@@ -77,6 +77,7 @@ class Fleet:
     routes: list[Route]
     ordered_ready: list[bool]  # per workload: StatefulSet OrderedReady admission
     publish_not_ready: dict[str, bool] = field(default_factory=dict)
+    service_pods: dict[str, B] = field(default_factory=dict)
 
     @property
     def n_pods(self) -> int:
@@ -197,6 +198,7 @@ def build(scenario: Scenario) -> Fleet:
             for w in scenario.workloads
         ],
         publish_not_ready={s.name: s.spec.publish_not_ready_addresses for s in scenario.services},
+        service_pods={s.name: service_selects(scenario, s, pod_workload_a) for s in scenario.services},
     )
 
 
@@ -263,20 +265,14 @@ def _route(
     t = scenario.spec.traffic[i]
     svc = next(s for s in scenario.services if s.name == t.service) if t.service else scenario.services[0]
     port = next(p for p in svc.spec.ports if t.port is None or t.port in (p.port, p.name))
-    selects = np.zeros(len(pod_workload), bool)
+    selects = service_selects(scenario, svc, pod_workload)
     target_container = np.full(len(pod_workload), -1, np.int64)
-    for wi, w in enumerate(scenario.workloads):
-        sel = svc.spec.selector
-        if not sel or any(w.pod_labels.get(k) != v for k, v in sel.items()):
-            continue
-        pods = np.flatnonzero(pod_workload == wi)
-        selects[pods] = True
-        for p in pods:
-            n_cont = (first[p + 1] if p + 1 < len(first) else len(specs)) - first[p]
-            cands = specs[first[p] : first[p] + n_cont]
-            tc = _serving_container(cands, port.effective_target)
-            if tc is not None:
-                target_container[p] = first[p] + tc
+    for p in np.flatnonzero(selects):
+        n_cont = (first[p + 1] if p + 1 < len(first) else len(specs)) - first[p]
+        cands = specs[first[p] : first[p] + n_cont]
+        tc = _serving_container(cands, port.effective_target)
+        if tc is not None:
+            target_container[p] = first[p] + tc
     return Route(
         name=t.label,
         service=svc,
@@ -288,6 +284,16 @@ def _route(
         target_container=target_container,
         target=behaviors.target(t.path),
     )
+
+
+def service_selects(scenario: Scenario, svc: Service, pod_workload: I64) -> B:
+    """The pods a Service's selector matches (a Service without selector matches none)."""
+    out = np.zeros(len(pod_workload), bool)
+    sel = svc.spec.selector
+    for wi, w in enumerate(scenario.workloads):
+        if sel and all(w.pod_labels.get(k) == v for k, v in sel.items()):
+            out[pod_workload == wi] = True
+    return out
 
 
 def _serving_container(containers: list[Container], target: int | str) -> int | None:

@@ -286,6 +286,15 @@ class _Run:
         for r in f.routes:
             for s in ("offered", "ok", *CAUSES):
                 rec[f"route.{r.name}.{s}"] = np.zeros(ticks, np.int64)
+        # EndpointSlice conditions as clients see them (§4.8): ready, serving, terminating.
+        svc_cols = {
+            name: [
+                rec.setdefault(f"service.{name}.{c}", np.zeros(ticks, np.int64))
+                for c in ("ready", "serving", "terminating")
+            ]
+            for name in f.service_pods
+        }
+        svc_counts: dict[str, tuple[int, int, int]] = {}
         wl_pods = [np.flatnonzero(f.pod_workload == i) for i in range(len(self.scenario.workloads))]
         wl_containers = [np.flatnonzero(f.pod_workload[f.container_pod] == i) for i in range(len(wl_pods))]
         columns = [
@@ -319,6 +328,16 @@ class _Run:
             self._traffic(t, k, rec)
             if counted_version != self.version:
                 counted_version = self.version
+                visible = self._visible_ready(t)
+                listed = self.admitted & ~self.gone
+                for name, sel in f.service_pods.items():
+                    members = sel & listed
+                    in_rotation = members if f.publish_not_ready[name] else members & visible & ~self.deleting
+                    svc_counts[name] = (
+                        int(in_rotation.sum()),
+                        int((members & visible).sum()),
+                        int((members & self.deleting).sum()),
+                    )
                 active = self.admitted & ~self.deleting
                 counts = [
                     (
@@ -328,6 +347,9 @@ class _Run:
                     )
                     for i, pods in enumerate(wl_pods)
                 ]
+            for name, svc_col in svc_cols.items():
+                for column, value in zip(svc_col, svc_counts[name], strict=True):
+                    column[k] = value
             for i, w in enumerate(self.scenario.workloads):
                 current, ready, restarts = counts[i]
                 if min_ready[i]:
