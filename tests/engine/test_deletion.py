@@ -82,6 +82,8 @@ def test_endpoint_conditions_of_a_terminating_pod() -> None:
     # Stops at 9 and leaves the endpoints at the next step.
     assert series(r, "service.web.terminating")[4:11] == [0, 1, 1, 1, 1, 1, 0]
     assert series(r, "service.web.ready")[4:11] == [2, 2, 2, 2, 2, 2, 2]  # web-1 and the new web-2
-    assert series(r, "service.web.serving")[4:11] == [2, 3, 3, 3, 3, 2, 2]
+    # Shutting down, web-0 refuses connections: readiness fails at 5, 6, 7 (threshold 3) and
+    # it stops serving at 7, while still terminating.
+    assert series(r, "service.web.serving")[4:11] == [2, 3, 3, 2, 2, 2, 2]
     shown = run(service={"publishNotReadyAddresses": True}, **kw)  # type: ignore[arg-type]
     assert series(shown, "service.web.ready")[4:11] == [2, 3, 3, 3, 3, 3, 2]
