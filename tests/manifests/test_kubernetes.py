@@ -269,8 +269,15 @@ def test_apps_defaults_for_strategy_and_pod_management() -> None:
 
 
 def test_rolling_update_cannot_have_zero_surge_and_zero_unavailable() -> None:
-    e = error(DEPLOY.replace("  replicas: 3", "  replicas: 3\n  strategy:\n    rollingUpdate: {maxSurge: 0, maxUnavailable: 0%}"))
+    e = error(
+        DEPLOY.replace(
+            "  replicas: 3",
+            "  replicas: 3\n  strategy:\n    rollingUpdate: {maxSurge: 0, maxUnavailable: 0%}",
+        )
+    )
     assert e.field == "spec.strategy.rollingUpdate.maxUnavailable"
     assert e.message == "may not be 0 when maxSurge is 0"
-    bad = error(DEPLOY.replace("  replicas: 3", "  replicas: 3\n  strategy:\n    rollingUpdate: {maxSurge: \"25\"}"))
+    bad = error(
+        DEPLOY.replace("  replicas: 3", '  replicas: 3\n  strategy:\n    rollingUpdate: {maxSurge: "25"}')
+    )
     assert bad.field == "spec.strategy.rollingUpdate.maxSurge"
