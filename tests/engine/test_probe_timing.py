@@ -153,3 +153,32 @@ def test_readiness_never_restarts_and_returns_after_a_hang() -> None:
     assert times(r, "PodNotReady") == [11]
     assert times(r, "PodReady") == [0, 14]
     assert times(r, "Killing") == []
+
+
+def test_liveness_waits_for_its_tick_after_startup_succeeds() -> None:
+    # §2.3.22: liveness's initial delay (2 s) passed long before startup succeeded (at 5);
+    # liveness runs on its first tick after that success (6), not in the same instant.
+    r = run(
+        probes={
+            "startupProbe": http(periodSeconds=1, failureThreshold=30),
+            "livenessProbe": http("/live", initialDelaySeconds=2, periodSeconds=1, failureThreshold=1),
+        },
+        behavior={"start": "5s", "paths": {"/live": 500}},
+        duration="7s",
+    )
+    assert times(r, "Unhealthy", contains="Liveness") == [6]
+    assert times(r, "Killing") == [6]
+
+
+def test_result_counters_survive_a_container_restart() -> None:
+    # §2.3.24: lastResult/resultRun are kept across container IDs. With successThreshold 2
+    # the restarted container (crash at 10, restarted at once) is Ready on its first success,
+    # so the pod never shows NotReady.
+    r = run(
+        probes={"readinessProbe": http(periodSeconds=1, successThreshold=2, failureThreshold=1)},
+        behavior={"episodes": [{"kind": "crash", "after": "10s"}]},
+        duration="15s",
+    )
+    assert times(r, "Started") == [0, 10]
+    assert times(r, "PodReady") == [1]
+    assert times(r, "PodNotReady") == []

@@ -48,7 +48,7 @@ class ProbeWorkers:
         self.pending_why = np.zeros(n, np.int64)
         self.pending_status = np.zeros(n, np.int64)
         self.buffered = np.zeros(n, bool)
-        self.last_run = np.full(n, -1, np.int64)
+        self.last_run = np.full(n, -1, np.int64)  # when the probe last really executed
         self.executions = np.zeros(n, np.int64)
         self.wakeup = INF
 
@@ -112,7 +112,6 @@ class ProbeWorkers:
         log: EventLog,
         from_sync: bool = False,
     ) -> I64:
-        self.last_run[idx] = t
         inst = ctr.instance[idx]
         # A container started at this very instant is not in the status a ticking worker reads
         # yet; the pod sync its start causes is what reports it (and triggers readiness).
@@ -146,6 +145,7 @@ class ProbeWorkers:
         beh = self.fleet.behaviors
         s = self.spec
         self.executions[idx] += 1
+        self.last_run[idx] = t
         handler = s.handler[idx]
         timeout = s.timeout[idx]
         listening = beh.listening[idx]

@@ -151,12 +151,13 @@ class _Run:
         w = self.workers
         if all(x.wakeup > t for x in w.values()):
             return
+        # Workers read `started` from the status as the step began: a startup success reaches
+        # them through the pod sync it causes (which triggers readiness), not in the same instant.
         started = self._started()
-        changed = {}
-        for kind in ("startup", "readiness", "liveness"):
-            changed[kind] = w[kind].step(t, self.ctr, started, self.log)
-            if kind == "startup" and changed[kind].size:
-                started = self._started()
+        changed = {
+            kind: w[kind].step(t, self.ctr, started, self.log)
+            for kind in ("startup", "readiness", "liveness")
+        }
         for c in changed.values():
             self.log.synced_pods.update(self.fleet.container_pod[c].tolist())
         if any(c.size for c in changed.values()):
