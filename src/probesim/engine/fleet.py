@@ -54,6 +54,7 @@ class Route:
     selects: B  # pods the Service selects
     target_container: I64  # per pod: container serving the port, -1 when the port is unresolved
     target: int  # behaviour target index of the path
+    timeout: int  # client timeout, ms (INF: none)
     acc: float = 0.0
     cursor: int = 0
 
@@ -71,6 +72,8 @@ class Fleet:
     pod_gate_delay: I64  # all readiness gates set this long after admission (INF: never)
     container_pod: I64
     container_name: list[str]
+    container_spec: list[Container]
+    container_behavior: list[ContainerBehavior]
     pod_first_container: I64
     behaviors: Behaviors
     probes: dict[ProbeType, ProbeSpecArrays]
@@ -107,6 +110,7 @@ def build(scenario: Scenario) -> Fleet:
     cont_pod: list[int] = []
     cont_name: list[str] = []
     cont_spec: list[Container] = []
+    cont_behavior: list[ContainerBehavior] = []
     first: list[int] = []
     pod_replaces: list[int] = []
     profiles: list[Profile] = []
@@ -156,6 +160,7 @@ def build(scenario: Scenario) -> Fleet:
                 cont_pod.append(p)
                 cont_name.append(c.name)
                 cont_spec.append(c)
+                cont_behavior.append(b)
                 profile_of.append(profile_id(b))
 
     ips = [f"10.244.{(i + 1) // 250}.{(i + 1) % 250 + 1}" for i in range(len(pod_names))]
@@ -189,6 +194,8 @@ def build(scenario: Scenario) -> Fleet:
         pod_gate_delay=np.array(pod_gate_delay, np.int64),
         container_pod=np.array(cont_pod, np.int64),
         container_name=cont_name,
+        container_spec=cont_spec,
+        container_behavior=cont_behavior,
         pod_first_container=np.array(first, np.int64),
         behaviors=behaviors,
         probes=probes,
@@ -283,6 +290,7 @@ def _route(
         selects=selects,
         target_container=target_container,
         target=behaviors.target(t.path),
+        timeout=t.timeout if t.timeout is not None else int(INF),
     )
 
 

@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from probesim.consecutive import next_run, reaches_threshold
 from probesim.engine.behavior import INF
+from probesim.engine.capacity import CapacityModel, probe_cost
 from probesim.engine.containers import Containers
 from probesim.engine.events import EventLog
 from probesim.engine.fleet import EXEC, FAILURE, GRPC, HTTP, SUCCESS, TCP, UNKNOWN, Fleet, ProbeSpecArrays
@@ -29,8 +30,24 @@ OK, REFUSED, TIMEOUT, STATUS, ERROR = 0, 1, 2, 3, 4
 
 
 class ProbeWorkers:
-    def __init__(self, kind: str, spec: ProbeSpecArrays, fleet: Fleet) -> None:
+    def __init__(
+        self,
+        kind: str,
+        spec: ProbeSpecArrays,
+        fleet: Fleet,
+        capacity: CapacityModel,
+        rng: np.random.Generator,
+        step: int,
+    ) -> None:
         n = fleet.n_containers
+        self.capacity = capacity
+        self.rng = rng
+        self.step_ms = step
+        # What one probe costs the app (its path's route cost; exec and gRPC checks by those names).
+        targets = {i: name for name, i in fleet.behaviors.targets.items()}
+        costs = [probe_cost(b, targets[int(spec.target[c])]) for c, b in enumerate(fleet.container_behavior)]
+        self.probe_cpu = np.array([c.cpu for c in costs], np.float64)
+        self.probe_wall = np.array([c.wall for c in costs], np.float64)
         self.kind = kind
         self.title = kind.capitalize()
         self.spec = spec
@@ -158,6 +175,18 @@ class ProbeWorkers:
         recovers = hung & ~tcp & (wait < timeout)
         timed_out = hung & ~tcp & ~recovers & listening
         latency = np.where(timed_out, timeout, np.where(recovers & listening, wait, 0))
+        cap = self.capacity
+        if cap.any:
+            # Under load a probe is a request like any other: it may not answer in time.
+            loaded = listening & ~hung & ~tcp & cap.loaded[idx]
+            if loaded.any():
+                li = idx[loaded]
+                warm = np.where(t - ctr.started_at[li] < cap.warm_for[li], cap.warm_factor[li], 1.0)
+                lat = cap.probe_latency(li, self.probe_cpu[li] * warm + self.probe_wall[li], self.rng)
+                slow = lat > timeout[loaded]
+                timed_out[loaded] = slow
+                lat_ms = np.where(slow, timeout[loaded], np.ceil(lat)).astype(np.int64)
+                latency[loaded] = np.where(lat_ms >= self.step_ms, lat_ms, 0)
         passed = np.where(tcp, listening, listening & ~timed_out & (status >= 200) & (status < 400))
         why = np.where(~listening, REFUSED, np.where(timed_out, TIMEOUT, np.where(passed, OK, STATUS)))
         why = np.where(s.port_error[idx], ERROR, why)

@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from probesim.engine.behavior import INF
+from probesim.engine.capacity import CapacityModel, quantiles, timed_out
 from probesim.engine.containers import Containers
 from probesim.engine.events import EventLog
 from probesim.engine.fleet import FAILURE, RUNNING, SUCCESS, TERMINATING, Fleet, build
@@ -37,7 +38,11 @@ class _Run:
         self.rng = np.random.default_rng(self.spec.seed)  # every random draw of the run comes from here
         self.log = EventLog()
         self.ctr = Containers(f)
-        self.workers = {k: ProbeWorkers(k, f.probes[k], f) for k in ("startup", "readiness", "liveness")}
+        self.capacity = CapacityModel(f, f.container_behavior, f.container_spec)
+        self.workers = {
+            k: ProbeWorkers(k, f.probes[k], f, self.capacity, self.rng, self.spec.step)
+            for k in ("startup", "readiness", "liveness")
+        }
         n = f.n_pods
         self.eligible = f.pod_replaces < 0  # replacement slots wait for their deletion
         self.admitted = np.zeros(n, bool)
@@ -265,13 +270,57 @@ class _Run:
                 continue
             base, rem = divmod(n, kk)
             counts = np.bincount(cat, minlength=5) * base
+            extra = (route.cursor + np.arange(rem)) % kk
             if rem:
-                counts += np.bincount(cat[(route.cursor + np.arange(rem)) % kk], minlength=5)
+                counts += np.bincount(cat[extra], minlength=5)
             route.cursor = (route.cursor + n) % kk
             rec[f"{key}.restarting"][k] = counts[1]
             rec[f"{key}.not_answering"][k] = counts[2]
             rec[f"{key}.error_status"][k] = counts[3]
-            rec[f"{key}.ok"][k] = counts[4]
+            ok_now = int(counts[4])
+            cap = self.capacity
+            if cap.any:
+                # Requests to loaded containers join their backlog; they finish (or time out)
+                # when served, in _serve. What does not fit is refused at once.
+                tc = route.target_container[eps]
+                queued = (cat == 4) & cap.loaded[tc]
+                if queued.any():
+                    per_ep = np.full(kk, base, np.int64)
+                    per_ep[extra] += 1
+                    qc = tc[queued]
+                    offered = per_ep[queued]
+                    took = cap.accept(ri, qc, offered, self.ctr.instance[qc])
+                    ok_now -= int(offered.sum())
+                    rec[f"{key}.rejected"][k] = int(offered.sum() - took.sum())
+            rec[f"{key}.ok"][k] = ok_now
+
+    def _serve(self, t: int, k: int, rec: dict[str, I64]) -> None:
+        """Loaded containers serve their backlog; finished requests count as ok, or as timeouts
+        when they took longer than the route's client timeout."""
+        cap = self.capacity
+        lost = cap.drop(self.ctr.alive(), self.ctr.instance)
+        served, wait, service = cap.step(float(self.spec.step), self.ctr.started_at, t)
+        for ri, route in enumerate(self.fleet.routes):
+            key = f"route.{route.name}"
+            rec[f"{key}.killed"][k] += int(lost[ri])
+            rec[f"{key}.inflight"][k] = int(cap.backlog[ri].sum())
+            cs = np.flatnonzero(served[ri])
+            if cs.size == 0:
+                continue
+            n_served = served[ri, cs]
+            to = timed_out(n_served, wait[cs], service[ri, cs], cap.sigma[cs], float(route.timeout), self.rng)
+            rec[f"{key}.ok"][k] += int(n_served.sum() - to.sum())
+            rec[f"{key}.timeout"][k] += int(to.sum())
+            # Latency quantiles of what finished this step (immediate answers count as 0 ms).
+            instant = rec[f"{key}.ok"][k] - int(n_served.sum() - to.sum())
+            counts = np.append(n_served, max(instant, 0))
+            d = np.append(wait[cs], 0.0)
+            sv = np.append(service[ri, cs], 0.0)
+            sig = np.append(cap.sigma[cs], 0.0)
+            qs = quantiles(counts, d, sv, sig, (0.5, 0.95, 0.99, 1 - 0.5 / max(int(counts.sum()), 1)))
+            limit = float(route.timeout)
+            for name, v in zip(("p50_ms", "p95_ms", "p99_ms", "max_ms"), qs, strict=True):
+                rec[f"{key}.{name}"][k] = round(min(v, limit))
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -285,7 +334,7 @@ class _Run:
             for s in ("desired", "current", "ready", "available", "unavailable", "restarts"):
                 rec[f"workload.{w.name}.{s}"] = np.zeros(ticks, np.int64)
         for r in f.routes:
-            for s in ("offered", "ok", *CAUSES):
+            for s in ("offered", "ok", *CAUSES, "inflight", "p50_ms", "p95_ms", "p99_ms", "max_ms"):
                 rec[f"route.{r.name}.{s}"] = np.zeros(ticks, np.int64)
         # EndpointSlice conditions as clients see them (§4.8): ready, serving, terminating.
         svc_cols = {
@@ -327,6 +376,8 @@ class _Run:
             self._triggers(t)
             self._conditions(t)
             self._traffic(t, k, rec)
+            if self.capacity.any:
+                self._serve(t, k, rec)
             if counted_version != self.version:
                 counted_version = self.version
                 visible = self._visible_ready(t)

@@ -7,13 +7,21 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
 
-_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
-_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
+_PART = re.compile(r"(\d+(?:\.\d+)?)(us|µs|ms|s|m|h)")
+_UNIT_MS = {"us": 0.001, "µs": 0.001, "ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
 MAX_MS = 366 * 24 * 3_600_000
 
 
 def parse_ms(value: Any) -> int:
     """Milliseconds in a Go-style duration string; a bare number is an error (which unit?)."""
+    ms = parse_ms_float(value)
+    if ms != int(ms):
+        raise ValueError(f"duration {value!r} is not a whole number of milliseconds")
+    return int(ms)
+
+
+def parse_ms_float(value: Any) -> float:
+    """Like ``parse_ms`` but allows fractions of a millisecond ("0.5ms", "250us")."""
     if isinstance(value, bool) or not isinstance(value, str):
         if isinstance(value, int | float):
             raise ValueError(f"duration {value!r} has no unit; write e.g. '{value}s' or '{value}ms'")
@@ -26,12 +34,12 @@ def parse_ms(value: Any) -> int:
         total += float(m.group(1)) * _UNIT_MS[m.group(2)]
         pos = m.end()
     if pos != len(text) or not text:
-        raise ValueError(f"invalid duration {value!r}; use units ms, s, m, h as in '10s', '500ms', '1m30s'")
-    if total != int(total):
-        raise ValueError(f"duration {value!r} is not a whole number of milliseconds")
+        raise ValueError(
+            f"invalid duration {value!r}; use units us, ms, s, m, h as in '10s', '500ms', '1m30s'"
+        )
     if total > MAX_MS:
         raise ValueError(f"duration {value!r} is longer than a year")
-    return int(total)
+    return total
 
 
 def format_ms(ms: int) -> str:
@@ -51,5 +59,15 @@ Duration = Annotated[
     PlainSerializer(format_ms, return_type=str),
     WithJsonSchema(
         {"type": "string", "pattern": r"^(\d+(\.\d+)?(ms|s|m|h))+$", "examples": ["10s", "500ms", "1m30s"]}
+    ),
+]
+
+
+FineDuration = Annotated[
+    float,
+    BeforeValidator(parse_ms_float),
+    PlainSerializer(lambda ms: f"{ms:g}ms", return_type=str),
+    WithJsonSchema(
+        {"type": "string", "pattern": r"^(\d+(\.\d+)?(us|µs|ms|s|m|h))+$", "examples": ["20ms", "0.5ms"]}
     ),
 ]

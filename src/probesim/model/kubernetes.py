@@ -9,9 +9,10 @@ knows file and line.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from probesim.model.base import Int32, Model, NonNegInt32, OpenModel, SBool, SInt
 
@@ -94,10 +95,41 @@ class ContainerPort(OpenModel):
     protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
 
 
+_CPU = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(m?)$")
+
+
+def parse_cpu(value: object) -> int:
+    """A CPU quantity ("250m", "0.5", 2) in millicores."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError("a CPU quantity is a number of cores (0.5, 2) or millicores ('250m')")
+    m = _CPU.match(str(value).strip())
+    if not m:
+        raise ValueError(f"invalid CPU quantity {value!r}; use cores (0.5, 2) or millicores ('250m')")
+    milli = float(m.group(1)) if m.group(2) else float(m.group(1)) * 1000
+    if milli != int(milli):
+        raise ValueError(f"CPU quantity {value!r} is finer than 1m")
+    return int(milli)
+
+
+Millicores = Annotated[int, BeforeValidator(parse_cpu)]
+
+
+class ResourceList(OpenModel):
+    """The CPU of a requests/limits map, in millicores (memory and others are not modelled)."""
+
+    cpu: Millicores | None = None
+
+
+class Resources(OpenModel):
+    requests: ResourceList = ResourceList()
+    limits: ResourceList = ResourceList()
+
+
 class Container(OpenModel):
     name: str
     image: str | None = None
     ports: tuple[ContainerPort, ...] = ()
+    resources: Resources = Resources()
     liveness_probe: Probe | None = None
     readiness_probe: Probe | None = None
     startup_probe: Probe | None = None

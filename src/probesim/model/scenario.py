@@ -12,8 +12,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from probesim.model.base import Model, SBool, SFloat, SInt
-from probesim.model.duration import Duration
-from probesim.model.kubernetes import Service, Workload
+from probesim.model.duration import Duration, FineDuration
+from probesim.model.kubernetes import Millicores, Service, Workload
 
 API_VERSION = "probesim.dev/v1alpha1"
 
@@ -70,6 +70,37 @@ class Errors(_Timed):
 Episode = Annotated[Hang | Deadlock | Crash | Errors, Field(discriminator="kind")]
 
 
+class RouteCost(Model):
+    """What one request to a path costs the app."""
+
+    cpu: FineDuration = Field(default=0.0, description="CPU time per request (e.g. '20ms').")
+    wall: FineDuration = Field(default=0.0, description="Time per request spent waiting, not on CPU (I/O).")
+
+
+class Capacity(Model):
+    """How many requests the app works on at once, and how many may wait."""
+
+    workers: Annotated[SInt, Field(ge=1)] | None = Field(
+        default=None, description="Requests in progress at once (thread pool); omitted: unlimited (async)."
+    )
+    queue: Annotated[SInt, Field(ge=0)] | None = Field(
+        default=None, description="Requests waiting for a worker; beyond it they are refused (503)."
+    )
+    probes: Literal["shared", "separate"] = Field(
+        default="shared",
+        description="shared: probes wait in the same queue as requests; separate: own port or thread.",
+    )
+
+
+class Warmup(Model):
+    """A cold container works slower for a while (JIT, caches)."""
+
+    for_: Duration = Field(alias="for")
+    factor: Annotated[SFloat, Field(ge=1, le=100)] = Field(
+        description="CPU cost multiplier while warming up."
+    )
+
+
 class ContainerBehavior(Model):
     start: Duration = Field(default=0, description="Time from process start until the app answers.")
     starting_status: HttpStatus | None = Field(
@@ -82,6 +113,20 @@ class ContainerBehavior(Model):
         default_factory=dict, description="Status per exact HTTP path when healthy; others answer 200."
     )
     episodes: tuple[Episode, ...] = ()
+    routes: dict[str, RouteCost] = Field(
+        default_factory=dict,
+        description="Cost per exact HTTP path ('*': every other path). Any cost turns the capacity model on.",
+    )
+    capacity: Capacity = Capacity()
+    warmup: Warmup | None = None
+    variability: Annotated[SFloat, Field(ge=0, le=3)] = Field(
+        default=0.5, description="Spread of service times (sigma of a log-normal around the cost)."
+    )
+
+    @property
+    def loaded(self) -> bool:
+        """Whether requests cost anything, i.e. the capacity model applies."""
+        return any(r.cpu > 0 or r.wall > 0 for r in self.routes.values())
 
 
 class PodOverride(Model):
@@ -115,6 +160,9 @@ class Traffic(Model):
     rate: Annotated[SFloat, Field(ge=0, le=1e9)] = Field(description="Requests per second.")
     start: Duration = 0
     stop: Duration | None = None
+    timeout: Duration | None = Field(
+        default=60_000, description="Client timeout (k6's default 60s); null: wait forever."
+    )
 
     @property
     def label(self) -> str:
@@ -133,6 +181,18 @@ class DeletePod(Model):
 Action = Annotated[DeletePod, Field(discriminator="kind")]
 
 
+class Cluster(Model):
+    """Cluster facts that are not in the manifests."""
+
+    pod_start_delay: Duration = Field(
+        default=0,
+        description="From pod creation to its containers starting (scheduling, image pull, create).",
+    )
+    node_cpu: Millicores = Field(
+        default=4000, description="CPU a container without a CPU limit can use (cores or '1500m')."
+    )
+
+
 class ScenarioSpec(Model):
     duration: Duration
     step: Duration = 1000
@@ -143,6 +203,7 @@ class ScenarioSpec(Model):
     behavior: dict[str, WorkloadBehavior] = Field(default_factory=dict, description="Per workload name.")
     traffic: tuple[Traffic, ...] = ()
     actions: tuple[Action, ...] = Field(default=(), description="Things done to the cluster during the run.")
+    cluster: Cluster = Cluster()
 
 
 class Metadata(Model):

@@ -16,8 +16,9 @@ RESULT_VERSION = "probesim.dev/v1alpha1"
 
 # Why a request failed. A request sent while the Service had no ready endpoint; to a pod whose
 # container was not running or not yet listening; to a process that did not answer (hung);
-# or answered with a 5xx (or any status ≥ 400).
-CAUSES = ("no_endpoint", "restarting", "not_answering", "error_status")
+# answered with a status ≥ 400; refused because the app's workers and queue were full (503);
+# answered after the client's timeout; or lost in flight when its container stopped.
+CAUSES = ("no_endpoint", "restarting", "not_answering", "error_status", "rejected", "timeout", "killed")
 
 
 @dataclass(frozen=True)

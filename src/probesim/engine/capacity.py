@@ -1,0 +1,227 @@
+"""The capacity model: what load does to a container's latency, and so to its probes.
+
+Per container that declares route costs (``routes`` in the workload), as counts, never request
+objects, O(routes × containers) per step:
+
+- requests join a FIFO backlog bounded by ``workers + queue`` (beyond it: refused, 503);
+- the container serves at rate μ = min(L / c̄, W / (w̄ + c̄)): L its CPU limit in cores (the
+  node's CPU without a limit), W its workers, c̄ and w̄ the mean CPU and wait time per request
+  of what it holds (c̄ × the warm-up factor while warming up);
+- a request served in a step waited ``leftover / μ`` for the backlog left from earlier steps,
+  then took its own time stretched by contention, ``s / (1 - ρ)`` (processor sharing, ρ the
+  utilization of this step, capped at 0.95), times a log-normal spread (``variability``);
+- CPU use is what was served × c̄, never above the limit; a step whose demand exceeded the
+  limit is a throttled step (CFS quota exhausted), and its requests wait half a 100 ms quota
+  period more;
+- a probe is a request too: with ``probes: shared`` it waits behind the backlog; with
+  ``separate`` it only feels CPU contention.
+
+When the container stops or is replaced, what it held is lost (failed as ``killed``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+
+from probesim.engine.behavior import INF
+from probesim.engine.fleet import Fleet
+from probesim.model.kubernetes import Container
+from probesim.model.scenario import ContainerBehavior, RouteCost
+
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+B = npt.NDArray[np.bool_]
+
+MAX_RHO = 0.95
+QUOTA_PERIOD_MS = 100.0
+# Latency grid for route quantiles: 0.1 ms .. 1e6 ms, log-spaced.
+GRID = np.logspace(-1, 6, 141)
+
+
+def probe_cost(b: ContainerBehavior, path: str) -> RouteCost:
+    """What a request to ``path`` costs (``*``: every path not listed)."""
+    return b.routes.get(path) or b.routes.get("*") or RouteCost()
+
+
+def norm_cdf(x: F64) -> F64:
+    """Φ(x), vectorized (Abramowitz-Stegun 7.1.26 for erf, |error| < 1.5e-7)."""
+    z = np.abs(x) / math.sqrt(2.0)
+    t = 1.0 / (1.0 + 0.3275911 * z)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    erf = 1.0 - poly * np.exp(-z * z)
+    return np.asarray(0.5 * (1.0 + np.sign(x) * erf), np.float64)
+
+
+def lognormal_cdf(x: F64, d: F64, s: F64, sigma: F64) -> F64:
+    """P(d + s·X ≤ x) for X log-normal with mean 1 and log-sd ``sigma`` (a step at d + s when 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = (x - d) / s
+        pos = y > 0
+        logy = np.log(np.where(pos, y, 1.0))
+        sig = np.maximum(sigma, 1e-9)
+        z = (logy + sig * sig / 2) / sig
+        out = np.where(pos, norm_cdf(z), 0.0)
+    return np.where(s <= 0, (x >= d).astype(np.float64), out)
+
+
+class CapacityModel:
+    def __init__(self, fleet: Fleet, behaviors: list[ContainerBehavior], specs: list[Container]) -> None:
+        n = fleet.n_containers
+        routes = fleet.routes
+        r = len(routes)
+        self.fleet = fleet
+        self.loaded = np.array([b.loaded for b in behaviors], bool)
+        cluster = fleet.scenario.spec.cluster
+        self.limit_m = np.array(
+            [
+                c.resources.limits.cpu if c.resources.limits.cpu is not None else cluster.node_cpu
+                for c in specs
+            ],
+            np.float64,
+        )
+        # The API server defaults a missing request to the limit.
+        self.request_m = np.array(
+            [c.resources.requests.cpu or c.resources.limits.cpu or 0 for c in specs], np.float64
+        )
+        self.workers = np.array([b.capacity.workers or np.inf for b in behaviors], np.float64)
+        queue = np.array(
+            [np.inf if b.capacity.queue is None else b.capacity.queue for b in behaviors], np.float64
+        )
+        self.room = np.where(np.isfinite(self.workers), self.workers + queue, np.inf)
+        self.separate = np.array([b.capacity.probes == "separate" for b in behaviors], bool)
+        self.sigma = np.array([b.variability for b in behaviors], np.float64)
+        self.warm_for = np.array([b.warmup.for_ if b.warmup else 0 for b in behaviors], np.float64)
+        self.warm_factor = np.array([b.warmup.factor if b.warmup else 1.0 for b in behaviors], np.float64)
+        self.cpu = np.zeros((max(r, 1), n))
+        self.wall = np.zeros((max(r, 1), n))
+        for ri, route in enumerate(routes):
+            for c, b in enumerate(behaviors):
+                cost = probe_cost(b, route.path)
+                self.cpu[ri, c], self.wall[ri, c] = cost.cpu, cost.wall
+        self.behaviors = behaviors
+        self.backlog = np.zeros((max(r, 1), n), np.int64)
+        self.carry = np.zeros(n)
+        self.instance = np.full(n, -1, np.int64)
+        # The state a request or probe arriving now meets (from the last step).
+        self.wait_ms = np.zeros(n)
+        self.rho = np.zeros(n)
+        self.cpu_rho = np.zeros(n)
+        self.cpu_used_m = np.zeros(n)
+        self.throttled = np.zeros(n, bool)
+        self.any = bool(self.loaded.any())
+        self._leftover = np.zeros(n, np.int64)  # backlog left after the last step
+        self._age = np.zeros(n, np.int64)
+
+    def probe_latency(self, idx: I64, base_ms: F64, rng: np.random.Generator) -> F64:
+        """One probe's latency on each container of ``idx`` whose cost is ``base_ms``."""
+        x = rng.lognormal(-(self.sigma[idx] ** 2) / 2, self.sigma[idx])
+        shared = ~self.separate[idx]
+        rho = np.where(shared, self.rho[idx], self.cpu_rho[idx])
+        stretch = base_ms / (1.0 - np.minimum(rho, MAX_RHO))
+        extra = np.where(self.throttled[idx], QUOTA_PERIOD_MS / 2, 0.0)
+        return np.where(shared, self.wait_ms[idx], 0.0) + stretch * x + extra
+
+    def accept(self, ri: int, containers: I64, counts: I64, instance: I64) -> I64:
+        """Arrivals of route ``ri``; returns how many each container took (the rest are refused)."""
+        held = self.backlog[:, containers].sum(axis=0)
+        take = np.minimum(counts, np.maximum(self.room[containers] - held, 0)).astype(np.int64)
+        self.backlog[ri, containers] += take
+        self.instance[containers] = instance
+        return take
+
+    def drop(self, alive: B, instance: I64) -> I64:
+        """What containers that stopped or were replaced held: lost, per route."""
+        gone = (self.backlog.sum(axis=0) > 0) & (~alive | (instance != self.instance))
+        if not gone.any():
+            return np.zeros(self.backlog.shape[0], np.int64)
+        lost = self.backlog[:, gone].sum(axis=1)
+        self.backlog[:, gone] = 0
+        self.carry[gone] = 0
+        return lost
+
+    def step(self, dt: float, started_at: I64, t: int) -> tuple[I64, F64, F64]:
+        """Serve one step. Returns the served count per (route, container), each container's
+        queue wait and each (route, container)'s service time for what it served."""
+        self._age = t - started_at
+        held = self.backlog.sum(axis=0)
+        leftover = np.minimum(self._leftover, held)
+        warm = np.where(self._age < self.warm_for, self.warm_factor, 1.0)
+        cpu = self.cpu * warm
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mix_c = np.where(held > 0, (self.backlog * cpu).sum(axis=0) / held, cpu[0])
+            mix_w = np.where(held > 0, (self.backlog * self.wall).sum(axis=0) / held, self.wall[0])
+            limit = self.limit_m / 1000.0  # cores = CPU-ms per ms
+            mu_cpu = np.where(mix_c > 0, limit / mix_c, np.inf)
+            mu_w = np.where(mix_c + mix_w > 0, self.workers / (mix_c + mix_w), np.inf)
+            mu = np.minimum(mu_cpu, mu_w)  # requests per ms
+            cap = mu * dt + self.carry
+            whole = np.floor(np.minimum(cap, 2**53))
+            served_total = np.minimum(held, whole).astype(np.int64)
+            self.carry = np.where(held >= whole, cap - whole, 0.0)
+            arrivals = held - leftover
+            rho = np.where(np.isfinite(mu), arrivals / (mu * dt), 0.0)
+            wait = np.where(np.isfinite(mu) & (mu > 0), leftover / mu, 0.0)
+            demand_m = np.where(np.isfinite(mu), held * mix_c / dt * 1000.0, 0.0)
+        self.throttled = self.loaded & (demand_m > self.limit_m)
+        self.cpu_used_m = np.where(
+            self.loaded, np.minimum(served_total * mix_c / dt * 1000.0, self.limit_m), 0.0
+        )
+        self.cpu_rho = np.where(self.loaded, demand_m / self.limit_m, 0.0)
+        self.rho = np.where(self.loaded, rho, 0.0)
+        self.wait_ms = np.where(self.loaded, wait, 0.0)
+        served = self._split(served_total, held)
+        self.backlog -= served
+        self._leftover = self.backlog.sum(axis=0)
+        stretch = 1.0 / (1.0 - np.minimum(self.rho, MAX_RHO))
+        service = (cpu + self.wall) * stretch + np.where(self.throttled, QUOTA_PERIOD_MS / 2, 0.0)
+        return served, self.wait_ms, service
+
+    def _split(self, total: I64, held: I64) -> I64:
+        """Share a container's served count among routes in proportion to what each holds."""
+        if self.backlog.shape[0] == 1:
+            return total[None, :].copy()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = np.where(held > 0, self.backlog * (total / np.maximum(held, 1)), 0.0)
+        out = np.floor(share).astype(np.int64)
+        rest = total - out.sum(axis=0)
+        for ri in range(out.shape[0]):  # leftovers to routes in order, within what each holds
+            give = np.minimum(rest, self.backlog[ri] - out[ri])
+            out[ri] += give
+            rest -= give
+        return out
+
+
+def quantiles(counts: I64, d: F64, s: F64, sigma: F64, qs: tuple[float, ...]) -> list[float]:
+    """Latency quantiles (ms) of a mixture: ``counts[i]`` requests with latency d_i + s_i·X_i."""
+    keep = counts > 0
+    if not keep.any():
+        return [0.0] * len(qs)
+    counts, d, s, sigma = counts[keep], d[keep], s[keep], sigma[keep]
+    rows = np.stack([np.round(d, 1), np.round(s, 1), sigma])
+    uniq, inv = np.unique(rows, axis=1, return_inverse=True)
+    w = np.bincount(inv.ravel(), weights=counts, minlength=uniq.shape[1])
+    cdf = lognormal_cdf(GRID[None, :], uniq[0][:, None], uniq[1][:, None], uniq[2][:, None])
+    mix = (w[:, None] * cdf).sum(axis=0) / w.sum()
+    out = []
+    for q in qs:
+        i = int(np.searchsorted(mix, q))
+        if i >= GRID.size:
+            out.append(float(GRID[-1]))
+        elif i == 0:
+            out.append(float(GRID[0]))
+        else:
+            lo, hi = mix[i - 1], mix[i]
+            frac = 0.0 if hi <= lo else (q - lo) / (hi - lo)
+            out.append(float(GRID[i - 1] + frac * (GRID[i] - GRID[i - 1])))
+    return out
+
+
+def timed_out(counts: I64, d: F64, s: F64, sigma: F64, timeout: float, rng: np.random.Generator) -> I64:
+    """How many of ``counts`` requests took longer than ``timeout`` (a binomial draw each)."""
+    if not math.isfinite(timeout) or timeout >= INF:
+        return np.zeros_like(counts)
+    p = 1.0 - lognormal_cdf(np.full(d.shape, timeout), d, s, sigma)
+    return rng.binomial(counts, np.clip(p, 0.0, 1.0)).astype(np.int64)
