@@ -32,6 +32,7 @@ def scenario(
     service: dict[str, Any] | None = None,
     spec: dict[str, Any] | None = None,
     containers: list[dict[str, Any]] | None = None,
+    base_dir: Path = Path("."),
 ) -> Scenario:
     container = {
         "name": "app",
@@ -84,7 +85,7 @@ def scenario(
         },
     }
     text = yaml.safe_dump_all([sc, obj, svc], sort_keys=False)
-    return scenario_from_text(text, "test.yaml", Path("."))
+    return scenario_from_text(text, "test.yaml", base_dir)
 
 
 def run(**kw: Any) -> Result:

@@ -13,7 +13,7 @@ import numpy.typing as npt
 from probesim.engine.behavior import INF, Behaviors, Profile
 from probesim.manifests.kubernetes import container_port
 from probesim.model.kubernetes import Container, Probe, ProbeType, Service, pod_names_of
-from probesim.model.scenario import ContainerBehavior, Scenario
+from probesim.model.scenario import ContainerBehavior, Scenario, Traffic
 
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
@@ -48,9 +48,7 @@ class Route:
     name: str
     service: Service
     path: str
-    rate: float
-    start: int
-    stop: int
+    traffic: Traffic
     selects: B  # pods the Service selects
     target_container: I64  # per pod: container serving the port, -1 when the port is unresolved
     target: int  # behaviour target index of the path
@@ -284,9 +282,7 @@ def _route(
         name=t.label,
         service=svc,
         path=t.path,
-        rate=t.rate,
-        start=t.start,
-        stop=t.stop if t.stop is not None else int(INF),
+        traffic=t,
         selects=selects,
         target_container=target_container,
         target=behaviors.target(t.path),

@@ -242,9 +242,10 @@ class _Run:
         step = self.spec.step
         visible = self._visible_ready(t)
         for ri, route in enumerate(f.routes):
-            if not route.start <= t < route.stop:
+            rate = float(self.rates[ri, k])
+            if rate <= 0 and route.acc < 1:
                 continue
-            route.acc += route.rate * step / 1000
+            route.acc += rate * step / 1000
             n = int(route.acc + 1e-9)
             route.acc -= n
             key = f"route.{route.name}"
@@ -329,6 +330,9 @@ class _Run:
         spec = self.spec
         ticks = spec.duration // spec.step
         times = np.arange(ticks, dtype=np.int64) * spec.step
+        self.rates = np.array([[r.traffic.rate_at(int(t)) for t in times] for r in f.routes]).reshape(
+            len(f.routes), ticks
+        )
         rec: dict[str, I64] = {}
         for w in self.scenario.workloads:
             for s in ("desired", "current", "ready", "available", "unavailable", "restarts"):

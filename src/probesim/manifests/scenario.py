@@ -65,6 +65,7 @@ def scenario_from_text(text: str, file: str, base_dir: Path, extra_manifests: Se
                     _sub_lines(head, ("manifests", i)),
                 )
             )
+    sf = _with_series(sf, head, base_dir)
     kube_docs.extend(d for d in docs if d is not head)
     if "-" in extra_manifests and file == "<stdin>":
         raise InputError("standard input holds the scenario already; give manifests as files", file=file)
@@ -80,6 +81,37 @@ def scenario_from_text(text: str, file: str, base_dir: Path, extra_manifests: Se
     )
     _cross_check(scenario, head)
     return scenario
+
+
+def _with_series(sf: ScenarioFile, head: Doc, base_dir: Path) -> ScenarioFile:
+    """Read each traffic ``series`` CSV (seconds,rate per row) into the traffic's points."""
+    traffic = list(sf.spec.traffic)
+    for i, t in enumerate(traffic):
+        if t.series is None:
+            continue
+        path = base_dir / t.series
+        if not path.is_file():
+            raise InputError(f"series file {str(path)!r} not found", file=head.file,
+                             line=head.line_of(("spec", "traffic", i, "series")), obj="Scenario",
+                             field=f"spec.traffic[{i}].series")  # fmt: skip
+        points: list[tuple[int, float]] = []
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            cells = [c.strip() for c in line.split(",")]
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            try:
+                sec, rate = float(cells[0]), float(cells[1])
+            except (ValueError, IndexError):
+                if n == 1:
+                    continue  # a header row
+                raise InputError("expected 'seconds,rate' (two numbers)", file=str(path), line=n) from None
+            if rate < 0 or sec < 0 or (points and sec * 1000 < points[-1][0]):
+                raise InputError("times must not go back and rates must be ≥ 0", file=str(path), line=n)
+            points.append((round(sec * 1000), rate))
+        if not points:
+            raise InputError("no 'seconds,rate' rows", file=str(path))
+        traffic[i] = t.model_copy(update={"points": tuple(points)})
+    return sf.model_copy(update={"spec": sf.spec.model_copy(update={"traffic": tuple(traffic)})})
 
 
 def _sub_lines(doc: Doc, prefix: Path_) -> dict[Path_, int]:

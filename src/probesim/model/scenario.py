@@ -148,8 +148,30 @@ class WorkloadBehavior(Model):
     )
 
 
+Rate = Annotated[SFloat, Field(ge=0, le=1e9)]
+
+
+class Stage(Model):
+    """Like a k6 ramping-arrival-rate stage: move linearly to ``target`` over ``duration``
+    (0s: a step)."""
+
+    duration: Duration
+    target: Rate
+
+
+class Spike(Model):
+    """Extra requests per second for a while, on top of the base rate."""
+
+    at: Duration
+    for_: Duration = Field(alias="for")
+    rate: Rate
+
+
 class Traffic(Model):
-    """Open-loop requests to a Service at a constant rate."""
+    """Open-loop requests to a Service (arrivals do not wait for answers). The base rate is one
+    of: ``rate`` (constant), ``stages`` (ramps and steps from ``startRate``; traffic ends with the
+    last stage) or ``series`` (a CSV of ``seconds,rate`` rows, each rate held until the next row);
+    ``spikes`` add to it."""
 
     name: str | None = None
     service: str | None = Field(default=None, description="Service name; default: the only Service.")
@@ -157,16 +179,58 @@ class Traffic(Model):
         default=None, description="Service port number or name; default: the first."
     )
     path: str = "/"
-    rate: Annotated[SFloat, Field(ge=0, le=1e9)] = Field(description="Requests per second.")
+    rate: Rate | None = Field(default=None, description="Requests per second, constant.")
+    start_rate: Rate = Field(default=0.0, description="Where stages start from.")
+    stages: tuple[Stage, ...] = ()
+    series: str | None = Field(default=None, description="CSV file (relative to the scenario): seconds,rate.")
+    points: tuple[tuple[int, float], ...] = Field(
+        default=(), description="Filled by probesim from 'series': (ms, rate) rows.", exclude=True
+    )
+    spikes: tuple[Spike, ...] = ()
     start: Duration = 0
     stop: Duration | None = None
     timeout: Duration | None = Field(
         default=60_000, description="Client timeout (k6's default 60s); null: wait forever."
     )
 
+    @model_validator(mode="after")
+    def _one_base_rate(self) -> Traffic:
+        given = [
+            k
+            for k, v in (("rate", self.rate is not None), ("stages", self.stages), ("series", self.series))
+            if v
+        ]
+        if len(given) != 1:
+            raise ValueError("give exactly one of 'rate', 'stages' or 'series'")
+        return self
+
     @property
     def label(self) -> str:
         return self.name or self.path
+
+    def rate_at(self, t: int) -> float:
+        """Requests per second wanted at scenario time ``t`` (ms)."""
+        if t < self.start or (self.stop is not None and t >= self.stop):
+            return 0.0
+        base = self._base(t - self.start)
+        return base + sum(s.rate for s in self.spikes if s.at <= t < s.at + s.for_)
+
+    def _base(self, t: int) -> float:
+        if self.rate is not None:
+            return self.rate
+        if self.stages:
+            begin, level = 0, self.start_rate
+            for st in self.stages:
+                if t < begin + st.duration:
+                    return level + (st.target - level) * (t - begin) / st.duration
+                begin, level = begin + st.duration, st.target
+            return 0.0
+        current = 0.0
+        for ms, r in self.points:
+            if ms > t:
+                break
+            current = r
+        return current
 
 
 class DeletePod(Model):
