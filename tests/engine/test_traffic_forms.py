@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from probesim.engine import simulate
 from probesim.errors import InputError
 from probesim.model.scenario import Traffic
-from probesim.engine import simulate
 from tests.builders import run, scenario, series
 
 
