@@ -12,7 +12,16 @@ from pydantic import ValidationError
 from probesim.errors import InputError
 from probesim.manifests.errors import field_path, from_validation
 from probesim.manifests.yamlsrc import Doc, Path_
-from probesim.model.kubernetes import Container, ObjectMeta, PodSpec, Probe, ProbeType, Service, Workload
+from probesim.model.kubernetes import (
+    Container,
+    HorizontalPodAutoscaler,
+    ObjectMeta,
+    PodSpec,
+    Probe,
+    ProbeType,
+    Service,
+    Workload,
+)
 
 WORKLOAD_KINDS = {"Deployment": "apps/v1", "ReplicaSet": "apps/v1", "StatefulSet": "apps/v1", "Pod": "v1"}
 # Built-in kinds probesim reads past (reported as skipped); a misspelt built-in kind is an error.
@@ -86,6 +95,7 @@ class Objects:
 
     workloads: list[Workload] = field(default_factory=list)
     services: list[Service] = field(default_factory=list)
+    hpas: list[HorizontalPodAutoscaler] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # "ConfigMap app-config (file:line)"
     origins: dict[str, tuple[Doc, Path_]] = field(default_factory=dict)  # "Kind/name" → where
 
@@ -124,7 +134,14 @@ def _parse_object(doc: Doc, base: Path_, data: Any, out: Objects) -> None:
     meta = data.get("metadata")
     name = meta.get("name") if isinstance(meta, dict) else None
     obj = f"{kind} {name}" if isinstance(name, str) else kind
-    if kind in WORKLOAD_KINDS or kind == "Service":
+    if kind == "HorizontalPodAutoscaler" and api in ("autoscaling/v2", "autoscaling/v1"):
+        hpa = _hpa(doc, base, data, obj)
+        key = f"{kind}/{hpa.name}"
+        if key in out.origins:
+            raise _err(doc, base, ("metadata", "name"), obj, "defined twice")
+        out.origins[key] = (doc, base)
+        out.hpas.append(hpa)
+    elif kind in WORKLOAD_KINDS or kind == "Service":
         want = WORKLOAD_KINDS.get(kind, "v1")
         if api != want:
             raise _err(doc, base, ("apiVersion",), obj, f"{kind} is served as apiVersion {want}, not {api!r}")
@@ -299,6 +316,27 @@ def _check_probe(doc: Doc, base: Path_, path: Path_, p: Probe, kind: ProbeType, 
         raise _err(
             doc, base, (*path, "exec", "command"), obj, "required value: an exec probe needs a command"
         )
+
+
+def _hpa(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> HorizontalPodAutoscaler:
+    h: HorizontalPodAutoscaler = _validate(HorizontalPodAutoscaler, doc, base, data, obj)
+    if h.spec.min_replicas > h.spec.max_replicas:
+        raise _err(doc, base, ("spec", "minReplicas"), obj, "must be less than or equal to maxReplicas")
+    for i, m in enumerate(h.spec.metrics):
+        r = m.resource
+        if m.type != "Resource" or r is None or r.name != "cpu" or r.target.type != "Utilization":
+            raise _err(
+                doc,
+                base,
+                ("spec", "metrics", i),
+                obj,
+                "probesim simulates CPU utilization targets only (type: Resource, name: cpu, target.type: Utilization)",
+            )
+        if r.target.average_utilization is None:
+            raise _err(
+                doc, base, ("spec", "metrics", i, "resource", "target"), obj, "averageUtilization is required"
+            )
+    return h
 
 
 def _service(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> Service:

@@ -78,6 +78,7 @@ def scenario_from_text(text: str, file: str, base_dir: Path, extra_manifests: Se
         spec=sf.spec,
         workloads=tuple(objects.workloads),
         services=tuple(objects.services),
+        autoscalers=tuple(objects.hpas),
     )
     _cross_check(scenario, head)
     return scenario
@@ -182,6 +183,23 @@ def _cross_check(s: Scenario, head: Doc) -> None:
                 ("spec", "actions", i, "pod"), f"pod {a.pod!r} is already deleted by an earlier action"
             )
         deleted.add(a.pod)
+    for h in s.autoscalers:
+        ref = h.spec.scale_target_ref
+        target = next((w for w in s.workloads if w.name == ref.name and w.kind == ref.kind), None)
+        if target is None or target.kind not in ("Deployment", "ReplicaSet"):
+            raise InputError(
+                f"scaleTargetRef {ref.kind}/{ref.name} is not a Deployment or ReplicaSet of this scenario",
+                file=head.file, obj=f"HorizontalPodAutoscaler {h.name}", field="spec.scaleTargetRef",
+            )  # fmt: skip
+        cpu_requests = [
+            c.resources.requests.cpu or c.resources.limits.cpu for c in target.pod_spec.containers
+        ]
+        if not all(cpu_requests):
+            raise InputError(
+                f"{target.kind} {target.name}: every container needs a CPU request for a CPU utilization target "
+                "(the HPA reports 'missing request for cpu' and does not scale)",
+                file=head.file, obj=f"HorizontalPodAutoscaler {h.name}", field="spec.metrics",
+            )  # fmt: skip
     svc_names = {sv.name: sv for sv in s.services}
     for i, t in enumerate(spec.traffic):
         if t.service is None:

@@ -268,3 +268,106 @@ def pod_names_of(w: Workload) -> list[str]:
     if w.kind == "Pod":
         return [w.name]
     return [f"{w.name}-{i}" for i in range(w.spec.replicas)]
+
+
+class ScaleTargetRef(OpenModel):
+    api_version: str | None = None
+    kind: str
+    name: str
+
+
+class HPAPolicy(OpenModel):
+    type: Literal["Pods", "Percent"]
+    value: Annotated[SInt, Field(ge=1)]
+    period_seconds: Annotated[SInt, Field(ge=1, le=1800)]
+
+
+class HPAScalingRules(OpenModel):
+    stabilization_window_seconds: Annotated[SInt, Field(ge=0, le=3600)] | None = None
+    select_policy: Literal["Max", "Min", "Disabled"] = "Max"
+    policies: tuple[HPAPolicy, ...] = ()
+    tolerance: Millicores | None = None  # a Quantity; kept in milli-units (0.1 → 100)
+
+
+class HPABehavior(OpenModel):
+    scale_up: HPAScalingRules | None = None
+    scale_down: HPAScalingRules | None = None
+
+
+class HPAMetricTarget(OpenModel):
+    type: Literal["Utilization", "AverageValue", "Value"]
+    average_utilization: Annotated[SInt, Field(ge=1)] | None = None
+
+
+class HPAResourceMetric(OpenModel):
+    name: str
+    target: HPAMetricTarget
+
+
+class HPAMetric(OpenModel):
+    type: Literal["Resource", "Pods", "Object", "External", "ContainerResource"]
+    resource: HPAResourceMetric | None = None
+
+
+class HPASpec(OpenModel):
+    scale_target_ref: ScaleTargetRef
+    min_replicas: Annotated[SInt, Field(ge=1)] = 1
+    max_replicas: Annotated[SInt, Field(ge=1)]
+    metrics: tuple[HPAMetric, ...] = ()
+    behavior: HPABehavior | None = None
+    target_cpu_utilization_percentage: Annotated[SInt, Field(ge=1)] | None = None  # autoscaling/v1
+
+
+class HorizontalPodAutoscaler(OpenModel):
+    """autoscaling/v2 (or v1) HPA scaling on CPU utilization, with API defaults applied."""
+
+    kind: Literal["HorizontalPodAutoscaler"] = "HorizontalPodAutoscaler"
+    metadata: ObjectMeta
+    spec: HPASpec
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def target_utilization(self) -> int:
+        """The CPU utilization target in percent (v2 metrics or v1's field; 80 when neither)."""
+        for m in self.spec.metrics:
+            if m.resource is not None and m.resource.target.average_utilization is not None:
+                return m.resource.target.average_utilization
+        return self.spec.target_cpu_utilization_percentage or 80
+
+    @property
+    def scale_up(self) -> HPAScalingRules | None:
+        """Scale-up rules with the API defaults filled in (None: the legacy path, §6.8-6.9)."""
+        b = self.spec.behavior
+        if b is None:
+            return None
+        r = b.scale_up or HPAScalingRules()
+        return r.model_copy(
+            update={
+                "stabilization_window_seconds": 0
+                if r.stabilization_window_seconds is None
+                else r.stabilization_window_seconds,
+                "policies": r.policies
+                or (
+                    HPAPolicy(type="Pods", value=4, periodSeconds=15),
+                    HPAPolicy(type="Percent", value=100, periodSeconds=15),
+                ),
+            }
+        )
+
+    @property
+    def scale_down(self) -> HPAScalingRules | None:
+        b = self.spec.behavior
+        if b is None:
+            return None
+        r = b.scale_down or HPAScalingRules()
+        return r.model_copy(
+            update={
+                "stabilization_window_seconds": 300
+                if r.stabilization_window_seconds is None
+                else r.stabilization_window_seconds,
+                "policies": r.policies or (HPAPolicy(type="Percent", value=100, periodSeconds=15),),
+            }
+        )

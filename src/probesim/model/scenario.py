@@ -13,7 +13,7 @@ from pydantic import Field, model_validator
 
 from probesim.model.base import Model, SBool, SFloat, SInt
 from probesim.model.duration import Duration, FineDuration
-from probesim.model.kubernetes import Millicores, Service, Workload
+from probesim.model.kubernetes import HorizontalPodAutoscaler, Millicores, Service, Workload
 
 API_VERSION = "probesim.dev/v1alpha1"
 
@@ -295,6 +295,18 @@ class Scenario(Model):
     spec: ScenarioSpec
     workloads: tuple[Workload, ...]
     services: tuple[Service, ...] = ()
+    autoscalers: tuple[HorizontalPodAutoscaler, ...] = ()
+
+    def autoscaler_for(self, workload: Workload) -> HorizontalPodAutoscaler | None:
+        return next(
+            (
+                h
+                for h in self.autoscalers
+                if h.spec.scale_target_ref.name == workload.name
+                and h.spec.scale_target_ref.kind == workload.kind
+            ),
+            None,
+        )
 
     def workload(self, name: str) -> Workload:
         return next(w for w in self.workloads if w.name == name)
