@@ -330,7 +330,8 @@ def _hpa(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> HorizontalPod
                 base,
                 ("spec", "metrics", i),
                 obj,
-                "probesim simulates CPU utilization targets only (type: Resource, name: cpu, target.type: Utilization)",
+                "probesim simulates CPU utilization targets only "
+                "(type: Resource, name: cpu, target.type: Utilization)",
             )
         if r.target.average_utilization is None:
             raise _err(

@@ -191,15 +191,6 @@ def _cross_check(s: Scenario, head: Doc) -> None:
                 f"scaleTargetRef {ref.kind}/{ref.name} is not a Deployment or ReplicaSet of this scenario",
                 file=head.file, obj=f"HorizontalPodAutoscaler {h.name}", field="spec.scaleTargetRef",
             )  # fmt: skip
-        cpu_requests = [
-            c.resources.requests.cpu or c.resources.limits.cpu for c in target.pod_spec.containers
-        ]
-        if not all(cpu_requests):
-            raise InputError(
-                f"{target.kind} {target.name}: every container needs a CPU request for a CPU utilization target "
-                "(the HPA reports 'missing request for cpu' and does not scale)",
-                file=head.file, obj=f"HorizontalPodAutoscaler {h.name}", field="spec.metrics",
-            )  # fmt: skip
     svc_names = {sv.name: sv for sv in s.services}
     for i, t in enumerate(spec.traffic):
         if t.service is None:
