@@ -63,7 +63,7 @@ class Fleet:
     pod_names: list[str]
     pod_workload: I64
     pod_ordinal: I64
-    pod_replaces: I64  # the pod a replacement slot stands in for; -1 for the initial pods
+    pod_replaces: I64  # the StatefulSet pod a replacement slot stands in for; -1 otherwise
     pod_ip: list[str]
     pod_tgps: I64  # pod terminationGracePeriodSeconds in ms
     pod_restart_policy: list[str]
@@ -77,6 +77,7 @@ class Fleet:
     probes: dict[ProbeType, ProbeSpecArrays]
     routes: list[Route]
     ordered_ready: list[bool]  # per workload: StatefulSet OrderedReady admission
+    replica_set: list[bool]  # per workload: pods created and deleted by a ReplicaSet controller
     publish_not_ready: dict[str, bool] = field(default_factory=dict)
     service_pods: dict[str, B] = field(default_factory=dict)
 
@@ -131,15 +132,16 @@ def build(scenario: Scenario) -> Fleet:
         containers += list(w.pod_spec.containers)
         names = pod_names_of(w)
         slots = [(ordinal, name, -1) for ordinal, name in enumerate(names)]
-        # A replacement slot per deletion: a ReplicaSet's new pod gets a new name, a
-        # StatefulSet's keeps the ordinal and name; a bare Pod has no controller.
         deleted = [a.pod for a in scenario.spec.actions if a.pod in names and w.kind != "Pod"]
-        for j, victim in enumerate(deleted):
-            old = len(pod_names) + names.index(victim)
-            if w.kind == "StatefulSet":
-                slots.append((names.index(victim), victim, old))
-            else:
-                slots.append((len(names) + j, f"{w.name}-{len(names) + j}", old))
+        if w.kind == "StatefulSet":
+            # A StatefulSet's replacement keeps the ordinal and the name.
+            slots += [(names.index(v), v, len(pod_names) + names.index(v)) for v in deleted]
+        elif w.kind != "Pod":
+            # A ReplicaSet's pods are numbered in creation order; slots for replacements and
+            # for what an autoscaler may add (never reused, so a name means one pod).
+            hpa = scenario.autoscaler_for(w)
+            extra = len(deleted) + (max(hpa.spec.max_replicas, len(names)) * 4 if hpa else 0)
+            slots += [(i, f"{w.name}-{i}", -1) for i in range(len(names), len(names) + extra)]
         for ordinal, name, replaces in slots:
             p = len(pod_names)
             pod_replaces.append(replaces)
@@ -202,6 +204,7 @@ def build(scenario: Scenario) -> Fleet:
             w.kind == "StatefulSet" and (w.spec.pod_management_policy or "OrderedReady") == "OrderedReady"
             for w in scenario.workloads
         ],
+        replica_set=[w.kind in ("Deployment", "ReplicaSet") for w in scenario.workloads],
         publish_not_ready={s.name: s.spec.publish_not_ready_addresses for s in scenario.services},
         service_pods={s.name: service_selects(scenario, s, pod_workload_a) for s in scenario.services},
     )

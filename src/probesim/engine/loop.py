@@ -11,6 +11,7 @@ from collections import deque
 import numpy as np
 import numpy.typing as npt
 
+from probesim.engine.autoscaler import METRIC_WINDOW_MS, SYNC_PERIOD_MS, Autoscaler, PodView
 from probesim.engine.behavior import INF
 from probesim.engine.capacity import CapacityModel, quantiles, timed_out
 from probesim.engine.containers import Containers
@@ -44,7 +45,19 @@ class _Run:
             for k in ("startup", "readiness", "liveness")
         }
         n = f.n_pods
-        self.eligible = f.pod_replaces < 0  # replacement slots wait for their deletion
+        # Pods created without a ReplicaSet decision: bare Pods, StatefulSet pods (their
+        # replacement slots once the old pod is gone). ReplicaSet pods come from _reconcile.
+        rs_pod = np.array(f.replica_set, bool)[f.pod_workload] if n else np.zeros(0, bool)
+        self.eligible = (f.pod_replaces < 0) & ~rs_pod
+        self.desired = [w.spec.replicas for w in scenario.workloads]
+        self.autoscalers = {
+            i: Autoscaler(h)
+            for i, w in enumerate(scenario.workloads)
+            if (h := scenario.autoscaler_for(w)) is not None
+        }
+        self.ready_transition = np.zeros(n, np.int64)
+        # CPU used per container over the metric window (what metrics-server reports).
+        self.cpu_window = np.zeros((max(METRIC_WINDOW_MS // self.spec.step, 1), f.n_containers))
         self.admitted = np.zeros(n, bool)
         self.deleting = np.zeros(n, bool)  # has a deletionTimestamp
         self.gone = np.zeros(n, bool)  # all containers stopped: removed from the API
@@ -80,15 +93,20 @@ class _Run:
                 before = live[f.pod_ordinal[live] < f.pod_ordinal[nxt]]
                 if bool(self.ready[before].all()):
                     want[nxt] = True
-        new = np.flatnonzero(want)
+        self._create(np.flatnonzero(want), t)
+
+    def _create(self, new: I64, t: int) -> None:
+        """New pods: scheduled now, their containers start after the pod start delay."""
+        f = self.fleet
         if new.size == 0:
             return
         self.admitted[new] = True
         self.admitted_at[new] = t
+        self.ready_transition[new] = t
         self.version += 1
         self.gates_at[new] = np.minimum(t + f.pod_gate_delay[new], INF)
         conts = np.flatnonzero(np.isin(f.container_pod, new))
-        self.ctr.admit(new, t)
+        self.ctr.admit(new, t + self.spec.cluster.pod_start_delay)
         for w in self.workers.values():
             w.admit(conts, t)
         for p in new:
@@ -121,11 +139,65 @@ class _Run:
                 w.seen[conts] = self.ctr.instance[conts]
                 w.cached[conts] = SUCCESS
             self.ctr.stop_pod(p, t, self.log)
-            kind = self.scenario.workloads[int(f.pod_workload[p])].kind
-            if kind in ("Deployment", "ReplicaSet"):
-                self.eligible[f.pod_replaces == p] = True
         self.dirty = True
         self.version += 1
+
+    def _reconcile(self, t: int) -> None:
+        """The ReplicaSet controller: create or delete pods until the live ones (not being
+        deleted) match the desired count. Deletes the least useful first: not yet running,
+        then not Ready, then the newest."""
+        f = self.fleet
+        for wi, is_rs in enumerate(f.replica_set):
+            if not is_rs:
+                continue
+            pods = np.flatnonzero(f.pod_workload == wi)
+            live = pods[self.admitted[pods] & ~self.deleting[pods]]
+            want = self.desired[wi]
+            if live.size < want:
+                free = pods[~self.admitted[pods]][: want - live.size]
+                if free.size < want - live.size:
+                    rs = f"replicaset/{self.scenario.workloads[wi].name}"
+                    msg = "probesim ran out of pod slots for this run"
+                    self.log.add(t, "Warning", "FailedCreate", rs, msg, "replicaset-controller")
+                self._create(free, t)
+            elif live.size > want:
+                started = np.array([self.ctr.alive()[f.container_pod == p].all() for p in live])
+                order = np.lexsort((-self.admitted_at[live], self.ready[live], started))
+                self._delete(t, [int(p) for p in live[order[: live.size - want]]])
+
+    def _autoscale(self, t: int) -> None:
+        """HPA syncs every 15 s from the start of the run."""
+        if t % SYNC_PERIOD_MS or not self.autoscalers:
+            return
+        f = self.fleet
+        cap = self.capacity
+        for wi, hpa in self.autoscalers.items():
+            pods = np.flatnonzero((f.pod_workload == wi) & self.admitted & ~self.gone)
+            views = []
+            for p in pods:
+                conts = np.flatnonzero(f.container_pod == p)
+                running = self.ctr.alive()[conts].all()
+                sampled = running and bool((t - self.ctr.started_at[conts] >= METRIC_WINDOW_MS).all())
+                usage = float(self.cpu_window[:, conts].sum() / self.cpu_window.shape[0]) if sampled else None
+                requests = cap.request_m[conts]
+                views.append(
+                    PodView(
+                        request_m=float(requests.sum()) if (requests > 0).all() else 0.0,
+                        usage_m=usage,
+                        pending=not bool((self.ctr.instance[conts] >= 0).all()),
+                        deleting=bool(self.deleting[p]),
+                        ready=bool(self.ready[p]),
+                        transition=int(self.ready_transition[p]),
+                        start=int(self.admitted_at[p]),
+                    )
+                )
+            current = self.desired[wi]
+            new, reason = hpa.sync(views, current, t)
+            if new != current:
+                self.desired[wi] = new
+                obj = f"horizontalpodautoscaler/{hpa.hpa.name}"
+                msg = f"New size: {new}; reason: {reason}"
+                self.log.add(t, "Normal", "SuccessfulRescale", obj, msg, "horizontal-pod-autoscaler")
 
     def _reap(self) -> None:
         """Deleted pods whose containers have all stopped leave the API (and the endpoints)."""
@@ -213,6 +285,7 @@ class _Run:
         if flips.size == 0:
             return
         self.version += 1
+        self.ready_transition[flips] = t
         for p in flips:
             name = f.pod_names[p]
             if pod_ready[p]:
@@ -358,8 +431,12 @@ class _Run:
             ]
             for w in self.scenario.workloads
         ]
-        for i, w in enumerate(self.scenario.workloads):
-            columns[i][0][:] = w.spec.replicas
+        hpa_cols = {}
+        for wi, h in self.autoscalers.items():
+            hpa_cols[wi] = tuple(
+                rec.setdefault(f"hpa.{h.hpa.name}.{s}", np.zeros(ticks, np.int64))
+                for s in ("desired", "utilization")
+            )
         min_ready = [w.spec.min_ready_seconds * 1000 for w in self.scenario.workloads]
         counted_version = -1
         counts: list[tuple[int, int, int]] = []  # per workload: current, ready, restarts
@@ -373,6 +450,9 @@ class _Run:
                 self._delete(t, actions[t])
             if self.deleting.any():
                 self._reap()
+            if self.autoscalers:
+                self._autoscale(t)
+            self._reconcile(t)
             if (self.eligible & ~self.admitted).any():
                 self._admit(t)
             self._lifecycle(t)
@@ -382,6 +462,7 @@ class _Run:
             self._traffic(t, k, rec)
             if self.capacity.any:
                 self._serve(t, k, rec)
+                self.cpu_window[k % self.cpu_window.shape[0]] = self.capacity.cpu_used_m
             if counted_version != self.version:
                 counted_version = self.version
                 visible = self._visible_ready(t)
@@ -403,10 +484,13 @@ class _Run:
                     )
                     for i, pods in enumerate(wl_pods)
                 ]
+            for wi, (d_col, u_col) in hpa_cols.items():
+                d_col[k] = self.desired[wi]
+                u_col[k] = self.autoscalers[wi].last_utilization
             for name, svc_col in svc_cols.items():
                 for column, value in zip(svc_col, svc_counts[name], strict=True):
                     column[k] = value
-            for i, w in enumerate(self.scenario.workloads):
+            for i in range(len(self.scenario.workloads)):
                 current, ready, restarts = counts[i]
                 if min_ready[i]:
                     pods = wl_pods[i]
@@ -417,10 +501,11 @@ class _Run:
                 else:
                     available = ready
                 col = columns[i]
+                col[0][k] = self.desired[i]
                 col[1][k] = current
                 col[2][k] = ready
                 col[3][k] = available
-                col[4][k] = max(0, w.spec.replicas - available)
+                col[4][k] = max(0, self.desired[i] - available)
                 col[5][k] = restarts
         return self._result(times, rec, wl_pods)
 
