@@ -526,7 +526,7 @@ class _Run:
             )
         workloads = []
         for i, w in enumerate(self.scenario.workloads):
-            pods = wl_pods[i]
+            pods = wl_pods[i][self.admitted_at[wl_pods[i]] < INF]  # pods that existed
             key = f"workload.{w.name}"
             ready = rec[f"{key}.ready"]
             full = np.flatnonzero(ready >= w.spec.replicas)
