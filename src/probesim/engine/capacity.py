@@ -38,7 +38,7 @@ B = npt.NDArray[np.bool_]
 MAX_RHO = 0.95
 QUOTA_PERIOD_MS = 100.0
 # Latency grid for route quantiles: 0.1 ms .. 1e6 ms, log-spaced.
-GRID = np.logspace(-1, 6, 141)
+GRID = np.logspace(-1, 6, 281)  # 6 % apart
 
 
 def probe_cost(b: ContainerBehavior, path: str) -> RouteCost:
@@ -114,6 +114,7 @@ class CapacityModel:
         self.any = bool(self.loaded.any())
         self._leftover = np.zeros(n, np.int64)  # backlog left after the last step
         self._age = np.zeros(n, np.int64)
+        self.step_capacity = np.zeros(n)
 
     def probe_latency(self, idx: I64, base_ms: F64, rng: np.random.Generator) -> F64:
         """One probe's latency on each container of ``idx`` whose cost is ``base_ms``."""
@@ -124,10 +125,24 @@ class CapacityModel:
         extra = np.where(self.throttled[idx], QUOTA_PERIOD_MS / 2, 0.0)
         return np.where(shared, self.wait_ms[idx], 0.0) + stretch * x + extra
 
+    def begin_step(self, dt: float) -> None:
+        """Before arrivals: how many requests each container will finish in this step, so that
+        a full queue still takes in what the step's service frees up."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            held = self.backlog.sum(axis=0)
+            c = np.where(held > 0, (self.backlog * self.cpu).sum(axis=0) / held, self.cpu.mean(axis=0))
+            w = np.where(held > 0, (self.backlog * self.wall).sum(axis=0) / held, self.wall.mean(axis=0))
+            mu = np.minimum(
+                np.where(c > 0, self.limit_m / 1000.0 / c, np.inf),
+                np.where(c + w > 0, self.workers / (c + w), np.inf),
+            )
+            self.step_capacity = np.floor(np.minimum(mu * dt, 2**53))
+
     def accept(self, ri: int, containers: I64, counts: I64, instance: I64) -> I64:
         """Arrivals of route ``ri``; returns how many each container took (the rest are refused)."""
         held = self.backlog[:, containers].sum(axis=0)
-        take = np.minimum(counts, np.maximum(self.room[containers] - held, 0)).astype(np.int64)
+        room = self.room[containers] + self.step_capacity[containers] - held
+        take = np.minimum(counts, np.maximum(room, 0)).astype(np.int64)
         self.backlog[ri, containers] += take
         self.instance[containers] = instance
         return take

@@ -314,6 +314,12 @@ class _Run:
         beh = f.behaviors
         step = self.spec.step
         visible = self._visible_ready(t)
+        if self.capacity.any:
+            # What containers that stopped or were replaced held is lost before new arrivals.
+            lost = self.capacity.drop(self.ctr.alive(), self.ctr.instance)
+            for ri, route in enumerate(f.routes):
+                rec[f"route.{route.name}.killed"][k] += int(lost[ri])
+            self.capacity.begin_step(float(step))
         for ri, route in enumerate(f.routes):
             rate = float(self.rates[ri, k])
             if rate <= 0 and route.acc < 1:
@@ -372,11 +378,9 @@ class _Run:
         """Loaded containers serve their backlog; finished requests count as ok, or as timeouts
         when they took longer than the route's client timeout."""
         cap = self.capacity
-        lost = cap.drop(self.ctr.alive(), self.ctr.instance)
         served, wait, service = cap.step(float(self.spec.step), self.ctr.started_at, t)
         for ri, route in enumerate(self.fleet.routes):
             key = f"route.{route.name}"
-            rec[f"{key}.killed"][k] += int(lost[ri])
             rec[f"{key}.inflight"][k] = int(cap.backlog[ri].sum())
             cs = np.flatnonzero(served[ri])
             if cs.size == 0:
@@ -424,6 +428,14 @@ class _Run:
         svc_counts: dict[str, tuple[int, int, int]] = {}
         wl_pods = [np.flatnonzero(f.pod_workload == i) for i in range(len(self.scenario.workloads))]
         wl_containers = [np.flatnonzero(f.pod_workload[f.container_pod] == i) for i in range(len(wl_pods))]
+        cpu_cols = [
+            [
+                rec.setdefault(f"workload.{w.name}.{s}", np.zeros(ticks, np.int64))
+                for s in ("cpu_m", "cpu_max_m", "throttled")
+            ]
+            for w in self.scenario.workloads
+        ]
+        self.pod_cpu = np.zeros((f.n_pods, ticks), np.int64) if self.capacity.any else None
         columns = [
             [
                 rec[f"workload.{w.name}.{s}"]
@@ -462,7 +474,19 @@ class _Run:
             self._traffic(t, k, rec)
             if self.capacity.any:
                 self._serve(t, k, rec)
-                self.cpu_window[k % self.cpu_window.shape[0]] = self.capacity.cpu_used_m
+                used = self.capacity.cpu_used_m
+                self.cpu_window[k % self.cpu_window.shape[0]] = used
+                per_pod = np.bincount(f.container_pod, weights=used, minlength=f.n_pods)
+                assert self.pod_cpu is not None
+                self.pod_cpu[:, k] = np.round(per_pod)
+                throttled = (
+                    np.bincount(f.container_pod, weights=self.capacity.throttled, minlength=f.n_pods) > 0
+                )
+                for i, cols in enumerate(cpu_cols):
+                    pods = wl_pods[i]
+                    cols[0][k] = round(float(per_pod[pods].sum()))
+                    cols[1][k] = round(float(per_pod[pods].max())) if pods.size else 0
+                    cols[2][k] = int(throttled[pods].sum())
             if counted_version != self.version:
                 counted_version = self.version
                 visible = self._visible_ready(t)
@@ -555,4 +579,13 @@ class _Run:
             events=self.log.events,
             workloads=workloads,
             routes=routes,
+            pod_series=(
+                {}
+                if self.pod_cpu is None
+                else {
+                    f.pod_names[p]: {"cpu_m": self.pod_cpu[p]}
+                    for p in range(f.n_pods)
+                    if self.admitted_at[p] < INF
+                }
+            ),
         )

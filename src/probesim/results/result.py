@@ -89,6 +89,9 @@ class Result:
     workloads: list[WorkloadSummary] = field(default_factory=list)
     routes: list[RouteSummary] = field(default_factory=list)
     source: str = "simulation"
+    pod_series: dict[str, dict[str, npt.NDArray[np.int64]]] = field(
+        default_factory=dict
+    )  # pod → name → series
 
     def workload(self, name: str) -> WorkloadSummary:
         return next(w for w in self.workloads if w.name == name)

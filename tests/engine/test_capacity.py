@@ -1,0 +1,124 @@
+"""The capacity model: throughput, queueing, refusals, latency, CPU, probes under load (issue 3)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tests.builders import http, run, series, times
+
+
+def app(limit: str = "1000m", **probes: Any) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": "app",
+            "ports": [{"containerPort": 8080}],
+            "resources": {"requests": {"cpu": limit}, "limits": {"cpu": limit}},
+            **probes,
+        }
+    ]
+
+
+LOADED = {"routes": {"/": {"cpu": "10ms"}, "/healthz": {"cpu": "1ms"}}, "variability": 0.0}
+
+
+def test_under_capacity_every_request_succeeds_with_processor_sharing_latency() -> None:
+    # 1 core, 10 ms of CPU per request: 100 req/s at most. At 50 req/s (ρ = 0.5) a request
+    # takes 10 ms / (1 - 0.5) = 20 ms; CPU use is 500m.
+    r = run(containers=app(), behavior=LOADED, traffic=[{"rate": 50}], duration="10s")
+    route = r.route("/")
+    assert (route.offered, route.ok, route.failed_total) == (500, 500, 0)
+    assert all(20 <= v <= 21 for v in series(r, "route./.p50_ms"))  # quantiles on a 6 % grid
+    assert series(r, "route./.inflight") == [0] * 10
+
+
+def test_overload_fills_the_queue_then_refuses() -> None:
+    # 150 req/s against 100 req/s with 10 workers + 40 queued: the first second leaves 50
+    # waiting; from then on 50 per second are refused with 503.
+    r = run(
+        containers=app(),
+        behavior={**LOADED, "capacity": {"workers": 10, "queue": 40}},
+        traffic=[{"rate": 150}],
+        duration="10s",
+    )
+    assert series(r, "route./.inflight") == [50] * 10
+    assert series(r, "route./.rejected") == [0] + [50] * 9
+    assert series(r, "route./.ok") == [100] * 10
+    # Those served waited for the 50 ahead of them: 0.5 s.
+    assert min(series(r, "route./.p50_ms")[1:]) >= 500
+
+
+def test_client_timeout_fails_slow_requests() -> None:
+    # Unbounded queue at 2× capacity: the wait grows 1 s per second; with a 3 s client
+    # timeout, requests served after waiting more than 3 s count as timeouts.
+    r = run(containers=app(), behavior=LOADED, traffic=[{"rate": 200, "timeout": "3s"}], duration="10s")
+    to = series(r, "route./.timeout")
+    assert to[:3] == [0, 0, 0]
+    assert to[5:] == [100] * 5
+    assert (
+        r.route("/").ok + r.route("/").failed_total + series(r, "route./.inflight")[-1]
+        == r.route("/").offered
+    )
+
+
+def test_killed_container_loses_what_it_held() -> None:
+    r = run(
+        containers=app(),
+        behavior={**LOADED, "episodes": [{"kind": "crash", "after": "5s"}]},
+        traffic=[{"rate": 200}],
+        duration="6s",
+    )
+    held = series(r, "route./.inflight")[4]
+    assert held == 500  # 100 more every second
+    assert series(r, "route./.killed")[5] == held
+
+
+def test_probes_wait_behind_requests_unless_served_apart() -> None:
+    # At 2× capacity the backlog passes 1 s of work after one second: a shared readiness probe
+    # (1 s timeout) fails from then on; the same probe served apart keeps passing.
+    probes = {"readinessProbe": http(periodSeconds=1, failureThreshold=1)}
+    shared = run(containers=app(**probes), behavior=LOADED, traffic=[{"rate": 200}], duration="8s")
+    assert times(shared, "PodNotReady") != []
+    assert "context deadline exceeded" in shared.events_for(reason="Unhealthy")[0].message
+    apart = run(
+        containers=app(**probes),
+        behavior={**LOADED, "capacity": {"probes": "separate"}},
+        traffic=[{"rate": 200}],
+        duration="8s",
+    )
+    assert times(apart, "PodNotReady") == []
+
+
+def test_cpu_is_capped_at_the_limit_and_reported() -> None:
+    r = run(containers=app("500m"), behavior=LOADED, traffic=[{"rate": 80}], duration="5s")
+    # 80 req/s × 10 ms wants 800m; the limit gives 500m: 50 req/s served, throttled.
+    assert series(r, "workload.web.cpu_m") == [500] * 5
+    assert series(r, "workload.web.throttled") == [1] * 5
+    assert series(r, "route./.ok") == [50] * 5
+
+
+def test_warm_up_slows_a_new_container() -> None:
+    # Twice the CPU for 3 s: 50 req/s at first, 100 after.
+    r = run(
+        containers=app(),
+        behavior={**LOADED, "warmup": {"for": "3s", "factor": 2}},
+        traffic=[{"rate": 100}],
+        duration="6s",
+    )
+    assert series(r, "route./.ok") == [50, 50, 50, 100, 100, 100]
+
+
+def test_latency_spread_is_reproducible_per_seed() -> None:
+    kw: dict[str, Any] = {
+        "containers": app(),
+        "behavior": {**LOADED, "variability": 0.8},
+        "traffic": [{"rate": 90, "timeout": "100ms"}],
+        "duration": "20s",
+    }
+    a = run(spec={"seed": 3}, **kw)
+    b = run(spec={"seed": 3}, **kw)
+    c = run(spec={"seed": 4}, **kw)
+    assert np.array_equal(a.series["route./.timeout"], b.series["route./.timeout"])
+    assert not np.array_equal(a.series["route./.timeout"], c.series["route./.timeout"])
+    assert 0 < a.route("/").failed["timeout"] < a.route("/").offered
