@@ -33,6 +33,7 @@ def scenario(
     spec: dict[str, Any] | None = None,
     containers: list[dict[str, Any]] | None = None,
     base_dir: Path = Path("."),
+    manifests: list[dict[str, Any]] | None = None,
 ) -> Scenario:
     container = {
         "name": "app",
@@ -84,7 +85,7 @@ def scenario(
             **(spec or {}),
         },
     }
-    text = yaml.safe_dump_all([sc, obj, svc], sort_keys=False)
+    text = yaml.safe_dump_all([sc, obj, svc, *(manifests or [])], sort_keys=False)
     return scenario_from_text(text, "test.yaml", base_dir)
 
 
