@@ -72,6 +72,10 @@ def run(
         bool, typer.Option("--series/--no-series", help="Include per-tick series in --json.")
     ] = True,
     seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.", min=0)] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option(help="Also draw replicas, failures per minute and restarts to this PNG file."),
+    ] = None,
     manifests: Annotated[
         list[str] | None,
         typer.Option(
@@ -96,6 +100,13 @@ def run(
     if seed is not None:
         sc = sc.model_copy(update={"spec": sc.spec.model_copy(update={"seed": seed})})
     result = simulate(sc)
+    if plot is not None:
+        from probesim.report.plot import plot_result
+
+        try:
+            plot_result(result, plot)
+        except OSError as e:
+            raise _fail(InputError(f"cannot write the plot: {e.strerror}", file=str(plot))) from None
     if as_json:
         sys.stdout.write(json.dumps(result.to_json(series=series), indent=2) + "\n")
     else:

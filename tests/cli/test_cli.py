@@ -131,3 +131,17 @@ def test_manifests_from_standard_input_like_helm_template(tmp_path: Path) -> Non
     doc = json.loads(r.output)
     assert doc["summary"]["routes"][0]["failed"] == 2  # no endpoint until the app answers at 2 s
     assert doc["summary"]["workloads"][0]["firstReady"] == 2
+
+
+def test_plot_writes_a_png_of_the_run(tmp_path: Path) -> None:
+    import matplotlib.image
+
+    out = tmp_path / "run.png"
+    r = runner.invoke(app, ["run", "seed000-slow-start-killed", "--no-events", "--plot", str(out)])
+    assert r.exit_code == 0, r.output
+    img = matplotlib.image.imread(out)
+    assert img.shape[0] > 400
+    assert img.shape[1] > 800
+    bad = runner.invoke(app, ["run", "seed000-readiness", "--plot", str(tmp_path / "missing" / "x.png")])
+    assert bad.exit_code == 2
+    assert "cannot write the plot" in bad.output
