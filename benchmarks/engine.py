@@ -22,7 +22,7 @@ from probesim.model.scenario import Scenario
 TARGET_POD_TICKS = 5_000_000
 
 
-def fleet(pods: int, ticks: int, rate: float) -> Scenario:
+def fleet(pods: int, ticks: int, rate: float, loaded: bool = False) -> Scenario:
     """A Deployment with readiness and liveness probes; a tenth of the pods start slowly and
     hang once, so probes, kills, back-off and endpoint changes all happen during the run."""
     probe = {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 10}
@@ -42,6 +42,7 @@ def fleet(pods: int, ticks: int, rate: float) -> Scenario:
                             "ports": [{"containerPort": 8080}],
                             "readinessProbe": probe,
                             "livenessProbe": probe,
+                            "resources": {"requests": {"cpu": "1"}, "limits": {"cpu": "1"}},
                         }
                     ]
                 },
@@ -55,13 +56,24 @@ def fleet(pods: int, ticks: int, rate: float) -> Scenario:
         "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]},
     }
     slow = {"app": {"start": "25s", "episodes": [{"kind": "hang", "after": "600s", "for": "45s"}]}}
+    cost = {
+        "routes": {"/": {"cpu": "5ms", "wall": "20ms"}, "/healthz": {"cpu": "0.2ms"}},
+        "capacity": {"workers": 32},
+    }
+    if loaded:
+        slow["app"].update(cost)
     sc = {
         "apiVersion": "probesim.dev/v1alpha1",
         "kind": "Scenario",
         "metadata": {"name": f"bench-{pods}x{ticks}-{rate:g}"},
         "spec": {
             "duration": f"{ticks}s",
-            "behavior": {"web": {"pods": [{"ordinals": list(range(0, pods, 10)), "containers": slow}]}},
+            "behavior": {
+                "web": {
+                    "containers": {"app": cost} if loaded else {},
+                    "pods": [{"ordinals": list(range(0, pods, 10)), "containers": slow}],
+                }
+            },
             "traffic": [{"rate": rate}],
         },
     }
@@ -119,6 +131,19 @@ def main() -> None:
     print(f"  cost per tick, 100,000 vs 1,000 req/s: {1 / flat:.3f}× (target within 10%: {verdict})")
     target = "ok" if min(rates.values()) >= TARGET_POD_TICKS else "MISSED"
     print(f"  target ≥ {TARGET_POD_TICKS:,} pod-ticks/s on one core: {target}")
+    print("with the capacity model (1 core per pod, 5 ms CPU + 20 ms wait per request, 32 workers):")
+    loaded = {}
+    for rps in (1_000, 100_000):
+        loaded[rps] = engine_rate(fleet(pods, ticks, rps, loaded=True), pods, ticks, repeat=1)
+        simulated = rps * loaded[rps] / pods
+        print(
+            f"  {rps:>7,} req/s: {loaded[rps]:>14,.0f} pod-ticks/s  ({simulated:,.0f} requests simulated/s)"
+        )
+    ratio = loaded[1_000] / loaded[100_000]
+    print(
+        f"  cost per tick, 100,000 vs 1,000 req/s: {ratio:.3f}× ({'flat' if abs(ratio - 1) <= 0.10 else 'NOT flat'})"
+    )
+    print(f"  capacity model costs {rates[1_000] / loaded[1_000]:.1f}× the plain engine")
     print("reference per-request loop (same fleet, 20 ticks):")
     for rps in (1_000, 100_000):
         ref = reference_rate(pods, rps, 20)

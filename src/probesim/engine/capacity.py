@@ -215,10 +215,14 @@ def quantiles(counts: I64, d: F64, s: F64, sigma: F64, qs: tuple[float, ...]) ->
     if not keep.any():
         return [0.0] * len(qs)
     counts, d, s, sigma = counts[keep], d[keep], s[keep], sigma[keep]
-    rows = np.stack([np.round(d, 1), np.round(s, 1), sigma])
-    uniq, inv = np.unique(rows, axis=1, return_inverse=True)
-    w = np.bincount(inv.ravel(), weights=counts, minlength=uniq.shape[1])
-    cdf = lognormal_cdf(GRID[None, :], uniq[0][:, None], uniq[1][:, None], uniq[2][:, None])
+    # Pods in the same state share one row: key on (d, s) to 0.1 ms and sigma to 0.001.
+    dk = np.minimum(np.round(d * 10), 2**24 - 1).astype(np.int64)
+    sk = np.minimum(np.round(s * 10), 2**24 - 1).astype(np.int64)
+    gk = np.round(sigma * 1000).astype(np.int64)
+    key = (dk << 36) | (sk << 12) | gk
+    uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    w = np.bincount(inv, weights=counts, minlength=uniq.size)
+    cdf = lognormal_cdf(GRID[None, :], d[first][:, None], s[first][:, None], sigma[first][:, None])
     mix = (w[:, None] * cdf).sum(axis=0) / w.sum()
     out = []
     for q in qs:
