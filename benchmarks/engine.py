@@ -140,9 +140,8 @@ def main() -> None:
             f"  {rps:>7,} req/s: {loaded[rps]:>14,.0f} pod-ticks/s  ({simulated:,.0f} requests simulated/s)"
         )
     ratio = loaded[1_000] / loaded[100_000]
-    print(
-        f"  cost per tick, 100,000 vs 1,000 req/s: {ratio:.3f}× ({'flat' if abs(ratio - 1) <= 0.10 else 'NOT flat'})"
-    )
+    flatness = "flat" if abs(ratio - 1) <= 0.10 else "NOT flat"
+    print(f"  cost per tick, 100,000 vs 1,000 req/s: {ratio:.3f}× ({flatness})")
     print(f"  capacity model costs {rates[1_000] / loaded[1_000]:.1f}× the plain engine")
     print("reference per-request loop (same fleet, 20 ticks):")
     for rps in (1_000, 100_000):
