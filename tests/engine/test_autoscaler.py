@@ -136,3 +136,12 @@ def test_hpa_scales_a_loaded_deployment_in_a_run() -> None:
     assert series(r, "workload.web.current")[30] == 4  # created at once, Pending
     assert times(r, "Started", "pod/web-2") == [35]  # after the 5 s start delay
     assert series(r, "hpa.web.utilization")[30] == 100
+
+
+def test_per_hpa_tolerance() -> None:
+    # §6.2: with scaleUp.tolerance 0.05, 56 % against 50 % (1.12) scales; 52 % (1.04) does not.
+    a = Autoscaler(hpa(behavior={"scaleUp": {"tolerance": "0.05"}}))
+    assert a.sync([pod(52)] * 4, 4, T)[0] == 4
+    assert a.sync([pod(56)] * 4, 4, T + 15_000)[0] == 5
+    strict = Autoscaler(hpa(behavior={"scaleUp": {"tolerance": "0.01"}}))
+    assert strict.sync([pod(52)] * 4, 4, T)[0] == 5

@@ -64,9 +64,20 @@ def utilization_ratio(usage: list[float], requests: list[float], target: int) ->
     return utilization / target, utilization
 
 
-def desired_from_metrics(pods: list[PodView], current: int, target: int, t: int) -> tuple[int, int] | None:
+def desired_from_metrics(
+    pods: list[PodView],
+    current: int,
+    target: int,
+    t: int,
+    tolerance: tuple[float, float] = (TOLERANCE, TOLERANCE),
+) -> tuple[int, int] | None:
     """GetResourceReplicas (§6.6): the replica count the CPU metric asks for, and the current
-    utilization; None when it cannot be computed (no metrics, a pod without request)."""
+    utilization; None when it cannot be computed (no metrics, a pod without request).
+    ``tolerance``: (down, up); a ratio r is within it when 1 - down ≤ r ≤ 1 + up (§6.2)."""
+
+    def within(r: float) -> bool:
+        return 1 - tolerance[0] <= r <= 1 + tolerance[1]
+
     live = [p for p in pods if not p.deleting]
     if any(p.request_m <= 0 for p in live):
         return None
@@ -78,7 +89,7 @@ def desired_from_metrics(pods: list[PodView], current: int, target: int, t: int)
     )
     scale_up_with_unready = bool(unready) and ratio > 1.0
     if not scale_up_with_unready and not missing:
-        if abs(1.0 - ratio) <= TOLERANCE:
+        if within(ratio):
             return current, utilization
         return math.ceil(ratio * len(ready)), utilization
     usage = [p.usage_m or 0.0 for p in ready]
@@ -94,7 +105,7 @@ def desired_from_metrics(pods: list[PodView], current: int, target: int, t: int)
         usage += [0.0] * len(unready)
         requests += [p.request_m for p in unready]
     new_ratio, _ = utilization_ratio(usage, requests, target)
-    if abs(1.0 - new_ratio) <= TOLERANCE or (ratio < 1.0 < new_ratio) or (ratio > 1.0 > new_ratio):
+    if within(new_ratio) or (ratio < 1.0 < new_ratio) or (ratio > 1.0 > new_ratio):
         return current, utilization
     new = math.ceil(new_ratio * len(usage))
     if (new_ratio < 1.0 and new > current) or (new_ratio > 1.0 and new < current):
@@ -119,7 +130,7 @@ class Autoscaler:
             return spec.max_replicas, "Current number of replicas above Spec.MaxReplicas"
         if current < spec.min_replicas:
             return spec.min_replicas, "Current number of replicas below Spec.MinReplicas"
-        got = desired_from_metrics(pods, current, self.hpa.target_utilization, t)
+        got = desired_from_metrics(pods, current, self.hpa.target_utilization, t, self._tolerance())
         if got is None:
             return current, ""
         proposal, self.last_utilization = got
@@ -133,6 +144,13 @@ class Autoscaler:
             direction = "above" if desired > current else "below"
             return desired, f"cpu resource utilization (percentage of request) {direction} target"
         return current, ""
+
+    def _tolerance(self) -> tuple[float, float]:
+        """Per-HPA tolerances (behavior.scaleDown/scaleUp.tolerance), else the controller's 0.1."""
+        b = self.hpa.spec.behavior
+        down = b.scale_down.tolerance if b and b.scale_down and b.scale_down.tolerance is not None else None
+        up = b.scale_up.tolerance if b and b.scale_up and b.scale_up.tolerance is not None else None
+        return (TOLERANCE if down is None else down / 1000, TOLERANCE if up is None else up / 1000)
 
     def _legacy(self, proposal: int, current: int, t: int) -> int:
         """§6.8: the max recommendation of the last 5 minutes, then the rate limit."""
