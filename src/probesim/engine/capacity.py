@@ -27,15 +27,17 @@ import numpy as np
 import numpy.typing as npt
 
 from probesim.engine.behavior import INF
+from probesim.engine.dependencies import chain, one_try, streak_probability, with_retries
 from probesim.engine.fleet import Fleet
 from probesim.model.kubernetes import Container
-from probesim.model.scenario import ContainerBehavior, RouteCost
+from probesim.model.scenario import CircuitBreaker, ContainerBehavior, RouteCost
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
 
 MAX_RHO = 0.95
+K = 8  # outcome classes per route (dependency calls, retries)
 QUOTA_PERIOD_MS = 100.0
 # Latency grid for route quantiles: 0.1 ms .. 1e6 ms, log-spaced.
 GRID = np.logspace(-1, 6, 281)  # 6 % apart
@@ -68,11 +70,20 @@ def lognormal_cdf(x: F64, d: F64, s: F64, sigma: F64) -> F64:
 
 
 class CapacityModel:
-    def __init__(self, fleet: Fleet, behaviors: list[ContainerBehavior], specs: list[Container]) -> None:
+    def __init__(
+        self,
+        fleet: Fleet,
+        behaviors: list[ContainerBehavior],
+        specs: list[Container],
+        rng: np.random.Generator,
+        probe_paths: list[str],
+    ) -> None:
         n = fleet.n_containers
         routes = fleet.routes
         r = len(routes)
         self.fleet = fleet
+        self.rng = rng
+        self.deps = fleet.scenario.spec.dependencies
         self.loaded = np.array([b.loaded for b in behaviors], bool)
         cluster = fleet.scenario.spec.cluster
         self.limit_m = np.array(
@@ -95,14 +106,38 @@ class CapacityModel:
         self.sigma = np.array([b.variability for b in behaviors], np.float64)
         self.warm_for = np.array([b.warmup.for_ if b.warmup else 0 for b in behaviors], np.float64)
         self.warm_factor = np.array([b.warmup.factor if b.warmup else 1.0 for b in behaviors], np.float64)
-        self.cpu = np.zeros((max(r, 1), n))
-        self.wall = np.zeros((max(r, 1), n))
+        # Requests of a route that calls dependencies split into outcome classes (virtual route
+        # v = r * K + k); a route without calls has one class.
+        self.k = K
+        self.n_routes = max(r, 1)
+        route_cpu = np.zeros((self.n_routes, n))
+        self.route_wall = np.zeros((self.n_routes, n))
         for ri, route in enumerate(routes):
             for c, b in enumerate(behaviors):
                 cost = probe_cost(b, route.path)
-                self.cpu[ri, c], self.wall[ri, c] = cost.cpu, cost.wall
+                route_cpu[ri, c], self.route_wall[ri, c] = cost.cpu, cost.wall
+        self.cpu = np.repeat(route_cpu, K, axis=0)
+        self.wall = np.repeat(self.route_wall, K, axis=0)
+        self.failed = np.zeros((self.n_routes * K, n), bool)
         self.behaviors = behaviors
-        self.backlog = np.zeros((max(r, 1), n), np.int64)
+        self.profile_of = fleet.behaviors.profile_of
+        self.paths = list(dict.fromkeys([rt.path for rt in routes] + probe_paths))
+        self.path_classes: dict[str, tuple[F64, F64, B]] = {}  # path → (prob, extra ms, failed), K × n
+        self.calls_any = any(probe_cost(b, p).calls for b in behaviors for p in self.paths)
+        self.breaker_until = np.full((len(self.paths), n), -1.0)  # open until (ms); -1: closed
+        self.breaker_half = np.zeros((len(self.paths), n), bool)
+        route_of = {rt.path: i for i, rt in enumerate(routes)}
+        self._breakers: list[tuple[int, str, int | None, list[tuple[int, CircuitBreaker]]]] = []
+        for pi, path in enumerate(self.paths):
+            members = []
+            for c, b in enumerate(behaviors):
+                cb = next((x.circuit_breaker for x in probe_cost(b, path).calls if x.circuit_breaker), None)
+                if cb is not None:
+                    members.append((c, cb))
+            if members:
+                self._breakers.append((pi, path, route_of.get(path), members))
+        self.update_classes(0)
+        self.backlog = np.zeros((self.n_routes * K, n), np.int64)
         self.carry = np.zeros(n)
         self.instance = np.full(n, -1, np.int64)
         # The state a request or probe arriving now meets (from the last step).
@@ -116,6 +151,59 @@ class CapacityModel:
         self._age = np.zeros(n, np.int64)
         self.step_capacity = np.zeros(n)
 
+    def update_classes(self, t: int) -> None:
+        """Outcome classes of every path at time ``t`` (faults, outages, open breakers)."""
+        n = len(self.profile_of)
+        for pi, path in enumerate(self.paths):
+            prob = np.zeros((K, n))
+            extra = np.zeros((K, n))
+            failed = np.zeros((K, n), bool)
+            prob[0] = 1.0
+            for prof in np.unique(self.profile_of):
+                members = np.flatnonzero(self.profile_of == prof)
+                cost = probe_cost(self.behaviors[int(members[0])], path)
+                if not cost.calls:
+                    continue
+                classes = chain([with_retries(one_try(self.deps[c.dependency], c, t), c) for c in cost.calls])
+                for k, o in enumerate(classes[:K]):
+                    prob[k, members], extra[k, members], failed[k, members] = o.prob, o.latency, o.failed
+                prob[len(classes) :, members] = 0.0
+            is_open = self.breaker_until[pi] > t
+            if is_open.any():  # an open breaker fails the call at once
+                prob[:, is_open], extra[:, is_open], failed[:, is_open] = 0.0, 0.0, False
+                prob[0, is_open], failed[0, is_open] = 1.0, True
+            self.path_classes[path] = (prob, extra, failed)
+        for ri, route in enumerate(self.fleet.routes):
+            prob, extra, failed = self.path_classes[route.path]
+            sl = slice(ri * K, (ri + 1) * K)
+            self.wall[sl] = self.route_wall[ri] + extra
+            self.failed[sl] = failed
+        self._class_prob = {ri: self.path_classes[rt.path][0] for ri, rt in enumerate(self.fleet.routes)}
+
+    def breakers(self, t: int, served: I64) -> bool:
+        """Open, half-open and close breakers after a step; True when any changed."""
+        changed = False
+        for pi, path, ri, members in self._breakers:
+            prob, _, failed = self.path_classes[path]
+            for c, cb in members:
+                if self.breaker_until[pi, c] > t:
+                    continue
+                p_fail = float((prob[:, c] * failed[:, c]).sum())
+                if self.breaker_until[pi, c] >= 0 and not self.breaker_half[pi, c]:
+                    self.breaker_half[pi, c] = True  # open time over: let a few calls through
+                    changed = True
+                elif self.breaker_half[pi, c]:
+                    closes = self.rng.random() < (1 - p_fail) ** cb.half_open_calls
+                    self.breaker_half[pi, c] = False
+                    self.breaker_until[pi, c] = -1.0 if closes else t + cb.open
+                    changed = True
+                else:
+                    n_calls = float(served[ri * K : (ri + 1) * K, c].sum()) if ri is not None else 0.0
+                    if self.rng.random() < streak_probability(p_fail, n_calls, cb.failures):
+                        self.breaker_until[pi, c] = t + cb.open
+                        changed = True
+        return changed
+
     def probe_latency(self, idx: I64, base_ms: F64, rng: np.random.Generator) -> F64:
         """One probe's latency on each container of ``idx`` whose cost is ``base_ms``."""
         x = rng.lognormal(-(self.sigma[idx] ** 2) / 2, self.sigma[idx])
@@ -124,6 +212,14 @@ class CapacityModel:
         stretch = base_ms / (1.0 - np.minimum(rho, MAX_RHO))
         extra = np.where(self.throttled[idx], QUOTA_PERIOD_MS / 2, 0.0)
         return np.where(shared, self.wait_ms[idx], 0.0) + stretch * x + extra
+
+    def probe_call(self, idx: I64, path: str) -> tuple[F64, B]:
+        """For probes to ``path``: the dependency time and whether the calls failed (one draw each)."""
+        prob, extra, failed = self.path_classes[path]
+        u = self.rng.random(idx.size)
+        cum = np.cumsum(prob[:, idx], axis=0)
+        k = np.minimum((u[None, :] >= cum).sum(axis=0), K - 1)
+        return extra[k, idx], failed[k, idx]
 
     def begin_step(self, dt: float) -> None:
         """Before arrivals: how many requests each container will finish in this step, so that
@@ -139,11 +235,23 @@ class CapacityModel:
             self.step_capacity = np.floor(np.minimum(mu * dt, 2**53))
 
     def accept(self, ri: int, containers: I64, counts: I64, instance: I64) -> I64:
-        """Arrivals of route ``ri``; returns how many each container took (the rest are refused)."""
+        """Arrivals of route ``ri``; returns how many each container took (the rest are refused).
+        What is taken is split among the route's outcome classes by a multinomial draw."""
         held = self.backlog[:, containers].sum(axis=0)
         room = self.room[containers] + self.step_capacity[containers] - held
         take = np.minimum(counts, np.maximum(room, 0)).astype(np.int64)
-        self.backlog[ri, containers] += take
+        prob = self._class_prob[ri][:, containers]
+        left = take.copy()
+        rest = np.ones(containers.size)
+        for k in range(K):
+            if k == K - 1:
+                part = left
+            else:
+                p = np.clip(np.where(rest > 1e-12, prob[k] / np.maximum(rest, 1e-12), 0.0), 0.0, 1.0)
+                part = self.rng.binomial(left, p) if self.calls_any else np.where(k == 0, left, 0)
+            self.backlog[ri * K + k, containers] += part
+            left = left - part
+            rest = rest - prob[k]
         self.instance[containers] = instance
         return take
 
@@ -191,7 +299,7 @@ class CapacityModel:
         self.backlog -= served
         self._leftover = self.backlog.sum(axis=0)
         stretch = 1.0 / (1.0 - np.minimum(self.rho, MAX_RHO))
-        service = (cpu + self.wall) * stretch + np.where(self.throttled, QUOTA_PERIOD_MS / 2, 0.0)
+        service = self.wall + cpu * stretch + np.where(self.throttled, QUOTA_PERIOD_MS / 2, 0.0)
         return served, self.wait_ms, service
 
     def _split(self, total: I64, held: I64) -> I64:

@@ -45,7 +45,9 @@ class ProbeWorkers:
         self.step_ms = step
         # What one probe costs the app (its path's route cost; exec and gRPC checks by those names).
         targets = {i: name for name, i in fleet.behaviors.targets.items()}
+        self.target_names = targets
         costs = [probe_cost(b, targets[int(spec.target[c])]) for c, b in enumerate(fleet.container_behavior)]
+        self.on_error = np.array([c.calls[0].on_error if c.calls else 500 for c in costs], np.int64)
         self.probe_cpu = np.array([c.cpu for c in costs], np.float64)
         self.probe_wall = np.array([c.wall for c in costs], np.float64)
         self.kind = kind
@@ -183,6 +185,16 @@ class ProbeWorkers:
                 li = idx[loaded]
                 warm = np.where(t - ctr.started_at[li] < cap.warm_for[li], cap.warm_factor[li], 1.0)
                 lat = cap.probe_latency(li, self.probe_cpu[li] * warm + self.probe_wall[li], self.rng)
+                if cap.calls_any:
+                    # A probe on a path that calls a dependency waits for that call too, and
+                    # fails with the route's error status when the call fails (seed 004).
+                    for tgt in np.unique(s.target[li]):
+                        sel = s.target[li] == tgt
+                        extra, failed = cap.probe_call(li[sel], self.target_names[int(tgt)])
+                        lat[sel] += extra
+                        status[np.flatnonzero(loaded)[sel]] = np.where(
+                            failed, self.on_error[li[sel]], status[np.flatnonzero(loaded)[sel]]
+                        )
                 slow = lat > timeout[loaded]
                 timed_out[loaded] = slow
                 lat_ms = np.where(slow, timeout[loaded], np.ceil(lat)).astype(np.int64)

@@ -39,7 +39,9 @@ class _Run:
         self.rng = np.random.default_rng(self.spec.seed)  # every random draw of the run comes from here
         self.log = EventLog()
         self.ctr = Containers(f)
-        self.capacity = CapacityModel(f, f.container_behavior, f.container_spec)
+        self.capacity = CapacityModel(
+            f, f.container_behavior, f.container_spec, self.rng, list(f.behaviors.targets)
+        )
         self.workers = {
             k: ProbeWorkers(k, f.probes[k], f, self.capacity, self.rng, self.spec.step)
             for k in ("startup", "readiness", "liveness")
@@ -375,30 +377,44 @@ class _Run:
             rec[f"{key}.ok"][k] = ok_now
 
     def _serve(self, t: int, k: int, rec: dict[str, I64]) -> None:
-        """Loaded containers serve their backlog; finished requests count as ok, or as timeouts
-        when they took longer than the route's client timeout."""
+        """Loaded containers serve their backlog. Finished requests count as ok, as the route's
+        error status when a dependency call failed, or as timeouts when they took longer than
+        the client's timeout."""
         cap = self.capacity
         served, wait, service = cap.step(float(self.spec.step), self.ctr.started_at, t)
+        K = cap.k
         for ri, route in enumerate(self.fleet.routes):
             key = f"route.{route.name}"
-            rec[f"{key}.inflight"][k] = int(cap.backlog[ri].sum())
-            cs = np.flatnonzero(served[ri])
+            sl = slice(ri * K, (ri + 1) * K)
+            rec[f"{key}.inflight"][k] = int(cap.backlog[sl].sum())
+            vs, cs = np.nonzero(served[sl])
             if cs.size == 0:
                 continue
-            n_served = served[ri, cs]
-            to = timed_out(n_served, wait[cs], service[ri, cs], cap.sigma[cs], float(route.timeout), self.rng)
-            rec[f"{key}.ok"][k] += int(n_served.sum() - to.sum())
-            rec[f"{key}.timeout"][k] += int(to.sum())
-            # Latency quantiles of what finished this step (immediate answers count as 0 ms).
-            instant = rec[f"{key}.ok"][k] - int(n_served.sum() - to.sum())
-            counts = np.append(n_served, max(instant, 0))
-            d = np.append(wait[cs], 0.0)
-            sv = np.append(service[ri, cs], 0.0)
-            sig = np.append(cap.sigma[cs], 0.0)
-            qs = quantiles(counts, d, sv, sig, (0.5, 0.95, 0.99, 1 - 0.5 / max(int(counts.sum()), 1)))
+            n_served = served[sl][vs, cs]
+            sv = service[sl][vs, cs]
+            d = wait[cs]
             limit = float(route.timeout)
+            to = timed_out(n_served, d, sv, cap.sigma[cs], limit, self.rng)
+            failed = cap.failed[sl][vs, cs]
+            n_ok = int(n_served[~failed].sum() - to[~failed].sum())
+            rec[f"{key}.ok"][k] += n_ok
+            rec[f"{key}.timeout"][k] += int(to.sum())
+            rec[f"{key}.error_status"][k] += int((n_served[failed] - to[failed]).sum())
+            # Latency quantiles of what finished this step (immediate answers count as 0 ms).
+            instant = max(int(rec[f"{key}.ok"][k]) - n_ok, 0)
+            counts = np.append(n_served, instant)
+            qs = quantiles(
+                counts,
+                np.append(d, 0.0),
+                np.append(sv, 0.0),
+                np.append(cap.sigma[cs], 0.0),
+                (0.5, 0.95, 0.99, 1 - 0.5 / max(int(counts.sum()), 1)),
+            )
             for name, v in zip(("p50_ms", "p95_ms", "p99_ms", "max_ms"), qs, strict=True):
                 rec[f"{key}.{name}"][k] = round(min(v, limit))
+        if cap.calls_any:
+            cap.breakers(t, served)
+            cap.update_classes(t + self.spec.step)
 
     # -- the loop ----------------------------------------------------------------------------
 

@@ -70,11 +70,41 @@ class Errors(_Timed):
 Episode = Annotated[Hang | Deadlock | Crash | Errors, Field(discriminator="kind")]
 
 
+class Retries(Model):
+    """Retries of a dependency call by the app's client."""
+
+    attempts: Annotated[SInt, Field(ge=1, le=10)] = Field(description="Tries in all (1: no retry).")
+    backoff: FineDuration = Field(default=0.0, description="Wait before each retry.")
+
+
+class CircuitBreaker(Model):
+    """The app's breaker on a dependency: after ``failures`` failed calls in a row it fails
+    calls at once for ``open``, then lets ``halfOpenCalls`` through to decide."""
+
+    failures: Annotated[SInt, Field(ge=1)] = 5
+    open: Duration = 30_000
+    half_open_calls: Annotated[SInt, Field(ge=1)] = 1
+
+
+class DependencyCall(Model):
+    """A call the route makes to a shared dependency while handling a request."""
+
+    dependency: str
+    timeout: Duration | None = Field(
+        default=100_000,
+        description="The app's client timeout per try (.NET HttpClient's default 100s); null: none.",
+    )
+    retries: Retries = Retries(attempts=1)
+    circuit_breaker: CircuitBreaker | None = None
+    on_error: HttpStatus = Field(default=500, description="What the route answers when the call fails.")
+
+
 class RouteCost(Model):
     """What one request to a path costs the app."""
 
     cpu: FineDuration = Field(default=0.0, description="CPU time per request (e.g. '20ms').")
     wall: FineDuration = Field(default=0.0, description="Time per request spent waiting, not on CPU (I/O).")
+    calls: tuple[DependencyCall, ...] = Field(default=(), description="Dependency calls, one after another.")
 
 
 class Capacity(Model):
@@ -126,7 +156,7 @@ class ContainerBehavior(Model):
     @property
     def loaded(self) -> bool:
         """Whether requests cost anything, i.e. the capacity model applies."""
-        return any(r.cpu > 0 or r.wall > 0 for r in self.routes.values())
+        return any(r.cpu > 0 or r.wall > 0 or r.calls for r in self.routes.values())
 
 
 class PodOverride(Model):
@@ -192,6 +222,11 @@ class Traffic(Model):
     timeout: Duration | None = Field(
         default=60_000, description="Client timeout (k6's default 60s); null: wait forever."
     )
+    max_vus: Annotated[SInt, Field(ge=1)] | None = Field(
+        default=None,
+        description="Like k6's constant-arrival-rate maxVUs: requests in flight at once; "
+        "arrivals beyond are dropped iterations.",
+    )
 
     @model_validator(mode="after")
     def _one_base_rate(self) -> Traffic:
@@ -245,6 +280,37 @@ class DeletePod(Model):
 Action = Annotated[DeletePod, Field(discriminator="kind")]
 
 
+class DelayFault(Model):
+    """Istio fault delay: ``percent`` of calls wait ``delay`` first (in the caller's sidecar)."""
+
+    delay: Duration
+    percent: Annotated[SFloat, Field(ge=0, le=100)]
+
+
+class AbortFault(Model):
+    """Istio fault abort: ``percent`` of calls fail at once with ``abort`` (flag FI)."""
+
+    abort: HttpStatus
+    percent: Annotated[SFloat, Field(ge=0, le=100)]
+
+
+class Outage(Model):
+    """The dependency is down for a while: connections refused, or calls hang."""
+
+    at: Duration
+    for_: Duration = Field(alias="for")
+    mode: Literal["refuse", "hang"] = "refuse"
+
+
+class Dependency(Model):
+    """A service every pod calls (a database, an API); shared by all callers."""
+
+    latency: FineDuration = Field(default=20.0, description="Typical answer time.")
+    variability: Annotated[SFloat, Field(ge=0, le=3)] = 0.5
+    faults: tuple[DelayFault | AbortFault, ...] = ()
+    outages: tuple[Outage, ...] = ()
+
+
 class Cluster(Model):
     """Cluster facts that are not in the manifests."""
 
@@ -268,6 +334,7 @@ class ScenarioSpec(Model):
     traffic: tuple[Traffic, ...] = ()
     actions: tuple[Action, ...] = Field(default=(), description="Things done to the cluster during the run.")
     cluster: Cluster = Cluster()
+    dependencies: dict[str, Dependency] = Field(default_factory=dict)
 
 
 class Metadata(Model):
