@@ -23,6 +23,18 @@ from probesim.results import CAUSES, Result, RouteSummary, WorkloadSummary
 
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
+ROUTE_SERIES = (
+    "offered",
+    "ok",
+    *CAUSES,
+    "inflight",
+    "dropped",
+    "interrupted",
+    "p50_ms",
+    "p95_ms",
+    "p99_ms",
+    "max_ms",
+)
 
 
 def simulate(scenario: Scenario) -> Result:
@@ -330,6 +342,18 @@ class _Run:
             n = int(route.acc + 1e-9)
             route.acc -= n
             key = f"route.{route.name}"
+            vus = route.traffic.max_vus
+            if vus is not None:
+                # k6 constant-arrival-rate: an iteration needs a free VU; requests still
+                # waiting for an answer hold theirs. The rest are dropped iterations.
+                wheel = self.vu_wheel[ri]
+                wheel[k % wheel.size] = 0
+                busy = int(wheel.sum()) + int(
+                    self.capacity.backlog[ri * self.capacity.k : (ri + 1) * self.capacity.k].sum()
+                )
+                sent = min(n, max(vus - busy, 0))
+                rec[f"{key}.dropped"][k] = n - sent
+                n = sent
             rec[f"{key}.offered"][k] = n
             if n == 0:
                 continue
@@ -396,6 +420,17 @@ class _Run:
             limit = float(route.timeout)
             to = timed_out(n_served, d, sv, cap.sigma[cs], limit, self.rng)
             failed = cap.failed[sl][vs, cs]
+            end = route.traffic.end()
+            if end is not None:
+                # Answered (or given up on) after the load generator stopped waiting: interrupted.
+                cut = t + np.minimum(d + sv, limit) > end + route.traffic.graceful_stop
+                if cut.any():
+                    rec[f"{key}.interrupted"][k] += int(n_served[cut].sum())
+                    keep = ~cut
+                    n_served, d, sv, to, failed = n_served[keep], d[keep], sv[keep], to[keep], failed[keep]
+                    cs = cs[keep]
+                    if cs.size == 0:
+                        continue
             n_ok = int(n_served[~failed].sum() - to[~failed].sum())
             rec[f"{key}.ok"][k] += n_ok
             rec[f"{key}.timeout"][k] += int(to.sum())
@@ -412,6 +447,14 @@ class _Run:
             )
             for name, v in zip(("p50_ms", "p95_ms", "p99_ms", "max_ms"), qs, strict=True):
                 rec[f"{key}.{name}"][k] = round(min(v, limit))
+            if route.traffic.max_vus is not None:
+                # Each answered request held its VU for its latency (at most the client timeout).
+                step = self.spec.step
+                hold = np.minimum(np.minimum(d + sv, limit), (self.vu_wheel.shape[1] - 1) * step)
+                later = hold >= step
+                wheel = self.vu_wheel[ri]
+                slots = (k + np.ceil(hold[later] / step).astype(np.int64)) % wheel.size
+                np.add.at(wheel, slots, n_served[later])
         if cap.calls_any:
             cap.breakers(t, served)
             cap.update_classes(t + self.spec.step)
@@ -430,8 +473,10 @@ class _Run:
         for w in self.scenario.workloads:
             for s in ("desired", "current", "ready", "available", "unavailable", "restarts"):
                 rec[f"workload.{w.name}.{s}"] = np.zeros(ticks, np.int64)
+        horizon = max((int(r.timeout) for r in f.routes if r.timeout < INF), default=60_000)
+        self.vu_wheel = np.zeros((len(f.routes), horizon // spec.step + 2), np.int64)
         for r in f.routes:
-            for s in ("offered", "ok", *CAUSES, "inflight", "p50_ms", "p95_ms", "p99_ms", "max_ms"):
+            for s in ROUTE_SERIES:
                 rec[f"route.{r.name}.{s}"] = np.zeros(ticks, np.int64)
         # EndpointSlice conditions as clients see them (§4.8): ready, serving, terminating.
         svc_cols = {
@@ -562,6 +607,8 @@ class _Run:
                     offered=int(rec[f"{key}.offered"].sum()),
                     ok=int(rec[f"{key}.ok"].sum()),
                     failed={c: int(rec[f"{key}.{c}"].sum()) for c in CAUSES},
+                    dropped=int(rec[f"{key}.dropped"].sum()),
+                    interrupted=int(rec[f"{key}.interrupted"].sum()),
                 )
             )
         workloads = []

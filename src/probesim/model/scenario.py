@@ -222,6 +222,11 @@ class Traffic(Model):
     timeout: Duration | None = Field(
         default=60_000, description="Client timeout (k6's default 60s); null: wait forever."
     )
+    graceful_stop: Duration = Field(
+        default=30_000,
+        description="Like k6's gracefulStop: requests still unanswered this long after 'stop' (or the "
+        "last stage) are interrupted and counted as neither ok nor failed.",
+    )
     max_vus: Annotated[SInt, Field(ge=1)] | None = Field(
         default=None,
         description="Like k6's constant-arrival-rate maxVUs: requests in flight at once; "
@@ -242,6 +247,14 @@ class Traffic(Model):
     @property
     def label(self) -> str:
         return self.name or self.path
+
+    def end(self) -> int | None:
+        """When arrivals stop (ms), if they do."""
+        if self.stop is not None:
+            return self.stop
+        if self.stages:
+            return self.start + sum(st.duration for st in self.stages)
+        return None
 
     def rate_at(self, t: int) -> float:
         """Requests per second wanted at scenario time ``t`` (ms)."""

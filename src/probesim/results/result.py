@@ -50,6 +50,8 @@ class RouteSummary:
     offered: int
     ok: int
     failed: dict[str, int]
+    dropped: int = 0  # arrivals that found no free VU (k6's dropped_iterations)
+    interrupted: int = 0  # unanswered when the load generator stopped waiting
 
     @property
     def failed_total(self) -> int:
@@ -57,7 +59,9 @@ class RouteSummary:
 
     @property
     def error_rate(self) -> float:
-        return self.failed_total / self.offered if self.offered else 0.0
+        """Failed share of the requests that got an answer or failed (as k6's http_req_failed)."""
+        done = self.ok + self.failed_total
+        return self.failed_total / done if done else 0.0
 
 
 @dataclass
@@ -124,6 +128,8 @@ class Result:
                         "ok": r.ok,
                         "failed": r.failed_total,
                         "failedByCause": r.failed,
+                        "dropped": r.dropped,
+                        "interrupted": r.interrupted,
                         "errorRate": round(r.error_rate, 6),
                     }
                     for r in self.routes
