@@ -114,6 +114,35 @@ def run(
 
 
 @app.command()
+def compare(
+    targets: Annotated[list[str], typer.Argument(help="Scenario files or built-in names, two or more.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
+    seed: Annotated[int | None, typer.Option(help="Run every scenario with this seed.", min=0)] = None,
+) -> None:
+    """Run scenarios and print them side by side: per route requests/s, error %, p95 and max
+    latency, restarts, time without endpoints, dropped iterations.
+
+    Example: [bold]probesim compare patient-all-ok patient-delays-no-probes patient-delays-liveness[/bold]
+    """
+    from probesim.engine import simulate
+    from probesim.report.compare import render_compare, rows
+
+    results = []
+    for target in targets:
+        try:
+            sc = _load(target)
+        except InputError as e:
+            raise _fail(e) from None
+        if seed is not None:
+            sc = sc.model_copy(update={"spec": sc.spec.model_copy(update={"seed": seed})})
+        results.append(simulate(sc))
+    if as_json:
+        sys.stdout.write(json.dumps(rows(results), indent=2) + "\n")
+    else:
+        render_compare(results, out)
+
+
+@app.command()
 def scenarios() -> None:
     """List the built-in scenarios, each with what it shows. Run one with 'probesim run NAME'."""
     from probesim.scenarios import builtins

@@ -317,11 +317,11 @@ class CapacityModel:
         return out
 
 
-def quantiles(counts: I64, d: F64, s: F64, sigma: F64, qs: tuple[float, ...]) -> list[float]:
-    """Latency quantiles (ms) of a mixture: ``counts[i]`` requests with latency d_i + s_i·X_i."""
+def mixture_cdf(counts: I64, d: F64, s: F64, sigma: F64) -> F64:
+    """CDF on GRID of a mixture: ``counts[i]`` requests with latency d_i + s_i·X_i."""
     keep = counts > 0
     if not keep.any():
-        return [0.0] * len(qs)
+        return np.ones(GRID.size)
     counts, d, s, sigma = counts[keep], d[keep], s[keep], sigma[keep]
     # Pods in the same state share one row: key on (d, s) to 0.1 ms and sigma to 0.001.
     dk = np.minimum(np.round(d * 10), 2**24 - 1).astype(np.int64)
@@ -331,7 +331,11 @@ def quantiles(counts: I64, d: F64, s: F64, sigma: F64, qs: tuple[float, ...]) ->
     uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
     w = np.bincount(inv, weights=counts, minlength=uniq.size)
     cdf = lognormal_cdf(GRID[None, :], d[first][:, None], s[first][:, None], sigma[first][:, None])
-    mix = (w[:, None] * cdf).sum(axis=0) / w.sum()
+    return np.asarray((w[:, None] * cdf).sum(axis=0) / w.sum(), np.float64)
+
+
+def grid_quantiles(mix: F64, qs: tuple[float, ...]) -> list[float]:
+    """Quantiles (ms) read off a CDF on GRID, interpolated between grid points."""
     out = []
     for q in qs:
         i = int(np.searchsorted(mix, q))
@@ -344,6 +348,13 @@ def quantiles(counts: I64, d: F64, s: F64, sigma: F64, qs: tuple[float, ...]) ->
             frac = 0.0 if hi <= lo else (q - lo) / (hi - lo)
             out.append(float(GRID[i - 1] + frac * (GRID[i] - GRID[i - 1])))
     return out
+
+
+def quantiles(counts: I64, d: F64, s: F64, sigma: F64, qs: tuple[float, ...]) -> list[float]:
+    """Latency quantiles (ms) of a mixture: ``counts[i]`` requests with latency d_i + s_i·X_i."""
+    if not (counts > 0).any():
+        return [0.0] * len(qs)
+    return grid_quantiles(mixture_cdf(counts, d, s, sigma), qs)
 
 
 def timed_out(counts: I64, d: F64, s: F64, sigma: F64, timeout: float, rng: np.random.Generator) -> I64:

@@ -13,10 +13,10 @@ import numpy.typing as npt
 
 from probesim.engine.autoscaler import METRIC_WINDOW_MS, SYNC_PERIOD_MS, Autoscaler, PodView
 from probesim.engine.behavior import INF
-from probesim.engine.capacity import CapacityModel, quantiles, timed_out
+from probesim.engine.capacity import GRID, CapacityModel, grid_quantiles, mixture_cdf, timed_out
 from probesim.engine.containers import Containers
 from probesim.engine.events import EventLog
-from probesim.engine.fleet import FAILURE, RUNNING, SUCCESS, TERMINATING, Fleet, build
+from probesim.engine.fleet import FAILURE, RUNNING, SUCCESS, TERMINATING, Fleet, Route, build
 from probesim.engine.kubelet import ProbeWorkers
 from probesim.model.scenario import Scenario
 from probesim.results import CAUSES, Result, RouteSummary, WorkloadSummary
@@ -420,6 +420,14 @@ class _Run:
             limit = float(route.timeout)
             to = timed_out(n_served, d, sv, cap.sigma[cs], limit, self.rng)
             failed = cap.failed[sl][vs, cs]
+            if route.traffic.max_vus is not None:
+                # Each answered request held its VU for its latency (at most the client timeout).
+                step = self.spec.step
+                hold = np.minimum(np.minimum(d + sv, limit), (self.vu_wheel.shape[1] - 1) * step)
+                later = hold >= step
+                wheel = self.vu_wheel[ri]
+                slots = (k + np.ceil(hold[later] / step).astype(np.int64)) % wheel.size
+                np.add.at(wheel, slots, n_served[later])
             end = route.traffic.end()
             if end is not None:
                 # Answered (or given up on) after the load generator stopped waiting: interrupted.
@@ -438,23 +446,11 @@ class _Run:
             # Latency quantiles of what finished this step (immediate answers count as 0 ms).
             instant = max(int(rec[f"{key}.ok"][k]) - n_ok, 0)
             counts = np.append(n_served, instant)
-            qs = quantiles(
-                counts,
-                np.append(d, 0.0),
-                np.append(sv, 0.0),
-                np.append(cap.sigma[cs], 0.0),
-                (0.5, 0.95, 0.99, 1 - 0.5 / max(int(counts.sum()), 1)),
-            )
+            mix = mixture_cdf(counts, np.append(d, 0.0), np.append(sv, 0.0), np.append(cap.sigma[cs], 0.0))
+            self.latency_cdf[ri] += mix * counts.sum()  # the run's latency distribution
+            qs = grid_quantiles(mix, (0.5, 0.95, 0.99, 1 - 0.5 / max(int(counts.sum()), 1)))
             for name, v in zip(("p50_ms", "p95_ms", "p99_ms", "max_ms"), qs, strict=True):
                 rec[f"{key}.{name}"][k] = round(min(v, limit))
-            if route.traffic.max_vus is not None:
-                # Each answered request held its VU for its latency (at most the client timeout).
-                step = self.spec.step
-                hold = np.minimum(np.minimum(d + sv, limit), (self.vu_wheel.shape[1] - 1) * step)
-                later = hold >= step
-                wheel = self.vu_wheel[ri]
-                slots = (k + np.ceil(hold[later] / step).astype(np.int64)) % wheel.size
-                np.add.at(wheel, slots, n_served[later])
         if cap.calls_any:
             cap.breakers(t, served)
             cap.update_classes(t + self.spec.step)
@@ -473,6 +469,7 @@ class _Run:
         for w in self.scenario.workloads:
             for s in ("desired", "current", "ready", "available", "unavailable", "restarts"):
                 rec[f"workload.{w.name}.{s}"] = np.zeros(ticks, np.int64)
+        self.latency_cdf = np.zeros((len(f.routes), GRID.size))
         horizon = max((int(r.timeout) for r in f.routes if r.timeout < INF), default=60_000)
         self.vu_wheel = np.zeros((len(f.routes), horizon // spec.step + 2), np.int64)
         for r in f.routes:
@@ -592,13 +589,35 @@ class _Run:
                 col[3][k] = available
                 col[4][k] = max(0, self.desired[i] - available)
                 col[5][k] = restarts
+        self.rec_ref = rec
         return self._result(times, rec, wl_pods)
+
+    def _route_latency(self, ri: int, max_series: I64) -> dict[str, float]:
+        """p50/p95/p99 of every answered request of the run, and the largest seen."""
+        cdf = self.latency_cdf[ri]
+        if cdf[-1] <= 0:
+            return {}
+        # As a load generator sees it: a request it gave up on took its timeout.
+        cap = float(self.fleet.routes[ri].timeout)
+        p50, p95, p99 = (min(q, cap) for q in grid_quantiles(cdf / cdf[-1], (0.5, 0.95, 0.99)))
+        return {
+            "p50": round(p50, 1),
+            "p95": round(p95, 1),
+            "p99": round(p99, 1),
+            "max": float(max_series.max()),
+        }
+
+    def _no_endpoint_seconds(self, route: Route, times: I64) -> float:
+        """How long the route's Service had no ready endpoint while the route sent traffic."""
+        ready = self.rec_ref[f"service.{route.service.name}.ready"]
+        active = self.rates[self.fleet.routes.index(route)] > 0
+        return float(((ready == 0) & active).sum() * self.spec.step / 1000)
 
     def _result(self, times: I64, rec: dict[str, I64], wl_pods: list[I64]) -> Result:
         f = self.fleet
         spec = self.spec
         routes = []
-        for r in f.routes:
+        for ri, r in enumerate(f.routes):
             key = f"route.{r.name}"
             routes.append(
                 RouteSummary(
@@ -609,6 +628,8 @@ class _Run:
                     failed={c: int(rec[f"{key}.{c}"].sum()) for c in CAUSES},
                     dropped=int(rec[f"{key}.dropped"].sum()),
                     interrupted=int(rec[f"{key}.interrupted"].sum()),
+                    latency_ms=self._route_latency(ri, rec[f"{key}.max_ms"]),
+                    no_endpoint_s=self._no_endpoint_seconds(r, times),
                 )
             )
         workloads = []

@@ -229,6 +229,7 @@ class Traffic(Model):
     )
     max_vus: Annotated[SInt, Field(ge=1)] | None = Field(
         default=None,
+        alias="maxVUs",
         description="Like k6's constant-arrival-rate maxVUs: requests in flight at once; "
         "arrivals beyond are dropped iterations.",
     )

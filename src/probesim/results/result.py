@@ -52,6 +52,8 @@ class RouteSummary:
     failed: dict[str, int]
     dropped: int = 0  # arrivals that found no free VU (k6's dropped_iterations)
     interrupted: int = 0  # unanswered when the load generator stopped waiting
+    latency_ms: dict[str, float] = field(default_factory=dict)  # p50, p95, p99, max of the run
+    no_endpoint_s: float = 0.0  # time the Service had no ready endpoint while sending
 
     @property
     def failed_total(self) -> int:
@@ -130,6 +132,8 @@ class Result:
                         "failedByCause": r.failed,
                         "dropped": r.dropped,
                         "interrupted": r.interrupted,
+                        "latencyMs": r.latency_ms,
+                        "noEndpointSeconds": r.no_endpoint_s,
                         "errorRate": round(r.error_rate, 6),
                     }
                     for r in self.routes

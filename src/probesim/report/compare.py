@@ -1,0 +1,70 @@
+"""Side-by-side results of several runs, one row per scenario and route, like seed 004's table:
+requests per second, error %, p95 and max latency, restarts, time without endpoints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from probesim.results import Result
+
+
+def _rate(result: Result, name: str) -> float:
+    series = result.series[f"route.{name}.offered"]
+    active = int((series > 0).sum())
+    r = result.route(name)
+    return (r.ok + r.failed_total) / (active * result.step_ms / 1000) if active else 0.0
+
+
+def rows(results: list[Result]) -> list[dict[str, Any]]:
+    out = []
+    for res in results:
+        restarts = sum(w.total_restarts for w in res.workloads)
+        for r in res.routes:
+            out.append(
+                {
+                    "scenario": res.scenario,
+                    "route": r.name,
+                    "requestsPerSecond": round(_rate(res, r.name), 1),
+                    "errorPercent": round(100 * r.error_rate, 2),
+                    "p95Ms": r.latency_ms.get("p95"),
+                    "maxMs": r.latency_ms.get("max"),
+                    "restarts": restarts,
+                    "noEndpointSeconds": r.no_endpoint_s,
+                    "dropped": r.dropped,
+                    "interrupted": r.interrupted,
+                }
+            )
+    return out
+
+
+def _ms(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return f"{v / 1000:.2f} s" if v >= 1000 else f"{v:.0f} ms"
+
+
+def render_compare(results: list[Result], console: Console) -> None:
+    t = Table(box=box.SIMPLE, title="Comparison", title_justify="left")
+    for h in ("SCENARIO", "ROUTE"):
+        t.add_column(h)
+    for h in ("REQ/S", "ERRORS", "P95", "MAX", "RESTARTS", "NO ENDPOINTS", "DROPPED"):
+        t.add_column(h, justify="right")
+    last = None
+    for row in rows(results):
+        t.add_row(
+            row["scenario"] if row["scenario"] != last else "",
+            row["route"],
+            f"{row['requestsPerSecond']:.0f}",
+            f"{row['errorPercent']:.1f} %",
+            _ms(row["p95Ms"]),
+            _ms(row["maxMs"]),
+            str(row["restarts"]),
+            f"{row['noEndpointSeconds']:.0f} s",
+            str(row["dropped"]),
+        )
+        last = row["scenario"]
+    console.print(t)
