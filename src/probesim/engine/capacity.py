@@ -125,7 +125,6 @@ class CapacityModel:
         self.path_classes: dict[str, tuple[F64, F64, B]] = {}  # path → (prob, extra ms, failed), K × n
         self.calls_any = any(probe_cost(b, p).calls for b in behaviors for p in self.paths)
         self.breaker_until = np.full((len(self.paths), n), -1.0)  # open until (ms); -1: closed
-        self.breaker_half = np.zeros((len(self.paths), n), bool)
         route_of = {rt.path: i for i, rt in enumerate(routes)}
         self._breakers: list[tuple[int, str, int | None, list[tuple[int, CircuitBreaker]]]] = []
         for pi, path in enumerate(self.paths):
@@ -181,20 +180,19 @@ class CapacityModel:
         self._class_prob = {ri: self.path_classes[rt.path][0] for ri, rt in enumerate(self.fleet.routes)}
 
     def breakers(self, t: int, served: I64) -> bool:
-        """Open, half-open and close breakers after a step; True when any changed."""
+        """Breakers for the step starting at ``t``, after the one just served: a closed breaker
+        opens when that step's calls held ``failures`` failures in a row; an open one whose time
+        is over lets ``halfOpenCalls`` through, and closes if they all succeed. True if any changed."""
         changed = False
         for pi, path, ri, members in self._breakers:
             prob, _, failed = self.path_classes[path]
             for c, cb in members:
-                if self.breaker_until[pi, c] > t:
+                until = self.breaker_until[pi, c]
+                if until > t:
                     continue
                 p_fail = float((prob[:, c] * failed[:, c]).sum())
-                if self.breaker_until[pi, c] >= 0 and not self.breaker_half[pi, c]:
-                    self.breaker_half[pi, c] = True  # open time over: let a few calls through
-                    changed = True
-                elif self.breaker_half[pi, c]:
+                if until >= 0:  # half-open trial
                     closes = self.rng.random() < (1 - p_fail) ** cb.half_open_calls
-                    self.breaker_half[pi, c] = False
                     self.breaker_until[pi, c] = -1.0 if closes else t + cb.open
                     changed = True
                 else:

@@ -452,7 +452,7 @@ class _Run:
             for name, v in zip(("p50_ms", "p95_ms", "p99_ms", "max_ms"), qs, strict=True):
                 rec[f"{key}.{name}"][k] = round(min(v, limit))
         if cap.calls_any:
-            cap.breakers(t, served)
+            cap.breakers(t + self.spec.step, served)
             cap.update_classes(t + self.spec.step)
 
     # -- the loop ----------------------------------------------------------------------------

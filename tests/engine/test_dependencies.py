@@ -1,0 +1,106 @@
+"""Dependency calls: faults where Istio puts them, client timeouts, retries, breakers, outages."""
+
+from __future__ import annotations
+
+import pytest
+
+from probesim.engine.dependencies import Outcome, chain, one_try, streak_probability, with_retries
+from probesim.model.scenario import Dependency, DependencyCall
+from tests.builders import run, series
+
+
+def dep(**kw: object) -> Dependency:
+    return Dependency.model_validate({"latency": "20ms", **kw})
+
+
+def call(**kw: object) -> DependencyCall:
+    return DependencyCall.model_validate({"dependency": "db", **kw})
+
+
+def test_a_delay_longer_than_the_client_timeout_fails_at_the_timeout() -> None:
+    d = dep(faults=[{"delay": "100s", "percent": 50}])
+    assert one_try(d, call(), 0) == [Outcome(0.5, 100_000, True), Outcome(0.5, 20, False)]
+    assert one_try(d, call(timeout="200ms"), 0) == [Outcome(0.5, 200, True), Outcome(0.5, 20, False)]
+    assert one_try(d, call(timeout=None), 0) == [Outcome(0.5, 100_020, False), Outcome(0.5, 20, False)]
+
+
+def test_aborts_fail_at_once_and_combine_with_delays() -> None:
+    d = dep(faults=[{"abort": 503, "percent": 10}])
+    assert one_try(d, call(), 0) == [Outcome(0.1, 0, True), Outcome(0.9, 20, False)]
+
+
+def test_retries_fail_only_when_every_try_fails() -> None:
+    c = call(timeout="200ms", retries={"attempts": 3, "backoff": "25ms"})
+    classes = with_retries(one_try(dep(faults=[{"delay": "10s", "percent": 50}]), c, 0), c)
+    assert [(o.prob, o.latency, o.failed) for o in classes] == [
+        (0.5, 20.0, False),
+        (0.25, 245.0, False),
+        (0.125, 470.0, False),
+        (0.125, 650.0, True),
+    ]
+
+
+def test_outages_refuse_or_hang_only_inside_their_window() -> None:
+    d = dep(outages=[{"at": "10s", "for": "5s", "mode": "hang"}])
+    assert one_try(d, call(timeout="2s"), 12_000) == [Outcome(1.0, 2000, True)]
+    assert one_try(d, call(), 15_000) == [Outcome(1.0, 20, False)]
+    refuse = dep(outages=[{"at": "0s", "for": "5s"}])
+    assert one_try(refuse, call(), 0) == [Outcome(1.0, 0, True)]
+
+
+def test_calls_in_sequence_stop_at_the_first_failure() -> None:
+    first = [Outcome(0.5, 10, False), Outcome(0.5, 0, True)]
+    second = [Outcome(0.2, 5, True), Outcome(0.8, 30, False)]
+    assert sorted(chain([first, second]), key=lambda o: o.prob) == sorted(
+        [Outcome(0.5, 0, True), Outcome(0.1, 15, True), Outcome(0.4, 40, False)], key=lambda o: o.prob
+    )
+
+
+@pytest.mark.parametrize(
+    ("p", "n", "k", "expected"), [(0.0, 100, 3, 0.0), (1.0, 5, 3, 1.0), (0.5, 1, 3, 1 - (1 - 0.0625))]
+)
+def test_streak_probability(p: float, n: int, k: int, expected: float) -> None:
+    assert streak_probability(p, n, k) == pytest.approx(expected)
+
+
+def test_outage_of_a_dependency_fails_the_calling_route_with_its_error_status() -> None:
+    r = run(
+        behavior={
+            "routes": {"/": {"cpu": "1ms", "calls": [{"dependency": "db", "onError": 502}]}},
+            "variability": 0,
+        },
+        traffic=[{"rate": 10}],
+        duration="10s",
+        spec={"dependencies": {"db": {"latency": "5ms", "outages": [{"at": "3s", "for": "4s"}]}}},
+    )
+    assert series(r, "route./.error_status") == [0, 0, 0, 10, 10, 10, 10, 0, 0, 0]
+
+
+def test_a_circuit_breaker_fails_fast_while_open() -> None:
+    # Every call hangs to its 1 s timeout; the breaker opens after the first second's calls and
+    # fails calls at once for 3 s; its half-open trial fails too, so it stays open.
+    common = {
+        "traffic": [{"rate": 50}],
+        "duration": "8s",
+        "spec": {"dependencies": {"db": {"outages": [{"at": "0s", "for": "1h", "mode": "hang"}]}}},
+    }
+    without = run(
+        behavior={"routes": {"/": {"calls": [{"dependency": "db", "timeout": "1s"}]}}, "variability": 0},
+        **common,
+    )  # type: ignore[arg-type]
+    with_cb = run(
+        behavior={
+            "routes": {
+                "/": {
+                    "calls": [
+                        {"dependency": "db", "timeout": "1s", "circuitBreaker": {"failures": 5, "open": "3s"}}
+                    ]
+                }
+            },
+            "variability": 0,
+        },
+        **common,  # type: ignore[arg-type]
+    )
+    assert min(series(without, "route./.p50_ms")) >= 1000
+    assert series(with_cb, "route./.p50_ms") == [1000] + [0] * 7
+    assert with_cb.route("/").failed["error_status"] == without.route("/").failed["error_status"] == 400

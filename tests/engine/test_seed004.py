@@ -1,0 +1,95 @@
+"""Seed 004: probes on a dependency path under a delay fault, and the timeout-and-retry
+proposal the article made but never measured (issue 4). The runs are one minute of k6-like
+traffic, so single runs vary with the dependency's coin tosses: statements are checked over
+several seeds, as averages where the article reports one run."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+import pytest
+
+from probesim.engine import simulate
+from probesim.manifests.scenario import load_scenario
+from probesim.results import Result
+from probesim.scenarios import find
+
+SEEDS = range(8)
+
+
+@cache
+def result(name: str, seed: int) -> Result:
+    b = find(name)
+    assert b is not None
+    sc = load_scenario(str(b.path))
+    return simulate(sc.model_copy(update={"spec": sc.spec.model_copy(update={"seed": seed})}))
+
+
+def errors(name: str, route: str) -> list[float]:
+    return [100 * result(name, s).route(route).error_rate for s in SEEDS]
+
+
+def test_all_ok_is_fast_and_error_free() -> None:
+    r = result("patient-all-ok", 0)
+    for route in ("check_dep", "check_nodep"):
+        assert r.route(route).failed_total == 0
+        assert r.route(route).ok == 54_000  # 900 req/s for one minute
+    assert r.route("check_dep").latency_ms["p95"] < 200
+    assert r.workload("patient").total_restarts == 0
+
+
+def test_without_probes_only_the_dependency_route_suffers() -> None:
+    assert max(errors("patient-delays-no-probes", "check_nodep")) < 1.0
+    dep = errors("patient-delays-no-probes", "check_dep")
+    assert min(dep) > 10.0  # the article measured 17 %
+    r = result("patient-delays-no-probes", 0)
+    # Delayed requests hold k6 VUs for 60 s: 15,000 run out after ~33 s (Little's law).
+    assert r.route("check_dep").dropped > 10_000
+    assert r.route("check_dep").latency_ms["p95"] == 60_000  # the article: p95 = 60 s
+    assert r.workload("patient").total_restarts == 0
+
+
+def test_liveness_on_the_dependency_makes_the_outage_total() -> None:
+    nodep = errors("patient-delays-liveness", "check_nodep")
+    dep = errors("patient-delays-liveness", "check_dep")
+    assert np.mean(nodep) > 35.0  # from 0 % without probes (the article: 72 %)
+    assert np.mean(dep) > 55.0  # (the article: 94 %)
+    assert np.mean([(a + b) / 2 for a, b in zip(dep, nodep, strict=True)]) > 50.0  # (82 %)
+    for s in SEEDS:
+        r = result("patient-delays-liveness", s)
+        assert r.workload("patient").total_restarts >= 6
+        assert r.events_for(reason="BackOff")  # CrashLoopBackOff
+
+
+def test_readiness_on_the_dependency_restarts_nothing_but_empties_the_service() -> None:
+    for s in SEEDS:
+        r = result("patient-delays-readiness", s)
+        assert r.workload("patient").total_restarts == 0
+    # Each pod is Ready with its last probe's coin toss: sometimes both are out.
+    gaps = [result("patient-delays-readiness", s).route("check_nodep").no_endpoint_s for s in SEEDS]
+    assert np.mean(gaps) > 3.0
+    dep, base = (
+        np.mean(errors("patient-delays-readiness", "check_dep")),
+        np.mean(errors("patient-delays-no-probes", "check_dep")),
+    )
+    assert (
+        base < dep < base + 20
+    )  # probesim: about 10 points worse on average (the article: "about the same")
+
+
+@pytest.mark.parametrize("attempts", [1, 2, 3, 4, 5])
+def test_timeout_and_retry_errors_follow_half_to_the_power_of_tries(attempts: int) -> None:
+    r = result(f"patient-timeout-retry-{attempts}", 0)
+    measured = 100 * r.route("check_dep").error_rate
+    assert abs(measured - 100 * 0.5**attempts) < 3.0
+    assert r.route("check_nodep").failed_total == 0
+    assert r.route("check_dep").dropped == 0  # nothing holds a VU for long any more
+    # Giving up after 200 ms bounds the latency: about tries × (200 ms + back-off), spread by
+    # the app's own variability; seconds, not the 60 s of the no-probes run.
+    assert r.route("check_dep").latency_ms["max"] < attempts * 1000
+
+
+def test_timeout_and_retry_beats_no_probes_from_three_tries() -> None:
+    base = np.mean(errors("patient-delays-no-probes", "check_dep"))
+    assert 100 * result("patient-timeout-retry-3", 0).route("check_dep").error_rate < base
