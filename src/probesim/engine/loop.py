@@ -329,11 +329,17 @@ class _Run:
         step = self.spec.step
         visible = self._visible_ready(t)
         if self.capacity.any:
-            # What containers that stopped or were replaced held is lost before new arrivals.
-            lost = self.capacity.drop(self.ctr.alive(), self.ctr.instance)
+            # What containers that stopped or were replaced held is lost before new arrivals:
+            # queued requests and answers still on their way fail now (connection reset).
+            cap = self.capacity
+            gone = ~self.ctr.alive() | (self.ctr.instance != cap.instance)
+            lost = cap.drop(self.ctr.alive(), self.ctr.instance)
             for ri, route in enumerate(f.routes):
-                rec[f"route.{route.name}.killed"][k] += int(lost[ri])
-            self.capacity.begin_step(float(step))
+                pend = self.pending[ri][:, :, gone]
+                rec[f"route.{route.name}.killed"][k] += int(lost[ri]) + int(pend.sum())
+                self.pending[ri][:, :, gone] = 0
+            self._deliver(t, k, rec)
+            cap.begin_step(float(step))
         for ri, route in enumerate(f.routes):
             rate = float(self.rates[ri, k])
             if rate <= 0 and route.acc < 1:
@@ -346,9 +352,7 @@ class _Run:
             if vus is not None:
                 # k6 constant-arrival-rate: an iteration needs a free VU; requests still
                 # waiting for an answer hold theirs. The rest are dropped iterations.
-                wheel = self.vu_wheel[ri]
-                wheel[k % wheel.size] = 0
-                busy = int(wheel.sum()) + int(
+                busy = int(self.pending[ri].sum()) + int(
                     self.capacity.backlog[ri * self.capacity.k : (ri + 1) * self.capacity.k].sum()
                 )
                 sent = min(n, max(vus - busy, 0))
@@ -372,7 +376,7 @@ class _Run:
                 self.route_cache[ri] = (self.version, eps, cat)
             kk = eps.size
             if kk == 0:
-                rec[f"{key}.no_endpoint"][k] = n
+                rec[f"{key}.no_endpoint"][k] += n
                 continue
             base, rem = divmod(n, kk)
             counts = np.bincount(cat, minlength=5) * base
@@ -380,9 +384,9 @@ class _Run:
             if rem:
                 counts += np.bincount(cat[extra], minlength=5)
             route.cursor = (route.cursor + n) % kk
-            rec[f"{key}.restarting"][k] = counts[1]
-            rec[f"{key}.not_answering"][k] = counts[2]
-            rec[f"{key}.error_status"][k] = counts[3]
+            rec[f"{key}.restarting"][k] += counts[1]
+            rec[f"{key}.not_answering"][k] += counts[2]
+            rec[f"{key}.error_status"][k] += counts[3]
             ok_now = int(counts[4])
             cap = self.capacity
             if cap.any:
@@ -397,8 +401,27 @@ class _Run:
                     offered = per_ep[queued]
                     took = cap.accept(ri, qc, offered, self.ctr.instance[qc])
                     ok_now -= int(offered.sum())
-                    rec[f"{key}.rejected"][k] = int(offered.sum() - took.sum())
-            rec[f"{key}.ok"][k] = ok_now
+                    rec[f"{key}.rejected"][k] += int(offered.sum() - took.sum())
+            rec[f"{key}.ok"][k] += ok_now
+
+    def _deliver(self, t: int, k: int, rec: dict[str, I64]) -> None:
+        """Answers due now reach the client; after the load generator stopped waiting
+        (``stop`` + ``gracefulStop``) they are interrupted instead."""
+        for ri, route in enumerate(self.fleet.routes):
+            wheel = self.pending[ri]
+            slot = k % wheel.shape[1]
+            due = wheel[:, slot].sum(axis=1)
+            if not due.any():
+                continue
+            wheel[:, slot] = 0
+            key = f"route.{route.name}"
+            end = route.traffic.end()
+            if end is not None and t > end + route.traffic.graceful_stop:
+                rec[f"{key}.interrupted"][k] += int(due.sum())
+                continue
+            rec[f"{key}.ok"][k] += int(due[0])
+            rec[f"{key}.error_status"][k] += int(due[1])
+            rec[f"{key}.timeout"][k] += int(due[2])
 
     def _serve(self, t: int, k: int, rec: dict[str, I64]) -> None:
         """Loaded containers serve their backlog. Finished requests count as ok, as the route's
@@ -420,32 +443,36 @@ class _Run:
             limit = float(route.timeout)
             to = timed_out(n_served, d, sv, cap.sigma[cs], limit, self.rng)
             failed = cap.failed[sl][vs, cs]
-            if route.traffic.max_vus is not None:
-                # Each answered request held its VU for its latency (at most the client timeout).
-                step = self.spec.step
-                hold = np.minimum(np.minimum(d + sv, limit), (self.vu_wheel.shape[1] - 1) * step)
-                later = hold >= step
-                wheel = self.vu_wheel[ri]
-                slots = (k + np.ceil(hold[later] / step).astype(np.int64)) % wheel.size
-                np.add.at(wheel, slots, n_served[later])
-            end = route.traffic.end()
-            if end is not None:
-                # Answered (or given up on) after the load generator stopped waiting: interrupted.
-                cut = t + np.minimum(d + sv, limit) > end + route.traffic.graceful_stop
-                if cut.any():
-                    rec[f"{key}.interrupted"][k] += int(n_served[cut].sum())
-                    keep = ~cut
-                    n_served, d, sv, to, failed = n_served[keep], d[keep], sv[keep], to[keep], failed[keep]
-                    cs = cs[keep]
-                    if cs.size == 0:
-                        continue
+            # The client sees each answer at min(latency, its timeout): those later than this
+            # step are delivered by _deliver when due (and lost if their container stops first).
+            seen = np.minimum(np.minimum(d + sv, limit), (self.pending[ri].shape[1] - 1) * self.spec.step)
+            later = seen >= self.spec.step
+            if later.any():
+                slots = (k + np.ceil(seen[later] / self.spec.step).astype(np.int64)) % self.pending[ri].shape[
+                    1
+                ]
+                ok_later = n_served[later] - to[later]
+                np.add.at(
+                    self.pending[ri][0],
+                    (slots[~failed[later]], cs[later][~failed[later]]),
+                    ok_later[~failed[later]],
+                )
+                np.add.at(
+                    self.pending[ri][1],
+                    (slots[failed[later]], cs[later][failed[later]]),
+                    ok_later[failed[later]],
+                )
+                np.add.at(self.pending[ri][2], (slots, cs[later]), to[later])
+                now = ~later
+                n_served, to, failed = n_served[now], to[now], failed[now]
             n_ok = int(n_served[~failed].sum() - to[~failed].sum())
             rec[f"{key}.ok"][k] += n_ok
             rec[f"{key}.timeout"][k] += int(to.sum())
             rec[f"{key}.error_status"][k] += int((n_served[failed] - to[failed]).sum())
-            # Latency quantiles of what finished this step (immediate answers count as 0 ms).
+            # Latency quantiles of what was served this step (immediate answers count as 0 ms).
             instant = max(int(rec[f"{key}.ok"][k]) - n_ok, 0)
-            counts = np.append(n_served, instant)
+            all_served = served[sl][vs, cs]
+            counts = np.append(all_served, instant)
             mix = mixture_cdf(counts, np.append(d, 0.0), np.append(sv, 0.0), np.append(cap.sigma[cs], 0.0))
             self.latency_cdf[ri] += mix * counts.sum()  # the run's latency distribution
             qs = grid_quantiles(mix, (0.5, 0.95, 0.99, 1 - 0.5 / max(int(counts.sum()), 1)))
@@ -470,8 +497,19 @@ class _Run:
             for s in ("desired", "current", "ready", "available", "unavailable", "restarts"):
                 rec[f"workload.{w.name}.{s}"] = np.zeros(ticks, np.int64)
         self.latency_cdf = np.zeros((len(f.routes), GRID.size))
-        horizon = max((int(r.timeout) for r in f.routes if r.timeout < INF), default=60_000)
-        self.vu_wheel = np.zeros((len(f.routes), horizon // spec.step + 2), np.int64)
+        # Answers on their way to clients, per route: (ok, error status, timeout) × due step × container.
+        horizon = max(
+            [int(r.timeout) for r in f.routes if r.timeout < INF]
+            + [
+                int(c.timeout or 0) * c.retries.attempts
+                for b in f.container_behavior
+                for rc in b.routes.values()
+                for c in rc.calls
+            ]
+            + [60_000]
+        )
+        slots = horizon // spec.step + 2
+        self.pending = [np.zeros((3, slots, f.n_containers), np.int64) for _ in f.routes]
         for r in f.routes:
             for s in ROUTE_SERIES:
                 rec[f"route.{r.name}.{s}"] = np.zeros(ticks, np.int64)
