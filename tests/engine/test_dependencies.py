@@ -106,3 +106,34 @@ def test_a_circuit_breaker_fails_fast_while_open() -> None:
     # Failing fast, every failure is seen within the run; waiting 1 s, the last second's are not.
     assert with_cb.route("/").failed["error_status"] == 400
     assert without.route("/").failed["error_status"] == 350
+
+
+def test_a_retry_budget_caps_the_extra_tries() -> None:
+    # Half of all tries fail; 3 tries want 0.5 + 0.25 = 0.75 retries per call. A 25 % budget
+    # lets each retry through with probability a = 1/3.
+    c = call(timeout="200ms", retries={"attempts": 3, "budget": 25})
+    classes = with_retries(one_try(dep(faults=[{"delay": "10s", "percent": 50}]), c, 0), c)
+    a = 0.25 / 0.75
+    failed = sum(o.prob for o in classes if o.failed)
+    assert failed == pytest.approx(0.5 * (1 - a) + 0.25 * a * (1 - a) + 0.125 * a * a)
+    # Retries per call: a failed class of j tries made j - 1; a success at try j made j - 1.
+    retries = sum(
+        o.prob * (round(o.latency / 200) - 1 if o.failed else round((o.latency - 20) / 200)) for o in classes
+    )
+    assert retries == pytest.approx(a * 0.5 + a * a * 0.25)
+    assert retries <= 0.25  # within the budget
+
+
+def test_a_dependency_at_capacity_refuses_the_excess() -> None:
+    # 100 calls/s of 1 s each would keep 100 calls in flight; the dependency takes 40 at once,
+    # so from the second step on about 60 % of calls are refused and the route answers 500.
+    r = run(
+        behavior={"routes": {"/": {"calls": [{"dependency": "db"}]}}, "variability": 0},
+        traffic=[{"rate": 100}],
+        duration="20s",
+        spec={"dependencies": {"db": {"latency": "1s", "capacity": 40}}},
+    )
+    errors = series(r, "route./.error_status")
+    assert errors[0] == 0
+    assert all(40 <= e <= 80 for e in errors[1:])
+    assert sum(errors[1:]) / 19 == pytest.approx(60, abs=5)

@@ -135,6 +135,14 @@ class CapacityModel:
                     members.append((c, cb))
             if members:
                 self._breakers.append((pi, path, route_of.get(path), members))
+        self.refused: dict[str, float] = {}  # share of calls each dependency turns away (at capacity)
+        self._callers: list[dict[str, B]] = []  # per route: dependency → containers whose path calls it
+        for route in routes:
+            callers: dict[str, B] = {}
+            for c, b in enumerate(behaviors):
+                for call in probe_cost(b, route.path).calls:
+                    callers.setdefault(call.dependency, np.zeros(n, bool))[c] = True
+            self._callers.append(callers)
         self.update_classes(0)
         self.backlog = np.zeros((self.n_routes * K, n), np.int64)
         self.carry = np.zeros(n)
@@ -163,7 +171,14 @@ class CapacityModel:
                 cost = probe_cost(self.behaviors[int(members[0])], path)
                 if not cost.calls:
                     continue
-                classes = chain([with_retries(one_try(self.deps[c.dependency], c, t), c) for c in cost.calls])
+                classes = chain(
+                    [
+                        with_retries(
+                            one_try(self.deps[c.dependency], c, t, self.refused.get(c.dependency, 0.0)), c
+                        )
+                        for c in cost.calls
+                    ]
+                )
                 for k, o in enumerate(classes[:K]):
                     prob[k, members], extra[k, members], failed[k, members] = o.prob, o.latency, o.failed
                 prob[len(classes) :, members] = 0.0
@@ -178,6 +193,26 @@ class CapacityModel:
             self.wall[sl] = self.route_wall[ri] + extra
             self.failed[sl] = failed
         self._class_prob = {ri: self.path_classes[rt.path][0] for ri, rt in enumerate(self.fleet.routes)}
+
+    def load_dependencies(self, served: I64, dt: float) -> None:
+        """Calls in flight at each dependency (Little's law over this step's served requests and
+        their call time); above its capacity, the next step's calls are refused in proportion."""
+        inflight: dict[str, float] = {}
+        for ri, route in enumerate(self.fleet.routes):
+            n = served[ri * K : (ri + 1) * K].sum(axis=0)
+            if not n.any():
+                continue
+            prob, extra, _ = self.path_classes[route.path]
+            busy = n * (prob * extra).sum(axis=0) / dt  # calls in flight, per container
+            for name, mask in self._callers[ri].items():
+                # What callers would keep in flight if none were refused (refusals take no time).
+                offered = float(busy[mask].sum()) / max(1.0 - self.refused.get(name, 0.0), 1e-9)
+                inflight[name] = inflight.get(name, 0.0) + offered
+        for name, dep in self.deps.items():
+            load = inflight.get(name, 0.0)
+            self.refused[name] = (
+                0.0 if dep.capacity is None or load <= dep.capacity else 1 - dep.capacity / load
+            )
 
     def breakers(self, t: int, served: I64) -> bool:
         """Breakers for the step starting at ``t``, after the one just served: a closed breaker

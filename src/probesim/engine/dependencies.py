@@ -23,9 +23,15 @@ class Outcome:
     failed: bool
 
 
-def one_try(dep: Dependency, call: DependencyCall, t: int) -> list[Outcome]:
-    """The outcomes of a single try at scenario time ``t``."""
+def one_try(dep: Dependency, call: DependencyCall, t: int, refused: float = 0.0) -> list[Outcome]:
+    """The outcomes of a single try at scenario time ``t``; ``refused``: the share of calls the
+    dependency turns away because it is at capacity."""
     timeout = float(call.timeout) if call.timeout is not None else INF_MS
+    if refused > 0:
+        rest = one_try(dep, call, t)
+        return [Outcome(refused, 0.0, True)] + [
+            Outcome(o.prob * (1 - refused), o.latency, o.failed) for o in rest
+        ]
     for o in dep.outages:
         if o.at <= t < o.at + o.for_:
             return [Outcome(1.0, 0.0, True) if o.mode == "refuse" else Outcome(1.0, timeout, True)]
@@ -52,13 +58,22 @@ def with_retries(tries: list[Outcome], call: DependencyCall) -> list[Outcome]:
     ok_lat = sum(o.prob * o.latency for o in tries if not o.failed) / q if q > 0 else 0.0
     fail_lat = sum(o.prob * o.latency for o in tries if o.failed) / p if p > 0 else 0.0
     n, b = call.retries.attempts, call.retries.backoff
+    # A retry budget lets each retry through with probability a, so that retries stay within
+    # budget % of first tries (the expected retries per call are p + p^2 + ... + p^(n-1)).
+    wanted = sum(p**j for j in range(1, n))
+    budget = call.retries.budget
+    a = 1.0 if budget is None or wanted <= budget / 100 else (budget / 100) / wanted
     out = []
-    for j in range(n):  # success at try j + 1 after j failures
-        prob = q * p**j
+    for j in range(n):  # success at try j + 1 after j failures (and j allowed retries)
+        prob = q * p**j * a**j
         if prob > 1e-12:
             out.append(Outcome(prob, j * (fail_lat + b) + ok_lat, False))
-    if p**n > 1e-12:
-        out.append(Outcome(p**n, n * fail_lat + (n - 1) * b, True))
+    for j in range(1, n):  # failed try j, retry not allowed
+        prob = p**j * a ** (j - 1) * (1 - a)
+        if prob > 1e-12:
+            out.append(Outcome(prob, j * fail_lat + (j - 1) * b, True))
+    if p**n * a ** (n - 1) > 1e-12:
+        out.append(Outcome(p**n * a ** (n - 1), n * fail_lat + (n - 1) * b, True))
     return out
 
 

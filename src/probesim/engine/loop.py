@@ -479,6 +479,7 @@ class _Run:
             for name, v in zip(("p50_ms", "p95_ms", "p99_ms", "max_ms"), qs, strict=True):
                 rec[f"{key}.{name}"][k] = round(min(v, limit))
         if cap.calls_any:
+            cap.load_dependencies(served, float(self.spec.step))
             cap.breakers(t + self.spec.step, served)
             cap.update_classes(t + self.spec.step)
 

@@ -75,6 +75,10 @@ class Retries(Model):
 
     attempts: Annotated[SInt, Field(ge=1, le=10)] = Field(description="Tries in all (1: no retry).")
     backoff: FineDuration = Field(default=0.0, description="Wait before each retry.")
+    budget: Annotated[SFloat, Field(gt=0, le=100)] | None = Field(
+        default=None,
+        description="Retries allowed, in percent of first tries (a retry budget); omitted: no limit.",
+    )
 
 
 class CircuitBreaker(Model):
@@ -321,6 +325,10 @@ class Dependency(Model):
 
     latency: FineDuration = Field(default=20.0, description="Typical answer time.")
     variability: Annotated[SFloat, Field(ge=0, le=3)] = 0.5
+    capacity: Annotated[SInt, Field(ge=1)] | None = Field(
+        default=None,
+        description="Calls it works on at once, from all callers; beyond, calls are refused (503).",
+    )
     faults: tuple[DelayFault | AbortFault, ...] = ()
     outages: tuple[Outage, ...] = ()
 
