@@ -96,6 +96,9 @@ class Objects:
     workloads: list[Workload] = field(default_factory=list)
     services: list[Service] = field(default_factory=list)
     hpas: list[HorizontalPodAutoscaler] = field(default_factory=list)
+    istio: list[tuple[Doc, Path_, dict[str, Any]]] = field(
+        default_factory=list
+    )  # DestinationRule, VirtualService
     skipped: list[str] = field(default_factory=list)  # "ConfigMap app-config (file:line)"
     origins: dict[str, tuple[Doc, Path_]] = field(default_factory=dict)  # "Kind/name" → where
 
@@ -157,6 +160,8 @@ def _parse_object(doc: Doc, base: Path_, data: Any, out: Objects) -> None:
         out.origins[key] = (doc, base)
         (out.services if isinstance(model, Service) else out.workloads).append(model)  # type: ignore[arg-type]
     elif kind in SKIPPED_BUILTIN_KINDS or api not in BUILTIN_GROUPS:
+        if api.startswith("networking.istio.io/") and kind in ("DestinationRule", "VirtualService"):
+            out.istio.append((doc, base, data))
         out.skipped.append(f"{obj} ({doc.file}:{doc.line_of(base)})")
     else:
         known = ", ".join(sorted([*WORKLOAD_KINDS, "Service", *SKIPPED_BUILTIN_KINDS]))

@@ -1,0 +1,1 @@
+"""Analysis built on the model and the engine: static rules (``rules``) and the stress suite."""

@@ -1,0 +1,77 @@
+"""What a check reports: rules (ID, severity, docs) and findings (where, what, why)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Severity = Literal["info", "warning", "error"]
+SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
+DOCS = "https://probesim.dev/rules/"
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str  # PS010
+    name: str  # liveness-failure-threshold-one
+    severity: Severity
+    title: str  # one line: what is wrong
+    why: str  # what goes wrong, and the incident or source
+    fix: str  # how to fix it
+
+    @property
+    def help_uri(self) -> str:
+        return f"{DOCS}{self.id}"
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: Rule
+    message: str
+    obj: str  # Deployment/web
+    file: str
+    line: int
+    field: str = ""  # spec.template.spec.containers[0].livenessProbe.failureThreshold
+    container: str = ""
+    source: str | None = None  # helm template the object came from
+
+    @property
+    def severity(self) -> Severity:
+        return self.rule.severity
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule.id,
+            "name": self.rule.name,
+            "severity": self.severity,
+            "message": self.message,
+            "object": self.obj,
+            "container": self.container or None,
+            "file": self.file,
+            "line": self.line,
+            "field": self.field or None,
+            "source": self.source,
+            "help": self.rule.help_uri,
+        }
+
+
+@dataclass
+class Registry:
+    rules: dict[str, Rule] = field(default_factory=dict)
+    checks: dict[str, Callable[..., Iterator[Finding]]] = field(default_factory=dict)
+
+    def rule(
+        self, id: str, name: str, severity: Severity, title: str, why: str, fix: str
+    ) -> Callable[[Callable[..., Iterator[Finding]]], Callable[..., Iterator[Finding]]]:
+        def register(fn: Callable[..., Iterator[Finding]]) -> Callable[..., Iterator[Finding]]:
+            if id in self.rules:
+                raise ValueError(f"rule {id} defined twice")
+            self.rules[id] = Rule(id, name, severity, title, why, fix)
+            self.checks[id] = fn
+            return fn
+
+        return register
+
+
+REGISTRY = Registry()

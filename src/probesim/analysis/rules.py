@@ -1,0 +1,499 @@
+"""The check rules. Each one has an ID, a severity, a one-line title and a docs entry (what goes
+wrong, the source, the fix); ``docs/rules.md`` is generated from here."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from probesim.analysis.context import Context, Target, _get
+from probesim.analysis.findings import REGISTRY, Finding
+from probesim.engine.capacity import probe_cost
+from probesim.manifests.kubernetes import container_port
+from probesim.model.duration import format_ms
+from probesim.model.kubernetes import Probe, ProbeType
+
+rule = REGISTRY.rule
+
+
+def _serving(t: Target) -> bool:
+    """An app container (or sidecar) whose pod receives Service traffic."""
+    return bool(t.services) and (t.group == "containers" or t.container.restart_policy == "Always")
+
+
+def _probes(t: Target) -> Iterator[tuple[ProbeType, Probe]]:
+    kinds: tuple[ProbeType, ...] = ("startup", "readiness", "liveness")
+    for kind in kinds:
+        p = t.container.probe(kind)
+        if p is not None:
+            yield kind, p
+
+
+def _path(p: Probe) -> str | None:
+    return p.http_get.path if p.http_get is not None else None
+
+
+# -- parity with existing linters, done right ------------------------------------------------
+
+
+@rule(
+    "PS001", "readiness-probe-missing", "warning",
+    "A container behind a Service has no readiness probe.",
+    "Without readiness, the Service sends requests to a pod as soon as its container runs: "
+    "still starting, warming up or shutting down (seed 000: 3 of 12 requests lost to a pod "
+    "that needed 3 s to start). Jobs and non-sidecar init containers are not checked.",
+    "Add a readinessProbe on a cheap, local endpoint that answers only when the pod can serve.",
+)  # fmt: skip
+def readiness_missing(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        if _serving(t) and t.container.readiness_probe is None and t.group == "containers":
+            names = ", ".join(s.name for s in t.services)
+            yield ctx.finding(
+                "PS001", t, f"container {t.container.name} is behind Service {names} with no readinessProbe"
+            )
+
+
+@rule(
+    "PS002", "probe-port-not-declared", "error",
+    "A probe's named port is not a port of its container.",
+    "The kubelet cannot resolve the name, the probe errors, and the error is discarded: "
+    "readiness then never passes and liveness never fires (reference/kubelet.md §2.3.26).",
+    "Use a port name declared in the container's ports, or a number.",
+)  # fmt: skip
+def port_not_declared(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        for kind, p in _probes(t):
+            handler = p.http_get or p.tcp_socket
+            if handler is not None and container_port(t.container, handler.port) is None:
+                h = "httpGet" if p.http_get is not None else "tcpSocket"
+                yield ctx.finding(
+                    "PS002",
+                    t,
+                    f"{kind}Probe port {handler.port!r} is not a named port of {t.container.name}",
+                    (f"{kind}Probe", h, "port"),
+                )
+
+
+@rule(
+    "PS003", "liveness-as-strict-as-readiness", "warning",
+    "Liveness acts as fast as readiness on the same check: a pod that should leave rotation is restarted.",
+    "When liveness and readiness probe the same thing and liveness gives up no later than "
+    "readiness, every slow spell restarts the container instead of only taking it out of "
+    "rotation (seed 002). Identical probes are fine when liveness is more tolerant — the "
+    "false positive users report against kube-score — so this rule compares failure budgets.",
+    "Give liveness a larger failure budget (periodSeconds × failureThreshold) than readiness, or "
+    "point it at a cheaper, self-contained endpoint.",
+)  # fmt: skip
+def liveness_as_strict(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        live, ready = t.container.liveness_probe, t.container.readiness_probe
+        if live is None or ready is None:
+            continue
+        same = (live.http_get, live.tcp_socket, live.exec, live.grpc) == (
+            ready.http_get,
+            ready.tcp_socket,
+            ready.exec,
+            ready.grpc,
+        )
+        live_budget = live.period_seconds * live.failure_threshold
+        ready_budget = ready.period_seconds * ready.failure_threshold
+        if same and live_budget <= ready_budget:
+            yield ctx.finding(
+                "PS003",
+                t,
+                f"liveness gives up after {live_budget}s, readiness after {ready_budget}s, on the same check",
+                ("livenessProbe",),
+            )
+
+
+# -- what none of them check -----------------------------------------------------------------
+
+
+@rule(
+    "PS010", "liveness-failure-threshold-one", "error",
+    "Liveness restarts the container on a single failed probe.",
+    "One GC pause, one slow answer under load, one dropped packet kills the container (seed 002; "
+    "seed 004: failureThreshold 1 on liveness turned a partial outage into a total one).",
+    "Use failureThreshold 3 or more; size period × threshold to how long a real hang may last.",
+)  # fmt: skip
+def liveness_threshold_one(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        p = t.container.liveness_probe
+        if p is not None and p.failure_threshold == 1:
+            yield ctx.finding(
+                "PS010", t, "livenessProbe.failureThreshold is 1", ("livenessProbe", "failureThreshold")
+            )
+
+
+@rule(
+    "PS011", "probe-timeout-not-below-period", "warning",
+    "A probe's timeout is not shorter than its period.",
+    "The next tick comes while the probe still waits; the kubelet runs it once when the probe "
+    "returns, so checks bunch up and the period no longer means what it says (§2.1.7).",
+    "Keep timeoutSeconds below periodSeconds.",
+)  # fmt: skip
+def timeout_ge_period(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        for kind, p in _probes(t):
+            if p.timeout_seconds >= p.period_seconds:
+                yield ctx.finding(
+                    "PS011",
+                    t,
+                    f"{kind}Probe timeoutSeconds {p.timeout_seconds} ≥ periodSeconds {p.period_seconds}",
+                    (f"{kind}Probe", "timeoutSeconds"),
+                )
+
+
+@rule(
+    "PS012", "startup-budget-below-start-time", "error",
+    "The startup probe gives up before the app has started.",
+    "The startup probe kills the container after initialDelaySeconds + failureThreshold × "
+    "periodSeconds; an app that needs longer is killed before it ever starts, forever "
+    "(seed 001: new pods' startup probes failed too). Needs the start time from a scenario.",
+    "Raise failureThreshold so that the budget covers the slowest real start, with margin.",
+)  # fmt: skip
+def startup_budget(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        p = t.container.startup_probe
+        if p is None or t.behavior is None:
+            continue
+        budget = (p.initial_delay_seconds + p.failure_threshold * p.period_seconds) * 1000
+        if budget <= t.behavior.start:
+            yield ctx.finding(
+                "PS012",
+                t,
+                f"startup budget {format_ms(budget)} ≤ start time {format_ms(t.behavior.start)}",
+                ("startupProbe", "failureThreshold"),
+            )
+
+
+@rule(
+    "PS013", "slow-start-without-startup-probe", "error",
+    "Liveness starts before a slow app is up, and there is no startup probe.",
+    "Without a startup probe, liveness runs from initialDelaySeconds; an app slower than "
+    "initialDelay + failureThreshold × period is killed before it answers, forever (seed 000). "
+    "Needs the start time from a scenario.",
+    "Add a startupProbe sized to the start time; keep liveness short after it.",
+)  # fmt: skip
+def slow_start(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        p = t.container.liveness_probe
+        if p is None or t.container.startup_probe is not None or t.behavior is None:
+            continue
+        grace = (p.initial_delay_seconds + p.failure_threshold * p.period_seconds) * 1000
+        if grace <= t.behavior.start:
+            yield ctx.finding(
+                "PS013",
+                t,
+                f"liveness acts after {format_ms(grace)}; the app needs {format_ms(t.behavior.start)}",
+                ("livenessProbe",),
+            )
+
+
+@rule(
+    "PS014", "hang-detection-too-slow", "warning",
+    "A hung container is restarted later than the target (thresholds.detectionTarget).",
+    "Worst-case detection is periodSeconds × failureThreshold + timeoutSeconds (seed 002), and "
+    "the restart waits for the kill's grace period; all that time the pod may still get traffic.",
+    "Shorten period or threshold, or raise the target in .probesim.yaml if the delay is intended.",
+)  # fmt: skip
+def detection(ctx: Context) -> Iterator[Finding]:
+    target = ctx.thresholds.detection_target_ms
+    for t in ctx.targets:
+        p = t.container.liveness_probe
+        if p is None:
+            continue
+        worst = (p.period_seconds * p.failure_threshold + p.timeout_seconds) * 1000
+        if worst > target:
+            yield ctx.finding(
+                "PS014",
+                t,
+                f"a hang is acted on after up to {format_ms(worst)} (target {format_ms(target)})",
+                ("livenessProbe",),
+            )
+
+
+@rule(
+    "PS015", "exec-probe-default-timeout", "warning",
+    "An exec probe relies on the default 1 s timeout.",
+    "Exec probes start a process in the container; under load that alone can take over a second, "
+    "and since ExecProbeTimeout (v1.20+) a timed-out exec is a failure (reference §1.5.19).",
+    "Set timeoutSeconds explicitly for exec probes, above the command's real run time.",
+)  # fmt: skip
+def exec_timeout(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        for kind, p in _probes(t):
+            if p.exec is not None and "timeoutSeconds" not in t.raw_probe(kind):
+                yield ctx.finding(
+                    "PS015", t, f"{kind}Probe is exec with the default timeoutSeconds (1)", (f"{kind}Probe",)
+                )
+
+
+@rule(
+    "PS016", "liveness-on-dependency", "error",
+    "Liveness probes a path that calls a dependency.",
+    "When the dependency is slow or down, every pod fails liveness at once and is restarted, "
+    "forever: restarts cure nothing (seed 004: 82 % errors, CrashLoopBackOff). Needs the "
+    "scenario's route calls.",
+    "Probe a self-contained endpoint for liveness; handle the dependency with timeouts, retries "
+    "and a circuit breaker.",
+)  # fmt: skip
+def liveness_dependency(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        p = t.container.liveness_probe
+        if p is None or t.behavior is None or _path(p) is None:
+            continue
+        calls = probe_cost(t.behavior, _path(p) or "/").calls
+        if calls:
+            deps = ", ".join(c.dependency for c in calls)
+            yield ctx.finding(
+                "PS016", t, f"livenessProbe {_path(p)} calls {deps}", ("livenessProbe", "httpGet", "path")
+            )
+
+
+@rule(
+    "PS017", "readiness-on-shared-dependency", "warning",
+    "Readiness probes a path that calls a dependency every replica shares.",
+    "When the shared dependency is slow, all replicas leave the Service together and it has no "
+    "endpoint left, even for requests that never needed the dependency (seed 004, seed 002).",
+    "Keep readiness to pod-local state; degrade the dependent routes instead.",
+)  # fmt: skip
+def readiness_dependency(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        p = t.container.readiness_probe
+        if p is None or t.behavior is None or _path(p) is None:
+            continue
+        calls = probe_cost(t.behavior, _path(p) or "/").calls
+        if calls and t.workload.spec.replicas > 1:
+            deps = ", ".join(c.dependency for c in calls)
+            yield ctx.finding(
+                "PS017",
+                t,
+                f"readinessProbe {_path(p)} calls {deps}, shared by all {t.workload.spec.replicas} replicas",
+                ("readinessProbe", "httpGet", "path"),
+            )
+
+
+@rule(
+    "PS018", "long-grace-without-probe-grace", "info",
+    "A long pod grace period also delays restarts after a liveness failure.",
+    "A container killed for failing liveness gets the pod's terminationGracePeriodSeconds to stop; "
+    "a hung one uses all of it before the restart. The probe-level terminationGracePeriodSeconds "
+    "(GA in v1.28) shortens only that case (reference §1.1.3, §2.4.32).",
+    "Set livenessProbe.terminationGracePeriodSeconds to a few seconds.",
+)  # fmt: skip
+def long_grace(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        p = t.container.liveness_probe
+        grace = t.workload.pod_spec.termination_grace_period_seconds * 1000
+        if (
+            p is not None
+            and p.termination_grace_period_seconds is None
+            and grace >= ctx.thresholds.long_grace_ms
+        ):
+            yield ctx.finding(
+                "PS018",
+                t,
+                f"a hung container waits {format_ms(grace)} before its restart",
+                ("livenessProbe",),
+            )
+
+
+# -- Istio ------------------------------------------------------------------------------------
+
+
+def _istio(ctx: Context, kind: str) -> Iterator[tuple[Any, Any, dict[str, Any], str]]:
+    for doc, base, data in ctx.objects.istio:
+        if data.get("kind") == kind:
+            name = _get(data, ("metadata", "name"))
+            yield doc, base, data, f"{kind}/{name}"
+
+
+def _policies(data: dict[str, Any]) -> Iterator[tuple[tuple[Any, ...], dict[str, Any]]]:
+    tp = _get(data, ("spec", "trafficPolicy"))
+    if isinstance(tp, dict):
+        yield ("spec", "trafficPolicy"), tp
+    for i, sub in enumerate(_get(data, ("spec", "subsets")) or []):
+        if isinstance(sub, dict) and isinstance(sub.get("trafficPolicy"), dict):
+            yield ("spec", "subsets", i, "trafficPolicy"), sub["trafficPolicy"]
+
+
+def _endpoints(ctx: Context, host: str) -> int | None:
+    name = host.split(".")[0]
+    svc = next((s for s in ctx.objects.services if s.name == name), None)
+    if svc is None:
+        return None
+    return sum(
+        w.spec.replicas
+        for w in ctx.objects.workloads
+        if all(w.pod_labels.get(k) == v for k, v in svc.spec.selector.items()) and svc.spec.selector
+    )
+
+
+@rule(
+    "PS020", "outlier-default-max-ejection-small-service", "warning",
+    "Outlier detection with the default maxEjectionPercent (10 %) on a service of fewer than 10 pods.",
+    "Current Envoy never ejects a host when ejecting it would exceed max_ejection_percent, and "
+    "10 % of fewer than 10 hosts is less than one: the failing pod is never ejected "
+    "(reference/envoy-istio.md §8.1).",
+    "Set maxEjectionPercent explicitly (for example 50).",
+)  # fmt: skip
+def max_ejection_default(ctx: Context) -> Iterator[Finding]:
+    for doc, base, data, obj in _istio(ctx, "DestinationRule"):
+        host = str(_get(data, ("spec", "host")) or "")
+        n = _endpoints(ctx, host)
+        for path, tp in _policies(data):
+            od = tp.get("outlierDetection")
+            if isinstance(od, dict) and "maxEjectionPercent" not in od and n is not None and n < 10:
+                yield ctx.raw_finding(
+                    "PS020",
+                    doc,
+                    base,
+                    obj,
+                    (*path, "outlierDetection"),
+                    f"{host} has {n} pods: 10 % of them is less than one, so no host is ever ejected",
+                )
+
+
+@rule(
+    "PS021", "outlier-can-eject-everything", "warning",
+    "maxEjectionPercent 100 with minHealthPercent 0: every host can be ejected.",
+    "When all hosts fail (a shared dependency, a bad deploy) all are ejected and the client gets "
+    "503 no healthy upstream; Istio's panic threshold is 0, so Envoy does not route to them anyway "
+    "(reference/envoy-istio.md §8.7).",
+    "Keep maxEjectionPercent below 100, or set minHealthPercent so the panic mode can help.",
+)  # fmt: skip
+def eject_everything(ctx: Context) -> Iterator[Finding]:
+    for doc, base, data, obj in _istio(ctx, "DestinationRule"):
+        for path, tp in _policies(data):
+            od = tp.get("outlierDetection")
+            if (
+                isinstance(od, dict)
+                and od.get("maxEjectionPercent") == 100
+                and not od.get("minHealthPercent")
+            ):
+                yield ctx.raw_finding(
+                    "PS021",
+                    doc,
+                    base,
+                    obj,
+                    (*path, "outlierDetection", "maxEjectionPercent"),
+                    "every host can be ejected at once (maxEjectionPercent 100, minHealthPercent 0)",
+                )
+
+
+@rule(
+    "PS022", "outlier-consecutive-errors-one", "warning",
+    "A host is ejected after a single 5xx.",
+    "One error from a healthy pod (a deploy, one bad request) ejects it for baseEjectionTime, "
+    "longer each time; with few pods that moves all load to the rest.",
+    "Use consecutive5xxErrors of 3 or more.",
+)  # fmt: skip
+def consecutive_one(ctx: Context) -> Iterator[Finding]:
+    for doc, base, data, obj in _istio(ctx, "DestinationRule"):
+        for path, tp in _policies(data):
+            od = tp.get("outlierDetection")
+            if isinstance(od, dict) and od.get("consecutive5xxErrors") == 1:
+                yield ctx.raw_finding(
+                    "PS022",
+                    doc,
+                    base,
+                    obj,
+                    (*path, "outlierDetection", "consecutive5xxErrors"),
+                    "consecutive5xxErrors is 1",
+                )
+
+
+def _routes(data: dict[str, Any]) -> Iterator[tuple[int, dict[str, Any]]]:
+    for i, r in enumerate(_get(data, ("spec", "http")) or []):
+        if isinstance(r, dict):
+            yield i, r
+
+
+def _only_reads(route: dict[str, Any]) -> bool:
+    matches = route.get("match") or []
+    methods = []
+    for m in matches:
+        method = m.get("method") if isinstance(m, dict) else None
+        if not isinstance(method, dict):
+            return False
+        methods.append(str(method.get("exact") or method.get("regex") or method.get("prefix") or ""))
+    return bool(methods) and all(m.upper() in ("GET", "HEAD", "OPTIONS") for m in methods)
+
+
+@rule(
+    "PS023", "mirror-of-writes", "warning",
+    "A route mirrors requests that may write.",
+    "Mirrored requests are really processed by the mirror and the answers thrown away: a POST "
+    "is written twice (seed 003).",
+    "Mirror only GET/HEAD routes (match on method), or make the mirror target side-effect free.",
+)  # fmt: skip
+def mirror_writes(ctx: Context) -> Iterator[Finding]:
+    for doc, base, data, obj in _istio(ctx, "VirtualService"):
+        for i, r in _routes(data):
+            if ("mirror" in r or "mirrors" in r) and not _only_reads(r):
+                key = "mirror" if "mirror" in r else "mirrors"
+                yield ctx.raw_finding(
+                    "PS023",
+                    doc,
+                    base,
+                    obj,
+                    ("spec", "http", i, key),
+                    "mirrors every method, writes included (no match on GET/HEAD)",
+                )
+
+
+@rule(
+    "PS024", "retries-without-per-try-timeout", "warning",
+    "Retries without a per-try timeout.",
+    "Without perTryTimeout, one try can use the whole route timeout (none by default in Istio), "
+    "so a hung upstream is never retried; and Istio's default retry policy does not retry "
+    "per-try timeouts unless retryOn has 5xx, gateway-error or reset (reference §5.5).",
+    "Set perTryTimeout below the client's timeout, and retryOn to include the failures to retry.",
+)  # fmt: skip
+def retries_per_try(ctx: Context) -> Iterator[Finding]:
+    for doc, base, data, obj in _istio(ctx, "VirtualService"):
+        for i, r in _routes(data):
+            retries = r.get("retries")
+            if (
+                isinstance(retries, dict)
+                and (retries.get("attempts") or 0) > 0
+                and "perTryTimeout" not in retries
+            ):
+                yield ctx.raw_finding(
+                    "PS024",
+                    doc,
+                    base,
+                    obj,
+                    ("spec", "http", i, "retries"),
+                    f"{retries.get('attempts')} retries without perTryTimeout",
+                )
+
+
+@rule(
+    "PS025", "retry-amplification", "warning",
+    "Retries multiply across layers beyond thresholds.retryAmplification.",
+    "A mesh retry policy around an app that retries its own dependency multiplies the tries a "
+    "failing dependency receives: 3 × 3 tries is 9 calls for one user request, just when it is "
+    "least able to take them. Needs the scenario's route calls.",
+    "Retry at one layer only, with a budget.",
+)  # fmt: skip
+def retry_amplification(ctx: Context) -> Iterator[Finding]:
+    mesh = 1
+    for _doc, _base, data, _obj in _istio(ctx, "VirtualService"):
+        for _i, r in _routes(data):
+            retries = r.get("retries")
+            attempts = retries.get("attempts") if isinstance(retries, dict) else 2  # Istio's default: 2
+            mesh = max(mesh, 1 + int(attempts or 0))
+    for t in ctx.targets:
+        if t.behavior is None:
+            continue
+        for path, cost in t.behavior.routes.items():
+            for c in cost.calls:
+                total = mesh * c.retries.attempts
+                if total > ctx.thresholds.retry_amplification:
+                    yield ctx.finding(
+                        "PS025",
+                        t,
+                        f"{path} → {c.dependency}: {mesh} mesh × {c.retries.attempts} app tries = {total} calls",
+                    )
