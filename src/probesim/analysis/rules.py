@@ -492,8 +492,5 @@ def retry_amplification(ctx: Context) -> Iterator[Finding]:
             for c in cost.calls:
                 total = mesh * c.retries.attempts
                 if total > ctx.thresholds.retry_amplification:
-                    yield ctx.finding(
-                        "PS025",
-                        t,
-                        f"{path} → {c.dependency}: {mesh} mesh × {c.retries.attempts} app tries = {total} calls",
-                    )
+                    msg = f"{path} → {c.dependency}: {mesh} mesh × {c.retries.attempts} app tries = {total} calls"
+                    yield ctx.finding("PS025", t, msg)
