@@ -492,5 +492,6 @@ def retry_amplification(ctx: Context) -> Iterator[Finding]:
             for c in cost.calls:
                 total = mesh * c.retries.attempts
                 if total > ctx.thresholds.retry_amplification:
-                    msg = f"{path} → {c.dependency}: {mesh} mesh × {c.retries.attempts} app tries = {total} calls"
+                    tries = f"{mesh} mesh × {c.retries.attempts} app tries"
+                    msg = f"{path} → {c.dependency}: {tries} = {total} calls"
                     yield ctx.finding("PS025", t, msg)
