@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from collections.abc import Sequence
@@ -140,6 +141,74 @@ def compare(
         sys.stdout.write(json.dumps(rows(results), indent=2) + "\n")
     else:
         render_compare(results, out)
+
+
+@app.command()
+def check(
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Manifest files or directories (helm template / kustomize output welcome); '-' for stdin."
+        ),
+    ] = None,
+    scenario: Annotated[
+        str | None,
+        typer.Option(help="A scenario whose behaviour (start times, dependency calls) the rules may use."),
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="text, json, sarif or junit.")] = "text",
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the report to this file.")
+    ] = None,
+    fail_on: Annotated[
+        str | None,
+        typer.Option(help="Exit 1 on findings at or above: info, warning, error (default) or never."),
+    ] = None,
+    config: Annotated[
+        str | None, typer.Option(help="Config file (default: ./.probesim.yaml if present).")
+    ] = None,
+    list_rules: Annotated[bool, typer.Option("--list-rules", help="List the rules and exit.")] = False,
+) -> None:
+    """Check manifests with rules that reason about time, load and dependencies.
+
+    Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage or input error.
+    Suppress a finding with the annotation [bold]probesim.dev/ignore: "PS010=reason"[/bold]
+    (or [bold]probesim.dev/ignore-<container>[/bold]) on the object or its pod template.
+    """
+    from probesim.analysis.check import check as run_check
+    from probesim.analysis.check import load_config, selected_rules
+    from probesim.report.check_outputs import render
+
+    if fmt not in ("text", "json", "sarif", "junit"):
+        raise _fail(InputError(f"unknown --format {fmt!r}; use text, json, sarif or junit"))
+    if fail_on is not None and fail_on not in ("info", "warning", "error", "never"):
+        raise _fail(InputError(f"unknown --fail-on {fail_on!r}; use info, warning, error or never"))
+    try:
+        cfg = load_config(config)
+        if list_rules:
+            t = Table(box=box.SIMPLE)
+            for h in ("ID", "NAME", "SEVERITY", "WHAT IT FINDS"):
+                t.add_column(h)
+            for r in selected_rules(cfg):
+                t.add_row(r.id, r.name, r.severity, r.title)
+            out.print(t)
+            return
+        if not paths:
+            raise InputError("give manifest files, directories or '-' (see probesim check --help)")
+        sc = _load(scenario) if scenario else None
+        report = run_check(paths, sc, cfg)
+    except InputError as e:
+        raise _fail(e) from None
+    buffer = io.StringIO()
+    text = render(report, fmt, out if output is None else Console(file=buffer, width=160))
+    if output is not None:
+        try:
+            output.write_text(text if text is not None else buffer.getvalue(), encoding="utf-8")
+        except OSError as e:
+            raise _fail(InputError(f"cannot write the report: {e.strerror}", file=str(output))) from None
+    elif text is not None:
+        sys.stdout.write(text)
+    if report.fails(fail_on or cfg.fail_on):  # type: ignore[arg-type]
+        raise typer.Exit(1)
 
 
 @app.command()
