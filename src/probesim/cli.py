@@ -167,6 +167,10 @@ def check(
         str | None, typer.Option(help="Config file (default: ./.probesim.yaml if present).")
     ] = None,
     list_rules: Annotated[bool, typer.Option("--list-rules", help="List the rules and exit.")] = False,
+    stress: Annotated[
+        bool,
+        typer.Option("--stress", help="Also simulate each workload under the built-in stresses (PS100)."),
+    ] = False,
 ) -> None:
     """Check manifests with rules that reason about time, load and dependencies.
 
@@ -195,7 +199,7 @@ def check(
         if not paths:
             raise InputError("give manifest files, directories or '-' (see probesim check --help)")
         sc = _load(scenario) if scenario else None
-        report = run_check(paths, sc, cfg)
+        report = run_check(paths, sc, cfg, stress=stress)
     except InputError as e:
         raise _fail(e) from None
     buffer = io.StringIO()

@@ -13,6 +13,7 @@ from pydantic import Field, ValidationError
 from probesim.analysis import rules as _rules  # noqa: F401  (registers the rules)
 from probesim.analysis.context import Context, Thresholds
 from probesim.analysis.findings import REGISTRY, SEVERITY_RANK, Finding, Rule, Severity
+from probesim.analysis.stress import StressResult, StressThresholds, stress_suite
 from probesim.errors import InputError
 from probesim.manifests import kubernetes as k8s
 from probesim.manifests.errors import from_validation
@@ -34,6 +35,10 @@ class CheckConfig(Model):
         description="detectionTarget, restartTarget, longGracePeriod (durations), retryAmplification.",
     )
     fail_on: FailOn = "error"
+    stress: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Stress verdict thresholds: maxErrorPercent, maxRestarts, minReadyFraction.",
+    )
 
 
 @dataclass
@@ -49,6 +54,7 @@ class CheckReport:
     rules: list[Rule] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    stress: list[StressResult] = field(default_factory=list)
 
     def worst(self) -> Severity | None:
         if not self.findings:
@@ -134,7 +140,10 @@ def _ignores(annotations: dict[str, str], container: str) -> dict[str, str]:
 
 
 def check(
-    paths: list[str], scenario: Scenario | None = None, config: CheckConfig | None = None
+    paths: list[str],
+    scenario: Scenario | None = None,
+    config: CheckConfig | None = None,
+    stress: bool = False,
 ) -> CheckReport:
     cfg = config or CheckConfig()
     files = yaml_files(paths)
@@ -164,5 +173,25 @@ def check(
                 report.suppressed.append(Suppressed(finding, reason))
             else:
                 report.findings.append(finding)
+    if stress and any(r.id == "PS100" for r in report.rules):
+        results = stress_suite(
+            objects.workloads, objects.services, scenario, StressThresholds.from_dict(cfg.stress)
+        )
+        report.stress = results
+        for res in results:
+            if res.verdict != "fail":
+                continue
+            w = next(x for x in objects.workloads if x.name == res.workload)
+            doc, base = objects.origins[f"{w.kind}/{w.name}"]
+            finding = ctx.raw_finding(
+                "PS100", doc, base, f"{w.kind}/{w.name}", (), f"{res.stress}: {res.why}"
+            )
+            ignored = _ignores(annotations.get(finding.obj, {}), "")
+            reason = ignored.get("PS100") or ignored.get("stress-failure")
+            (
+                report.suppressed.append(Suppressed(finding, reason))
+                if reason
+                else report.findings.append(finding)
+            )
     report.findings.sort(key=lambda x: (x.file, x.line, x.rule.id))
     return report

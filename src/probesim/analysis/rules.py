@@ -495,3 +495,16 @@ def retry_amplification(ctx: Context) -> Iterator[Finding]:
                     tries = f"{mesh} mesh × {c.retries.attempts} app tries"
                     msg = f"{path} → {c.dependency}: {tries} = {total} calls"
                     yield ctx.finding("PS025", t, msg)
+
+
+@rule(
+    "PS100", "stress-failure", "error",
+    "The workload fails a simulated stress (probesim check --stress).",
+    "The stress suite simulates each workload behind a Service under doubled and tripled "
+    "traffic, a doubled start time, half of its dependency calls hanging, one pod answering "
+    "500, a 2 s stop-the-world pause and CPU throttled to the request, and compares error %, "
+    "restarts and the lowest ready fraction with thresholds (stress in .probesim.yaml).",
+    "Read which stress failed and why; probesim run the workload's scenario under it to see the timeline.",
+)  # fmt: skip
+def stress_failure(ctx: Context) -> Iterator[Finding]:
+    return iter(())  # findings come from the stress suite, not from reading manifests

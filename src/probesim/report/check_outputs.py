@@ -41,6 +41,19 @@ def render_text(report: CheckReport, console: Console) -> None:
                 escape(f.message),
             )
         console.print(t)
+    if report.stress:
+        t = Table(box=box.SIMPLE, title="Stress suite (simulated)", title_justify="left")
+        for h in ("WORKLOAD", "STRESS", "ERRORS", "RESTARTS", "MIN READY", "NO ENDPOINTS", "VERDICT"):
+            t.add_column(h, justify="left" if h in ("WORKLOAD", "STRESS", "VERDICT") else "right")
+        for r in report.stress:
+            verdict = {
+                "pass": "[green]pass[/]",
+                "fail": f"[red]fail[/] {escape(r.why)}",
+                "skipped": "[dim]n/a[/]",
+            }[r.verdict]
+            t.add_row(r.workload, r.stress, f"{r.error_percent:.1f} %", str(r.restarts),
+                      f"{100 * r.min_ready_fraction:.0f} %", f"{r.no_endpoint_s:.0f} s", verdict)  # fmt: skip
+        console.print(t)
     counts = {s: sum(1 for f in report.findings if f.severity == s) for s in ("error", "warning", "info")}
     objs = len({f.obj for f in report.findings})
     summary = ", ".join(f"{n} {s}{'s' if n != 1 and s != 'info' else ''}" for s, n in counts.items())
@@ -62,6 +75,7 @@ def to_json(report: CheckReport) -> dict[str, Any]:
         ],
         "files": report.files,
         "skipped": report.skipped,
+        "stress": [r.to_json() for r in report.stress],
     }
 
 
