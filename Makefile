@@ -4,7 +4,7 @@ VENV  := .venv
 BIN   := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup run test lint bench clean
+.PHONY: setup run test lint bench docs clean
 
 setup: $(STAMP)
 
@@ -24,6 +24,9 @@ lint: setup
 
 test: lint
 	$(BIN)/pytest
+
+docs: setup
+	$(BIN)/python -c "from probesim.analysis.rules import rules_markdown as m; open('docs/rules.md', 'w').write(m())"
 
 bench: setup
 	$(BIN)/python benchmarks/engine.py

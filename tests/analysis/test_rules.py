@@ -219,20 +219,40 @@ def test_retry_amplification_across_layers(tmp_path: Path) -> None:
 
 
 def test_every_rule_has_docs_and_a_fixture() -> None:
-    covered = set(CASES) | {
-        "PS012",
-        "PS013",
-        "PS016",
-        "PS017",
-        "PS020",
-        "PS021",
-        "PS022",
-        "PS023",
-        "PS024",
-        "PS025",
-        "PS100",  # tests/analysis/test_stress.py
-    }
+    covered = (
+        set(CASES)
+        | {"PS004"}
+        | {
+            "PS012",
+            "PS013",
+            "PS016",
+            "PS017",
+            "PS020",
+            "PS021",
+            "PS022",
+            "PS023",
+            "PS024",
+            "PS025",
+            "PS100",  # tests/analysis/test_stress.py
+        }
+    )
     for r in REGISTRY.rules.values():
         assert r.title.endswith(".")
         assert len(r.why) > 40 and r.fix
         assert r.id in covered, f"{r.id} has no fixture"
+
+
+def test_rules_doc_is_generated_from_the_rules() -> None:
+    from probesim.analysis.rules import rules_markdown
+
+    assert (Path(__file__).parents[2] / "docs" / "rules.md").read_text() == rules_markdown(), "run make docs"
+
+
+def test_numeric_probe_port_not_declared_is_info(tmp_path: Path) -> None:
+    found = ids(
+        tmp_path, deployment(GOOD.replace("port: http}, periodSeconds: 5", "port: 9090}, periodSeconds: 5"))
+    )
+    assert "PS004" in found
+    assert "PS004" not in ids(
+        tmp_path, deployment(GOOD.replace("port: http}, periodSeconds: 5", "port: 8080}, periodSeconds: 5"))
+    )

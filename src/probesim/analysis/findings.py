@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 Severity = Literal["info", "warning", "error"]
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
-DOCS = "https://probesim.dev/rules/"
+DOCS = "docs/rules.md#"  # the rule's section in the project's rule reference
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class Rule:
 
     @property
     def help_uri(self) -> str:
-        return f"{DOCS}{self.id}"
+        return f"{DOCS}{self.id.lower()}"
 
 
 @dataclass(frozen=True)

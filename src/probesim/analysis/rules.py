@@ -75,6 +75,27 @@ def port_not_declared(ctx: Context) -> Iterator[Finding]:
 
 
 @rule(
+    "PS004", "probe-port-not-exposed", "info",
+    "A probe's port number is not among the ports its container declares.",
+    "The kubelet probes the pod IP and port directly, so an undeclared port still works; but the "
+    "probe often targets a port the app does not listen on after a port change (kube-linter's "
+    "liveness-port / readiness-port checks). Containers that declare no ports are not checked.",
+    "Declare the port in the container's ports, by name, and probe it by that name.",
+)  # fmt: skip
+def port_not_exposed(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        declared = {cp.container_port for cp in t.container.ports}
+        if not declared:
+            continue
+        for kind, p in _probes(t):
+            handler = p.http_get or p.tcp_socket
+            if handler is not None and isinstance(handler.port, int) and handler.port not in declared:
+                h = "httpGet" if p.http_get is not None else "tcpSocket"
+                msg = f"{kind}Probe port {handler.port} is not declared (ports: {sorted(declared)})"
+                yield ctx.finding("PS004", t, msg, (f"{kind}Probe", h, "port"))
+
+
+@rule(
     "PS003", "liveness-as-strict-as-readiness", "warning",
     "Liveness acts as fast as readiness on the same check: a pod that should leave rotation is restarted.",
     "When liveness and readiness probe the same thing and liveness gives up no later than "
@@ -508,3 +529,26 @@ def retry_amplification(ctx: Context) -> Iterator[Finding]:
 )  # fmt: skip
 def stress_failure(ctx: Context) -> Iterator[Finding]:
     return iter(())  # findings come from the stress suite, not from reading manifests
+
+
+def rules_markdown() -> str:
+    """docs/rules.md, generated from the rules themselves (``make docs``)."""
+    lines = [
+        "# probesim check rules",
+        "",
+        "Generated from `src/probesim/analysis/rules.py` by `make docs`; do not edit by hand.",
+        'Suppress a finding with the annotation `probesim.dev/ignore: "PS010=reason"` on the object',
+        "or its pod template (`probesim.dev/ignore-<container>` for one container), or exclude the",
+        "rule in `.probesim.yaml`.",
+        "",
+        "| ID | name | severity | what it finds |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| [{r.id}](#{r.id.lower()}) | {r.name} | {r.severity} | {r.title} |"
+        for r in REGISTRY.rules.values()
+    ]
+    for r in REGISTRY.rules.values():
+        lines += ["", f"## {r.id}", "", f"**{r.name}** ({r.severity}) — {r.title}", "", f"What goes wrong: {r.why}", "",
+                  f"Fix: {r.fix}"]  # fmt: skip
+    return "\n".join(lines) + "\n"

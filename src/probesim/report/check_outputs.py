@@ -128,7 +128,6 @@ def to_sarif(report: CheckReport) -> dict[str, Any]:
                     "driver": {
                         "name": "probesim",
                         "version": __version__,
-                        "informationUri": "https://probesim.dev",
                         "rules": rules,
                     }
                 },
