@@ -544,11 +544,9 @@ def rules_markdown() -> str:
         "| ID | name | severity | what it finds |",
         "|---|---|---|---|",
     ]
-    lines += [
-        f"| [{r.id}](#{r.id.lower()}) | {r.name} | {r.severity} | {r.title} |"
-        for r in REGISTRY.rules.values()
-    ]
-    for r in REGISTRY.rules.values():
-        lines += ["", f"## {r.id}", "", f"**{r.name}** ({r.severity}) — {r.title}", "", f"What goes wrong: {r.why}", "",
-                  f"Fix: {r.fix}"]  # fmt: skip
+    rules = sorted(REGISTRY.rules.values(), key=lambda r: r.id)
+    lines += [f"| [{r.id}](#{r.id.lower()}) | {r.name} | {r.severity} | {r.title} |" for r in rules]
+    for r in rules:
+        lines += ["", f"## {r.id}", "", f"**{r.name}** ({r.severity}) — {r.title}", ""]
+        lines += [f"What goes wrong: {r.why}", "", f"Fix: {r.fix}"]
     return "\n".join(lines) + "\n"
