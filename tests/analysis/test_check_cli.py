@@ -84,7 +84,7 @@ def test_config_file_selects_rules_and_thresholds(tmp_path: Path) -> None:
     )
     path = write(tmp_path, slow)
     assert "PS014" in runner.invoke(app, ["check", path]).output
-    cfg = write(tmp_path, "thresholds: {detectionTarget: 2m}\n", ".probesim.yaml")
+    cfg = write(tmp_path, "thresholds: {detectionTarget: 2m, restartTarget: 3m}\n", ".probesim.yaml")
     assert "PS014" not in runner.invoke(app, ["check", path, "--config", cfg]).output
     only = write(tmp_path, "include: [liveness-failure-threshold-one]\n", "only.yaml")
     listed = runner.invoke(app, ["check", "--list-rules", "--config", only]).output
