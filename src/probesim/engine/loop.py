@@ -18,6 +18,7 @@ from probesim.engine.containers import Containers
 from probesim.engine.events import EventLog
 from probesim.engine.fleet import FAILURE, RUNNING, SUCCESS, TERMINATING, Fleet, Route, build
 from probesim.engine.kubelet import ProbeWorkers
+from probesim.engine.mesh import build_mesh
 from probesim.model.scenario import Scenario
 from probesim.results import CAUSES, Result, RouteSummary, WorkloadSummary
 
@@ -34,6 +35,8 @@ ROUTE_SERIES = (
     "p95_ms",
     "p99_ms",
     "max_ms",
+    "fault_aborts",
+    "ejections_active",
 )
 
 
@@ -84,6 +87,7 @@ class _Run:
         self.version = 0  # bumps whenever what traffic sees may have changed
         delay = self.spec.endpoint_delay
         self.visible_history: deque[tuple[int, B]] = deque([(-delay - 1, np.zeros(n, bool))])
+        self.mesh = build_mesh(scenario, f, self.rng)
         self.route_cache: list[tuple[int, I64, I64]] = [
             (-1, np.empty(0, np.int64), np.empty(0, np.int64))
         ] * len(f.routes)
@@ -328,6 +332,8 @@ class _Run:
         beh = f.behaviors
         step = self.spec.step
         visible = self._visible_ready(t)
+        for m in self.mesh.values():
+            m.tick(t)
         if self.capacity.any:
             # What containers that stopped or were replaced held is lost before new arrivals:
             # queued requests and answers still on their way fail now (connection reset).
@@ -375,28 +381,44 @@ class _Run:
                 )
                 self.route_cache[ri] = (self.version, eps, cat)
             kk = eps.size
-            if kk == 0:
+            mesh = self.mesh.get(ri)
+            if mesh is not None:
+                # Through the clients' sidecars: their load balancing, ejections and faults.
+                in_eps = np.isin(mesh.pods, eps)
+                tc_all = route.target_container[mesh.pods]
+                cat_pod = np.zeros(mesh.pods.size, np.int64)
+                status_pod = np.zeros(mesh.pods.size, np.int64)
+                pos = np.searchsorted(eps, mesh.pods[in_eps])
+                cat_pod[in_eps], status_pod[in_eps] = cat[pos], beh.status[route.target, tc_all[in_eps]]
+                got, aborted, uh = mesh.send(t, n, in_eps, cat_pod, status_pod)
+                per_ep = got[in_eps]
+                rec[f"{key}.no_endpoint"][k] += uh
+                rec[f"{key}.error_status"][k] += aborted  # FI: answered by the client's sidecar
+                rec[f"{key}.fault_aborts"][k] += aborted
+                rec[f"{key}.ejections_active"][k] = mesh.ejections_active()
+            elif kk == 0:
                 rec[f"{key}.no_endpoint"][k] += n
                 continue
-            base, rem = divmod(n, kk)
-            counts = np.bincount(cat, minlength=5) * base
-            extra = (route.cursor + np.arange(rem)) % kk
-            if rem:
-                counts += np.bincount(cat[extra], minlength=5)
-            route.cursor = (route.cursor + n) % kk
+            else:
+                per_ep = np.full(kk, n // kk, np.int64)
+                per_ep[(route.cursor + np.arange(n % kk)) % kk] += 1
+                route.cursor = (route.cursor + n) % kk
+            counts = (
+                np.bincount(cat, weights=per_ep, minlength=5).astype(np.int64)
+                if kk
+                else np.zeros(5, np.int64)
+            )
             rec[f"{key}.restarting"][k] += counts[1]
             rec[f"{key}.not_answering"][k] += counts[2]
             rec[f"{key}.error_status"][k] += counts[3]
             ok_now = int(counts[4])
             cap = self.capacity
-            if cap.any:
+            if cap.any and kk:
                 # Requests to loaded containers join their backlog; they finish (or time out)
                 # when served, in _serve. What does not fit is refused at once.
                 tc = route.target_container[eps]
-                queued = (cat == 4) & cap.loaded[tc]
+                queued = (cat == 4) & cap.loaded[tc] & (per_ep > 0)
                 if queued.any():
-                    per_ep = np.full(kk, base, np.int64)
-                    per_ep[extra] += 1
                     qc = tc[queued]
                     offered = per_ep[queued]
                     took = cap.accept(ri, qc, offered, self.ctr.instance[qc])
@@ -629,6 +651,9 @@ class _Run:
                 col[4][k] = max(0, self.desired[i] - available)
                 col[5][k] = restarts
         self.rec_ref = rec
+        for m in self.mesh.values():
+            self.log.events.extend(m.events)
+        self.log.events.sort(key=lambda e: e.time_ms)
         return self._result(times, rec, wl_pods)
 
     def _route_latency(self, ri: int, max_series: I64) -> dict[str, float]:

@@ -72,6 +72,9 @@ def scenario_from_text(text: str, file: str, base_dir: Path, extra_manifests: Se
     for m in extra_manifests:
         kube_docs.extend(load_docs(*read_text(m)))
     objects = k8s.parse(kube_docs)
+    from probesim.mesh.load import istio_objects
+
+    rules, vss = istio_objects(objects)
     scenario = Scenario(
         name=sf.metadata.name,
         description=sf.metadata.description,
@@ -79,6 +82,8 @@ def scenario_from_text(text: str, file: str, base_dir: Path, extra_manifests: Se
         workloads=tuple(objects.workloads),
         services=tuple(objects.services),
         autoscalers=tuple(objects.hpas),
+        destinationRules=tuple(rules),
+        virtualServices=tuple(vss),
     )
     _cross_check(scenario, head)
     return scenario

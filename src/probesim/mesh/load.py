@@ -16,6 +16,16 @@ def load_mesh(paths: list[str]) -> tuple[list[DestinationRule], list[VirtualServ
     for p in paths:
         docs += list(load_docs(*read_text(p)))
     objects = k8s.parse(docs)
+    rules, services = istio_objects(objects)
+    if not rules and not services:
+        raise InputError(
+            "no DestinationRule or VirtualService (networking.istio.io) in the input", file=", ".join(paths)
+        )
+    return rules, services, objects
+
+
+def istio_objects(objects: k8s.Objects) -> tuple[list[DestinationRule], list[VirtualService]]:
+    """The DestinationRules and VirtualServices among parsed manifests, validated."""
     rules: list[DestinationRule] = []
     services: list[VirtualService] = []
     for doc, base, data in objects.istio:
@@ -29,8 +39,4 @@ def load_mesh(paths: list[str]) -> tuple[list[DestinationRule], list[VirtualServ
         except ValidationError as e:
             raise from_validation(e, doc, base, f"{kind} {name}", data) from None
         (rules if isinstance(obj, DestinationRule) else services).append(obj)  # type: ignore[arg-type]
-    if not rules and not services:
-        raise InputError(
-            "no DestinationRule or VirtualService (networking.istio.io) in the input", file=", ".join(paths)
-        )
-    return rules, services, objects
+    return rules, services

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
+from probesim.mesh.istio import DestinationRule, VirtualService
 from probesim.model.base import Model, SBool, SFloat, SInt
 from probesim.model.duration import Duration, FineDuration
 from probesim.model.kubernetes import HorizontalPodAutoscaler, Millicores, Service, Workload
@@ -231,6 +232,13 @@ class Traffic(Model):
         description="Like k6's gracefulStop: requests still unanswered this long after 'stop' (or the "
         "last stage) are interrupted and counted as neither ok nor failed.",
     )
+    clients: Annotated[SInt, Field(ge=1, le=1000)] = Field(
+        default=1, description="Client pods, each with its own sidecar deciding alone (mesh routes)."
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="Request headers (for VirtualService matches)."
+    )
+    method: str = "GET"
     max_vus: Annotated[SInt, Field(ge=1)] | None = Field(
         default=None,
         alias="maxVUs",
@@ -385,6 +393,8 @@ class Scenario(Model):
     workloads: tuple[Workload, ...]
     services: tuple[Service, ...] = ()
     autoscalers: tuple[HorizontalPodAutoscaler, ...] = ()
+    destination_rules: tuple[DestinationRule, ...] = ()
+    virtual_services: tuple[VirtualService, ...] = ()
 
     def autoscaler_for(self, workload: Workload) -> HorizontalPodAutoscaler | None:
         return next(

@@ -1,0 +1,382 @@
+"""Client sidecars (Envoy as Istio configures it) in front of a Service's endpoints: each client
+population decides alone. Per client and step, counts only:
+
+- load balancing over the endpoints that are not ejected (round robin continuing from its index,
+  least request and random as an even or drawn split), with the panic threshold (§3.2-3.3);
+- outlier detection: consecutive 5xx and gateway errors counted per host as results arrive,
+  ejection at the Nth (immediate, §2.3) within the cap that counts the host being ejected
+  (§2.4), ejection time base × multiplier capped at max, unejection and multiplier decay only on
+  interval ticks (§2.5-2.6);
+- fault injection before sending (aborts never reach a host: no outlier update, no retry, §5.1);
+- retries of connect failures (Istio's default retry_on) onto other hosts;
+- mirroring as counted copies.
+
+A step's requests are taken in round-robin order: the step is cut at each ejection so that a
+host gets exactly the errors it returns before it is ejected.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from probesim.engine.fleet import Fleet
+from probesim.mesh.envoy import DEFAULT_RETRY_ON, cluster_name
+from probesim.mesh.istio import DestinationRule, HTTPRoute, OutlierDetection, VirtualService, ms
+from probesim.model.scenario import Scenario
+from probesim.results import Event
+
+I64 = npt.NDArray[np.int64]
+
+# Endpoint categories from the traffic step: 1 refused, 2 hung, 3 error status, 4 ok (3 may be < 500).
+REFUSED, HUNG, ERROR, OK = 1, 2, 3, 4
+
+
+@dataclass
+class Detector:
+    """Envoy's outlier detection settings after Istio's translation (§4.2-4.3)."""
+
+    consecutive_5xx: int = 5
+    enforce_5xx: int = 100
+    consecutive_gateway: int = 5
+    enforce_gateway: int = 0
+    interval: int = 10_000
+    base: int = 30_000
+    max_time: int = 300_000
+    max_percent: int = 10
+    panic: float = 0.0
+
+    @classmethod
+    def from_istio(cls, od: OutlierDetection) -> Detector:
+        d = cls()
+        if od.consecutive_5xx_errors is not None:
+            d.consecutive_5xx, d.enforce_5xx = (
+                od.consecutive_5xx_errors,
+                (100 if od.consecutive_5xx_errors > 0 else 0),
+            )
+        if od.consecutive_gateway_errors is not None:
+            d.consecutive_gateway = od.consecutive_gateway_errors
+            d.enforce_gateway = 100 if od.consecutive_gateway_errors > 0 else 0
+        d.interval = ms(od.interval) or d.interval
+        d.base = ms(od.base_ejection_time) or d.base
+        d.max_time = max(300_000, d.base)
+        if od.max_ejection_percent:
+            d.max_percent = od.max_ejection_percent
+        d.panic = float(od.min_health_percent or 0)
+        return d
+
+
+@dataclass
+class Client:
+    """One sidecar's view of one cluster, per endpoint pod (index = pod)."""
+
+    n: int
+    cursor: int = 0
+    ejected: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, bool))
+    c5xx: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
+    cgw: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
+    backoff: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
+    ejected_at: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
+    unejected_at: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
+    num_ejections: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
+
+    def __post_init__(self) -> None:
+        n = self.n
+        self.ejected = np.zeros(n, bool)
+        self.c5xx, self.cgw = np.zeros(n, np.int64), np.zeros(n, np.int64)
+        self.backoff = np.zeros(n, np.int64)
+        self.ejected_at = np.full(n, -1, np.int64)
+        self.unejected_at = np.full(n, -1, np.int64)
+        self.num_ejections = np.zeros(n, np.int64)
+
+
+@dataclass
+class Stats:
+    ejections_enforced_total: int = 0
+    ejections_detected_consecutive_5xx: int = 0
+    ejections_detected_consecutive_gateway_failure: int = 0
+    ejections_overflow: int = 0
+    aborts_injected: int = 0
+    delays_injected: int = 0
+    no_healthy_upstream: int = 0
+    lb_healthy_panic: int = 0
+    upstream_rq_retry: int = 0
+    mirrored: int = 0
+
+
+class MeshRoute:
+    """The sidecars of one traffic route's clients."""
+
+    def __init__(
+        self,
+        name: str,
+        host_pods: I64,
+        upstreams: list[str],
+        cluster: str,
+        clients: int,
+        rule: DestinationRule | None,
+        route: HTTPRoute | None,
+        lb: str,
+        rng: np.random.Generator,
+    ) -> None:
+        self.name = name
+        self.pods = host_pods  # the Service's pods, in pod order (the cluster's hosts)
+        self.upstreams = upstreams  # "ip:port" per host, for the event log
+        self.cluster = cluster
+        self.rng = rng
+        policy = rule.spec.traffic_policy if rule else None
+        od = policy.outlier_detection if policy else None
+        self.detector = Detector.from_istio(od) if od is not None else None
+        self.panic = self.detector.panic if self.detector else 50.0  # Envoy's default without the block
+        self.lb = lb
+        self.clients = [Client(host_pods.size) for _ in range(clients)]
+        for c in self.clients:
+            c.cursor = int(rng.integers(0, max(host_pods.size, 1)))  # Envoy seeds the index at random
+        self.route = route
+        f = route.fault if route else None
+        self.abort = (
+            (f.abort.percentage.value / 100 if f and f.abort and f.abort.percentage else 0.0) if f else 0.0
+        )
+        self.delay = (
+            (f.delay.percentage.value / 100 if f and f.delay and f.delay.percentage else 0.0) if f else 0.0
+        )
+        retries = route.retries if route else None
+        self.retries = 2 if retries is None else max(retries.attempts, 0)
+        retry_on = (retries.retry_on if retries and retries.retry_on else DEFAULT_RETRY_ON).split(",")
+        self.retry_connect = self.retries > 0 and (
+            "connect-failure" in retry_on or "reset" in retry_on or "5xx" in retry_on
+        )
+        mirror = 0.0
+        if route is not None:
+            if route.mirror is not None:
+                mirror = route.mirror_percentage.value / 100 if route.mirror_percentage else 1.0
+            mirror += sum((m.percentage.value / 100 if m.percentage else 1.0) for m in route.mirrors)
+        self.mirror = mirror
+        self.stats = Stats()
+        self.events: list[Event] = []
+        self.next_tick = self.detector.interval if self.detector else None
+
+    # -- the interval timer --------------------------------------------------------------------
+
+    def tick(self, t: int) -> None:
+        """Interval ticks due by ``t``: unejection and multiplier decay (§2.5-2.6)."""
+        d = self.detector
+        if d is None or self.next_tick is None:
+            return
+        while self.next_tick <= t:
+            now = self.next_tick
+            for ci, c in enumerate(self.clients):
+                for h in np.flatnonzero(c.ejected):
+                    if min(d.base * int(c.backoff[h]), d.max_time) <= now - int(c.ejected_at[h]):
+                        c.ejected[h] = False
+                        c.unejected_at[h] = now
+                        c.c5xx[h] = c.cgw[h] = 0
+                        self._event(now, ci, int(h), "UNEJECT", "")
+                decay = (
+                    ~c.ejected
+                    & (c.unejected_at >= 0)
+                    & (now - c.unejected_at >= d.interval)
+                    & (c.backoff > 0)
+                )
+                c.backoff[decay] -= 1
+            self.next_tick += d.interval
+
+    # -- one step of requests ------------------------------------------------------------------
+
+    def send(
+        self, t: int, n: int, in_eps: npt.NDArray[np.bool_], cat_by_pod: I64, status_by_pod: I64
+    ) -> tuple[I64, int, int]:
+        """Route ``n`` requests of this step from the clients. Returns requests per host pod
+        (index into ``self.pods``), aborted by fault injection, and 503 no-healthy-upstream."""
+        counts = np.zeros(self.pods.size, np.int64)
+        aborted = uh = 0
+        share = [
+            n // len(self.clients) + (1 if i < n % len(self.clients) else 0) for i in range(len(self.clients))
+        ]
+        for ci, c in enumerate(self.clients):
+            m = share[ci]
+            if m == 0:
+                continue
+            if self.delay:
+                self.stats.delays_injected += int(self.rng.binomial(m, self.delay))
+            if self.abort:
+                a = int(self.rng.binomial(m, self.abort))
+                aborted += a
+                self.stats.aborts_injected += a
+                m -= a
+            if self.mirror:
+                self.stats.mirrored += int(self.rng.binomial(m, min(self.mirror, 1.0)))
+            got, lost = self._client_step(t, ci, c, m, in_eps, cat_by_pod, status_by_pod)
+            counts += got
+            uh += lost
+        self.stats.no_healthy_upstream += uh
+        return counts, aborted, uh
+
+    def _hosts(self, c: Client, in_eps: npt.NDArray[np.bool_]) -> tuple[I64, bool]:
+        """The host set to pick from, and whether the LB is in panic (§3.3)."""
+        members = np.flatnonzero(in_eps)
+        if members.size == 0:
+            return members, False
+        healthy = members[~c.ejected[members]]
+        availability = min(100, 140 * healthy.size // members.size)
+        panic = availability < 100 and 100.0 * healthy.size / members.size < self.panic
+        return (members if panic else healthy), panic
+
+    def _client_step(
+        self, t: int, ci: int, c: Client, m: int, in_eps: npt.NDArray[np.bool_], cat: I64, status: I64
+    ) -> tuple[I64, int]:
+        got = np.zeros(self.pods.size, np.int64)
+        d = self.detector
+        while m > 0:
+            hosts, panic = self._hosts(c, in_eps)
+            if hosts.size == 0:
+                return got, m  # 503 UH
+            if panic:
+                self.stats.lb_healthy_panic += m
+            k = hosts.size
+            order = (np.arange(k) - c.cursor) % k  # position of each host in this round
+            failing = (cat[hosts] == REFUSED) | ((cat[hosts] == ERROR) & (status[hosts] >= 500))
+            cut = m
+            if d is not None and failing.any():
+                # How many requests until a failing host reaches its threshold.
+                need = np.where(
+                    failing, np.maximum(d.consecutive_5xx - c.c5xx[hosts], 1), np.iinfo(np.int64).max // 4
+                )
+                pos = order + (need - 1) * k + 1
+                first = int(np.argmin(pos))
+                if failing[first] and pos[first] <= m:
+                    cut = int(pos[first])
+            per = np.full(k, cut // k, np.int64) + (order < cut % k)
+            got[hosts] += per
+            c.cursor = (c.cursor + cut) % max(k, 1)
+            m -= cut
+            # Results reach each host's monitor.
+            recv = per > 0
+            ok = recv & ~failing
+            c.c5xx[hosts[ok]] = 0
+            c.cgw[hosts[ok]] = 0
+            bad = recv & failing
+            if bad.any():
+                hb = hosts[bad]
+                c.c5xx[hb] += per[bad]
+                gateway = (cat[hb] == REFUSED) | ((status[hb] >= 502) & (status[hb] <= 504))
+                c.cgw[hb] = np.where(gateway, c.cgw[hb] + per[bad], 0)
+                if self.retry_connect:
+                    self.stats.upstream_rq_retry += int(per[bad][cat[hb] == REFUSED].sum())
+                if d is not None:
+                    for h in hb:
+                        self._detect(t, ci, c, int(h), int(in_eps.sum()))
+        return got, 0
+
+    def _detect(self, t: int, ci: int, c: Client, h: int, total: int) -> None:
+        d = self.detector
+        assert d is not None
+        for kind, counter, threshold, enforce in (
+            ("CONSECUTIVE_GATEWAY_FAILURE", c.cgw, d.consecutive_gateway, d.enforce_gateway),
+            ("CONSECUTIVE_5XX", c.c5xx, d.consecutive_5xx, d.enforce_5xx),
+        ):
+            if c.ejected[h] or counter[h] < threshold or threshold <= 0:
+                continue
+            if kind == "CONSECUTIVE_5XX":
+                self.stats.ejections_detected_consecutive_5xx += 1
+            else:
+                self.stats.ejections_detected_consecutive_gateway_failure += 1
+            counter[h] = 0
+            active = int(c.ejected.sum())
+            if 100.0 * (active + 1) / max(total, 1) > d.max_percent:
+                self.stats.ejections_overflow += 1
+                continue
+            if enforce < 100 and self.rng.integers(0, 100) >= enforce:
+                continue
+            c.ejected[h] = True
+            c.ejected_at[h] = t
+            c.num_ejections[h] += 1
+            if c.backoff[h] * d.base < d.max_time + d.base:
+                c.backoff[h] += 1
+            self.stats.ejections_enforced_total += 1
+            self._event(t, ci, h, "EJECT", kind)
+
+    def _event(self, t: int, ci: int, h: int, action: str, kind: str) -> None:
+        """A line of Envoy's outlier detection event log (§2.12), from client ``ci``'s sidecar."""
+        c = self.clients[ci]
+        detail = f'"type":"{kind}",' if kind else ""
+        msg = (
+            f'{{{detail}"action":"{action}","cluster_name":"{self.cluster}","upstream_url":"{self.upstreams[h]}",'
+            f'"num_ejections":{int(c.num_ejections[h])},"enforced":true}}'
+        )
+        type_ = "Warning" if action == "EJECT" else "Normal"
+        self.events.append(Event(t, type_, f"Outlier{action.title()}", f"sidecar/client-{ci}", msg, "envoy"))
+
+    def ejections_active(self) -> int:
+        return int(sum(int(c.ejected.sum()) for c in self.clients))
+
+
+def find_route(
+    vs: list[VirtualService], host: str, path: str, headers: dict[str, str], method: str
+) -> HTTPRoute | None:
+    """The first VirtualService http route matching a request (§5.2), if any."""
+    for v in vs:
+        if not any(h.split(".")[0] == host for h in v.spec.hosts):
+            continue
+        for r in v.spec.http:
+            if not r.match:
+                return r
+            for m in r.match:
+                if _matches(m, path, headers, method):
+                    return r
+    return None
+
+
+def _sm(sm: object, value: str | None) -> bool:
+    import re
+
+    exact, prefix, regex = getattr(sm, "exact", None), getattr(sm, "prefix", None), getattr(sm, "regex", None)
+    if value is None:
+        return False
+    if exact is not None:
+        return value == exact
+    if prefix is not None:
+        return value.startswith(prefix)
+    if regex is not None:
+        return re.fullmatch(regex, value) is not None
+    return True
+
+
+def _matches(m: object, path: str, headers: dict[str, str], method: str) -> bool:
+    uri = getattr(m, "uri", None)
+    if uri is not None and not _sm(uri, path):
+        return False
+    meth = getattr(m, "method", None)
+    if meth is not None and not _sm(meth, method):
+        return False
+    for name, sm in getattr(m, "headers", {}).items():
+        if not _sm(sm, headers.get(name)):
+            return False
+    return all(not _sm(sm, headers.get(name)) for name, sm in getattr(m, "without_headers", {}).items())
+
+
+def build_mesh(scenario: Scenario, fleet: Fleet, rng: np.random.Generator) -> dict[int, MeshRoute]:
+    """A MeshRoute for each traffic route whose Service has a DestinationRule or VirtualService."""
+    out: dict[int, MeshRoute] = {}
+    for ri, route in enumerate(fleet.routes):
+        host = route.service.name
+        rule = next((r for r in scenario.destination_rules if r.spec.host.split(".")[0] == host), None)
+        t = route.traffic
+        vroute = find_route(list(scenario.virtual_services), host, t.path, dict(t.headers), t.method)
+        if rule is None and vroute is None:
+            continue
+        policy = rule.spec.traffic_policy if rule else None
+        lb = (
+            policy.load_balancer.simple
+            if policy and policy.load_balancer and policy.load_balancer.simple
+            else "LEAST_REQUEST"
+        )
+        pods = np.flatnonzero(route.selects & (route.target_container >= 0))
+        port = route.service.spec.ports[0].port if route.service.spec.ports else 80
+        target = route.service.spec.ports[0].effective_target if route.service.spec.ports else port
+        upstreams = [f"{fleet.pod_ip[p]}:{target}" for p in pods]
+        cluster = cluster_name(host, port, None, route.service.metadata.namespace)
+        out[ri] = MeshRoute(route.name, pods, upstreams, cluster, t.clients, rule, vroute, lb, rng)
+    return out
