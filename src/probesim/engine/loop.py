@@ -694,6 +694,7 @@ class _Run:
                     interrupted=int(rec[f"{key}.interrupted"].sum()),
                     latency_ms=self._route_latency(ri, rec[f"{key}.max_ms"]),
                     no_endpoint_s=self._no_endpoint_seconds(r, times),
+                    envoy=dict(vars(self.mesh[ri].stats)) if ri in self.mesh else {},
                 )
             )
         workloads = []

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from probesim.engine.fleet import Fleet
+from probesim.manifests.kubernetes import container_port
 from probesim.mesh.envoy import DEFAULT_RETRY_ON, cluster_name
 from probesim.mesh.istio import DestinationRule, HTTPRoute, OutlierDetection, VirtualService, ms
 from probesim.model.scenario import Scenario
@@ -376,7 +377,10 @@ def build_mesh(scenario: Scenario, fleet: Fleet, rng: np.random.Generator) -> di
         pods = np.flatnonzero(route.selects & (route.target_container >= 0))
         port = route.service.spec.ports[0].port if route.service.spec.ports else 80
         target = route.service.spec.ports[0].effective_target if route.service.spec.ports else port
-        upstreams = [f"{fleet.pod_ip[p]}:{target}" for p in pods]
+        upstreams = [
+            f"{fleet.pod_ip[p]}:{container_port(fleet.container_spec[int(route.target_container[p])], target) or target}"
+            for p in pods
+        ]
         cluster = cluster_name(host, port, None, route.service.metadata.namespace)
         out[ri] = MeshRoute(route.name, pods, upstreams, cluster, t.clients, rule, vroute, lb, rng)
     return out

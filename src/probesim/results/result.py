@@ -53,6 +53,7 @@ class RouteSummary:
     dropped: int = 0  # arrivals that found no free VU (k6's dropped_iterations)
     interrupted: int = 0  # unanswered when the load generator stopped waiting
     latency_ms: dict[str, float] = field(default_factory=dict)  # p50, p95, p99, max of the run
+    envoy: dict[str, int] = field(default_factory=dict)  # the clients' sidecar stats, Envoy's names
     no_endpoint_s: float = 0.0  # time the Service had no ready endpoint while sending
 
     @property
@@ -134,6 +135,7 @@ class Result:
                         "interrupted": r.interrupted,
                         "latencyMs": r.latency_ms,
                         "noEndpointSeconds": r.no_endpoint_s,
+                        "envoy": r.envoy,
                         "errorRate": round(r.error_rate, 6),
                     }
                     for r in self.routes

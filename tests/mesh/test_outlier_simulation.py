@@ -1,0 +1,116 @@
+"""Seed 003 in the simulator: client sidecars with Envoy's outlier detection, load balancing,
+panic, faults and mirroring (reference/envoy-istio.md §2-§5), with exact counts and times."""
+
+from __future__ import annotations
+
+from probesim.engine import simulate
+from probesim.manifests.scenario import load_scenario
+from probesim.results import Result
+from probesim.scenarios import find
+
+
+def run(name: str, **spec: object) -> Result:
+    b = find(name)
+    assert b is not None
+    sc = load_scenario(str(b.path))
+    if spec:
+        sc = sc.model_copy(update={"spec": sc.spec.model_copy(update=spec)})
+    return simulate(sc)
+
+
+def ejections(r: Result, client: str, action: str = "EJECT") -> list[float]:
+    return [e.time_ms / 1000 for e in r.events_for(f"sidecar/{client}", f"Outlier{action.title()}")]
+
+
+def test_without_outlier_detection_a_third_of_requests_fail() -> None:
+    route = run("seed003-no-outlier").route("/")
+    assert route.failed["error_status"] * 3 == route.offered
+
+
+def test_each_client_sees_two_errors_then_ejects_for_60_then_120_seconds() -> None:
+    r = run("seed003-outlier")
+    for client in ("client-0", "client-1"):
+        # Traffic starts at 10 s; the failing pod gets every third request of a client (1/s):
+        # errors at 10 and 11, ejected at 11 (§2.3: at once, not on the interval).
+        assert ejections(r, client) == [11, 73, 195]
+        # Unejected on the first 2 s tick at least base × multiplier later (§2.6.1): 11 + 60 → 72;
+        # ejected again at 73 after two more errors, for 2 × 60 s → the 194 s tick.
+        assert ejections(r, client, "UNEJECT") == [72, 194]
+    route = r.route("/")
+    assert route.failed["error_status"] == 2 * 2 * 3  # two clients, two errors, three ejections
+    assert route.envoy["ejections_enforced_total"] == 6
+    first = r.events_for("sidecar/client-0", "OutlierEject")[0].message
+    assert (
+        '"type":"CONSECUTIVE_5XX","action":"EJECT","cluster_name":"outbound|8080||backend.default.svc.cluster.local"'
+        in first
+    )
+    assert '"upstream_url":"10.244.0.4:8080"' in first  # the named target port resolved
+    assert max(r.series["route./.ejections_active"]) == 2  # one per client sidecar
+
+
+def test_default_max_ejection_percent_never_ejects_from_three_pods() -> None:
+    # §2.4: 100 × (0 + 1) / 3 = 33 % > 10 %: every detection overflows (§8.1).
+    route = run("seed003-default-max-ejection").route("/")
+    assert route.envoy.get("ejections_enforced_total", 0) == 0
+    assert route.envoy["ejections_overflow"] == route.envoy["ejections_detected_consecutive_5xx"] > 0
+    assert route.failed["error_status"] * 3 == route.offered
+
+
+def test_cap_counts_the_host_being_ejected() -> None:
+    # Every pod fails with maxEjectionPercent 50: the first ejection (33 %) passes, the second
+    # (67 %) overflows, so each client keeps two hosts (§2.4.6).
+    b = find("seed003-all-eject")
+    assert b is not None
+    sc = load_scenario(str(b.path))
+    od = sc.destination_rules[0].spec.traffic_policy.outlier_detection  # type: ignore[union-attr]
+    od2 = od.model_copy(update={"max_ejection_percent": 50})  # type: ignore[union-attr]
+    tp = sc.destination_rules[0].spec.traffic_policy.model_copy(update={"outlier_detection": od2})  # type: ignore[union-attr]
+    dr = sc.destination_rules[0].model_copy(
+        update={"spec": sc.destination_rules[0].spec.model_copy(update={"traffic_policy": tp})}
+    )
+    r = simulate(sc.model_copy(update={"destination_rules": (dr,)}))
+    assert max(r.series["route./.ejections_active"]) == 2
+    assert r.route("/").envoy["ejections_overflow"] > 0
+    assert r.route("/").failed["no_endpoint"] == 0
+
+
+def test_everything_ejected_means_no_healthy_upstream_with_istios_panic_threshold() -> None:
+    r = run("seed003-all-eject")
+    route = r.route("/")
+    assert route.ok == 0
+    # Each client sees two errors from each of the three pods, twice (ejected at ~11 s, back at 72 s).
+    assert route.failed["error_status"] == 2 * 3 * 2 * 2
+    assert route.failed["no_endpoint"] == route.envoy["no_healthy_upstream"] == route.offered - 24
+
+
+def test_panic_routes_to_all_hosts_when_min_health_is_set() -> None:
+    b = find("seed003-all-eject")
+    assert b is not None
+    sc = load_scenario(str(b.path))
+    spec = sc.destination_rules[0].spec
+    od = spec.traffic_policy.outlier_detection.model_copy(update={"min_health_percent": 50})  # type: ignore[union-attr]
+    dr = sc.destination_rules[0].model_copy(
+        update={
+            "spec": spec.model_copy(
+                update={"traffic_policy": spec.traffic_policy.model_copy(update={"outlier_detection": od})}
+            )
+        }  # type: ignore[union-attr]
+    )
+    r = simulate(sc.model_copy(update={"destination_rules": (dr,)}))
+    route = r.route("/")
+    assert route.envoy.get("no_healthy_upstream", 0) == 0
+    assert route.envoy["lb_healthy_panic"] > 0  # §3.3: in panic the LB picks from all hosts
+    assert route.failed["error_status"] == route.offered
+
+
+def test_header_matched_abort_fails_only_matching_requests_in_the_sidecar() -> None:
+    r = run("seed003-header-abort")
+    tagged, plain = r.route("tagged"), r.route("plain")
+    assert tagged.failed["error_status"] == tagged.offered == tagged.envoy["aborts_injected"] == 100
+    assert plain.failed_total == 0
+    assert plain.ok == 100
+
+
+def test_mirroring_a_post_route_doubles_the_writes() -> None:
+    route = run("seed003-mirror-post").route("orders")
+    assert route.envoy["mirrored"] == route.offered == route.ok == 250
