@@ -114,3 +114,55 @@ def test_header_matched_abort_fails_only_matching_requests_in_the_sidecar() -> N
 def test_mirroring_a_post_route_doubles_the_writes() -> None:
     route = run("seed003-mirror-post").route("orders")
     assert route.envoy["mirrored"] == route.offered == route.ok == 250
+
+
+def test_least_request_gives_the_same_counts_at_random_times() -> None:
+    # Istio's default LB picks at random among equally loaded hosts: each client still sees
+    # exactly two errors per ejection, a second or so apart from the round-robin timeline.
+    b = find("seed003-outlier")
+    assert b is not None
+    sc = load_scenario(str(b.path))
+    spec = sc.destination_rules[0].spec
+    tp = spec.traffic_policy.model_copy(update={"load_balancer": None})  # type: ignore[union-attr]
+    dr = sc.destination_rules[0].model_copy(update={"spec": spec.model_copy(update={"traffic_policy": tp})})
+    for seed in range(3):
+        r = simulate(
+            sc.model_copy(
+                update={"destination_rules": (dr,), "spec": sc.spec.model_copy(update={"seed": seed})}
+            )
+        )
+        n = len(r.events_for(reason="OutlierEject"))
+        assert r.route("/").failed["error_status"] == 2 * n
+        first = [e.time_ms / 1000 for e in r.events_for(reason="OutlierEject")][:2]
+        assert all(10 <= x <= 14 for x in first)
+
+
+def test_split_mode_counts_connect_failures_apart() -> None:
+    # A pod that refuses connections (still starting, no readiness probe): without split mode a
+    # connect failure is a 503 for the 5xx counter; with split mode it is a local-origin failure
+    # with its own threshold (§2.2, §4.2.7).
+    from probesim.mesh.istio import OutlierDetection
+
+    b = find("seed003-outlier")
+    assert b is not None
+    base = load_scenario(str(b.path))
+    spec = base.destination_rules[0].spec
+
+    def with_od(**od: object) -> Result:
+        new_od = OutlierDetection.model_validate(
+            {"interval": "2s", "baseEjectionTime": "60s", "maxEjectionPercent": 50, **od}
+        )
+        tp = spec.traffic_policy.model_copy(update={"outlier_detection": new_od})  # type: ignore[union-attr]
+        dr = base.destination_rules[0].model_copy(
+            update={"spec": spec.model_copy(update={"traffic_policy": tp})}
+        )
+        return simulate(base.model_copy(update={"destination_rules": (dr,)}))
+
+    r = with_od(consecutive5xxErrors=2)
+    assert r.route("/").envoy["ejections_detected_consecutive_5xx"] > 0
+    split = with_od(
+        consecutive5xxErrors=2, splitExternalLocalOriginErrors=True, consecutiveLocalOriginFailures=3
+    )
+    # The failing pod answers 500 (external origin): still the 5xx counter, even in split mode.
+    assert split.route("/").envoy["ejections_detected_consecutive_5xx"] > 0
+    assert split.route("/").envoy["ejections_detected_consecutive_local_origin_failure"] == 0

@@ -82,11 +82,12 @@ class Client:
     ejected_at: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
     unejected_at: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
     num_ejections: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
+    clocal: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
 
     def __post_init__(self) -> None:
         n = self.n
         self.ejected = np.zeros(n, bool)
-        self.c5xx, self.cgw = np.zeros(n, np.int64), np.zeros(n, np.int64)
+        self.c5xx, self.cgw, self.clocal = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
         self.backoff = np.zeros(n, np.int64)
         self.ejected_at = np.full(n, -1, np.int64)
         self.unejected_at = np.full(n, -1, np.int64)
@@ -98,6 +99,7 @@ class Stats:
     ejections_enforced_total: int = 0
     ejections_detected_consecutive_5xx: int = 0
     ejections_detected_consecutive_gateway_failure: int = 0
+    ejections_detected_consecutive_local_origin_failure: int = 0
     ejections_overflow: int = 0
     aborts_injected: int = 0
     delays_injected: int = 0
@@ -130,6 +132,9 @@ class MeshRoute:
         policy = rule.spec.traffic_policy if rule else None
         od = policy.outlier_detection if policy else None
         self.detector = Detector.from_istio(od) if od is not None else None
+        # Split mode: connect failures count as local origin, apart from 5xx (§2.2, §4.2.7).
+        self.split = bool(od and od.split_external_local_origin_errors)
+        self.local_threshold = (od.consecutive_local_origin_failures or 5) if self.split and od else 0
         self.panic = self.detector.panic if self.detector else 50.0  # Envoy's default without the block
         self.lb = lb
         self.clients = [Client(host_pods.size) for _ in range(clients)]
@@ -173,7 +178,7 @@ class MeshRoute:
                     if min(d.base * int(c.backoff[h]), d.max_time) <= now - int(c.ejected_at[h]):
                         c.ejected[h] = False
                         c.unejected_at[h] = now
-                        c.c5xx[h] = c.cgw[h] = 0
+                        c.c5xx[h] = c.cgw[h] = c.clocal[h] = 0
                         self._event(now, ci, int(h), "UNEJECT", "")
                 decay = (
                     ~c.ejected
@@ -228,8 +233,10 @@ class MeshRoute:
     def _client_step(
         self, t: int, ci: int, c: Client, m: int, in_eps: npt.NDArray[np.bool_], cat: I64, status: I64
     ) -> tuple[I64, int]:
+        """Pick hosts for ``m`` requests of one client. The step is cut when a failing host would
+        be ejected, so that it gets exactly the errors it returns before that."""
         got = np.zeros(self.pods.size, np.int64)
-        d = self.detector
+        total = int(in_eps.sum())
         while m > 0:
             hosts, panic = self._hosts(c, in_eps)
             if hosts.size == 0:
@@ -237,67 +244,124 @@ class MeshRoute:
             if panic:
                 self.stats.lb_healthy_panic += m
             k = hosts.size
-            order = (np.arange(k) - c.cursor) % k  # position of each host in this round
-            failing = (cat[hosts] == REFUSED) | ((cat[hosts] == ERROR) & (status[hosts] >= 500))
-            cut = m
-            if d is not None and failing.any():
-                # How many requests until a failing host reaches its threshold.
-                need = np.where(
-                    failing, np.maximum(d.consecutive_5xx - c.c5xx[hosts], 1), np.iinfo(np.int64).max // 4
-                )
-                pos = order + (need - 1) * k + 1
-                first = int(np.argmin(pos))
-                if failing[first] and pos[first] <= m:
-                    cut = int(pos[first])
-            per = np.full(k, cut // k, np.int64) + (order < cut % k)
+            refused = cat[hosts] == REFUSED
+            st = np.where(refused, 503, np.where(cat[hosts] == ERROR, status[hosts], 200))
+            need = self._need(c, hosts, refused, st, total)
+            if self.lb == "ROUND_ROBIN":
+                order = (np.arange(k) - c.cursor) % k  # position of each host in this round
+                pos = order + (need - 1) * k + 1  # the request that makes it cross
+                cut = int(min(m, pos.min()))
+                per = np.full(k, cut // k, np.int64) + (order < cut % k)
+                c.cursor = (c.cursor + cut) % k
+                m -= cut
+            else:
+                # Random and least request (equal loads: power of two choices picks evenly).
+                per = self.rng.multinomial(m, np.full(k, 1.0 / k)).astype(np.int64)
+                surplus = np.where(per > need, per - need, 0)
+                per -= surplus
+                m = int(surplus.sum())
             got[hosts] += per
-            c.cursor = (c.cursor + cut) % max(k, 1)
-            m -= cut
-            # Results reach each host's monitor.
-            recv = per > 0
-            ok = recv & ~failing
-            c.c5xx[hosts[ok]] = 0
-            c.cgw[hosts[ok]] = 0
-            bad = recv & failing
-            if bad.any():
-                hb = hosts[bad]
-                c.c5xx[hb] += per[bad]
-                gateway = (cat[hb] == REFUSED) | ((status[hb] >= 502) & (status[hb] <= 504))
-                c.cgw[hb] = np.where(gateway, c.cgw[hb] + per[bad], 0)
-                if self.retry_connect:
-                    self.stats.upstream_rq_retry += int(per[bad][cat[hb] == REFUSED].sum())
-                if d is not None:
-                    for h in hb:
-                        self._detect(t, ci, c, int(h), int(in_eps.sum()))
+            self._report(t, ci, c, hosts, per, refused, st, total)
         return got, 0
 
+    def _need(self, c: Client, hosts: I64, refused: npt.NDArray[np.bool_], st: I64, total: int) -> I64:
+        """Requests until each host would be ejected; a large number when it cannot be (it
+        answers well, its detection is not enforced, or the cap forbids another ejection)."""
+        never = np.full(hosts.size, np.iinfo(np.int64).max // 4, np.int64)
+        d = self.detector
+        if d is None or 100.0 * (int(c.ejected.sum()) + 1) / max(total, 1) > d.max_percent:
+            return never
+        local = refused & self.split
+        fivexx = (st >= 500) & ~local
+        gateway = (st >= 502) & (st <= 504) & ~local
+        need = never.copy()
+        if d.enforce_5xx >= 100 and d.consecutive_5xx > 0:
+            need = np.where(fivexx, np.maximum(d.consecutive_5xx - c.c5xx[hosts], 1), need)
+        if d.enforce_gateway >= 100 and d.consecutive_gateway > 0:
+            need = np.minimum(
+                need, np.where(gateway, np.maximum(d.consecutive_gateway - c.cgw[hosts], 1), never)
+            )
+        if self.local_threshold > 0:
+            need = np.minimum(
+                need, np.where(local, np.maximum(self.local_threshold - c.clocal[hosts], 1), never)
+            )
+        return need
+
+    def _report(
+        self,
+        t: int,
+        ci: int,
+        c: Client,
+        hosts: I64,
+        per: I64,
+        refused: npt.NDArray[np.bool_],
+        st: I64,
+        total: int,
+    ) -> None:
+        """Results reach each host's monitor (§2.2): successes reset the counters; 5xx and
+        gateway errors count up (a connect failure is a 503, or a local-origin failure in split
+        mode), and a detection fires each time a counter reaches its threshold."""
+        recv = per > 0
+        local = refused & self.split
+        failed = (st >= 500) | local
+        ok = recv & ~failed
+        for counter in (c.c5xx, c.cgw, c.clocal):
+            counter[hosts[ok]] = 0
+        bad = recv & failed
+        if not bad.any():
+            return
+        hb, pb, sb, lb = hosts[bad], per[bad], st[bad], local[bad]
+        if self.retry_connect:
+            self.stats.upstream_rq_retry += int(pb[refused[bad]].sum())
+        gw = (sb >= 502) & (sb <= 504) & ~lb
+        c.clocal[hb] = np.where(lb, c.clocal[hb] + pb, c.clocal[hb])
+        c.c5xx[hb] = np.where(lb, c.c5xx[hb], c.c5xx[hb] + pb)
+        c.cgw[hb] = np.where(lb, c.cgw[hb], np.where(gw, c.cgw[hb] + pb, 0))
+        if self.detector is not None:
+            for h in hb:
+                self._detect(t, ci, c, int(h), total)
+
     def _detect(self, t: int, ci: int, c: Client, h: int, total: int) -> None:
+        """Detections for host ``h`` (§2.3): none while it is ejected; otherwise each time a
+        counter reaches its threshold it is counted, then the host is ejected if the cap and
+        the enforcement allow; the counter restarts either way."""
         d = self.detector
         assert d is not None
-        for kind, counter, threshold, enforce in (
-            ("CONSECUTIVE_GATEWAY_FAILURE", c.cgw, d.consecutive_gateway, d.enforce_gateway),
-            ("CONSECUTIVE_5XX", c.c5xx, d.consecutive_5xx, d.enforce_5xx),
-        ):
-            if c.ejected[h] or counter[h] < threshold or threshold <= 0:
-                continue
-            if kind == "CONSECUTIVE_5XX":
-                self.stats.ejections_detected_consecutive_5xx += 1
-            else:
-                self.stats.ejections_detected_consecutive_gateway_failure += 1
-            counter[h] = 0
-            active = int(c.ejected.sum())
-            if 100.0 * (active + 1) / max(total, 1) > d.max_percent:
-                self.stats.ejections_overflow += 1
-                continue
-            if enforce < 100 and self.rng.integers(0, 100) >= enforce:
-                continue
-            c.ejected[h] = True
-            c.ejected_at[h] = t
-            c.num_ejections[h] += 1
-            if c.backoff[h] * d.base < d.max_time + d.base:
-                c.backoff[h] += 1
-            self.stats.ejections_enforced_total += 1
-            self._event(t, ci, h, "EJECT", kind)
+        checks: list[tuple[str, I64, int, int, str]] = [
+            (
+                "CONSECUTIVE_GATEWAY_FAILURE",
+                c.cgw,
+                d.consecutive_gateway,
+                d.enforce_gateway,
+                "consecutive_gateway_failure",
+            ),
+            ("CONSECUTIVE_5XX", c.c5xx, d.consecutive_5xx, d.enforce_5xx, "consecutive_5xx"),
+            (
+                "CONSECUTIVE_LOCAL_ORIGIN_FAILURE",
+                c.clocal,
+                self.local_threshold,
+                100,
+                "consecutive_local_origin_failure",
+            ),
+        ]
+        for kind, counter, threshold, enforce, stat in checks:
+            while threshold > 0 and not c.ejected[h] and counter[h] >= threshold:
+                counter[h] -= threshold
+                name = f"ejections_detected_{stat}"
+                setattr(self.stats, name, getattr(self.stats, name) + 1)
+                if 100.0 * (int(c.ejected.sum()) + 1) / max(total, 1) > d.max_percent:
+                    self.stats.ejections_overflow += 1
+                    continue
+                if enforce < 100 and self.rng.integers(0, 100) >= enforce:
+                    continue
+                c.ejected[h] = True
+                c.ejected_at[h] = t
+                c.num_ejections[h] += 1
+                if c.backoff[h] * d.base < d.max_time + d.base:
+                    c.backoff[h] += 1
+                self.stats.ejections_enforced_total += 1
+                counter[h] = 0
+                self._event(t, ci, h, "EJECT", kind)
 
     def _event(self, t: int, ci: int, h: int, action: str, kind: str) -> None:
         """A line of Envoy's outlier detection event log (§2.12), from client ``ci``'s sidecar."""
@@ -377,9 +441,10 @@ def build_mesh(scenario: Scenario, fleet: Fleet, rng: np.random.Generator) -> di
         pods = np.flatnonzero(route.selects & (route.target_container >= 0))
         port = route.service.spec.ports[0].port if route.service.spec.ports else 80
         target = route.service.spec.ports[0].effective_target if route.service.spec.ports else port
+        specs = [fleet.container_spec[int(route.target_container[p])] for p in pods]
         upstreams = [
-            f"{fleet.pod_ip[p]}:{container_port(fleet.container_spec[int(route.target_container[p])], target) or target}"
-            for p in pods
+            f"{fleet.pod_ip[p]}:{container_port(c, target) or target}"
+            for p, c in zip(pods, specs, strict=True)
         ]
         cluster = cluster_name(host, port, None, route.service.metadata.namespace)
         out[ri] = MeshRoute(route.name, pods, upstreams, cluster, t.clients, rule, vroute, lb, rng)
