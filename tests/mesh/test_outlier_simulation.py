@@ -137,10 +137,9 @@ def test_least_request_gives_the_same_counts_at_random_times() -> None:
         assert all(10 <= x <= 14 for x in first)
 
 
-def test_split_mode_counts_connect_failures_apart() -> None:
-    # A pod that refuses connections (still starting, no readiness probe): without split mode a
-    # connect failure is a 503 for the 5xx counter; with split mode it is a local-origin failure
-    # with its own threshold (§2.2, §4.2.7).
+def test_split_mode_leaves_external_5xx_on_the_5xx_counter() -> None:
+    # §2.2: split mode moves only local-origin failures (connect failures, timeouts) to their own
+    # counter; a 500 the app answers still feeds consecutive 5xx.
     from probesim.mesh.istio import OutlierDetection
 
     b = find("seed003-outlier")
@@ -166,3 +165,36 @@ def test_split_mode_counts_connect_failures_apart() -> None:
     # The failing pod answers 500 (external origin): still the 5xx counter, even in split mode.
     assert split.route("/").envoy["ejections_detected_consecutive_5xx"] > 0
     assert split.route("/").envoy["ejections_detected_consecutive_local_origin_failure"] == 0
+
+
+def test_multiplier_decays_on_healthy_intervals() -> None:
+    # §2.6.3: the pod fails from 10 s to 20 s and again from 300 s. Ejected at 11 (60 s), back at
+    # 72 and healthy since: its multiplier decays to 0 within a tick, so the second ejection at
+    # 301 lasts 60 s again (back at the 362 tick), not 120 s.
+    b = find("seed003-outlier")
+    assert b is not None
+    sc = load_scenario(str(b.path))
+    web = sc.spec.behavior["backend"]
+    windows = {
+        "episodes": [
+            {"kind": "errors", "at": "10s", "for": "10s", "paths": ["/"]},
+            {"kind": "errors", "at": "300s", "paths": ["/"]},
+        ]
+    }
+    from probesim.model.scenario import PodOverride
+
+    ov = PodOverride.model_validate({"ordinals": [2], "containers": {"app": windows}})
+    r = simulate(
+        sc.model_copy(
+            update={
+                "spec": sc.spec.model_copy(
+                    update={
+                        "duration": 400_000,
+                        "behavior": {"backend": web.model_copy(update={"pods": (ov,)})},
+                    }
+                )
+            }
+        )
+    )
+    assert ejections(r, "client-0") == [11, 301, 363]  # still failing after 362: ejected again
+    assert ejections(r, "client-0", "UNEJECT") == [72, 362]
