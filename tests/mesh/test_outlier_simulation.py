@@ -198,3 +198,60 @@ def test_multiplier_decays_on_healthy_intervals() -> None:
     )
     assert ejections(r, "client-0") == [11, 301, 363]  # still failing after 362: ejected again
     assert ejections(r, "client-0", "UNEJECT") == [72, 362]
+
+
+def test_success_rate_is_detected_but_not_enforced_under_istio() -> None:
+    # §2.7, §4.3: six pods, one failing, 600 req/s: every interval the failing host's success
+    # rate (0 %) is below mean − 1.9 × stdev; Istio's enforcing_success_rate 0 means no ejection
+    # by success rate, and the default 10 % cap overflows every detection with six hosts.
+    b = find("seed003-default-max-ejection")
+    assert b is not None
+    sc = load_scenario(str(b.path))
+    w = sc.workloads[0]
+    w6 = w.model_copy(update={"spec": w.spec.model_copy(update={"replicas": 6})})
+    t = sc.spec.traffic[0].model_copy(update={"rate": 600.0, "clients": 1})
+    r = simulate(
+        sc.model_copy(
+            update={
+                "workloads": (w6,),
+                "spec": sc.spec.model_copy(update={"traffic": (t,), "duration": 30_000}),
+            }
+        )
+    )
+    envoy = r.route("/").envoy
+    assert envoy["ejections_detected_success_rate"] >= 9  # one per 2 s interval once traffic flows
+    assert envoy.get("ejections_enforced_total", 0) == 0
+    assert envoy["ejections_overflow"] >= envoy["ejections_detected_success_rate"]
+
+
+def test_connect_failures_are_retried_on_other_hosts() -> None:
+    # A pod that refuses connections but is still in the endpoints (no readiness probe): Istio's
+    # default retry policy sends those requests to another host, so the client sees no error.
+    b = find("seed003-no-outlier")
+    assert b is not None
+    sc = load_scenario(str(b.path))
+    from probesim.mesh.istio import VirtualService
+    from probesim.model.scenario import PodOverride
+
+    vs = VirtualService.model_validate(
+        {
+            "metadata": {"name": "backend"},
+            "spec": {"hosts": ["backend"], "http": [{"route": [{"destination": {"host": "backend"}}]}]},
+        }
+    )
+    web = sc.spec.behavior["backend"]
+    refusing = PodOverride.model_validate({"ordinals": [2], "containers": {"app": {"start": "1h"}}})
+    w = sc.workloads[0]
+    container = w.pod_spec.containers[0].model_copy(update={"readiness_probe": None})
+    pod = w.pod_spec.model_copy(update={"containers": (container,)})
+    w2 = w.model_copy(
+        update={
+            "spec": w.spec.model_copy(update={"template": w.spec.template.model_copy(update={"spec": pod})})
+        }
+    )
+    spec = sc.spec.model_copy(update={"behavior": {"backend": web.model_copy(update={"pods": (refusing,)})}})
+    r = simulate(sc.model_copy(update={"workloads": (w2,), "virtual_services": (vs,), "spec": spec}))
+    route = r.route("/")
+    assert route.failed_total == 0
+    # Least request (Istio's default) picks the refusing pod for about a third of requests.
+    assert 0.25 < route.envoy["upstream_rq_retry"] / route.offered < 0.42

@@ -48,6 +48,16 @@ class Detector:
     max_time: int = 300_000
     max_percent: int = 10
     panic: float = 0.0
+    # Success rate and failure percentage (§1.6-1.9, §1.16-1.20): Istio emits enforcing 0 for the
+    # first and never enables the second, so they detect but do not eject.
+    enforce_sr: int = 0
+    sr_min_hosts: int = 5
+    sr_volume: int = 100
+    sr_stdev: float = 1.9
+    enforce_fp: int = 0
+    fp_threshold: int = 85
+    fp_min_hosts: int = 5
+    fp_volume: int = 50
 
     @classmethod
     def from_istio(cls, od: OutlierDetection) -> Detector:
@@ -83,9 +93,12 @@ class Client:
     unejected_at: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
     num_ejections: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
     clocal: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
+    rq: I64 = field(default_factory=lambda: np.zeros(0, np.int64))  # this interval's requests per host
+    rq_failed: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
 
     def __post_init__(self) -> None:
         n = self.n
+        self.rq, self.rq_failed = np.zeros(n, np.int64), np.zeros(n, np.int64)
         self.ejected = np.zeros(n, bool)
         self.c5xx, self.cgw, self.clocal = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
         self.backoff = np.zeros(n, np.int64)
@@ -101,6 +114,8 @@ class Stats:
     ejections_detected_consecutive_gateway_failure: int = 0
     ejections_detected_consecutive_local_origin_failure: int = 0
     ejections_overflow: int = 0
+    ejections_detected_success_rate: int = 0
+    ejections_detected_failure_percentage: int = 0
     aborts_injected: int = 0
     delays_injected: int = 0
     no_healthy_upstream: int = 0
@@ -180,6 +195,7 @@ class MeshRoute:
                         c.unejected_at[h] = now
                         c.c5xx[h] = c.cgw[h] = c.clocal[h] = 0
                         self._event(now, ci, int(h), "UNEJECT", "")
+                self._success_rate(now, ci, c, d)
                 decay = (
                     ~c.ejected
                     & (c.unejected_at >= 0)
@@ -188,6 +204,43 @@ class MeshRoute:
                 )
                 c.backoff[decay] -= 1
             self.next_tick += d.interval
+
+    def _success_rate(self, now: int, ci: int, c: Client, d: Detector) -> None:
+        """Success-rate, then failure-percentage detection over the interval just ended (§2.7-2.8)."""
+        rq, failed = c.rq, c.rq_failed
+        c.rq, c.rq_failed = np.zeros_like(rq), np.zeros_like(failed)
+        total = c.n
+        sr_hosts = np.flatnonzero((rq >= d.sr_volume) & ~c.ejected)
+        if sr_hosts.size >= d.sr_min_hosts:
+            rate = 100.0 * (rq[sr_hosts] - failed[sr_hosts]) / rq[sr_hosts]
+            threshold = rate.mean() - d.sr_stdev * rate.std()
+            for h in sr_hosts[rate < threshold]:
+                self.stats.ejections_detected_success_rate += 1
+                self._eject_or_not(now, ci, c, int(h), total, d.enforce_sr, "SUCCESS_RATE")
+        fp_hosts = np.flatnonzero((rq >= d.fp_volume) & ~c.ejected)
+        if fp_hosts.size >= d.fp_min_hosts:
+            pct = 100.0 * failed[fp_hosts] / rq[fp_hosts]
+            for h in fp_hosts[pct >= d.fp_threshold]:
+                self.stats.ejections_detected_failure_percentage += 1
+                self._eject_or_not(now, ci, c, int(h), total, d.enforce_fp, "FAILURE_PERCENTAGE")
+
+    def _eject_or_not(self, t: int, ci: int, c: Client, h: int, total: int, enforce: int, kind: str) -> bool:
+        """``ejectHost`` (§2.4): the cap counting this host, then the enforcement roll."""
+        d = self.detector
+        assert d is not None
+        if 100.0 * (int(c.ejected.sum()) + 1) / max(total, 1) > d.max_percent:
+            self.stats.ejections_overflow += 1
+            return False
+        if enforce < 100 and self.rng.integers(0, 100) >= enforce:
+            return False
+        c.ejected[h] = True
+        c.ejected_at[h] = t
+        c.num_ejections[h] += 1
+        if c.backoff[h] * d.base < d.max_time + d.base:
+            c.backoff[h] += 1
+        self.stats.ejections_enforced_total += 1
+        self._event(t, ci, h, "EJECT", kind)
+        return True
 
     # -- one step of requests ------------------------------------------------------------------
 
@@ -246,7 +299,7 @@ class MeshRoute:
             k = hosts.size
             refused = cat[hosts] == REFUSED
             st = np.where(refused, 503, np.where(cat[hosts] == ERROR, status[hosts], 200))
-            need = self._need(c, hosts, refused, st, total)
+            need = np.minimum(self._need(c, hosts, refused, st, total), m + 1)  # no crossing past m
             if self.lb == "ROUND_ROBIN":
                 order = (np.arange(k) - c.cursor) % k  # position of each host in this round
                 pos = order + (need - 1) * k + 1  # the request that makes it cross
@@ -260,8 +313,16 @@ class MeshRoute:
                 surplus = np.where(per > need, per - need, 0)
                 per -= surplus
                 m = int(surplus.sum())
-            got[hosts] += per
             self._report(t, ci, c, hosts, per, refused, st, total)
+            if self.retry_connect and (per[refused] > 0).any() and (~refused).any():
+                # Istio's default retry_on covers connect failures: the retry avoids the host
+                # already tried (previous_hosts) and lands on one that accepts (§5.5).
+                moved = int(per[refused].sum())
+                per[refused] = 0
+                others = np.flatnonzero(~refused)
+                per[others] += moved // others.size
+                per[others[: moved % others.size]] += 1
+            got[hosts] += per
         return got, 0
 
     def _need(self, c: Client, hosts: I64, refused: npt.NDArray[np.bool_], st: I64, total: int) -> I64:
@@ -304,6 +365,8 @@ class MeshRoute:
         recv = per > 0
         local = refused & self.split
         failed = (st >= 500) | local
+        c.rq[hosts] += per
+        c.rq_failed[hosts[failed]] += per[failed]
         ok = recv & ~failed
         for counter in (c.c5xx, c.cgw, c.clocal):
             counter[hosts[ok]] = 0
@@ -349,19 +412,8 @@ class MeshRoute:
                 counter[h] -= threshold
                 name = f"ejections_detected_{stat}"
                 setattr(self.stats, name, getattr(self.stats, name) + 1)
-                if 100.0 * (int(c.ejected.sum()) + 1) / max(total, 1) > d.max_percent:
-                    self.stats.ejections_overflow += 1
-                    continue
-                if enforce < 100 and self.rng.integers(0, 100) >= enforce:
-                    continue
-                c.ejected[h] = True
-                c.ejected_at[h] = t
-                c.num_ejections[h] += 1
-                if c.backoff[h] * d.base < d.max_time + d.base:
-                    c.backoff[h] += 1
-                self.stats.ejections_enforced_total += 1
-                counter[h] = 0
-                self._event(t, ci, h, "EJECT", kind)
+                if self._eject_or_not(t, ci, c, h, total, enforce, kind):
+                    counter[h] = 0
 
     def _event(self, t: int, ci: int, h: int, action: str, kind: str) -> None:
         """A line of Envoy's outlier detection event log (§2.12), from client ``ci``'s sidecar."""
