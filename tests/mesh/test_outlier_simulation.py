@@ -112,8 +112,32 @@ def test_header_matched_abort_fails_only_matching_requests_in_the_sidecar() -> N
 
 
 def test_mirroring_a_post_route_doubles_the_writes() -> None:
-    route = run("seed003-mirror-post").route("orders")
+    r = run("seed003-mirror-post")
+    route = r.route("orders")
     assert route.envoy["mirrored"] == route.offered == route.ok == 250
+    # The copies really run on the mirror's pod: every write happens twice (§5.3).
+    shadow = r.route("orders>mirror:backend-shadow")
+    assert shadow.offered == shadow.ok == 250
+
+
+def test_a_failing_mirror_does_not_touch_the_primary() -> None:
+    from probesim.model.scenario import WorkloadBehavior
+
+    b = find("seed003-mirror-post")
+    assert b is not None
+    sc = load_scenario(str(b.path))
+    broken = WorkloadBehavior.model_validate({"containers": {"app": {"paths": {"/orders": 500}}}})
+    r = simulate(
+        sc.model_copy(
+            update={
+                "spec": sc.spec.model_copy(
+                    update={"behavior": {**sc.spec.behavior, "backend-shadow": broken}}
+                )
+            }
+        )
+    )
+    assert r.route("orders>mirror:backend-shadow").failed["error_status"] == 250
+    assert r.route("orders").failed_total == 0
 
 
 def test_least_request_gives_the_same_counts_at_random_times() -> None:

@@ -12,6 +12,7 @@ import numpy.typing as npt
 
 from probesim.engine.behavior import INF, Behaviors, Profile
 from probesim.manifests.kubernetes import container_port
+from probesim.mesh.istio import find_route
 from probesim.model.kubernetes import Container, Probe, ProbeType, Service, pod_names_of
 from probesim.model.scenario import ContainerBehavior, Scenario, Traffic
 
@@ -53,6 +54,8 @@ class Route:
     target_container: I64  # per pod: container serving the port, -1 when the port is unresolved
     target: int  # behaviour target index of the path
     timeout: int  # client timeout, ms (INF: none)
+    mirror_of: int = -1  # a mirror destination's copies of that route's requests (fire and forget)
+    mirror_fraction: float = 0.0
     acc: float = 0.0
     cursor: int = 0
 
@@ -178,10 +181,8 @@ def build(scenario: Scenario) -> Fleet:
 
     probes = {kind: _probe_arrays(kind, cont_spec, cont_pod, ips, behaviors) for kind in PROBE_TYPES}
     pod_workload_a = np.array(pod_workload, np.int64)
-    routes = [
-        _route(scenario, t_i, pod_workload_a, first, cont_spec, behaviors)
-        for t_i in range(len(scenario.spec.traffic))
-    ]
+    routes = [_route(scenario, t, pod_workload_a, first, cont_spec, behaviors) for t in scenario.spec.traffic]
+    routes += _mirror_routes(scenario, routes, pod_workload_a, first, cont_spec, behaviors)
     return Fleet(
         scenario=scenario,
         pod_names=pod_names,
@@ -262,15 +263,49 @@ def _probe_arrays(
     return a
 
 
+def _mirror_routes(
+    scenario: Scenario,
+    routes: list[Route],
+    pod_workload: I64,
+    first: list[int],
+    specs: list[Container],
+    behaviors: Behaviors,
+) -> list[Route]:
+    """For each route a VirtualService mirrors to a Service of the scenario, a route that carries
+    the copies, so that the mirror's pods really process them (reference/envoy-istio.md §5.3)."""
+    out = []
+    names = {s.name for s in scenario.services}
+    for ri, r in enumerate(routes):
+        t = r.traffic
+        vroute = find_route(
+            list(scenario.virtual_services), r.service.name, t.path, dict(t.headers), t.method
+        )
+        if vroute is None:
+            continue
+        mirrors = [(vroute.mirror, vroute.mirror_percentage)] if vroute.mirror is not None else []
+        mirrors += [(m.destination, m.percentage) for m in vroute.mirrors]
+        for dest, pct in mirrors:
+            host = dest.host.split(".")[0]
+            fraction = 1.0 if pct is None else pct.value / 100
+            if host not in names or fraction <= 0:
+                continue
+            copy = t.model_copy(
+                update={"service": host, "name": f"{r.name}>mirror:{host}", "port": None, "timeout": None}
+            )
+            m = _route(scenario, copy, pod_workload, first, specs, behaviors)
+            m.mirror_of, m.mirror_fraction = ri, fraction
+            out.append(m)
+    return out
+
+
 def _route(
     scenario: Scenario,
-    i: int,
+    t: Traffic,
     pod_workload: I64,
     first: list[int],
     specs: list[Container],
     behaviors: Behaviors,
 ) -> Route:
-    t = scenario.spec.traffic[i]
     svc = next(s for s in scenario.services if s.name == t.service) if t.service else scenario.services[0]
     port = next(p for p in svc.spec.ports if t.port is None or t.port in (p.port, p.name))
     selects = service_selects(scenario, svc, pod_workload)

@@ -347,13 +347,20 @@ class _Run:
             self._deliver(t, k, rec)
             cap.begin_step(float(step))
         for ri, route in enumerate(f.routes):
-            rate = float(self.rates[ri, k])
-            if rate <= 0 and route.acc < 1:
-                continue
-            route.acc += rate * step / 1000
-            n = int(route.acc + 1e-9)
-            route.acc -= n
             key = f"route.{route.name}"
+            if route.mirror_of >= 0:
+                # The copies a client sidecar mirrored this step (fire and forget).
+                primary = self.mesh.get(route.mirror_of)
+                n = primary.mirrored_now if primary is not None else 0
+                if n == 0:
+                    continue
+            else:
+                rate = float(self.rates[ri, k])
+                if rate <= 0 and route.acc < 1:
+                    continue
+                route.acc += rate * step / 1000
+                n = int(route.acc + 1e-9)
+                route.acc -= n
             vus = route.traffic.max_vus
             if vus is not None:
                 # k6 constant-arrival-rate: an iteration needs a free VU; requests still

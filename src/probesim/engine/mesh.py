@@ -25,7 +25,7 @@ import numpy.typing as npt
 from probesim.engine.fleet import Fleet
 from probesim.manifests.kubernetes import container_port
 from probesim.mesh.envoy import DEFAULT_RETRY_ON, cluster_name
-from probesim.mesh.istio import DestinationRule, HTTPRoute, OutlierDetection, VirtualService, ms
+from probesim.mesh.istio import DestinationRule, HTTPRoute, OutlierDetection, find_route, ms
 from probesim.model.scenario import Scenario
 from probesim.results import Event
 
@@ -176,6 +176,7 @@ class MeshRoute:
             mirror += sum((m.percentage.value / 100 if m.percentage else 1.0) for m in route.mirrors)
         self.mirror = mirror
         self.stats = Stats()
+        self.mirrored_now = 0  # copies sent this step
         self.events: list[Event] = []
         self.next_tick = self.detector.interval if self.detector else None
 
@@ -251,6 +252,7 @@ class MeshRoute:
         (index into ``self.pods``), aborted by fault injection, and 503 no-healthy-upstream."""
         counts = np.zeros(self.pods.size, np.int64)
         aborted = uh = 0
+        self.mirrored_now = 0
         share = [
             n // len(self.clients) + (1 if i < n % len(self.clients) else 0) for i in range(len(self.clients))
         ]
@@ -266,7 +268,9 @@ class MeshRoute:
                 self.stats.aborts_injected += a
                 m -= a
             if self.mirror:
-                self.stats.mirrored += int(self.rng.binomial(m, min(self.mirror, 1.0)))
+                copies = int(self.rng.binomial(m, min(self.mirror, 1.0)))
+                self.stats.mirrored += copies
+                self.mirrored_now += copies
             got, lost = self._client_step(t, ci, c, m, in_eps, cat_by_pod, status_by_pod)
             counts += got
             uh += lost
@@ -430,54 +434,12 @@ class MeshRoute:
         return int(sum(int(c.ejected.sum()) for c in self.clients))
 
 
-def find_route(
-    vs: list[VirtualService], host: str, path: str, headers: dict[str, str], method: str
-) -> HTTPRoute | None:
-    """The first VirtualService http route matching a request (§5.2), if any."""
-    for v in vs:
-        if not any(h.split(".")[0] == host for h in v.spec.hosts):
-            continue
-        for r in v.spec.http:
-            if not r.match:
-                return r
-            for m in r.match:
-                if _matches(m, path, headers, method):
-                    return r
-    return None
-
-
-def _sm(sm: object, value: str | None) -> bool:
-    import re
-
-    exact, prefix, regex = getattr(sm, "exact", None), getattr(sm, "prefix", None), getattr(sm, "regex", None)
-    if value is None:
-        return False
-    if exact is not None:
-        return value == exact
-    if prefix is not None:
-        return value.startswith(prefix)
-    if regex is not None:
-        return re.fullmatch(regex, value) is not None
-    return True
-
-
-def _matches(m: object, path: str, headers: dict[str, str], method: str) -> bool:
-    uri = getattr(m, "uri", None)
-    if uri is not None and not _sm(uri, path):
-        return False
-    meth = getattr(m, "method", None)
-    if meth is not None and not _sm(meth, method):
-        return False
-    for name, sm in getattr(m, "headers", {}).items():
-        if not _sm(sm, headers.get(name)):
-            return False
-    return all(not _sm(sm, headers.get(name)) for name, sm in getattr(m, "without_headers", {}).items())
-
-
 def build_mesh(scenario: Scenario, fleet: Fleet, rng: np.random.Generator) -> dict[int, MeshRoute]:
     """A MeshRoute for each traffic route whose Service has a DestinationRule or VirtualService."""
     out: dict[int, MeshRoute] = {}
     for ri, route in enumerate(fleet.routes):
+        if route.mirror_of >= 0:
+            continue  # copies go straight to the mirror's endpoints
         host = route.service.name
         rule = next((r for r in scenario.destination_rules if r.spec.host.split(".")[0] == host), None)
         t = route.traffic

@@ -4,6 +4,7 @@ VirtualService (http routes), with Istio's validation of the fields it translate
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
@@ -166,3 +167,41 @@ class VirtualService(OpenModel):
     kind: Literal["VirtualService"] = "VirtualService"
     metadata: Meta
     spec: VirtualServiceSpec
+
+
+def find_route(
+    vs: list[VirtualService], host: str, path: str, headers: dict[str, str], method: str
+) -> HTTPRoute | None:
+    """The first VirtualService http route matching a request (§5.2), if any."""
+    for v in vs:
+        if not any(h.split(".")[0] == host for h in v.spec.hosts):
+            continue
+        for r in v.spec.http:
+            if not r.match:
+                return r
+            for m in r.match:
+                if _matches(m, path, headers, method):
+                    return r
+    return None
+
+
+def _sm(sm: StringMatch, value: str | None) -> bool:
+    if value is None:
+        return False
+    if sm.exact is not None:
+        return value == sm.exact
+    if sm.prefix is not None:
+        return value.startswith(sm.prefix)
+    if sm.regex is not None:
+        return re.fullmatch(sm.regex, value) is not None
+    return True  # an empty match: the header is present
+
+
+def _matches(m: HTTPMatch, path: str, headers: dict[str, str], method: str) -> bool:
+    if m.uri is not None and not _sm(m.uri, path):
+        return False
+    if m.method is not None and not _sm(m.method, method):
+        return False
+    if any(not _sm(sm, headers.get(name)) for name, sm in m.headers.items()):
+        return False
+    return all(not _sm(sm, headers.get(name)) for name, sm in m.without_headers.items())
