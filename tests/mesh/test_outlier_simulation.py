@@ -279,3 +279,32 @@ def test_connect_failures_are_retried_on_other_hosts() -> None:
     assert route.failed_total == 0
     # Least request (Istio's default) picks the refusing pod for about a third of requests.
     assert 0.25 < route.envoy["upstream_rq_retry"] / route.offered < 0.42
+
+
+def test_5xx_retries_hide_the_failing_pod_but_still_feed_ejection() -> None:
+    # retryOn 5xx: each 500 is retried on another pod (the client sees none), yet every attempt
+    # reaches the failing pod's monitor, so it is ejected just the same (§5.5.5).
+    from probesim.mesh.istio import VirtualService
+
+    b = find("seed003-outlier")
+    assert b is not None
+    sc = load_scenario(str(b.path))
+    vs = VirtualService.model_validate(
+        {
+            "metadata": {"name": "backend"},
+            "spec": {
+                "hosts": ["backend"],
+                "http": [
+                    {
+                        "route": [{"destination": {"host": "backend"}}],
+                        "retries": {"attempts": 2, "retryOn": "5xx"},
+                    }
+                ],
+            },
+        }
+    )
+    r = simulate(sc.model_copy(update={"virtual_services": (vs,)}))
+    route = r.route("/")
+    assert route.failed_total == 0
+    assert route.envoy["upstream_rq_retry"] == 12
+    assert ejections(r, "client-0") == [11, 73, 195]

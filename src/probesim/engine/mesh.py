@@ -165,10 +165,22 @@ class MeshRoute:
         )
         retries = route.retries if route else None
         self.retries = 2 if retries is None else max(retries.attempts, 0)
-        retry_on = (retries.retry_on if retries and retries.retry_on else DEFAULT_RETRY_ON).split(",")
-        self.retry_connect = self.retries > 0 and (
-            "connect-failure" in retry_on or "reset" in retry_on or "5xx" in retry_on
+        retry_on = [
+            x.strip()
+            for x in (retries.retry_on if retries and retries.retry_on else DEFAULT_RETRY_ON).split(",")
+        ]
+        self.retry_connect = self.retries > 0 and bool(
+            {"connect-failure", "reset", "5xx", "gateway-error"} & set(retry_on)
         )
+        self.retry_5xx = self.retries > 0 and "5xx" in retry_on
+        self.retry_gateway = self.retries > 0 and ("gateway-error" in retry_on or self.retry_5xx)
+        self.retry_codes = {int(x) for x in retry_on if x.isdigit()} if self.retries > 0 else set()
+        # A per-try timeout is retried only as a reset (§5.5.4).
+        self.retry_timeout = self.retries > 0 and bool({"5xx", "gateway-error", "reset"} & set(retry_on))
+        timeout = (route.retries.per_try_timeout if route and route.retries else None) or (
+            route.timeout if route else None
+        )
+        self.times_out = timeout is not None and ms(timeout) not in (None, 0)
         mirror = 0.0
         if route is not None:
             if route.mirror is not None:
@@ -302,7 +314,11 @@ class MeshRoute:
                 self.stats.lb_healthy_panic += m
             k = hosts.size
             refused = cat[hosts] == REFUSED
+            # A hung host answers nothing: with a route or per-try timeout the sidecar gives up
+            # with 504 (reported as a local-origin timeout, §2.1.3); without one it just waits.
+            hung = cat[hosts] == HUNG
             st = np.where(refused, 503, np.where(cat[hosts] == ERROR, status[hosts], 200))
+            st = np.where(hung, 504 if self.times_out else 0, st)  # 0: no answer, nothing reported
             need = np.minimum(self._need(c, hosts, refused, st, total), m + 1)  # no crossing past m
             if self.lb == "ROUND_ROBIN":
                 order = (np.arange(k) - c.cursor) % k  # position of each host in this round
@@ -318,16 +334,32 @@ class MeshRoute:
                 per -= surplus
                 m = int(surplus.sum())
             self._report(t, ci, c, hosts, per, refused, st, total)
-            if self.retry_connect and (per[refused] > 0).any() and (~refused).any():
-                # Istio's default retry_on covers connect failures: the retry avoids the host
-                # already tried (previous_hosts) and lands on one that accepts (§5.5).
-                moved = int(per[refused].sum())
-                per[refused] = 0
-                others = np.flatnonzero(~refused)
+            retried = self._retriable(refused, hung, st) & (per > 0)
+            good = (st > 0) & (st < 500)
+            if retried.any() and good.any():
+                # The retry avoids the host already tried (previous_hosts) and lands on one that
+                # answers (§5.5); every attempt was reported to its host above.
+                moved = int(per[retried].sum())
+                self.stats.upstream_rq_retry += moved
+                per[retried] = 0
+                others = np.flatnonzero(good)
                 per[others] += moved // others.size
                 per[others[: moved % others.size]] += 1
             got[hosts] += per
         return got, 0
+
+    def _retriable(
+        self, refused: npt.NDArray[np.bool_], hung: npt.NDArray[np.bool_], st: I64
+    ) -> npt.NDArray[np.bool_]:
+        """Which hosts' failures the route's retry_on retries."""
+        out = refused & self.retry_connect
+        out |= hung & (st == 504) & self.retry_timeout
+        answered = ~refused & ~hung
+        out |= answered & (st >= 500) & self.retry_5xx
+        out |= answered & (st >= 502) & (st <= 504) & self.retry_gateway
+        if self.retry_codes:
+            out |= answered & np.isin(st, list(self.retry_codes))
+        return out
 
     def _need(self, c: Client, hosts: I64, refused: npt.NDArray[np.bool_], st: I64, total: int) -> I64:
         """Requests until each host would be ejected; a large number when it cannot be (it
@@ -366,7 +398,7 @@ class MeshRoute:
         """Results reach each host's monitor (§2.2): successes reset the counters; 5xx and
         gateway errors count up (a connect failure is a 503, or a local-origin failure in split
         mode), and a detection fires each time a counter reaches its threshold."""
-        recv = per > 0
+        recv = (per > 0) & (st > 0)
         local = refused & self.split
         failed = (st >= 500) | local
         c.rq[hosts] += per
@@ -378,8 +410,6 @@ class MeshRoute:
         if not bad.any():
             return
         hb, pb, sb, lb = hosts[bad], per[bad], st[bad], local[bad]
-        if self.retry_connect:
-            self.stats.upstream_rq_retry += int(pb[refused[bad]].sum())
         gw = (sb >= 502) & (sb <= 504) & ~lb
         c.clocal[hb] = np.where(lb, c.clocal[hb] + pb, c.clocal[hb])
         c.c5xx[hb] = np.where(lb, c.c5xx[hb], c.c5xx[hb] + pb)
