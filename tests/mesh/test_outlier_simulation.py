@@ -308,3 +308,68 @@ def test_5xx_retries_hide_the_failing_pod_but_still_feed_ejection() -> None:
     assert route.failed_total == 0
     assert route.envoy["upstream_rq_retry"] == 12
     assert ejections(r, "client-0") == [11, 73, 195]
+
+
+def _variant(
+    status_or_hang: dict[str, object], od: dict[str, object], vs_route: dict[str, object] | None = None
+) -> Result:
+    from probesim.mesh.istio import OutlierDetection, VirtualService
+    from probesim.model.scenario import PodOverride
+
+    b = find("seed003-outlier")
+    assert b is not None
+    sc = load_scenario(str(b.path))
+    spec = sc.destination_rules[0].spec
+    new_od = OutlierDetection.model_validate(
+        {"interval": "2s", "baseEjectionTime": "60s", "maxEjectionPercent": 50, **od}
+    )
+    tp = spec.traffic_policy.model_copy(update={"outlier_detection": new_od})  # type: ignore[union-attr]
+    dr = sc.destination_rules[0].model_copy(update={"spec": spec.model_copy(update={"traffic_policy": tp})})
+    ov = PodOverride.model_validate({"ordinals": [2], "containers": {"app": status_or_hang}})
+    web = sc.spec.behavior["backend"].model_copy(update={"pods": (ov,)})
+    update: dict[str, object] = {
+        "destination_rules": (dr,),
+        "spec": sc.spec.model_copy(update={"behavior": {"backend": web}, "duration": 60_000}),
+    }
+    if vs_route is not None:
+        vs = VirtualService.model_validate(
+            {
+                "metadata": {"name": "backend"},
+                "spec": {
+                    "hosts": ["backend"],
+                    "http": [{"route": [{"destination": {"host": "backend"}}], **vs_route}],
+                },
+            }
+        )
+        update["virtual_services"] = (vs,)
+    return simulate(sc.model_copy(update=update))
+
+
+def test_4xx_answers_count_as_success() -> None:
+    # §2.2: only 5xx are errors; a pod answering 404 is never ejected.
+    r = _variant({"paths": {"/": 404}}, {"consecutive5xxErrors": 2})
+    assert r.events_for(reason="OutlierEject") == []
+    assert r.route("/").envoy.get("ejections_detected_consecutive_5xx", 0) == 0
+
+
+def test_gateway_errors_eject_when_configured() -> None:
+    # §2.2, §4.2.4: a 503 feeds the gateway counter (checked first) and the 5xx counter.
+    r = _variant({"paths": {"/": 503}}, {"consecutive5xxErrors": 5, "consecutiveGatewayErrors": 2})
+    first = r.events_for("sidecar/client-0", "OutlierEject")[0]
+    assert '"type":"CONSECUTIVE_GATEWAY_FAILURE"' in first.message
+    assert first.time_ms == 11_000
+    plain = _variant({"paths": {"/": 500}}, {"consecutive5xxErrors": 5, "consecutiveGatewayErrors": 2})
+    assert (
+        plain.route("/").envoy.get("ejections_detected_consecutive_gateway_failure", 0) == 0
+    )  # a 500 resets it
+
+
+def test_slow_hosts_are_ejected_only_with_a_timeout() -> None:
+    # A pod hangs from 30 s (readiness needs three 5 s periods to notice): without a route
+    # timeout (Istio's default) the sidecar waits and reports nothing; with one, each request
+    # ends in a 504 that counts toward consecutive errors: errors at 30 and 31, ejected at 31.
+    hang = {"episodes": [{"kind": "hang", "at": "30s", "for": "60s"}]}
+    waits = _variant(hang, {"consecutive5xxErrors": 2})
+    assert waits.events_for(reason="OutlierEject") == []
+    timed = _variant(hang, {"consecutive5xxErrors": 2}, {"timeout": "1s"})
+    assert [e.time_ms / 1000 for e in timed.events_for("sidecar/client-0", "OutlierEject")] == [31]
