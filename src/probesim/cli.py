@@ -261,6 +261,41 @@ def envoy_config(
         output.write_text(text, encoding="utf-8")
 
 
+@app.command("app")
+def app_command(
+    port: Annotated[
+        int, typer.Option(help="Port on 127.0.0.1 (also read from $PORT).", min=1, max=65535, envvar="PORT")
+    ],
+    behavior: Annotated[
+        str,
+        typer.Option(
+            help="The container behaviour, JSON or YAML (a scenario's behavior.<workload>.containers.<name>)."
+        ),
+    ] = "{}",
+) -> None:
+    """Run the lab's test app: an HTTP server on 127.0.0.1 that acts out a container's behaviour
+    for real (start delay, hangs, deadlocks, crashes, error windows, costs, worker pool, SIGTERM).
+
+    Example: [bold]probesim app --port 8081 --behavior '{start: 5s, paths: {/healthz: 200}}'[/bold]
+    """
+    import yaml
+    from pydantic import ValidationError
+
+    from probesim.lab.app import serve
+    from probesim.model.scenario import ContainerBehavior
+
+    try:
+        data = yaml.safe_load(behavior)
+        cb = ContainerBehavior.model_validate(data or {})
+    except yaml.YAMLError as e:
+        raise _fail(InputError(f"--behavior is not valid YAML or JSON: {e}")) from None
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        raise _fail(InputError(f"{first['msg']}", field=f"--behavior {where}")) from None
+    serve(cb, port)
+
+
 @app.command()
 def scenarios() -> None:
     """List the built-in scenarios, each with what it shows. Run one with 'probesim run NAME'."""

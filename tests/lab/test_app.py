@@ -1,0 +1,130 @@
+"""The lab's test app, as a real process on 127.0.0.1: it acts out the behaviour in real time."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+PROBESIM = Path(sys.executable).parent / "probesim"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def app(behavior: str) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    port = free_port()
+    proc = subprocess.Popen([str(PROBESIM), "app", "--port", str(port), "--behavior", behavior])
+    try:
+        yield proc, port
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=10)
+
+
+def get(port: int, path: str = "/", timeout: float = 5.0) -> int | None:
+    """The status, or None when the connection is refused."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout) as r:
+            return int(r.status)
+    except urllib.error.HTTPError as e:
+        return int(e.code)
+    except (ConnectionRefusedError, urllib.error.URLError):
+        return None
+
+
+def wait_until(started: float, seconds: float) -> None:
+    time.sleep(max(0.0, started + seconds - time.monotonic()))
+
+
+def poll(port: int, path: str, want: int, started: float, by: float) -> float:
+    """Seconds after ``started`` when ``path`` first answered ``want``; fails after ``by``.
+    (The app's Python start-up takes a moment, longer on a busy machine.)"""
+    while time.monotonic() < started + by:
+        if get(port, path, timeout=1) == want:
+            return time.monotonic() - started
+        time.sleep(0.05)
+    raise AssertionError(f"{path} did not answer {want} within {by}s")
+
+
+def test_refuses_until_started_then_answers_per_path() -> None:
+    t0 = time.monotonic()
+    with app("{start: 2s, paths: {/missing: 404}}") as (_, port):
+        wait_until(t0, 1.2)
+        assert get(port) is None
+        assert poll(port, "/", 200, t0, 6.0) >= 1.9
+        assert get(port, "/missing") == 404
+
+
+def test_error_window_and_hang_in_real_time() -> None:
+    t0 = time.monotonic()
+    behavior = "{episodes: [{kind: errors, after: 1500ms, for: 2s, status: 503, paths: [/api]}, {kind: hang, after: 4s, for: 1500ms}]}"
+    with app(behavior) as (_, port):
+        assert 1.4 <= poll(port, "/api", 503, t0, 3.4) < 3.5
+        assert get(port, "/other") == 200
+        wait_until(t0, 4.3)
+        before = time.monotonic()
+        assert get(port) == 200  # answered once the hang ends (5.5 s)
+        assert 0.8 < time.monotonic() - before < 1.7
+
+
+def test_hang_without_accepting_connections_refuses() -> None:
+    t0 = time.monotonic()
+    with app("{episodes: [{kind: hang, after: 2500ms, for: 1500ms, acceptsTcp: false}]}") as (_, port):
+        poll(port, "/", 200, t0, 2.4)
+        wait_until(t0, 2.8)
+        assert get(port) is None
+        assert poll(port, "/", 200, t0, 8.0) >= 3.9
+
+
+def test_crash_exits_with_its_code() -> None:
+    t0 = time.monotonic()
+    with app("{episodes: [{kind: crash, after: 1500ms, exitCode: 3}]}") as (proc, _):
+        assert proc.wait(timeout=10) == 3
+        assert 1.3 < time.monotonic() - t0 < 4.0
+
+
+@pytest.mark.parametrize(
+    ("behavior", "exits"), [("{shutdown: 500ms}", True), ("{ignoresSigterm: true}", False)]
+)
+def test_sigterm(behavior: str, exits: bool) -> None:
+    with app(behavior) as (proc, port):
+        deadline = time.monotonic() + 5
+        while get(port, timeout=1) is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=2)
+            assert exits
+            assert time.monotonic() - sent >= 0.45  # it took its shutdown time
+        except subprocess.TimeoutExpired:
+            assert not exits
+            proc.kill()
+            assert proc.wait(timeout=5) == -signal.SIGKILL
+
+
+def test_bad_behavior_is_a_clear_error() -> None:
+    done = subprocess.run(
+        [str(PROBESIM), "app", "--port", "1", "--behavior", "{start: 5}"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 2
+    assert "no unit" in done.stderr
+    assert "Traceback" not in done.stderr
