@@ -10,6 +10,7 @@ It binds only to 127.0.0.1. Times are measured from the process start (``after``
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import time
@@ -131,10 +132,8 @@ class App:
             if crash_at is not None and now >= crash_at[0]:
                 os._exit(crash_at[1])
             await self._listen(not self._refusing(now))
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=0.02)
-            except TimeoutError:
-                pass
         if not self.b.ignores_sigterm:
             await asyncio.sleep(self.b.shutdown / 1000)
             await self.runner.cleanup()
