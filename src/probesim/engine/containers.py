@@ -21,6 +21,16 @@ BACKOFF_RESET = 600_000  # 2 × max in client-go; a flat 10 min in newer kubelet
 MIN_GRACE = 2_000  # minimumGracePeriodInSeconds (§2.4.32)
 
 
+def back_off(now: int, finished: int, backoff: int, updated: int) -> tuple[bool, int]:
+    """``doBackOff`` for one container: may it start at ``now``, given the exit it checks
+    (``finished``) and its back-off entry (``backoff`` ms, 0 for none, last ``updated``)? Returns
+    whether it may, and the entry after a start (``Next``). Shared by the engine and the lab."""
+    expired = backoff > 0 and finished - updated > BACKOFF_RESET
+    if backoff > 0 and not expired and now - finished < backoff:
+        return False, backoff
+    return True, INITIAL_BACKOFF if backoff == 0 or expired else min(2 * backoff, MAX_BACKOFF)
+
+
 class Containers:
     def __init__(self, fleet: Fleet) -> None:
         n = fleet.n_containers
@@ -142,9 +152,8 @@ class Containers:
         pod, name = self.fleet.container_label(c)
         f = int(self.decide_exit[c])
         if f >= 0:
-            entry = self.backoff[c] > 0
-            expired = entry and f - int(self.backoff_updated[c]) > BACKOFF_RESET
-            if entry and not expired and now - f < self.backoff[c]:
+            allowed, backoff = back_off(now, f, int(self.backoff[c]), int(self.backoff_updated[c]))
+            if not allowed:
                 # Refused: retried when the back-off measured from the newest exit expires.
                 self.decide_exit[c] = self.last_exit[c]
                 self.next_start[c] = int(self.last_exit[c]) + int(self.backoff[c])
@@ -158,9 +167,7 @@ class Containers:
                     f"Back-off restarting failed container {name} in pod {pod}_{ns.metadata.namespace}",
                 )
                 return
-            self.backoff[c] = (
-                INITIAL_BACKOFF if not entry or expired else min(2 * int(self.backoff[c]), MAX_BACKOFF)
-            )
+            self.backoff[c] = backoff
             self.backoff_updated[c] = now
         first = self.instance[c] < 0
         self.instance[c] += 1
