@@ -297,6 +297,70 @@ def app_command(
 
 
 @app.command()
+def lab(
+    scenario: Annotated[
+        str, typer.Argument(help="Scenario file or built-in name; its first workload runs for real.")
+    ],
+    duration: Annotated[
+        float | None, typer.Option(help="Seconds to run (default: the scenario's duration).", min=1, max=3600)
+    ] = None,
+    compare_sim: Annotated[
+        bool, typer.Option("--compare", help="Also simulate and compare event times.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    command: Annotated[
+        list[str] | None,
+        typer.Option(help="Run this command per pod instead of the test app (it gets $PORT)."),
+    ] = None,
+) -> None:
+    """Run a scenario's workload for real on 127.0.0.1: its pods as processes, probed as the
+    kubelet probes them, restarted with CrashLoopBackOff; with --compare, side by side with the
+    simulation. Every child process is stopped when it ends, fails or is interrupted.
+    """
+    from probesim.engine import simulate
+    from probesim.lab.kubelet import compare as compare_runs
+    from probesim.lab.kubelet import run_lab
+    from probesim.report.terminal import render_events
+
+    try:
+        sc = _load(scenario)
+    except InputError as e:
+        raise _fail(e) from None
+    result = run_lab(sc, duration, command)
+    rows = compare_runs(simulate(sc), result) if compare_sim else []
+    if as_json:
+        doc = result.to_json(series=False)
+        if compare_sim:
+            doc["comparison"] = {"rows": rows, "agree": all(bool(r["agree"]) for r in rows)}
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        return
+    render_events(result.events, out)
+    if compare_sim:
+        t = Table(box=box.SIMPLE, title="Simulation vs lab (event times, s)", title_justify="left")
+        for h in ("OBJECT", "REASON", "SIMULATED", "MEASURED", "AGREE"):
+            t.add_column(h)
+
+        def seconds(xs: object) -> str:
+            return ", ".join(f"{x / 1000:g}" for x in xs) if isinstance(xs, list) else ""
+
+        for r in rows:
+            t.add_row(
+                str(r["object"]),
+                str(r["reason"]),
+                seconds(r["simulated"]),
+                seconds(r["measured"]),
+                "[green]yes[/]" if r["agree"] else "[red]no[/]",
+            )
+        out.print(t)
+        verdict = all(bool(r["agree"]) for r in rows)
+        out.print(
+            "[green]the simulation agrees with the lab[/]"
+            if verdict
+            else "[red]the simulation and the lab differ[/]"
+        )
+
+
+@app.command()
 def scenarios() -> None:
     """List the built-in scenarios, each with what it shows. Run one with 'probesim run NAME'."""
     from probesim.scenarios import builtins
