@@ -320,35 +320,40 @@ def lab(
     from probesim.engine import simulate
     from probesim.lab.kubelet import compare as compare_runs
     from probesim.lab.kubelet import run_lab
-    from probesim.report.terminal import render_events
+    from probesim.report.terminal import render_result
 
     try:
         sc = _load(scenario)
     except InputError as e:
         raise _fail(e) from None
     result = run_lab(sc, duration, command)
-    rows = compare_runs(simulate(sc), result) if compare_sim else []
+    if compare_sim:  # simulated over the same time as the lab ran
+        span = sc.spec.model_copy(update={"duration": result.duration_ms})
+        rows = compare_runs(simulate(sc.model_copy(update={"spec": span})), result)
+    else:
+        rows = []
     if as_json:
         doc = result.to_json(series=False)
         if compare_sim:
             doc["comparison"] = {"rows": rows, "agree": all(bool(r["agree"]) for r in rows)}
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         return
-    render_events(result.events, out)
+    render_result(result, out)
     if compare_sim:
-        t = Table(box=box.SIMPLE, title="Simulation vs lab (event times, s)", title_justify="left")
+        t = Table(box=box.SIMPLE, title="Simulation vs lab (event times in s, counts)", title_justify="left")
         for h in ("OBJECT", "REASON", "SIMULATED", "MEASURED", "AGREE"):
             t.add_column(h)
 
-        def seconds(xs: object) -> str:
-            return ", ".join(f"{x / 1000:g}" for x in xs) if isinstance(xs, list) else ""
+        def seconds(xs: object, count: object) -> str:
+            scale = 1 if count else 1000
+            return ", ".join(f"{x / scale:g}" for x in xs) if isinstance(xs, list) else ""
 
         for r in rows:
             t.add_row(
                 str(r["object"]),
                 str(r["reason"]),
-                seconds(r["simulated"]),
-                seconds(r["measured"]),
+                seconds(r["simulated"], r.get("count")),
+                seconds(r["measured"], r.get("count")),
                 "[green]yes[/]" if r["agree"] else "[red]no[/]",
             )
         out.print(t)

@@ -71,3 +71,28 @@ def test_interrupting_the_lab_leaves_no_process(tmp_path: Path) -> None:
     proc.wait(timeout=20)
     time.sleep(0.5)
     assert children_left() == []
+
+
+def test_seed_003_outlier_detection_through_real_envoys_matches_the_simulation() -> None:
+    # Seed 003: pod 2 answers 500 on /; two client pods, each with its own Envoy sidecar, eject it
+    # after two consecutive 5xx each. Over 18 s (traffic from 10 s) both run: 4 failed, 2 ejections.
+    from probesim.manifests.scenario import load_scenario
+    from probesim.scenarios import find
+
+    builtin = find("seed003-outlier")
+    assert builtin is not None
+    sc = load_scenario(str(builtin.path))
+    lab = run_lab(sc, 18)
+    route = lab.route("/")
+    assert route.service == "backend"
+    assert route.offered == 48
+    assert route.failed["error_status"] == 4
+    assert route.failed_total == 4
+    assert route.envoy["ejections_enforced_total"] == 2
+    assert route.envoy["ejections_active"] == 2
+    short = simulate(sc.model_copy(update={"spec": sc.spec.model_copy(update={"duration": 18_000})}))
+    rows = [r for r in compare(short, lab) if str(r["object"]).startswith("route/")]
+    assert [(r["reason"], r["agree"]) for r in rows] == [("failed requests", True), ("ejections", True)]
+    assert children_left() == []
+    envoys = subprocess.run(["pgrep", "-f", "probesim-envoy-"], capture_output=True, text=True)
+    assert envoys.stdout.split() == []

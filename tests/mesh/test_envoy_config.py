@@ -110,6 +110,34 @@ def test_route_defaults_timeout_and_istio_retry_policy(tmp_path: Path) -> None:
     assert rp["host_selection_retry_max_attempts"] == 5
 
 
+def test_a_service_without_virtual_service_gets_istio_default_route(tmp_path: Path) -> None:
+    od = "  trafficPolicy:\n    outlierDetection: {consecutive5xxErrors: 2}\n"
+    (vh,) = translate(tmp_path, dr=od)["route_config"]["virtual_hosts"]
+    assert vh["name"] == "backend.default.svc.cluster.local:8080"
+    assert vh["domains"] == ["*"]  # the only one
+    (route,) = vh["routes"]
+    assert route["route"]["cluster"] == "outbound|8080||backend.default.svc.cluster.local"
+    assert route["route"]["timeout"] == "0s"
+    assert route["route"]["retry_policy"]["num_retries"] == 2
+
+
+def test_default_route_beside_a_virtual_service_is_selected_by_host(tmp_path: Path) -> None:
+    other = "apiVersion: v1\nkind: Service\nmetadata: {name: cache}\nspec:\n  ports: [{port: 6379}]\n"
+    p = tmp_path / "mesh.yaml"
+    vs = "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: backend}\nspec:\n  hosts: [backend]\n  http:\n"
+    p.write_text("---\n".join([SVC, other, vs + ROUTE]))
+    rules, vss, objs = load_mesh([str(p)])
+    hosts = Translator(rules, vss, objs.services).config()["route_config"]["virtual_hosts"]
+    assert [h["name"] for h in hosts] == ["backend", "cache.default.svc.cluster.local:6379"]
+    assert hosts[0]["domains"] == ["backend", "backend.default.svc.cluster.local"]
+    assert hosts[1]["domains"] == [
+        "cache",
+        "cache.default.svc.cluster.local",
+        "cache.default.svc.cluster.local:6379",
+        "cache:6379",
+    ]
+
+
 def test_retry_overrides(tmp_path: Path) -> None:
     vs = '    - route: [{destination: {host: backend}}]\n      retries: {attempts: 3, perTryTimeout: 250ms, retryOn: "503,reset", retryIgnorePreviousHosts: false, backoff: 50ms}\n'
     rp = translate(tmp_path, vs=vs)["route_config"]["virtual_hosts"][0]["routes"][0]["route"]["retry_policy"]

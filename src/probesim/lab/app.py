@@ -5,6 +5,8 @@ shutdown on SIGTERM — so the lab can probe it as the kubelet would.
 
 It binds only to 127.0.0.1. Times are measured from the process start (``after``) or from
 ``PROBESIM_T0`` (``at``; Unix seconds when the scenario started, default: the process start).
+With ``PROBESIM_LISTEN_FD`` it serves first on that inherited listening socket, opened by the lab
+when the container starts, so that Python's own start-up time is not taken for the scenario's.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import socket
 import time
 from dataclasses import dataclass
 
@@ -58,7 +61,8 @@ class App:
         self.queue_limit = behavior.capacity.queue
         self.waiting = 0
         self.runner: web.AppRunner | None = None
-        self.site: web.TCPSite | None = None
+        self.site: web.BaseSite | None = None
+        self.inherited: socket.socket | None = None
 
     # -- what the app does at a given moment -----------------------------------------------------
 
@@ -111,8 +115,15 @@ class App:
     async def _listen(self, on: bool) -> None:
         if on and self.site is None:
             assert self.runner is not None
-            self.site = web.TCPSite(self.runner, HOST, self.port, reuse_address=True)
+            if self.inherited is not None:
+                self.site = web.SockSite(self.runner, self.inherited)
+                self.inherited = None
+            else:
+                self.site = web.TCPSite(self.runner, HOST, self.port, reuse_address=True)
             await self.site.start()
+        elif not on and self.inherited is not None:
+            self.inherited.close()  # connections waiting in its backlog are reset, as if refused
+            self.inherited = None
         elif not on and self.site is not None:
             await self.site.stop()
             self.site = None
@@ -156,4 +167,8 @@ def process_age() -> float:
 
 def serve(behavior: ContainerBehavior, port: int) -> None:
     t0 = os.environ.get("PROBESIM_T0")
-    asyncio.run(App(behavior, port, float(t0) if t0 else None).run())
+    app = App(behavior, port, float(t0) if t0 else None)
+    fd = os.environ.get("PROBESIM_LISTEN_FD")
+    if fd is not None:
+        app.inherited = socket.socket(fileno=int(fd))
+    asyncio.run(app.run())

@@ -26,12 +26,17 @@ import numpy as np
 
 from probesim.consecutive import next_run, reaches_threshold
 from probesim.engine.containers import MIN_GRACE, back_off
+from probesim.errors import InputError
+from probesim.lab.envoy import Envoy
+from probesim.lab.load import LoadResult, constant_rate
 from probesim.manifests.kubernetes import container_port
+from probesim.mesh.envoy import Translator
 from probesim.model.kubernetes import Container, Probe, ProbeType, Workload
-from probesim.model.scenario import ContainerBehavior, Scenario
-from probesim.results import Event, Result, WorkloadSummary
+from probesim.model.scenario import ContainerBehavior, Scenario, Traffic
+from probesim.results import CAUSES, Event, Result, RouteSummary, WorkloadSummary
 
 HOST = "127.0.0.1"
+MAX_SIDECARS = 8
 INITIAL = {"startup": None, "readiness": False, "liveness": True}  # Unknown, Failure, Success
 
 
@@ -81,6 +86,16 @@ class Lab:
         self.t0 = time.monotonic()
         self.events: list[Event] = []
         self.kills: set[asyncio.Task[None]] = set()
+        self.envoys: list[Envoy] = []
+        self.listen: list[int] = []
+        self.loads: dict[str, LoadResult] = {}
+        self.envoy_stats: dict[str, int] = {}
+        for t in scenario.spec.traffic:
+            if self._target(t)[1] and t.clients > MAX_SIDECARS:
+                raise InputError(
+                    f"spec.traffic {t.label}: clients {t.clients}: the lab runs at most "
+                    f"{MAX_SIDECARS} client sidecars (one Envoy process each)"
+                )
         wb = scenario.behavior(workload.name)
         c = workload.pod_spec.containers[0]
         self.pods = []
@@ -123,9 +138,24 @@ class Lab:
                 "--behavior",
                 json.dumps(pod.behavior.model_dump(mode="json", by_alias=True)),
             ]
-        pod.proc = await asyncio.create_subprocess_exec(
-            *argv, env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
-        )
+        listening = None
+        if not pod.command:  # listening from the container's start, as the simulation has it
+            listening = socket.socket()
+            listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listening.bind((HOST, pod.port))
+            listening.listen(128)
+            env["PROBESIM_LISTEN_FD"] = str(listening.fileno())
+        try:
+            pod.proc = await asyncio.create_subprocess_exec(
+                *argv,
+                env=env,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.DEVNULL,
+                pass_fds=() if listening is None else (listening.fileno(),),
+            )
+        finally:
+            if listening is not None:
+                listening.close()  # the app holds it now
         pod.instance += 1
         if pod.instance > 0:
             pod.restarts += 1
@@ -298,14 +328,68 @@ class Lab:
 
     # -- the run ---------------------------------------------------------------------------------
 
+    async def traffic(self, duration_s: float) -> None:
+        """Each traffic route's load, through real Envoys when the scenario has Istio objects for
+        its Service (the same translation as probesim envoy-config; one Envoy per client pod, as
+        each client has its own sidecar), else round robin to the pods."""
+        spec = self.scenario.spec
+        jobs = []
+        for t in spec.traffic:
+            service, meshed = self._target(t)
+            headers = dict(t.headers)
+            if meshed:
+                while len(self.envoys) < t.clients:
+                    await self._start_envoy()
+                urls = [f"http://{HOST}:{port}{t.path}" for port in self.listen[: t.clients]]
+                headers.setdefault("Host", service)  # selects the Service's virtual host
+            else:
+                urls = [f"http://{HOST}:{p.port}{t.path}" for p in self.pods]
+            start = t.start / 1000
+            stop = min(t.stop / 1000 if t.stop is not None else duration_s, duration_s)
+            rate = t.rate if t.rate is not None else t.rate_at(t.start)
+            jobs.append((t, self._load(urls, rate, start, stop, t, headers)))
+        results = await asyncio.gather(*(j for _, j in jobs))
+        for (t, _), res in zip(jobs, results, strict=True):
+            self.loads[t.label] = res
+
+    def _target(self, t: Traffic) -> tuple[str, bool]:
+        """The Service a traffic route calls, and whether Istio objects name it."""
+        service = t.service or (self.scenario.services[0].name if self.scenario.services else "")
+        meshed = any(r.spec.host.split(".")[0] == service for r in self.scenario.destination_rules) or any(
+            service in [h.split(".")[0] for h in v.spec.hosts] for v in self.scenario.virtual_services
+        )
+        return service, meshed
+
+    async def _start_envoy(self) -> None:
+        s = self.scenario
+        endpoints = {svc.name: [(HOST, p.port) for p in self.pods] for svc in s.services}
+        tr = Translator(list(s.destination_rules), list(s.virtual_services), list(s.services), endpoints)
+        listen, admin = free_port(), free_port()
+        envoy = Envoy(tr.bootstrap(listen, admin), admin)
+        self.envoys.append(envoy)
+        self.listen.append(listen)
+        await envoy.start()
+
+    async def _load(
+        self, urls: list[str], rate: float, start: float, stop: float, t: Traffic, headers: dict[str, str]
+    ) -> LoadResult:
+        await asyncio.sleep(max(0.0, self.t0 + start - time.monotonic()))
+        timeout = (t.timeout or 60_000) / 1000
+        return await constant_rate(
+            urls, rate, max(stop - start, 0.0), timeout, t.max_vus or 1000, headers, t.method
+        )
+
     async def run(self, duration_s: float) -> Result:
         tasks: list[asyncio.Task[None]] = []
         ready = []
+        all_ready: int | None = None
         try:
             for pod in self.pods:
                 await self.start(pod)
                 tasks.append(asyncio.create_task(self.watch(pod)))
                 tasks += [asyncio.create_task(self.worker(pod, w)) for w in pod.workers.values()]
+            load = asyncio.create_task(self.traffic(duration_s))
+            tasks.append(load)
             end = self.t0 + duration_s
             while time.monotonic() < end:
                 for pod in self.pods:
@@ -316,11 +400,18 @@ class Lab:
                         type_ = "Normal" if now_ready else "Warning"
                         self.event(type_, reason, pod, f"Pod condition Ready changed to {now_ready}")
                 ready.append(sum(p.ready for p in self.pods))
+                if all_ready is None and ready[-1] == len(self.pods):
+                    all_ready = self.now_ms()
                 await asyncio.sleep(0.05)
+            await asyncio.wait_for(asyncio.shield(load), timeout=70)  # answers still on their way
+            for envoy in self.envoys:  # summed over the client sidecars
+                for k, v in (await envoy.stats()).items():
+                    self.envoy_stats[k] = self.envoy_stats.get(k, 0) + v
         finally:
             for t in (*tasks, *self.kills):
                 t.cancel()
             await asyncio.gather(*tasks, *self.kills, return_exceptions=True)
+            await asyncio.gather(*(e.stop() for e in self.envoys), return_exceptions=True)
             for pod in self.pods:
                 if pod.proc is not None and pod.proc.returncode is None:
                     pod.proc.kill()
@@ -333,11 +424,26 @@ class Lab:
             replicas=w.spec.replicas,
             restarts={p.name: p.restarts for p in self.pods},
             first_ready_ms=min((e.time_ms for e in self.events if e.reason == "PodReady"), default=None),
-            all_ready_ms=None,
+            all_ready_ms=all_ready,
             min_ready=min(ready, default=0),
             avg_ready=float(np.mean(ready)) if ready else 0.0,
             min_available=min(ready, default=0),
         )
+        routes = []
+        for name, res in self.loads.items():
+            st = res.statuses
+            ok = sum(n for code, n in st.items() if 200 <= code < 400)
+            failed = dict.fromkeys(CAUSES, 0)
+            failed["restarting"] = st.get(0, 0)
+            failed["timeout"] = st.get(-1, 0)
+            failed["error_status"] = sum(n for code, n in st.items() if code >= 400)
+            service = self._target(next(t for t in self.scenario.spec.traffic if t.label == name))[0]
+            od: dict[str, int] = {}  # the simulation's names: Envoy's outlier_detection.* counters
+            for k, v in self.envoy_stats.items():
+                if f"||{service}." in k and ".outlier_detection." in k and k.startswith("cluster."):
+                    stat = k.split(".outlier_detection.")[-1]
+                    od[stat] = od.get(stat, 0) + v
+            routes.append(RouteSummary(name, service, res.sent, ok, failed, dropped=res.dropped, envoy=od))
         return Result(
             scenario=self.scenario.name,
             seed=self.scenario.spec.seed,
@@ -346,6 +452,7 @@ class Lab:
             time_ms=np.arange(len(ready), dtype=np.int64) * 50,
             events=self.events,
             workloads=[summary],
+            routes=routes,
             source="lab",
         )
 
@@ -373,4 +480,21 @@ def compare(sim: Result, lab: Result, tolerance_ms: int = 1000) -> list[dict[str
                 continue
             agree = len(a) == len(b) and all(abs(x - y) <= tolerance_ms for x, y in zip(a, b, strict=True))
             rows.append({"object": pod, "reason": reason, "simulated": a, "measured": b, "agree": agree})
+    measured = {r.name: r for r in lab.routes}
+    for r in sim.routes:
+        m = measured.get(r.name)
+        if m is None:
+            continue
+        for what, x, y in (
+            ("failed requests", r.failed_total, m.failed_total),
+            (
+                "ejections",
+                r.envoy.get("ejections_enforced_total", 0),
+                m.envoy.get("ejections_enforced_total", 0),
+            ),
+        ):
+            if x or y:  # counts agree within 10 % or 2, whichever is larger
+                agree = abs(x - y) <= max(2, x // 10)
+                rows.append({"object": f"route/{r.name}", "reason": what, "count": True,
+                             "simulated": [x], "measured": [y], "agree": agree})  # fmt: skip
     return rows

@@ -307,13 +307,32 @@ class Translator:
         return out
 
     def virtual_hosts(self) -> list[dict[str, Any]]:
-        hosts = []
+        """One per VirtualService, and Istio's default one (a single route to the Service's
+        cluster, no timeout, the default retries) for each Service or rule host no
+        VirtualService names; ``*`` when there is only one."""
+        named = {(fqdn(h, vs.metadata.namespace)) for vs in self.vs for h in vs.spec.hosts}
+        entries: list[tuple[str, list[str], list[dict[str, Any]]]] = []
         for vs in self.vs:
-            domains = ["*"] if len(self.vs) == 1 else sorted(
-                {d for h in vs.spec.hosts for d in (h, fqdn(h, vs.metadata.namespace))}
-            )  # fmt: skip
-            hosts.append({"name": vs.metadata.name, "domains": domains, "routes": self.routes(vs)})
-        return hosts
+            domains = {d for h in vs.spec.hosts for d in (h, fqdn(h, vs.metadata.namespace))}
+            entries.append((vs.metadata.name, sorted(domains), self.routes(vs)))
+        plain = {s.name: s.metadata.namespace for s in self.k8s.values()}
+        plain.update({dr.spec.host.split(".")[0]: dr.metadata.namespace for dr in self.rules})
+        for host, ns in sorted(plain.items()):
+            if fqdn(host, ns) in named:
+                continue
+            dest = Destination.model_validate({"host": host})
+            port = self._port(dest)
+            action: dict[str, Any] = {"cluster": self.cluster_for(dest, ns), "timeout": "0s"}
+            action["retry_policy"] = retry_policy(
+                HTTPRoute.model_validate({"route": [{"destination": {"host": host}}]})
+            )
+            route = {"name": "default", "match": {"prefix": "/"}, "route": action}
+            domains = {host, fqdn(host, ns), f"{host}:{port}", f"{fqdn(host, ns)}:{port}"}
+            entries.append((f"{fqdn(host, ns)}:{port}", sorted(domains), [route]))
+        return [
+            {"name": name, "domains": ["*"] if len(entries) == 1 else domains, "routes": routes}
+            for name, domains, routes in entries
+        ]
 
     def config(self) -> dict[str, Any]:
         """Clusters, route configuration and HTTP filters."""

@@ -18,10 +18,13 @@ def _secs(ms: int | None) -> str:
 
 
 def render_result(result: Result, console: Console, events: bool = True) -> None:
-    console.print(
-        f"[bold]{result.scenario}[/bold]  simulated {format_ms(result.duration_ms)} "
-        f"in steps of {format_ms(result.step_ms)}, seed {result.seed}"
-    )
+    if result.source == "lab":
+        console.print(f"[bold]{result.scenario}[/bold]  ran for real for {format_ms(result.duration_ms)}")
+    else:
+        console.print(
+            f"[bold]{result.scenario}[/bold]  simulated {format_ms(result.duration_ms)} "
+            f"in steps of {format_ms(result.step_ms)}, seed {result.seed}"
+        )
     if result.routes:
         t = Table(title="Requests", title_justify="left", box=box.SIMPLE)
         t.add_column("ROUTE")

@@ -1,0 +1,67 @@
+"""An open-loop load generator: requests start at a constant rate whatever the answers do (no
+coordinated omission), with a cap on requests in flight and a per-request timeout; it counts
+answers by status as a client sees them. Only 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+import aiohttp
+
+
+@dataclass
+class LoadResult:
+    sent: int = 0
+    dropped: int = 0  # no free slot (in-flight cap)
+    statuses: Counter[int] = field(default_factory=Counter)  # 0: connection failed, -1: timed out
+    latencies_ms: list[float] = field(default_factory=list)
+
+
+async def constant_rate(
+    urls: list[str],
+    rate: float,
+    duration_s: float,
+    timeout_s: float = 10.0,
+    max_inflight: int = 1000,
+    headers: dict[str, str] | None = None,
+    method: str = "GET",
+) -> LoadResult:
+    if not urls or not all(u.startswith("http://127.0.0.1:") for u in urls):
+        raise ValueError("the lab only sends load to 127.0.0.1")
+    out = LoadResult()
+    slots = asyncio.Semaphore(max_inflight)
+    pending: set[asyncio.Task[None]] = set()
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as session:
+
+        async def one(url: str) -> None:
+            t = time.monotonic()
+            try:
+                async with session.request(method, url, headers=headers) as r:
+                    await r.read()
+                    out.statuses[r.status] += 1
+            except TimeoutError:
+                out.statuses[-1] += 1
+            except aiohttp.ClientError:
+                out.statuses[0] += 1
+            finally:
+                out.latencies_ms.append((time.monotonic() - t) * 1000)
+                slots.release()
+
+        start = time.monotonic()
+        n = int(rate * duration_s)
+        for i in range(n):
+            await asyncio.sleep(max(0.0, start + i / rate - time.monotonic()))
+            if slots.locked():
+                out.dropped += 1
+                continue
+            await slots.acquire()
+            out.sent += 1
+            task = asyncio.create_task(one(urls[i % len(urls)]))  # round robin when there are several
+            pending.add(task)
+            task.add_done_callback(pending.discard)
+        if pending:
+            await asyncio.wait(pending, timeout=timeout_s + 1)
+    return out
