@@ -326,7 +326,10 @@ def lab(
         sc = _load(scenario)
     except InputError as e:
         raise _fail(e) from None
-    result = run_lab(sc, duration, command)
+    try:
+        result = run_lab(sc, duration, command)
+    except InputError as e:
+        raise _fail(e) from None
     if compare_sim:  # simulated over the same time as the lab ran
         span = sc.spec.model_copy(update={"duration": result.duration_ms})
         rows = compare_runs(simulate(sc.model_copy(update={"spec": span})), result)

@@ -96,3 +96,38 @@ def test_seed_003_outlier_detection_through_real_envoys_matches_the_simulation()
     assert children_left() == []
     envoys = subprocess.run(["pgrep", "-f", "probesim-envoy-"], capture_output=True, text=True)
     assert envoys.stdout.split() == []
+
+
+def test_seed_003_without_outlier_detection_a_third_fail_as_simulated() -> None:
+    from probesim.manifests.scenario import load_scenario
+    from probesim.scenarios import find
+
+    builtin = find("seed003-no-outlier")
+    assert builtin is not None
+    sc = load_scenario(str(builtin.path))
+    lab = run_lab(sc, 16)
+    assert lab.route("/").offered == 36
+    assert lab.route("/").failed["error_status"] == 12  # round robin: every third request
+    short = simulate(sc.model_copy(update={"spec": sc.spec.model_copy(update={"duration": 16_000})}))
+    (row,) = [r for r in compare(short, lab) if r["object"] == "route//"]
+    assert row["simulated"] == [12] and row["agree"] is True
+
+
+def test_a_missing_command_is_a_clear_error() -> None:
+    out = subprocess.run(
+        [
+            str(PROBESIM),
+            "lab",
+            "seed000-slow-start-killed",
+            "--duration",
+            "2",
+            "--command",
+            "/nonexistent/app",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2
+    assert "--command /nonexistent/app: not found or not executable" in out.stderr
+    assert "Traceback" not in out.stderr

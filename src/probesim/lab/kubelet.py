@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import socket
 import sys
@@ -458,6 +459,13 @@ class Lab:
 
 
 def run_lab(scenario: Scenario, duration_s: float | None = None, command: list[str] | None = None) -> Result:
+    if command:
+        found = shutil.which(command[0])
+        if found is None:
+            raise InputError(f"--command {command[0]}: not found or not executable (PATH is searched)")
+        command = [found, *command[1:]]
+    if not scenario.workloads:
+        raise InputError("the scenario has no Deployment or StatefulSet to run")
     w = scenario.workloads[0]
     seconds = duration_s if duration_s is not None else scenario.spec.duration / 1000
     return asyncio.run(Lab(scenario, w, command).run(seconds))
