@@ -11,7 +11,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from probesim.engine import simulate
+from probesim.errors import InputError
 from probesim.lab.kubelet import compare, run_lab
 from tests.builders import http, scenario
 
@@ -131,3 +134,10 @@ def test_a_missing_command_is_a_clear_error() -> None:
     assert out.returncode == 2
     assert "--command /nonexistent/app: not found or not executable" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_a_grpc_probe_is_refused_before_anything_starts() -> None:
+    sc = scenario(probes={"readinessProbe": {"grpc": {"port": 8080}}}, duration="2s")
+    with pytest.raises(InputError, match="readinessProbe uses grpc, which the lab does not run yet"):
+        run_lab(sc)
+    assert children_left() == []

@@ -109,6 +109,11 @@ class Lab:
             kinds: tuple[ProbeType, ...] = ("startup", "readiness", "liveness")
             for kind in kinds:
                 p = c.probe(kind)
+                if p is not None and p.grpc is not None:
+                    raise InputError(
+                        f"container {c.name}: {kind}Probe uses grpc, which the lab does not run yet "
+                        "(httpGet, tcpSocket and exec are run)"
+                    )
                 if p is not None:
                     pod.workers[kind] = Worker(kind, p)
             self.pods.append(pod)
