@@ -141,3 +141,27 @@ def test_a_grpc_probe_is_refused_before_anything_starts() -> None:
     with pytest.raises(InputError, match="readinessProbe uses grpc, which the lab does not run yet"):
         run_lab(sc)
     assert children_left() == []
+
+
+@pytest.mark.parametrize("meshed", [True, False])
+def test_endpoints_follow_readiness(tmp_path: Path, meshed: bool) -> None:
+    # Pod 2 fails readiness and answers 500: neither Envoy (endpoints from readiness through
+    # file-based EDS) nor the plain Service path may route to it, so no request fails; with
+    # static endpoints a third would.
+    from probesim.manifests.scenario import load_scenario
+
+    seed = Path(__file__).parents[2] / "src/probesim/scenarios/seed003-no-outlier.yaml"
+    text = seed.read_text().replace("{paths: {/: 500}}", "{paths: {/: 500, /healthz: 500}}")
+    text = text.replace("start: 10s", "start: 8s")
+    if meshed:
+        text += (
+            "---\napiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: backend}\n"
+            "spec: {host: backend, trafficPolicy: {loadBalancer: {simple: ROUND_ROBIN}}}\n"
+        )
+    (tmp_path / "s.yaml").write_text(text)
+    lab = run_lab(load_scenario(str(tmp_path / "s.yaml")), 14)
+    assert lab.route("/").offered == 36
+    assert lab.route("/").failed_total == 0
+    assert lab.events_for("pod/backend-2", "PodReady") == []
+    assert len(lab.events_for("pod/backend-0", "PodReady")) == 1
+    assert children_left() == []

@@ -27,12 +27,50 @@ def envoy_binary() -> str:
 
 
 class Envoy:
+    """One Envoy process. Its clusters take their endpoints from files (path-based EDS), so that
+    the lab can move endpoints in and out as pods become Ready or not, as Istio would."""
+
     def __init__(self, bootstrap: dict[str, Any], admin_port: int) -> None:
         self.dir = tempfile.TemporaryDirectory(prefix="probesim-envoy-")
+        self.eds: dict[str, Path] = {}
+        self.version = 0
+        for i, c in enumerate(bootstrap["static_resources"]["clusters"]):
+            assignment = c.pop("load_assignment")
+            self.eds[c["name"]] = Path(self.dir.name) / f"eds-{i}.json"
+            self._write(self.eds[c["name"]], assignment)
+            c["type"] = "EDS"
+            c["eds_cluster_config"] = {
+                "eds_config": {
+                    "resource_api_version": "V3",
+                    "path_config_source": {"path": str(self.eds[c["name"]])},
+                }
+            }
+        bootstrap.setdefault("node", {"id": "probesim-lab", "cluster": "probesim-lab"})  # EDS needs one
         self.path = Path(self.dir.name) / "envoy.yaml"
         self.path.write_text(yaml.safe_dump(bootstrap, sort_keys=False))
         self.admin = f"http://127.0.0.1:{admin_port}"
         self.proc: asyncio.subprocess.Process | None = None
+
+    def _write(self, path: Path, assignment: dict[str, Any]) -> None:
+        self.version += 1
+        doc = {
+            "version_info": str(self.version),
+            "resources": [
+                {"@type": "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment", **assignment}
+            ],
+        }
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(doc))
+        tmp.replace(path)  # Envoy watches for a file moved into place
+
+    def set_endpoints(self, endpoints: list[tuple[str, int]]) -> None:
+        """The endpoints of every cluster (the lab runs one workload behind one Service)."""
+        for name, path in self.eds.items():
+            lb = [
+                {"endpoint": {"address": {"socket_address": {"address": a, "port_value": p}}}}
+                for a, p in endpoints
+            ]
+            self._write(path, {"cluster_name": name, "endpoints": [{"lb_endpoints": lb}]})
 
     async def start(self, timeout_s: float = 20.0) -> None:
         argv = [envoy_binary(), "-c", str(self.path), "--concurrency", "1", "--log-level", "error"]

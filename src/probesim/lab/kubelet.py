@@ -19,7 +19,9 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import aiohttp
@@ -337,26 +339,38 @@ class Lab:
     async def traffic(self, duration_s: float) -> None:
         """Each traffic route's load, through real Envoys when the scenario has Istio objects for
         its Service (the same translation as probesim envoy-config; one Envoy per client pod, as
-        each client has its own sidecar), else round robin to the pods."""
+        each client has its own sidecar), else round robin to the Ready pods."""
         spec = self.scenario.spec
         jobs = []
         for t in spec.traffic:
             service, meshed = self._target(t)
             headers = dict(t.headers)
+            targets: list[str] | Callable[[], list[str]]
             if meshed:
                 while len(self.envoys) < t.clients:
                     await self._start_envoy()
-                urls = [f"http://{HOST}:{port}{t.path}" for port in self.listen[: t.clients]]
+                targets = [f"http://{HOST}:{port}{t.path}" for port in self.listen[: t.clients]]
                 headers.setdefault("Host", service)  # selects the Service's virtual host
             else:
-                urls = [f"http://{HOST}:{p.port}{t.path}" for p in self.pods]
+                targets = partial(self.urls, t.path)  # kube-proxy: Ready endpoints at each request
+
             start = t.start / 1000
             stop = min(t.stop / 1000 if t.stop is not None else duration_s, duration_s)
             rate = t.rate if t.rate is not None else t.rate_at(t.start)
-            jobs.append((t, self._load(urls, rate, start, stop, t, headers)))
+            jobs.append((t, self._load(targets, rate, start, stop, t, headers)))
         results = await asyncio.gather(*(j for _, j in jobs))
         for (t, _), res in zip(jobs, results, strict=True):
             self.loads[t.label] = res
+
+    def endpoints(self) -> list[tuple[str, int]]:
+        """The Service's endpoints as Envoy gets them: Ready pods (all, with
+        publishNotReadyAddresses)."""
+        svc = self.scenario.services[0] if self.scenario.services else None
+        everyone = svc is not None and svc.spec.publish_not_ready_addresses
+        return [(HOST, p.port) for p in self.pods if p.ready or everyone]
+
+    def urls(self, path: str) -> list[str]:
+        return [f"http://{HOST}:{port}{path}" for _, port in self.endpoints()]
 
     def _target(self, t: Traffic) -> tuple[str, bool]:
         """The Service a traffic route calls, and whether Istio objects name it."""
@@ -368,7 +382,7 @@ class Lab:
 
     async def _start_envoy(self) -> None:
         s = self.scenario
-        endpoints = {svc.name: [(HOST, p.port) for p in self.pods] for svc in s.services}
+        endpoints = {svc.name: self.endpoints() for svc in s.services}
         tr = Translator(list(s.destination_rules), list(s.virtual_services), list(s.services), endpoints)
         listen, admin = free_port(), free_port()
         envoy = Envoy(tr.bootstrap(listen, admin), admin)
@@ -377,12 +391,18 @@ class Lab:
         await envoy.start()
 
     async def _load(
-        self, urls: list[str], rate: float, start: float, stop: float, t: Traffic, headers: dict[str, str]
+        self,
+        targets: list[str] | Callable[[], list[str]],
+        rate: float,
+        start: float,
+        stop: float,
+        t: Traffic,
+        headers: dict[str, str],
     ) -> LoadResult:
         await asyncio.sleep(max(0.0, self.t0 + start - time.monotonic()))
         timeout = (t.timeout or 60_000) / 1000
         return await constant_rate(
-            urls, rate, max(stop - start, 0.0), timeout, t.max_vus or 1000, headers, t.method
+            targets, rate, max(stop - start, 0.0), timeout, t.max_vus or 1000, headers, t.method
         )
 
     async def run(self, duration_s: float) -> Result:
@@ -398,6 +418,7 @@ class Lab:
             tasks.append(load)
             end = self.t0 + duration_s
             while time.monotonic() < end:
+                changed = False
                 for pod in self.pods:
                     now_ready = self.is_ready(pod)
                     if now_ready != pod.ready:
@@ -405,6 +426,10 @@ class Lab:
                         reason = "PodReady" if now_ready else "PodNotReady"
                         type_ = "Normal" if now_ready else "Warning"
                         self.event(type_, reason, pod, f"Pod condition Ready changed to {now_ready}")
+                        changed = True
+                if changed:
+                    for envoy in self.envoys:
+                        envoy.set_endpoints(self.endpoints())
                 ready.append(sum(p.ready for p in self.pods))
                 if all_ready is None and ready[-1] == len(self.pods):
                     all_ready = self.now_ms()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import aiohttp
@@ -21,7 +22,7 @@ class LoadResult:
 
 
 async def constant_rate(
-    urls: list[str],
+    targets: list[str] | Callable[[], list[str]],
     rate: float,
     duration_s: float,
     timeout_s: float = 10.0,
@@ -29,8 +30,9 @@ async def constant_rate(
     headers: dict[str, str] | None = None,
     method: str = "GET",
 ) -> LoadResult:
-    if not urls or not all(u.startswith("http://127.0.0.1:") for u in urls):
-        raise ValueError("the lab only sends load to 127.0.0.1")
+    """``targets``: the URLs, or a function giving the current ones (a Service's Ready endpoints);
+    none at a request's time counts as a refused connection, as kube-proxy refuses then."""
+    current = targets if callable(targets) else lambda: targets
     out = LoadResult()
     slots = asyncio.Semaphore(max_inflight)
     pending: set[asyncio.Task[None]] = set()
@@ -57,8 +59,14 @@ async def constant_rate(
             if slots.locked():
                 out.dropped += 1
                 continue
-            await slots.acquire()
+            urls = current()
+            if not all(u.startswith("http://127.0.0.1:") for u in urls):
+                raise ValueError("the lab only sends load to 127.0.0.1")
             out.sent += 1
+            if not urls:
+                out.statuses[0] += 1
+                continue
+            await slots.acquire()
             task = asyncio.create_task(one(urls[i % len(urls)]))  # round robin when there are several
             pending.add(task)
             task.add_done_callback(pending.discard)
