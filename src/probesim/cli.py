@@ -314,8 +314,13 @@ def lab(
     ] = None,
 ) -> None:
     """Run a scenario's workload for real on 127.0.0.1: its pods as processes, probed as the
-    kubelet probes them, restarted with CrashLoopBackOff; with --compare, side by side with the
-    simulation. Every child process is stopped when it ends, fails or is interrupted.
+    kubelet probes them, restarted with CrashLoopBackOff; its traffic sent open-loop, through one
+    real Envoy per client pod when DestinationRules or VirtualServices name the Service (the
+    configuration of probesim envoy-config), with endpoints following readiness. With --compare,
+    side by side with the simulation. Every child process is stopped when it ends, fails or is
+    interrupted.
+
+    Example: probesim lab seed003-outlier --duration 20 --compare
     """
     from probesim.engine import simulate
     from probesim.lab.kubelet import compare as compare_runs
