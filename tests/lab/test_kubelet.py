@@ -93,6 +93,7 @@ def test_seed_003_outlier_detection_through_real_envoys_matches_the_simulation()
     assert route.failed_total == 4
     assert route.envoy["ejections_enforced_total"] == 2
     assert route.envoy["ejections_active"] == 2
+    assert 0 < route.latency_ms["p50"] <= route.latency_ms["p99"] <= route.latency_ms["max"] < 1000
     short = simulate(sc.model_copy(update={"spec": sc.spec.model_copy(update={"duration": 18_000})}))
     rows = [r for r in compare(short, lab) if str(r["object"]).startswith("route/")]
     assert [(r["reason"], r["agree"]) for r in rows] == [("failed requests", True), ("ejections", True)]

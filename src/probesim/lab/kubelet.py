@@ -474,7 +474,18 @@ class Lab:
                 if f"||{service}." in k and ".outlier_detection." in k and k.startswith("cluster."):
                     stat = k.split(".outlier_detection.")[-1]
                     od[stat] = od.get(stat, 0) + v
-            routes.append(RouteSummary(name, service, res.sent, ok, failed, dropped=res.dropped, envoy=od))
+            routes.append(
+                RouteSummary(
+                    name,
+                    service,
+                    res.sent,
+                    ok,
+                    failed,
+                    dropped=res.dropped,
+                    envoy=od,
+                    latency_ms=res.latency_ms(),
+                )
+            )
         return Result(
             scenario=self.scenario.name,
             seed=self.scenario.spec.seed,

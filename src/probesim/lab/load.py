@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import aiohttp
+from hdrh.histogram import HdrHistogram
 
 
 @dataclass
@@ -18,7 +19,16 @@ class LoadResult:
     sent: int = 0
     dropped: int = 0  # no free slot (in-flight cap)
     statuses: Counter[int] = field(default_factory=Counter)  # 0: connection failed, -1: timed out
-    latencies_ms: list[float] = field(default_factory=list)
+    # answered requests' latency in µs, 1 µs to 10 min at 3 significant digits
+    latency_us: HdrHistogram = field(default_factory=lambda: HdrHistogram(1, 600_000_000, 3))
+
+    def latency_ms(self) -> dict[str, float]:
+        """p50, p95, p99 and max, as the simulation reports them (empty when nothing answered)."""
+        h = self.latency_us
+        if h.get_total_count() == 0:
+            return {}
+        qs = {f"p{q}": h.get_value_at_percentile(q) / 1000 for q in (50, 95, 99)}
+        return {k: round(v, 1) for k, v in {**qs, "max": h.get_max_value() / 1000}.items()}
 
 
 async def constant_rate(
@@ -44,12 +54,12 @@ async def constant_rate(
                 async with session.request(method, url, headers=headers) as r:
                     await r.read()
                     out.statuses[r.status] += 1
+                out.latency_us.record_value(max(1, round((time.monotonic() - t) * 1e6)))
             except TimeoutError:
                 out.statuses[-1] += 1
             except aiohttp.ClientError:
                 out.statuses[0] += 1
             finally:
-                out.latencies_ms.append((time.monotonic() - t) * 1000)
                 slots.release()
 
         start = time.monotonic()
