@@ -8,9 +8,17 @@ from typing import Any
 import yaml
 
 from probesim.engine import simulate
-from probesim.manifests.scenario import scenario_from_text
+from probesim.manifests.scenario import load_scenario, scenario_from_text
 from probesim.model.scenario import Scenario
 from probesim.results import Result
+from probesim.scenarios import find
+
+
+def builtin(name: str) -> Scenario:
+    """A built-in scenario (src/probesim/scenarios), loaded as a user's file would be."""
+    b = find(name)
+    assert b is not None, f"no built-in scenario {name}"
+    return load_scenario(str(b.path))
 
 
 def http(path: str = "/healthz", **fields: Any) -> dict[str, Any]:

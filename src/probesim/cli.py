@@ -16,6 +16,7 @@ from rich.table import Table
 
 from probesim import __version__
 from probesim.errors import InputError
+from probesim.model.duration import parse_ms
 
 if TYPE_CHECKING:
     from probesim.model.scenario import Scenario
@@ -302,7 +303,10 @@ def lab(
         str, typer.Argument(help="Scenario file or built-in name; its first workload runs for real.")
     ],
     duration: Annotated[
-        float | None, typer.Option(help="Seconds to run (default: the scenario's duration).", min=1, max=3600)
+        str | None,
+        typer.Option(
+            help="How long to run, e.g. 20s or 2m, from 1s to 1h (default: the scenario's duration)."
+        ),
     ] = None,
     compare_sim: Annotated[
         bool, typer.Option("--compare", help="Also simulate and compare event times.")
@@ -320,7 +324,7 @@ def lab(
     side by side with the simulation. Every child process is stopped when it ends, fails or is
     interrupted.
 
-    Example: probesim lab seed003-outlier --duration 20 --compare
+    Example: probesim lab seed003-outlier --duration 20s --compare
     """
     from probesim.engine import simulate
     from probesim.lab.kubelet import compare as compare_runs
@@ -332,14 +336,18 @@ def lab(
     except InputError as e:
         raise _fail(e) from None
     try:
-        result = run_lab(sc, duration, command)
+        run_s = None
+        if duration is not None:
+            try:
+                run_s = parse_ms(duration) / 1000
+            except ValueError as e:
+                raise InputError(str(e), field="--duration") from None
+            if not 1 <= run_s <= 3600:
+                raise InputError(f"{duration} is outside 1s to 1h", field="--duration")
+        result = run_lab(sc, run_s, command)
     except InputError as e:
         raise _fail(e) from None
-    if compare_sim:  # simulated over the same time as the lab ran
-        span = sc.spec.model_copy(update={"duration": result.duration_ms})
-        rows = compare_runs(simulate(sc.model_copy(update={"spec": span})), result)
-    else:
-        rows = []
+    rows = compare_runs(simulate(sc.cut_to(result.duration_ms)), result) if compare_sim else []
     if as_json:
         doc = result.to_json(series=False)
         if compare_sim:

@@ -5,18 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from probesim.engine import simulate
-from probesim.manifests.scenario import load_scenario
-from probesim.model.scenario import Scenario
 from probesim.results import Result
-from probesim.scenarios import find
+from tests.builders import builtin
 
 SURGE_FROM = 4 * 60_000  # the ramp starts at 4 min
 
 
-def load(name: str) -> Scenario:
-    b = find(name)
-    assert b is not None
-    return load_scenario(str(b.path))
+load = builtin
 
 
 def surge(r: Result, key: str) -> np.ndarray:

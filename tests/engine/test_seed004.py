@@ -11,18 +11,15 @@ import numpy as np
 import pytest
 
 from probesim.engine import simulate
-from probesim.manifests.scenario import load_scenario
 from probesim.results import Result
-from probesim.scenarios import find
+from tests.builders import builtin
 
 SEEDS = range(8)
 
 
 @cache
 def result(name: str, seed: int) -> Result:
-    b = find(name)
-    assert b is not None
-    sc = load_scenario(str(b.path))
+    sc = builtin(name)
     return simulate(sc.model_copy(update={"spec": sc.spec.model_copy(update={"seed": seed})}))
 
 

@@ -16,7 +16,8 @@ import pytest
 from probesim.engine import simulate
 from probesim.errors import InputError
 from probesim.lab.kubelet import compare, run_lab
-from tests.builders import http, scenario
+from probesim.manifests.scenario import load_scenario
+from tests.builders import builtin, http, scenario
 
 PROBESIM = Path(sys.executable).parent / "probesim"
 
@@ -79,12 +80,7 @@ def test_interrupting_the_lab_leaves_no_process(tmp_path: Path) -> None:
 def test_seed_003_outlier_detection_through_real_envoys_matches_the_simulation() -> None:
     # Seed 003: pod 2 answers 500 on /; two client pods, each with its own Envoy sidecar, eject it
     # after two consecutive 5xx each. Over 18 s (traffic from 10 s) both run: 4 failed, 2 ejections.
-    from probesim.manifests.scenario import load_scenario
-    from probesim.scenarios import find
-
-    builtin = find("seed003-outlier")
-    assert builtin is not None
-    sc = load_scenario(str(builtin.path))
+    sc = builtin("seed003-outlier")
     lab = run_lab(sc, 18)
     route = lab.route("/")
     assert route.service == "backend"
@@ -94,7 +90,7 @@ def test_seed_003_outlier_detection_through_real_envoys_matches_the_simulation()
     assert route.envoy["ejections_enforced_total"] == 2
     assert route.envoy["ejections_active"] == 2
     assert 0 < route.latency_ms["p50"] <= route.latency_ms["p99"] <= route.latency_ms["max"] < 1000
-    short = simulate(sc.model_copy(update={"spec": sc.spec.model_copy(update={"duration": 18_000})}))
+    short = simulate(sc.cut_to(18_000))
     rows = [r for r in compare(short, lab) if str(r["object"]).startswith("route/")]
     assert [(r["reason"], r["agree"]) for r in rows] == [("failed requests", True), ("ejections", True)]
     assert children_left() == []
@@ -103,16 +99,11 @@ def test_seed_003_outlier_detection_through_real_envoys_matches_the_simulation()
 
 
 def test_seed_003_without_outlier_detection_a_third_fail_as_simulated() -> None:
-    from probesim.manifests.scenario import load_scenario
-    from probesim.scenarios import find
-
-    builtin = find("seed003-no-outlier")
-    assert builtin is not None
-    sc = load_scenario(str(builtin.path))
+    sc = builtin("seed003-no-outlier")
     lab = run_lab(sc, 16)
     assert lab.route("/").offered == 36
     assert lab.route("/").failed["error_status"] == 12  # round robin: every third request
-    short = simulate(sc.model_copy(update={"spec": sc.spec.model_copy(update={"duration": 16_000})}))
+    short = simulate(sc.cut_to(16_000))
     (row,) = [r for r in compare(short, lab) if r["object"] == "route//"]
     assert row["simulated"] == [12] and row["agree"] is True
 
@@ -124,7 +115,7 @@ def test_a_missing_command_is_a_clear_error() -> None:
             "lab",
             "seed000-slow-start-killed",
             "--duration",
-            "2",
+            "2s",
             "--command",
             "/nonexistent/app",
         ],
@@ -149,8 +140,6 @@ def test_endpoints_follow_readiness(tmp_path: Path, meshed: bool) -> None:
     # Pod 2 fails readiness and answers 500: neither Envoy (endpoints from readiness through
     # file-based EDS) nor the plain Service path may route to it, so no request fails; with
     # static endpoints a third would.
-    from probesim.manifests.scenario import load_scenario
-
     seed = Path(__file__).parents[2] / "src/probesim/scenarios/seed003-no-outlier.yaml"
     text = seed.read_text().replace("{paths: {/: 500}}", "{paths: {/: 500, /healthz: 500}}")
     text = text.replace("start: 10s", "start: 8s")
@@ -166,3 +155,21 @@ def test_endpoints_follow_readiness(tmp_path: Path, meshed: bool) -> None:
     assert lab.events_for("pod/backend-2", "PodReady") == []
     assert len(lab.events_for("pod/backend-0", "PodReady")) == 1
     assert children_left() == []
+
+
+@pytest.mark.parametrize(("given", "says"), [("20", "use units us, ms, s, m, h"), ("2h", "outside 1s to 1h")])
+def test_a_bad_duration_is_a_one_line_error(given: str, says: str) -> None:
+    from typer.testing import CliRunner
+
+    from probesim.cli import app
+
+    out = CliRunner().invoke(app, ["lab", "seed003-outlier", "--duration", given])
+    assert out.exit_code == 2
+    assert "--duration" in out.output and says in out.output
+    assert children_left() == []
+
+
+def test_traffic_the_lab_cannot_send_is_refused_not_flattened() -> None:
+    sc = scenario(duration="5s", traffic=[{"path": "/", "stages": [{"duration": "2s", "target": 5}]}])
+    with pytest.raises(InputError, match="constant-rate traffic only"):
+        run_lab(sc)

@@ -4,15 +4,12 @@ panic, faults and mirroring (reference/envoy-istio.md §2-§5), with exact count
 from __future__ import annotations
 
 from probesim.engine import simulate
-from probesim.manifests.scenario import load_scenario
 from probesim.results import Result
-from probesim.scenarios import find
+from tests.builders import builtin
 
 
 def run(name: str, **spec: object) -> Result:
-    b = find(name)
-    assert b is not None
-    sc = load_scenario(str(b.path))
+    sc = builtin(name)
     if spec:
         sc = sc.model_copy(update={"spec": sc.spec.model_copy(update=spec)})
     return simulate(sc)
@@ -59,9 +56,7 @@ def test_default_max_ejection_percent_never_ejects_from_three_pods() -> None:
 def test_cap_counts_the_host_being_ejected() -> None:
     # Every pod fails with maxEjectionPercent 50: the first ejection (33 %) passes, the second
     # (67 %) overflows, so each client keeps two hosts (§2.4.6).
-    b = find("seed003-all-eject")
-    assert b is not None
-    sc = load_scenario(str(b.path))
+    sc = builtin("seed003-all-eject")
     od = sc.destination_rules[0].spec.traffic_policy.outlier_detection  # type: ignore[union-attr]
     od2 = od.model_copy(update={"max_ejection_percent": 50})  # type: ignore[union-attr]
     tp = sc.destination_rules[0].spec.traffic_policy.model_copy(update={"outlier_detection": od2})  # type: ignore[union-attr]
@@ -84,9 +79,7 @@ def test_everything_ejected_means_no_healthy_upstream_with_istios_panic_threshol
 
 
 def test_panic_routes_to_all_hosts_when_min_health_is_set() -> None:
-    b = find("seed003-all-eject")
-    assert b is not None
-    sc = load_scenario(str(b.path))
+    sc = builtin("seed003-all-eject")
     spec = sc.destination_rules[0].spec
     od = spec.traffic_policy.outlier_detection.model_copy(update={"min_health_percent": 50})  # type: ignore[union-attr]
     dr = sc.destination_rules[0].model_copy(
@@ -123,9 +116,7 @@ def test_mirroring_a_post_route_doubles_the_writes() -> None:
 def test_a_failing_mirror_does_not_touch_the_primary() -> None:
     from probesim.model.scenario import WorkloadBehavior
 
-    b = find("seed003-mirror-post")
-    assert b is not None
-    sc = load_scenario(str(b.path))
+    sc = builtin("seed003-mirror-post")
     broken = WorkloadBehavior.model_validate({"containers": {"app": {"paths": {"/orders": 500}}}})
     r = simulate(
         sc.model_copy(
@@ -143,9 +134,7 @@ def test_a_failing_mirror_does_not_touch_the_primary() -> None:
 def test_least_request_gives_the_same_counts_at_random_times() -> None:
     # Istio's default LB picks at random among equally loaded hosts: each client still sees
     # exactly two errors per ejection, a second or so apart from the round-robin timeline.
-    b = find("seed003-outlier")
-    assert b is not None
-    sc = load_scenario(str(b.path))
+    sc = builtin("seed003-outlier")
     spec = sc.destination_rules[0].spec
     tp = spec.traffic_policy.model_copy(update={"load_balancer": None})  # type: ignore[union-attr]
     dr = sc.destination_rules[0].model_copy(update={"spec": spec.model_copy(update={"traffic_policy": tp})})
@@ -166,9 +155,7 @@ def test_split_mode_leaves_external_5xx_on_the_5xx_counter() -> None:
     # counter; a 500 the app answers still feeds consecutive 5xx.
     from probesim.mesh.istio import OutlierDetection
 
-    b = find("seed003-outlier")
-    assert b is not None
-    base = load_scenario(str(b.path))
+    base = builtin("seed003-outlier")
     spec = base.destination_rules[0].spec
 
     def with_od(**od: object) -> Result:
@@ -195,9 +182,7 @@ def test_multiplier_decays_on_healthy_intervals() -> None:
     # §2.6.3: the pod fails from 10 s to 20 s and again from 300 s. Ejected at 11 (60 s), back at
     # 72 and healthy since: its multiplier decays to 0 within a tick, so the second ejection at
     # 301 lasts 60 s again (back at the 362 tick), not 120 s.
-    b = find("seed003-outlier")
-    assert b is not None
-    sc = load_scenario(str(b.path))
+    sc = builtin("seed003-outlier")
     web = sc.spec.behavior["backend"]
     windows = {
         "episodes": [
@@ -228,9 +213,7 @@ def test_success_rate_is_detected_but_not_enforced_under_istio() -> None:
     # §2.7, §4.3: six pods, one failing, 600 req/s: every interval the failing host's success
     # rate (0 %) is below mean − 1.9 × stdev; Istio's enforcing_success_rate 0 means no ejection
     # by success rate, and the default 10 % cap overflows every detection with six hosts.
-    b = find("seed003-default-max-ejection")
-    assert b is not None
-    sc = load_scenario(str(b.path))
+    sc = builtin("seed003-default-max-ejection")
     w = sc.workloads[0]
     w6 = w.model_copy(update={"spec": w.spec.model_copy(update={"replicas": 6})})
     t = sc.spec.traffic[0].model_copy(update={"rate": 600.0, "clients": 1})
@@ -251,9 +234,7 @@ def test_success_rate_is_detected_but_not_enforced_under_istio() -> None:
 def test_connect_failures_are_retried_on_other_hosts() -> None:
     # A pod that refuses connections but is still in the endpoints (no readiness probe): Istio's
     # default retry policy sends those requests to another host, so the client sees no error.
-    b = find("seed003-no-outlier")
-    assert b is not None
-    sc = load_scenario(str(b.path))
+    sc = builtin("seed003-no-outlier")
     from probesim.mesh.istio import VirtualService
     from probesim.model.scenario import PodOverride
 
@@ -286,9 +267,7 @@ def test_5xx_retries_hide_the_failing_pod_but_still_feed_ejection() -> None:
     # reaches the failing pod's monitor, so it is ejected just the same (§5.5.5).
     from probesim.mesh.istio import VirtualService
 
-    b = find("seed003-outlier")
-    assert b is not None
-    sc = load_scenario(str(b.path))
+    sc = builtin("seed003-outlier")
     vs = VirtualService.model_validate(
         {
             "metadata": {"name": "backend"},
@@ -316,9 +295,7 @@ def _variant(
     from probesim.mesh.istio import OutlierDetection, VirtualService
     from probesim.model.scenario import PodOverride
 
-    b = find("seed003-outlier")
-    assert b is not None
-    sc = load_scenario(str(b.path))
+    sc = builtin("seed003-outlier")
     spec = sc.destination_rules[0].spec
     new_od = OutlierDetection.model_validate(
         {"interval": "2s", "baseEjectionTime": "60s", "maxEjectionPercent": 50, **od}

@@ -306,7 +306,7 @@ def _route(
     specs: list[Container],
     behaviors: Behaviors,
 ) -> Route:
-    svc = next(s for s in scenario.services if s.name == t.service) if t.service else scenario.services[0]
+    svc = scenario.service_for(t)
     port = next(p for p in svc.spec.ports if t.port is None or t.port in (p.port, p.name))
     selects = service_selects(scenario, svc, pod_workload)
     target_container = np.full(len(pod_workload), -1, np.int64)

@@ -26,7 +26,7 @@ from probesim.engine.fleet import Fleet
 from probesim.manifests.kubernetes import container_port
 from probesim.mesh.envoy import DEFAULT_RETRY_ON, cluster_name
 from probesim.mesh.istio import DestinationRule, HTTPRoute, OutlierDetection, find_route, ms
-from probesim.model.scenario import Scenario
+from probesim.model.scenario import Scenario, Traffic
 from probesim.results import Event
 
 I64 = npt.NDArray[np.int64]
@@ -464,6 +464,13 @@ class MeshRoute:
         return int(sum(int(c.ejected.sum()) for c in self.clients))
 
 
+def istio_for(scenario: Scenario, host: str, t: Traffic) -> tuple[DestinationRule | None, HTTPRoute | None]:
+    """The DestinationRule for a Service and the VirtualService route a request matches; with
+    neither, the request does not go through a sidecar's Envoy."""
+    rule = next((r for r in scenario.destination_rules if r.spec.host.split(".")[0] == host), None)
+    return rule, find_route(list(scenario.virtual_services), host, t.path, dict(t.headers), t.method)
+
+
 def build_mesh(scenario: Scenario, fleet: Fleet, rng: np.random.Generator) -> dict[int, MeshRoute]:
     """A MeshRoute for each traffic route whose Service has a DestinationRule or VirtualService."""
     out: dict[int, MeshRoute] = {}
@@ -471,9 +478,8 @@ def build_mesh(scenario: Scenario, fleet: Fleet, rng: np.random.Generator) -> di
         if route.mirror_of >= 0:
             continue  # copies go straight to the mirror's endpoints
         host = route.service.name
-        rule = next((r for r in scenario.destination_rules if r.spec.host.split(".")[0] == host), None)
         t = route.traffic
-        vroute = find_route(list(scenario.virtual_services), host, t.path, dict(t.headers), t.method)
+        rule, vroute = istio_for(scenario, host, t)
         if rule is None and vroute is None:
             continue
         policy = rule.spec.traffic_policy if rule else None

@@ -29,6 +29,7 @@ import numpy as np
 
 from probesim.consecutive import next_run, reaches_threshold
 from probesim.engine.containers import MIN_GRACE, back_off
+from probesim.engine.mesh import istio_for
 from probesim.errors import InputError
 from probesim.lab.envoy import Envoy
 from probesim.lab.load import LoadResult, constant_rate
@@ -94,6 +95,11 @@ class Lab:
         self.loads: dict[str, LoadResult] = {}
         self.envoy_stats: dict[str, int] = {}
         for t in scenario.spec.traffic:
+            if t.rate is None or t.spikes:
+                raise InputError(
+                    f"spec.traffic {t.label}: the lab sends constant-rate traffic only (rate:), "
+                    "not stages, series or spikes yet"
+                )
             if self._target(t)[1] and t.clients > MAX_SIDECARS:
                 raise InputError(
                     f"spec.traffic {t.label}: clients {t.clients}: the lab runs at most "
@@ -356,8 +362,8 @@ class Lab:
 
             start = t.start / 1000
             stop = min(t.stop / 1000 if t.stop is not None else duration_s, duration_s)
-            rate = t.rate if t.rate is not None else t.rate_at(t.start)
-            jobs.append((t, self._load(targets, rate, start, stop, t, headers)))
+            assert t.rate is not None  # checked at construction
+            jobs.append((t, self._load(targets, t.rate, start, stop, t, headers)))
         results = await asyncio.gather(*(j for _, j in jobs))
         for (t, _), res in zip(jobs, results, strict=True):
             self.loads[t.label] = res
@@ -365,7 +371,7 @@ class Lab:
     def endpoints(self) -> list[tuple[str, int]]:
         """The Service's endpoints as Envoy gets them: Ready pods (all, with
         publishNotReadyAddresses)."""
-        svc = self.scenario.services[0] if self.scenario.services else None
+        svc = self.scenario.services[0] if self.scenario.services else None  # the lab's one Service
         everyone = svc is not None and svc.spec.publish_not_ready_addresses
         return [(HOST, p.port) for p in self.pods if p.ready or everyone]
 
@@ -373,12 +379,11 @@ class Lab:
         return [f"http://{HOST}:{port}{path}" for _, port in self.endpoints()]
 
     def _target(self, t: Traffic) -> tuple[str, bool]:
-        """The Service a traffic route calls, and whether Istio objects name it."""
-        service = t.service or (self.scenario.services[0].name if self.scenario.services else "")
-        meshed = any(r.spec.host.split(".")[0] == service for r in self.scenario.destination_rules) or any(
-            service in [h.split(".")[0] for h in v.spec.hosts] for v in self.scenario.virtual_services
-        )
-        return service, meshed
+        """The Service a traffic route calls, and whether its requests go through Envoy: the
+        simulation's rule (``engine.mesh.istio_for``)."""
+        service = self.scenario.service_for(t).name
+        rule, vroute = istio_for(self.scenario, service, t)
+        return service, rule is not None or vroute is not None
 
     async def _start_envoy(self) -> None:
         s = self.scenario

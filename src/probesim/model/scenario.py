@@ -412,3 +412,12 @@ class Scenario(Model):
 
     def behavior(self, workload: str) -> WorkloadBehavior:
         return self.spec.behavior.get(workload, WorkloadBehavior())
+
+    def service_for(self, t: Traffic) -> Service:
+        """The Service a traffic route calls (its ``service``, else the first; the loader checks
+        there is one)."""
+        return next(s for s in self.services if s.name == t.service) if t.service else self.services[0]
+
+    def cut_to(self, duration_ms: int) -> Scenario:
+        """The same scenario over another span (to simulate what the lab ran)."""
+        return self.model_copy(update={"spec": self.spec.model_copy(update={"duration": duration_ms})})
