@@ -343,31 +343,24 @@ class HorizontalPodAutoscaler(OpenModel):
         b = self.spec.behavior
         if b is None:
             return None
-        r = b.scale_up or HPAScalingRules()
-        return r.model_copy(
-            update={
-                "stabilization_window_seconds": 0
-                if r.stabilization_window_seconds is None
-                else r.stabilization_window_seconds,
-                "policies": r.policies
-                or (
-                    HPAPolicy(type="Pods", value=4, periodSeconds=15),
-                    HPAPolicy(type="Percent", value=100, periodSeconds=15),
-                ),
-            }
+        pods, percent = (
+            HPAPolicy(type="Pods", value=4, periodSeconds=15),
+            HPAPolicy(type="Percent", value=100, periodSeconds=15),
         )
+        return _with_defaults(b.scale_up, 0, (pods, percent))
 
     @property
     def scale_down(self) -> HPAScalingRules | None:
+        """Scale-down rules with the API defaults filled in (None: the legacy path)."""
         b = self.spec.behavior
         if b is None:
             return None
-        r = b.scale_down or HPAScalingRules()
-        return r.model_copy(
-            update={
-                "stabilization_window_seconds": 300
-                if r.stabilization_window_seconds is None
-                else r.stabilization_window_seconds,
-                "policies": r.policies or (HPAPolicy(type="Percent", value=100, periodSeconds=15),),
-            }
-        )
+        return _with_defaults(b.scale_down, 300, (HPAPolicy(type="Percent", value=100, periodSeconds=15),))
+
+
+def _with_defaults(
+    r: HPAScalingRules | None, window_s: int, policies: tuple[HPAPolicy, ...]
+) -> HPAScalingRules:
+    r = r or HPAScalingRules()
+    window = window_s if r.stabilization_window_seconds is None else r.stabilization_window_seconds
+    return r.model_copy(update={"stabilization_window_seconds": window, "policies": r.policies or policies})
