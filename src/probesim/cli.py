@@ -309,13 +309,25 @@ def lab(
         ),
     ] = None,
     compare_sim: Annotated[
-        bool, typer.Option("--compare", help="Also simulate and compare event times.")
+        bool,
+        typer.Option(
+            "--compare",
+            help="Also simulate the same span and compare, figure by figure: event times, "
+            "ejections, ready replicas each second, restarts, failed requests by cause.",
+        ),
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     command: Annotated[
         list[str] | None,
         typer.Option(help="Run this command per pod instead of the test app (it gets $PORT)."),
     ] = None,
+    listen_timeout: Annotated[
+        str,
+        typer.Option(
+            help="How long a --command may take to listen on $PORT before the lab stops with an "
+            "error (the startup probe's budget if longer)."
+        ),
+    ] = "30s",
 ) -> None:
     """Run a scenario's workload for real on 127.0.0.1: its pods as processes, probed as the
     kubelet probes them, restarted with CrashLoopBackOff; its traffic sent open-loop, through one
@@ -327,8 +339,10 @@ def lab(
     Example: probesim lab seed003-outlier --duration 20s --compare
     """
     from probesim.engine import simulate
-    from probesim.lab.kubelet import compare as compare_runs
+    from probesim.lab.compare import agree, compare, outlier_interval_ms
     from probesim.lab.kubelet import run_lab
+    from probesim.lab.progress import Progress
+    from probesim.report.compare import render_lab_comparison
     from probesim.report.terminal import render_result
 
     try:
@@ -344,41 +358,26 @@ def lab(
                 raise InputError(str(e), field="--duration") from None
             if not 1 <= run_s <= 3600:
                 raise InputError(f"{duration} is outside 1s to 1h", field="--duration")
-        result = run_lab(sc, run_s, command)
+        try:
+            listen_s = parse_ms(listen_timeout) / 1000
+        except ValueError as e:
+            raise InputError(str(e), field="--listen-timeout") from None
+        with Progress(err, run_s if run_s is not None else sc.spec.duration / 1000) as progress:
+            result = run_lab(sc, run_s, command, progress, listen_s)
     except InputError as e:
         raise _fail(e) from None
-    rows = compare_runs(simulate(sc.cut_to(result.duration_ms)), result) if compare_sim else []
+    rows = []
+    if compare_sim:
+        rows = compare(simulate(sc.cut_to(result.duration_ms)), result, outlier_interval_ms(sc))
     if as_json:
         doc = result.to_json(series=False)
         if compare_sim:
-            doc["comparison"] = {"rows": rows, "agree": all(bool(r["agree"]) for r in rows)}
+            doc["comparison"] = {"rows": rows, "agree": agree(rows)}
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         return
     render_result(result, out)
     if compare_sim:
-        t = Table(box=box.SIMPLE, title="Simulation vs lab (event times in s, counts)", title_justify="left")
-        for h in ("OBJECT", "REASON", "SIMULATED", "MEASURED", "AGREE"):
-            t.add_column(h)
-
-        def seconds(xs: object, count: object) -> str:
-            scale = 1 if count else 1000
-            return ", ".join(f"{x / scale:g}" for x in xs) if isinstance(xs, list) else ""
-
-        for r in rows:
-            t.add_row(
-                str(r["object"]),
-                str(r["reason"]),
-                seconds(r["simulated"], r.get("count")),
-                seconds(r["measured"], r.get("count")),
-                "[green]yes[/]" if r["agree"] else "[red]no[/]",
-            )
-        out.print(t)
-        verdict = all(bool(r["agree"]) for r in rows)
-        out.print(
-            "[green]the simulation agrees with the lab[/]"
-            if verdict
-            else "[red]the simulation and the lab differ[/]"
-        )
+        render_lab_comparison(rows, out)
 
 
 @app.command()

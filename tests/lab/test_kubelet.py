@@ -15,7 +15,8 @@ import pytest
 
 from probesim.engine import simulate
 from probesim.errors import InputError
-from probesim.lab.kubelet import compare, run_lab
+from probesim.lab.compare import agree, compare, outlier_interval_ms
+from probesim.lab.kubelet import run_lab
 from probesim.manifests.scenario import load_scenario
 from tests.builders import builtin, http, scenario
 
@@ -70,7 +71,7 @@ def test_interrupting_the_lab_leaves_no_process(tmp_path: Path) -> None:
     deadline = time.monotonic() + 20
     while len(children_left()) < 2 and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert len(children_left()) == 2
+    assert len(children_left()) >= 2  # the pods' apps, and those started ahead for their restarts
     os.kill(proc.pid, signal.SIGINT)
     proc.wait(timeout=20)
     time.sleep(0.5)
@@ -90,9 +91,18 @@ def test_seed_003_outlier_detection_through_real_envoys_matches_the_simulation()
     assert route.envoy["ejections_enforced_total"] == 2
     assert route.envoy["ejections_active"] == 2
     assert 0 < route.latency_ms["p50"] <= route.latency_ms["p99"] <= route.latency_ms["max"] < 1000
+    assert route.envoy["hosts_failed_outlier_check"] == 2  # /clusters: ejected in both sidecars
+    # Envoy's outlier event log: each sidecar ejects pod 2 at its second 5xx, 11 s in
+    for client in ("sidecar/client-0", "sidecar/client-1"):
+        (eject,) = lab.events_for(client, "OutlierEject")
+        assert 10_900 <= eject.time_ms <= 12_000
+        assert '"type":"CONSECUTIVE_5XX"' in eject.message and '"enforced":true' in eject.message
     short = simulate(sc.cut_to(18_000))
-    rows = [r for r in compare(short, lab) if str(r["object"]).startswith("route/")]
-    assert [(r["reason"], r["agree"]) for r in rows] == [("failed requests", True), ("ejections", True)]
+    rows = compare(short, lab, outlier_interval_ms(sc))
+    assert agree(rows), [r for r in rows if not r["agree"]]
+    routes = [(r["reason"], r["measured"]) for r in rows if str(r["object"]).startswith("route/")]
+    assert routes == [("failed requests", [4]), ("ejections", [2])]
+    assert sum(str(r["object"]).startswith("sidecar/") for r in rows) == 2
     assert children_left() == []
     envoys = subprocess.run(["pgrep", "-f", "probesim-envoy-"], capture_output=True, text=True)
     assert envoys.stdout.split() == []
@@ -173,3 +183,67 @@ def test_traffic_the_lab_cannot_send_is_refused_not_flattened() -> None:
     sc = scenario(duration="5s", traffic=[{"path": "/", "stages": [{"duration": "2s", "target": 5}]}])
     with pytest.raises(InputError, match="constant-rate traffic only"):
         run_lab(sc)
+
+
+# Seed 000 in seconds, for real: the lab and the simulation agree on every figure (event times
+# within 1 s, ready replicas each second, restarts and failed requests). seed000-slow-start-killed
+# is left out on purpose: see test_liveness_kills_a_slow_start_like_the_simulation.
+SEED_000 = [
+    # name, seconds, pod 1's events the lab must show (time s, reason)
+    ("seed000-demo", 19, [(8, "PodReady"), (15, "PodNotReady"), (17, "PodReady")]),
+    ("seed000-readiness-hang", 8, [(0, "PodReady"), (4, "PodNotReady"), (6, "PodReady")]),
+    ("seed000-strict-liveness", 15, [(1, "Killing"), (2, "Killing"), (3, "Killing"), (14, "Killing")]),
+    ("seed000-startup-protects", 12, [(10, "PodReady")]),
+]
+
+
+@pytest.mark.parametrize(("name", "seconds", "expected"), SEED_000, ids=[c[0] for c in SEED_000])
+def test_seed_000_in_seconds_agrees_with_the_simulation(
+    name: str, seconds: int, expected: list[tuple[int, str]]
+) -> None:
+    sc = builtin(name)
+    lab = run_lab(sc, seconds)
+    for at, reason in expected:
+        times = [e.time_ms for e in lab.events_for("pod/app-1", reason)]
+        log = [(e.time_ms, e.reason, e.message) for e in lab.events if e.object == "pod/app-1"]
+        assert any(abs(t - at * 1000) < 500 for t in times), (reason, at, log)
+    rows = compare(simulate(sc.cut_to(seconds * 1000)), lab)
+    assert agree(rows), [r for r in rows if not r["agree"]]
+    assert children_left() == []
+
+
+def test_a_command_that_exits_at_once_is_a_clear_error() -> None:
+    sc = scenario(duration="10s")
+    with pytest.raises(InputError) as e:
+        run_lab(sc, command=["sh", "-c", "echo cannot open config >&2; exit 3"])
+    assert "--command " in str(e.value) and "exited with code 3" in str(e.value)
+    assert "before listening on $PORT" in str(e.value)
+    assert "cannot open config" in str(e.value)  # its own words, from its output
+    assert children_left() == []
+
+
+def test_a_command_that_never_listens_is_a_clear_error() -> None:
+    sc = scenario(duration="20s")
+    started = time.monotonic()
+    with pytest.raises(InputError, match=r"did not listen on 127\.0\.0\.1:\$PORT \(\d+\) within 2s"):
+        run_lab(sc, command=["sleep", "30"], listen_timeout_s=2)
+    assert time.monotonic() - started < 10  # stopped at the budget, not at the end of the run
+    left = subprocess.run(["pgrep", "-f", "^sleep 30$"], capture_output=True, text=True)
+    assert left.stdout.split() == []
+
+
+def test_a_command_that_listens_on_port_runs_and_is_probed() -> None:
+    # The user's own server: python's http.server on $PORT answers the probes and the traffic.
+    sc = scenario(
+        probes={"readinessProbe": http(path="/", periodSeconds=1)},
+        duration="6s",
+        traffic=[{"path": "/", "rate": 5, "start": "3s"}],
+    )
+    cmd = [
+        sys.executable,
+        "-c",
+        "import http.server as h, os; h.test(h.SimpleHTTPRequestHandler, port=int(os.environ['PORT']), bind='127.0.0.1')",
+    ]
+    lab = run_lab(sc, command=cmd)
+    assert lab.events_for("pod/web-0", "PodReady")
+    assert lab.route("/").ok == lab.route("/").offered == 15

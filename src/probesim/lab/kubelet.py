@@ -12,17 +12,21 @@ Every wait is bounded, everything binds to 127.0.0.1, and every child is killed 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
 import signal
 import socket
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import partial
 from pathlib import Path
+from typing import TextIO
 
 import aiohttp
 import numpy as np
@@ -41,6 +45,8 @@ from probesim.results import CAUSES, Event, Result, RouteSummary, WorkloadSummar
 
 HOST = "127.0.0.1"
 MAX_SIDECARS = 8
+WARM_TIMEOUT_S = 30
+LISTEN_TIMEOUT_S = 30.0  # how long a --command may take to listen on $PORT, by default
 INITIAL = {"startup": None, "readiness": False, "liveness": True}  # Unknown, Failure, Success
 
 
@@ -62,6 +68,15 @@ class Worker:
 
 
 @dataclass
+class Warm:
+    """A test app started ahead of its container: loaded, waiting for the go on ``control``."""
+
+    proc: asyncio.subprocess.Process
+    control: socket.socket
+    loaded: asyncio.Future[bytes]  # b"r" once loaded; b"" if it died first
+
+
+@dataclass
 class Pod:
     name: str
     ordinal: int
@@ -70,6 +85,9 @@ class Pod:
     port: int
     command: list[str] | None
     proc: asyncio.subprocess.Process | None = None
+    warm: Warm | None = None
+    listened: bool = False  # a --command accepted a connection at least once
+    log: int | TextIO = asyncio.subprocess.DEVNULL  # a --command's output
     instance: int = -1
     started_at: float = 0.0
     last_exit: float = -1.0
@@ -80,6 +98,7 @@ class Pod:
     workers: dict[str, Worker] = field(default_factory=dict)
     ready: bool = False
     wake: asyncio.Event = field(default_factory=asyncio.Event)
+    first_start: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class Lab:
@@ -92,8 +111,15 @@ class Lab:
         self.kills: set[asyncio.Task[None]] = set()
         self.envoys: list[Envoy] = []
         self.listen: list[int] = []
+        self.spawned: list[asyncio.subprocess.Process] = []  # every child, to reap on the way out
+        self.prestarts: set[asyncio.Task[None]] = set()
+        self.logs = tempfile.TemporaryDirectory(prefix="probesim-lab-")  # --command output
         self.loads: dict[str, LoadResult] = {}
         self.envoy_stats: dict[str, int] = {}
+        self.wall_t0 = time.time() - (time.monotonic() - self.t0)
+        self.progress: Callable[[Lab], None] | None = None  # called a few times a second
+        self.finishing = False  # past the duration, waiting for answers on their way
+        self.listen_timeout_s = LISTEN_TIMEOUT_S
         for t in scenario.spec.traffic:
             if t.rate is None or t.spikes:
                 raise InputError(
@@ -114,6 +140,8 @@ class Lab:
                 if i in ov.ordinals and c.name in ov.containers:
                     b = ov.containers[c.name]
             pod = Pod(f"{workload.name}-{i}", i, c, b, free_port(), command)
+            if command:
+                pod.log = open(Path(self.logs.name) / f"{pod.name}.log", "w+")  # noqa: SIM115
             kinds: tuple[ProbeType, ...] = ("startup", "readiness", "liveness")
             for kind in kinds:
                 p = c.probe(kind)
@@ -134,48 +162,77 @@ class Lab:
 
     # -- containers ------------------------------------------------------------------------------
 
-    async def start(self, pod: Pod) -> None:
-        env = {
-            **os.environ,
-            "PORT": str(pod.port),
-            "PROBESIM_T0": str(time.time() - (time.monotonic() - self.t0)),
-        }
-        if pod.command:
-            argv = pod.command
-        else:
-            app = Path(sys.executable).parent / "probesim"
-            argv = [
-                str(app),
-                "app",
-                "--port",
-                str(pod.port),
-                "--behavior",
-                json.dumps(pod.behavior.model_dump(mode="json", by_alias=True)),
-            ]
-        listening = None
-        if not pod.command:  # listening from the container's start, as the simulation has it
-            listening = socket.socket()
-            listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            listening.bind((HOST, pod.port))
-            listening.listen(128)
-            env["PROBESIM_LISTEN_FD"] = str(listening.fileno())
+    def _app_argv(self, pod: Pod) -> list[str]:
+        app = Path(sys.executable).parent / "probesim"
+        behavior = json.dumps(pod.behavior.model_dump(mode="json", by_alias=True))
+        return [str(app), "app", "--port", str(pod.port), "--behavior", behavior]
+
+    async def prestart(self, pod: Pod) -> None:
+        """Start the test app for the pod's next container ahead of time, loaded and waiting, so
+        that Python's start-up is not taken for the scenario's (a user's --command starts cold:
+        its start-up is its own)."""
+        parent, child = socket.socketpair()
         try:
-            pod.proc = await asyncio.create_subprocess_exec(
-                *argv,
-                env=env,
+            proc = await asyncio.create_subprocess_exec(
+                *self._app_argv(pod),
+                env={**os.environ, "PROBESIM_CONTROL_FD": str(child.fileno())},
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.DEVNULL,
-                pass_fds=() if listening is None else (listening.fileno(),),
+                pass_fds=(child.fileno(),),
             )
         finally:
-            if listening is not None:
+            child.close()
+        self.spawned.append(proc)
+        parent.setblocking(False)
+        pod.warm = Warm(proc, parent, asyncio.ensure_future(asyncio.get_running_loop().sock_recv(parent, 1)))
+
+    async def start(self, pod: Pod) -> None:
+        if pod.command:
+            pod.proc = await asyncio.create_subprocess_exec(
+                *pod.command,
+                env={**os.environ, "PORT": str(pod.port)},
+                stdout=pod.log,
+                stderr=pod.log,
+            )
+            self.spawned.append(pod.proc)
+            pod.started_at = time.monotonic()
+        else:
+            if pod.warm is None:
+                await self.prestart(pod)
+            warm = pod.warm
+            assert warm is not None
+            pod.warm = None
+            try:
+                loaded = await asyncio.wait_for(warm.loaded, WARM_TIMEOUT_S)
+            except TimeoutError:
+                loaded = b""
+            if loaded != b"r":
+                raise InputError(
+                    f"the test app for pod {pod.name} did not load within {WARM_TIMEOUT_S}s "
+                    f"(exit code {warm.proc.returncode})"
+                )
+            listening = socket.socket()  # the port, bound from the container's start
+            try:
+                listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                listening.bind((HOST, pod.port))
+                if pod.behavior.start == 0:
+                    listening.listen(128)  # listening from the start, as simulated
+                pod.started_at = time.monotonic()  # on the clock the app reads too
+                go = f"{self.t0!r} {pod.started_at!r}".encode()
+                socket.send_fds(warm.control, [go], [listening.fileno()])
+            finally:
                 listening.close()  # the app holds it now
+                warm.control.close()
+            pod.proc = warm.proc
         pod.instance += 1
         if pod.instance > 0:
             pod.restarts += 1
-        pod.started_at = time.monotonic()
         self.event("Normal", "Started", pod, f"Started container {pod.container.name}")
+        self.update_ready()
         pod.wake.set()  # the start's pod sync triggers readiness (§2.1.5)
+        pod.first_start.set()
+        if not pod.command:
+            self.prestarts.add(asyncio.create_task(self.prestart(pod)))  # for the next restart
 
     async def kill(self, pod: Pod, reason: str) -> None:
         """Kill for a failed liveness/startup probe, then restart in the same sync (§3.8)."""
@@ -202,6 +259,7 @@ class Lab:
             await pod.proc.wait()
         pod.last_exit = time.monotonic()
         pod.proc = None
+        self.update_ready()
         pod.killing = False
         await self.restart(pod, decide)
 
@@ -239,6 +297,13 @@ class Lab:
                 continue
             pod.last_exit = time.monotonic()
             pod.proc = None
+            self.update_ready()
+            if pod.command and pod.instance == 0 and not pod.listened and pod.last_exit - pod.started_at < 2:
+                raise InputError(
+                    f"--command {pod.command[0]}: pod {pod.name}'s process exited with code {code} "
+                    f"{pod.last_exit - pod.started_at:.1f}s after it started, before listening on "
+                    f"$PORT ({pod.port}){self._output_of(pod)}"
+                )
             self.event("Warning", "Exited", pod, f"Container {pod.container.name} exited with code {code}")
             await self.restart(pod, pod.last_exit)
 
@@ -287,14 +352,19 @@ class Lab:
         return False, "error"
 
     async def worker(self, pod: Pod, w: Worker) -> None:
-        admitted = time.monotonic()
+        """One probe's worker: a run at creation, then one per tick of a ticker anchored at the
+        creation; readiness also runs on a manual trigger (a buffered wake), which resets the
+        ticker (§2.1)."""
+        await self.do_probe(pod, w)  # at admission: no container yet, no result
+        await pod.first_start.wait()
+        admitted = pod.started_at  # the simulation admits and starts in the same instant
         k = 1
         while True:
             tick = admitted + k * w.probe.period_seconds
             if w.kind == "readiness":
-                pod.wake.clear()
                 try:
                     await asyncio.wait_for(pod.wake.wait(), max(0.0, tick - time.monotonic()))
+                    pod.wake.clear()
                     admitted, k = time.monotonic(), 1  # a triggered run restarts the ticker
                 except TimeoutError:
                     k += 1
@@ -329,12 +399,29 @@ class Lab:
             return
         if pod.instance == instance:
             w.cached = ok
+            self.update_ready()
         if (w.kind == "liveness" and not ok) or w.kind == "startup":
             w.on_hold, w.run = True, 0
         if not ok and w.kind in ("liveness", "startup") and pod.instance == instance:
             self.kills.add(asyncio.create_task(self.kill(pod, w.kind)))
         if w.kind == "startup" and ok:
             pod.wake.set()  # the sync after startup success triggers readiness
+
+    def update_ready(self) -> None:
+        """Pod Ready conditions from the probes' results, and the endpoints with them: called on
+        every probe result, start and exit, so endpoints follow at once (endpointDelay 0)."""
+        changed = False
+        for pod in self.pods:
+            now_ready = self.is_ready(pod)
+            if now_ready != pod.ready:
+                pod.ready = now_ready
+                reason = "PodReady" if now_ready else "PodNotReady"
+                type_ = "Normal" if now_ready else "Warning"
+                self.event(type_, reason, pod, f"Pod condition Ready changed to {now_ready}")
+                changed = True
+        if changed:
+            for envoy in self.envoys:
+                envoy.set_endpoints(self.endpoints())
 
     def is_ready(self, pod: Pod) -> bool:
         r = pod.workers.get("readiness")
@@ -363,10 +450,9 @@ class Lab:
             start = t.start / 1000
             stop = min(t.stop / 1000 if t.stop is not None else duration_s, duration_s)
             assert t.rate is not None  # checked at construction
-            jobs.append((t, self._load(targets, t.rate, start, stop, t, headers)))
-        results = await asyncio.gather(*(j for _, j in jobs))
-        for (t, _), res in zip(jobs, results, strict=True):
-            self.loads[t.label] = res
+            self.loads[t.label] = LoadResult()  # filled as answers come
+            jobs.append(self._load(targets, t.rate, start, stop, t, headers, self.loads[t.label]))
+        await asyncio.gather(*jobs)
 
     def endpoints(self) -> list[tuple[str, int]]:
         """The Service's endpoints as Envoy gets them: Ready pods (all, with
@@ -395,6 +481,28 @@ class Lab:
         self.listen.append(listen)
         await envoy.start()
 
+    def _outlier_events(self, client: int, envoy: Envoy) -> list[Event]:
+        """Envoy's outlier detection event log, a line per ejection or unejection, as events of
+        the client's sidecar (the simulation's names); times from Envoy's wall-clock stamps."""
+        out = []
+        for doc in envoy.outlier_events():
+            try:
+                at = datetime.fromisoformat(doc["timestamp"]).timestamp()
+                action = str(doc["action"])
+            except (KeyError, TypeError, ValueError):
+                continue
+            out.append(
+                Event(
+                    round((at - self.wall_t0) * 1000),
+                    "Warning" if action == "EJECT" else "Normal",
+                    f"Outlier{action.title()}",
+                    f"sidecar/client-{client}",
+                    json.dumps(doc, separators=(",", ":")),
+                    "envoy",
+                )
+            )
+        return out
+
     async def _load(
         self,
         targets: list[str] | Callable[[], list[str]],
@@ -403,55 +511,124 @@ class Lab:
         stop: float,
         t: Traffic,
         headers: dict[str, str],
+        out: LoadResult,
     ) -> LoadResult:
         await asyncio.sleep(max(0.0, self.t0 + start - time.monotonic()))
         timeout = (t.timeout or 60_000) / 1000
         return await constant_rate(
-            targets, rate, max(stop - start, 0.0), timeout, t.max_vus or 1000, headers, t.method
+            targets, rate, max(stop - start, 0.0), timeout, t.max_vus or 1000, headers, t.method, out
         )
+
+    async def prepare(self) -> None:
+        """Before the scenario's clock starts: the pods' test apps loaded and waiting, and the
+        client sidecars' Envoys up (with no endpoint yet), so neither start-up counts as
+        scenario time."""
+        for pod in self.pods:
+            if not pod.command:
+                await self.prestart(pod)
+        for t in self.scenario.spec.traffic:
+            if self._target(t)[1]:
+                while len(self.envoys) < t.clients:
+                    await self._start_envoy()
+        for pod in self.pods:
+            if pod.warm is not None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(pod.warm.loaded), WARM_TIMEOUT_S)
+        self.t0 = time.monotonic()
+        self.wall_t0 = time.time()
+
+    async def listens(self, pod: Pod) -> None:
+        """A --command that never listens on its $PORT is a bad command, not a scenario: stop
+        with a clear error once its start budget (``listen_timeout_s`` or the startup probe's, if
+        longer) is spent without a connection accepted."""
+        budget = self.listen_timeout_s
+        startup = pod.workers.get("startup")
+        if startup is not None:
+            p = startup.probe
+            budget = max(budget, p.initial_delay_seconds + p.period_seconds * p.failure_threshold)
+        first = time.monotonic()
+        while True:
+            try:
+                _, writer = await asyncio.wait_for(asyncio.open_connection(HOST, pod.port), 1)
+                writer.close()
+                pod.listened = True
+                return
+            except (OSError, TimeoutError):
+                pass
+            if time.monotonic() - first > budget:
+                raise InputError(
+                    f"--command {pod.command[0] if pod.command else ''}: pod {pod.name} did not listen on "
+                    f"127.0.0.1:$PORT ({pod.port}) within {budget:g}s; it must serve HTTP on the port "
+                    f"given in $PORT{self._output_of(pod)}"
+                )
+            await asyncio.sleep(0.2)
+
+    def _output_of(self, pod: Pod) -> str:
+        """The last lines a --command printed, for an error message."""
+        if isinstance(pod.log, int):
+            return ""
+        pod.log.flush()
+        with open(pod.log.name, errors="replace") as f:
+            tail = f.read()[-600:].strip()
+        return f"; its last output:\n{tail}" if tail else " (it printed nothing)"
 
     async def run(self, duration_s: float) -> Result:
         tasks: list[asyncio.Task[None]] = []
-        ready = []
+        samples: list[tuple[int, int, int]] = []  # time, ready pods, restarts
+        ready: list[int] = []
         all_ready: int | None = None
         try:
+            await self.prepare()
+            for pod in self.pods:  # admitted: probe workers first, their first run finds no container
+                tasks += [asyncio.create_task(self.worker(pod, w)) for w in pod.workers.values()]
+            await asyncio.sleep(0)
             for pod in self.pods:
                 await self.start(pod)
                 tasks.append(asyncio.create_task(self.watch(pod)))
-                tasks += [asyncio.create_task(self.worker(pod, w)) for w in pod.workers.values()]
+                if pod.command:
+                    tasks.append(asyncio.create_task(self.listens(pod)))
             load = asyncio.create_task(self.traffic(duration_s))
             tasks.append(load)
             end = self.t0 + duration_s
             while time.monotonic() < end:
-                changed = False
-                for pod in self.pods:
-                    now_ready = self.is_ready(pod)
-                    if now_ready != pod.ready:
-                        pod.ready = now_ready
-                        reason = "PodReady" if now_ready else "PodNotReady"
-                        type_ = "Normal" if now_ready else "Warning"
-                        self.event(type_, reason, pod, f"Pod condition Ready changed to {now_ready}")
-                        changed = True
-                if changed:
-                    for envoy in self.envoys:
-                        envoy.set_endpoints(self.endpoints())
+                for t in tasks:  # a bad --command or an app that would not load ends the run
+                    if t.done() and not t.cancelled() and (exc := t.exception()) is not None:
+                        raise exc
+                self.update_ready()
                 ready.append(sum(p.ready for p in self.pods))
+                samples.append((self.now_ms(), ready[-1], sum(p.restarts for p in self.pods)))
                 if all_ready is None and ready[-1] == len(self.pods):
                     all_ready = self.now_ms()
+                if self.progress is not None and len(samples) % 5 == 1:
+                    self.progress(self)
                 await asyncio.sleep(0.05)
+            self.finishing = True
+            if self.progress is not None:
+                self.progress(self)
             await asyncio.wait_for(asyncio.shield(load), timeout=70)  # answers still on their way
-            for envoy in self.envoys:  # summed over the client sidecars
+            for i, envoy in enumerate(self.envoys):  # summed over the client sidecars
                 for k, v in (await envoy.stats()).items():
                     self.envoy_stats[k] = self.envoy_stats.get(k, 0) + v
+                for cluster, n in (await envoy.failed_outlier_check()).items():
+                    k = f"cluster.{cluster}.outlier_detection.hosts_failed_outlier_check"
+                    self.envoy_stats[k] = self.envoy_stats.get(k, 0) + n
+                self.events += self._outlier_events(i, envoy)
         finally:
             for t in (*tasks, *self.kills):
                 t.cancel()
             await asyncio.gather(*tasks, *self.kills, return_exceptions=True)
+            await asyncio.gather(*self.prestarts, return_exceptions=True)  # bounded: a spawn each
             await asyncio.gather(*(e.stop() for e in self.envoys), return_exceptions=True)
+            for proc in self.spawned:
+                if proc.returncode is None:
+                    proc.kill()
+                    await proc.wait()
             for pod in self.pods:
-                if pod.proc is not None and pod.proc.returncode is None:
-                    pod.proc.kill()
-                    await pod.proc.wait()
+                if pod.warm is not None:
+                    pod.warm.control.close()
+                if not isinstance(pod.log, int):
+                    pod.log.close()
+            self.logs.cleanup()
         self.events.sort(key=lambda e: e.time_ms)
         w = self.workload
         summary = WorkloadSummary(
@@ -467,12 +644,7 @@ class Lab:
         )
         routes = []
         for name, res in self.loads.items():
-            st = res.statuses
-            ok = sum(n for code, n in st.items() if 200 <= code < 400)
-            failed = dict.fromkeys(CAUSES, 0)
-            failed["restarting"] = st.get(0, 0)
-            failed["timeout"] = st.get(-1, 0)
-            failed["error_status"] = sum(n for code, n in st.items() if code >= 400)
+            failed = {c: res.failed.get(c, 0) for c in CAUSES}
             service = self._target(next(t for t in self.scenario.spec.traffic if t.label == name))[0]
             od: dict[str, int] = {}  # the simulation's names: Envoy's outlier_detection.* counters
             for k, v in self.envoy_stats.items():
@@ -484,7 +656,7 @@ class Lab:
                     name,
                     service,
                     res.sent,
-                    ok,
+                    res.ok,
                     failed,
                     dropped=res.dropped,
                     envoy=od,
@@ -496,7 +668,11 @@ class Lab:
             seed=self.scenario.spec.seed,
             step_ms=50,
             duration_ms=round(duration_s * 1000),
-            time_ms=np.arange(len(ready), dtype=np.int64) * 50,
+            time_ms=np.array([t for t, _, _ in samples], dtype=np.int64),
+            series={
+                f"workload.{w.name}.ready": np.array([r for _, r, _ in samples], dtype=np.int64),
+                f"workload.{w.name}.restarts": np.array([n for _, _, n in samples], dtype=np.int64),
+            },
             events=self.events,
             workloads=[summary],
             routes=routes,
@@ -504,7 +680,13 @@ class Lab:
         )
 
 
-def run_lab(scenario: Scenario, duration_s: float | None = None, command: list[str] | None = None) -> Result:
+def run_lab(
+    scenario: Scenario,
+    duration_s: float | None = None,
+    command: list[str] | None = None,
+    progress: Callable[[Lab], None] | None = None,
+    listen_timeout_s: float = LISTEN_TIMEOUT_S,
+) -> Result:
     if command:
         found = shutil.which(command[0])
         if found is None:
@@ -514,41 +696,7 @@ def run_lab(scenario: Scenario, duration_s: float | None = None, command: list[s
         raise InputError("the scenario has no Deployment or StatefulSet to run")
     w = scenario.workloads[0]
     seconds = duration_s if duration_s is not None else scenario.spec.duration / 1000
-    return asyncio.run(Lab(scenario, w, command).run(seconds))
-
-
-COMPARED = ("Started", "Killing", "BackOff", "PodReady", "PodNotReady")
-
-
-def compare(sim: Result, lab: Result, tolerance_ms: int = 1000) -> list[dict[str, object]]:
-    """Per pod and reason, the simulated and measured event times side by side, and whether
-    they agree (same count, each within ``tolerance_ms``)."""
-    rows: list[dict[str, object]] = []
-    pods = sorted({e.object for e in (*sim.events, *lab.events) if e.object.startswith("pod/")})
-    for pod in pods:
-        for reason in COMPARED:
-            a = [e.time_ms for e in sim.events_for(pod, reason)]
-            b = [e.time_ms for e in lab.events_for(pod, reason) if e.time_ms <= lab.duration_ms]
-            a = [x for x in a if x <= lab.duration_ms]
-            if not a and not b:
-                continue
-            agree = len(a) == len(b) and all(abs(x - y) <= tolerance_ms for x, y in zip(a, b, strict=True))
-            rows.append({"object": pod, "reason": reason, "simulated": a, "measured": b, "agree": agree})
-    measured = {r.name: r for r in lab.routes}
-    for r in sim.routes:
-        m = measured.get(r.name)
-        if m is None:
-            continue
-        for what, x, y in (
-            ("failed requests", r.failed_total, m.failed_total),
-            (
-                "ejections",
-                r.envoy.get("ejections_enforced_total", 0),
-                m.envoy.get("ejections_enforced_total", 0),
-            ),
-        ):
-            if x or y:  # counts agree within 10 % or 2, whichever is larger
-                agree = abs(x - y) <= max(2, x // 10)
-                rows.append({"object": f"route/{r.name}", "reason": what, "count": True,
-                             "simulated": [x], "measured": [y], "agree": agree})  # fmt: skip
-    return rows
+    lab = Lab(scenario, w, command)
+    lab.progress = progress
+    lab.listen_timeout_s = listen_timeout_s
+    return asyncio.run(lab.run(seconds))

@@ -19,6 +19,8 @@ class LoadResult:
     sent: int = 0
     dropped: int = 0  # no free slot (in-flight cap)
     statuses: Counter[int] = field(default_factory=Counter)  # 0: connection failed, -1: timed out
+    ok: int = 0  # 2xx and 3xx
+    failed: Counter[str] = field(default_factory=Counter)  # by the simulation's cause names
     # answered requests' latency in µs, 1 µs to 10 min at 3 significant digits
     latency_us: HdrHistogram = field(default_factory=lambda: HdrHistogram(1, 600_000_000, 3))
 
@@ -31,6 +33,21 @@ class LoadResult:
         return {k: round(v, 1) for k, v in {**qs, "max": h.get_max_value() / 1000}.items()}
 
 
+def cause_of(status: int, body: bytes) -> str:
+    """A failed answer's cause as the simulation names it, from Envoy's local replies (a sidecar
+    answers 503 "no healthy upstream" with no endpoint, "upstream connect error" when the pod
+    refuses, 504 "upstream request timeout") and the test app's 503 "overloaded"."""
+    if status == 503 and body.startswith(b"no healthy upstream"):
+        return "no_endpoint"
+    if status == 503 and body.startswith(b"upstream connect error"):
+        return "killed" if b"reset reason: connection termination" in body else "restarting"
+    if status == 504 and body.startswith(b"upstream request timeout"):
+        return "timeout"
+    if status == 503 and body == b"overloaded\n":
+        return "rejected"
+    return "error_status"
+
+
 async def constant_rate(
     targets: list[str] | Callable[[], list[str]],
     rate: float,
@@ -39,11 +56,13 @@ async def constant_rate(
     max_inflight: int = 1000,
     headers: dict[str, str] | None = None,
     method: str = "GET",
+    out: LoadResult | None = None,
 ) -> LoadResult:
     """``targets``: the URLs, or a function giving the current ones (a Service's Ready endpoints);
-    none at a request's time counts as a refused connection, as kube-proxy refuses then."""
+    none at a request's time counts as a refused connection, as kube-proxy refuses then. ``out``
+    is filled as answers come (for a live display)."""
     current = targets if callable(targets) else lambda: targets
-    out = LoadResult()
+    out = out if out is not None else LoadResult()
     slots = asyncio.Semaphore(max_inflight)
     pending: set[asyncio.Task[None]] = set()
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as session:
@@ -52,13 +71,22 @@ async def constant_rate(
             t = time.monotonic()
             try:
                 async with session.request(method, url, headers=headers) as r:
-                    await r.read()
+                    body = await r.read()
                     out.statuses[r.status] += 1
                 out.latency_us.record_value(max(1, round((time.monotonic() - t) * 1e6)))
+                if r.status < 400:
+                    out.ok += 1
+                else:
+                    out.failed[cause_of(r.status, body)] += 1
             except TimeoutError:
                 out.statuses[-1] += 1
+                out.failed["timeout"] += 1
+            except aiohttp.ClientConnectorError:
+                out.statuses[0] += 1
+                out.failed["restarting"] += 1  # refused: nothing listens
             except aiohttp.ClientError:
                 out.statuses[0] += 1
+                out.failed["killed"] += 1  # reset or closed after connecting
             finally:
                 slots.release()
 
@@ -75,6 +103,7 @@ async def constant_rate(
             out.sent += 1
             if not urls:
                 out.statuses[0] += 1
+                out.failed["no_endpoint"] += 1
                 continue
             await slots.acquire()
             task = asyncio.create_task(one(urls[i % len(urls)]))  # round robin when there are several

@@ -68,3 +68,42 @@ def render_compare(results: list[Result], console: Console) -> None:
         )
         last = row["scenario"]
     console.print(t)
+
+
+def _cell(values: list[Any], unit: str) -> str:
+    if unit == "ms":
+        return ", ".join(f"{v / 1000:g}" for v in values) or "-"
+    if unit == "replicas":  # run-length: 0×5 3×11 reads as 0 for 5 s, then 3 for 11 s
+        runs: list[list[int]] = []
+        for v in values:
+            if runs and runs[-1][0] == v:
+                runs[-1][1] += 1
+            else:
+                runs.append([v, 1])
+        return " ".join(f"{v}×{n}s" for v, n in runs)
+    return ", ".join(str(v) for v in values)
+
+
+def render_lab_comparison(rows: list[dict[str, Any]], console: Console) -> None:
+    """``probesim lab --compare``'s rows (probesim.lab.compare): times in seconds, counts, and
+    ready replicas as runs of seconds, with each row's tolerance and verdict."""
+    t = Table(box=box.SIMPLE, title="Simulation vs lab", title_justify="left")
+    for h in ("OBJECT", "FIGURE", "SIMULATED", "MEASURED", "TOLERANCE", "AGREE"):
+        t.add_column(h)
+    for r in rows:
+        unit = str(r["unit"])
+        tol = f"±{r['tolerance'] / 1000:g} s" if unit in ("ms", "replicas") else f"±{r['tolerance']}"
+        t.add_row(
+            str(r["object"]),
+            str(r["reason"]),
+            _cell(r["simulated"], unit),
+            _cell(r["measured"], unit),
+            tol,
+            "[green]yes[/]" if r["agree"] else "[red]no[/]",
+        )
+    console.print(t)
+    if all(bool(r["agree"]) for r in rows):
+        console.print("[green]the simulation agrees with the lab[/]")
+    else:
+        n = sum(not r["agree"] for r in rows)
+        console.print(f"[red]the simulation and the lab differ on {n} of {len(rows)} figures[/]")

@@ -1,0 +1,140 @@
+"""The simulation and the lab, figure by figure: event times per pod and per client sidecar
+(Envoy's outlier event log), first Ready and restarts per workload, ready replicas second by
+second, and per route the failed requests by what the client saw and the ejections. Each row says
+whether the two agree within its tolerance; the comparison agrees when every row does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from probesim.engine.mesh import Detector
+from probesim.model.scenario import Scenario
+from probesim.results import Result
+
+POD_EVENTS = ("Started", "Killing", "BackOff", "PodReady", "PodNotReady")
+OUTLIER_EVENTS = ("OutlierEject", "OutlierUneject")
+TIME_TOLERANCE_MS = 1000
+
+# What a client can tell apart: the simulation's causes grouped as a client sees them.
+CLIENT_VIEW = {
+    "refused": ("no_endpoint", "restarting"),
+    "reset": ("killed",),
+    "timed out": ("not_answering", "timeout"),
+    "error status": ("error_status", "rejected"),
+}
+
+Row = dict[str, Any]
+
+
+def _row(obj: str, reason: str, unit: str, sim: list[Any], lab: list[Any], tol: int, agree: bool) -> Row:
+    return {
+        "object": obj,
+        "reason": reason,
+        "unit": unit,  # ms: event times; count; replicas: one value per second
+        "simulated": sim,
+        "measured": lab,
+        "tolerance": tol,
+        "agree": agree,
+    }
+
+
+def _time_lists(obj: str, reason: str, a: list[int], b: list[int], tol: int) -> Row | None:
+    """Times agree when there are as many on each side and each pair is within ``tol``."""
+    if not a and not b:
+        return None
+    agree = len(a) == len(b) and all(abs(x - y) <= tol for x, y in zip(a, b, strict=True))
+    return _row(obj, reason, "ms", a, b, tol, agree)
+
+
+def _times(obj: str, reason: str, sim: Result, lab: Result, tol: int) -> Row | None:
+    a = [e.time_ms for e in sim.events_for(obj, reason) if e.time_ms <= lab.duration_ms]
+    b = [e.time_ms for e in lab.events_for(obj, reason) if e.time_ms <= lab.duration_ms]
+    return _time_lists(obj, reason, a, b, tol)
+
+
+def _count(obj: str, reason: str, x: int, y: int, slack: int) -> Row | None:
+    """Counts agree within 10 % or ``slack``, whichever is larger."""
+    if not x and not y:
+        return None
+    return _row(obj, reason, "count", [x], [y], max(slack, x // 10), abs(x - y) <= max(slack, x // 10))
+
+
+def per_second(result: Result, key: str, seconds: int) -> list[int]:
+    """A series' value at each whole second (the last sample at or before it)."""
+    t, v = result.time_ms, result.series[key]
+    idx = np.searchsorted(t, np.arange(seconds) * 1000, side="right") - 1
+    return [int(v[i]) if i >= 0 else 0 for i in idx]
+
+
+def _ready_over_time(name: str, sim: Result, lab: Result) -> Row | None:
+    """Ready replicas each second; the lab's value at a second must be one the simulation has
+    within the time tolerance of it (an edge may fall a second apart)."""
+    key = f"workload.{name}.ready"
+    if key not in sim.series or key not in lab.series:
+        return None
+    n = lab.duration_ms // 1000
+    a, b = per_second(sim, key, n), per_second(lab, key, n)
+    w = TIME_TOLERANCE_MS // 1000
+    before = [0] * w  # nothing is Ready before the scenario starts
+    agree = all(b[s] in (before + a)[s : s + 2 * w + 1] for s in range(n))
+    return _row(f"workload/{name}", "ready replicas", "replicas", a, b, TIME_TOLERANCE_MS, agree)
+
+
+def outlier_interval_ms(scenario: Scenario) -> int:
+    """The tolerance on ejection and unejection times: one outlier detection interval (Envoy
+    unejects on its interval timer), the longest of the scenario's DestinationRules."""
+    intervals = [
+        Detector.from_istio(od).interval
+        for r in scenario.destination_rules
+        if r.spec.traffic_policy is not None and (od := r.spec.traffic_policy.outlier_detection) is not None
+    ]
+    return max(intervals, default=Detector().interval)
+
+
+def compare(sim: Result, lab: Result, outlier_tolerance_ms: int = Detector().interval) -> list[Row]:
+    rows: list[Row | None] = []
+    objects = sorted({e.object for e in (*sim.events, *lab.events)})
+    for obj in objects:
+        if obj.startswith("pod/"):
+            rows += [_times(obj, r, sim, lab, TIME_TOLERANCE_MS) for r in POD_EVENTS]
+        elif obj.startswith("sidecar/"):
+            rows += [_times(obj, r, sim, lab, outlier_tolerance_ms) for r in OUTLIER_EVENTS]
+    measured_workloads = {w.name: w for w in lab.workloads}
+    for w in sim.workloads:
+        mw = measured_workloads.get(w.name)
+        if mw is None:
+            continue
+        obj = f"workload/{w.name}"
+        a = [] if w.first_ready_ms is None else [w.first_ready_ms]
+        b = [] if mw.first_ready_ms is None else [mw.first_ready_ms]
+        rows.append(_time_lists(obj, "first ready", a, b, TIME_TOLERANCE_MS))
+        rows.append(_count(obj, "restarts", w.total_restarts, mw.total_restarts, 1))
+        rows.append(_ready_over_time(w.name, sim, lab))
+    measured_routes = {r.name: r for r in lab.routes}
+    for r in sim.routes:
+        m = measured_routes.get(r.name)
+        if m is None:
+            continue
+        obj = f"route/{r.name}"
+        rows.append(_count(obj, "failed requests", r.failed_total, m.failed_total, 2))
+        for view, causes in CLIENT_VIEW.items():
+            x = sum(r.failed.get(c, 0) for c in causes)
+            y = sum(m.failed.get(c, 0) for c in causes)
+            if (x or y) and (x, y) != (r.failed_total, m.failed_total):  # not the total again
+                rows.append(_count(obj, f"failed: {view}", x, y, 2))
+        rows.append(
+            _count(
+                obj,
+                "ejections",
+                r.envoy.get("ejections_enforced_total", 0),
+                m.envoy.get("ejections_enforced_total", 0),
+                0,
+            )
+        )
+    return [r for r in rows if r is not None]
+
+
+def agree(rows: list[Row]) -> bool:
+    return all(bool(r["agree"]) for r in rows)

@@ -1,0 +1,114 @@
+"""The simulation-vs-lab comparison, figure by figure, on hand-made results (no processes)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from probesim.lab.compare import agree, compare, outlier_interval_ms, per_second
+from probesim.results import CAUSES, Event, Result, RouteSummary, WorkloadSummary
+from tests.builders import builtin, scenario
+
+
+def result(
+    source: str,
+    events: list[tuple[int, str, str]],
+    ready: list[tuple[int, int]],
+    failed: dict[str, int] | None = None,
+    restarts: int = 0,
+    ejections: int = 0,
+) -> Result:
+    fails = dict.fromkeys(CAUSES, 0) | (failed or {})
+    first = min((t for t, r, _ in events if r == "PodReady"), default=None)
+    return Result(
+        scenario="s",
+        seed=0,
+        step_ms=1000,
+        duration_ms=10_000,
+        time_ms=np.array([t for t, _ in ready], np.int64),
+        series={"workload.web.ready": np.array([n for _, n in ready], np.int64)},
+        events=[Event(t, "Normal", r, o, "") for t, r, o in events],
+        workloads=[WorkloadSummary("web", "Deployment", 2, {"web-0": restarts}, first, None, 0, 0.0, 0)],
+        routes=[
+            RouteSummary(
+                "/", "web", 20, 20 - sum(fails.values()), fails, envoy={"ejections_enforced_total": ejections}
+            )
+        ],
+        source=source,
+    )
+
+
+SIM = result(
+    "simulation",
+    [
+        (0, "Started", "pod/web-0"),
+        (3000, "PodReady", "pod/web-0"),
+        (5000, "OutlierEject", "sidecar/client-0"),
+    ],
+    [(t * 1000, 0 if t < 3 else 1) for t in range(10)],
+    {"not_answering": 3, "no_endpoint": 2},
+    ejections=1,
+)
+
+
+def rows_by(rows: list[dict[str, object]]) -> dict[tuple[object, object], dict[str, object]]:
+    return {(r["object"], r["reason"]): r for r in rows}
+
+
+def test_the_same_run_measured_a_little_later_agrees_figure_by_figure() -> None:
+    lab = result(
+        "lab",
+        [
+            (4, "Started", "pod/web-0"),
+            (3012, "PodReady", "pod/web-0"),
+            (9500, "OutlierEject", "sidecar/client-0"),
+        ],
+        [(t * 50, 0 if t * 50 < 3012 else 1) for t in range(200)],
+        {"timeout": 3, "restarting": 2},  # what a client sees of not_answering / no_endpoint
+        ejections=1,
+    )
+    rows = compare(SIM, lab, outlier_tolerance_ms=5000)
+    by = rows_by(rows)
+    assert by[("pod/web-0", "PodReady")]["measured"] == [3012]
+    assert by[("sidecar/client-0", "OutlierEject")]["tolerance"] == 5000  # one interval
+    assert by[("workload/web", "ready replicas")]["simulated"] == [0, 0, 0, 1, 1, 1, 1, 1, 1, 1]
+    assert by[("workload/web", "ready replicas")]["measured"] == [0, 0, 0, 0, 1, 1, 1, 1, 1, 1]
+    assert by[("route//", "failed: timed out")]["measured"] == [3]
+    assert by[("route//", "failed: refused")]["simulated"] == [2]
+    assert by[("route//", "ejections")]["agree"] is True
+    assert ("workload/web", "restarts") not in by  # none on either side
+    assert agree(rows)
+
+
+def test_each_kind_of_difference_is_caught() -> None:
+    lab = result(
+        "lab",
+        [
+            (0, "Started", "pod/web-0"),
+            (4100, "PodReady", "pod/web-0"),
+            (11_000, "OutlierEject", "sidecar/client-0"),
+        ],
+        [(t * 1000, 0 if t < 5 else 1) for t in range(10)],
+        {"error_status": 9},
+        restarts=2,
+    )
+    by = rows_by(compare(SIM, lab, outlier_tolerance_ms=5000))
+    assert by[("pod/web-0", "PodReady")]["agree"] is False  # 1.1 s late
+    assert by[("pod/web-0", "Started")]["agree"] is True
+    assert by[("sidecar/client-0", "OutlierEject")]["agree"] is False  # 6 s late
+    assert by[("workload/web", "ready replicas")]["agree"] is False  # 0 at 4 s: 2 s from any 0
+    assert by[("workload/web", "restarts")]["agree"] is False  # 0 vs 2
+    assert by[("route//", "failed requests")]["agree"] is False  # 5 vs 9
+    assert by[("route//", "failed: error status")]["agree"] is False
+    assert by[("route//", "ejections")]["agree"] is False  # 1 vs 0
+    missing = result("lab", [(0, "Started", "pod/web-0")], [(0, 0)])
+    assert rows_by(compare(SIM, missing))[("pod/web-0", "PodReady")]["agree"] is False
+
+
+def test_per_second_takes_the_last_sample_at_or_before_each_second() -> None:
+    r = result("lab", [], [(30, 1), (990, 2), (1000, 3), (2600, 4)])
+    assert per_second(r, "workload.web.ready", 4) == [0, 3, 3, 4]
+
+
+def test_the_ejection_tolerance_is_the_longest_outlier_interval() -> None:
+    assert outlier_interval_ms(builtin("seed003-outlier")) == 2000
+    assert outlier_interval_ms(scenario()) == 10_000  # Envoy's default
