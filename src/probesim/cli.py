@@ -273,9 +273,19 @@ def app_command(
             help="The container behaviour, JSON or YAML (a scenario's behavior.<workload>.containers.<name>)."
         ),
     ] = "{}",
+    grpc_port: Annotated[
+        int | None,
+        typer.Option(
+            help="Also serve gRPC health (grpc.health.v1) on this port; it answers as the path 'grpc'.",
+            min=1,
+            max=65535,
+            envvar="GRPC_PORT",
+        ),
+    ] = None,
 ) -> None:
     """Run the lab's test app: an HTTP server on 127.0.0.1 that acts out a container's behaviour
-    for real (start delay, hangs, deadlocks, crashes, error windows, costs, worker pool, SIGTERM).
+    for real (start delay, hangs, deadlocks, crashes, error windows, costs, worker pool, SIGTERM),
+    with gRPC health on --grpc-port.
 
     Example: [bold]probesim app --port 8081 --behavior '{start: 5s, paths: {/healthz: 200}}'[/bold]
     """
@@ -294,7 +304,7 @@ def app_command(
         first = e.errors()[0]
         where = ".".join(str(x) for x in first["loc"])
         raise _fail(InputError(f"{first['msg']}", field=f"--behavior {where}")) from None
-    serve(cb, port)
+    serve(cb, port, grpc_port)
 
 
 @app.command()
@@ -319,7 +329,10 @@ def lab(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     command: Annotated[
         list[str] | None,
-        typer.Option(help="Run this command per pod instead of the test app (it gets $PORT)."),
+        typer.Option(
+            help="Run this command per pod instead of the test app. It must serve HTTP on 127.0.0.1:$PORT "
+            "(and gRPC health on $GRPC_PORT when a probe uses gRPC)."
+        ),
     ] = None,
     listen_timeout: Annotated[
         str,

@@ -25,9 +25,9 @@ def free_port() -> int:
 
 
 @contextmanager
-def app(behavior: str) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+def app(behavior: str, *extra: str) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
     port = free_port()
-    proc = subprocess.Popen([str(PROBESIM), "app", "--port", str(port), "--behavior", behavior])
+    proc = subprocess.Popen([str(PROBESIM), "app", "--port", str(port), "--behavior", behavior, *extra])
     try:
         yield proc, port
     finally:
@@ -128,3 +128,35 @@ def test_bad_behavior_is_a_clear_error() -> None:
     assert done.returncode == 2
     assert "no unit" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_grpc_health_answers_as_the_path_grpc() -> None:
+    # SERVING once started; NOT_SERVING in an errors window on "grpc" (HTTP unaffected); a hang
+    # holds the answer past the probe's deadline; the kubelet's messages for each.
+    import asyncio
+
+    from probesim.lab.kubelet import grpc_check
+
+    grpc_port = free_port()
+    behavior = (
+        "{start: 1s, episodes: [{kind: errors, after: 3s, for: 2s, status: 503, paths: [grpc]},"
+        " {kind: hang, after: 6s, for: 2s}]}"
+    )
+    with app(behavior, "--grpc-port", str(grpc_port)) as (_, port):
+        started = time.monotonic()
+        poll(port, "/", 200, started, by=10)
+        ok, why = asyncio.run(grpc_check(grpc_port, "", 1.0))
+        assert (ok, why) == (True, "")
+        wait_until(started, 3.5)
+        assert asyncio.run(grpc_check(grpc_port, "any.Service", 1.0)) == (
+            False,
+            'service unhealthy (responded with "NOT_SERVING")',
+        )
+        assert get(port, "/") == 200
+        wait_until(started, 6.5)
+        assert asyncio.run(grpc_check(grpc_port, "", 0.5)) == (
+            False,
+            "timeout: health rpc did not complete within 0.5s",
+        )
+    ok, why = asyncio.run(grpc_check(grpc_port, "", 0.3))  # nothing listens any more
+    assert not ok and why.startswith("timeout: failed to connect service")

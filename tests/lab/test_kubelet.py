@@ -138,11 +138,41 @@ def test_a_missing_command_is_a_clear_error() -> None:
     assert "Traceback" not in out.stderr
 
 
-def test_a_grpc_probe_is_refused_before_anything_starts() -> None:
-    sc = scenario(probes={"readinessProbe": {"grpc": {"port": 8080}}}, duration="2s")
-    with pytest.raises(InputError, match="readinessProbe uses grpc, which the lab does not run yet"):
-        run_lab(sc)
+GRPC_PROBES = {
+    "readinessProbe": {"grpc": {"port": 9090}, "periodSeconds": 1},
+    "livenessProbe": {"grpc": {"port": 9090}, "periodSeconds": 1, "failureThreshold": 3},
+}
+GRPC_BEHAVIOR = {
+    "start": "2s",
+    "episodes": [
+        {"kind": "errors", "after": "6s", "for": "2s", "status": 503, "paths": ["grpc"]},
+        {"kind": "hang", "after": "10s", "for": "5s"},
+    ],
+}
+
+
+def test_grpc_probes_run_against_the_apps_grpc_health_like_the_kubelets() -> None:
+    # NOT_SERVING for 2 s fails two probes of each (threshold 3: nothing happens); a 5 s hang
+    # makes three liveness calls miss their 1 s deadline: killed at 13 s, as simulated.
+    sc = scenario(probes=GRPC_PROBES, behavior=GRPC_BEHAVIOR, duration="16s")
+    lab = run_lab(sc)
+    unhealthy = [e.message for e in lab.events_for("pod/web-0", "Unhealthy")]
+    assert 'Liveness probe failed: service unhealthy (responded with "NOT_SERVING")' in unhealthy
+    assert "Liveness probe failed: timeout: health rpc did not complete within 1s" in unhealthy
+    (kill,) = lab.events_for("pod/web-0", "Killing")
+    assert abs(kill.time_ms - 13_000) < 500
+    rows = compare(simulate(sc.cut_to(16_000)), lab)
+    assert agree(rows), [r for r in rows if not r["agree"]]
     assert children_left() == []
+
+
+def test_a_commands_grpc_health_is_probed_on_grpc_port() -> None:
+    # The test app run as if it were the user's own server: it reads $PORT and $GRPC_PORT.
+    sc = scenario(probes={"readinessProbe": GRPC_PROBES["readinessProbe"]}, duration="4s")
+    lab = run_lab(sc, command=[str(PROBESIM), "app"])
+    (ready,) = lab.events_for("pod/web-0", "PodReady")
+    assert ready.time_ms < 3000
+    assert lab.events_for("pod/web-0", "Killing") == []
 
 
 @pytest.mark.parametrize("meshed", [True, False])

@@ -19,6 +19,7 @@ import signal
 import socket
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import web
 
@@ -40,12 +41,19 @@ class Window:
 
 class App:
     def __init__(
-        self, behavior: ContainerBehavior, port: int, zero: float | None = None, started: float | None = None
+        self,
+        behavior: ContainerBehavior,
+        port: int,
+        zero: float | None = None,
+        started: float | None = None,
+        grpc_port: int | None = None,
     ) -> None:
         """``started`` and ``zero`` (the container's start and the scenario's t0) are on the
         system-wide monotonic clock the lab reads too; by default, when the process started."""
         self.b = behavior
         self.port = port
+        self.grpc_port = grpc_port
+        self.grpc: Any = None  # the gRPC server while listening
         self.started = started if started is not None else time.monotonic() - process_age()
         self.scenario_zero = zero if zero is not None else self.started
         self.hangs: list[tuple[Window, bool]] = []
@@ -125,6 +133,40 @@ class App:
         status = self.status_for(path, time.monotonic())
         return web.Response(status=status, text=f"{status}\n")
 
+    async def health_status(self) -> str:
+        """The gRPC health answer: the check behaves as an HTTP path named ``grpc`` (as the
+        simulation has it): it waits out a hang, then is SERVING unless that path answers >= 400."""
+        now = time.monotonic()
+        end = self._hang_end(now)
+        if end is not None:
+            await asyncio.sleep(min(end, now + 3600) - now)
+        return "SERVING" if self.status_for("grpc", time.monotonic()) < 400 else "NOT_SERVING"
+
+    async def _grpc_listen(self, on: bool) -> None:
+        """gRPC health (grpc.health.v1) on its own port, listening when the HTTP port does."""
+        if self.grpc_port is None or on == (self.grpc is not None):
+            return
+        if not on:
+            server, self.grpc = self.grpc, None
+            await server.stop(None)
+            return
+        from grpc import aio
+        from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+        app = self
+
+        class Health(health_pb2_grpc.HealthServicer):  # type: ignore[misc]
+            async def Check(self, request: Any, context: Any) -> Any:
+                status = await app.health_status()
+                return health_pb2.HealthCheckResponse(
+                    status=health_pb2.HealthCheckResponse.ServingStatus.Value(status)
+                )
+
+        self.grpc = aio.server()
+        health_pb2_grpc.add_HealthServicer_to_server(Health(), self.grpc)
+        self.grpc.add_insecure_port(f"{HOST}:{self.grpc_port}")
+        await self.grpc.start()
+
     # -- serving, listening on and off, crashing, shutting down ----------------------------------
 
     async def _listen(self, on: bool) -> None:
@@ -165,12 +207,14 @@ class App:
             if crash_at is not None and now >= crash_at[0]:
                 os._exit(crash_at[1])
             await self._listen(not self._refusing(now))
+            await self._grpc_listen(not self._refusing(now))
             edge = next((e for e in edges if e > now), now + 0.5)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=edge - now)
         if not self.b.ignores_sigterm:
             await asyncio.sleep(self.b.shutdown / 1000)
             await self.runner.cleanup()
+            await self._grpc_listen(False)
             return
         while True:  # ignores SIGTERM: only SIGKILL ends it
             await asyncio.sleep(3600)
@@ -208,14 +252,14 @@ def wait_for_go(control: socket.socket) -> tuple[float, float, socket.socket] | 
     return zero, started, socket.socket(fileno=fds[0])
 
 
-def serve(behavior: ContainerBehavior, port: int) -> None:
+def serve(behavior: ContainerBehavior, port: int, grpc_port: int | None = None) -> None:
     control = os.environ.get("PROBESIM_CONTROL_FD")
     if control is not None:
         go = wait_for_go(socket.socket(fileno=int(control)))
         if go is None:
             return
-        app = App(behavior, port, zero=go[0], started=go[1])
+        app = App(behavior, port, zero=go[0], started=go[1], grpc_port=grpc_port)
         app.bound = go[2]
     else:
-        app = App(behavior, port)
+        app = App(behavior, port, grpc_port=grpc_port)
     asyncio.run(app.run())

@@ -45,9 +45,43 @@ from probesim.results import CAUSES, Event, Result, RouteSummary, WorkloadSummar
 
 HOST = "127.0.0.1"
 MAX_SIDECARS = 8
+USER_AGENT = "kube-probe/1.33"
 WARM_TIMEOUT_S = 30
 LISTEN_TIMEOUT_S = 30.0  # how long a --command may take to listen on $PORT, by default
 INITIAL = {"startup": None, "readiness": False, "liveness": True}  # Unknown, Failure, Success
+
+
+async def grpc_check(port: int, service: str, timeout: float) -> tuple[bool, str]:
+    """The kubelet's gRPC probe (pkg/probe/grpc, §1.6): grpc.health.v1.Health/Check; SERVING
+    passes, any other answer, a failed connection, a timeout or Unimplemented fails; its
+    messages."""
+    import grpc
+    from grpc import aio
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    options = [("grpc.primary_user_agent", USER_AGENT)]
+    deadline = time.monotonic() + timeout  # one deadline for connecting and the call, as upstream
+    async with aio.insecure_channel(f"{HOST}:{port}", options=options) as channel:
+        try:
+            await asyncio.wait_for(channel.channel_ready(), timeout)
+        except TimeoutError:
+            return False, f'timeout: failed to connect service "{HOST}:{port}" within {timeout}s'
+        try:
+            resp = await health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(service=service),
+                timeout=max(deadline - time.monotonic(), 0.001),
+            )
+        except aio.AioRpcError as e:
+            if e.code() == grpc.StatusCode.UNIMPLEMENTED:
+                return (
+                    False,
+                    "error: this server does not implement the grpc health protocol (grpc.health.v1.Health)",
+                )
+            if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                return False, f"timeout: health rpc did not complete within {timeout}s"
+            return False, f"error: health rpc probe failed: {e.code().name}"
+    status = health_pb2.HealthCheckResponse.ServingStatus.Name(resp.status)
+    return (True, "") if status == "SERVING" else (False, f'service unhealthy (responded with "{status}")')
 
 
 def free_port() -> int:
@@ -85,6 +119,7 @@ class Pod:
     port: int
     command: list[str] | None
     proc: asyncio.subprocess.Process | None = None
+    grpc_port: int | None = None  # where gRPC probes go ($GRPC_PORT for a --command)
     warm: Warm | None = None
     listened: bool = False  # a --command accepted a connection at least once
     log: int | TextIO = asyncio.subprocess.DEVNULL  # a --command's output
@@ -145,13 +180,10 @@ class Lab:
             kinds: tuple[ProbeType, ...] = ("startup", "readiness", "liveness")
             for kind in kinds:
                 p = c.probe(kind)
-                if p is not None and p.grpc is not None:
-                    raise InputError(
-                        f"container {c.name}: {kind}Probe uses grpc, which the lab does not run yet "
-                        "(httpGet, tcpSocket and exec are run)"
-                    )
                 if p is not None:
                     pod.workers[kind] = Worker(kind, p)
+                if p is not None and p.grpc is not None and pod.grpc_port is None:
+                    pod.grpc_port = free_port()  # gRPC health on a port of its own
             self.pods.append(pod)
 
     def now_ms(self) -> int:
@@ -165,7 +197,8 @@ class Lab:
     def _app_argv(self, pod: Pod) -> list[str]:
         app = Path(sys.executable).parent / "probesim"
         behavior = json.dumps(pod.behavior.model_dump(mode="json", by_alias=True))
-        return [str(app), "app", "--port", str(pod.port), "--behavior", behavior]
+        argv = [str(app), "app", "--port", str(pod.port), "--behavior", behavior]
+        return argv if pod.grpc_port is None else [*argv, "--grpc-port", str(pod.grpc_port)]
 
     async def prestart(self, pod: Pod) -> None:
         """Start the test app for the pod's next container ahead of time, loaded and waiting, so
@@ -190,7 +223,8 @@ class Lab:
         if pod.command:
             pod.proc = await asyncio.create_subprocess_exec(
                 *pod.command,
-                env={**os.environ, "PORT": str(pod.port)},
+                env={**os.environ, "PORT": str(pod.port)}
+                | ({} if pod.grpc_port is None else {"GRPC_PORT": str(pod.grpc_port)}),
                 stdout=pod.log,
                 stderr=pod.log,
             )
@@ -321,7 +355,7 @@ class Lab:
                 port = container_port(pod.container, p.http_get.port)
                 if port is None:
                     return False, "error"
-                headers = {"User-Agent": "kube-probe/1.33", "Accept": "*/*"}
+                headers = {"User-Agent": USER_AGENT, "Accept": "*/*"}
                 async with (
                     aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as s,
                     s.get(
@@ -334,6 +368,8 @@ class Lab:
                 _, writer = await asyncio.wait_for(asyncio.open_connection(HOST, pod.port), timeout)
                 writer.close()
                 return True, ""
+            if p.grpc is not None and pod.grpc_port is not None:
+                return await grpc_check(pod.grpc_port, p.grpc.service or "", timeout)
             if p.exec is not None:
                 proc = await asyncio.create_subprocess_exec(
                     *p.exec.command, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
