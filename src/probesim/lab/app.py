@@ -150,7 +150,7 @@ class App:
             server, self.grpc = self.grpc, None
             await server.stop(None)
             return
-        from grpc import aio
+        from grpc import aio  # loaded before the container starts (serve), as the rest
         from grpc_health.v1 import health_pb2, health_pb2_grpc
 
         app = self
@@ -253,6 +253,9 @@ def wait_for_go(control: socket.socket) -> tuple[float, float, socket.socket] | 
 
 
 def serve(behavior: ContainerBehavior, port: int, grpc_port: int | None = None) -> None:
+    if grpc_port is not None:  # import now, not at the start edge (it takes a good 100 ms)
+        import grpc.aio  # noqa: F401
+        import grpc_health.v1.health_pb2_grpc  # noqa: F401
     control = os.environ.get("PROBESIM_CONTROL_FD")
     if control is not None:
         go = wait_for_go(socket.socket(fileno=int(control)))

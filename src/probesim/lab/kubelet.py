@@ -59,7 +59,9 @@ async def grpc_check(port: int, service: str, timeout: float) -> tuple[bool, str
     from grpc import aio
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-    options = [("grpc.primary_user_agent", USER_AGENT)]
+    # A connection of its own per probe, as each kubelet probe dials anew: gRPC core would share
+    # subchannels (and their reconnect back-off) between channels to the same address.
+    options = [("grpc.primary_user_agent", USER_AGENT), ("grpc.use_local_subchannel_pool", 1)]
     deadline = time.monotonic() + timeout  # one deadline for connecting and the call, as upstream
     async with aio.insecure_channel(f"{HOST}:{port}", options=options) as channel:
         try:
