@@ -135,7 +135,7 @@ def test_grpc_health_answers_as_the_path_grpc() -> None:
     # holds the answer past the probe's deadline; the kubelet's messages for each.
     import asyncio
 
-    from probesim.lab.kubelet import grpc_check
+    from probesim.lab.probes import grpc_check
 
     grpc_port = free_port()
     behavior = (
@@ -145,18 +145,17 @@ def test_grpc_health_answers_as_the_path_grpc() -> None:
     with app(behavior, "--grpc-port", str(grpc_port)) as (_, port):
         started = time.monotonic()
         poll(port, "/", 200, started, by=10)
-        ok, why = asyncio.run(grpc_check(grpc_port, "", 1.0))
-        assert (ok, why) == (True, "")
+        assert asyncio.run(grpc_check(grpc_port, "", 1.0)) == ("success", "")
         wait_until(started, 3.5)
         assert asyncio.run(grpc_check(grpc_port, "any.Service", 1.0)) == (
-            False,
+            "failure",
             'service unhealthy (responded with "NOT_SERVING")',
         )
         assert get(port, "/") == 200
         wait_until(started, 6.5)
         assert asyncio.run(grpc_check(grpc_port, "", 0.5)) == (
-            False,
+            "failure",
             "timeout: health rpc did not complete within 0.5s",
         )
-    ok, why = asyncio.run(grpc_check(grpc_port, "", 0.3))  # nothing listens any more
-    assert not ok and why.startswith("timeout: failed to connect service")
+    result, why = asyncio.run(grpc_check(grpc_port, "", 0.3))  # nothing listens any more
+    assert result == "failure" and why.startswith("timeout: failed to connect service")

@@ -28,7 +28,6 @@ from functools import partial
 from pathlib import Path
 from typing import TextIO
 
-import aiohttp
 import numpy as np
 
 from probesim.consecutive import next_run, reaches_threshold
@@ -37,6 +36,7 @@ from probesim.engine.mesh import istio_for
 from probesim.errors import InputError
 from probesim.lab.envoy import Envoy
 from probesim.lab.load import LoadResult, constant_rate
+from probesim.lab.probes import Outcome, exec_check, grpc_check, http_check, tcp_check
 from probesim.manifests.kubernetes import container_port
 from probesim.mesh.envoy import Translator
 from probesim.model.kubernetes import Container, Probe, ProbeType, Workload
@@ -45,45 +45,9 @@ from probesim.results import CAUSES, Event, Result, RouteSummary, WorkloadSummar
 
 HOST = "127.0.0.1"
 MAX_SIDECARS = 8
-USER_AGENT = "kube-probe/1.33"
 WARM_TIMEOUT_S = 30
 LISTEN_TIMEOUT_S = 30.0  # how long a --command may take to listen on $PORT, by default
 INITIAL = {"startup": None, "readiness": False, "liveness": True}  # Unknown, Failure, Success
-
-
-async def grpc_check(port: int, service: str, timeout: float) -> tuple[bool, str]:
-    """The kubelet's gRPC probe (pkg/probe/grpc, §1.6): grpc.health.v1.Health/Check; SERVING
-    passes, any other answer, a failed connection, a timeout or Unimplemented fails; its
-    messages."""
-    import grpc
-    from grpc import aio
-    from grpc_health.v1 import health_pb2, health_pb2_grpc
-
-    # A connection of its own per probe, as each kubelet probe dials anew: gRPC core would share
-    # subchannels (and their reconnect back-off) between channels to the same address.
-    options = [("grpc.primary_user_agent", USER_AGENT), ("grpc.use_local_subchannel_pool", 1)]
-    deadline = time.monotonic() + timeout  # one deadline for connecting and the call, as upstream
-    async with aio.insecure_channel(f"{HOST}:{port}", options=options) as channel:
-        try:
-            await asyncio.wait_for(channel.channel_ready(), timeout)
-        except TimeoutError:
-            return False, f'timeout: failed to connect service "{HOST}:{port}" within {timeout}s'
-        try:
-            resp = await health_pb2_grpc.HealthStub(channel).Check(
-                health_pb2.HealthCheckRequest(service=service),
-                timeout=max(deadline - time.monotonic(), 0.001),
-            )
-        except aio.AioRpcError as e:
-            if e.code() == grpc.StatusCode.UNIMPLEMENTED:
-                return (
-                    False,
-                    "error: this server does not implement the grpc health protocol (grpc.health.v1.Health)",
-                )
-            if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
-                return False, f"timeout: health rpc did not complete within {timeout}s"
-            return False, f"error: health rpc probe failed: {e.code().name}"
-    status = health_pb2.HealthCheckResponse.ServingStatus.Name(resp.status)
-    return (True, "") if status == "SERVING" else (False, f'service unhealthy (responded with "{status}")')
 
 
 def free_port() -> int:
@@ -349,45 +313,20 @@ class Lab:
         s = pod.workers.get("startup")
         return pod.proc is not None and (s is None or (s.seen == pod.instance and s.cached is True))
 
-    async def execute(self, pod: Pod, w: Worker) -> tuple[bool, str]:
+    async def execute(self, pod: Pod, w: Worker) -> Outcome:
         p = w.probe
         timeout = p.timeout_seconds
-        try:
-            if p.http_get is not None:
-                port = container_port(pod.container, p.http_get.port)
-                if port is None:
-                    return False, "error"
-                headers = {"User-Agent": USER_AGENT, "Accept": "*/*"}
-                async with (
-                    aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as s,
-                    s.get(
-                        f"http://{HOST}:{pod.port}{p.http_get.path}", headers=headers, allow_redirects=False
-                    ) as r,
-                ):
-                    ok = 200 <= r.status < 400
-                    return ok, "" if ok else f"HTTP probe failed with statuscode: {r.status}"
-            if p.tcp_socket is not None:
-                _, writer = await asyncio.wait_for(asyncio.open_connection(HOST, pod.port), timeout)
-                writer.close()
-                return True, ""
-            if p.grpc is not None and pod.grpc_port is not None:
-                return await grpc_check(pod.grpc_port, p.grpc.service or "", timeout)
-            if p.exec is not None:
-                proc = await asyncio.create_subprocess_exec(
-                    *p.exec.command, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
-                )
-                try:
-                    code = await asyncio.wait_for(proc.wait(), timeout)
-                except TimeoutError:
-                    proc.kill()
-                    await proc.wait()
-                    return False, f"command timed out after {timeout}s"
-                return code == 0, "" if code == 0 else f"command exited with {code}"
-        except TimeoutError:
-            return False, "context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
-        except (OSError, aiohttp.ClientError) as e:
-            return False, f"connect: {type(e).__name__}"
-        return False, "error"
+        if p.http_get is not None:
+            if container_port(pod.container, p.http_get.port) is None:
+                return "error", f"unknown port {p.http_get.port}"
+            return await http_check(pod.port, p.http_get, timeout)
+        if p.tcp_socket is not None:
+            return await tcp_check(pod.port, timeout)
+        if p.grpc is not None and pod.grpc_port is not None:
+            return await grpc_check(pod.grpc_port, p.grpc.service or "", timeout)
+        if p.exec is not None:
+            return await exec_check(p.exec, timeout)
+        return "error", "no handler"
 
     async def worker(self, pod: Pod, w: Worker) -> None:
         """One probe's worker: a run at creation, then one per tick of a ticker anchored at the
@@ -426,9 +365,12 @@ class Lab:
         if (w.kind == "startup") == self.started(pod):
             return
         instance = pod.instance
-        ok, why = await self.execute(pod, w)
-        if why == "error":
+        result, why = await self.execute(pod, w)
+        if result == "error":
             return  # a handler error is thrown away
+        ok = result != "failure"
+        if result == "warning":
+            self.event("Warning", "ProbeWarning", pod, f"{w.kind.capitalize()} probe warning: {why}")
         if not ok:
             self.event("Warning", "Unhealthy", pod, f"{w.kind.capitalize()} probe failed: {why}")
         w.run = int(next_run(w.last, w.run, ok)) if w.run else 1
