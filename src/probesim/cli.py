@@ -282,6 +282,13 @@ def app_command(
             envvar="GRPC_PORT",
         ),
     ] = None,
+    dependency: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="NAME=URL of a dependency its routes call (a route's calls), e.g. "
+            "db=http://127.0.0.1:9000/; repeat for more. Only 127.0.0.1."
+        ),
+    ] = None,
 ) -> None:
     """Run the lab's test app: an HTTP server on 127.0.0.1 that acts out a container's behaviour
     for real (start delay, hangs, deadlocks, crashes, error windows, costs, worker pool, SIGTERM),
@@ -304,7 +311,13 @@ def app_command(
         first = e.errors()[0]
         where = ".".join(str(x) for x in first["loc"])
         raise _fail(InputError(f"{first['msg']}", field=f"--behavior {where}")) from None
-    serve(cb, port, grpc_port)
+    urls: dict[str, str] = {}
+    for item in dependency or []:
+        name, _, url = item.partition("=")
+        if not name or not url.startswith("http://127.0.0.1:"):
+            raise _fail(InputError(f"{item!r}: use NAME=http://127.0.0.1:PORT/...", field="--dependency"))
+        urls[name] = url
+    serve(cb, port, grpc_port, urls)
 
 
 @app.command()

@@ -23,6 +23,7 @@ from typing import Any
 
 from aiohttp import web
 
+from probesim.lab.calls import Calls
 from probesim.model.scenario import ContainerBehavior, Crash, Deadlock, Errors, Hang
 
 HOST = "127.0.0.1"
@@ -47,12 +48,15 @@ class App:
         zero: float | None = None,
         started: float | None = None,
         grpc_port: int | None = None,
+        dependencies: dict[str, str] | None = None,
     ) -> None:
-        """``started`` and ``zero`` (the container's start and the scenario's t0) are on the
-        system-wide monotonic clock the lab reads too; by default, when the process started."""
+        """``dependencies``: each dependency's URL. ``started`` and ``zero`` (the container's
+        start and the scenario's t0) are on the system-wide monotonic clock the lab reads too; by
+        default, when the process started."""
         self.b = behavior
         self.port = port
         self.grpc_port = grpc_port
+        self.dependencies = Calls(dependencies or {})
         self.grpc: Any = None  # the gRPC server while listening
         self.started = started if started is not None else time.monotonic() - process_age()
         self.scenario_zero = zero if zero is not None else self.started
@@ -112,7 +116,8 @@ class App:
             await asyncio.sleep(min(end, now + 3600) - now)  # hung: no answer until it ends
         path = request.path
         cost = self.b.routes.get(path) or self.b.routes.get("*")
-        if cost is not None and (cost.cpu or cost.wall):
+        failed_call: int | None = None
+        if cost is not None and (cost.cpu or cost.wall or cost.calls):
             full = self.queue_limit is not None and self.waiting >= self.queue_limit
             if self.slots is not None and self.slots.locked() and full:
                 return web.Response(status=503, text="overloaded\n")
@@ -127,10 +132,14 @@ class App:
                 spin_until = time.process_time() + cost.cpu / 1000
                 while time.process_time() < spin_until:
                     pass
+                for call in cost.calls:  # one after another; a worker (if any) held throughout
+                    if not await self.dependencies.call(call):
+                        failed_call = call.on_error
+                        break
             finally:
                 if self.slots is not None:
                     self.slots.release()
-        status = self.status_for(path, time.monotonic())
+        status = failed_call if failed_call is not None else self.status_for(path, time.monotonic())
         return web.Response(status=status, text=f"{status}\n")
 
     async def health_status(self) -> str:
@@ -194,7 +203,8 @@ class App:
     async def run(self) -> None:
         server = web.Application()
         server.router.add_route("*", "/{tail:.*}", self.handle)
-        self.runner = web.AppRunner(server, handle_signals=False, access_log=None)
+        # the drain is the behaviour's `shutdown`, slept before; then in-flight requests are dropped
+        self.runner = web.AppRunner(server, handle_signals=False, access_log=None, shutdown_timeout=0.1)
         await self.runner.setup()
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
@@ -215,6 +225,7 @@ class App:
             await asyncio.sleep(self.b.shutdown / 1000)
             await self.runner.cleanup()
             await self._grpc_listen(False)
+            await self.dependencies.close()
             return
         while True:  # ignores SIGTERM: only SIGKILL ends it
             await asyncio.sleep(3600)
@@ -252,7 +263,12 @@ def wait_for_go(control: socket.socket) -> tuple[float, float, socket.socket] | 
     return zero, started, socket.socket(fileno=fds[0])
 
 
-def serve(behavior: ContainerBehavior, port: int, grpc_port: int | None = None) -> None:
+def serve(
+    behavior: ContainerBehavior,
+    port: int,
+    grpc_port: int | None = None,
+    dependencies: dict[str, str] | None = None,
+) -> None:
     if grpc_port is not None:  # import now, not at the start edge (it takes a good 100 ms)
         import grpc.aio  # noqa: F401
         import grpc_health.v1.health_pb2_grpc  # noqa: F401
@@ -261,8 +277,8 @@ def serve(behavior: ContainerBehavior, port: int, grpc_port: int | None = None) 
         go = wait_for_go(socket.socket(fileno=int(control)))
         if go is None:
             return
-        app = App(behavior, port, zero=go[0], started=go[1], grpc_port=grpc_port)
+        app = App(behavior, port, zero=go[0], started=go[1], grpc_port=grpc_port, dependencies=dependencies)
         app.bound = go[2]
     else:
-        app = App(behavior, port, grpc_port=grpc_port)
+        app = App(behavior, port, grpc_port=grpc_port, dependencies=dependencies)
     asyncio.run(app.run())

@@ -34,6 +34,7 @@ from probesim.consecutive import next_run, reaches_threshold
 from probesim.engine.containers import MIN_GRACE, back_off
 from probesim.engine.mesh import istio_for
 from probesim.errors import InputError
+from probesim.lab.dependency import DependencyServer, env_name
 from probesim.lab.envoy import Envoy
 from probesim.lab.load import LoadResult, constant_rate
 from probesim.lab.probes import Outcome, exec_check, grpc_check, http_check, tcp_check
@@ -114,6 +115,7 @@ class Lab:
         self.listen: list[int] = []
         self.spawned: list[asyncio.subprocess.Process] = []  # every child, to reap on the way out
         self.prestarts: set[asyncio.Task[None]] = set()
+        self.dependencies: list[DependencyServer] = []  # served in this process while it runs
         self.logs = tempfile.TemporaryDirectory(prefix="probesim-lab-")  # --command output
         self.loads: dict[str, LoadResult] = {}
         self.envoy_stats: dict[str, int] = {}
@@ -164,6 +166,8 @@ class Lab:
         app = Path(sys.executable).parent / "probesim"
         behavior = json.dumps(pod.behavior.model_dump(mode="json", by_alias=True))
         argv = [str(app), "app", "--port", str(pod.port), "--behavior", behavior]
+        for d in self.dependencies:
+            argv += ["--dependency", f"{d.name}={d.url}"]
         return argv if pod.grpc_port is None else [*argv, "--grpc-port", str(pod.grpc_port)]
 
     async def prestart(self, pod: Pod) -> None:
@@ -190,7 +194,8 @@ class Lab:
             pod.proc = await asyncio.create_subprocess_exec(
                 *pod.command,
                 env={**os.environ, "PORT": str(pod.port)}
-                | ({} if pod.grpc_port is None else {"GRPC_PORT": str(pod.grpc_port)}),
+                | ({} if pod.grpc_port is None else {"GRPC_PORT": str(pod.grpc_port)})
+                | {env_name(d.name): d.url for d in self.dependencies},
                 stdout=pod.log,
                 stderr=pod.log,
             )
@@ -330,8 +335,9 @@ class Lab:
 
     async def worker(self, pod: Pod, w: Worker) -> None:
         """One probe's worker: a run at creation, then one per tick of a ticker anchored at the
-        creation; readiness also runs on a manual trigger (a buffered wake), which resets the
-        ticker (§2.1)."""
+        creation; readiness also runs on a manual trigger — a pod sync while the container is
+        started and not Ready — which resets the ticker; a trigger that comes while its probe
+        is in flight runs when it returns, keeping the ticker (§2.1)."""
         await self.do_probe(pod, w)  # at admission: no container yet, no result
         await pod.first_start.wait()
         admitted = pod.started_at  # the simulation admits and starts in the same instant
@@ -342,6 +348,8 @@ class Lab:
                 try:
                     await asyncio.wait_for(pod.wake.wait(), max(0.0, tick - time.monotonic()))
                     pod.wake.clear()
+                    if not self.wants_trigger(pod, w):
+                        continue
                     admitted, k = time.monotonic(), 1  # a triggered run restarts the ticker
                 except TimeoutError:
                     k += 1
@@ -349,6 +357,13 @@ class Lab:
                 await asyncio.sleep(max(0.0, tick - time.monotonic()))
                 k += 1
             await self.do_probe(pod, w)
+            if w.kind == "readiness" and pod.wake.is_set():  # buffered while in flight
+                pod.wake.clear()
+                if self.wants_trigger(pod, w):
+                    await self.do_probe(pod, w)
+
+    def wants_trigger(self, pod: Pod, w: Worker) -> bool:
+        return self.started(pod) and not pod.killing and not (w.seen == pod.instance and w.cached is True)
 
     async def do_probe(self, pod: Pod, w: Worker) -> None:
         if pod.instance < 0:
@@ -378,6 +393,8 @@ class Lab:
         if not bool(reaches_threshold(ok, w.run, w.probe.success_threshold, w.probe.failure_threshold)):
             return
         if pod.instance == instance:
+            if w.cached != ok:  # a result change is a pod sync, which triggers readiness just
+                asyncio.get_running_loop().call_soon(pod.wake.set)  # after this probe is done
             w.cached = ok
             self.update_ready()
         if (w.kind == "liveness" and not ok) or w.kind == "startup":
@@ -503,6 +520,10 @@ class Lab:
         """Before the scenario's clock starts: the pods' test apps loaded and waiting, and the
         client sidecars' Envoys up (with no endpoint yet), so neither start-up counts as
         scenario time."""
+        for name, spec in self.scenario.spec.dependencies.items():
+            server = DependencyServer(name, spec, self.scenario.spec.seed)
+            self.dependencies.append(server)
+            await server.start()
         for pod in self.pods:
             if not pod.command:
                 await self.prestart(pod)
@@ -516,6 +537,8 @@ class Lab:
                     await asyncio.wait_for(asyncio.shield(pod.warm.loaded), WARM_TIMEOUT_S)
         self.t0 = time.monotonic()
         self.wall_t0 = time.time()
+        for server in self.dependencies:
+            server.begin(self.t0)
 
     async def listens(self, pod: Pod) -> None:
         """A --command that never listens on its $PORT is a bad command, not a scenario: stop
@@ -599,6 +622,7 @@ class Lab:
             await asyncio.gather(*tasks, *self.kills, return_exceptions=True)
             await asyncio.gather(*self.prestarts, return_exceptions=True)  # bounded: a spawn each
             await asyncio.gather(*(e.stop() for e in self.envoys), return_exceptions=True)
+            await asyncio.gather(*(d.stop() for d in self.dependencies), return_exceptions=True)
             for proc in self.spawned:
                 if proc.returncode is None:
                     proc.kill()
