@@ -323,7 +323,7 @@ def app_command(
 @app.command()
 def lab(
     scenario: Annotated[
-        str, typer.Argument(help="Scenario file or built-in name; its first workload runs for real.")
+        str, typer.Argument(help="Scenario file or built-in name; one of its workloads runs for real.")
     ],
     duration: Annotated[
         str | None,
@@ -346,6 +346,10 @@ def lab(
             help="Run this command per pod instead of the test app. It must serve HTTP on 127.0.0.1:$PORT "
             "(and gRPC health on $GRPC_PORT when a probe uses gRPC)."
         ),
+    ] = None,
+    workload: Annotated[
+        str | None,
+        typer.Option(help="The workload to run for real (default: the first); the lab runs one."),
     ] = None,
     listen_timeout: Annotated[
         str,
@@ -388,8 +392,14 @@ def lab(
             listen_s = parse_ms(listen_timeout) / 1000
         except ValueError as e:
             raise InputError(str(e), field="--listen-timeout") from None
+        others = [w.name for w in sc.workloads if w.name != (workload or sc.workloads[0].name)]
+        if others and len(others) == len(sc.workloads) - 1:
+            err.print(
+                f"[yellow]the lab runs one workload; not run: {', '.join(others)} (see --workload), "
+                "nor the traffic to their Services[/]"
+            )
         with Progress(err, run_s if run_s is not None else sc.spec.duration / 1000) as progress:
-            result = run_lab(sc, run_s, command, progress, listen_s)
+            result = run_lab(sc, run_s, command, progress, listen_s, workload)
     except InputError as e:
         raise _fail(e) from None
     rows = []

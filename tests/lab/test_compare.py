@@ -112,3 +112,10 @@ def test_per_second_takes_the_last_sample_at_or_before_each_second() -> None:
 def test_the_ejection_tolerance_is_the_longest_outlier_interval() -> None:
     assert outlier_interval_ms(builtin("seed003-outlier")) == 2000
     assert outlier_interval_ms(scenario()) == 10_000  # Envoy's default
+
+
+def test_an_event_without_a_partner_is_allowed_only_in_the_runs_last_second() -> None:
+    late = result("lab", [(0, "Started", "pod/web-0"), (9_400, "Started", "pod/web-0")], [(0, 0)])
+    early = result("lab", [(0, "Started", "pod/web-0"), (8_500, "Started", "pod/web-0")], [(0, 0)])
+    assert rows_by(compare(SIM, late))[("pod/web-0", "Started")]["agree"] is True  # 10 s run
+    assert rows_by(compare(SIM, early))[("pod/web-0", "Started")]["agree"] is False

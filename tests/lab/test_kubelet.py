@@ -28,12 +28,16 @@ def children_left() -> list[str]:
     return [pid for pid in out.stdout.split() if pid != str(os.getpid())]
 
 
-def test_crash_loop_restart_delays_are_0_10_within_a_second() -> None:
-    sc = scenario(behavior={"episodes": [{"kind": "crash", "after": "1s"}]}, duration="14s")
+def test_crash_loop_restart_delays_are_0_10_20_40_within_a_second() -> None:
+    # Exits 1 s after each start: restarted after 0, 10, 20 and 40 s of back-off.
+    sc = scenario(behavior={"episodes": [{"kind": "crash", "after": "1s"}]}, duration="76s")
     lab = run_lab(sc)
     starts = [e.time_ms / 1000 for e in lab.events_for("pod/web-0", "Started")]
-    assert len(starts) == 3
-    for measured, expected in zip(starts, [0, 1, 12], strict=True):
+    assert len(starts) == 5
+    for measured, expected in zip(starts, [0, 1, 12, 33, 74], strict=True):
+        assert abs(measured - expected) < 1.0
+    delays = [b - a - 1 for a, b in itertools.pairwise(starts)]  # from each exit
+    for measured, expected in zip(delays, [0, 10, 20, 40], strict=True):
         assert abs(measured - expected) < 1.0
     rows = compare(simulate(sc), lab)
     assert all(r["agree"] for r in rows if r["reason"] == "Started")
@@ -277,3 +281,53 @@ def test_a_command_that_listens_on_port_runs_and_is_probed() -> None:
     lab = run_lab(sc, command=cmd)
     assert lab.events_for("pod/web-0", "PodReady")
     assert lab.route("/").ok == lab.route("/").offered == 15
+
+
+@pytest.mark.parametrize(
+    ("policy", "exit_code", "starts"),
+    [("Never", 1, [0]), ("OnFailure", 0, [0]), ("OnFailure", 3, [0, 1, 12])],
+)
+def test_restart_policy_decides_whether_an_exited_container_comes_back(
+    policy: str, exit_code: int, starts: list[int]
+) -> None:
+    sc = scenario(
+        kind="Pod",
+        pod_spec={"restartPolicy": policy},
+        behavior={"episodes": [{"kind": "crash", "after": "1s", "exitCode": exit_code}]},
+        duration="13s",
+    )
+    lab = run_lab(sc)
+    measured = [e.time_ms for e in lab.events_for("pod/web", "Started")]
+    assert len(measured) == len(starts)
+    assert all(abs(m - s * 1000) < 1000 for m, s in zip(measured, starts, strict=True))
+    assert lab.events_for("pod/web", "Exited")[0].message.endswith(f"exited with code {exit_code}")
+    rows = compare(simulate(sc), lab)
+    assert agree(rows), [r for r in rows if not r["agree"]]
+
+
+def test_a_liveness_kill_under_restart_policy_never_is_final() -> None:
+    sc = scenario(
+        kind="Pod",
+        pod_spec={"restartPolicy": "Never"},
+        probes={"livenessProbe": http(periodSeconds=1, failureThreshold=1)},
+        behavior={"episodes": [{"kind": "errors", "after": "2s", "status": 500}]},
+        duration="6s",
+    )
+    lab = run_lab(sc)
+    (kill,) = lab.events_for("pod/web", "Killing")
+    assert kill.message == "Container app failed liveness probe"
+    assert len(lab.events_for("pod/web", "Started")) == 1
+    assert lab.workload("web").total_restarts == 0
+
+
+def test_one_workload_of_several_runs_with_its_own_traffic() -> None:
+    sc = builtin("seed003-mirror-post")  # backend (with the orders traffic) and backend-shadow
+    shadow = run_lab(sc, 3, workload="backend-shadow")
+    assert [w.name for w in shadow.workloads] == ["backend-shadow"]
+    assert shadow.routes == []  # orders goes to backend's Service: not sent
+    assert {e.object for e in shadow.events} == {"pod/backend-shadow-0"}
+    with pytest.raises(
+        InputError, match=r"'nope' is not a workload of the scenario \(it has: backend, backend-shadow\)"
+    ):
+        run_lab(sc, 3, workload="nope")
+    assert children_left() == []

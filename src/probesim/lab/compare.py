@@ -40,18 +40,26 @@ def _row(obj: str, reason: str, unit: str, sim: list[Any], lab: list[Any], tol: 
     }
 
 
-def _time_lists(obj: str, reason: str, a: list[int], b: list[int], tol: int) -> Row | None:
-    """Times agree when there are as many on each side and each pair is within ``tol``."""
+def _time_lists(
+    obj: str, reason: str, a: list[int], b: list[int], tol: int, end: int | None = None
+) -> Row | None:
+    """Times agree when they pair up in order, each pair within ``tol``; an event without a
+    partner is allowed only within ``tol`` of the run's ``end`` (it may fall on either side)."""
     if not a and not b:
         return None
-    agree = len(a) == len(b) and all(abs(x - y) <= tol for x, y in zip(a, b, strict=True))
+    n = min(len(a), len(b))
+    extra = a[n:] + b[n:]
+    agree = all(abs(x - y) <= tol for x, y in zip(a[:n], b[:n], strict=True)) and all(
+        end is not None and t > end - tol for t in extra
+    )
     return _row(obj, reason, "ms", a, b, tol, agree)
 
 
 def _times(obj: str, reason: str, sim: Result, lab: Result, tol: int) -> Row | None:
-    a = [e.time_ms for e in sim.events_for(obj, reason) if e.time_ms <= lab.duration_ms]
-    b = [e.time_ms for e in lab.events_for(obj, reason) if e.time_ms <= lab.duration_ms]
-    return _time_lists(obj, reason, a, b, tol)
+    end = lab.duration_ms
+    a = [e.time_ms for e in sim.events_for(obj, reason) if e.time_ms <= end]
+    b = [e.time_ms for e in lab.events_for(obj, reason) if e.time_ms <= end]
+    return _time_lists(obj, reason, a, b, tol, end)
 
 
 def _count(obj: str, reason: str, x: int, y: int, slack: int) -> Row | None:
@@ -95,9 +103,10 @@ def outlier_interval_ms(scenario: Scenario) -> int:
 
 def compare(sim: Result, lab: Result, outlier_tolerance_ms: int = Detector().interval) -> list[Row]:
     rows: list[Row | None] = []
+    ran = {f"pod/{p}" for w in lab.workloads for p in w.restarts}  # the lab runs one workload
     objects = sorted({e.object for e in (*sim.events, *lab.events)})
     for obj in objects:
-        if obj.startswith("pod/"):
+        if obj.startswith("pod/") and obj in ran:
             rows += [_times(obj, r, sim, lab, TIME_TOLERANCE_MS) for r in POD_EVENTS]
         elif obj.startswith("sidecar/"):
             rows += [_times(obj, r, sim, lab, outlier_tolerance_ms) for r in OUTLIER_EVENTS]

@@ -40,7 +40,7 @@ from probesim.lab.load import LoadResult, constant_rate
 from probesim.lab.probes import Outcome, exec_check, grpc_check, http_check, tcp_check
 from probesim.manifests.kubernetes import container_port
 from probesim.mesh.envoy import Translator
-from probesim.model.kubernetes import Container, Probe, ProbeType, Workload
+from probesim.model.kubernetes import Container, Probe, ProbeType, Workload, pod_names_of
 from probesim.model.scenario import ContainerBehavior, Scenario, Traffic
 from probesim.results import CAUSES, Event, Result, RouteSummary, WorkloadSummary
 
@@ -123,7 +123,9 @@ class Lab:
         self.progress: Callable[[Lab], None] | None = None  # called a few times a second
         self.finishing = False  # past the duration, waiting for answers on their way
         self.listen_timeout_s = LISTEN_TIMEOUT_S
-        for t in scenario.spec.traffic:
+        # The routes to a Service of this workload; others' traffic is not sent (run_lab says so).
+        self.routes = [t for t in scenario.spec.traffic if self._selects(scenario.service_for(t).name)]
+        for t in self.routes:
             if t.rate is None or t.spikes:
                 raise InputError(
                     f"spec.traffic {t.label}: the lab sends constant-rate traffic only (rate:), "
@@ -137,12 +139,12 @@ class Lab:
         wb = scenario.behavior(workload.name)
         c = workload.pod_spec.containers[0]
         self.pods = []
-        for i in range(workload.spec.replicas):
+        for i, name in enumerate(pod_names_of(workload)):
             b = wb.containers.get(c.name, ContainerBehavior())
             for ov in wb.pods:
                 if i in ov.ordinals and c.name in ov.containers:
                     b = ov.containers[c.name]
-            pod = Pod(f"{workload.name}-{i}", i, c, b, free_port(), command)
+            pod = Pod(name, i, c, b, free_port(), command)
             if command:
                 pod.log = open(Path(self.logs.name) / f"{pod.name}.log", "w+")  # noqa: SIM115
             kinds: tuple[ProbeType, ...] = ("startup", "readiness", "liveness")
@@ -248,7 +250,8 @@ class Lab:
             "Normal",
             "Killing",
             pod,
-            f"Container {pod.container.name} failed {reason} probe, will be restarted",
+            f"Container {pod.container.name} failed {reason} probe"
+            + (", will be restarted" if self.workload.pod_spec.restart_policy != "Never" else ""),
         )
         probe = pod.workers[reason].probe
         grace = max(
@@ -264,9 +267,11 @@ class Lab:
             await pod.proc.wait()
         pod.last_exit = time.monotonic()
         pod.proc = None
-        self.update_ready()
         pod.killing = False
-        await self.restart(pod, decide)
+        if self.workload.pod_spec.restart_policy != "Never":  # shouldRestartOnFailure
+            await self.restart(pod, decide)
+        else:
+            self.update_ready()
 
     async def restart(self, pod: Pod, decide: float) -> None:
         while True:
@@ -278,6 +283,7 @@ class Lab:
             if allowed:
                 pod.backoff, pod.backoff_updated = backoff, now
                 break
+            self.update_ready()  # not running while it backs off (a restart in the same sync shows no gap)
             self.event(
                 "Warning",
                 "BackOff",
@@ -290,8 +296,14 @@ class Lab:
             )
         await self.start(pod)
 
+    def restarts_after(self, exit_code: int) -> bool:
+        """After an exit of its own: Always restarts, OnFailure on a non-zero code, Never not.
+        (A container killed for a failed probe restarts unless the policy is Never.)"""
+        policy = self.workload.pod_spec.restart_policy
+        return policy == "Always" or (policy == "OnFailure" and exit_code != 0)
+
     async def watch(self, pod: Pod) -> None:
-        """Restart a container that exits by itself (restartPolicy Always)."""
+        """Restart a container that exits by itself, as its restartPolicy says."""
         while True:
             if pod.proc is None or pod.killing:
                 await asyncio.sleep(0.05)
@@ -302,7 +314,6 @@ class Lab:
                 continue
             pod.last_exit = time.monotonic()
             pod.proc = None
-            self.update_ready()
             if pod.command and pod.instance == 0 and not pod.listened and pod.last_exit - pod.started_at < 2:
                 raise InputError(
                     f"--command {pod.command[0]}: pod {pod.name}'s process exited with code {code} "
@@ -310,6 +321,9 @@ class Lab:
                     f"$PORT ({pod.port}){self._output_of(pod)}"
                 )
             self.event("Warning", "Exited", pod, f"Container {pod.container.name} exited with code {code}")
+            if not self.restarts_after(code):
+                self.update_ready()
+                return
             await self.restart(pod, pod.last_exit)
 
     # -- probes ----------------------------------------------------------------------------------
@@ -430,9 +444,8 @@ class Lab:
         """Each traffic route's load, through real Envoys when the scenario has Istio objects for
         its Service (the same translation as probesim envoy-config; one Envoy per client pod, as
         each client has its own sidecar), else round robin to the Ready pods."""
-        spec = self.scenario.spec
         jobs = []
-        for t in spec.traffic:
+        for t in self.routes:
             service, meshed = self._target(t)
             headers = dict(t.headers)
             targets: list[str] | Callable[[], list[str]]
@@ -454,12 +467,17 @@ class Lab:
     def endpoints(self) -> list[tuple[str, int]]:
         """The Service's endpoints as Envoy gets them: Ready pods (all, with
         publishNotReadyAddresses)."""
-        svc = self.scenario.services[0] if self.scenario.services else None  # the lab's one Service
+        svc = next((v for v in self.scenario.services if self._selects(v.name)), None)
         everyone = svc is not None and svc.spec.publish_not_ready_addresses
         return [(HOST, p.port) for p in self.pods if p.ready or everyone]
 
     def urls(self, path: str) -> list[str]:
         return [f"http://{HOST}:{port}{path}" for _, port in self.endpoints()]
+
+    def _selects(self, service: str) -> bool:
+        svc = next((v for v in self.scenario.services if v.name == service), None)
+        sel = svc.spec.selector if svc is not None else None
+        return bool(sel) and all(self.workload.pod_labels.get(k) == v for k, v in (sel or {}).items())
 
     def _target(self, t: Traffic) -> tuple[str, bool]:
         """The Service a traffic route calls, and whether its requests go through Envoy: the
@@ -527,7 +545,7 @@ class Lab:
         for pod in self.pods:
             if not pod.command:
                 await self.prestart(pod)
-        for t in self.scenario.spec.traffic:
+        for t in self.routes:
             if self._target(t)[1]:
                 while len(self.envoys) < t.clients:
                     await self._start_envoy()
@@ -649,7 +667,7 @@ class Lab:
         routes = []
         for name, res in self.loads.items():
             failed = {c: res.failed.get(c, 0) for c in CAUSES}
-            service = self._target(next(t for t in self.scenario.spec.traffic if t.label == name))[0]
+            service = self._target(next(t for t in self.routes if t.label == name))[0]
             od: dict[str, int] = {}  # the simulation's names: Envoy's outlier_detection.* counters
             for k, v in self.envoy_stats.items():
                 if f"||{service}." in k and ".outlier_detection." in k and k.startswith("cluster."):
@@ -690,7 +708,9 @@ def run_lab(
     command: list[str] | None = None,
     progress: Callable[[Lab], None] | None = None,
     listen_timeout_s: float = LISTEN_TIMEOUT_S,
+    workload: str | None = None,
 ) -> Result:
+    """Run one workload of the scenario for real (``workload``, default the first)."""
     if command:
         found = shutil.which(command[0])
         if found is None:
@@ -699,6 +719,14 @@ def run_lab(
     if not scenario.workloads:
         raise InputError("the scenario has no Deployment or StatefulSet to run")
     w = scenario.workloads[0]
+    if workload is not None:
+        named = [x for x in scenario.workloads if x.name == workload]
+        if not named:
+            known = ", ".join(x.name for x in scenario.workloads)
+            raise InputError(
+                f"{workload!r} is not a workload of the scenario (it has: {known})", field="--workload"
+            )
+        w = named[0]
     seconds = duration_s if duration_s is not None else scenario.spec.duration / 1000
     lab = Lab(scenario, w, command)
     lab.progress = progress
