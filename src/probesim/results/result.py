@@ -55,6 +55,7 @@ class RouteSummary:
     latency_ms: dict[str, float] = field(default_factory=dict)  # p50, p95, p99, max of the run
     envoy: dict[str, int] = field(default_factory=dict)  # the clients' sidecar stats, Envoy's names
     no_endpoint_s: float = 0.0  # time the Service had no ready endpoint while sending
+    statuses: dict[int, int] = field(default_factory=dict)  # answers by HTTP status (the lab's)
 
     @property
     def failed_total(self) -> int:
@@ -138,6 +139,11 @@ class Result:
                         "envoy": r.envoy,
                         "errorRate": round(r.error_rate, 6),
                     }
+                    | (
+                        {"statusCodes": {str(k): v for k, v in sorted(r.statuses.items())}}
+                        if r.statuses
+                        else {}
+                    )
                     for r in self.routes
                 ],
                 "workloads": [
