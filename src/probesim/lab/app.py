@@ -24,14 +24,13 @@ from typing import Any
 from aiohttp import web
 
 from probesim.lab.calls import Calls
+from probesim.lab.port import HOST, Port
 from probesim.model.scenario import ContainerBehavior, Crash, Deadlock, Errors, Hang
 
-HOST = "127.0.0.1"
-BACKLOG = 128
 # Listening starts and stops, and crashes happen, this much before their time: at an edge the new
 # state holds, as in the simulation's steps, even for a probe landing on the edge itself while
-# this process's timer fires a few ms late.
-LEAD_S = 0.01
+# this process's timer fires late (by tens of ms on a busy machine: 10 ms proved too little).
+LEAD_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -80,8 +79,7 @@ class App:
         self.queue_limit = behavior.capacity.queue
         self.waiting = 0
         self.runner: web.AppRunner | None = None
-        self.site: web.BaseSite | None = None
-        self.bound: socket.socket | None = None  # the port, while not serving
+        self.port_: Port | None = None  # the HTTP port: served, or held bound while refusing
 
     # -- what the app does at a given moment -----------------------------------------------------
 
@@ -179,26 +177,10 @@ class App:
     # -- serving, listening on and off, crashing, shutting down ----------------------------------
 
     async def _listen(self, on: bool) -> None:
-        """Serve or refuse. While refusing, the port is held bound but not listening (connections
-        are refused), so that listening at an edge is one listen() away."""
-        if on and self.site is None:
-            assert self.runner is not None
-            sock = self.bound if self.bound is not None else bound_socket(self.port)
-            self.bound = None
-            sock.listen(BACKLOG)
-            self.site = web.SockSite(self.runner, sock)
-            await self.site.start()
-        elif not on and self.site is not None:
-            await self.site.stop()
-            self.site = None
-            self.bound = bound_socket(self.port)
-        elif (
-            not on
-            and self.bound is not None
-            and self.bound.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
-        ):
-            self.bound.close()  # handed over listening: what waits in its backlog is reset, as refused
-            self.bound = bound_socket(self.port)
+        if self.port_ is None:
+            self.port_ = Port(self.port)
+        assert self.runner is not None
+        await self.port_.serve(self.runner, on)
 
     async def run(self) -> None:
         server = web.Application()
@@ -229,13 +211,6 @@ class App:
             return
         while True:  # ignores SIGTERM: only SIGKILL ends it
             await asyncio.sleep(3600)
-
-
-def bound_socket(port: int) -> socket.socket:
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((HOST, port))
-    return sock
 
 
 def process_age() -> float:
@@ -278,7 +253,7 @@ def serve(
         if go is None:
             return
         app = App(behavior, port, zero=go[0], started=go[1], grpc_port=grpc_port, dependencies=dependencies)
-        app.bound = go[2]
+        app.port_ = Port(port, go[2])
     else:
         app = App(behavior, port, grpc_port=grpc_port, dependencies=dependencies)
     asyncio.run(app.run())

@@ -11,14 +11,12 @@ import contextlib
 import math
 import random
 import re
-import socket
 import time
 
 from aiohttp import web
 
+from probesim.lab.port import HOST, Port
 from probesim.model.scenario import AbortFault, DelayFault, Dependency
-
-HOST = "127.0.0.1"
 
 
 def env_name(dependency: str) -> str:
@@ -34,18 +32,13 @@ class DependencyServer:
         self.rng = random.Random(f"{seed}:{name}")
         self.inflight = 0
         self.calls = 0
-        sock = socket.socket()
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((HOST, 0))
-        self.port: int = sock.getsockname()[1]
-        self.bound: socket.socket | None = sock
+        self.port = Port(0)
         self.runner: web.AppRunner | None = None
-        self.site: web.SockSite | None = None
         self.task: asyncio.Task[None] | None = None
 
     @property
     def url(self) -> str:
-        return f"http://{HOST}:{self.port}/"
+        return f"http://{HOST}:{self.port.number}/"
 
     def _outage(self, now: float) -> tuple[str, float] | None:
         t = (now - self.zero) * 1000
@@ -80,23 +73,8 @@ class DependencyServer:
         return web.Response(text=f"{self.name} OK\n")
 
     async def _listen(self, on: bool) -> None:
-        if on and self.site is None:
-            assert self.runner is not None
-            sock = self.bound if self.bound is not None else self._bind()
-            self.bound = None
-            sock.listen(1024)
-            self.site = web.SockSite(self.runner, sock)
-            await self.site.start()
-        elif not on and self.site is not None:
-            await self.site.stop()
-            self.site = None
-            self.bound = self._bind()
-
-    def _bind(self) -> socket.socket:
-        sock = socket.socket()
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((HOST, self.port))
-        return sock
+        assert self.runner is not None
+        await self.port.serve(self.runner, on)
 
     async def _keep(self) -> None:
         """Listening except during 'refuse' outages, switched on their edges."""
@@ -135,5 +113,4 @@ class DependencyServer:
                 await self.task
         if self.runner is not None:
             await self.runner.cleanup()
-        if self.bound is not None:
-            self.bound.close()
+        self.port.close()
