@@ -392,6 +392,8 @@ def lab(
             listen_s = parse_ms(listen_timeout) / 1000
         except ValueError as e:
             raise InputError(str(e), field="--listen-timeout") from None
+        if not 1 <= listen_s <= 3600:
+            raise InputError(f"{listen_timeout} is outside 1s to 1h", field="--listen-timeout")
         others = [w.name for w in sc.workloads if w.name != (workload or sc.workloads[0].name)]
         if others and len(others) == len(sc.workloads) - 1:
             err.print(

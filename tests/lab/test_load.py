@@ -19,7 +19,7 @@ def test_latency_percentiles_as_the_simulation_reports_them() -> None:
 
 def test_no_endpoint_counts_as_refused_and_only_127_0_0_1_is_loaded() -> None:
     out = asyncio.run(constant_rate(list, rate=50, duration_s=0.2, timeout_s=1))
-    assert (out.sent, out.statuses[0], out.latency_ms()) == (10, 10, {})
+    assert (out.sent, out.failed["no_endpoint"], out.statuses, out.latency_ms()) == (10, 10, {}, {})
     with pytest.raises(ValueError, match=r"only sends load to 127\.0\.0\.1"):
         asyncio.run(constant_rate(["http://10.0.0.1:80/"], rate=10, duration_s=0.2))
 

@@ -682,7 +682,7 @@ class Lab:
                     failed,
                     dropped=res.dropped,
                     envoy=od,
-                    statuses={code: n for code, n in res.statuses.items() if code > 0},
+                    statuses=dict(res.statuses),
                     latency_ms=res.latency_ms(),
                 )
             )
