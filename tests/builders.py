@@ -42,6 +42,7 @@ def scenario(
     containers: list[dict[str, Any]] | None = None,
     base_dir: Path = Path("."),
     manifests: list[dict[str, Any]] | None = None,
+    template_labels: dict[str, str] | None = None,
 ) -> Scenario:
     container = {
         "name": "app",
@@ -66,7 +67,7 @@ def scenario(
             "spec": {
                 "replicas": replicas,
                 "selector": {"matchLabels": labels},
-                "template": {"metadata": {"labels": labels}, "spec": pspec},
+                "template": {"metadata": {"labels": {**labels, **(template_labels or {})}}, "spec": pspec},
                 **(workload_spec or {}),
             },
         }

@@ -50,29 +50,50 @@ def test_without_probes_only_the_dependency_route_suffers() -> None:
 def test_liveness_on_the_dependency_makes_the_outage_total() -> None:
     nodep = errors("patient-delays-liveness", "check_nodep")
     dep = errors("patient-delays-liveness", "check_dep")
-    assert np.mean(nodep) > 35.0  # from 0 % without probes (the article: 72 %)
-    assert np.mean(dep) > 55.0  # (the article: 94 %)
-    assert np.mean([(a + b) / 2 for a, b in zip(dep, nodep, strict=True)]) > 50.0  # (82 %)
+    assert np.mean(nodep) > 50.0  # from 0 % without probes (the article: 72 %)
+    assert min(nodep) > 30.0
+    # Clients' idle connections are mostly on the pod that is down (the live one's are held by
+    # delayed calls), so check_dep fails more often than the pods are down (the article: 94 %).
+    assert np.mean(dep) > np.mean(nodep) + 20
     for s in SEEDS:
         r = result("patient-delays-liveness", s)
         assert r.workload("patient").total_restarts >= 6
         assert r.events_for(reason="BackOff")  # CrashLoopBackOff
+        # k6 keeps its connections, and the sidecar keeps them while the app restarts: requests
+        # meet the sidecar's 503 (restarting), not an empty Service.
+        assert r.route("check_nodep").failed["restarting"] > r.route("check_nodep").failed["no_endpoint"]
 
 
-def test_readiness_on_the_dependency_restarts_nothing_but_empties_the_service() -> None:
+def test_readiness_on_the_dependency_is_about_the_same_as_no_probes() -> None:
+    gaps = []
     for s in SEEDS:
         r = result("patient-delays-readiness", s)
         assert r.workload("patient").total_restarts == 0
-    # Each pod is Ready with its last probe's coin toss: sometimes both are out.
-    gaps = [result("patient-delays-readiness", s).route("check_nodep").no_endpoint_s for s in SEEDS]
+        # The article: check_nodep 0.00 % errors.
+        assert r.route("check_nodep").failed_total == 0
+        gaps.append(r.route("check_nodep").no_endpoint_s)
+    # Each pod is Ready with its last probe's coin toss: sometimes both are out...
     assert np.mean(gaps) > 3.0
-    dep, base = (
-        np.mean(errors("patient-delays-readiness", "check_dep")),
-        np.mean(errors("patient-delays-no-probes", "check_dep")),
+    # ...but clients keep their connections, and new ones wait for the next SYN (the article saw
+    # requests wait about a second): check_dep is within 5 points of no probes, run by run.
+    dep = errors("patient-delays-readiness", "check_dep")
+    base = errors("patient-delays-no-probes", "check_dep")
+    assert abs(np.mean(dep) - np.mean(base)) < 5.0
+    assert all(abs(a - b) < 5.0 for a, b in zip(dep, base, strict=True))
+
+
+def test_readiness_would_empty_the_service_for_clients_that_do_not_keep_connections() -> None:
+    # The mechanism the article missed: with a connection per request and kube-proxy's
+    # refusals reaching the client, check_nodep fails whenever both pods are out.
+    sc = builtin("patient-delays-readiness")
+    traffic = tuple(
+        t.model_copy(update={"keep_alive": False, "no_endpoint": "refused"}) for t in sc.spec.traffic
     )
-    assert (
-        base < dep < base + 20
-    )  # probesim: about 10 points worse on average (the article: "about the same")
+    r = simulate(sc.model_copy(update={"spec": sc.spec.model_copy(update={"traffic": traffic, "seed": 0})}))
+    nodep = r.route("check_nodep")
+    assert nodep.failed["no_endpoint"] > 0
+    assert nodep.failed["no_endpoint"] == nodep.failed_total
+    assert nodep.no_endpoint_s * 900 * 0.9 <= nodep.failed_total <= nodep.no_endpoint_s * 900
 
 
 @pytest.mark.parametrize("attempts", [1, 2, 3, 4, 5])

@@ -13,11 +13,12 @@ import numpy.typing as npt
 from probesim.engine.behavior import INF, Behaviors, Profile
 from probesim.manifests.kubernetes import container_port
 from probesim.mesh.istio import find_route
-from probesim.model.kubernetes import Container, Probe, ProbeType, Service, pod_names_of
+from probesim.model.kubernetes import Container, Probe, ProbeType, Service, Workload, pod_names_of
 from probesim.model.scenario import ContainerBehavior, Scenario, Traffic
 
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
+INJECT = "sidecar.istio.io/inject"
 
 # Container states.
 WAITING, RUNNING, TERMINATING, EXITED = 0, 1, 2, 3
@@ -82,6 +83,9 @@ class Fleet:
     ordered_ready: list[bool]  # per workload: StatefulSet OrderedReady admission
     replica_set: list[bool]  # per workload: pods created and deleted by a ReplicaSet controller
     publish_not_ready: dict[str, bool] = field(default_factory=dict)
+    pod_sidecar: B = field(
+        default_factory=lambda: np.zeros(0, bool)
+    )  # an Istio sidecar takes inbound traffic
     service_pods: dict[str, B] = field(default_factory=dict)
 
     @property
@@ -109,6 +113,7 @@ def build(scenario: Scenario) -> Fleet:
     pod_tgps: list[int] = []
     pod_policy: list[str] = []
     pod_gate_delay: list[int] = []
+    pod_sidecar: list[bool] = []
     cont_pod: list[int] = []
     cont_name: list[str] = []
     cont_spec: list[Container] = []
@@ -154,6 +159,7 @@ def build(scenario: Scenario) -> Fleet:
             pod_tgps.append(w.pod_spec.termination_grace_period_seconds * 1000)
             pod_policy.append(w.pod_spec.restart_policy)
             pod_gate_delay.append(gate_delay)
+            pod_sidecar.append(injected(w))
             first.append(len(cont_name))
             for c in containers:
                 b = wb.containers.get(c.name, ContainerBehavior())
@@ -208,7 +214,17 @@ def build(scenario: Scenario) -> Fleet:
         replica_set=[w.kind in ("Deployment", "ReplicaSet") for w in scenario.workloads],
         publish_not_ready={s.name: s.spec.publish_not_ready_addresses for s in scenario.services},
         service_pods={s.name: service_selects(scenario, s, pod_workload_a) for s in scenario.services},
+        pod_sidecar=np.array(pod_sidecar, bool),
     )
+
+
+def injected(w: Workload) -> bool:
+    """Whether Istio injects its sidecar into the workload's pods, as the pod template says
+    (label ``sidecar.istio.io/inject``, or the older annotation of that name). A namespace's
+    ``istio-injection`` label is not seen: label the template to say so."""
+    meta = w.spec.template.metadata
+    value = meta.labels.get(INJECT, meta.annotations.get(INJECT, "false"))
+    return value.lower() == "true"
 
 
 def _probe_arrays(

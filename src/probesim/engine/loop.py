@@ -45,6 +45,53 @@ def simulate(scenario: Scenario) -> Result:
     return _Run(scenario).run()
 
 
+# When a client's TCP sends its SYN again, after the first, if nothing answers (Linux: initial
+# RTO 1 s, doubled each time, tcp_syn_retries 6); it gives up at 127 s.
+SYN_AT_MS = (0, 1_000, 3_000, 7_000, 15_000, 31_000, 63_000)
+SYN_GIVE_UP_MS = 127_000
+
+
+class _Connections:
+    """A route's client connections: with keep-alive, the open ones per pod (with the instance
+    of the container they reached) and the clients (k6 VUs) holding none; and the requests
+    whose connection is still being opened (``noEndpoint: retransmit``)."""
+
+    def __init__(self, n_pods: int) -> None:
+        self.open = np.zeros(n_pods, np.int64)
+        self.instance = np.full(n_pods, -1, np.int64)
+        self.loose = 0
+        self.connecting: list[list[int]] = []  # [first SYN ms, SYNs sent, requests]
+        self.waiting = 0
+
+    def wait(self, t: int, n: int) -> None:
+        """``n`` requests sent a SYN at ``t`` that nothing answered."""
+        if n:
+            self.connecting.append([t, 1, n])
+            self.waiting += n
+
+    def due(self, t: int, ready: bool, timeout: int) -> tuple[int, int]:
+        """Requests whose SYN is resent now: how many get through (``ready``: an endpoint
+        answers) and how many the client gives up on (its timeout, or TCP's)."""
+        go = late = 0
+        keep = []
+        limit = min(timeout, SYN_GIVE_UP_MS)
+        for e in self.connecting:
+            first, sent, n = e
+            if t - first >= limit:
+                late += n
+            elif sent < len(SYN_AT_MS) and t >= first + SYN_AT_MS[sent]:
+                if ready:
+                    go += n
+                    continue
+                e[1] += 1
+                keep.append(e)
+            else:
+                keep.append(e)
+        self.connecting = keep
+        self.waiting -= go + late
+        return go, late
+
+
 class _Run:
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
@@ -91,6 +138,7 @@ class _Run:
         self.route_cache: list[tuple[int, I64, I64]] = [
             (-1, np.empty(0, np.int64), np.empty(0, np.int64))
         ] * len(f.routes)
+        self.conns = [_Connections(n) for _ in f.routes]
 
     # -- steps -------------------------------------------------------------------------------
 
@@ -356,7 +404,7 @@ class _Run:
                     continue
             else:
                 rate = float(self.rates[ri, k])
-                if rate <= 0 and route.acc < 1:
+                if rate <= 0 and route.acc < 1 and not self.conns[ri].waiting:
                     continue
                 route.acc += rate * step / 1000
                 n = int(route.acc + 1e-9)
@@ -365,27 +413,23 @@ class _Run:
             if vus is not None:
                 # k6 constant-arrival-rate: an iteration needs a free VU; requests still
                 # waiting for an answer hold theirs. The rest are dropped iterations.
-                busy = int(self.pending[ri].sum()) + int(
-                    self.capacity.backlog[ri * self.capacity.k : (ri + 1) * self.capacity.k].sum()
+                busy = (
+                    int(self.pending[ri].sum())
+                    + int(self.capacity.backlog[ri * self.capacity.k : (ri + 1) * self.capacity.k].sum())
+                    + self.conns[ri].waiting
                 )
                 sent = min(n, max(vus - busy, 0))
                 rec[f"{key}.dropped"][k] = n - sent
                 n = sent
             rec[f"{key}.offered"][k] = n
-            if n == 0:
+            if n == 0 and not self.conns[ri].waiting:
                 continue
             version, eps, cat = self.route_cache[ri]
             if version != self.version:
                 publish = f.publish_not_ready.get(route.service.name, False)
                 ep_ready = (self.admitted & ~self.gone) if publish else (visible & ~self.deleting)
                 eps = np.flatnonzero(route.selects & ep_ready & (route.target_container >= 0))
-                tc = route.target_container[eps]
-                status = beh.status[route.target, tc]
-                cat = np.where(
-                    ~beh.listening[tc],
-                    1,
-                    np.where(beh.hung[tc], 2, np.where((status >= 400) | (status < 200), 3, 4)),
-                )
+                cat = self._categories(route, eps)
                 self.route_cache[ri] = (self.version, eps, cat)
             kk = eps.size
             mesh = self.mesh.get(ri)
@@ -403,10 +447,22 @@ class _Run:
                 rec[f"{key}.error_status"][k] += aborted  # FI: answered by the client's sidecar
                 rec[f"{key}.fault_aborts"][k] += aborted
                 rec[f"{key}.ejections_active"][k] = mesh.ejections_active()
-            elif kk == 0:
-                rec[f"{key}.no_endpoint"][k] += n
-                continue
+            elif route.traffic.keep_alive:
+                eps, per_ep = self._keep_alive(ri, n, eps, t, k, rec, key)
+                cat = self._categories(route, eps)
+                kk = eps.size
             else:
+                conns = self.conns[ri]
+                if conns.waiting:
+                    go, late = conns.due(t, kk > 0, route.timeout)
+                    rec[f"{key}.timeout"][k] += late
+                    n += go
+                if kk == 0:
+                    if route.traffic.no_endpoint == "retransmit":
+                        conns.wait(t, n)
+                    else:
+                        rec[f"{key}.no_endpoint"][k] += n
+                    continue
                 per_ep = np.full(kk, n // kk, np.int64)
                 per_ep[(route.cursor + np.arange(n % kk)) % kk] += 1
                 route.cursor = (route.cursor + n) % kk
@@ -432,6 +488,89 @@ class _Run:
                     ok_now -= int(offered.sum())
                     rec[f"{key}.rejected"][k] += int(offered.sum() - took.sum())
             rec[f"{key}.ok"][k] += ok_now
+
+    def _categories(self, route: Route, pods: I64) -> I64:
+        """What a request meets on each of ``pods``: 1 nothing listening, 2 hung, 3 an error
+        status, 4 an answer (0 is unused)."""
+        beh = self.fleet.behaviors
+        tc = route.target_container[pods]
+        status = beh.status[route.target, tc]
+        return np.where(
+            ~beh.listening[tc],
+            1,
+            np.where(beh.hung[tc], 2, np.where((status >= 400) | (status < 200), 3, 4)),
+        )
+
+    def _keep_alive(
+        self, ri: int, n: int, ready: I64, t: int, k: int, rec: dict[str, I64], key: str
+    ) -> tuple[I64, I64]:
+        """Spread ``n`` requests of a keep-alive route over the pods its clients hold connections
+        to; returns the pods and their counts. kube-proxy picks a pod per connection, so an open
+        connection stays with its pod whatever its readiness (kubernetes/kubernetes#100492).
+        Connections close when their pod goes, and when the container serving them stops or is
+        replaced, unless an Istio sidecar holds them (it answers 503 while the app is down).
+        Clients reuse idle connections first; a new one opens for each request that finds none
+        idle (k6 adds VUs only then) and for each client whose connection closed. Opening one
+        with no Ready endpoint is refused at once (kube-proxy's REJECT), or waits for the next
+        SYN (``noEndpoint: retransmit``)."""
+        f, c = self.fleet, self.conns[ri]
+        refused = rec[f"{key}.no_endpoint"]
+        route = f.routes[ri]
+        tc = route.target_container
+        has = tc >= 0
+        inst = np.full(f.n_pods, -1, np.int64)
+        running = np.zeros(f.n_pods, bool)
+        inst[has] = self.ctr.instance[tc[has]]
+        running[has] = self.ctr.state[tc[has]] == RUNNING
+        closed = self.gone | ~self.admitted | ~has | (~f.pod_sidecar & (~running | (inst != c.instance)))
+        c.loose += int(c.open[closed].sum())
+        c.open[closed] = 0
+        c.instance = inst
+        # Requests in flight hold their client (a k6 VU) and its connection.
+        cap = self.capacity
+        held = self.pending[ri].sum(axis=(0, 1)) + cap.backlog[ri * cap.k : (ri + 1) * cap.k].sum(axis=0)
+        busy = np.bincount(f.container_pod, weights=held, minlength=f.n_pods).astype(np.int64)
+        tr = route.traffic
+        want = int(busy.sum()) + c.waiting + min(n, tr.pre_allocated_vus or 1)
+        if tr.max_vus is not None:
+            want = min(want, tr.max_vus)
+        c.loose += max(want - int(c.open.sum()) - c.loose - c.waiting, 0)
+        per = np.zeros(f.n_pods, np.int64)
+
+        def connect(m: int) -> None:
+            """``m`` requests open a connection first (their clients hold none)."""
+            if ready.size:
+                got = np.full(ready.size, m // ready.size, np.int64)
+                got[(route.cursor + np.arange(m % ready.size)) % ready.size] += 1
+                route.cursor = (route.cursor + m) % ready.size
+                per[ready] += got
+                c.open[ready] += got
+            elif tr.no_endpoint == "retransmit":
+                c.wait(t, m)
+            else:
+                refused[k] += m
+                c.loose += m
+
+        go, late = c.due(t, ready.size > 0, route.timeout) if c.waiting else (0, 0)
+        rec[f"{key}.timeout"][k] += late
+        c.loose += late
+        opening = min(c.loose, n)
+        c.loose -= opening
+        if opening or go:
+            connect(opening + go)
+        rest = n - opening
+        idle = np.maximum(c.open - busy, 0)
+        weight = idle if idle.any() else c.open
+        if rest and not weight.any():
+            connect(rest)
+        elif rest:
+            share = rest * weight / weight.sum()
+            base = np.floor(share).astype(np.int64)
+            top = np.argsort(base - share, kind="stable")[: rest - int(base.sum())]
+            base[top] += 1
+            per += base
+        pods = np.flatnonzero(per)
+        return pods, per[pods]
 
     def _deliver(self, t: int, k: int, rec: dict[str, I64]) -> None:
         """Answers due now reach the client; after the load generator stopped waiting

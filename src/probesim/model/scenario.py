@@ -245,6 +245,31 @@ class Traffic(Model):
         description="Like k6's constant-arrival-rate maxVUs: requests in flight at once; "
         "arrivals beyond are dropped iterations.",
     )
+    pre_allocated_vus: Annotated[SInt, Field(ge=1)] | None = Field(
+        default=None,
+        alias="preAllocatedVUs",
+        description="Like k6's preAllocatedVUs: the clients' connections when 'keepAlive' is on "
+        "(more open as requests wait); default 1.",
+    )
+    keep_alive: bool = Field(
+        default=False,
+        alias="keepAlive",
+        description="Clients reuse their connections (k6's and most HTTP clients' default). "
+        "kube-proxy picks a pod per connection, not per request: a connection stays with its pod "
+        "while the pod is NotReady, and requests spread over pods as the connections do. It closes "
+        "when the container serving it stops, unless the pod has an Istio sidecar, which keeps it "
+        "and answers 503 meanwhile. Off: every request is balanced on its own (round robin). "
+        "Routes through client sidecars balance per request either way.",
+    )
+    no_endpoint: Literal["refused", "retransmit"] = Field(
+        default="refused",
+        alias="noEndpoint",
+        description="What a client opening a connection meets when the Service has no Ready "
+        "endpoint: 'refused' (kube-proxy's REJECT reaches it: the request fails at once) or "
+        "'retransmit' (the rejection is lost on the way, as through some cloud load balancers: "
+        "the client's TCP resends its SYN 1, 3, 7, 15, 31 and 63 s after the first, and the "
+        "request goes on when an endpoint is back, or times out).",
+    )
 
     @model_validator(mode="after")
     def _one_base_rate(self) -> Traffic:
@@ -255,6 +280,8 @@ class Traffic(Model):
         ]
         if len(given) != 1:
             raise ValueError("give exactly one of 'rate', 'stages' or 'series'")
+        if self.pre_allocated_vus and self.max_vus and self.pre_allocated_vus > self.max_vus:
+            raise ValueError("'preAllocatedVUs' cannot be more than 'maxVUs' (as in k6)")
         return self
 
     @property
