@@ -389,9 +389,15 @@ class _Run:
             gone = ~self.ctr.alive() | (self.ctr.instance != cap.instance)
             lost = cap.drop(self.ctr.alive(), self.ctr.instance)
             for ri, route in enumerate(f.routes):
+                self.step_cdf[ri] = 0.0
                 pend = self.pending[ri][:, :, gone]
                 rec[f"route.{route.name}.killed"][k] += int(lost[ri]) + int(pend.sum())
                 self.pending[ri][:, :, gone] = 0
+                # The client sees those answers fail now, after waiting since they were served.
+                per_slot = pend.sum(axis=(0, 2))
+                for slot in np.flatnonzero(per_slot):
+                    waited = t - self.later_t[ri][slot] / self.later_n[ri][slot]
+                    self.step_cdf[ri] += per_slot[slot] * (GRID >= waited)
             self._deliver(t, k, rec)
             cap.begin_step(float(step))
         for ri, route in enumerate(f.routes):
@@ -583,10 +589,15 @@ class _Run:
                 continue
             wheel[:, slot] = 0
             key = f"route.{route.name}"
+            recorded, shape = self.later_n[ri][slot], self.later_cdf[ri][slot].copy()
+            self.later_n[ri][slot] = self.later_t[ri][slot] = 0.0
+            self.later_cdf[ri][slot] = 0.0
             end = route.traffic.end()
             if end is not None and t > end + route.traffic.graceful_stop:
                 rec[f"{key}.interrupted"][k] += int(due.sum())
                 continue
+            if recorded > 0:
+                self.step_cdf[ri] += shape * (float(due.sum()) / recorded)
             rec[f"{key}.ok"][k] += int(due[0])
             rec[f"{key}.error_status"][k] += int(due[1])
             rec[f"{key}.timeout"][k] += int(due[2])
@@ -619,6 +630,14 @@ class _Run:
                 slots = (k + np.ceil(seen[later] / self.spec.step).astype(np.int64)) % self.pending[ri].shape[
                     1
                 ]
+                # Their latency counts when the client gets the answer (or loses it), in _deliver.
+                n_l, d_l, sv_l, sg_l = n_served[later], d[later], sv[later], cap.sigma[cs][later]
+                for slot in np.unique(slots):
+                    m = slots == slot
+                    total = float(n_l[m].sum())
+                    self.later_cdf[ri][slot] += mixture_cdf(n_l[m], d_l[m], sv_l[m], sg_l[m]) * total
+                    self.later_n[ri][slot] += total
+                    self.later_t[ri][slot] += t * total
                 ok_later = n_served[later] - to[later]
                 np.add.at(
                     self.pending[ri][0],
@@ -631,19 +650,26 @@ class _Run:
                     ok_later[failed[later]],
                 )
                 np.add.at(self.pending[ri][2], (slots, cs[later]), to[later])
-                now = ~later
-                n_served, to, failed = n_served[now], to[now], failed[now]
-            n_ok = int(n_served[~failed].sum() - to[~failed].sum())
+            now = ~later
+            n_ok = int(n_served[now & ~failed].sum() - to[now & ~failed].sum())
             rec[f"{key}.ok"][k] += n_ok
-            rec[f"{key}.timeout"][k] += int(to.sum())
-            rec[f"{key}.error_status"][k] += int((n_served[failed] - to[failed]).sum())
-            # Latency quantiles of what was served this step (immediate answers count as 0 ms).
+            rec[f"{key}.timeout"][k] += int(to[now].sum())
+            rec[f"{key}.error_status"][k] += int((n_served[now & failed] - to[now & failed]).sum())
+            # Answered within the step, and immediate answers (0 ms).
             instant = max(int(rec[f"{key}.ok"][k]) - n_ok, 0)
-            all_served = served[sl][vs, cs]
-            counts = np.append(all_served, instant)
-            mix = mixture_cdf(counts, np.append(d, 0.0), np.append(sv, 0.0), np.append(cap.sigma[cs], 0.0))
-            self.latency_cdf[ri] += mix * counts.sum()  # the run's latency distribution
-            qs = grid_quantiles(mix, (0.5, 0.95, 0.99, 1 - 0.5 / max(int(counts.sum()), 1)))
+            counts = np.append(n_served[now], instant)
+            sg = cap.sigma[cs][now]
+            mix = mixture_cdf(counts, np.append(d[now], 0.0), np.append(sv[now], 0.0), np.append(sg, 0.0))
+            self.step_cdf[ri] += mix * counts.sum()
+        for ri, route in enumerate(self.fleet.routes):
+            # Latency quantiles of what clients got (or lost) this step, and of the run so far.
+            seen_now = self.step_cdf[ri]
+            total = float(seen_now[-1])
+            if total <= 0:
+                continue
+            self.latency_cdf[ri] += seen_now
+            key, limit = f"route.{route.name}", float(route.timeout)
+            qs = grid_quantiles(seen_now / total, (0.5, 0.95, 0.99, 1 - 0.5 / max(round(total), 1)))
             for name, v in zip(("p50_ms", "p95_ms", "p99_ms", "max_ms"), qs, strict=True):
                 rec[f"{key}.{name}"][k] = round(min(v, limit))
         if cap.calls_any:
@@ -666,6 +692,7 @@ class _Run:
             for s in ("desired", "current", "ready", "available", "unavailable", "restarts"):
                 rec[f"workload.{w.name}.{s}"] = np.zeros(ticks, np.int64)
         self.latency_cdf = np.zeros((len(f.routes), GRID.size))
+        self.step_cdf = np.zeros((len(f.routes), GRID.size))  # what clients saw answered this step
         # Answers on their way to clients, per route: (ok, error status, timeout) × due step × container.
         horizon = max(
             [int(r.timeout) for r in f.routes if r.timeout < INF]
@@ -679,6 +706,11 @@ class _Run:
         )
         slots = horizon // spec.step + 2
         self.pending = [np.zeros((3, slots, f.n_containers), np.int64) for _ in f.routes]
+        # Per due slot: the latency distribution of those answers (weighted), how many, and the
+        # sum of the times they were served (ms).
+        self.later_cdf = [np.zeros((slots, GRID.size)) for _ in f.routes]
+        self.later_n = [np.zeros(slots) for _ in f.routes]
+        self.later_t = [np.zeros(slots) for _ in f.routes]
         for r in f.routes:
             for s in ROUTE_SERIES:
                 rec[f"route.{r.name}.{s}"] = np.zeros(ticks, np.int64)
