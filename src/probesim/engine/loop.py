@@ -397,7 +397,7 @@ class _Run:
                 per_slot = pend.sum(axis=(0, 2))
                 for slot in np.flatnonzero(per_slot):
                     waited = t - self.later_t[ri][slot] / self.later_n[ri][slot]
-                    self.step_cdf[ri] += per_slot[slot] * (GRID >= waited)
+                    self.step_cdf[ri] += per_slot[slot] * (waited <= GRID)
             self._deliver(t, k, rec)
             cap.begin_step(float(step))
         for ri, route in enumerate(f.routes):
