@@ -332,3 +332,40 @@ def test_one_workload_of_several_runs_with_its_own_traffic() -> None:
     ):
         run_lab(sc, 3, workload="nope")
     assert children_left() == []
+
+
+@pytest.mark.parametrize("sidecar", [True, False])
+def test_kept_alive_clients_and_the_pods_sidecar_as_simulated(sidecar: bool) -> None:
+    # Pod 1's app crashes at 4 s and listens again 2 s after its restart; pod 0 answers 500 on /
+    # from 8 s to 10 s. k6-like clients keep their connections: with Istio's sidecar in the pod
+    # (a real Envoy) they stay on pod 1 and get its 503s while it restarts, then share pod 0's
+    # errors; without it they move to pod 0 for good and take all of its errors.
+    sc = scenario(
+        probes={"readinessProbe": http("/ready", periodSeconds=1, failureThreshold=1)},
+        replicas=2,
+        duration="12s",
+        overrides=[
+            {
+                "ordinals": [1],
+                "containers": {"app": {"start": "2s", "episodes": [{"kind": "crash", "at": "4s"}]}},
+            },
+            {
+                "ordinals": [0],
+                "containers": {
+                    "app": {"episodes": [{"kind": "errors", "at": "8s", "for": "2s", "paths": ["/"]}]}
+                },
+            },
+        ],
+        traffic=[{"rate": 20, "start": "3s", "stop": "11s", "keepAlive": True, "preAllocatedVUs": 2}],
+        template_labels={"sidecar.istio.io/inject": "true" if sidecar else "false"},
+    )
+    sim = simulate(sc)
+    assert sim.route("/").failed == {**sim.route("/").failed, "restarting": 20 if sidecar else 0}
+    assert sim.route("/").failed["error_status"] == (20 if sidecar else 40)
+    lab = run_lab(sc, 12)
+    rows = compare(sim, lab)
+    assert agree(rows), [r for r in rows if not r["agree"]]
+    assert lab.route("/").failed["error_status"] == pytest.approx(
+        sim.route("/").failed["error_status"], abs=3
+    )
+    assert children_left() == []

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from collections import Counter
 
 import pytest
+from aiohttp import web
 
-from probesim.lab.load import LoadResult, cause_of, constant_rate
+from probesim.lab.kubelet import free_port
+from probesim.lab.load import KeepAlive, LoadResult, cause_of, constant_rate
 
 
 def test_latency_percentiles_as_the_simulation_reports_them() -> None:
@@ -56,3 +60,85 @@ def test_answers_are_counted_as_they_come_into_the_result_given() -> None:
     ret = asyncio.run(constant_rate(list, rate=50, duration_s=0.2, timeout_s=1, out=out))
     assert ret is out
     assert (out.ok, dict(out.failed)) == (0, {"no_endpoint": 10})
+
+
+async def _servers(n: int) -> tuple[list[web.AppRunner], list[str], Counter[int]]:
+    """``n`` HTTP servers on 127.0.0.1; the counter says how many requests each got."""
+    hits: Counter[int] = Counter()
+    runners, urls = [], []
+    for i in range(n):
+
+        async def handler(_: web.Request, i: int = i) -> web.Response:
+            hits[i] += 1
+            return web.Response(text="ok")
+
+        app = web.Application()
+        app.router.add_get("/", handler)
+        runner = web.AppRunner(app, shutdown_timeout=0.1)
+        await runner.setup()
+        port = free_port()
+        await web.TCPSite(runner, "127.0.0.1", port).start()
+        runners.append(runner)
+        urls.append(f"http://127.0.0.1:{port}/")
+    return runners, urls, hits
+
+
+def test_kept_connections_stay_with_their_pod_when_it_leaves_the_endpoints() -> None:
+    async def go(keep: KeepAlive | None) -> tuple[LoadResult, Counter[int]]:
+        runners, urls, hits = await _servers(2)
+        t0 = time.monotonic()
+        # Both Ready for 0.3 s, then only the first (the second is NotReady but still answers).
+        targets = lambda: urls if time.monotonic() - t0 < 0.3 else urls[:1]  # noqa: E731
+        try:
+            out = await constant_rate(targets, rate=40, duration_s=1.0, timeout_s=2, keep_alive=keep)
+        finally:
+            for r in runners:
+                await r.cleanup()
+        return out, hits
+
+    out, hits = asyncio.run(go(KeepAlive(vus=2, max_vus=2)))
+    assert out.ok == out.sent == 40
+    assert hits[1] >= 15  # half of the second's requests, as before
+    out, hits = asyncio.run(go(None))
+    assert out.ok == 40
+    assert hits[1] <= 7  # only while it was Ready
+
+
+def test_a_closed_connection_reopens_on_a_ready_pod() -> None:
+    async def go() -> tuple[LoadResult, Counter[int]]:
+        runners, urls, hits = await _servers(2)
+        t0 = time.monotonic()
+        targets = lambda: urls if time.monotonic() - t0 < 0.3 else urls[:1]  # noqa: E731
+        load = asyncio.create_task(
+            constant_rate(
+                targets, rate=40, duration_s=1.0, timeout_s=2, keep_alive=KeepAlive(vus=2, max_vus=2)
+            )
+        )
+        await asyncio.sleep(0.4)
+        await runners[1].cleanup()  # the second pod's server goes: its connections close
+        out = await load
+        await runners[0].cleanup()
+        return out, hits
+
+    out, hits = asyncio.run(go())
+    assert out.sent == 40
+    assert out.ok >= 39  # at most one request raced the close
+    assert hits[0] >= 30
+
+
+def test_with_a_lost_rejection_requests_wait_for_an_endpoint() -> None:
+    async def go() -> tuple[LoadResult, float]:
+        runners, urls, _ = await _servers(1)
+        t0 = time.monotonic()
+        targets = lambda: urls if time.monotonic() - t0 > 1.2 else []  # noqa: E731
+        try:
+            out = await constant_rate(targets, rate=10, duration_s=0.5, timeout_s=5, retransmit=True)
+        finally:
+            await runners[0].cleanup()
+        return out, time.monotonic() - t0
+
+    out, took = asyncio.run(go())
+    assert (out.sent, out.ok, sum(out.failed.values())) == (5, 5, 0)
+    # SYNs resent 1 s and 3 s after the first: those sent before 0.2 s got through at ~3 s.
+    assert out.latency_ms()["max"] >= 1000
+    assert took < 4.5

@@ -27,6 +27,64 @@ def envoy_binary() -> str:
     return found
 
 
+def inbound_bootstrap(listen: int, app_port: int, admin: int) -> dict[str, Any]:
+    """A pod's Istio sidecar on the way in: a listener on 127.0.0.1 sending every request to the
+    app's port, with Istio's inbound route (no timeout, no retries). When the app refuses or
+    resets, Envoy answers 503 and keeps the client's connection."""
+    t = "type.googleapis.com/envoy."
+    hcm = {
+        "@type": f"{t}extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+        "stat_prefix": "inbound_0.0.0.0_80",
+        "route_config": {
+            "name": "inbound|http|80",
+            "virtual_hosts": [
+                {
+                    "name": "inbound|http|80",
+                    "domains": ["*"],
+                    "routes": [
+                        {"match": {"prefix": "/"}, "route": {"cluster": "inbound|80||", "timeout": "0s"}}
+                    ],
+                }
+            ],
+        },
+        "http_filters": [
+            {
+                "name": "envoy.filters.http.router",
+                "typed_config": {"@type": f"{t}extensions.filters.http.router.v3.Router"},
+            }
+        ],
+    }
+    app = {"socket_address": {"address": "127.0.0.1", "port_value": app_port}}
+    return {
+        "admin": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": admin}}},
+        "static_resources": {
+            "listeners": [
+                {
+                    "name": "virtualInbound",
+                    "address": {"socket_address": {"address": "127.0.0.1", "port_value": listen}},
+                    "filter_chains": [
+                        {
+                            "filters": [
+                                {"name": "envoy.filters.network.http_connection_manager", "typed_config": hcm}
+                            ]
+                        }
+                    ],
+                }
+            ],
+            "clusters": [
+                {
+                    "name": "inbound|80||",
+                    "connect_timeout": "10s",  # Istio's default connectTimeout
+                    "load_assignment": {
+                        "cluster_name": "inbound|80||",
+                        "endpoints": [{"lb_endpoints": [{"endpoint": {"address": app}}]}],
+                    },
+                }
+            ],
+        },
+    }
+
+
 class Envoy:
     """One Envoy process. Its clusters take their endpoints from files (path-based EDS), so that
     the lab can move endpoints in and out as pods become Ready or not, as Istio would."""

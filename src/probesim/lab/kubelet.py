@@ -32,11 +32,12 @@ import numpy as np
 
 from probesim.consecutive import next_run, reaches_threshold
 from probesim.engine.containers import MIN_GRACE, back_off
+from probesim.engine.fleet import injected
 from probesim.engine.mesh import istio_for
 from probesim.errors import InputError
 from probesim.lab.dependency import DependencyServer, env_name
-from probesim.lab.envoy import Envoy
-from probesim.lab.load import LoadResult, constant_rate
+from probesim.lab.envoy import Envoy, inbound_bootstrap
+from probesim.lab.load import KeepAlive, LoadResult, constant_rate
 from probesim.lab.probes import Outcome, exec_check, grpc_check, http_check, tcp_check
 from probesim.manifests.kubernetes import container_port
 from probesim.mesh.envoy import Translator
@@ -99,6 +100,7 @@ class Pod:
     killing: bool = False
     workers: dict[str, Worker] = field(default_factory=dict)
     ready: bool = False
+    inbound: int | None = None  # the port of its Istio sidecar's inbound listener
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     first_start: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -111,7 +113,8 @@ class Lab:
         self.t0 = time.monotonic()
         self.events: list[Event] = []
         self.kills: set[asyncio.Task[None]] = set()
-        self.envoys: list[Envoy] = []
+        self.envoys: list[Envoy] = []  # client sidecars
+        self.sidecars: list[Envoy] = []  # the pods' own, inbound
         self.listen: list[int] = []
         self.spawned: list[asyncio.subprocess.Process] = []  # every child, to reap on the way out
         self.prestarts: set[asyncio.Task[None]] = set()
@@ -466,10 +469,10 @@ class Lab:
 
     def endpoints(self) -> list[tuple[str, int]]:
         """The Service's endpoints as Envoy gets them: Ready pods (all, with
-        publishNotReadyAddresses)."""
+        publishNotReadyAddresses), at their sidecar's port when they have one."""
         svc = next((v for v in self.scenario.services if self._selects(v.name)), None)
         everyone = svc is not None and svc.spec.publish_not_ready_addresses
-        return [(HOST, p.port) for p in self.pods if p.ready or everyone]
+        return [(HOST, p.inbound or p.port) for p in self.pods if p.ready or everyone]
 
     def urls(self, path: str) -> list[str]:
         return [f"http://{HOST}:{port}{path}" for _, port in self.endpoints()]
@@ -530,8 +533,21 @@ class Lab:
     ) -> LoadResult:
         await asyncio.sleep(max(0.0, self.t0 + start - time.monotonic()))
         timeout = (t.timeout or 60_000) / 1000
+        # Through client sidecars, Envoy balances each request and answers when it has no
+        # endpoint: the route's keepAlive and noEndpoint are about kube-proxy.
+        plain = callable(targets)
+        keep = KeepAlive(t.pre_allocated_vus or 1, t.max_vus or 1000) if plain and t.keep_alive else None
         return await constant_rate(
-            targets, rate, max(stop - start, 0.0), timeout, t.max_vus or 1000, headers, t.method, out
+            targets,
+            rate,
+            max(stop - start, 0.0),
+            timeout,
+            t.max_vus or 1000,
+            headers,
+            t.method,
+            out,
+            keep_alive=keep,
+            retransmit=plain and t.no_endpoint == "retransmit",
         )
 
     async def prepare(self) -> None:
@@ -542,6 +558,15 @@ class Lab:
             server = DependencyServer(name, spec, self.scenario.spec.seed)
             self.dependencies.append(server)
             await server.start()
+        if injected(self.workload):
+            for pod in self.pods:
+                # The pod's sidecar takes its traffic: a client's connection ends there and
+                # outlives the app's restarts (Envoy answers 503 meanwhile).
+                listen, admin = free_port(), free_port()
+                sidecar = Envoy(inbound_bootstrap(listen, pod.port, admin), admin)
+                self.sidecars.append(sidecar)
+                await sidecar.start()
+                pod.inbound = listen
         for pod in self.pods:
             if not pod.command:
                 await self.prestart(pod)
@@ -639,7 +664,7 @@ class Lab:
                 t.cancel()
             await asyncio.gather(*tasks, *self.kills, return_exceptions=True)
             await asyncio.gather(*self.prestarts, return_exceptions=True)  # bounded: a spawn each
-            await asyncio.gather(*(e.stop() for e in self.envoys), return_exceptions=True)
+            await asyncio.gather(*(e.stop() for e in (*self.envoys, *self.sidecars)), return_exceptions=True)
             await asyncio.gather(*(d.stop() for d in self.dependencies), return_exceptions=True)
             for proc in self.spawned:
                 if proc.returncode is None:

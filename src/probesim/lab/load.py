@@ -1,17 +1,25 @@
 """An open-loop load generator: requests start at a constant rate whatever the answers do (no
 coordinated omission), with a cap on requests in flight and a per-request timeout; it counts
-answers by status as a client sees them. Only 127.0.0.1."""
+answers by status as a client sees them. Either each request is balanced on its own, or, like
+k6's VUs, clients keep their HTTP/1.1 connection and stay with the pod they got when it opened
+(kube-proxy's per-connection balancing). Only 127.0.0.1."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 import aiohttp
 from hdrh.histogram import HdrHistogram
+
+from probesim.engine.loop import SYN_AT_MS
+
+MAX_BODY = 1 << 20  # an answer's body is read and dropped; more than this is a broken server
 
 
 @dataclass
@@ -48,6 +56,99 @@ def cause_of(status: int, body: bytes) -> str:
     return "error_status"
 
 
+@dataclass(frozen=True)
+class KeepAlive:
+    """Clients that keep their connection (a traffic route's ``keepAlive``): ``vus`` of them at
+    first, up to ``max_vus`` when all are busy (k6's preAllocatedVUs and maxVUs)."""
+
+    vus: int = 1
+    max_vus: int = 1000
+
+
+class NoEndpoint(Exception):
+    """No Ready endpoint, and the client is told so at once (kube-proxy's REJECT)."""
+
+
+class Refused(Exception):
+    """The pod refused the connection: nothing listens on its port."""
+
+
+class Stale(Exception):
+    """A reused connection was closed by the server before it answered: try a new one (as Go's
+    and most clients do for a request that never reached the server)."""
+
+
+class Conn:
+    """One client's kept-alive HTTP/1.1 connection to one pod."""
+
+    def __init__(self, url: str) -> None:
+        u = urlsplit(url)
+        if u.hostname != "127.0.0.1" or u.port is None:
+            raise ValueError("the lab only sends load to 127.0.0.1")
+        self.host, self.port = u.hostname, u.port
+        self.path = u.path + (f"?{u.query}" if u.query else "") or "/"
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    @property
+    def closed(self) -> bool:
+        """The server has closed it (or it was never opened)."""
+        return self.writer is None or self.writer.is_closing() or self.reader is None or self.reader.at_eof()
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.reader = self.writer = None
+
+    async def request(self, method: str, headers: dict[str, str]) -> tuple[int, bytes]:
+        reused = self.writer is not None
+        if self.closed:
+            self.close()
+            try:
+                self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+            except OSError as e:
+                raise Refused from e
+            reused = False
+        assert self.reader is not None and self.writer is not None
+        lines = [f"{method} {self.path} HTTP/1.1"]
+        if not any(k.lower() == "host" for k in headers):
+            lines.append(f"Host: {self.host}:{self.port}")
+        lines += [f"{k}: {v}" for k, v in headers.items()]
+        self.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+        try:
+            await self.writer.drain()
+            status_line = await self.reader.readline()
+        except ConnectionError:
+            status_line = b""
+        if not status_line:
+            self.close()
+            if reused:
+                raise Stale
+            raise ConnectionResetError("closed before answering")
+        status = int(status_line.split()[1])
+        head: dict[str, str] = {}
+        while (line := await self.reader.readline()) not in (b"\r\n", b"\n", b""):
+            k, _, v = line.decode("latin-1").partition(":")
+            head[k.strip().lower()] = v.strip()
+        if "content-length" in head:
+            body = await self.reader.readexactly(min(int(head["content-length"]), MAX_BODY))
+        elif head.get("transfer-encoding", "").lower() == "chunked":
+            body = b""
+            while size := int((await self.reader.readline()).split(b";")[0], 16):
+                body = (body + await self.reader.readexactly(size))[:MAX_BODY]
+                await self.reader.readline()
+            while await self.reader.readline() not in (b"\r\n", b"\n", b""):
+                pass  # trailers
+        elif status in (204, 304) or 100 <= status < 200:
+            body = b""
+        else:
+            body = await self.reader.read(MAX_BODY)  # ends with the connection
+            head["connection"] = "close"
+        if head.get("connection", "").lower() == "close":
+            self.close()
+        return status, body
+
+
 async def constant_rate(
     targets: list[str] | Callable[[], list[str]],
     rate: float,
@@ -57,29 +158,59 @@ async def constant_rate(
     headers: dict[str, str] | None = None,
     method: str = "GET",
     out: LoadResult | None = None,
+    keep_alive: KeepAlive | None = None,
+    retransmit: bool = False,
 ) -> LoadResult:
-    """``targets``: the URLs, or a function giving the current ones (a Service's Ready endpoints);
-    none at a request's time counts as a refused connection, as kube-proxy refuses then. ``out``
-    is filled as answers come (for a live display)."""
+    """``targets``: the URLs, or a function giving the current ones (a Service's Ready endpoints).
+    None at a request's time counts as a refused connection, as kube-proxy refuses then, or with
+    ``retransmit`` the request waits for an endpoint at its SYN's resends (1, 3, 7 … s), as a
+    client whose rejection was lost does. With ``keep_alive``, requests go out on free clients'
+    kept connections (new clients only when all are busy; ``max_inflight`` does not apply).
+    ``out`` is filled as answers come (for a live display)."""
     current = targets if callable(targets) else lambda: targets
     out = out if out is not None else LoadResult()
     slots = asyncio.Semaphore(max_inflight)
     pending: set[asyncio.Task[None]] = set()
+    cursor = itertools.count()
+    hdrs = dict(headers or {})
+
+    async def pick(since: float) -> str:
+        """The endpoint a new connection gets (round robin over the Ready ones)."""
+        for at in (*SYN_AT_MS[1:], None):
+            urls = current()
+            if not all(u.startswith("http://127.0.0.1:") for u in urls):
+                raise ValueError("the lab only sends load to 127.0.0.1")
+            if urls:
+                return urls[next(cursor) % len(urls)]
+            if not retransmit:
+                raise NoEndpoint
+            if at is None:
+                raise TimeoutError  # TCP gives up
+            await asyncio.sleep(max(0.0, since + at / 1000 - time.monotonic()))
+        raise AssertionError("unreachable")
+
+    def answered(t: float, status: int, body: bytes) -> None:
+        out.statuses[status] += 1
+        out.latency_us.record_value(max(1, round((time.monotonic() - t) * 1e6)))
+        if status < 400:
+            out.ok += 1
+        else:
+            out.failed[cause_of(status, body)] += 1
+
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as session:
 
-        async def one(url: str) -> None:
+        async def one(url: str | None) -> None:
             t = time.monotonic()
             try:
-                async with session.request(method, url, headers=headers) as r:
-                    body = await r.read()
-                    out.statuses[r.status] += 1
-                out.latency_us.record_value(max(1, round((time.monotonic() - t) * 1e6)))
-                if r.status < 400:
-                    out.ok += 1
-                else:
-                    out.failed[cause_of(r.status, body)] += 1
+                async with asyncio.timeout(timeout_s):
+                    url = url or await pick(t)
+                    async with session.request(method, url, headers=headers) as r:
+                        body = await r.read()
+                answered(t, r.status, body)
             except TimeoutError:
                 out.failed["timeout"] += 1
+            except NoEndpoint:
+                out.failed["no_endpoint"] += 1
             except aiohttp.ClientConnectorError:
                 out.failed["restarting"] += 1  # refused: nothing listens
             except aiohttp.ClientError:
@@ -87,24 +218,79 @@ async def constant_rate(
             finally:
                 slots.release()
 
+        async def kept(vu: list[Conn | None]) -> None:
+            t = time.monotonic()
+            try:
+                async with asyncio.timeout(timeout_s):
+                    for _ in range(2):
+                        conn = vu[0]
+                        if conn is None or conn.closed:
+                            # Its connection is gone: the next one may land on another pod.
+                            if conn is not None:
+                                conn.close()
+                            conn = vu[0] = Conn(await pick(t))
+                        try:
+                            status, body = await conn.request(method, hdrs)
+                            break
+                        except Stale:
+                            vu[0] = None
+                    else:
+                        raise ConnectionResetError("closed before answering, twice")
+                answered(t, status, body)
+            except TimeoutError:
+                out.failed["timeout"] += 1
+                _drop(vu)  # a client closes a connection it gave up on
+            except NoEndpoint:
+                out.failed["no_endpoint"] += 1
+            except Refused:
+                out.failed["restarting"] += 1
+                _drop(vu)
+            except (ConnectionError, asyncio.IncompleteReadError, ValueError, IndexError):
+                out.failed["killed"] += 1  # reset, or cut off mid-answer
+                _drop(vu)
+            finally:
+                free.append(vu)
+
         start = time.monotonic()
         n = int(rate * duration_s)
+        free: deque[list[Conn | None]] = deque([None] for _ in range(keep_alive.vus if keep_alive else 0))
+        clients = len(free)
         for i in range(n):
             await asyncio.sleep(max(0.0, start + i / rate - time.monotonic()))
-            if slots.locked():
-                out.dropped += 1
-                continue
-            urls = current()
-            if not all(u.startswith("http://127.0.0.1:") for u in urls):
-                raise ValueError("the lab only sends load to 127.0.0.1")
-            out.sent += 1
-            if not urls:
-                out.failed["no_endpoint"] += 1
-                continue
-            await slots.acquire()
-            task = asyncio.create_task(one(urls[i % len(urls)]))  # round robin when there are several
+            task: asyncio.Task[None]
+            if keep_alive is not None:
+                if not free and clients < keep_alive.max_vus:
+                    free.append([None])
+                    clients += 1
+                if not free:
+                    out.dropped += 1
+                    continue
+                out.sent += 1
+                task = asyncio.create_task(kept(free.popleft()))
+            else:
+                if slots.locked():
+                    out.dropped += 1
+                    continue
+                urls = current()
+                if not all(u.startswith("http://127.0.0.1:") for u in urls):
+                    raise ValueError("the lab only sends load to 127.0.0.1")
+                out.sent += 1
+                if not urls and not retransmit:
+                    out.failed["no_endpoint"] += 1
+                    continue
+                await slots.acquire()
+                # Round robin when there are several; none yet: wait for one (retransmit).
+                task = asyncio.create_task(one(urls[i % len(urls)] if urls else None))
             pending.add(task)
             task.add_done_callback(pending.discard)
         if pending:
             await asyncio.wait(pending, timeout=timeout_s + 1)
+        for vu in free:
+            _drop(vu)
     return out
+
+
+def _drop(vu: list[Conn | None]) -> None:
+    if vu[0] is not None:
+        vu[0].close()
+    vu[0] = None
