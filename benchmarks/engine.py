@@ -22,7 +22,7 @@ from probesim.model.scenario import Scenario
 TARGET_POD_TICKS = 5_000_000
 
 
-def fleet(pods: int, ticks: int, rate: float, loaded: bool = False) -> Scenario:
+def fleet(pods: int, ticks: int, rate: float, loaded: bool = False, keep_alive: bool = False) -> Scenario:
     """A Deployment with readiness and liveness probes; a tenth of the pods start slowly and
     hang once, so probes, kills, back-off and endpoint changes all happen during the run."""
     probe = {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 10}
@@ -74,7 +74,7 @@ def fleet(pods: int, ticks: int, rate: float, loaded: bool = False) -> Scenario:
                     "pods": [{"ordinals": list(range(0, pods, 10)), "containers": slow}],
                 }
             },
-            "traffic": [{"rate": rate}],
+            "traffic": [{"rate": rate, "keepAlive": keep_alive, "preAllocatedVUs": 50}],
         },
     }
     return scenario_from_text(yaml.safe_dump_all([sc, deploy, svc]), "bench.yaml", Path("."))
@@ -143,6 +143,16 @@ def main() -> None:
     flatness = "flat" if abs(ratio - 1) <= 0.10 else "NOT flat"
     print(f"  cost per tick, 100,000 vs 1,000 req/s: {ratio:.3f}× ({flatness})")
     print(f"  capacity model costs {rates[1_000] / loaded[1_000]:.1f}× the plain engine")
+    print("the same, clients keeping their connections (keepAlive, 50 VUs pre-allocated):")
+    kept = {}
+    for rps in (1_000, 100_000):
+        kept[rps] = engine_rate(fleet(pods, ticks, rps, loaded=True, keep_alive=True), pods, ticks, repeat=1)
+        simulated = rps * kept[rps] / pods
+        print(f"  {rps:>7,} req/s: {kept[rps]:>14,.0f} pod-ticks/s  ({simulated:,.0f} requests simulated/s)")
+    ratio = kept[1_000] / kept[100_000]
+    flatness = "flat" if abs(ratio - 1) <= 0.10 else "NOT flat"
+    print(f"  cost per tick, 100,000 vs 1,000 req/s: {ratio:.3f}× ({flatness})")
+    print(f"  connections cost {loaded[1_000] / kept[1_000]:.2f}× per-request balancing")
     print("reference per-request loop (same fleet, 20 ticks):")
     for rps in (1_000, 100_000):
         ref = reference_rate(pods, rps, 20)

@@ -142,3 +142,17 @@ def test_a_dependency_at_capacity_refuses_the_excess() -> None:
     assert errors[0] == 0
     assert all(40 <= e <= 80 for e in errors[1:])
     assert sum(errors[1:]) / 19 == pytest.approx(60, abs=5)
+
+
+def test_answers_not_back_by_the_graceful_stop_are_interrupted_at_once() -> None:
+    # Every call takes 100 s; arrivals stop at 10 s and the client waits 5 s more (k6's
+    # gracefulStop): all 100 requests are interrupted right after 15 s, none counted as failed.
+    r = run(
+        behavior={"routes": {"/": {"calls": [{"dependency": "db"}]}}, "variability": 0},
+        traffic=[{"rate": 10, "stop": "10s", "gracefulStop": "5s"}],
+        duration="30s",
+        spec={"dependencies": {"db": {"latency": "100s", "variability": 0}}},
+    )
+    route = r.route("/")
+    assert (route.offered, route.ok, route.failed_total, route.interrupted) == (100, 0, 0, 100)
+    assert series(r, "route./.interrupted")[16] == 100

@@ -142,3 +142,31 @@ def test_with_a_lost_rejection_requests_wait_for_an_endpoint() -> None:
     # SYNs resent 1 s and 3 s after the first: those sent before 0.2 s got through at ~3 s.
     assert out.latency_ms()["max"] >= 1000
     assert took < 4.5
+
+
+def test_requests_unanswered_at_the_graceful_stop_are_interrupted() -> None:
+    async def go() -> LoadResult:
+        hang = asyncio.Event()
+
+        async def handler(_: web.Request) -> web.Response:
+            await hang.wait()
+            return web.Response(text="late")
+
+        app = web.Application()
+        app.router.add_get("/", handler)
+        runner = web.AppRunner(app, shutdown_timeout=0.1)
+        await runner.setup()
+        port = free_port()
+        await web.TCPSite(runner, "127.0.0.1", port).start()
+        try:
+            return await constant_rate(
+                [f"http://127.0.0.1:{port}/"], rate=10, duration_s=0.5, timeout_s=30, graceful_stop_s=0.3
+            )
+        finally:
+            hang.set()
+            await runner.cleanup()
+
+    t0 = time.monotonic()
+    out = asyncio.run(go())
+    assert (out.sent, out.ok, out.interrupted, sum(out.failed.values())) == (5, 0, 5, 0)
+    assert time.monotonic() - t0 < 5

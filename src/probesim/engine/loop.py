@@ -402,6 +402,11 @@ class _Run:
             cap.begin_step(float(step))
         for ri, route in enumerate(f.routes):
             key = f"route.{route.name}"
+            conns, end = self.conns[ri], route.traffic.end()
+            if conns.waiting and end is not None and t > end + route.traffic.graceful_stop:
+                rec[f"{key}.interrupted"][k] += conns.waiting  # still connecting
+                conns.connecting.clear()
+                conns.waiting = 0
             if route.mirror_of >= 0:
                 # The copies a client sidecar mirrored this step (fire and forget).
                 primary = self.mesh.get(route.mirror_of)
@@ -583,21 +588,26 @@ class _Run:
         (``stop`` + ``gracefulStop``) they are interrupted instead."""
         for ri, route in enumerate(self.fleet.routes):
             wheel = self.pending[ri]
+            key = f"route.{route.name}"
+            end = route.traffic.end()
+            if end is not None and t > end + route.traffic.graceful_stop:
+                # The load generator stopped waiting: every answer still to come is interrupted.
+                if wheel.any():
+                    rec[f"{key}.interrupted"][k] += int(wheel.sum())
+                    wheel[:] = 0
+                    self.later_n[ri][:] = self.later_t[ri][:] = 0.0
+                    self.later_cdf[ri][:] = 0.0
+                continue
             slot = k % wheel.shape[1]
             due = wheel[:, slot].sum(axis=1)
             if not due.any():
                 continue
             wheel[:, slot] = 0
-            key = f"route.{route.name}"
-            recorded, shape = self.later_n[ri][slot], self.later_cdf[ri][slot].copy()
+            recorded = self.later_n[ri][slot]
+            if recorded > 0:
+                self.step_cdf[ri] += self.later_cdf[ri][slot] * (float(due.sum()) / recorded)
             self.later_n[ri][slot] = self.later_t[ri][slot] = 0.0
             self.later_cdf[ri][slot] = 0.0
-            end = route.traffic.end()
-            if end is not None and t > end + route.traffic.graceful_stop:
-                rec[f"{key}.interrupted"][k] += int(due.sum())
-                continue
-            if recorded > 0:
-                self.step_cdf[ri] += shape * (float(due.sum()) / recorded)
             rec[f"{key}.ok"][k] += int(due[0])
             rec[f"{key}.error_status"][k] += int(due[1])
             rec[f"{key}.timeout"][k] += int(due[2])

@@ -206,11 +206,17 @@ class App:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=edge - now)
         if not self.b.ignores_sigterm:
-            await asyncio.sleep(self.b.shutdown / 1000)
-            await self.runner.cleanup()
-            await self._grpc_listen(False)
-            await self.dependencies.close()
-            return
+            # Draining, as the simulation's killed container: no new connection is accepted and
+            # kept-alive ones close once their request is done; in-flight requests get
+            # `shutdown` to finish.
+            await self._listen(False)
+            handlers = self.runner.server
+            for handler in handlers.connections if handlers is not None else []:
+                handler.close()
+            # Then it exits at once (LEAD_S early, like every edge), dropping what is still in
+            # flight: a clean-up that waits on hung calls would make the restart late.
+            await asyncio.sleep(max(self.b.shutdown / 1000 - LEAD_S, 0.0))
+            os._exit(0)
         while True:  # ignores SIGTERM: only SIGKILL ends it
             await asyncio.sleep(3600)
 

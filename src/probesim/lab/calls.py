@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import aiohttp
 
+from probesim.lab.timeouts import exact
 from probesim.model.scenario import CircuitBreaker, DependencyCall
 
 
@@ -57,7 +58,7 @@ class Calls:
         return self.session
 
     async def _try(self, url: str, timeout_ms: int | None) -> bool:
-        timeout = aiohttp.ClientTimeout(total=None if timeout_ms is None else timeout_ms / 1000)
+        timeout = exact(None if timeout_ms is None else timeout_ms / 1000)
         try:
             async with self._session().get(url, timeout=timeout) as r:
                 await r.read()

@@ -548,6 +548,7 @@ class Lab:
             out,
             keep_alive=keep,
             retransmit=plain and t.no_endpoint == "retransmit",
+            graceful_stop_s=t.graceful_stop / 1000,
         )
 
     async def prepare(self) -> None:
@@ -651,7 +652,9 @@ class Lab:
             self.finishing = True
             if self.progress is not None:
                 self.progress(self)
-            await asyncio.wait_for(asyncio.shield(load), timeout=70)  # answers still on their way
+            # Answers still on their way, until each route's gracefulStop.
+            linger = max((t.graceful_stop for t in self.routes), default=0) / 1000
+            await asyncio.wait_for(asyncio.shield(load), timeout=linger + 10)
             for i, envoy in enumerate(self.envoys):  # summed over the client sidecars
                 for k, v in (await envoy.stats()).items():
                     self.envoy_stats[k] = self.envoy_stats.get(k, 0) + v
@@ -706,6 +709,7 @@ class Lab:
                     res.ok,
                     failed,
                     dropped=res.dropped,
+                    interrupted=res.interrupted,
                     envoy=od,
                     statuses=dict(res.statuses),
                     latency_ms=res.latency_ms(),

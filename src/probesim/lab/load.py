@@ -18,6 +18,7 @@ import aiohttp
 from hdrh.histogram import HdrHistogram
 
 from probesim.engine.loop import SYN_AT_MS
+from probesim.lab.timeouts import exact
 
 MAX_BODY = 1 << 20  # an answer's body is read and dropped; more than this is a broken server
 
@@ -26,6 +27,7 @@ MAX_BODY = 1 << 20  # an answer's body is read and dropped; more than this is a 
 class LoadResult:
     sent: int = 0
     dropped: int = 0  # no free slot (in-flight cap)
+    interrupted: int = 0  # still unanswered when the generator stopped waiting (gracefulStop)
     statuses: Counter[int] = field(default_factory=Counter)  # answers by HTTP status
     ok: int = 0  # 2xx and 3xx
     failed: Counter[str] = field(default_factory=Counter)  # by the simulation's cause names
@@ -160,13 +162,16 @@ async def constant_rate(
     out: LoadResult | None = None,
     keep_alive: KeepAlive | None = None,
     retransmit: bool = False,
+    graceful_stop_s: float | None = None,
 ) -> LoadResult:
     """``targets``: the URLs, or a function giving the current ones (a Service's Ready endpoints).
     None at a request's time counts as a refused connection, as kube-proxy refuses then, or with
     ``retransmit`` the request waits for an endpoint at its SYN's resends (1, 3, 7 … s), as a
     client whose rejection was lost does. With ``keep_alive``, requests go out on free clients'
     kept connections (new clients only when all are busy; ``max_inflight`` does not apply).
-    ``out`` is filled as answers come (for a live display)."""
+    ``out`` is filled as answers come (for a live display). Requests still unanswered
+    ``graceful_stop_s`` after the last one was sent are interrupted (k6's gracefulStop; default:
+    wait for every answer up to the timeout)."""
     current = targets if callable(targets) else lambda: targets
     out = out if out is not None else LoadResult()
     slots = asyncio.Semaphore(max_inflight)
@@ -197,7 +202,7 @@ async def constant_rate(
         else:
             out.failed[cause_of(status, body)] += 1
 
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as session:
+    async with aiohttp.ClientSession(timeout=exact(timeout_s)) as session:
 
         async def one(url: str | None) -> None:
             t = time.monotonic()
@@ -284,7 +289,12 @@ async def constant_rate(
             pending.add(task)
             task.add_done_callback(pending.discard)
         if pending:
-            await asyncio.wait(pending, timeout=timeout_s + 1)
+            await asyncio.wait(pending, timeout=timeout_s + 1 if graceful_stop_s is None else graceful_stop_s)
+        if pending:
+            out.interrupted += len(pending)
+            for task in list(pending):
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
         for vu in free:
             _drop(vu)
     return out

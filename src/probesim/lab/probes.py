@@ -14,6 +14,7 @@ from urllib.parse import urljoin, urlsplit
 
 import aiohttp
 
+from probesim.lab.timeouts import exact
 from probesim.model.kubernetes import ExecAction, HTTPGetAction
 
 HOST = "127.0.0.1"
@@ -43,7 +44,7 @@ async def http_check(port: int, action: HTTPGetAction, timeout: float) -> Outcom
     headers, skip = http_headers(action)
     scheme = action.scheme.lower()
     url = f"{scheme}://{HOST}:{port}{action.path}"
-    client_timeout = aiohttp.ClientTimeout(total=timeout)
+    client_timeout = exact(timeout)
     try:
         async with aiohttp.ClientSession(timeout=client_timeout, skip_auto_headers=skip) as s:
             for _ in range(MAX_REDIRECTS + 1):
