@@ -352,19 +352,30 @@ class CapacityModel:
 
 def mixture_cdf(counts: I64, d: F64, s: F64, sigma: F64) -> F64:
     """CDF on GRID of a mixture: ``counts[i]`` requests with latency d_i + s_i·X_i."""
+    total = counts[counts > 0].sum()
+    if total == 0:
+        return np.ones(GRID.size)
+    return grouped_cdfs(counts, d, s, sigma, np.zeros(counts.size, np.int64), 1)[0] / total
+
+
+def grouped_cdfs(counts: I64, d: F64, s: F64, sigma: F64, group: I64, n_groups: int) -> F64:
+    """Per group g (rows): the sum over requests i of group g of ``counts[i]`` times the CDF on
+    GRID of latency d_i + s_i·X_i — unnormalized, so that groups add up."""
+    out = np.zeros((n_groups, GRID.size))
     keep = counts > 0
     if not keep.any():
-        return np.ones(GRID.size)
-    counts, d, s, sigma = counts[keep], d[keep], s[keep], sigma[keep]
+        return out
+    counts, d, s, sigma, group = counts[keep], d[keep], s[keep], sigma[keep], group[keep]
     # Pods in the same state share one row: key on (d, s) to 0.1 ms and sigma to 0.001.
     dk = np.minimum(np.round(d * 10), 2**24 - 1).astype(np.int64)
     sk = np.minimum(np.round(s * 10), 2**24 - 1).astype(np.int64)
     gk = np.round(sigma * 1000).astype(np.int64)
     key = (dk << 36) | (sk << 12) | gk
     uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
-    w = np.bincount(inv, weights=counts, minlength=uniq.size)
+    w = np.zeros((n_groups, uniq.size))
+    np.add.at(w, (group, inv), counts)
     cdf = lognormal_cdf(GRID[None, :], d[first][:, None], s[first][:, None], sigma[first][:, None])
-    return np.asarray((w[:, None] * cdf).sum(axis=0) / w.sum(), np.float64)
+    return np.asarray(w @ cdf, np.float64)
 
 
 def grid_quantiles(mix: F64, qs: tuple[float, ...]) -> list[float]:

@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from probesim.engine.autoscaler import METRIC_WINDOW_MS, SYNC_PERIOD_MS, Autoscaler, PodView
 from probesim.engine.behavior import INF
-from probesim.engine.capacity import GRID, CapacityModel, grid_quantiles, mixture_cdf, timed_out
+from probesim.engine.capacity import GRID, CapacityModel, grid_quantiles, grouped_cdfs, mixture_cdf, timed_out
 from probesim.engine.containers import Containers
 from probesim.engine.events import EventLog
 from probesim.engine.fleet import FAILURE, RUNNING, SUCCESS, TERMINATING, Fleet, Route, build
@@ -641,13 +641,13 @@ class _Run:
                     1
                 ]
                 # Their latency counts when the client gets the answer (or loses it), in _deliver.
-                n_l, d_l, sv_l, sg_l = n_served[later], d[later], sv[later], cap.sigma[cs][later]
-                for slot in np.unique(slots):
-                    m = slots == slot
-                    total = float(n_l[m].sum())
-                    self.later_cdf[ri][slot] += mixture_cdf(n_l[m], d_l[m], sv_l[m], sg_l[m]) * total
-                    self.later_n[ri][slot] += total
-                    self.later_t[ri][slot] += t * total
+                n_l = n_served[later]
+                used, group = np.unique(slots, return_inverse=True)
+                self.later_cdf[ri][used] += grouped_cdfs(
+                    n_l, d[later], sv[later], cap.sigma[cs][later], group, used.size
+                )
+                np.add.at(self.later_n[ri], slots, n_l)
+                np.add.at(self.later_t[ri], slots, float(t) * n_l)
                 ok_later = n_served[later] - to[later]
                 np.add.at(
                     self.pending[ri][0],
