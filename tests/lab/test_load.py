@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 
 import pytest
 from aiohttp import web
@@ -62,6 +63,17 @@ def test_answers_are_counted_as_they_come_into_the_result_given() -> None:
     assert (out.ok, dict(out.failed)) == (0, {"no_endpoint": 10})
 
 
+async def _serve(handler: Callable[[web.Request], Awaitable[web.Response]]) -> tuple[web.AppRunner, str]:
+    """An HTTP server on 127.0.0.1 answering / with ``handler``, and its URL."""
+    app = web.Application()
+    app.router.add_get("/", handler)
+    runner = web.AppRunner(app, shutdown_timeout=0.1)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    return runner, f"http://127.0.0.1:{port}/"
+
+
 async def _servers(n: int) -> tuple[list[web.AppRunner], list[str], Counter[int]]:
     """``n`` HTTP servers on 127.0.0.1; the counter says how many requests each got."""
     hits: Counter[int] = Counter()
@@ -72,14 +84,9 @@ async def _servers(n: int) -> tuple[list[web.AppRunner], list[str], Counter[int]
             hits[i] += 1
             return web.Response(text="ok")
 
-        app = web.Application()
-        app.router.add_get("/", handler)
-        runner = web.AppRunner(app, shutdown_timeout=0.1)
-        await runner.setup()
-        port = free_port()
-        await web.TCPSite(runner, "127.0.0.1", port).start()
+        runner, url = await _serve(handler)
         runners.append(runner)
-        urls.append(f"http://127.0.0.1:{port}/")
+        urls.append(url)
     return runners, urls, hits
 
 
@@ -152,16 +159,9 @@ def test_requests_unanswered_at_the_graceful_stop_are_interrupted() -> None:
             await hang.wait()
             return web.Response(text="late")
 
-        app = web.Application()
-        app.router.add_get("/", handler)
-        runner = web.AppRunner(app, shutdown_timeout=0.1)
-        await runner.setup()
-        port = free_port()
-        await web.TCPSite(runner, "127.0.0.1", port).start()
+        runner, url = await _serve(handler)
         try:
-            return await constant_rate(
-                [f"http://127.0.0.1:{port}/"], rate=10, duration_s=0.5, timeout_s=30, graceful_stop_s=0.3
-            )
+            return await constant_rate([url], rate=10, duration_s=0.5, timeout_s=30, graceful_stop_s=0.3)
         finally:
             hang.set()
             await runner.cleanup()
