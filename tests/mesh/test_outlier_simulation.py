@@ -3,6 +3,8 @@ panic, faults and mirroring (reference/envoy-istio.md §2-§5), with exact count
 
 from __future__ import annotations
 
+import pytest
+
 from probesim.engine import simulate
 from probesim.results import Result
 from tests.builders import builtin
@@ -104,8 +106,13 @@ def test_header_matched_abort_fails_only_matching_requests_in_the_sidecar() -> N
     assert plain.ok == 100
 
 
-def test_mirroring_a_post_route_doubles_the_writes() -> None:
-    r = run("seed003-mirror-post")
+@pytest.mark.parametrize("keep_alive", [False, True])
+def test_mirroring_a_post_route_doubles_the_writes(keep_alive: bool) -> None:
+    # Clients that keep their connections change nothing here: their sidecar balances (and
+    # mirrors) each request.
+    sc = builtin("seed003-mirror-post")
+    traffic = tuple(t.model_copy(update={"keep_alive": keep_alive}) for t in sc.spec.traffic)
+    r = simulate(sc.model_copy(update={"spec": sc.spec.model_copy(update={"traffic": traffic})}))
     route = r.route("orders")
     assert route.envoy["mirrored"] == route.offered == route.ok == 250
     # The copies really run on the mirror's pod: every write happens twice (§5.3).

@@ -305,8 +305,16 @@ def _mirror_routes(
             fraction = 1.0 if pct is None else pct.value / 100
             if host not in names or fraction <= 0:
                 continue
+            # The client's sidecar sends the copies, balancing each on its own.
             copy = t.model_copy(
-                update={"service": host, "name": f"{r.name}>mirror:{host}", "port": None, "timeout": None}
+                update={
+                    "service": host,
+                    "name": f"{r.name}>mirror:{host}",
+                    "port": None,
+                    "timeout": None,
+                    "keep_alive": False,
+                    "no_endpoint": "refused",
+                }
             )
             m = _route(scenario, copy, pod_workload, first, specs, behaviors)
             m.mirror_of, m.mirror_fraction = ri, fraction
