@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from probesim.engine.fleet import build, injected
 from probesim.errors import InputError
 from probesim.results import Result
 from tests.builders import http, run, scenario
@@ -134,3 +135,28 @@ def test_a_client_gives_up_on_a_connection_at_its_timeout() -> None:
 def test_pre_allocated_vus_above_max_vus_is_an_error() -> None:
     with pytest.raises(InputError, match="preAllocatedVUs"):
         scenario(traffic=[{"rate": 1, "preAllocatedVUs": 10, "maxVUs": 5}])
+
+
+@pytest.mark.parametrize(
+    ("namespace", "pod", "expected"),
+    [
+        ({}, None, False),
+        ({}, "true", True),
+        ({"istio-injection": "enabled"}, None, True),
+        ({"istio.io/rev": "canary"}, None, True),
+        ({"istio-injection": "enabled"}, "false", False),
+        ({"istio-injection": "disabled"}, "true", False),
+        ({"istio-injection": "disabled"}, None, False),
+    ],
+)
+def test_istios_injection_policy_decides_which_pods_have_a_sidecar(
+    namespace: dict[str, str], pod: str | None, expected: bool
+) -> None:
+    # Either label saying disabled wins; then either saying enabled; else none (Istio's injector).
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default", "labels": namespace}}
+    sc = scenario(
+        manifests=[ns] if namespace else [],
+        template_labels={"sidecar.istio.io/inject": pod} if pod is not None else None,
+    )
+    assert injected(sc.workloads[0], sc) is expected
+    assert build(sc).pod_sidecar.tolist() == [expected]

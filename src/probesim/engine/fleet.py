@@ -159,7 +159,7 @@ def build(scenario: Scenario) -> Fleet:
             pod_tgps.append(w.pod_spec.termination_grace_period_seconds * 1000)
             pod_policy.append(w.pod_spec.restart_policy)
             pod_gate_delay.append(gate_delay)
-            pod_sidecar.append(injected(w))
+            pod_sidecar.append(injected(w, scenario))
             first.append(len(cont_name))
             for c in containers:
                 b = wb.containers.get(c.name, ContainerBehavior())
@@ -218,13 +218,19 @@ def build(scenario: Scenario) -> Fleet:
     )
 
 
-def injected(w: Workload) -> bool:
-    """Whether Istio injects its sidecar into the workload's pods, as the pod template says
-    (label ``sidecar.istio.io/inject``, or the older annotation of that name). A namespace's
-    ``istio-injection`` label is not seen: label the template to say so."""
+def injected(w: Workload, scenario: Scenario) -> bool:
+    """Whether Istio injects its sidecar into the workload's pods, by its injector's policy: if
+    the Namespace's ``istio-injection`` label (among the manifests) or the pod's
+    ``sidecar.istio.io/inject`` (label, or the older annotation) says disabled / "false", no;
+    if either says enabled / "true" (or the Namespace names a revision, ``istio.io/rev``), yes;
+    otherwise no."""
     meta = w.spec.template.metadata
-    value = meta.labels.get(INJECT, meta.annotations.get(INJECT, "false"))
-    return value.lower() == "true"
+    pod = meta.labels.get(INJECT, meta.annotations.get(INJECT, "")).lower()
+    ns = scenario.namespace_labels.get(w.metadata.namespace, {})
+    space = ns.get("istio-injection", "enabled" if "istio.io/rev" in ns else "")
+    if pod == "false" or space == "disabled":
+        return False
+    return pod == "true" or space == "enabled"
 
 
 def _probe_arrays(

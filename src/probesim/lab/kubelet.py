@@ -559,7 +559,7 @@ class Lab:
             server = DependencyServer(name, spec, self.scenario.spec.seed)
             self.dependencies.append(server)
             await server.start()
-        if injected(self.workload):
+        if injected(self.workload, self.scenario):
             for pod in self.pods:
                 # The pod's sidecar takes its traffic: a client's connection ends there and
                 # outlives the app's restarts (Envoy answers 503 meanwhile).

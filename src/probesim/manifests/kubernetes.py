@@ -101,6 +101,7 @@ class Objects:
     )  # DestinationRule, VirtualService
     skipped: list[str] = field(default_factory=list)  # "ConfigMap app-config (file:line)"
     origins: dict[str, tuple[Doc, Path_]] = field(default_factory=dict)  # "Kind/name" → where
+    namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)  # Namespace → labels
 
 
 def _items(doc: Doc) -> Iterable[tuple[Path_, Any]]:
@@ -162,6 +163,10 @@ def _parse_object(doc: Doc, base: Path_, data: Any, out: Objects) -> None:
     elif kind in SKIPPED_BUILTIN_KINDS or api not in BUILTIN_GROUPS:
         if api.startswith("networking.istio.io/") and kind in ("DestinationRule", "VirtualService"):
             out.istio.append((doc, base, data))
+        if kind == "Namespace" and api == "v1" and isinstance(name, str):
+            labels = meta.get("labels") if isinstance(meta, dict) else None
+            if isinstance(labels, dict):  # for Istio's injection label
+                out.namespace_labels[name] = {str(k): str(v) for k, v in labels.items()}
         out.skipped.append(f"{obj} ({doc.file}:{doc.line_of(base)})")
     else:
         known = ", ".join(sorted([*WORKLOAD_KINDS, "Service", *SKIPPED_BUILTIN_KINDS]))

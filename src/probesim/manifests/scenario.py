@@ -84,6 +84,7 @@ def scenario_from_text(text: str, file: str, base_dir: Path, extra_manifests: Se
         autoscalers=tuple(objects.hpas),
         destinationRules=tuple(rules),
         virtualServices=tuple(vss),
+        namespaceLabels=objects.namespace_labels,
     )
     _cross_check(scenario, head)
     return scenario

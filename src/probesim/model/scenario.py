@@ -422,6 +422,9 @@ class Scenario(Model):
     autoscalers: tuple[HorizontalPodAutoscaler, ...] = ()
     destination_rules: tuple[DestinationRule, ...] = ()
     virtual_services: tuple[VirtualService, ...] = ()
+    namespace_labels: dict[str, dict[str, str]] = Field(
+        default_factory=dict, description="Labels of the Namespace objects among the manifests."
+    )
 
     def autoscaler_for(self, workload: Workload) -> HorizontalPodAutoscaler | None:
         return next(
