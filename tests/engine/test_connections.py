@@ -160,3 +160,27 @@ def test_istios_injection_policy_decides_which_pods_have_a_sidecar(
     )
     assert injected(sc.workloads[0], sc) is expected
     assert build(sc).pod_sidecar.tolist() == [expected]
+
+
+def test_a_pod_ready_later_gets_no_kept_alive_client_until_one_needs_a_new_connection() -> None:
+    # Pod 1 is Ready only at 10 s; the clients connected at 0 s all went to pod 0 and stay
+    # there (as after a scale-up): pod 0's bad spell (20-25 s) fails every request.
+    def run_with(traffic: dict[str, Any]) -> Result:
+        return run(
+            probes=READY,
+            replicas=2,
+            duration="30s",
+            overrides=[
+                {"ordinals": [1], "containers": {"app": {"start": "10s"}}},
+                {
+                    "ordinals": [0],
+                    "containers": {
+                        "app": {"episodes": [{"kind": "errors", "at": "20s", "for": "5s", "paths": ["/"]}]}
+                    },
+                },
+            ],
+            traffic=[{"rate": 10, **traffic}],
+        )
+
+    assert run_with({"keepAlive": True, "preAllocatedVUs": 4}).route("/").failed["error_status"] == 50
+    assert run_with({}).route("/").failed["error_status"] == 25

@@ -268,7 +268,8 @@ class Traffic(Model):
         "endpoint: 'refused' (kube-proxy's REJECT reaches it: the request fails at once) or "
         "'retransmit' (the rejection is lost on the way, as through some cloud load balancers: "
         "the client's TCP resends its SYN 1, 3, 7, 15, 31 and 63 s after the first, and the "
-        "request goes on when an endpoint is back, or times out).",
+        "request goes on when an endpoint is back, or times out). Through client sidecars their "
+        "Envoy answers 503 instead.",
     )
 
     @model_validator(mode="after")
