@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import aiohttp
 from hdrh.histogram import HdrHistogram
 
-from probesim.engine.loop import SYN_AT_MS
+from probesim.engine.loop import SYN_AT_MS, SYN_GIVE_UP_MS
 from probesim.lab.timeouts import exact
 
 MAX_BODY = 1 << 20  # an answer's body is read and dropped; more than this is a broken server
@@ -189,8 +189,9 @@ async def constant_rate(
                 return urls[next(cursor) % len(urls)]
             if not retransmit:
                 raise NoEndpoint
-            if at is None:
-                raise TimeoutError  # TCP gives up
+            if at is None:  # no SYN left: TCP gives up
+                await asyncio.sleep(max(0.0, since + SYN_GIVE_UP_MS / 1000 - time.monotonic()))
+                raise TimeoutError
             await asyncio.sleep(max(0.0, since + at / 1000 - time.monotonic()))
         raise AssertionError("unreachable")
 
