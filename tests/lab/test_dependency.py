@@ -123,7 +123,7 @@ spec:
   dependencies:
     httpbin:
       latency: 20ms
-      outages: [{at: 10s, for: 6s, mode: hang}]
+      outages: [{at: 10s, for: 7s, mode: hang}]
   behavior:
     patient:
       containers:
@@ -139,8 +139,9 @@ spec:
 
 def test_seed_004s_mistake_for_real_a_dependency_outage_empties_the_service(tmp_path: Path) -> None:
     # Readiness on /check-dep (seed 004's patient, failureThreshold 1): the dependency hangs from
-    # 10 to 16 s, both pods leave the Service at 12 s and come back at 18 s, and /check-nodep —
-    # which never calls it — fails with no endpoint meanwhile. The simulation agrees.
+    # 10 to 17 s, both pods leave the Service at 12 s and come back at 18 s, and /check-nodep —
+    # which never calls it — fails with no endpoint meanwhile. The simulation agrees. (The hang
+    # does not end on a probe's deadline: the probe at 15 s gives up at 16 s.)
     manifests = Path(__file__).parents[2] / "src/probesim/scenarios/manifests/patient-readiness.yaml"
     (tmp_path / "s.yaml").write_text(OUTAGE.replace("MANIFESTS", str(manifests)))
     sc = load_scenario(str(tmp_path / "s.yaml"))
