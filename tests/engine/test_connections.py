@@ -11,7 +11,7 @@ import pytest
 from probesim.engine.fleet import build, injected
 from probesim.errors import InputError
 from probesim.results import Result
-from tests.builders import http, run, scenario
+from tests.builders import http, run, scenario, series
 
 READY = {"readinessProbe": http("/ready", periodSeconds=1, failureThreshold=1)}
 SIDECAR = {"sidecar.istio.io/inject": "true"}
@@ -184,3 +184,24 @@ def test_a_pod_ready_later_gets_no_kept_alive_client_until_one_needs_a_new_conne
 
     assert run_with({"keepAlive": True, "preAllocatedVUs": 4}).route("/").failed["error_status"] == 50
     assert run_with({}).route("/").failed["error_status"] == 25
+
+
+def test_the_wait_for_a_syn_answer_is_in_the_latency() -> None:
+    # NotReady at 10-11 s; each request costs 1 ms. The 10 s requests wait 3 s for their SYN to
+    # be answered, the 11 s ones 1 s: the latency figures show it (on probesim's 6 % grid).
+    r = run(
+        probes=READY,
+        duration="20s",
+        behavior={
+            "routes": {"/": {"cpu": "1ms"}},
+            "variability": 0,
+            "episodes": [{"kind": "errors", "at": "10s", "for": "2s", "paths": ["/ready"]}],
+        },
+        traffic=[{"rate": 10, "noEndpoint": "retransmit"}],
+    )
+    peak, p95, p50 = (series(r, f"route./.{q}_ms") for q in ("max", "p95", "p50"))
+    assert 1000 <= peak[12] <= 1100 and 1000 <= p95[12] <= 1100
+    assert 3000 <= peak[13] <= 3200 and 3000 <= p95[13] <= 3200
+    assert p50[12:14] == [1, 1]  # half of each step's answers are the new arrivals' (1 ms)
+    assert peak[14] <= 2
+    assert 3000 <= r.route("/").latency_ms["max"] <= 3200

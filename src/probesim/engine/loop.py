@@ -23,6 +23,7 @@ from probesim.model.scenario import Scenario
 from probesim.results import CAUSES, Result, RouteSummary, WorkloadSummary
 
 I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
 B = npt.NDArray[np.bool_]
 ROUTE_SERIES = (
     "offered",
@@ -62,6 +63,7 @@ class _Connections:
         self.loose = 0
         self.connecting: list[list[int]] = []  # [first SYN ms, SYNs sent, requests]
         self.waiting = 0
+        self.waited: list[tuple[int, int]] = []  # this step's: (requests, ms they waited to connect)
 
     def wait(self, t: int, n: int) -> None:
         """``n`` requests sent a SYN at ``t`` that nothing answered."""
@@ -82,6 +84,7 @@ class _Connections:
             elif sent < len(SYN_AT_MS) and t >= first + SYN_AT_MS[sent]:
                 if ready:
                     go += n
+                    self.waited.append((n, t - first))
                     continue
                 e[1] += 1
                 keep.append(e)
@@ -403,6 +406,7 @@ class _Run:
         for ri, route in enumerate(f.routes):
             key = f"route.{route.name}"
             conns, end = self.conns[ri], route.traffic.end()
+            conns.waited.clear()
             if conns.waiting and end is not None and t > end + route.traffic.graceful_stop:
                 rec[f"{key}.interrupted"][k] += conns.waiting  # still connecting
                 conns.connecting.clear()
@@ -499,6 +503,21 @@ class _Run:
                     ok_now -= int(offered.sum())
                     rec[f"{key}.rejected"][k] += int(offered.sum() - took.sum())
             rec[f"{key}.ok"][k] += ok_now
+
+    def _with_connect_wait(self, ri: int, mix: F64, n: int) -> F64:
+        """The weighted latency distribution of ``n`` answers given now (``mix``), the requests
+        that first waited for their SYN to be answered (``noEndpoint: retransmit``) taken out and
+        put back that much later, at the typical latency of the others."""
+        waited = self.conns[ri].waited
+        total = sum(c for c, _ in waited)
+        if total == 0 or n == 0:
+            return mix * n
+        share = min(total, n) / total
+        typical = grid_quantiles(mix, (0.5,))[0]
+        out = mix * (n - min(total, n))
+        for count, ms in waited:
+            out += count * share * (ms + typical <= GRID)
+        return out
 
     def _categories(self, route: Route, pods: I64) -> I64:
         """What a request meets on each of ``pods``: 1 nothing listening, 2 hung, 3 an error
@@ -670,7 +689,7 @@ class _Run:
             counts = np.append(n_served[now], instant)
             sg = cap.sigma[cs][now]
             mix = mixture_cdf(counts, np.append(d[now], 0.0), np.append(sv[now], 0.0), np.append(sg, 0.0))
-            self.step_cdf[ri] += mix * counts.sum()
+            self.step_cdf[ri] += self._with_connect_wait(ri, mix, int(counts.sum()))
         for ri, route in enumerate(self.fleet.routes):
             # Latency quantiles of what clients got (or lost) this step, and of the run so far.
             seen_now = self.step_cdf[ri]
