@@ -38,6 +38,17 @@ out = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 
+def _lab_seconds(given: str, option: str) -> float:
+    """A lab option's duration in seconds (scenario units: 20s, 2m), bounded to 1 s-1 h."""
+    try:
+        seconds = parse_ms(given) / 1000
+    except ValueError as e:
+        raise InputError(str(e), field=option) from None
+    if not 1 <= seconds <= 3600:
+        raise InputError(f"{given} is outside 1s to 1h", field=option)
+    return seconds
+
+
 def _fail(e: InputError) -> typer.Exit:
     err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
     return typer.Exit(2)
@@ -380,20 +391,8 @@ def lab(
     except InputError as e:
         raise _fail(e) from None
     try:
-        run_s = None
-        if duration is not None:
-            try:
-                run_s = parse_ms(duration) / 1000
-            except ValueError as e:
-                raise InputError(str(e), field="--duration") from None
-            if not 1 <= run_s <= 3600:
-                raise InputError(f"{duration} is outside 1s to 1h", field="--duration")
-        try:
-            listen_s = parse_ms(listen_timeout) / 1000
-        except ValueError as e:
-            raise InputError(str(e), field="--listen-timeout") from None
-        if not 1 <= listen_s <= 3600:
-            raise InputError(f"{listen_timeout} is outside 1s to 1h", field="--listen-timeout")
+        run_s = None if duration is None else _lab_seconds(duration, "--duration")
+        listen_s = _lab_seconds(listen_timeout, "--listen-timeout")
         others = [w.name for w in sc.workloads if w.name != (workload or sc.workloads[0].name)]
         if others and len(others) == len(sc.workloads) - 1:
             err.print(

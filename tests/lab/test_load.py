@@ -25,8 +25,9 @@ def test_latency_percentiles_as_the_simulation_reports_them() -> None:
 def test_no_endpoint_counts_as_refused_and_only_127_0_0_1_is_loaded() -> None:
     out = asyncio.run(constant_rate(list, rate=50, duration_s=0.2, timeout_s=1))
     assert (out.sent, out.failed["no_endpoint"], out.statuses, out.latency_ms()) == (10, 10, {}, {})
-    with pytest.raises(ValueError, match=r"only sends load to 127\.0\.0\.1"):
-        asyncio.run(constant_rate(["http://10.0.0.1:80/"], rate=10, duration_s=0.2))
+    for keep in (None, KeepAlive()):
+        with pytest.raises(ValueError, match=r"only sends load to 127\.0\.0\.1"):
+            asyncio.run(constant_rate(["http://10.0.0.1:80/"], rate=10, duration_s=0.2, keep_alive=keep))
 
 
 @pytest.mark.parametrize(
@@ -170,3 +171,22 @@ def test_requests_unanswered_at_the_graceful_stop_are_interrupted() -> None:
     out = asyncio.run(go())
     assert (out.sent, out.ok, out.interrupted, sum(out.failed.values())) == (5, 0, 5, 0)
     assert time.monotonic() - t0 < 5
+
+
+def test_a_malformed_answer_on_a_kept_connection_counts_as_a_reset() -> None:
+    async def go() -> LoadResult:
+        async def garbage(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.readline()
+            writer.write(b"not http at all\r\n\r\n")
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(garbage, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        async with server:
+            return await constant_rate(
+                [f"http://127.0.0.1:{port}/"], rate=10, duration_s=0.3, timeout_s=2, keep_alive=KeepAlive()
+            )
+
+    out = asyncio.run(go())
+    assert (out.sent, out.ok, dict(out.failed)) == (3, 0, {"killed": 3})

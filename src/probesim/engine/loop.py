@@ -62,14 +62,17 @@ class _Connections:
         self.instance = np.full(n_pods, -1, np.int64)
         self.loose = 0
         self.connecting: list[list[int]] = []  # [first SYN ms, SYNs sent, requests]
-        self.waiting = 0
         self.waited: list[tuple[int, int]] = []  # this step's: (requests, ms they waited to connect)
+
+    @property
+    def waiting(self) -> int:
+        """Requests still waiting for their SYN to be answered."""
+        return sum(e[2] for e in self.connecting)
 
     def wait(self, t: int, n: int) -> None:
         """``n`` requests sent a SYN at ``t`` that nothing answered."""
         if n:
             self.connecting.append([t, 1, n])
-            self.waiting += n
 
     def due(self, t: int, ready: bool, timeout: int) -> tuple[int, int]:
         """Requests whose SYN is resent now: how many get through (``ready``: an endpoint
@@ -91,7 +94,6 @@ class _Connections:
             else:
                 keep.append(e)
         self.connecting = keep
-        self.waiting -= go + late
         return go, late
 
 
@@ -410,7 +412,6 @@ class _Run:
             if conns.waiting and end is not None and t > end + route.traffic.graceful_stop:
                 rec[f"{key}.interrupted"][k] += conns.waiting  # still connecting
                 conns.connecting.clear()
-                conns.waiting = 0
             if route.mirror_of >= 0:
                 # The copies a client sidecar mirrored this step (fire and forget).
                 primary = self.mesh.get(route.mirror_of)
@@ -419,7 +420,7 @@ class _Run:
                     continue
             else:
                 rate = float(self.rates[ri, k])
-                if rate <= 0 and route.acc < 1 and not self.conns[ri].waiting:
+                if rate <= 0 and route.acc < 1 and not conns.waiting:
                     continue
                 route.acc += rate * step / 1000
                 n = int(route.acc + 1e-9)
@@ -428,16 +429,12 @@ class _Run:
             if vus is not None:
                 # k6 constant-arrival-rate: an iteration needs a free VU; requests still
                 # waiting for an answer hold theirs. The rest are dropped iterations.
-                busy = (
-                    int(self.pending[ri].sum())
-                    + int(self.capacity.backlog[ri * self.capacity.k : (ri + 1) * self.capacity.k].sum())
-                    + self.conns[ri].waiting
-                )
+                busy = int(self._held(ri).sum()) + conns.waiting
                 sent = min(n, max(vus - busy, 0))
                 rec[f"{key}.dropped"][k] = n - sent
                 n = sent
             rec[f"{key}.offered"][k] = n
-            if n == 0 and not self.conns[ri].waiting:
+            if n == 0 and not conns.waiting:
                 continue
             version, eps, cat = self.route_cache[ri]
             if version != self.version:
@@ -467,7 +464,6 @@ class _Run:
                 cat = self._categories(route, eps)
                 kk = eps.size
             else:
-                conns = self.conns[ri]
                 if conns.waiting:
                     go, late = conns.due(t, kk > 0, route.timeout)
                     rec[f"{key}.timeout"][k] += late
@@ -503,6 +499,12 @@ class _Run:
                     ok_now -= int(offered.sum())
                     rec[f"{key}.rejected"][k] += int(offered.sum() - took.sum())
             rec[f"{key}.ok"][k] += ok_now
+
+    def _held(self, ri: int) -> I64:
+        """Per container, route ``ri``'s requests in flight: queued, or served with the answer
+        still on its way. Each holds its client (a k6 VU) and its connection."""
+        cap = self.capacity
+        return self.pending[ri].sum(axis=(0, 1)) + cap.backlog[ri * cap.k : (ri + 1) * cap.k].sum(axis=0)
 
     def _with_connect_wait(self, ri: int, mix: F64, n: int) -> F64:
         """The weighted latency distribution of ``n`` answers given now (``mix``), the requests
@@ -556,10 +558,7 @@ class _Run:
         c.loose += int(c.open[closed].sum())
         c.open[closed] = 0
         c.instance = inst
-        # Requests in flight hold their client (a k6 VU) and its connection.
-        cap = self.capacity
-        held = self.pending[ri].sum(axis=(0, 1)) + cap.backlog[ri * cap.k : (ri + 1) * cap.k].sum(axis=0)
-        busy = np.bincount(f.container_pod, weights=held, minlength=f.n_pods).astype(np.int64)
+        busy = np.bincount(f.container_pod, weights=self._held(ri), minlength=f.n_pods).astype(np.int64)
         tr = route.traffic
         want = int(busy.sum()) + c.waiting + min(n, tr.pre_allocated_vus or 1)
         if tr.max_vus is not None:

@@ -85,8 +85,7 @@ class Conn:
 
     def __init__(self, url: str) -> None:
         u = urlsplit(url)
-        if u.hostname != "127.0.0.1" or u.port is None:
-            raise ValueError("the lab only sends load to 127.0.0.1")
+        assert u.hostname is not None and u.port is not None  # the load generator checked it is 127.0.0.1
         self.host, self.port = u.hostname, u.port
         self.path = u.path + (f"?{u.query}" if u.query else "") or "/"
         self.reader: asyncio.StreamReader | None = None
@@ -127,6 +126,18 @@ class Conn:
             if reused:
                 raise Stale
             raise ConnectionResetError("closed before answering")
+        try:
+            status, head, body = await self._answer(status_line)
+        except (ValueError, IndexError) as e:  # not HTTP: as broken as a reset
+            self.close()
+            raise ConnectionResetError(f"malformed answer: {e}") from None
+        if head.get("connection", "").lower() == "close":
+            self.close()
+        return status, body
+
+    async def _answer(self, status_line: bytes) -> tuple[int, dict[str, str], bytes]:
+        """The rest of an HTTP/1.1 answer: status, headers (lower-case names) and body."""
+        assert self.reader is not None
         status = int(status_line.split()[1])
         head: dict[str, str] = {}
         while (line := await self.reader.readline()) not in (b"\r\n", b"\n", b""):
@@ -146,9 +157,7 @@ class Conn:
         else:
             body = await self.reader.read(MAX_BODY)  # ends with the connection
             head["connection"] = "close"
-        if head.get("connection", "").lower() == "close":
-            self.close()
-        return status, body
+        return status, head, body
 
 
 async def constant_rate(
@@ -172,19 +181,26 @@ async def constant_rate(
     ``out`` is filled as answers come (for a live display). Requests still unanswered
     ``graceful_stop_s`` after the last one was sent are interrupted (k6's gracefulStop; default:
     wait for every answer up to the timeout)."""
-    current = targets if callable(targets) else lambda: targets
+    given = targets if callable(targets) else lambda: targets
+
+    def current() -> list[str]:
+        urls = given()
+        if not all(u.startswith("http://127.0.0.1:") for u in urls):
+            raise ValueError("the lab only sends load to 127.0.0.1")
+        return urls
+
     out = out if out is not None else LoadResult()
     slots = asyncio.Semaphore(max_inflight)
     pending: set[asyncio.Task[None]] = set()
     cursor = itertools.count()
     hdrs = dict(headers or {})
+    # Idle clients (k6's VU pool, first in first out), each holding its connection or none.
+    free: deque[list[Conn | None]] = deque([None] for _ in range(keep_alive.vus if keep_alive else 0))
 
     async def pick(since: float) -> str:
         """The endpoint a new connection gets (round robin over the Ready ones)."""
         for at in (*SYN_AT_MS[1:], None):
             urls = current()
-            if not all(u.startswith("http://127.0.0.1:") for u in urls):
-                raise ValueError("the lab only sends load to 127.0.0.1")
             if urls:
                 return urls[next(cursor) % len(urls)]
             if not retransmit:
@@ -251,7 +267,7 @@ async def constant_rate(
             except Refused:
                 out.failed["restarting"] += 1
                 _drop(vu)
-            except (ConnectionError, asyncio.IncompleteReadError, ValueError, IndexError):
+            except (ConnectionError, asyncio.IncompleteReadError):
                 out.failed["killed"] += 1  # reset, or cut off mid-answer
                 _drop(vu)
             finally:
@@ -259,11 +275,11 @@ async def constant_rate(
 
         start = time.monotonic()
         n = int(rate * duration_s)
-        free: deque[list[Conn | None]] = deque([None] for _ in range(keep_alive.vus if keep_alive else 0))
         clients = len(free)
         for i in range(n):
             await asyncio.sleep(max(0.0, start + i / rate - time.monotonic()))
             task: asyncio.Task[None]
+            urls = current()  # also where the lab's own URLs are checked, before any is used
             if keep_alive is not None:
                 if not free and clients < keep_alive.max_vus:
                     free.append([None])
@@ -277,9 +293,6 @@ async def constant_rate(
                 if slots.locked():
                     out.dropped += 1
                     continue
-                urls = current()
-                if not all(u.startswith("http://127.0.0.1:") for u in urls):
-                    raise ValueError("the lab only sends load to 127.0.0.1")
                 out.sent += 1
                 if not urls and not retransmit:
                     out.failed["no_endpoint"] += 1
