@@ -877,10 +877,13 @@ class _Run:
             "max": float(max_series.max()),
         }
 
-    def _no_endpoint_seconds(self, route: Route, times: I64) -> float:
-        """How long the route's Service had no ready endpoint while the route sent traffic."""
+    def _no_endpoint_seconds(self, ri: int) -> float:
+        """How long route ``ri``'s Service had no ready endpoint while the route sent traffic."""
+        # By index: routes.index() compares Routes field by field, and two equal traffic
+        # entries reach their numpy fields, whose truth value is ambiguous.
+        route = self.fleet.routes[ri]
         ready = self.rec_ref[f"service.{route.service.name}.ready"]
-        active = self.rates[self.fleet.routes.index(route)] > 0
+        active = self.rates[ri] > 0
         return float(((ready == 0) & active).sum() * self.spec.step / 1000)
 
     def _result(self, times: I64, rec: dict[str, I64], wl_pods: list[I64]) -> Result:
@@ -899,7 +902,7 @@ class _Run:
                     dropped=int(rec[f"{key}.dropped"].sum()),
                     interrupted=int(rec[f"{key}.interrupted"].sum()),
                     latency_ms=self._route_latency(ri, rec[f"{key}.max_ms"]),
-                    no_endpoint_s=self._no_endpoint_seconds(r, times),
+                    no_endpoint_s=self._no_endpoint_seconds(ri),
                     envoy=dict(vars(self.mesh[ri].stats)) if ri in self.mesh else {},
                 )
             )

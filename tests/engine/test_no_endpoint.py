@@ -1,0 +1,16 @@
+"""Time without endpoints per route (RouteSummary.no_endpoint_s), including equal routes."""
+
+from __future__ import annotations
+
+from tests.builders import run
+
+
+def test_two_equal_traffic_entries_each_count_their_time_without_endpoints() -> None:
+    # Two identical entries once crashed the summary: Route equality reached numpy fields.
+    r = run(
+        replicas=2,
+        behavior={"start": "5s"},
+        probes={"readinessProbe": {"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 1}},
+        traffic=[{"rate": 1}, {"rate": 1}, {"rate": 1, "name": "late", "start": "3s"}],
+    )
+    assert [x.no_endpoint_s for x in r.routes] == [5.0, 5.0, 2.0]
