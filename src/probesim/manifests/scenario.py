@@ -4,6 +4,7 @@ cross-checks that need both (names, ordinals, the time grid)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -16,6 +17,10 @@ from probesim.manifests.yamlsrc import Doc, Path_, load_docs, read_text
 from probesim.model.duration import format_ms
 from probesim.model.kubernetes import pod_names_of
 from probesim.model.scenario import API_VERSION, Scenario, ScenarioFile, ScenarioSpec
+
+MAX_SERIES_BYTES = 10_000_000
+MAX_SERIES_SECONDS = 366 * 24 * 3600.0  # a year; longer than any run the cost limit allows
+MAX_RATE = 1e9  # as the scenario's Rate fields
 
 
 def load_scenario(path: str, extra_manifests: Sequence[str] = ()) -> Scenario:
@@ -101,24 +106,49 @@ def _with_series(sf: ScenarioFile, head: Doc, base_dir: Path) -> ScenarioFile:
             raise InputError(f"series file {str(path)!r} not found", file=head.file,
                              line=head.line_of(("spec", "traffic", i, "series")), obj="Scenario",
                              field=f"spec.traffic[{i}].series")  # fmt: skip
-        points: list[tuple[int, float]] = []
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            cells = [c.strip() for c in line.split(",")]
-            if not line.strip() or line.lstrip().startswith("#"):
-                continue
-            try:
-                sec, rate = float(cells[0]), float(cells[1])
-            except (ValueError, IndexError):
-                if n == 1:
-                    continue  # a header row
-                raise InputError("expected 'seconds,rate' (two numbers)", file=str(path), line=n) from None
-            if rate < 0 or sec < 0 or (points and sec * 1000 < points[-1][0]):
-                raise InputError("times must not go back and rates must be ≥ 0", file=str(path), line=n)
-            points.append((round(sec * 1000), rate))
+        points = _series_points(path)
         if not points:
             raise InputError("no 'seconds,rate' rows", file=str(path))
         traffic[i] = t.model_copy(update={"points": tuple(points)})
     return sf.model_copy(update={"spec": sf.spec.model_copy(update={"traffic": tuple(traffic)})})
+
+
+def _series_points(path: Path) -> list[tuple[int, float]]:
+    """The (ms, rate) rows of a series CSV; every bad row is an error naming its line."""
+    shown = str(path)
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror}", file=shown) from None
+    if len(data) > MAX_SERIES_BYTES:
+        raise InputError(f"larger than {MAX_SERIES_BYTES // 1_000_000} MB", file=shown)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise InputError("not UTF-8 text", file=shown, line=line) from None
+    points: list[tuple[int, float]] = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        cells = [c.strip() for c in line.split(",")]
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            sec, rate = float(cells[0]), float(cells[1])
+        except (ValueError, IndexError):
+            if n == 1:
+                continue  # a header row
+            raise InputError("expected 'seconds,rate' (two numbers)", file=shown, line=n) from None
+        # float() takes inf and nan, which no comparison below would catch.
+        if not (math.isfinite(sec) and math.isfinite(rate)):
+            raise InputError("seconds and rate must be finite numbers (not inf or nan)", file=shown, line=n)
+        if not 0 <= sec <= MAX_SERIES_SECONDS or not 0 <= rate <= MAX_RATE:
+            raise InputError(
+                f"seconds must be 0 to {MAX_SERIES_SECONDS:g} and rate 0 to {MAX_RATE:g}", file=shown, line=n
+            )
+        if points and sec * 1000 < points[-1][0]:
+            raise InputError("times must not go back", file=shown, line=n)
+        points.append((round(sec * 1000), rate))
+    return points
 
 
 def _sub_lines(doc: Doc, prefix: Path_) -> dict[Path_, int]:
