@@ -125,8 +125,7 @@ def _series_points(path: Path) -> list[tuple[int, float]]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        line = data[: e.start].count(b"\n") + 1
-        raise InputError("not UTF-8 text", file=shown, line=line) from None
+        raise InputError("not UTF-8 text", file=shown, line=data[: e.start].count(b"\n") + 1) from None
     points: list[tuple[int, float]] = []
     for n, line in enumerate(text.splitlines(), start=1):
         cells = [c.strip() for c in line.split(",")]
