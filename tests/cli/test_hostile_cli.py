@@ -70,3 +70,18 @@ def test_a_bad_series_csv_names_its_file_and_line(tmp_path: Path, csv: bytes, ex
     (tmp_path / "series.csv").write_bytes(csv)
     s = write_scenario(tmp_path, {"traffic": [{"series": "series.csv"}]})
     fails_cleanly(["run", str(s)], expected)
+
+
+def test_a_route_calling_an_undefined_dependency_is_named_at_load(tmp_path: Path) -> None:
+    routes = {"/": {"calls": [{"dependency": "db"}, {"dependency": "dbx"}]}}
+    s = write_scenario(
+        tmp_path,
+        {
+            "dependencies": {"db": {}, "cache": {}},
+            "behavior": {"web": {"containers": {"app": {"routes": routes}}}},
+            "traffic": [{"rate": 5}],
+        },
+    )
+    line = fails_cleanly(["run", str(s)], "spec.behavior.web.containers.app.routes./.calls[1].dependency")
+    assert "route '/' calls dependency 'dbx'" in line
+    assert "(defined: 'db', 'cache')" in line

@@ -5,7 +5,7 @@ cross-checks that need both (names, ordinals, the time grid)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -16,7 +16,7 @@ from probesim.manifests.errors import field_path, from_validation
 from probesim.manifests.yamlsrc import Doc, Path_, load_docs, read_text
 from probesim.model.duration import format_ms
 from probesim.model.kubernetes import pod_names_of
-from probesim.model.scenario import API_VERSION, Scenario, ScenarioFile, ScenarioSpec
+from probesim.model.scenario import API_VERSION, Scenario, ScenarioFile, ScenarioSpec, WorkloadBehavior
 
 MAX_SERIES_BYTES = 10_000_000
 MAX_SERIES_SECONDS = 366 * 24 * 3600.0  # a year; longer than any run the cost limit allows
@@ -200,6 +200,7 @@ def _cross_check(s: Scenario, head: Doc) -> None:
                         ("spec", "behavior", wname, "pods", i, "containers", cname),
                         f"{w.kind} {wname} has no container {cname!r}",
                     )
+        _check_calls(wname, wb, spec, fail)
         gates = {g.condition_type for g in w.pod_spec.readiness_gates}
         for g in wb.readiness_gates:
             if g not in gates:
@@ -245,6 +246,26 @@ def _cross_check(s: Scenario, head: Doc) -> None:
             raise fail(("spec", "traffic", i, "port"), f"Service {svc.name} has no port {t.port!r}")
         if t.stop is not None and t.stop <= t.start:
             raise fail(("spec", "traffic", i, "stop"), "stop must come after start")
+
+
+def _check_calls(
+    wname: str, wb: WorkloadBehavior, spec: ScenarioSpec, fail: Callable[[Path_, str], InputError]
+) -> None:
+    """Every dependency a route calls is one of ``spec.dependencies``."""
+    defined = ", ".join(repr(d) for d in spec.dependencies) or "none"
+    base: Path_ = ("spec", "behavior", wname)
+    groups = [((*base, "containers"), wb.containers)]
+    groups += [((*base, "pods", i, "containers"), ov.containers) for i, ov in enumerate(wb.pods)]
+    for gpath, containers in groups:
+        for cname, cb in containers.items():
+            for rpath, cost in cb.routes.items():
+                for j, call in enumerate(cost.calls):
+                    if call.dependency not in spec.dependencies:
+                        raise fail(
+                            (*gpath, cname, "routes", rpath, "calls", j, "dependency"),
+                            f"route {rpath!r} calls dependency {call.dependency!r}, which "
+                            f"spec.dependencies does not define (defined: {defined})",
+                        )
 
 
 def _durations(spec: ScenarioSpec) -> list[tuple[Path_, int]]:
