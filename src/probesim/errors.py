@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from probesim.safe import MESSAGE_LIMIT, NAME_LIMIT, cut
+
 
 @dataclass
 class InputError(Exception):
-    """Bad input that the user must fix. The CLI prints ``str(err)`` and exits 2."""
+    """Bad input that the user must fix. The CLI prints ``str(err)`` and exits 2.
+
+    ``str(err)`` is bounded: a giant value in the input is cut, not echoed whole."""
 
     message: str
     file: str | None = None
@@ -18,7 +22,12 @@ class InputError(Exception):
     def __str__(self) -> str:
         where = ""
         if self.file:
-            where = self.file + (f":{self.line}" if self.line else "")
-        parts = [p for p in (where, self.obj, self.field) if p]
-        prefix = ": ".join(parts)
-        return f"{prefix}: {self.message}" if prefix else self.message
+            where = cut(self.file, NAME_LIMIT) + (f":{self.line}" if self.line else "")
+        parts = [where] + [cut(p, NAME_LIMIT) for p in (self.obj, self.field) if p]
+        prefix = ": ".join(p for p in parts if p)
+        message = cut(self.message, MESSAGE_LIMIT)
+        return f"{prefix}: {message}" if prefix else message
+
+
+class InputWarning(UserWarning):
+    """Input probesim reads but does not simulate in full; the CLI prints each once on stderr."""

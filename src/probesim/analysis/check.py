@@ -3,6 +3,7 @@ config, suppressions by annotation, and the report every output format renders."
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,7 @@ from probesim.analysis.stress import StressResult, StressThresholds, stress_suit
 from probesim.errors import InputError
 from probesim.manifests import kubernetes as k8s
 from probesim.manifests.errors import from_validation
+from probesim.manifests.kubernetes import Skipped, obj_key
 from probesim.manifests.yamlsrc import Doc, load_docs, read_text
 from probesim.model.base import Model
 from probesim.model.scenario import Scenario
@@ -53,8 +55,9 @@ class CheckReport:
     suppressed: list[Suppressed] = field(default_factory=list)
     rules: list[Rule] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
     stress: list[StressResult] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # said on stderr: unknown rules in annotations, …
 
     def worst(self) -> Severity | None:
         if not self.findings:
@@ -66,22 +69,138 @@ class CheckReport:
         return fail_on != "never" and worst is not None and SEVERITY_RANK[worst] >= SEVERITY_RANK[fail_on]
 
 
-def yaml_files(paths: list[str]) -> list[str]:
-    """Files to read: the paths given, directories walked for *.yaml / *.yml, '-' for stdin."""
-    out: list[str] = []
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+KUSTOMIZATIONS = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+# Fields of a kustomization that name files which are not whole objects.
+_KUSTOMIZE_FILE_FIELDS = (
+    "patchesStrategicMerge", "patches", "patchesJson6902", "transformers", "generators",
+    "validators", "configurations", "replacements",
+)  # fmt: skip
+_KUSTOMIZE_WHY = "a kustomization: run `kubectl kustomize DIR | probesim check -` to lint what it builds"
+_TEMPLATE = re.compile(r"\{\{-?\s*[.$\w(/\"'-]")
+
+
+@dataclass
+class Inputs:
+    """The files to read, and the files and folders read past (with why)."""
+
+    files: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    charts: list[str] = field(default_factory=list)  # unrendered Helm chart folders
+    patches: set[str] = field(default_factory=set)  # real paths of kustomize patches and plugins
+
+
+def _file_note(path: str, why: str) -> Skipped:
+    return Skipped("", None, None, path, None, why)
+
+
+def _kustomize_refs(path: Path, inputs: Inputs) -> None:
+    """Note the files a kustomization names as patches, transformers or generators: they are
+    pieces of objects, read by kustomize, not manifests to lint."""
+    try:
+        docs = list(load_docs(*read_text(str(path))))
+    except InputError:
+        return
+    data = docs[0].data if docs else None
+    if not isinstance(data, dict):
+        return
+    for key in _KUSTOMIZE_FILE_FIELDS:
+        entries = data.get(key)
+        for e in entries if isinstance(entries, list) else []:
+            ref = e.get("path") if isinstance(e, dict) else e
+            if isinstance(ref, str) and "\n" not in ref and (path.parent / ref).is_file():
+                inputs.patches.add(os.path.realpath(path.parent / ref))
+
+
+def discover(paths: list[str]) -> Inputs:
+    """Files to read: the paths given ('-' for stdin), directories walked for *.yaml, *.yml and
+    *.json. Helm chart folders (a Chart.yaml) and kustomizations are noted, not read."""
+    inputs = Inputs()
     for p in paths:
         if p == "-":
-            out.append(p)
+            inputs.files.append(p)
             continue
         path = Path(p)
         if path.is_dir():
-            found = sorted(str(f) for f in path.rglob("*") if f.suffix in (".yaml", ".yml") and f.is_file())
-            out += [f for f in found if not Path(f).name.startswith(".probesim")]
+            _walk(path, inputs)
         elif path.exists():
-            out.append(p)
+            if path.name in KUSTOMIZATIONS:
+                _kustomize_refs(path, inputs)
+                inputs.skipped.append(_file_note(p, _KUSTOMIZE_WHY))
+            else:
+                inputs.files.append(p)
         else:
             raise InputError("file not found", file=p)
-    return out
+    return inputs
+
+
+def _walk(root: Path, inputs: Inputs) -> None:
+    for d, dirs, names in os.walk(root):
+        dirs[:] = sorted(x for x in dirs if x not in (".git", ".hg", ".svn", "node_modules"))
+        here = Path(d)
+        if "Chart.yaml" in names:
+            inputs.charts.append(d)
+            why = f"an unrendered Helm chart: run `helm template {d} | probesim check -`"
+            inputs.skipped.append(_file_note(d, why))
+            dirs[:] = []
+            continue
+        for n in sorted(names):
+            f = here / n
+            if n in KUSTOMIZATIONS:
+                _kustomize_refs(f, inputs)
+                inputs.skipped.append(_file_note(str(f), _KUSTOMIZE_WHY))
+            elif f.suffix in MANIFEST_SUFFIXES and not n.startswith(".probesim") and f.is_file():
+                inputs.files.append(str(f))
+
+
+def _nothing_found(paths: list[str], inputs: Inputs) -> InputError:
+    if inputs.charts:
+        chart = inputs.charts[0]
+        return InputError(
+            f"{chart} is an unrendered Helm chart: run `helm template {chart} | probesim check -`"
+        )
+    shown = "standard input" if paths == ["-"] else ", ".join(paths)
+    hint = " (did the command before the pipe fail?)" if "-" in paths else ""
+    return InputError(f"no Kubernetes object found in {shown}{hint}")
+
+
+def _why_not_manifest(file: str) -> str:
+    name = Path(file).name
+    if name == "Chart.yaml":
+        return "Helm chart metadata, not a Kubernetes object"
+    if name.startswith("values") and name.endswith((".yaml", ".yml")):
+        return "Helm values, not a Kubernetes object"
+    if "/.github/workflows/" in file.replace(os.sep, "/"):
+        return "a CI workflow, not a Kubernetes object"
+    if "compose" in name:
+        return "a Compose file, not a Kubernetes object"
+    return "no Kubernetes object (no kind)"
+
+
+def read_manifests(paths: list[str]) -> tuple[list[Doc], Inputs]:
+    """Every document to lint, with the files read past noted in the returned inputs."""
+    inputs = discover(paths)
+    docs: list[Doc] = []
+    for name in inputs.files:
+        if name != "-" and os.path.realpath(name) in inputs.patches:
+            inputs.skipped.append(_file_note(name, "a kustomize patch or plugin config, not a whole object"))
+            continue
+        text, shown = read_text(name)
+        try:
+            found = list(load_docs(text, shown))
+        except InputError:
+            if not _TEMPLATE.search(text):
+                raise
+            why = "Go template markers ({{ }}): render it first (helm template)"
+            inputs.skipped.append(_file_note(shown, why))
+            continue
+        # Scenario files among the inputs are skipped (their objects come in with --scenario).
+        found = [d for d in found if not (isinstance(d.data, dict) and d.data.get("kind") == "Scenario")]
+        if found and not any(isinstance(d.data, dict) and d.data.get("kind") for d in found):
+            inputs.skipped.append(_file_note(shown, _why_not_manifest(shown)))
+            continue
+        docs += found
+    return docs, inputs
 
 
 def load_config(path: str | None) -> CheckConfig:
@@ -144,54 +263,67 @@ def check(
     scenario: Scenario | None = None,
     config: CheckConfig | None = None,
     stress: bool = False,
+    scenario_docs: list[Doc] | None = None,
 ) -> CheckReport:
+    """Lint the manifests in ``paths`` (and ``scenario_docs``, the objects a scenario file holds
+    itself); with ``stress``, also run the stress suite."""
     cfg = config or CheckConfig()
-    files = yaml_files(paths)
-    docs: list[Doc] = []
-    for name in files:
-        docs += list(load_docs(*read_text(name)))
-    # Scenario files among the inputs are skipped (their objects come in with --scenario).
-    docs = [d for d in docs if not (isinstance(d.data, dict) and d.data.get("kind") == "Scenario")]
+    docs, inputs = read_manifests(paths) if paths else ([], Inputs())
+    docs += scenario_docs or []
     objects = k8s.parse(docs)
+    skipped = inputs.skipped + objects.skipped
+    if not any(s.kind for s in skipped) and not (
+        objects.workloads or objects.services or objects.hpas or objects.istio
+    ):
+        raise _nothing_found(paths, inputs)
     ctx = Context(objects, scenario, Thresholds.from_dict(cfg.thresholds))
-    report = CheckReport(rules=selected_rules(cfg), files=files, skipped=objects.skipped)
-    annotations = {}
+    report = CheckReport(rules=selected_rules(cfg), files=inputs.files, skipped=skipped)
+    annotations: dict[str, dict[str, str]] = {}
     for w in objects.workloads:
         a = {**w.metadata.annotations, **w.spec.template.metadata.annotations}
-        annotations[f"{w.kind}/{w.name}"] = a
+        annotations[obj_key(w.kind, w.metadata.namespace, w.name)] = a
     for _doc, _base, data in objects.istio:
-        meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
-        ann = meta.get("annotations") if isinstance(meta, dict) else None
-        annotations[f"{data.get('kind')}/{meta.get('name') if isinstance(meta, dict) else ''}"] = (
-            {str(k): str(v) for k, v in ann.items()} if isinstance(ann, dict) else {}
-        )
+        raw_meta = data.get("metadata")
+        meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+        ann = meta.get("annotations")
+        key = obj_key(str(data.get("kind")), str(meta.get("namespace") or "default"), str(meta.get("name")))
+        annotations[key] = {str(k): str(v) for k, v in ann.items()} if isinstance(ann, dict) else {}
+    known = {r.id for r in REGISTRY.rules.values()} | {r.name for r in REGISTRY.rules.values()}
+    for key, ann in annotations.items():
+        for name in ann:
+            if name == IGNORE or name.startswith(f"{IGNORE}-"):
+                unknown = [
+                    rid for rid in _ignores({name: ann[name]}, name[len(IGNORE) + 1 :]) if rid not in known
+                ]
+                for rid in unknown:
+                    report.warnings.append(
+                        f"{key}: annotation {name} names unknown rule {rid!r} (probesim check --list-rules)"
+                    )
     for r in report.rules:
         for finding in REGISTRY.checks[r.id](ctx):
-            ignored = _ignores(annotations.get(finding.obj, {}), finding.container)
-            reason = ignored.get(r.id) or ignored.get(r.name)
-            if reason is not None:
-                report.suppressed.append(Suppressed(finding, reason))
-            else:
-                report.findings.append(finding)
+            _file(report, finding, annotations)
     if stress and any(r.id == "PS100" for r in report.rules):
-        results = stress_suite(
-            objects.workloads, objects.services, scenario, StressThresholds.from_dict(cfg.stress)
-        )
+        results = stress_suite(objects, scenario, StressThresholds.from_dict(cfg.stress))
         report.stress = results
         for res in results:
             if res.verdict != "fail":
                 continue
-            w = next(x for x in objects.workloads if x.name == res.workload)
-            doc, base = objects.origins[f"{w.kind}/{w.name}"]
+            w = objects.workloads[res.index]
+            o = objects.origin(w)
+            msg = f"{res.stress}: {res.why}"
             finding = ctx.raw_finding(
-                "PS100", doc, base, f"{w.kind}/{w.name}", (), f"{res.stress}: {res.why}"
+                "PS100", o.doc, o.base, f"{w.kind}/{w.name}", (), msg, w.metadata.namespace
             )
-            ignored = _ignores(annotations.get(finding.obj, {}), "")
-            reason = ignored.get("PS100") or ignored.get("stress-failure")
-            (
-                report.suppressed.append(Suppressed(finding, reason))
-                if reason
-                else report.findings.append(finding)
-            )
+            _file(report, finding, annotations)
     report.findings.sort(key=lambda x: (x.file, x.line, x.rule.id))
     return report
+
+
+def _file(report: CheckReport, finding: Finding, annotations: dict[str, dict[str, str]]) -> None:
+    """Report ``finding``, or its suppression when an annotation ignores its rule."""
+    ignored = _ignores(annotations.get(finding.key, {}), finding.container)
+    reason = ignored.get(finding.rule.id) or ignored.get(finding.rule.name)
+    if reason is not None:
+        report.suppressed.append(Suppressed(finding, reason))
+    else:
+        report.findings.append(finding)

@@ -8,7 +8,7 @@ from typing import Any
 
 from probesim.analysis.findings import REGISTRY, Finding
 from probesim.manifests.errors import field_path
-from probesim.manifests.kubernetes import Objects
+from probesim.manifests.kubernetes import Objects, container_port
 from probesim.manifests.yamlsrc import Doc, Path_
 from probesim.model.duration import parse_ms
 from probesim.model.kubernetes import Container, ProbeType, Service, Workload
@@ -51,8 +51,10 @@ class Target:
     base: Path_  # where the object starts in the document
     spec_path: Path_  # the pod spec inside the object
     raw: dict[str, Any]
-    services: list[Service]
+    services: list[Service]  # the Services that select the pod
     behavior: ContainerBehavior | None  # from the scenario, if any
+    # The Service ports that reach this container: (Service, port, target) for each.
+    serves: list[tuple[Service, int, int | str]] = field(default_factory=list)
 
     @property
     def path(self) -> Path_:
@@ -61,6 +63,10 @@ class Target:
     @property
     def obj(self) -> str:
         return f"{self.workload.kind}/{self.workload.name}"
+
+    @property
+    def namespace(self) -> str:
+        return self.workload.metadata.namespace
 
     def raw_probe(self, kind: ProbeType) -> dict[str, Any]:
         p = self.raw.get(f"{kind}Probe")
@@ -77,11 +83,15 @@ class Context:
     def __post_init__(self) -> None:
         beh = self.scenario.spec.behavior if self.scenario else {}
         for w in self.objects.workloads:
-            doc, base = self.objects.origins[f"{w.kind}/{w.name}"]
-            spec_path: Path_ = ("spec",) if w.kind == "Pod" else ("spec", "template", "spec")
+            origin = self.objects.origin(w)
+            doc, base, spec_path = origin.doc, origin.base, origin.spec_path
             pod = _get(doc.data, (*base, *spec_path))
-            services = [s for s in self.objects.services if _selects(s, w)]
+            # A Job's pods run to completion: no Service sends them traffic.
+            services = (
+                [] if w.kind in ("Job", "CronJob") else [s for s in self.objects.services if selects(s, w)]
+            )
             wb = beh.get(w.name)
+            targets: list[Target] = []
             for group, containers in (
                 ("initContainers", w.pod_spec.init_containers),
                 ("containers", w.pod_spec.containers),
@@ -92,9 +102,11 @@ class Context:
                     b = wb.containers.get(c.name) if wb else None
                     if wb and b is None and self.scenario is not None:
                         b = ContainerBehavior()
-                    self.targets.append(Target(w, c, group, i, doc, base, spec_path, raw, services, b))
+                    targets.append(Target(w, c, group, i, doc, base, spec_path, raw, services, b))
+            _route_service_ports(targets, services)
+            self.targets += targets
 
-    def finding(self, rule_id: str, t: Target, message: str, rel: Path_ = ()) -> Finding:
+    def finding(self, rule_id: str, t: Target, message: str, rel: Path_ = (), fix: str = "") -> Finding:
         path = (*t.path, *rel)
         return Finding(
             rule=REGISTRY.rules[rule_id],
@@ -105,9 +117,20 @@ class Context:
             field=field_path(path),
             container=t.container.name,
             source=t.doc.source,
+            namespace=t.namespace,
+            fix=fix,
         )
 
-    def raw_finding(self, rule_id: str, doc: Doc, base: Path_, obj: str, rel: Path_, message: str) -> Finding:
+    def raw_finding(
+        self,
+        rule_id: str,
+        doc: Doc,
+        base: Path_,
+        obj: str,
+        rel: Path_,
+        message: str,
+        namespace: str = "default",
+    ) -> Finding:
         return Finding(
             rule=REGISTRY.rules[rule_id],
             message=message,
@@ -116,7 +139,25 @@ class Context:
             line=doc.line_of((*base, *rel)),
             field=field_path(rel),
             source=doc.source,
+            namespace=namespace,
         )
+
+
+def _route_service_ports(targets: list[Target], services: list[Service]) -> None:
+    """Which containers each Service port reaches: the one declaring the target port (by number
+    or name). A port no container declares still reaches the pod (the kubelet and kube-proxy need
+    no declaration): it is given to a container with a readiness probe, else to the first one."""
+    serving = [t for t in targets if t.group == "containers" or t.container.restart_policy == "Always"]
+    for s in services:
+        for sp in s.spec.ports:
+            target = sp.effective_target
+            hit = [t for t in serving if container_port(t.container, target) is not None
+                   and any(target in (cp.container_port, cp.name) for cp in t.container.ports)]  # fmt: skip
+            if not hit:  # undeclared: the container with a readiness probe, else the first app
+                apps = [t for t in serving if t.group == "containers"]
+                hit = [t for t in apps if t.container.readiness_probe is not None][:1] or apps[:1]
+            for t in hit:
+                t.serves.append((s, sp.port, target))
 
 
 def _get(data: Any, path: Path_) -> Any:
@@ -130,6 +171,11 @@ def _get(data: Any, path: Path_) -> Any:
     return data
 
 
-def _selects(s: Service, w: Workload) -> bool:
+def selects(s: Service, w: Workload) -> bool:
+    """Whether Service ``s`` selects ``w``'s pods: the same namespace, and its selector matches."""
     sel = s.spec.selector
-    return bool(sel) and all(w.pod_labels.get(k) == v for k, v in sel.items())
+    return (
+        bool(sel)
+        and s.metadata.namespace == w.metadata.namespace
+        and all(w.pod_labels.get(k) == v for k, v in sel.items())
+    )

@@ -35,10 +35,22 @@ class Finding:
     field: str = ""  # spec.template.spec.containers[0].livenessProbe.failureThreshold
     container: str = ""
     source: str | None = None  # helm template the object came from
+    namespace: str = "default"
+    fix: str = ""  # what to change, with the value the rule computed; the rule's fix when empty
 
     @property
     def severity(self) -> Severity:
         return self.rule.severity
+
+    @property
+    def key(self) -> str:
+        """The object as ``kind/namespace/name`` (how objects are told apart)."""
+        kind, _, name = self.obj.partition("/")
+        return f"{kind}/{self.namespace}/{name}"
+
+    @property
+    def remediation(self) -> str:
+        return self.fix or self.rule.fix
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -47,11 +59,13 @@ class Finding:
             "severity": self.severity,
             "message": self.message,
             "object": self.obj,
+            "namespace": self.namespace,
             "container": self.container or None,
             "file": self.file,
             "line": self.line,
             "field": self.field or None,
             "source": self.source,
+            "fix": self.remediation,
             "help": self.rule.help_uri,
         }
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from probesim.analysis.context import Context, Target, _get
+from probesim.analysis.context import Context, Target, _get, selects
 from probesim.analysis.findings import REGISTRY, Finding
 from probesim.engine.capacity import probe_cost
 from probesim.manifests.kubernetes import container_port
@@ -16,17 +16,18 @@ from probesim.model.kubernetes import Probe, ProbeType
 rule = REGISTRY.rule
 
 
-def _serving(t: Target) -> bool:
-    """An app container (or sidecar) whose pod receives Service traffic."""
-    return bool(t.services) and (t.group == "containers" or t.container.restart_policy == "Always")
-
-
 def _probes(t: Target) -> Iterator[tuple[ProbeType, Probe]]:
     kinds: tuple[ProbeType, ...] = ("startup", "readiness", "liveness")
     for kind in kinds:
         p = t.container.probe(kind)
         if p is not None:
             yield kind, p
+
+
+def _threshold_for(start_ms: int, p: Probe) -> int:
+    """The failureThreshold whose budget (initialDelay + threshold × period) is 1.5 × ``start_ms``."""
+    need_ms = 1.5 * start_ms - p.initial_delay_seconds * 1000
+    return max(3, -int(-need_ms // (p.period_seconds * 1000)))
 
 
 def _path(p: Probe) -> str | None:
@@ -38,19 +39,23 @@ def _path(p: Probe) -> str | None:
 
 @rule(
     "PS001", "readiness-probe-missing", "warning",
-    "A container behind a Service has no readiness probe.",
+    "A container a Service sends traffic to has no readiness probe.",
     "Without readiness, the Service sends requests to a pod as soon as its container runs: "
     "still starting, warming up or shutting down (seed 000: 3 of 12 requests lost to a pod "
-    "that needed 3 s to start). Jobs and non-sidecar init containers are not checked.",
+    "that needed 3 s to start). Only containers whose port a Service targets (by number or "
+    "name) are checked — helper containers are not, nor are Jobs and CronJobs.",
     "Add a readinessProbe on a cheap, local endpoint that answers only when the pod can serve.",
 )  # fmt: skip
 def readiness_missing(ctx: Context) -> Iterator[Finding]:
     for t in ctx.targets:
-        if _serving(t) and t.container.readiness_probe is None and t.group == "containers":
-            names = ", ".join(s.name for s in t.services)
-            yield ctx.finding(
-                "PS001", t, f"container {t.container.name} is behind Service {names} with no readinessProbe"
-            )
+        if t.serves and t.container.readiness_probe is None:
+            target = t.serves[0][2]
+            via = ", ".join(dict.fromkeys(f"{sv.name}:{p}" for sv, p, _ in t.serves))
+            msg = f"container {t.container.name} serves Service {via} with no readinessProbe"
+            port_text = f'"{target}"' if isinstance(target, str) else str(target)
+            fix = (f"add readinessProbe: {{httpGet: {{path: <a local readiness path>, port: {port_text}}}, "
+                   "periodSeconds: 5}")  # fmt: skip
+            yield ctx.finding("PS001", t, msg, fix=fix)
 
 
 @rule(
@@ -66,11 +71,15 @@ def port_not_declared(ctx: Context) -> Iterator[Finding]:
             handler = p.http_get or p.tcp_socket
             if handler is not None and container_port(t.container, handler.port) is None:
                 h = "httpGet" if p.http_get is not None else "tcpSocket"
+                names = [cp.name for cp in t.container.ports if cp.name]
+                fix = (f"use one of the declared port names ({', '.join(names)}) or a number" if names
+                       else "use the port number, or declare the name in the container's ports")  # fmt: skip
                 yield ctx.finding(
                     "PS002",
                     t,
                     f"{kind}Probe port {handler.port!r} is not a named port of {t.container.name}",
                     (f"{kind}Probe", h, "port"),
+                    fix,
                 )
 
 
@@ -92,7 +101,8 @@ def port_not_exposed(ctx: Context) -> Iterator[Finding]:
             if handler is not None and isinstance(handler.port, int) and handler.port not in declared:
                 h = "httpGet" if p.http_get is not None else "tcpSocket"
                 msg = f"{kind}Probe port {handler.port} is not declared (ports: {sorted(declared)})"
-                yield ctx.finding("PS004", t, msg, (f"{kind}Probe", h, "port"))
+                fix = f"declare it: ports: [{{name: health, containerPort: {handler.port}}}]"
+                yield ctx.finding("PS004", t, msg, (f"{kind}Probe", h, "port"), fix)
 
 
 @rule(
@@ -119,11 +129,14 @@ def liveness_as_strict(ctx: Context) -> Iterator[Finding]:
         live_budget = live.period_seconds * live.failure_threshold
         ready_budget = ready.period_seconds * ready.failure_threshold
         if same and live_budget <= ready_budget:
+            threshold = -(-2 * ready_budget // live.period_seconds)  # liveness at twice readiness's budget
             yield ctx.finding(
                 "PS003",
                 t,
                 f"liveness gives up after {live_budget}s, readiness after {ready_budget}s, on the same check",
                 ("livenessProbe",),
+                f"livenessProbe.failureThreshold: {threshold} (gives up after "
+                f"{threshold * live.period_seconds}s, readiness after {ready_budget}s)",
             )
 
 
@@ -141,9 +154,11 @@ def liveness_threshold_one(ctx: Context) -> Iterator[Finding]:
     for t in ctx.targets:
         p = t.container.liveness_probe
         if p is not None and p.failure_threshold == 1:
-            yield ctx.finding(
-                "PS010", t, "livenessProbe.failureThreshold is 1", ("livenessProbe", "failureThreshold")
-            )
+            msg = "livenessProbe.failureThreshold is 1"
+            if t.workload.kind == "DaemonSet":
+                msg += ": one slow answer kills this node's only pod of the DaemonSet"
+            fix = f"livenessProbe.failureThreshold: 3 (acts after {3 * p.period_seconds}s)"
+            yield ctx.finding("PS010", t, msg, ("livenessProbe", "failureThreshold"), fix)
 
 
 @rule(
@@ -157,11 +172,15 @@ def timeout_ge_period(ctx: Context) -> Iterator[Finding]:
     for t in ctx.targets:
         for kind, p in _probes(t):
             if p.timeout_seconds >= p.period_seconds:
+                fix = f"{kind}Probe.periodSeconds: {p.timeout_seconds + 1}"
+                if p.period_seconds > 1:
+                    fix = f"{kind}Probe.timeoutSeconds: {p.period_seconds - 1}, or " + fix
                 yield ctx.finding(
                     "PS011",
                     t,
                     f"{kind}Probe timeoutSeconds {p.timeout_seconds} ≥ periodSeconds {p.period_seconds}",
                     (f"{kind}Probe", "timeoutSeconds"),
+                    fix,
                 )
 
 
@@ -180,11 +199,14 @@ def startup_budget(ctx: Context) -> Iterator[Finding]:
             continue
         budget = (p.initial_delay_seconds + p.failure_threshold * p.period_seconds) * 1000
         if budget <= t.behavior.start:
+            need = _threshold_for(t.behavior.start, p)
             yield ctx.finding(
                 "PS012",
                 t,
                 f"startup budget {format_ms(budget)} ≤ start time {format_ms(t.behavior.start)}",
                 ("startupProbe", "failureThreshold"),
+                f"startupProbe.failureThreshold: {need} (a budget of "
+                f"{format_ms((p.initial_delay_seconds + need * p.period_seconds) * 1000)}, 1.5 × the start)",
             )
 
 
@@ -203,11 +225,19 @@ def slow_start(ctx: Context) -> Iterator[Finding]:
             continue
         grace = (p.initial_delay_seconds + p.failure_threshold * p.period_seconds) * 1000
         if grace <= t.behavior.start:
+            handler = {"httpGet": "httpGet", "tcpSocket": "tcpSocket", "grpc": "grpc", "exec": "exec"}[
+                p.handler_kind
+            ]
+            period = min(p.period_seconds, 10)
+            fresh = p.model_copy(update={"initial_delay_seconds": 0, "period_seconds": period})
+            need = _threshold_for(t.behavior.start, fresh)
             yield ctx.finding(
                 "PS013",
                 t,
                 f"liveness acts after {format_ms(grace)}; the app needs {format_ms(t.behavior.start)}",
                 ("livenessProbe",),
+                f"add startupProbe: {{<the liveness {handler} check>, periodSeconds: {period}, "
+                f"failureThreshold: {need}}} (covers {format_ms(need * period * 1000)})",
             )
 
 
@@ -233,7 +263,16 @@ def detection(ctx: Context) -> Iterator[Finding]:
             targets = f"targets {format_ms(th.detection_target_ms)} / {format_ms(th.restart_target_ms)}"
             msg = f"a hang is acted on after {format_ms(worst)}, the container back after {format_ms(back)}"
             msg += f" ({targets})"
-            yield ctx.finding("PS014", t, msg, ("livenessProbe",))
+            room = min(th.detection_target_ms, th.restart_target_ms - max(grace, 2) * 1000)
+            room -= p.timeout_seconds * 1000
+            threshold = room // (p.period_seconds * 1000)
+            if threshold >= 2:
+                fix = f"livenessProbe.failureThreshold: {min(threshold, p.failure_threshold - 1)}"
+            else:
+                fix = f"livenessProbe.periodSeconds: {max(1, room // 3000)} with failureThreshold: 3"
+            if back > th.restart_target_ms and p.termination_grace_period_seconds is None and grace > 10:
+                fix += ", and livenessProbe.terminationGracePeriodSeconds: 10"
+            yield ctx.finding("PS014", t, msg, ("livenessProbe",), fix)
 
 
 @rule(
@@ -248,8 +287,10 @@ def exec_timeout(ctx: Context) -> Iterator[Finding]:
         for kind, p in _probes(t):
             if p.exec is not None and "timeoutSeconds" not in t.raw_probe(kind):
                 yield ctx.finding(
-                    "PS015", t, f"{kind}Probe is exec with the default timeoutSeconds (1)", (f"{kind}Probe",)
-                )
+                    "PS015", t, f"{kind}Probe is exec with the default timeoutSeconds (1)", (f"{kind}Probe",),
+                    f"{kind}Probe.timeoutSeconds: {max(2, min(5, p.period_seconds - 1))} "
+                    "(above the command's real run time, below periodSeconds)",
+                )  # fmt: skip
 
 
 @rule(
@@ -287,14 +328,14 @@ def readiness_dependency(ctx: Context) -> Iterator[Finding]:
         if p is None or t.behavior is None or _path(p) is None:
             continue
         calls = probe_cost(t.behavior, _path(p) or "/").calls
-        if calls and t.workload.spec.replicas > 1:
+        daemon = t.workload.kind == "DaemonSet"
+        if calls and (t.workload.spec.replicas > 1 or daemon):
             deps = ", ".join(c.dependency for c in calls)
+            who = "every node's pod" if daemon else f"all {t.workload.spec.replicas} replicas"
             yield ctx.finding(
-                "PS017",
-                t,
-                f"readinessProbe {_path(p)} calls {deps}, shared by all {t.workload.spec.replicas} replicas",
+                "PS017", t, f"readinessProbe {_path(p)} calls {deps}, shared by {who}",
                 ("readinessProbe", "httpGet", "path"),
-            )
+            )  # fmt: skip
 
 
 @rule(
@@ -319,7 +360,60 @@ def long_grace(ctx: Context) -> Iterator[Finding]:
                 t,
                 f"a hung container waits {format_ms(grace)} before its restart",
                 ("livenessProbe",),
+                "livenessProbe.terminationGracePeriodSeconds: 10",
             )
+
+
+# -- kinds with their own ways to fail -----------------------------------------------------------
+
+
+@rule(
+    "PS030", "daemonset-rollout-unguarded", "warning",
+    "A DaemonSet's rolling update moves on before the new pod can serve.",
+    "A DaemonSet replaces its pods node by node (maxUnavailable 1 by default) and moves to the "
+    "next node when the new pod is available: Ready for minReadySeconds. With no readiness probe "
+    "and minReadySeconds 0 the pod is Ready as soon as its containers run, so a release that "
+    "crashes after a few seconds or never serves still rolls onto every node; and each node has "
+    "only this pod of the DaemonSet, so a bad one is that node's outage.",
+    "Add a readinessProbe to the main container, or set minReadySeconds to how long a new pod "
+    "must stay up before the update moves on.",
+)  # fmt: skip
+def daemonset_rollout(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        w = t.workload
+        if w.kind != "DaemonSet" or t.group != "containers" or t.index != 0 or w.spec.min_ready_seconds:
+            continue
+        raw_strategy = _get(t.doc.data, (*t.base, "spec", "updateStrategy", "type"))
+        if raw_strategy == "OnDelete":
+            continue
+        if not any(c.readiness_probe for c in (*w.pod_spec.containers, *w.pod_spec.init_containers)):
+            yield ctx.finding(
+                "PS030", t,
+                f"{w.name} rolls node by node with no readiness probe and minReadySeconds 0",
+                (), "add a readinessProbe to this container, or spec.minReadySeconds: 30",
+            )  # fmt: skip
+
+
+@rule(
+    "PS031", "job-liveness-restart-never", "warning",
+    "A Job's liveness probe kills a pod whose restartPolicy is Never.",
+    "With restartPolicy Never a liveness kill fails the whole pod: the Job starts a new pod "
+    "from the beginning, losing the work done, and counts the failure against backoffLimit "
+    "(6 by default), so a step that is only slow can fail the Job. With OnFailure the container "
+    "restarts in place, with back-off.",
+    "Use restartPolicy OnFailure, or drop the liveness probe and bound the Job with "
+    "activeDeadlineSeconds.",
+)  # fmt: skip
+def job_liveness_never(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        w = t.workload
+        p = t.container.liveness_probe
+        if w.kind in ("Job", "CronJob") and w.pod_spec.restart_policy == "Never" and p is not None:
+            yield ctx.finding(
+                "PS031", t,
+                f"a liveness kill fails the {w.kind}'s pod (restartPolicy Never) and restarts its work",
+                ("livenessProbe",), "restartPolicy: OnFailure, or remove the livenessProbe",
+            )  # fmt: skip
 
 
 # -- Istio ------------------------------------------------------------------------------------
@@ -341,16 +435,15 @@ def _policies(data: dict[str, Any]) -> Iterator[tuple[tuple[Any, ...], dict[str,
             yield ("spec", "subsets", i, "trafficPolicy"), sub["trafficPolicy"]
 
 
-def _endpoints(ctx: Context, host: str) -> int | None:
-    name = host.split(".")[0]
-    svc = next((s for s in ctx.objects.services if s.name == name), None)
+def _endpoints(ctx: Context, host: str, namespace: str) -> int | None:
+    """Pods behind the Service a DestinationRule's host names (a short name is in the rule's own
+    namespace; ``name.ns`` and ``name.ns.svc.cluster.local`` name another); None when unknown."""
+    parts = host.split(".")
+    name, ns = parts[0], parts[1] if len(parts) > 1 else namespace
+    svc = next((s for s in ctx.objects.services if s.name == name and s.metadata.namespace == ns), None)
     if svc is None:
         return None
-    return sum(
-        w.spec.replicas
-        for w in ctx.objects.workloads
-        if all(w.pod_labels.get(k) == v for k, v in svc.spec.selector.items()) and svc.spec.selector
-    )
+    return sum(w.spec.replicas for w in ctx.objects.workloads if selects(svc, w) and w.kind != "DaemonSet")
 
 
 @rule(
@@ -364,7 +457,7 @@ def _endpoints(ctx: Context, host: str) -> int | None:
 def max_ejection_default(ctx: Context) -> Iterator[Finding]:
     for doc, base, data, obj in _istio(ctx, "DestinationRule"):
         host = str(_get(data, ("spec", "host")) or "")
-        n = _endpoints(ctx, host)
+        n = _endpoints(ctx, host, str(_get(data, ("metadata", "namespace")) or "default"))
         for path, tp in _policies(data):
             od = tp.get("outlierDetection")
             if isinstance(od, dict) and "maxEjectionPercent" not in od and n is not None and n < 10:

@@ -1,9 +1,19 @@
-"""The stress suite: each workload behind a Service, simulated under built-in stresses, with a
-verdict per stress against thresholds. Runs fan out over local processes.
+"""The stress suite: each workload on its own, behind its own Services, simulated under built-in
+stresses, with a verdict per stress against thresholds. Runs fan out over local processes.
 
-Without a scenario, the workload gets a default load model: its app starts in 10 s, takes 10
-requests per second per replica on "/", and each costs half its CPU request over that rate
-(50 % utilization at base load). A scenario's behaviour and traffic replace those defaults.
+A workload is stressed alone: its Services, its behaviour and the traffic a given scenario sends
+to its Services (other workloads, their traffic and the scenario's actions are left out), so
+one workload's failure is never blamed on another. Without a scenario (or traffic for it), the
+workload gets a default load model: its app starts in 10 s and takes 10 requests per second per
+replica on "/", each costing half its CPU request over that rate (50 % of the request at base
+load).
+
+The verdict looks at the run after the start-up ramp (from the first time all replicas were
+Ready, or after ``warmUp``): failed requests and the lowest ready fraction; restarts count over
+the whole run, and a workload that never has all replicas Ready fails. Stresses whose fault
+itself fails requests (a dependency that hangs, one pod answering 500) are judged on what the
+probes do about it — restarts and readiness — not on those errors; one pod of one answering 500
+is not judged at all, since no probe setting can serve around it.
 """
 
 from __future__ import annotations
@@ -14,10 +24,15 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from probesim.analysis.context import selects
 from probesim.engine import simulate
-from probesim.model.duration import parse_ms
+from probesim.manifests.kubernetes import SIMULATED_KINDS, Objects
+from probesim.model.duration import format_ms, parse_ms
 from probesim.model.kubernetes import Service, Workload
 from probesim.model.scenario import Scenario
+from probesim.results.result import CAUSES
 
 STRESSES = (
     "baseline",
@@ -29,6 +44,8 @@ STRESSES = (
     "stop-the-world-2s",
     "cpu-limit-at-request",
 )
+# The fault itself fails requests: judged on restarts and readiness only.
+FAULT_ERRORS = ("dependency-hangs", "one-pod-500")
 DURATION_MS = 5 * 60_000
 EVENT_AT_MS = 2 * 60_000
 
@@ -38,19 +55,24 @@ class StressThresholds:
     max_error_percent: float = 1.0
     max_restarts: int = 0
     min_ready_fraction: float = 0.5
+    warm_up_ms: int | None = None  # judged from then on instead of from all replicas Ready
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> StressThresholds:
+        warm = d.get("warmUp")
         return cls(
             max_error_percent=float(d.get("maxErrorPercent", cls.max_error_percent)),
             max_restarts=int(d.get("maxRestarts", cls.max_restarts)),
             min_ready_fraction=float(d.get("minReadyFraction", cls.min_ready_fraction)),
+            warm_up_ms=parse_ms(warm) if warm is not None else None,
         )
 
 
 @dataclass(frozen=True)
 class StressResult:
-    workload: str
+    index: int  # the workload's position among the manifests' workloads
+    workload: str  # Deployment/frontend
+    namespace: str
     stress: str
     error_percent: float
     restarts: int
@@ -58,48 +80,67 @@ class StressResult:
     no_endpoint_s: float
     verdict: str  # pass | fail | skipped
     why: str = ""
+    ramp_ms: int | None = None  # when all replicas were first Ready (the judged span starts)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "workload": self.workload,
+            "namespace": self.namespace,
             "stress": self.stress,
             "errorPercent": round(self.error_percent, 2),
             "restarts": self.restarts,
             "minReadyFraction": round(self.min_ready_fraction, 3),
             "noEndpointSeconds": self.no_endpoint_s,
+            "rampSeconds": None if self.ramp_ms is None else self.ramp_ms / 1000,
             "verdict": self.verdict,
             "why": self.why,
         }
 
 
+def _dump(m: Any) -> Any:
+    return m.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
 def base_scenario(w: Workload, services: list[Service], given: Scenario | None) -> dict[str, Any]:
-    """The workload alone (as a Scenario document), with the given scenario's behaviour and
-    traffic, or the defaults."""
-    if given is not None and given.spec.traffic:
-        doc = given.model_dump(mode="json", by_alias=True, exclude_none=True)
-        doc["spec"].update(duration=f"{max(DURATION_MS, given.spec.duration) // 1000}s", actions=[])
-        return doc
-    containers = {}
-    for c in w.pod_spec.containers:
-        request = (c.resources.requests.cpu or c.resources.limits.cpu or 100) / 1000
-        containers[c.name] = {"start": "10s", "routes": {"/": {"cpu": f"{50 * request:g}ms"}}}
-    return {
-        "name": f"{w.name}-stress",
-        "spec": {
-            "duration": f"{DURATION_MS // 1000}s",
-            "behavior": {w.name: {"containers": containers}},
-            "traffic": [
-                {
-                    "service": services[0].name,
-                    "path": "/",
-                    "rate": 10.0 * max(w.spec.replicas, 1),
-                    "start": "1m",
-                }
-            ],
-        },
-        "workloads": [w.model_dump(mode="json", by_alias=True, exclude_none=True)],
-        "services": [s.model_dump(mode="json", by_alias=True, exclude_none=True) for s in services],
-    }
+    """The workload alone (as a Scenario document): its Services, its behaviour and the traffic
+    the given scenario sends them, or the default load model."""
+    names = {s.name for s in services}
+    spec: dict[str, Any] = {"duration": f"{DURATION_MS // 1000}s"}
+    traffic: list[dict[str, Any]] = []
+    doc: dict[str, Any] = {"name": f"{w.name}-stress"}
+    if given is not None:
+        g = _dump(given)
+        gs = g["spec"]
+        spec.update(
+            {k: gs[k] for k in ("seed", "step", "endpointDelay", "cluster", "dependencies") if k in gs}
+        )
+        spec["duration"] = f"{max(DURATION_MS, given.spec.duration) // 1000}s"
+        if w.name in gs.get("behavior", {}):
+            spec["behavior"] = {w.name: gs["behavior"][w.name]}
+        for t, raw in zip(given.spec.traffic, gs.get("traffic", []), strict=True):
+            if given.services and given.service_for(t).name in names:
+                traffic.append({**raw, "service": given.service_for(t).name})
+        doc["autoscalers"] = [_dump(h) for h in given.autoscalers if given.autoscaler_for(w) is h]
+        doc["destinationRules"] = [
+            _dump(r) for r in given.destination_rules if r.spec.host.split(".")[0] in names
+        ]
+        doc["virtualServices"] = [
+            _dump(v) for v in given.virtual_services if any(h.split(".")[0] in names for h in v.spec.hosts)
+        ]
+    if "behavior" not in spec:
+        containers = {}
+        for c in w.pod_spec.containers:
+            request = (c.resources.requests.cpu or c.resources.limits.cpu or 100) / 1000
+            containers[c.name] = {"start": "10s", "routes": {"/": {"cpu": f"{50 * request:g}ms"}}}
+        spec["behavior"] = {w.name: {"containers": containers}}
+    if not traffic:
+        rate = 10.0 * max(w.spec.replicas, 1)
+        traffic = [{"service": services[0].name, "path": "/", "rate": rate, "start": "1m"}]
+    spec["traffic"] = traffic
+    doc["spec"] = spec
+    doc["workloads"] = [_dump(w)]
+    doc["services"] = [_dump(s) for s in services]
+    return doc
 
 
 def apply(base: dict[str, Any], w: Workload, stress: str) -> Scenario | None:
@@ -117,6 +158,9 @@ def apply(base: dict[str, Any], w: Workload, stress: str) -> Scenario | None:
                     t[key] *= k
             for st in t.get("stages", []):
                 st["target"] *= k
+            t["points"] = [[ms, r * k] for ms, r in t.get("points", [])]
+            for sp in t.get("spikes", []):
+                sp["rate"] *= k
     elif stress == "start-x2":
         for b in containers.values():
             b["start"] = f"{2 * parse_ms(b.get('start', '0s'))}ms"
@@ -126,6 +170,8 @@ def apply(base: dict[str, Any], w: Workload, stress: str) -> Scenario | None:
         for d in spec["dependencies"].values():
             d.setdefault("faults", []).append({"delay": "1h", "percent": 50})
     elif stress == "one-pod-500":
+        if w.spec.replicas < 2:
+            return None
         paths = {t.get("path", "/"): 500 for t in spec.get("traffic", [])}
         bad = {n: {**b, "paths": {**b.get("paths", {}), **paths}} for n, b in containers.items()}
         spec["behavior"][w.name].setdefault("pods", []).append({"ordinals": [0], "containers": bad})
@@ -133,8 +179,7 @@ def apply(base: dict[str, Any], w: Workload, stress: str) -> Scenario | None:
         for b in containers.values():
             b.setdefault("episodes", []).append({"kind": "hang", "at": f"{EVENT_AT_MS}ms", "for": "2s"})
     elif stress == "cpu-limit-at-request":
-        wdoc = next(x for x in doc["workloads"] if x["metadata"]["name"] == w.name)
-        pod = wdoc["spec"]["template"]["spec"]
+        pod = doc["workloads"][0]["spec"]["template"]["spec"]
         if not any((c.get("resources", {}).get("requests") or {}).get("cpu") for c in pod["containers"]):
             return None
         for c in pod["containers"]:
@@ -147,48 +192,71 @@ def apply(base: dict[str, Any], w: Workload, stress: str) -> Scenario | None:
     return Scenario.model_validate(doc)
 
 
-def run_one(args: tuple[str, str, Scenario | None, StressThresholds]) -> StressResult:
-    name, stress, sc, th = args
+_NOT_APPLIED = {
+    "dependency-hangs": "no dependency calls to hang (give --scenario with dependencies)",
+    "one-pod-500": "one pod of one answering 500: no probe setting can serve around it",
+    "cpu-limit-at-request": "no CPU request to cap at",
+}
+
+
+def run_one(args: tuple[int, str, str, str, Scenario | None, StressThresholds]) -> StressResult:
+    index, shown, namespace, stress, sc, th = args
     if sc is None:
-        return StressResult(name, stress, 0.0, 0, 1.0, 0.0, "skipped", "does not apply to this workload")
+        return StressResult(
+            index, shown, namespace, stress, 0.0, 0, 1.0, 0.0, "skipped", _NOT_APPLIED[stress]
+        )
     r = simulate(sc)
-    done = sum(x.ok + x.failed_total for x in r.routes)
-    errors = 100.0 * sum(x.failed_total for x in r.routes) / done if done else 0.0
-    w = r.workload(name)
-    ready = r.series[f"workload.{name}.ready"] / max(w.replicas, 1)
-    active = r.time_ms >= 60_000
-    min_ready = float(ready[active].min()) if active.any() else 1.0
+    w = sc.workloads[0]
+    summary = r.workload(w.name)
+    ready = r.series[f"workload.{w.name}.ready"]
+    desired = np.maximum(r.series[f"workload.{w.name}.desired"], 1)
+    ramp = summary.all_ready_ms if th.warm_up_ms is None else th.warm_up_ms
+    judged = r.time_ms >= (ramp if ramp is not None else r.duration_ms)
+    ok = failed = 0
+    for route in r.routes:
+        ok += int(r.series[f"route.{route.name}.ok"][judged].sum())
+        failed += sum(int(r.series[f"route.{route.name}.{c}"][judged].sum()) for c in CAUSES)
+    errors = 100.0 * failed / (ok + failed) if ok + failed else 0.0
+    min_ready = float((ready[judged] / desired[judged]).min()) if judged.any() else 0.0
     gap = max((x.no_endpoint_s for x in r.routes), default=0.0)
     why = []
-    if errors > th.max_error_percent:
-        why.append(f"errors {errors:.1f} % > {th.max_error_percent:g} %")
-    if w.total_restarts > th.max_restarts:
-        why.append(f"{w.total_restarts} restarts > {th.max_restarts}")
-    if min_ready < th.min_ready_fraction:
-        why.append(f"ready fell to {100 * min_ready:.0f} % < {100 * th.min_ready_fraction:.0f} %")
+    if ramp is None:
+        why.append(f"never had all {w.spec.replicas} replicas Ready in {format_ms(r.duration_ms)}")
+    after = f" after the start-up ramp ({format_ms(ramp)})" if ramp else ""
+    if errors > th.max_error_percent and stress not in FAULT_ERRORS and ramp is not None:
+        why.append(f"errors {errors:.1f} % > {th.max_error_percent:g} %{after}")
+    if summary.total_restarts > th.max_restarts:
+        why.append(f"{summary.total_restarts} restarts > {th.max_restarts}")
+    if ramp is not None and min_ready < th.min_ready_fraction:
+        why.append(f"ready fell to {100 * min_ready:.0f} % < {100 * th.min_ready_fraction:.0f} %{after}")
+    verdict = "fail" if why else "pass"
     return StressResult(
-        name, stress, errors, w.total_restarts, min_ready, gap, "fail" if why else "pass", "; ".join(why)
+        index,
+        shown,
+        namespace,
+        stress,
+        errors,
+        summary.total_restarts,
+        min_ready,
+        gap,
+        verdict,
+        "; ".join(why),
+        ramp,
     )
 
 
 def stress_suite(
-    workloads: list[Workload],
-    services: list[Service],
-    given: Scenario | None,
-    th: StressThresholds,
-    processes: int | None = None,
+    objects: Objects, given: Scenario | None, th: StressThresholds, processes: int | None = None
 ) -> list[StressResult]:
+    """Every simulated workload behind a Service, under every stress."""
     jobs = []
-    for w in workloads:
-        selected = [
-            s
-            for s in services
-            if s.spec.selector and all(w.pod_labels.get(k) == v for k, v in s.spec.selector.items())
-        ]
-        if not selected:
+    for i, w in enumerate(objects.workloads):
+        selected = [s for s in objects.services if selects(s, w)]
+        if w.kind not in SIMULATED_KINDS or not selected:
             continue
         base = base_scenario(w, selected, given)
-        jobs += [(w.name, stress, apply(base, w, stress), th) for stress in STRESSES]
+        shown = f"{w.kind}/{w.name}"
+        jobs += [(i, shown, w.metadata.namespace, stress, apply(base, w, stress), th) for stress in STRESSES]
     workers = processes or min(len(jobs), os.cpu_count() or 1) or 1
     if workers <= 1 or len(jobs) <= 1:
         return [run_one(j) for j in jobs]

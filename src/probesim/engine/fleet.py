@@ -211,7 +211,9 @@ def build(scenario: Scenario) -> Fleet:
             w.kind == "StatefulSet" and (w.spec.pod_management_policy or "OrderedReady") == "OrderedReady"
             for w in scenario.workloads
         ],
-        replica_set=[w.kind in ("Deployment", "ReplicaSet") for w in scenario.workloads],
+        replica_set=[
+            w.kind in ("Deployment", "ReplicaSet", "ReplicationController") for w in scenario.workloads
+        ],
         publish_not_ready={s.name: s.spec.publish_not_ready_addresses for s in scenario.services},
         service_pods={s.name: service_selects(scenario, s, pod_workload_a) for s in scenario.services},
         pod_sidecar=np.array(pod_sidecar, bool),

@@ -3,6 +3,7 @@ the fields probesim reads (reference/kubelet.md §1.1), with errors that name fi
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,53 +13,52 @@ from pydantic import ValidationError
 from probesim.errors import InputError
 from probesim.manifests.errors import field_path, from_validation
 from probesim.manifests.yamlsrc import Doc, Path_
+from probesim.model.base import NonNegInt32, OpenModel
 from probesim.model.kubernetes import (
     Container,
     HorizontalPodAutoscaler,
     ObjectMeta,
     PodSpec,
+    PodTemplate,
     Probe,
     ProbeType,
     Service,
     Workload,
 )
 
-WORKLOAD_KINDS = {"Deployment": "apps/v1", "ReplicaSet": "apps/v1", "StatefulSet": "apps/v1", "Pod": "v1"}
-# Built-in kinds probesim reads past (reported as skipped); a misspelt built-in kind is an error.
-BUILTIN_GROUPS = {
-    "v1",
-    "apps/v1",
-    "batch/v1",
-    "autoscaling/v1",
-    "autoscaling/v2",
-    "policy/v1",
-    "networking.k8s.io/v1",
-    "rbac.authorization.k8s.io/v1",
+# Kinds with a pod template, and the API versions that serve them (older ones are read too:
+# their fields are the same, so their probes and ports lint the same way).
+WORKLOAD_VERSIONS: dict[str, tuple[str, ...]] = {
+    "Deployment": ("apps/v1", "apps/v1beta2", "apps/v1beta1", "extensions/v1beta1"),
+    "ReplicaSet": ("apps/v1", "apps/v1beta2", "extensions/v1beta1"),
+    "StatefulSet": ("apps/v1", "apps/v1beta2", "apps/v1beta1"),
+    "DaemonSet": ("apps/v1", "apps/v1beta2", "extensions/v1beta1"),
+    "ReplicationController": ("v1",),
+    "Job": ("batch/v1",),
+    "CronJob": ("batch/v1", "batch/v1beta1", "batch/v2alpha1"),
+    "Pod": ("v1",),
 }
-SKIPPED_BUILTIN_KINDS = {
-    "ConfigMap",
-    "Secret",
-    "ServiceAccount",
-    "Namespace",
-    "PersistentVolumeClaim",
-    "PersistentVolume",
-    "Endpoints",
-    "LimitRange",
-    "ResourceQuota",
-    "DaemonSet",
-    "Job",
-    "CronJob",
-    "HorizontalPodAutoscaler",
-    "PodDisruptionBudget",
-    "Ingress",
-    "IngressClass",
-    "NetworkPolicy",
-    "Role",
-    "RoleBinding",
-    "ClusterRole",
-    "ClusterRoleBinding",
-    "ControllerRevision",
-}
+# Before apps/v1 a missing selector defaulted to the template's labels.
+SELECTOR_DEFAULTED = {"extensions/v1beta1", "apps/v1beta1"}
+SIMULATED_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController", "Pod")
+HPA_VERSIONS = ("autoscaling/v2", "autoscaling/v1", "autoscaling/v2beta2", "autoscaling/v2beta1")
+# Built-in API groups whose kinds are all known here: any other kind in them is a typo (the API
+# server answers "no matches for kind"). Other groups' kinds are skipped, not judged.
+KNOWN_GROUP_KINDS: dict[str, frozenset[str]] = {
+    "": frozenset({
+        "Binding", "ComponentStatus", "ConfigMap", "Endpoints", "Event", "LimitRange", "Namespace",
+        "Node", "PersistentVolume", "PersistentVolumeClaim", "Pod", "PodTemplate",
+        "ReplicationController", "ResourceQuota", "Secret", "Service", "ServiceAccount",
+    }),
+    "apps": frozenset({"ControllerRevision", "DaemonSet", "Deployment", "ReplicaSet", "StatefulSet"}),
+    "batch": frozenset({"Job", "CronJob"}),
+    "autoscaling": frozenset({"HorizontalPodAutoscaler", "Scale"}),
+    "policy": frozenset({"PodDisruptionBudget", "Eviction", "PodSecurityPolicy"}),
+    "extensions": frozenset({
+        "Deployment", "ReplicaSet", "DaemonSet", "Ingress", "NetworkPolicy", "PodSecurityPolicy",
+    }),
+}  # fmt: skip
+ISTIO_READ = ("DestinationRule", "VirtualService")
 CONTAINER_FIELDS = {
     "name",
     "image",
@@ -89,6 +89,42 @@ CONTAINER_FIELDS = {
 PROBE_FIELDS = ("startupProbe", "readinessProbe", "livenessProbe")
 
 
+@dataclass(frozen=True)
+class Origin:
+    """Where an object was read: its document, where it starts in it (``("items", 3)`` in a
+    List), and where its pod spec is inside it (workloads only)."""
+
+    doc: Doc
+    base: Path_
+    spec_path: Path_ = ()
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An object (or a whole file, when ``kind`` is empty) that probesim read past, and why."""
+
+    kind: str
+    name: str | None
+    namespace: str | None
+    file: str
+    line: int | None
+    why: str
+
+    def __str__(self) -> str:
+        where = self.file + (f":{self.line}" if self.line else "")
+        return f"{self.kind} {self.name} ({where})" if self.kind else f"{where} ({self.why})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind or None,
+            "name": self.name,
+            "namespace": self.namespace,
+            "file": self.file,
+            "line": self.line,
+            "why": self.why,
+        }
+
+
 @dataclass
 class Objects:
     """What a set of manifests holds, in file order."""
@@ -99,25 +135,62 @@ class Objects:
     istio: list[tuple[Doc, Path_, dict[str, Any]]] = field(
         default_factory=list
     )  # DestinationRule, VirtualService
-    skipped: list[str] = field(default_factory=list)  # "ConfigMap app-config (file:line)"
-    origins: dict[str, tuple[Doc, Path_]] = field(default_factory=dict)  # "Kind/name" → where
+    skipped: list[Skipped] = field(default_factory=list)
     namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)  # Namespace → labels
+    # HPA name → its metrics probesim does not simulate ("Pods metric vllm:num_requests_waiting")
+    unsimulated_metrics: dict[str, list[str]] = field(default_factory=dict)
+    _origins: dict[int, Origin] = field(default_factory=dict)
+
+    def origin(self, obj: Workload | Service | HorizontalPodAutoscaler) -> Origin:
+        return self._origins[id(obj)]
+
+    def _add(self, obj: Workload | Service | HorizontalPodAutoscaler, origin: Origin) -> None:
+        self._origins[id(obj)] = origin
 
 
-def _items(doc: Doc) -> Iterable[tuple[Path_, Any]]:
-    data = doc.data
-    if isinstance(data, dict) and data.get("kind") == "List" and isinstance(data.get("items"), list):
-        for i, item in enumerate(data["items"]):
+def obj_key(kind: str, namespace: str, name: str) -> str:
+    """How objects are identified: kind, namespace and name (``Deployment/monitoring/grafana``)."""
+    return f"{kind}/{namespace}/{name}"
+
+
+def _group(api: str) -> str | None:
+    """The API group of an apiVersion ('' for core v1); None when it is not Kubernetes-shaped."""
+    if "/" not in api:
+        return "" if api == "v1" else None
+    return api.split("/", 1)[0]
+
+
+def _items(doc: Doc, data: Any) -> Iterable[tuple[Path_, Any]]:
+    """The objects of a document: itself, or the items of a List / ``<Kind>List`` (items that
+    leave out apiVersion and kind take them from the list, as typed lists do)."""
+    kind = data.get("kind") if isinstance(data, dict) else None
+    if isinstance(kind, str) and kind.endswith("List") and isinstance(data.get("items"), list | None):
+        item_kind = kind.removesuffix("List")
+        for i, item in enumerate(data.get("items") or []):
+            if isinstance(item, dict) and item_kind:
+                fill = {"apiVersion": data.get("apiVersion"), "kind": item_kind}
+                item = {**{k: v for k, v in fill.items() if k not in item and v}, **item}
             yield ("items", i), item
     else:
         yield (), data
 
 
-def parse(docs: Iterable[Doc]) -> Objects:
+def parse(docs: Iterable[Doc], unique: bool = False) -> Objects:
+    """The objects of ``docs``. ``unique``: two objects of one kind, namespace and name are an
+    error (a scenario names workloads by name); ``probesim check`` lints both instead."""
     out = Objects()
+    seen: dict[str, Origin] = {}
     for doc in docs:
-        for base, data in _items(doc):
-            _parse_object(doc, base, data, out)
+        for base, data in _items(doc, doc.data):
+            model = _parse_object(doc, base, data, out)
+            if model is None:
+                continue
+            key = obj_key(model.kind, model.metadata.namespace, model.metadata.name)
+            if unique and key in seen:
+                first = seen[key].doc
+                raise _err(doc, base, ("metadata", "name"), f"{model.kind} {model.metadata.name}",
+                           f"defined twice (first in {first.file}:{first.line})")  # fmt: skip
+            seen.setdefault(key, out.origin(model))
     return out
 
 
@@ -127,50 +200,86 @@ def _err(doc: Doc, base: Path_, rel: Path_, obj: str | None, msg: str) -> InputE
     )
 
 
-def _parse_object(doc: Doc, base: Path_, data: Any, out: Objects) -> None:
-    if not isinstance(data, dict):
-        raise _err(doc, base, (), None, "expected a Kubernetes object (a mapping with apiVersion and kind)")
-    kind, api = data.get("kind"), data.get("apiVersion")
-    if not isinstance(kind, str) or not kind:
-        raise _err(doc, base, ("kind",), None, "missing 'kind'")
-    if not isinstance(api, str) or not api:
-        raise _err(doc, base, ("apiVersion",), None, f"{kind}: missing 'apiVersion'")
+def _pruned(data: Any) -> Any:
+    """``data`` without null-valued keys: the API server reads ``annotations:`` left empty (null)
+    as not set."""
+    if isinstance(data, dict):
+        return {k: _pruned(v) for k, v in data.items() if v is not None}
+    if isinstance(data, list):
+        return [_pruned(v) for v in data]
+    return data
+
+
+def _skip(out: Objects, doc: Doc, base: Path_, kind: str, meta: Any, why: str) -> None:
+    name = meta.get("name") if isinstance(meta, dict) else None
+    ns = meta.get("namespace") if isinstance(meta, dict) else None
+    out.skipped.append(
+        Skipped(kind, str(name) if name is not None else None, str(ns) if ns is not None else None,
+                doc.file, doc.line_of(base), why)
+    )  # fmt: skip
+
+
+def _parse_object(
+    doc: Doc, base: Path_, data: Any, out: Objects
+) -> Workload | Service | HorizontalPodAutoscaler | None:
+    if not isinstance(data, dict) or not isinstance(data.get("kind"), str) or not data.get("kind"):
+        _skip(out, doc, base, "", None, "not a Kubernetes object (no kind)")
+        return None
+    kind = data["kind"]
+    api = data.get("apiVersion")
     meta = data.get("metadata")
     name = meta.get("name") if isinstance(meta, dict) else None
     obj = f"{kind} {name}" if isinstance(name, str) else kind
-    if kind == "HorizontalPodAutoscaler" and api in ("autoscaling/v2", "autoscaling/v1"):
-        hpa = _hpa(doc, base, data, obj)
-        key = f"{kind}/{hpa.name}"
-        if key in out.origins:
-            raise _err(doc, base, ("metadata", "name"), obj, "defined twice")
-        out.origins[key] = (doc, base)
-        out.hpas.append(hpa)
-    elif kind in WORKLOAD_KINDS or kind == "Service":
-        want = WORKLOAD_KINDS.get(kind, "v1")
-        if api != want:
-            raise _err(doc, base, ("apiVersion",), obj, f"{kind} is served as apiVersion {want}, not {api!r}")
-        model: Workload | Service = (
-            _workload(doc, base, data, obj) if kind in WORKLOAD_KINDS else _service(doc, base, data, obj)
-        )
-        key = f"{kind}/{model.name}"
-        if key in out.origins:
-            first, _ = out.origins[key]
-            raise _err(
-                doc, base, ("metadata", "name"), obj, f"defined twice (first in {first.file}:{first.line})"
-            )
-        out.origins[key] = (doc, base)
-        (out.services if isinstance(model, Service) else out.workloads).append(model)  # type: ignore[arg-type]
-    elif kind in SKIPPED_BUILTIN_KINDS or api not in BUILTIN_GROUPS:
-        if api.startswith("networking.istio.io/") and kind in ("DestinationRule", "VirtualService"):
-            out.istio.append((doc, base, data))
-        if kind == "Namespace" and api == "v1" and isinstance(name, str):
-            labels = meta.get("labels") if isinstance(meta, dict) else None
-            if isinstance(labels, dict):  # for Istio's injection label
-                out.namespace_labels[name] = {str(k): str(v) for k, v in labels.items()}
-        out.skipped.append(f"{obj} ({doc.file}:{doc.line_of(base)})")
+    reads = kind in WORKLOAD_VERSIONS or kind in ("Service", "HorizontalPodAutoscaler")
+    if not isinstance(api, str) or not api:
+        if reads:
+            raise _err(doc, base, ("apiVersion",), obj, "required field is missing")
+        _skip(out, doc, base, kind, meta, "no apiVersion: not a Kubernetes object")
+        return None
+    group = _group(api)
+    if group is None or (group and "." not in group and group not in KNOWN_GROUP_KINDS):
+        _skip(out, doc, base, kind, meta, f"apiVersion {api} is not a Kubernetes API group")
+        return None
+    known = KNOWN_GROUP_KINDS.get(group)
+    served = {**WORKLOAD_VERSIONS, "Service": ("v1",), "HorizontalPodAutoscaler": HPA_VERSIONS}.get(kind)
+    if known is not None and served is not None and api not in served:
+        raise _err(doc, base, ("apiVersion",), obj, f"{kind} is served as apiVersion {served[0]}, not {api!r}")
+    if known is not None and kind not in known:
+        near = difflib.get_close_matches(kind, sorted(known), n=1)
+        hint = f"; did you mean {near[0]!r}?" if near else f"; {api} serves: {', '.join(sorted(known))}"
+        raise _err(doc, base, ("kind",), obj, f"unknown kind {kind!r} for {api}{hint}")
+    if kind in WORKLOAD_VERSIONS and api in WORKLOAD_VERSIONS[kind]:
+        w, spec_path = _workload(doc, base, _pruned(data), obj)
+        out.workloads.append(w)
+        out._add(w, Origin(doc, base, spec_path))
+        return w
+    if kind == "Service" and api == "v1":
+        s = _service(doc, base, _pruned(data), obj)
+        out.services.append(s)
+        out._add(s, Origin(doc, base))
+        return s
+    if kind == "HorizontalPodAutoscaler" and api in HPA_VERSIONS:
+        h = _hpa(doc, base, _pruned(data), obj, out)
+        out.hpas.append(h)
+        out._add(h, Origin(doc, base))
+        return h
+    if group.startswith("networking.istio.io") and kind in ISTIO_READ:
+        out.istio.append((doc, base, data))
+        return None
+    if kind == "Namespace" and api == "v1" and isinstance(name, str):
+        labels = meta.get("labels") if isinstance(meta, dict) else None
+        if isinstance(labels, dict):  # for Istio's injection label
+            out.namespace_labels[name] = {str(k): str(v) for k, v in labels.items()}
+    if known is not None:
+        why = "holds no pod template or probe"
+    elif group == "apiextensions.k8s.io":
+        why = "a custom resource definition"
+    elif group.endswith("k8s.io"):
+        why = "holds no pod template or probe"
     else:
-        known = ", ".join(sorted([*WORKLOAD_KINDS, "Service", *SKIPPED_BUILTIN_KINDS]))
-        raise _err(doc, base, ("kind",), obj, f"unknown kind {kind!r} for {api}; known kinds: {known}")
+        why = f"custom resource ({group}): its controller makes the pods; probesim lints built-in kinds"
+    _skip(out, doc, base, kind, meta, why)
+    return None
 
 
 def _validate(model: type[Any], doc: Doc, base: Path_, data: Any, obj: str, prefix: Path_ = ()) -> Any:
@@ -180,7 +289,17 @@ def _validate(model: type[Any], doc: Doc, base: Path_, data: Any, obj: str, pref
         raise from_validation(e, doc, base, obj, data, prefix) from None
 
 
-def _workload(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> Workload:
+class _Counts(OpenModel):
+    """The replica-like fields of the kinds whose spec is not a Deployment's."""
+
+    replicas: NonNegInt32 = 1  # ReplicationController
+    parallelism: NonNegInt32 = 1  # Job
+    min_ready_seconds: NonNegInt32 = 0
+    selector: dict[str, str] | None = None  # ReplicationController: a plain label map
+
+
+def _workload(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> tuple[Workload, Path_]:
+    """A workload and the path of its pod spec inside ``data``."""
     kind = data["kind"]
     if kind == "Pod":
         # A bare Pod is a workload of one pod; its spec is the template's spec.
@@ -196,48 +315,78 @@ def _workload(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> Workload
         shaped = {"replicas": 1, "template": {"metadata": {"labels": meta.labels}, "spec": spec_model}}
         w = Workload.model_validate({"kind": "Pod", "metadata": meta, "spec": shaped})
         spec_path: Path_ = ("spec",)
-    else:
-        spec = data.get("spec")
-        if not isinstance(spec, dict):
-            raise _err(doc, base, ("spec",), obj, "required field is missing")
+        _check_probes(doc, base, spec_path, w, obj)
+        return w, spec_path
+    spec = data.get("spec")
+    if not isinstance(spec, dict):
+        raise _err(doc, base, ("spec",), obj, "required field is missing")
+    if kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"):
+        tmpl_path: Path_ = ("spec", "template")
         template = spec.get("template")
         if isinstance(template, dict) and isinstance(template.get("spec"), dict):
-            _check_pod_spec(doc, (*base, "spec", "template", "spec"), template["spec"], obj)
+            _check_pod_spec(doc, (*base, *tmpl_path, "spec"), template["spec"], obj)
+        if spec.get("selector") is None and data.get("apiVersion") in SELECTOR_DEFAULTED:
+            labels = template.get("metadata", {}).get("labels") if isinstance(template, dict) else None
+            data = {**data, "spec": {**spec, "selector": {"matchLabels": labels or {}}}}
         w = _validate(Workload, doc, base, data, obj)
-        spec_path = ("spec", "template", "spec")
         if w.spec.selector is None:
-            raise _err(
-                doc, base, ("spec", "selector"), obj, "required field is missing (apps/v1 needs a selector)"
-            )
-        labels = w.pod_labels
+            raise _err(doc, base, ("spec", "selector"), obj,
+                       f"required field is missing ({data.get('apiVersion')} needs a selector)")  # fmt: skip
         sel = w.spec.selector.match_labels
-        if not sel or any(labels.get(k) != v for k, v in sel.items()):
-            raise _err(
-                doc,
-                base,
-                ("spec", "selector"),
-                obj,
-                "selector does not match template labels (spec.template.metadata.labels)",
-            )
-        ru = w.spec.strategy.rolling_update if w.spec.strategy else None
-        if ru is not None and ru.max_surge in (0, "0%") and ru.max_unavailable in (0, "0%"):
-            raise _err(
-                doc,
-                base,
-                ("spec", "strategy", "rollingUpdate", "maxUnavailable"),
-                obj,
-                "may not be 0 when maxSurge is 0",
-            )
-        if w.pod_spec.restart_policy != "Always":
-            raise _err(
-                doc,
-                base,
-                (*spec_path, "restartPolicy"),
-                obj,
-                f'unsupported value "{w.pod_spec.restart_policy}": a {kind} template supports only "Always"',
-            )
+        _check_selector(doc, base, obj, sel, w.pod_labels)
+    else:  # ReplicationController, Job, CronJob: reshaped as a workload of their pod template
+        if kind == "CronJob":
+            job = spec.get("jobTemplate")
+            job_spec = job.get("spec") if isinstance(job, dict) else None
+            if not isinstance(job_spec, dict):
+                raise _err(doc, base, ("spec", "jobTemplate", "spec"), obj, "required field is missing")
+            counts_path: Path_ = ("spec", "jobTemplate", "spec")
+            counts_data = job_spec
+        else:
+            counts_path, counts_data = ("spec",), spec
+        tmpl_path = (*counts_path, "template")
+        template = counts_data.get("template")
+        if not isinstance(template, dict):
+            raise _err(doc, base, tmpl_path, obj, "required field is missing")
+        if isinstance(template.get("spec"), dict):
+            _check_pod_spec(doc, (*base, *tmpl_path, "spec"), template["spec"], obj)
+        meta = _validate(ObjectMeta, doc, base, data.get("metadata"), obj, ("metadata",))
+        tmpl = _validate(PodTemplate, doc, base, template, obj, tmpl_path)
+        fields = {k: counts_data[k] for k in ("replicas", "parallelism", "minReadySeconds", "selector")
+                  if k in counts_data}  # fmt: skip
+        counts = _validate(_Counts, doc, base, fields, obj, counts_path)
+        if kind == "ReplicationController":
+            # An RC's selector is a label map, defaulted to the template's labels.
+            sel = counts.selector if counts.selector else tmpl.metadata.labels
+            _check_selector(doc, base, obj, sel, tmpl.metadata.labels)
+            replicas = counts.replicas
+        else:
+            sel, replicas = tmpl.metadata.labels, counts.parallelism
+        shaped = {
+            "replicas": replicas,
+            "minReadySeconds": counts.min_ready_seconds,
+            "selector": {"matchLabels": sel},
+            "template": tmpl,
+        }
+        w = Workload.model_validate({"kind": kind, "metadata": meta, "spec": shaped})
+    spec_path = (*tmpl_path, "spec")
+    ru = w.spec.strategy.rolling_update if w.spec.strategy else None
+    if ru is not None and ru.max_surge in (0, "0%") and ru.max_unavailable in (0, "0%"):
+        raise _err(doc, base, ("spec", "strategy", "rollingUpdate", "maxUnavailable"), obj,
+                   "may not be 0 when maxSurge is 0")  # fmt: skip
+    allowed = ("OnFailure", "Never") if kind in ("Job", "CronJob") else ("Always",)
+    if w.pod_spec.restart_policy not in allowed:
+        shown = " or ".join(f'"{a}"' for a in allowed)
+        msg = f'unsupported value "{w.pod_spec.restart_policy}": a {kind} template supports only {shown}'
+        raise _err(doc, base, (*spec_path, "restartPolicy"), obj, msg)
     _check_probes(doc, base, spec_path, w, obj)
-    return w
+    return w, spec_path
+
+
+def _check_selector(doc: Doc, base: Path_, obj: str, sel: dict[str, str], labels: dict[str, str]) -> None:
+    if not sel or any(labels.get(k) != v for k, v in sel.items()):
+        raise _err(doc, base, ("spec", "selector"), obj,
+                   "selector does not match template labels (spec.template.metadata.labels)")  # fmt: skip
 
 
 def _check_pod_spec(doc: Doc, abs_path: Path_, spec: dict[str, Any], obj: str) -> None:
@@ -328,26 +477,54 @@ def _check_probe(doc: Doc, base: Path_, path: Path_, p: Probe, kind: ProbeType, 
         )
 
 
-def _hpa(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> HorizontalPodAutoscaler:
+def _hpa(doc: Doc, base: Path_, data: dict[str, Any], obj: str, out: Objects) -> HorizontalPodAutoscaler:
+    if data.get("apiVersion") == "autoscaling/v2beta1":
+        data = _v2beta1_metrics(data)
     h: HorizontalPodAutoscaler = _validate(HorizontalPodAutoscaler, doc, base, data, obj)
     if h.spec.min_replicas > h.spec.max_replicas:
         raise _err(doc, base, ("spec", "minReplicas"), obj, "must be less than or equal to maxReplicas")
+    ignored = []
     for i, m in enumerate(h.spec.metrics):
         r = m.resource
-        if m.type != "Resource" or r is None or r.name != "cpu" or r.target.type != "Utilization":
-            raise _err(
-                doc,
-                base,
-                ("spec", "metrics", i),
-                obj,
-                "probesim simulates CPU utilization targets only "
-                "(type: Resource, name: cpu, target.type: Utilization)",
-            )
-        if r.target.average_utilization is None:
-            raise _err(
-                doc, base, ("spec", "metrics", i, "resource", "target"), obj, "averageUtilization is required"
-            )
+        if m.type == "Resource" and r is not None and r.name == "cpu" and r.target.type == "Utilization":
+            if r.target.average_utilization is None:
+                raise _err(doc, base, ("spec", "metrics", i, "resource", "target"), obj,
+                           "averageUtilization is required for target.type Utilization")  # fmt: skip
+            continue
+        raw = _get_path(data, ("spec", "metrics", i))
+        detail = _get_path(raw, (m.type[0].lower() + m.type[1:],)) if isinstance(raw, dict) else None
+        what = _get_path(detail, ("metric", "name")) or _get_path(detail, ("name",)) if detail else None
+        ignored.append(f"{m.type} metric{f' {what}' if what else ''}")
+    if ignored:
+        out.unsimulated_metrics[h.name] = ignored
     return h
+
+
+def _get_path(data: Any, path: Path_) -> Any:
+    for p in path:
+        if not isinstance(data, dict) or not isinstance(p, str):
+            return None
+        data = data.get(p)
+    return data
+
+
+def _v2beta1_metrics(data: dict[str, Any]) -> dict[str, Any]:
+    """autoscaling/v2beta1 wrote a resource target as ``targetAverageUtilization``; read it as v2's
+    ``target``."""
+    spec = data.get("spec")
+    if not isinstance(spec, dict) or not isinstance(spec.get("metrics"), list):
+        return data
+    metrics = []
+    for m in spec["metrics"]:
+        r = m.get("resource") if isinstance(m, dict) else None
+        if isinstance(r, dict) and "target" not in r:
+            target: dict[str, Any] = {"type": "AverageValue"}
+            if "targetAverageUtilization" in r:
+                target = {"type": "Utilization", "averageUtilization": r["targetAverageUtilization"]}
+            rest = {k: v for k, v in r.items() if not k.startswith("targetAverage")}
+            m = {**m, "resource": {**rest, "target": target}}
+        metrics.append(m)
+    return {**data, "spec": {**spec, "metrics": metrics}}
 
 
 def _service(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> Service:

@@ -25,6 +25,8 @@ Path_ = tuple[str | int, ...]
 
 MAX_NODES = 200_000  # after alias expansion; real manifests are far below this
 MAX_DEPTH = 64
+# libyaml's parser when PyYAML was built with it (about 10x faster on big CRDs); same nodes and marks.
+_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass
@@ -74,6 +76,8 @@ class _Builder:
                 self.lines.setdefault((*path, i), item.start_mark.line + 1)
                 out.append(self.build(item, (*path, i), depth + 1))
             return out
+        if node.tag == "tag:yaml.org,2002:value":
+            return node.value  # YAML 1.1's "=" scalar: Kubernetes reads it as the string "="
         value = self.loader.construct_object(node, deep=False)
         if isinstance(value, datetime.date | datetime.datetime):
             return node.value  # Kubernetes reads timestamps as strings
@@ -134,7 +138,7 @@ def read_text(path: str) -> tuple[str, str]:
 def load_docs(text: str, file: str) -> Iterator[Doc]:
     """Every non-empty document of a YAML stream, in order."""
     sources = _helm_sources(text)
-    loader = yaml.SafeLoader(text)
+    loader = _Loader(text)
     previous_start = 0
     try:
         while loader.check_node():
@@ -156,7 +160,17 @@ def load_docs(text: str, file: str) -> Iterator[Doc]:
         mark = e.problem_mark or e.context_mark
         line = mark.line + 1 if mark else None
         problem = e.problem or e.context or "invalid YAML"
+        if "nesting depth" in problem:  # libyaml's own limit, below ours
+            problem = f"nesting deeper than {MAX_DEPTH} levels"
         raise InputError(f"YAML syntax error: {problem}", file=file, line=line) from None
+    except yaml.reader.ReaderError as e:
+        line = text.count("\n", 0, e.position) + 1 if isinstance(e.position, int) else None
+        char = f"U+{e.character:04X}" if isinstance(e.character, int) else repr(e.character)
+        raise InputError(
+            f"YAML syntax error: unacceptable character {char}: {e.reason}",
+            file=file,
+            line=line,
+        ) from None
     except yaml.YAMLError as e:
         raise InputError(f"YAML error: {e}", file=file) from None
     except RecursionError:

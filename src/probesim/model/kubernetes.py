@@ -9,7 +9,9 @@ knows file and line.
 
 from __future__ import annotations
 
+import math
 import re
+from fractions import Fraction
 from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
@@ -95,20 +97,37 @@ class ContainerPort(OpenModel):
     protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
 
 
-_CPU = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(m?)$")
+_QUANTITY = re.compile(
+    r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
+)
+_SCALE: dict[str, Fraction] = {
+    "": Fraction(1), "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000),
+    "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12),
+    "P": Fraction(10**15), "E": Fraction(10**18), "Ki": Fraction(2**10), "Mi": Fraction(2**20),
+    "Gi": Fraction(2**30), "Ti": Fraction(2**40), "Pi": Fraction(2**50), "Ei": Fraction(2**60),
+}  # fmt: skip
 
 
 def parse_cpu(value: object) -> int:
-    """A CPU quantity ("250m", "0.5", 2) in millicores."""
+    """A CPU quantity ("250m", "0.5", ".5", 2, "1e3m") in millicores, as the API server reads a
+    resource.Quantity: SI and binary suffixes and exponents, rounded up to whole millicores
+    (Quantity.MilliValue rounds up)."""
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise ValueError("a CPU quantity is a number of cores (0.5, 2) or millicores ('250m')")
-    m = _CPU.match(str(value).strip())
+    text = str(value).strip() if not isinstance(value, float) else repr(value)
+    if isinstance(value, float) and ("inf" in text or "nan" in text):
+        raise ValueError(f"invalid CPU quantity {value!r}; use cores (0.5, 2) or millicores ('250m')")
+    m = _QUANTITY.match(text) or (_QUANTITY.match(f"{value:f}") if isinstance(value, float) else None)
     if not m:
         raise ValueError(f"invalid CPU quantity {value!r}; use cores (0.5, 2) or millicores ('250m')")
-    milli = float(m.group(1)) if m.group(2) else float(m.group(1)) * 1000
-    if milli != int(milli):
-        raise ValueError(f"CPU quantity {value!r} is finer than 1m")
-    return int(milli)
+    suffix = m.group(2) or ""
+    scale = _SCALE[suffix] if suffix in _SCALE else Fraction(10) ** int(suffix[1:])
+    milli = Fraction(m.group(1)) * scale * 1000
+    if milli < 0:
+        raise ValueError(f"CPU quantity {value!r} must not be negative")
+    if milli > 2**53:
+        raise ValueError(f"CPU quantity {value!r} is too large")
+    return math.ceil(milli)
 
 
 Millicores = Annotated[int, BeforeValidator(parse_cpu)]
@@ -155,11 +174,40 @@ class PodSpec(OpenModel):
     readiness_gates: tuple[ReadinessGate, ...] = ()
 
 
+_DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_SUBDOMAIN = re.compile(rf"{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*")
+
+
 class ObjectMeta(OpenModel):
+    """Names as the API server checks them: ``name`` a DNS-1123 subdomain (253 characters at
+    most; a Service's a label of 63, checked by the loader, which knows the kind), ``namespace``
+    a DNS-1123 label."""
+
     name: str
     namespace: str = "default"
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _subdomain(cls, v: str) -> str:
+        # Length first: the pattern is never run on a huge value.
+        if not v or len(v) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(v):
+            raise ValueError(
+                "must be a lowercase RFC 1123 subdomain of at most 253 characters: a-z, 0-9, '-' "
+                "and '.', starting and ending with a letter or digit"
+            )
+        return v
+
+    @field_validator("namespace")
+    @classmethod
+    def _label(cls, v: str) -> str:
+        if not v or len(v) > 63 or not re.fullmatch(_DNS1123_LABEL, v):
+            raise ValueError(
+                "must be a lowercase RFC 1123 label of at most 63 characters: a-z, 0-9 and '-', "
+                "starting and ending with a letter or digit"
+            )
+        return v
 
 
 class TemplateMeta(OpenModel):
@@ -200,10 +248,17 @@ class WorkloadSpec(OpenModel):
     pod_management_policy: Literal["OrderedReady", "Parallel"] | None = None
 
 
-class Workload(OpenModel):
-    """A Deployment, ReplicaSet, StatefulSet or bare Pod, seen as a set of identical pods."""
+WorkloadKind = Literal[
+    "Deployment", "ReplicaSet", "StatefulSet", "Pod", "DaemonSet", "ReplicationController", "Job", "CronJob"
+]
 
-    kind: Literal["Deployment", "ReplicaSet", "StatefulSet", "Pod"]
+
+class Workload(OpenModel):
+    """An object with a pod template, seen as a set of identical pods: a Deployment, ReplicaSet,
+    ReplicationController, StatefulSet or bare Pod; a DaemonSet (one node's pod), a Job or
+    CronJob (its parallelism) for the rules — the engine simulates the first five."""
+
+    kind: WorkloadKind
     metadata: ObjectMeta
     spec: WorkloadSpec
 
