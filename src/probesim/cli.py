@@ -5,7 +5,8 @@ from __future__ import annotations
 import io
 import json
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -13,12 +14,15 @@ import typer
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from probesim import __version__
-from probesim.errors import InputError
+from probesim.errors import InputError, InputWarning
 from probesim.model.duration import parse_ms
+from probesim.safe import MESSAGE_LIMIT, markup, visible
 
 if TYPE_CHECKING:
+    from probesim.manifests.yamlsrc import Doc
     from probesim.model.scenario import Scenario
 
 app = typer.Typer(
@@ -33,9 +37,10 @@ app = typer.Typer(
     add_completion=False,
     rich_markup_mode="rich",
 )
-# Not a terminal (a pipe, CI logs): wide enough that tables are not cut to 80 columns.
-out = Console(width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+# Not a terminal (a pipe, CI logs): wide enough that tables are not cut to 80 columns. No emoji
+# codes: ":100:" in a user's path is text.
+out = Console(width=None if sys.stdout.isatty() else 160, emoji=False)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 160, emoji=False)
 
 
 def _lab_seconds(given: str, option: str) -> float:
@@ -50,23 +55,54 @@ def _lab_seconds(given: str, option: str) -> float:
 
 
 def _fail(e: InputError) -> typer.Exit:
-    err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
+    """One line on stderr, the user's text in it shown as text (probesim.safe); exit 2."""
+    line = visible(str(e), limit=10 * MESSAGE_LIMIT)
+    err.print(Text.assemble(("error:", "red"), " ", line), soft_wrap=True)
     return typer.Exit(2)
+
+
+def _exists(path: str) -> bool:
+    """Whether ``path`` exists; a name the system refuses (too long, a NUL) does not."""
+    try:
+        return Path(path).exists()
+    except (OSError, ValueError):
+        return False
+
+
+def _scenario_path(target: str) -> str:
+    """A scenario file's path: ``target`` itself, '-', or the file of the built-in of that name."""
+    from probesim.scenarios import builtins, find
+
+    if target == "-" or Path(target).exists():
+        return target
+    b = find(target)
+    if b is None:
+        names = ", ".join(x.name for x in builtins())
+        raise InputError(
+            f"no such file, and no built-in scenario of that name (built-in: {names})", file=target
+        )
+    return str(b.path)
 
 
 def _load(target: str, manifests: Sequence[str] = ()) -> Scenario:
     from probesim.manifests.scenario import load_scenario
-    from probesim.scenarios import builtins, find
 
-    if target != "-" and not Path(target).exists():
-        b = find(target)
-        if b is None:
-            names = ", ".join(x.name for x in builtins())
-            raise InputError(
-                f"no such file, and no built-in scenario of that name (built-in: {names})", file=target
-            )
-        return load_scenario(str(b.path), manifests)
-    return load_scenario(target, manifests)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always", InputWarning)
+        sc = load_scenario(_scenario_path(target), manifests)
+    _warn(dict.fromkeys(str(w.message) for w in said if issubclass(w.category, InputWarning)))
+    return sc
+
+
+def _warn(messages: Iterable[str]) -> None:
+    """Input warnings, each once, on stderr."""
+    for m in messages:
+        err.print(
+            f"[yellow]warning:[/yellow] {markup(m, MESSAGE_LIMIT)}",
+            highlight=False,
+            soft_wrap=True,
+            emoji=False,
+        )
 
 
 @app.command()
@@ -160,12 +196,16 @@ def check(
     paths: Annotated[
         list[str] | None,
         typer.Argument(
-            help="Manifest files or directories (helm template / kustomize output welcome); '-' for stdin."
+            help="Manifest files or directories (*.yaml, *.yml, *.json; helm template / kustomize output "
+            "welcome); '-' for stdin."
         ),
     ] = None,
     scenario: Annotated[
         str | None,
-        typer.Option(help="A scenario whose behaviour (start times, dependency calls) the rules may use."),
+        typer.Option(
+            help="A scenario whose behaviour (start times, dependency calls) the rules may use; the "
+            "objects written in it are linted too, and with no PATHS so are the files it names."
+        ),
     ] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="text, json, sarif or junit.")] = "text",
     output: Annotated[
@@ -181,14 +221,28 @@ def check(
     list_rules: Annotated[bool, typer.Option("--list-rules", help="List the rules and exit.")] = False,
     stress: Annotated[
         bool,
-        typer.Option("--stress", help="Also simulate each workload under the built-in stresses (PS100)."),
+        typer.Option(
+            "--stress",
+            help="Also simulate each workload alone, through its own Services, under the built-in "
+            "stresses (PS100).",
+        ),
+    ] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="List every object and file read past, with why.")
     ] = False,
 ) -> None:
     """Check manifests with rules that reason about time, load and dependencies.
 
-    Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage or input error.
+    Reads Deployments, StatefulSets, DaemonSets, ReplicaSets, ReplicationControllers, Jobs,
+    CronJobs, Pods, Services, HPAs and Istio DestinationRules/VirtualServices; reads past other
+    kinds, custom resources, kustomizations and unrendered Helm charts, saying so (-v lists them).
+
+    Exit codes: 0 clean, 1 findings at or above --fail-on, 2 input error (YAML that does not
+    parse, an invalid field in an object probesim reads, or no Kubernetes object at all).
     Suppress a finding with the annotation [bold]probesim.dev/ignore: "PS010=reason"[/bold]
     (or [bold]probesim.dev/ignore-<container>[/bold]) on the object or its pod template.
+
+    Example: [bold]helm template ./chart | probesim check - -f sarif -o probesim.sarif[/bold]
     """
     from probesim.analysis.check import check as run_check
     from probesim.analysis.check import load_config, selected_rules
@@ -208,14 +262,22 @@ def check(
                 t.add_row(r.id, r.name, r.severity, r.title)
             out.print(t)
             return
-        if not paths:
+        if not paths and not scenario:
             raise InputError("give manifest files, directories or '-' (see probesim check --help)")
-        sc = _load(scenario) if scenario else None
-        report = run_check(paths, sc, cfg, stress=stress)
+        sc: Scenario | None = None
+        inline: list[Doc] = []
+        named: list[str] = []
+        if scenario:
+            from probesim.manifests.scenario import scenario_manifest_docs
+
+            sc = _load(scenario)
+            inline, named = scenario_manifest_docs(_scenario_path(scenario))
+        report = run_check(list(paths or named), sc, cfg, stress=stress, scenario_docs=inline)
     except InputError as e:
         raise _fail(e) from None
+    _warn(report.warnings)
     buffer = io.StringIO()
-    text = render(report, fmt, out if output is None else Console(file=buffer, width=160))
+    text = render(report, fmt, out if output is None else Console(file=buffer, width=160), verbose)
     if output is not None:
         try:
             output.write_text(text if text is not None else buffer.getvalue(), encoding="utf-8")
@@ -355,9 +417,19 @@ def lab(
         list[str] | None,
         typer.Option(
             help="Run this command per pod instead of the test app. It must serve HTTP on 127.0.0.1:$PORT "
-            "(and gRPC health on $GRPC_PORT when a probe uses gRPC)."
+            "(and gRPC health on $GRPC_PORT when a probe uses gRPC). It runs without a shell, as you: "
+            "give the program and each argument as a --command of its own "
+            "(--command python3 --command server.py); nothing is expanded or piped."
         ),
     ] = None,
+    allow_exec: Annotated[
+        bool,
+        typer.Option(
+            "--allow-exec",
+            help="Run the manifest's exec probes: their commands run on this machine, as you, without "
+            "a shell (there is no container). Without it a scenario with exec probes is refused.",
+        ),
+    ] = False,
     workload: Annotated[
         str | None,
         typer.Option(help="The workload to run for real (default: the first); the lab runs one."),
@@ -375,13 +447,16 @@ def lab(
     real Envoy per client pod when DestinationRules or VirtualServices name the Service (the
     configuration of probesim envoy-config), with endpoints following readiness. With --compare,
     side by side with the simulation. Every child process is stopped when it ends, fails or is
-    interrupted.
+    interrupted (Ctrl-C, SIGTERM, SIGHUP), and dies with the lab if it is killed.
+
+    Limits, refused up front: at most 12 pods, 2000 requests per second over all routes, 1 hour;
+    exec probes only with --allow-exec. Envoy's admin interface is a Unix socket for you only.
 
     Example: probesim lab seed003-outlier --duration 20s --compare
     """
     from probesim.engine import simulate
     from probesim.lab.compare import agree, compare, outlier_interval_ms
-    from probesim.lab.kubelet import run_lab
+    from probesim.lab.kubelet import Stopped, run_lab
     from probesim.lab.progress import Progress
     from probesim.report.compare import render_lab_comparison
     from probesim.report.terminal import render_result
@@ -396,13 +471,17 @@ def lab(
         others = [w.name for w in sc.workloads if w.name != (workload or sc.workloads[0].name)]
         if others and len(others) == len(sc.workloads) - 1:
             err.print(
-                f"[yellow]the lab runs one workload; not run: {', '.join(others)} (see --workload), "
-                "nor the traffic to their Services[/]"
+                f"[yellow]the lab runs one workload; not run: {markup(', '.join(others))} (see --workload), "
+                "nor the traffic to their Services[/]",
+                emoji=False,
             )
         with Progress(err, run_s if run_s is not None else sc.spec.duration / 1000) as progress:
-            result = run_lab(sc, run_s, command, progress, listen_s, workload)
+            result = run_lab(sc, run_s, command, progress, listen_s, workload, allow_exec)
     except InputError as e:
         raise _fail(e) from None
+    except Stopped as e:
+        err.print(f"[yellow]{e}: every child process stopped[/]", highlight=False)
+        raise typer.Exit(128 + e.signum) from None
     rows = []
     if compare_sim:
         rows = compare(simulate(sc.cut_to(result.duration_ms)), result, outlier_interval_ms(sc))

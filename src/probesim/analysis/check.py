@@ -277,7 +277,10 @@ def check(
     ):
         raise _nothing_found(paths, inputs)
     ctx = Context(objects, scenario, Thresholds.from_dict(cfg.thresholds))
-    report = CheckReport(rules=selected_rules(cfg), files=inputs.files, skipped=skipped)
+    files = inputs.files + [
+        f for f in dict.fromkeys(d.file for d in scenario_docs or []) if f not in inputs.files
+    ]
+    report = CheckReport(rules=selected_rules(cfg), files=files, skipped=skipped)
     annotations: dict[str, dict[str, str]] = {}
     for w in objects.workloads:
         a = {**w.metadata.annotations, **w.spec.template.metadata.annotations}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -243,7 +244,9 @@ def _parse_object(
     known = KNOWN_GROUP_KINDS.get(group)
     served = {**WORKLOAD_VERSIONS, "Service": ("v1",), "HorizontalPodAutoscaler": HPA_VERSIONS}.get(kind)
     if known is not None and served is not None and api not in served:
-        raise _err(doc, base, ("apiVersion",), obj, f"{kind} is served as apiVersion {served[0]}, not {api!r}")
+        raise _err(
+            doc, base, ("apiVersion",), obj, f"{kind} is served as apiVersion {served[0]}, not {api!r}"
+        )
     if known is not None and kind not in known:
         near = difflib.get_close_matches(kind, sorted(known), n=1)
         hint = f"; did you mean {near[0]!r}?" if near else f"; {api} serves: {', '.join(sorted(known))}"
@@ -330,8 +333,15 @@ def _workload(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> tuple[Wo
             data = {**data, "spec": {**spec, "selector": {"matchLabels": labels or {}}}}
         w = _validate(Workload, doc, base, data, obj)
         if w.spec.selector is None:
-            raise _err(doc, base, ("spec", "selector"), obj,
-                       f"required field is missing ({data.get('apiVersion')} needs a selector)")  # fmt: skip
+            msg = f"required field is missing ({data.get('apiVersion')} needs a selector)"
+            folder = Path(doc.file).parent
+            if any(
+                (folder / k).is_file() for k in ("kustomization.yaml", "kustomization.yml", "Kustomization")
+            ):
+                msg += (
+                    f"; a kustomize base? lint what it builds: kubectl kustomize {folder} | probesim check -"
+                )
+            raise _err(doc, base, ("spec", "selector"), obj, msg)
         sel = w.spec.selector.match_labels
         _check_selector(doc, base, obj, sel, w.pod_labels)
     else:  # ReplicationController, Job, CronJob: reshaped as a workload of their pod template

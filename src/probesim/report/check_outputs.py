@@ -5,31 +5,45 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+from collections import Counter
 from itertools import groupby
 from typing import Any
+from urllib.parse import quote
 from xml.etree import ElementTree as ET
 
 from rich import box
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from probesim import __version__
 from probesim.analysis.check import CheckReport
-from probesim.analysis.findings import Finding
+from probesim.analysis.findings import Finding, Rule
+from probesim.safe import MESSAGE_LIMIT, markup
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 STYLE = {"error": "red", "warning": "yellow", "info": "cyan"}
+# Characters XML 1.0 cannot hold (JUnit must stay well-formed whatever names hold).
+_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 
 
-def render_text(report: CheckReport, console: Console) -> None:
-    by_obj = sorted(report.findings, key=lambda f: (f.obj, f.file, f.line))
-    for obj, group in groupby(by_obj, key=lambda f: f.obj):
+def _safe(text: str) -> str:
+    """User text inside rich markup: never markup itself, control characters as escapes."""
+    return markup(text, MESSAGE_LIMIT)
+
+
+def _where(f: Finding) -> str:
+    return f"{f.source} (rendered line {f.line} of {f.file})" if f.source else f"{f.file}"
+
+
+def render_text(report: CheckReport, console: Console, verbose: bool = False) -> None:
+    by_obj = sorted(report.findings, key=lambda f: (f.obj, f.namespace, f.file, f.line))
+    for (obj, ns), group in groupby(by_obj, key=lambda f: (f.obj, f.namespace)):
         items = list(group)
-        first = items[0]
-        where = first.source or first.file
-        console.print(f"[bold]{obj}[/bold]  [dim]{where}[/dim]")
+        shown_ns = f"  -n {ns}" if ns != "default" else ""
+        console.print(f"[bold]{_safe(obj)}[/bold]{_safe(shown_ns)}  [dim]{_safe(_where(items[0]))}[/dim]",
+                      highlight=False, emoji=False)  # fmt: skip
         t = Table(box=box.SIMPLE, show_header=False, pad_edge=False)
         for _ in range(4):
             t.add_column()
@@ -37,10 +51,11 @@ def render_text(report: CheckReport, console: Console) -> None:
             t.add_row(
                 f"[{STYLE[f.severity]}]{f.severity}[/]",
                 f"{f.rule.id} {f.rule.name}",
-                escape(f"line {f.line}" + (f" [{f.container}]" if f.container else "")),
-                escape(f.message),
+                _safe(f"line {f.line}" + (f" [{f.container}]" if f.container else "")),
+                _safe(f.message),
             )
-        console.print(t)
+            t.add_row("", "", "", f"[dim]fix: {_safe(f.remediation)}[/dim]")
+        console.print(t, emoji=False)
     if report.stress:
         t = Table(box=box.SIMPLE, title="Stress suite (simulated)", title_justify="left")
         for h in ("WORKLOAD", "STRESS", "ERRORS", "RESTARTS", "MIN READY", "NO ENDPOINTS", "VERDICT"):
@@ -48,20 +63,50 @@ def render_text(report: CheckReport, console: Console) -> None:
         for r in report.stress:
             verdict = {
                 "pass": "[green]pass[/]",
-                "fail": f"[red]fail[/] {escape(r.why)}",
-                "skipped": "[dim]n/a[/]",
+                "fail": f"[red]fail[/] {_safe(r.why)}",
+                "skipped": f"[dim]n/a: {_safe(r.why)}[/]",
             }[r.verdict]
-            t.add_row(r.workload, r.stress, f"{r.error_percent:.1f} %", str(r.restarts),
+            t.add_row(_safe(r.workload), r.stress, f"{r.error_percent:.1f} %", str(r.restarts),
                       f"{100 * r.min_ready_fraction:.0f} %", f"{r.no_endpoint_s:.0f} s", verdict)  # fmt: skip
-        console.print(t)
+        console.print(t, emoji=False)
+    render_skipped(report, console, verbose)
     counts = {s: sum(1 for f in report.findings if f.severity == s) for s in ("error", "warning", "info")}
-    objs = len({f.obj for f in report.findings})
+    objs = len({f.key for f in report.findings})
     summary = ", ".join(f"{n} {s}{'s' if n != 1 and s != 'info' else ''}" for s, n in counts.items())
     console.print(
         f"{summary} in {objs} object{'s' if objs != 1 else ''}; {len(report.rules)} rules ran over "
         f"{len(report.files)} file{'s' if len(report.files) != 1 else ''}"
-        + (f"; {len(report.suppressed)} suppressed" if report.suppressed else "")
+        + (f"; {len(report.suppressed)} suppressed" if report.suppressed else ""),
+        highlight=False,
     )
+
+
+def render_skipped(report: CheckReport, console: Console, verbose: bool) -> None:
+    """One line saying what was read past (``-v``: each, with why)."""
+    objects = [s for s in report.skipped if s.kind]
+    files = [s for s in report.skipped if not s.kind]
+    if not objects and not files:
+        return
+    if verbose:
+        t = Table(box=box.SIMPLE, title="Skipped (not linted)", title_justify="left")
+        for h in ("KIND", "NAME", "WHERE", "WHY"):
+            t.add_column(h)
+        for s in report.skipped:
+            where = s.file + (f":{s.line}" if s.line else "")
+            t.add_row(_safe(s.kind or "(file)"), _safe(s.name or ""), _safe(where), _safe(s.why))
+        console.print(t, emoji=False)
+        return
+    kinds = Counter(s.kind for s in objects)
+    top = ", ".join(f"{n} {k}" for k, n in kinds.most_common(4)) + (", …" if len(kinds) > 4 else "")
+    parts = []
+    if objects:
+        parts.append(f"{len(objects)} object{'s' if len(objects) != 1 else ''} ({top})")
+    if files:
+        parts.append(
+            f"{len(files)} file{'s' if len(files) != 1 else ''} or folder{'s' if len(files) != 1 else ''}"
+        )
+    console.print(f"[dim]skipped {_safe(' and '.join(parts))}: not linted (-v lists them, with why)[/dim]",
+                  highlight=False, emoji=False)  # fmt: skip
 
 
 def to_json(report: CheckReport) -> dict[str, Any]:
@@ -74,27 +119,36 @@ def to_json(report: CheckReport) -> dict[str, Any]:
             {"id": r.id, "name": r.name, "severity": r.severity, "title": r.title} for r in report.rules
         ],
         "files": report.files,
-        "skipped": report.skipped,
+        "skipped": [s.to_json() for s in report.skipped],
+        "warnings": report.warnings,
         "stress": [r.to_json() for r in report.stress],
     }
 
 
 def _fingerprint(f: Finding) -> str:
-    return hashlib.sha256(f"{f.rule.id}|{f.obj}|{f.container}|{f.field}".encode()).hexdigest()[:32]
+    return hashlib.sha256(f"{f.rule.id}|{f.key}|{f.container}|{f.field}".encode()).hexdigest()[:32]
+
+
+def _uri(path: str) -> str:
+    """A relative URI reference for a file path (percent-encoded; ``/`` kept)."""
+    return quote(path.replace("\\", "/"), safe="/")
 
 
 def _result(f: Finding, index: dict[str, int], reason: str | None = None) -> dict[str, Any]:
+    text = f"{f.message} ({f.field})" if f.field else f.message
     if f.source:
-        # helm template output: point at the chart template the object came from.
-        physical: dict[str, Any] = {"artifactLocation": {"uri": f.source}}
+        # helm template output: point at the chart template the object came from; the line is
+        # the rendered document's, so it is said in the message, not given as a region.
+        physical: dict[str, Any] = {"artifactLocation": {"uri": _uri(f.source)}}
+        text += f" [line {f.line} of the rendered output {f.file}]"
     else:
-        physical = {"artifactLocation": {"uri": f.file}, "region": {"startLine": f.line}}
-    name = f.obj + (f"/{f.container}" if f.container else "")
+        physical = {"artifactLocation": {"uri": _uri(f.file)}, "region": {"startLine": f.line}}
+    name = f"{f.namespace}/{f.obj}" + (f"/{f.container}" if f.container else "")
     out: dict[str, Any] = {
         "ruleId": f.rule.id,
         "ruleIndex": index[f.rule.id],
         "level": LEVEL[f.severity],
-        "message": {"text": f"{f.message} ({f.field})" if f.field else f.message},
+        "message": {"text": f"{text}. Fix: {f.remediation}"},
         "locations": [{"physicalLocation": physical, "logicalLocations": [{"fullyQualifiedName": name}]}],
         "partialFingerprints": {"probesim/v1": _fingerprint(f)},
     }
@@ -103,20 +157,29 @@ def _result(f: Finding, index: dict[str, int], reason: str | None = None) -> dic
     return out
 
 
+def _help(r: Rule) -> dict[str, str]:
+    """The rule's help as GitHub code scanning shows it, embedded (no link to follow)."""
+    return {
+        "text": f"{r.title}\n\nWhat goes wrong: {r.why}\n\nFix: {r.fix}",
+        "markdown": f"**{r.title}**\n\nWhat goes wrong: {r.why}\n\n**Fix:** {r.fix}",
+    }
+
+
 def to_sarif(report: CheckReport) -> dict[str, Any]:
     index = {r.id: i for i, r in enumerate(report.rules)}
-    rules = [
-        {
+    rules = []
+    for r in report.rules:
+        rule: dict[str, Any] = {
             "id": r.id,
             "name": r.name,
             "shortDescription": {"text": r.title},
             "fullDescription": {"text": r.why},
-            "help": {"text": r.fix},
-            "helpUri": r.help_uri,
+            "help": _help(r),
             "defaultConfiguration": {"level": LEVEL[r.severity]},
         }
-        for r in report.rules
-    ]
+        if r.help_uri.startswith(("https://", "http://")):
+            rule["helpUri"] = r.help_uri
+        rules.append(rule)
     results = [_result(f, index) for f in report.findings]
     results += [_result(s.finding, index, s.reason) for s in report.suppressed]
     return {
@@ -124,32 +187,39 @@ def to_sarif(report: CheckReport) -> dict[str, Any]:
         "version": "2.1.0",
         "runs": [
             {
-                "tool": {
-                    "driver": {
-                        "name": "probesim",
-                        "version": __version__,
-                        "rules": rules,
-                    }
-                },
+                "tool": {"driver": {"name": "probesim", "version": __version__, "rules": rules}},
                 "results": results,
+                "properties": {
+                    "skipped": [s.to_json() for s in report.skipped],
+                    "warnings": report.warnings,
+                },
             }
         ],
     }
 
 
+def _xml(text: str) -> str:
+    return _XML_BAD.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def to_junit(report: CheckReport) -> str:
-    """One test case per object and rule that ran; a finding is a failure."""
-    objects = sorted({f.obj for f in report.findings} | {s.finding.obj for s in report.suppressed})
+    """One test case per object and rule that ran; a finding is a failure. Skipped objects are
+    listed in the suite's system-out."""
+    objects = sorted({f.key for f in report.findings} | {s.finding.key for s in report.suppressed})
     suite = ET.Element("testsuite", name="probesim check")
     cases = failures = 0
     for obj in objects or ["(no findings)"]:
         for r in report.rules:
             cases += 1
-            case = ET.SubElement(suite, "testcase", classname=obj, name=f"{r.id} {r.name}")
-            for f in (f for f in report.findings if f.obj == obj and f.rule.id == r.id):
+            case = ET.SubElement(suite, "testcase", classname=_xml(obj), name=f"{r.id} {r.name}")
+            for f in (f for f in report.findings if f.key == obj and f.rule.id == r.id):
                 failures += 1
-                fail = ET.SubElement(case, "failure", message=f.message, type=f.severity)
-                fail.text = f"{f.file}:{f.line} {f.field}\n{r.why}\nFix: {r.fix}"
+                fail = ET.SubElement(case, "failure", message=_xml(f.message), type=f.severity)
+                fail.text = _xml(f"{f.file}:{f.line} {f.field}\n{r.why}\nFix: {f.remediation}")
+    if report.skipped:
+        out = ET.SubElement(suite, "system-out")
+        out.text = _xml("Skipped (not linted):\n" + "\n".join(f"{s} {s.why}" if s.kind else str(s)
+                                                              for s in report.skipped))  # fmt: skip
     suite.set("tests", str(cases))
     suite.set("failures", str(failures))
     root = ET.Element("testsuites", tests=str(cases), failures=str(failures))
@@ -158,10 +228,10 @@ def to_junit(report: CheckReport) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def render(report: CheckReport, fmt: str, console: Console) -> str | None:
+def render(report: CheckReport, fmt: str, console: Console, verbose: bool = False) -> str | None:
     """The report in ``fmt``; text is printed on ``console`` and returns None."""
     if fmt == "text":
-        render_text(report, console)
+        render_text(report, console, verbose)
         return None
     if fmt == "json":
         return json.dumps(to_json(report), indent=2) + "\n"
