@@ -1,27 +1,124 @@
-"""The simulated stress suite of probesim check --stress."""
+"""The simulated stress suite of probesim check --stress: each workload alone, judged after its
+start-up ramp; a correct Deployment passes every stress, each mistake fails the stress that
+shows it."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from probesim.analysis.stress import STRESSES, StressThresholds, apply, base_scenario, stress_suite
 from probesim.cli import app
 from probesim.manifests import kubernetes as k8s
+from probesim.manifests.scenario import scenario_from_text
 from probesim.manifests.yamlsrc import load_docs
 from tests.analysis.test_rules import GOOD, deployment
 
 runner = CliRunner()
+MSDEMO = Path(__file__).resolve().parents[2].parent / "shared" / "realworld" / "msdemo" / "msdemo.yaml"
+
+CPU = "resources: {requests: {cpu: 500m}}\n"
+READY = "readinessProbe: {httpGet: {path: /ready, port: http}, periodSeconds: 5}\n"
+STARTUP = "startupProbe: {httpGet: {path: /live, port: http}, periodSeconds: 2, failureThreshold: 15}\n"
 
 
-def objects(text: str) -> k8s.Objects:
-    return k8s.parse(load_docs(text, "m.yaml"))
+def live(path: str = "/live", period: int = 10, threshold: int = 3, timeout: int = 5, delay: int = 0) -> str:
+    return (
+        f"livenessProbe: {{httpGet: {{path: {path}, port: http}}, periodSeconds: {period}, "
+        f"failureThreshold: {threshold}, timeoutSeconds: {timeout}, initialDelaySeconds: {delay}}}\n"
+    )
+
+
+CORRECT = READY + live() + CPU
+# The app: starts in 10 s, serves "/" with 4 workers (300 ms each), "/api" calls a database.
+LOADED = """\
+apiVersion: probesim.dev/v1alpha1
+kind: Scenario
+metadata: {name: s}
+spec:
+  duration: 5m
+  behavior:
+    web:
+      containers:
+        app:
+          start: 10s
+          capacity: {workers: 4}
+          routes:
+            /: {wall: 300ms, cpu: 20ms}
+            /live: {wall: 100ms}
+            /ready: {wall: 100ms}
+            /api: {calls: [{dependency: db, timeout: 2s}]}
+  dependencies: {db: {latency: 20ms}}
+  traffic:
+    - {service: web, path: /, rate: 8, start: 30s}
+    - {service: web, path: /api, rate: 2, start: 30s}
+"""
+# The same app CPU-bound: "/" costs 115 ms of CPU (92 % of its 500m request at base load).
+CPU_BOUND = (
+    LOADED.replace("/: {wall: 300ms, cpu: 20ms}", "/: {cpu: 115ms}")
+    .replace("/live: {wall: 100ms}", "/live: {cpu: 60ms}")
+    .replace("capacity: {workers: 4}", "capacity: {workers: 16}")
+)
+HEAVY = LOADED.replace("path: /, rate: 8", "path: /, rate: 12")  # 45 % of the workers at base
+
+
+def verdicts(container: str, scenario: str | None) -> dict[str, tuple[str, str]]:
+    text = deployment(container)
+    objs = k8s.parse(load_docs(text, "m.yaml"))
+    sc = scenario_from_text(scenario + "---\n" + text, "s.yaml", Path(".")) if scenario else None
+    return {r.stress: (r.verdict, r.why) for r in stress_suite(objs, sc, StressThresholds(), processes=2)}
+
+
+@pytest.mark.parametrize("scenario", [LOADED, CPU_BOUND], ids=["workers", "cpu"])
+def test_a_correct_deployment_passes_every_stress(scenario: str) -> None:
+    got = verdicts(CORRECT, scenario)
+    assert {k: v[0] for k, v in got.items()} == dict.fromkeys(STRESSES, "pass")
+
+
+MISTAKES = [
+    # (stress that must fail, the mistake, scenario, what the verdict says)
+    (
+        "baseline",
+        READY + live(period=2, threshold=2, timeout=1) + CPU,
+        LOADED,
+        "never had all 2 replicas Ready",
+    ),
+    ("traffic-x2", READY + STARTUP + live(period=1, threshold=1, timeout=1) + CPU, HEAVY, "restarts"),
+    ("traffic-x3", READY + STARTUP + live(period=1, threshold=1, timeout=1) + CPU, LOADED, "restarts"),
+    (
+        "start-x2",
+        READY + live(delay=5, period=5, threshold=2) + CPU,
+        LOADED,
+        "never had all 2 replicas Ready",
+    ),
+    ("dependency-hangs", READY + live(path="/api") + CPU, LOADED, "restarts"),
+    ("one-pod-500", READY + live(path="/") + CPU, LOADED, "restarts"),
+    ("stop-the-world-2s", READY + STARTUP + live(period=1, threshold=2, timeout=1) + CPU, LOADED, "restarts"),
+    (
+        "cpu-limit-at-request",
+        READY + STARTUP + live(period=5, threshold=1, timeout=1) + CPU,
+        CPU_BOUND,
+        "restarts",
+    ),
+]
+
+
+@pytest.mark.parametrize(("stress", "container", "scenario", "why"), MISTAKES, ids=[m[0] for m in MISTAKES])
+def test_each_mistake_fails_the_stress_that_shows_it(
+    stress: str, container: str, scenario: str, why: str
+) -> None:
+    got = verdicts(container, scenario)
+    assert got[stress][0] == "fail"
+    assert why in got[stress][1]
+    if stress != "baseline":
+        assert got["baseline"] == ("pass", "")  # the mistake only shows under its stress
 
 
 def test_default_load_model_and_each_stress() -> None:
-    objs = objects(deployment(GOOD))
+    objs = k8s.parse(load_docs(deployment(GOOD), "m.yaml"))
     w = objs.workloads[0]
     base = base_scenario(w, objs.services, None)
     sc = apply(base, w, "traffic-x3")
@@ -34,31 +131,58 @@ def test_default_load_model_and_each_stress() -> None:
     assert pause.spec.behavior["web"].containers["app"].episodes[0].for_ == 2000
     start = apply(base, w, "start-x2")
     assert start is not None
-    assert start.spec.behavior["web"].containers["app"].start == 20_000
+    assert start.spec.behavior["web"].containers["app"].start == 0  # no readiness initialDelay: 0 s
 
 
-def test_verdicts_against_thresholds() -> None:
-    objs = objects(deployment(GOOD))
-    results = {
-        r.stress: r
-        for r in stress_suite(objs.workloads, objs.services, None, StressThresholds(), processes=1)
-    }
-    assert set(results) == set(STRESSES)
-    assert results["baseline"].verdict == "pass"
-    bad = results["one-pod-500"]
-    assert bad.verdict == "fail"
-    assert 45 < bad.error_percent < 55  # one of two pods answers 500 to every request
-    assert "errors" in bad.why
-    lenient = stress_suite(
-        objs.workloads, objs.services, None, StressThresholds(max_error_percent=60), processes=2
-    )
-    assert {r.stress: r.verdict for r in lenient}["one-pod-500"] == "pass"
+def test_one_pod_of_one_answering_500_is_not_judged() -> None:
+    objs = k8s.parse(load_docs(deployment(GOOD, replicas=1), "m.yaml"))
+    got = {r.stress: r for r in stress_suite(objs, None, StressThresholds(), processes=1)}
+    assert got["one-pod-500"].verdict == "skipped"
+    assert "no probe setting" in got["one-pod-500"].why
 
 
-def test_check_stress_reports_failures_as_findings(tmp_path: Path) -> None:
-    (tmp_path / "m.yaml").write_text(deployment(GOOD))
-    r = runner.invoke(app, ["check", str(tmp_path / "m.yaml"), "--stress", "-f", "json"])
+def test_the_start_up_ramp_is_outside_the_verdict() -> None:
+    # A readiness probe that first looks after 10 s: the first 10 s of traffic fail
+    # (no endpoint), which is the ramp, not a failure of the workload.
+    slow = GOOD.replace("periodSeconds: 5}", "periodSeconds: 5, initialDelaySeconds: 10}", 1)
+    objs = k8s.parse(load_docs(deployment(slow), "m.yaml"))
+    got = {r.stress: r for r in stress_suite(objs, None, StressThresholds(), processes=1)}
+    assert got["baseline"].verdict == "pass"
+    assert got["baseline"].ramp_ms == 10_000
+
+
+def test_check_stress_reports_failures_as_findings_naming_workload_and_figure(tmp_path: Path) -> None:
+    bad = READY + live(period=2, threshold=2, timeout=1)  # killed before its 10 s start
+    (tmp_path / "s.yaml").write_text(LOADED + "---\n" + deployment(bad))
+    r = runner.invoke(app, ["check", "--scenario", str(tmp_path / "s.yaml"), "--stress", "-f", "json"])
     assert r.exit_code == 1
     doc = json.loads(r.output)
     assert len(doc["stress"]) == len(STRESSES)
-    assert [f["message"].split(":")[0] for f in doc["findings"] if f["rule"] == "PS100"] == ["one-pod-500"]
+    ps100 = [f for f in doc["findings"] if f["rule"] == "PS100"]
+    assert ps100 and all(f["object"] == "Deployment/web" for f in ps100)
+    assert ps100[0]["message"].startswith("baseline: never had all 2 replicas Ready in 5m")
+
+
+@pytest.mark.skipif(not MSDEMO.is_file(), reason="the shared real-world corpus is not beside the project")
+@pytest.mark.parametrize(("wall", "blamed"), [("3s", {"Deployment/frontend"}), ("20ms", set())])
+def test_msdemo_only_the_slowed_workload_is_blamed(tmp_path: Path, wall: str, blamed: set[str]) -> None:
+    (tmp_path / "s.yaml").write_text(f"""\
+apiVersion: probesim.dev/v1alpha1
+kind: Scenario
+metadata: {{name: msdemo}}
+manifests: [{MSDEMO}]
+spec:
+  duration: 5m
+  behavior:
+    frontend:
+      containers:
+        server: {{start: 5s, routes: {{"*": {{wall: {wall}}}}}}}
+  traffic:
+    - {{service: frontend, path: /, rate: 5, start: 30s}}
+""")
+    r = runner.invoke(
+        app, ["check", str(MSDEMO), "--scenario", str(tmp_path / "s.yaml"), "--stress", "-f", "json"]
+    )
+    doc = json.loads(r.output)
+    assert {f["object"] for f in doc["findings"] if f["rule"] == "PS100"} == blamed
+    assert len({s["workload"] for s in doc["stress"]}) == 11  # every workload behind a Service

@@ -4,9 +4,10 @@ stresses, with a verdict per stress against thresholds. Runs fan out over local 
 A workload is stressed alone: its Services, its behaviour and the traffic a given scenario sends
 to its Services (other workloads, their traffic and the scenario's actions are left out), so
 one workload's failure is never blamed on another. Without a scenario (or traffic for it), the
-workload gets a default load model: its app starts in 10 s and takes 10 requests per second per
-replica on "/", each costing half its CPU request over that rate (50 % of the request at base
-load).
+workload gets a default load model: its app starts when its readiness probe first looks
+(initialDelaySeconds, the author's own estimate; 0 without one) and takes 10 requests per second
+per replica on "/", each costing half its CPU request over that rate (50 % of the request at
+base load).
 
 The verdict looks at the run after the start-up ramp (from the first time all replicas were
 Ready, or after ``warmUp``): failed requests and the lowest ready fraction; restarts count over
@@ -131,7 +132,8 @@ def base_scenario(w: Workload, services: list[Service], given: Scenario | None) 
         containers = {}
         for c in w.pod_spec.containers:
             request = (c.resources.requests.cpu or c.resources.limits.cpu or 100) / 1000
-            containers[c.name] = {"start": "10s", "routes": {"/": {"cpu": f"{50 * request:g}ms"}}}
+            start = c.readiness_probe.initial_delay_seconds if c.readiness_probe else 0
+            containers[c.name] = {"start": f"{start}s", "routes": {"/": {"cpu": f"{50 * request:g}ms"}}}
         spec["behavior"] = {w.name: {"containers": containers}}
     if not traffic:
         rate = 10.0 * max(w.spec.replicas, 1)

@@ -14,7 +14,7 @@ import re
 from fractions import Fraction
 from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, PlainSerializer, field_validator, model_validator
 
 from probesim.model.base import Int32, Model, NonNegInt32, OpenModel, SBool, SInt
 
@@ -130,7 +130,8 @@ def parse_cpu(value: object) -> int:
     return math.ceil(milli)
 
 
-Millicores = Annotated[int, BeforeValidator(parse_cpu)]
+# Dumped to JSON as "<n>m", so a dumped object reads back the same (a bare number is cores).
+Millicores = Annotated[int, BeforeValidator(parse_cpu), PlainSerializer(lambda v: f"{v}m", when_used="json")]
 
 
 class ResourceList(OpenModel):
