@@ -120,3 +120,20 @@ def test_directories_stdin_and_helm_sources(tmp_path: Path) -> None:
     sarif = json.loads(runner.invoke(app, ["check", "-", "-f", "sarif"], input=helm).output)
     loc = sarif["runs"][0]["results"][0]["locations"][0]["physicalLocation"]
     assert loc["artifactLocation"]["uri"] == "web/templates/deployment.yaml"
+
+
+def test_outputs_stay_valid_whatever_the_paths_hold(tmp_path: Path) -> None:
+    weird = tmp_path / "dir with space%" / "m\x1b[31m.yaml"
+    weird.parent.mkdir()
+    weird.write_text(BAD)
+    sarif = json.loads(runner.invoke(app, ["check", str(weird), "-f", "sarif"]).output)
+    uri = sarif["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    assert "%25" in uri and "%20" in uri and "%1B" in uri and " " not in uri
+    rule = sarif["runs"][0]["tool"]["driver"]["rules"][0]
+    assert "helpUri" not in rule  # only an absolute one would be given
+    assert rule["help"]["markdown"].startswith("**")
+    junit = runner.invoke(app, ["check", str(weird), "-f", "junit"]).output
+    ET.fromstring(junit.split("\n", 1)[1])  # well-formed XML: the ESC is written as \x1b
+    assert "\\x1b" in junit
+    text = runner.invoke(app, ["check", str(weird)]).output
+    assert "\x1b" not in text and "\\x1b" in text  # the terminal never gets the raw escape
