@@ -73,7 +73,7 @@ def _scenario_path(target: str) -> str:
     """A scenario file's path: ``target`` itself, '-', or the file of the built-in of that name."""
     from probesim.scenarios import builtins, find
 
-    if target == "-" or Path(target).exists():
+    if target == "-" or _exists(target):
         return target
     b = find(target)
     if b is None:
