@@ -50,14 +50,18 @@ def test_overload_fills_the_queue_then_refuses() -> None:
 
 
 def test_client_timeout_fails_slow_requests() -> None:
-    # Unbounded queue at 2× capacity: the wait grows 1 s per second. With a 3 s client timeout,
-    # requests served from 3 s on waited longer; the client saw them fail 3 s after sending.
+    # Unbounded queue at 2× capacity, first in first out: the requests sent at second a are
+    # served at 2a and 2a + 1. With a 3 s client timeout, those of 0 and 1 are answered in
+    # time, half of those of 2 (served at 4 s) too; the rest of 2 and all later ones are given
+    # up on 3 s after they were sent, 200 a second (the server still works through them).
     r = run(containers=app(), behavior=LOADED, traffic=[{"rate": 200, "timeout": "3s"}], duration="10s")
-    to = series(r, "route./.timeout")
-    assert to[:6] == [0] * 6
-    assert to[6:] == [100] * 4
+    assert series(r, "route./.ok") == [100] * 5 + [0] * 5
+    assert series(r, "route./.timeout") == [0] * 5 + [100] + [200] * 4
+    # What the clients of the last 3 s still wait for.
+    assert series(r, "route./.inflight") == [100, 200, 300, 400, 500] + [600] * 5
     route = r.route("/")
-    assert route.ok + route.failed_total + series(r, "route./.inflight")[-1] <= route.offered
+    assert (route.offered, route.ok, route.failed["timeout"], route.in_flight) == (2000, 500, 900, 600)
+    assert route.latency_ms["max"] == 3000
 
 
 def test_killed_container_loses_what_it_held() -> None:
@@ -67,11 +71,11 @@ def test_killed_container_loses_what_it_held() -> None:
         traffic=[{"rate": 200}],
         duration="6s",
     )
-    # Everything sent and not yet answered when it crashes at 5 s is lost: the 500 queued and
-    # the 300 served but whose answers (over a second late) were still on their way.
+    # Everything sent and not yet answered when it crashes at 5 s is lost: the 500 queued. The
+    # 100 a second it served, first in first out, were answered as served (200 ms each).
     assert series(r, "route./.inflight")[4] == 500
     answered = sum(series(r, "route./.ok")[:5])
-    assert series(r, "route./.killed")[5] == 1000 - answered == 800
+    assert series(r, "route./.killed")[5] == 1000 - answered == 500
 
 
 def test_probes_wait_behind_requests_unless_served_apart() -> None:

@@ -392,17 +392,24 @@ class _Run:
             # queued requests and answers still on their way fail now (connection reset).
             cap = self.capacity
             gone = ~self.ctr.alive() | (self.ctr.instance != cap.instance)
-            lost = cap.drop(self.ctr.alive(), self.ctr.instance)
+            cap.drop(self.ctr.alive(), self.ctr.instance)
             for ri, route in enumerate(f.routes):
                 self.step_cdf[ri] = 0.0
                 pend = self.pending[ri][:, :, gone]
-                rec[f"route.{route.name}.killed"][k] += int(lost[ri]) + int(pend.sum())
+                queued = self.queued[ri][:, gone].sum(axis=1)
+                rec[f"route.{route.name}.killed"][k] += int(queued.sum()) + int(pend.sum())
                 self.pending[ri][:, :, gone] = 0
-                # The client sees those answers fail now, after waiting since they were served.
+                self.queued[ri][:, gone] = 0
+                self.orphans[ri][gone] = 0  # already timeouts
+                # The client sees those fail now, after waiting since they were sent.
                 per_slot = pend.sum(axis=(0, 2))
                 for slot in np.flatnonzero(per_slot):
                     waited = t - self.later_t[ri][slot] / self.later_n[ri][slot]
                     self.step_cdf[ri] += per_slot[slot] * (waited <= GRID)
+                for row in np.flatnonzero(queued):
+                    waited = ((k - row) % queued.size) * step
+                    self.step_cdf[ri] += queued[row] * (waited <= GRID)
+                self._give_up(ri, k, rec)
             self._deliver(t, k, rec)
             cap.begin_step(float(step))
         for ri, route in enumerate(f.routes):
@@ -431,9 +438,11 @@ class _Run:
                 # waiting for an answer hold theirs. The rest are dropped iterations.
                 busy = int(self._held(ri).sum()) + conns.waiting
                 sent = min(n, max(vus - busy, 0))
+                rec[f"{key}.offered"][k] = n
                 rec[f"{key}.dropped"][k] = n - sent
                 n = sent
-            rec[f"{key}.offered"][k] = n
+            else:
+                rec[f"{key}.offered"][k] = n
             if n == 0 and not conns.waiting:
                 continue
             version, eps, cat = self.route_cache[ri]
@@ -496,15 +505,99 @@ class _Run:
                     qc = tc[queued]
                     offered = per_ep[queued]
                     took = cap.accept(ri, qc, offered, self.ctr.instance[qc])
+                    q = self.queued[ri]
+                    np.add.at(q, (k % q.shape[0], qc), took)
                     ok_now -= int(offered.sum())
                     rec[f"{key}.rejected"][k] += int(offered.sum() - took.sum())
             rec[f"{key}.ok"][k] += ok_now
 
     def _held(self, ri: int) -> I64:
         """Per container, route ``ri``'s requests in flight: queued, or served with the answer
-        still on its way. Each holds its client (a k6 VU) and its connection."""
-        cap = self.capacity
-        return self.pending[ri].sum(axis=(0, 1)) + cap.backlog[ri * cap.k : (ri + 1) * cap.k].sum(axis=0)
+        (or the client's timeout) still to come. Each holds its client (a k6 VU) and its
+        connection; one the client gave up on holds neither."""
+        return self.pending[ri].sum(axis=(0, 1)) + self.queued[ri].sum(axis=0)
+
+    def _in_flight(self, ri: int) -> int:
+        """Route ``ri``'s requests whose client still waits: queued, answers (or timeouts) on
+        their way, and those still connecting."""
+        return int(self.queued[ri].sum()) + int(self.pending[ri].sum()) + self.conns[ri].waiting
+
+    def _queue_slots(self, route: Route) -> int:
+        """Arrival steps the client's side of a route's backlog keeps: up to its timeout (one,
+        ages untracked, without a timeout)."""
+        if route.timeout >= INF:
+            return 1
+        return -(-int(route.timeout) // self.spec.step) + 1
+
+    def _give_up(self, ri: int, k: int, rec: dict[str, I64]) -> None:
+        """Requests still queued at their client's deadline (sent ``timeout`` ago) are timeouts
+        now, whatever their container does with them later."""
+        q = self.queued[ri]
+        route = self.fleet.routes[ri]
+        if q.shape[0] == 1:
+            return
+        row = q[(k - (q.shape[0] - 1)) % q.shape[0]]
+        n = int(row.sum())
+        if n == 0:
+            return
+        rec[f"route.{route.name}.timeout"][k] += n
+        self.orphans[ri] += row
+        row[:] = 0
+        self.step_cdf[ri] += n * (float(route.timeout) <= GRID)
+
+    def _cohorts(self, ri: int, k: int, srv: I64) -> tuple[I64, I64, I64, I64]:
+        """What route ``ri``'s containers served this step (``srv``: per outcome class and
+        container), oldest first: requests whose client gave up are dropped, the rest taken off
+        the client's side of the backlog by arrival step. Returns (class, container, steps
+        waited, count) per cohort, each class's count shared among the arrival steps in
+        proportion (the remainders by a north-west corner)."""
+        q = self.queued[ri]
+        s = q.shape[0]
+        tot = srv.sum(axis=0)
+        cols = np.flatnonzero(tot)
+        if cols.size == 0:
+            e = np.empty(0, np.int64)
+            return e, e, e, e
+        orph = np.minimum(self.orphans[ri][cols], tot[cols])
+        self.orphans[ri][cols] -= orph
+        need = tot[cols] - orph
+        ages = np.arange(s - 1, -1, -1)  # oldest first
+        rows = (k - ages) % s
+        at = np.ix_(rows, cols)
+        sub = q[at]
+        before = np.cumsum(sub, axis=0) - sub
+        take = np.minimum(sub, np.maximum(need - before, 0))
+        q[at] -= take
+        take[-1] += need - take.sum(axis=0)  # none untracked, but fresh if there were
+        buckets = np.vstack([orph[None, :], take])  # (1 + s) × containers: orphans, then by age
+        waited = np.concatenate([[-1], ages])
+        part = srv[:, cols]
+        multi = (buckets > 0).sum(axis=0) > 1
+        one = np.flatnonzero(~multi)
+        vs, cc = np.nonzero(part[:, one])
+        cc = one[cc]
+        bs = np.argmax(buckets > 0, axis=0)[cc]
+        counts = part[vs, cc]
+        if multi.any():
+            m = np.flatnonzero(multi)
+            # Only the classes and arrival steps these containers hold (FIFO: a few steps).
+            kv = np.flatnonzero(part[:, m].any(axis=1))
+            kb = np.flatnonzero(buckets[:, m].any(axis=1))
+            n, b = part[np.ix_(kv, m)], buckets[np.ix_(kb, m)]
+            joint = n[:, None, :] * b[None, :, :] // b.sum(axis=0)
+            r, c = n - joint.sum(axis=1), b - joint.sum(axis=0)
+            rh, ch = np.cumsum(r, axis=0), np.cumsum(c, axis=0)
+            lo = np.maximum((rh - r)[:, None, :], (ch - c)[None, :, :])
+            joint += np.maximum(np.minimum(rh[:, None, :], ch[None, :, :]) - lo, 0)
+            jv, jb, jm = np.nonzero(joint)
+            vs = np.concatenate([vs, kv[jv]])
+            bs = np.concatenate([bs, kb[jb]])
+            cc = np.concatenate([cc, m[jm]])
+            counts = np.concatenate([counts, joint[jv, jb, jm]])
+            order = np.lexsort((bs, cc, vs))
+            vs, bs, cc, counts = vs[order], bs[order], cc[order], counts[order]
+        live = waited[bs] >= 0
+        return vs[live], cols[cc[live]], waited[bs][live], counts[live]
 
     def _with_connect_wait(self, ri: int, mix: F64, n: int) -> F64:
         """The weighted latency distribution of ``n`` answers given now (``mix``), the requests
@@ -610,22 +703,26 @@ class _Run:
             end = route.traffic.end()
             if end is not None and t > end + route.traffic.graceful_stop:
                 # The load generator stopped waiting: every answer still to come is interrupted.
-                if wheel.any():
-                    rec[f"{key}.interrupted"][k] += int(wheel.sum())
+                q = self.queued[ri]
+                if wheel.any() or q.any():
+                    rec[f"{key}.interrupted"][k] += int(wheel.sum()) + int(q.sum())
                     wheel[:] = 0
+                    self.orphans[ri] += q.sum(axis=0)  # the server still holds them
+                    q[:] = 0
                     self.later_n[ri][:] = self.later_t[ri][:] = 0.0
                     self.later_cdf[ri][:] = 0.0
                 continue
             slot = k % wheel.shape[1]
             due = wheel[:, slot].sum(axis=1)
+            recorded = self.later_n[ri][slot]
+            if recorded > 0 and due.any():
+                self.step_cdf[ri] += self.later_cdf[ri][slot] * (float(due.sum()) / recorded)
+            # The slot is free for the next round even when a kill took all it held.
+            self.later_n[ri][slot] = self.later_t[ri][slot] = 0.0
+            self.later_cdf[ri][slot] = 0.0
             if not due.any():
                 continue
             wheel[:, slot] = 0
-            recorded = self.later_n[ri][slot]
-            if recorded > 0:
-                self.step_cdf[ri] += self.later_cdf[ri][slot] * (float(due.sum()) / recorded)
-            self.later_n[ri][slot] = self.later_t[ri][slot] = 0.0
-            self.later_cdf[ri][slot] = 0.0
             rec[f"{key}.ok"][k] += int(due[0])
             rec[f"{key}.error_status"][k] += int(due[1])
             rec[f"{key}.timeout"][k] += int(due[2])
@@ -637,27 +734,27 @@ class _Run:
         cap = self.capacity
         served, wait, service = cap.step(float(self.spec.step), self.ctr.started_at, t)
         K = cap.k
+        step = float(self.spec.step)
         for ri, route in enumerate(self.fleet.routes):
             key = f"route.{route.name}"
             sl = slice(ri * K, (ri + 1) * K)
-            rec[f"{key}.inflight"][k] = int(cap.backlog[sl].sum())
-            vs, cs = np.nonzero(served[sl])
+            vs, cs, ages, n_served = self._cohorts(ri, k, served[sl])
             if cs.size == 0:
                 continue
-            n_served = served[sl][vs, cs]
             sv = service[sl][vs, cs]
-            d = wait[cs]
+            # Latency counts from the step a request was sent: those sent now waited for the
+            # backlog ahead of them; older ones, at the head of the queue, for their steps.
+            waited = ages * step
+            d = np.where(ages == 0, wait[cs], waited)
             limit = float(route.timeout)
             to = timed_out(n_served, d, sv, cap.sigma[cs], limit, self.rng)
             failed = cap.failed[sl][vs, cs]
             # The client sees each answer at min(latency, its timeout): those later than this
             # step are delivered by _deliver when due (and lost if their container stops first).
-            seen = np.minimum(np.minimum(d + sv, limit), (self.pending[ri].shape[1] - 1) * self.spec.step)
-            later = seen >= self.spec.step
+            seen = np.minimum(np.minimum(d + sv, limit) - waited, (self.pending[ri].shape[1] - 1) * step)
+            later = seen >= step
             if later.any():
-                slots = (k + np.ceil(seen[later] / self.spec.step).astype(np.int64)) % self.pending[ri].shape[
-                    1
-                ]
+                slots = (k + np.ceil(seen[later] / step).astype(np.int64)) % self.pending[ri].shape[1]
                 # Their latency counts when the client gets the answer (or loses it), in _deliver.
                 n_l = n_served[later]
                 used, group = np.unique(slots, return_inverse=True)
@@ -665,7 +762,7 @@ class _Run:
                     n_l, d[later], sv[later], cap.sigma[cs][later], group, used.size
                 )
                 np.add.at(self.later_n[ri], slots, n_l)
-                np.add.at(self.later_t[ri], slots, float(t) * n_l)
+                np.add.at(self.later_t[ri], slots, (float(t) - waited[later]) * n_l)  # when sent
                 ok_later = n_served[later] - to[later]
                 np.add.at(
                     self.pending[ri][0],
@@ -739,9 +836,16 @@ class _Run:
         self.later_cdf = [np.zeros((slots, GRID.size)) for _ in f.routes]
         self.later_n = [np.zeros(slots) for _ in f.routes]
         self.later_t = [np.zeros(slots) for _ in f.routes]
+        # The client's side of the backlog, per route: requests queued on each container that
+        # their client still waits for, by arrival step (a ring over the timeout, oldest given
+        # up on at their deadline); and those it gave up on that the server still holds
+        # (``orphans``: served first, as the oldest, and then counted for nothing).
+        self.queued = [np.zeros((self._queue_slots(r), f.n_containers), np.int64) for r in f.routes]
+        self.orphans = [np.zeros(f.n_containers, np.int64) for _ in f.routes]
         for r in f.routes:
             for s in ROUTE_SERIES:
                 rec[f"route.{r.name}.{s}"] = np.zeros(ticks, np.int64)
+        inflight_cols = [rec[f"route.{r.name}.inflight"] for r in f.routes]
         # EndpointSlice conditions as clients see them (§4.8): ready, serving, terminating.
         svc_cols = {
             name: [
@@ -812,6 +916,8 @@ class _Run:
                     cols[0][k] = round(float(per_pod[pods].sum()))
                     cols[1][k] = round(float(per_pod[pods].max())) if pods.size else 0
                     cols[2][k] = int(throttled[pods].sum())
+            for ri, column in enumerate(inflight_cols):
+                column[k] = self._in_flight(ri)
             if counted_version != self.version:
                 counted_version = self.version
                 visible = self._visible_ready(t)
@@ -901,6 +1007,7 @@ class _Run:
                     failed={c: int(rec[f"{key}.{c}"].sum()) for c in CAUSES},
                     dropped=int(rec[f"{key}.dropped"].sum()),
                     interrupted=int(rec[f"{key}.interrupted"].sum()),
+                    in_flight=int(rec[f"{key}.inflight"][-1]) if times.size else 0,
                     latency_ms=self._route_latency(ri, rec[f"{key}.max_ms"]),
                     no_endpoint_s=self._no_endpoint_seconds(ri),
                     envoy=dict(vars(self.mesh[ri].stats)) if ri in self.mesh else {},

@@ -52,6 +52,9 @@ class RouteSummary:
     failed: dict[str, int]
     dropped: int = 0  # arrivals that found no free VU (k6's dropped_iterations)
     interrupted: int = 0  # unanswered when the load generator stopped waiting
+    # Still awaited by their clients when the run ended: offered = ok + failed + dropped +
+    # interrupted + in_flight.
+    in_flight: int = 0
     latency_ms: dict[str, float] = field(default_factory=dict)  # p50, p95, p99, max of the run
     envoy: dict[str, int] = field(default_factory=dict)  # the clients' sidecar stats, Envoy's names
     no_endpoint_s: float = 0.0  # time the Service had no ready endpoint while sending
@@ -134,6 +137,7 @@ class Result:
                         "failedByCause": r.failed,
                         "dropped": r.dropped,
                         "interrupted": r.interrupted,
+                        "inFlight": r.in_flight,
                         "latencyMs": r.latency_ms,
                         "noEndpointSeconds": r.no_endpoint_s,
                         "envoy": r.envoy,
