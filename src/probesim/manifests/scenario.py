@@ -5,17 +5,18 @@ cross-checks that need both (names, ordinals, the time grid)."""
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from probesim.errors import InputError
+from probesim.errors import InputError, InputWarning
 from probesim.manifests import kubernetes as k8s
 from probesim.manifests.errors import field_path, from_validation
 from probesim.manifests.yamlsrc import Doc, Path_, load_docs, read_text
 from probesim.model.duration import format_ms
-from probesim.model.kubernetes import pod_names_of
+from probesim.model.kubernetes import Workload, pod_names_of
 from probesim.model.scenario import API_VERSION, Scenario, ScenarioFile, ScenarioSpec, WorkloadBehavior
 
 MAX_SERIES_BYTES = 10_000_000
@@ -76,7 +77,10 @@ def scenario_from_text(text: str, file: str, base_dir: Path, extra_manifests: Se
         raise InputError("standard input holds the scenario already; give manifests as files", file=file)
     for m in extra_manifests:
         kube_docs.extend(load_docs(*read_text(m)))
-    objects = k8s.parse(kube_docs)
+    objects = k8s.parse(kube_docs, unique=True)
+    workloads = _simulated(objects)
+    for sv in objects.services:
+        _check_service_name(sv.name, kube_docs)
     from probesim.mesh.load import istio_objects
 
     rules, vss = istio_objects(objects)
@@ -84,7 +88,7 @@ def scenario_from_text(text: str, file: str, base_dir: Path, extra_manifests: Se
         name=sf.metadata.name,
         description=sf.metadata.description,
         spec=sf.spec,
-        workloads=tuple(objects.workloads),
+        workloads=tuple(workloads),
         services=tuple(objects.services),
         autoscalers=tuple(objects.hpas),
         destinationRules=tuple(rules),
@@ -93,6 +97,55 @@ def scenario_from_text(text: str, file: str, base_dir: Path, extra_manifests: Se
     )
     _cross_check(scenario, head)
     return scenario
+
+
+def scenario_manifest_docs(path: str) -> tuple[list[Doc], list[str]]:
+    """What a scenario file holds for ``probesim check``: the Kubernetes documents written in it
+    (inline ``manifests`` entries and further documents), and the manifest files it names
+    (resolved beside it)."""
+    text, shown = read_text(path)
+    base_dir = Path(path).parent if path != "-" else Path.cwd()
+    inline: list[Doc] = []
+    files: list[str] = []
+    for doc in load_docs(text, shown):
+        if not (isinstance(doc.data, dict) and doc.data.get("kind") == "Scenario"):
+            inline.append(doc)
+            continue
+        entries = doc.data.get("manifests")
+        for i, entry in enumerate(entries if isinstance(entries, list) else []):
+            if isinstance(entry, str):
+                files.append(str(base_dir / entry))
+            elif isinstance(entry, dict):
+                sub = _sub_lines(doc, ("manifests", i))
+                inline.append(Doc(shown, entry, doc.line_of(("manifests", i)), sub))
+    return inline, files
+
+
+def _simulated(objects: k8s.Objects) -> list[Workload]:
+    """The workloads the engine simulates; the others, and HPA metrics it does not simulate, are
+    said once as warnings (an HPA with no CPU utilization target at all is refused)."""
+    others = [w for w in objects.workloads if w.kind not in k8s.SIMULATED_KINDS]
+    if others:
+        names = ", ".join(f"{w.kind} {w.name}" for w in others)
+        warnings.warn(InputWarning(f"not simulated (probesim check lints them): {names}"), stacklevel=2)
+    for h in objects.hpas:
+        ignored = objects.unsimulated_metrics.get(h.name)
+        if not ignored:
+            continue
+        origin = objects.origin(h)
+        if len(ignored) == len(h.spec.metrics):
+            raise InputError(
+                f"probesim simulates CPU utilization targets only; this HPA scales on {', '.join(ignored)}",
+                file=origin.doc.file, line=origin.doc.line_of((*origin.base, "spec", "metrics")),
+                obj=f"HorizontalPodAutoscaler {h.name}", field="spec.metrics",
+            )  # fmt: skip
+        warnings.warn(
+            InputWarning(
+                f"HorizontalPodAutoscaler {h.name}: simulated on CPU only; ignored: {', '.join(ignored)}"
+            ),
+            stacklevel=2,
+        )
+    return [w for w in objects.workloads if w.kind in k8s.SIMULATED_KINDS]
 
 
 def _with_series(sf: ScenarioFile, head: Doc, base_dir: Path) -> ScenarioFile:
@@ -148,6 +201,37 @@ def _series_points(path: Path) -> list[tuple[int, float]]:
             raise InputError("times must not go back", file=shown, line=n)
         points.append((round(sec * 1000), rate))
     return points
+
+
+def _check_service_name(name: str, docs: Sequence[Doc]) -> None:
+    """A Service's name is a DNS label (its DNS name is <name>.<namespace>.svc), as the API
+    server checks; ObjectMeta has checked it is a subdomain."""
+    if len(name) <= 63 and "." not in name:
+        return
+    where = next(
+        (
+            (d.file, d.line_of((*base, "metadata", "name")))
+            for d in docs
+            for base, item in _objects_of(d)
+            if isinstance(item, dict)
+            and item.get("kind") == "Service"
+            and isinstance(item.get("metadata"), dict)
+            and item["metadata"].get("name") == name
+        ),
+        (None, None),
+    )
+    raise InputError(
+        "a Service name must be an RFC 1123 label of at most 63 characters: a-z, 0-9 and '-' (no '.')",
+        file=where[0], line=where[1], obj=f"Service {name}", field="metadata.name",
+    )  # fmt: skip
+
+
+def _objects_of(doc: Doc) -> list[tuple[Path_, object]]:
+    """The objects of a document: itself, or the items of a List."""
+    data = doc.data
+    if isinstance(data, dict) and data.get("kind") == "List" and isinstance(data.get("items"), list):
+        return [(("items", i), item) for i, item in enumerate(data["items"])]
+    return [((), data)]
 
 
 def _sub_lines(doc: Doc, prefix: Path_) -> dict[Path_, int]:
@@ -222,7 +306,7 @@ def _cross_check(s: Scenario, head: Doc) -> None:
     for h in s.autoscalers:
         ref = h.spec.scale_target_ref
         target = next((w for w in s.workloads if w.name == ref.name and w.kind == ref.kind), None)
-        if target is None or target.kind not in ("Deployment", "ReplicaSet"):
+        if target is None or target.kind not in ("Deployment", "ReplicaSet", "ReplicationController"):
             raise InputError(
                 f"scaleTargetRef {ref.kind}/{ref.name} is not a Deployment or ReplicaSet of this scenario",
                 file=head.file, obj=f"HorizontalPodAutoscaler {h.name}", field="spec.scaleTargetRef",
