@@ -285,3 +285,52 @@ def test_rolling_update_cannot_have_zero_surge_and_zero_unavailable() -> None:
         DEPLOY.replace("  replicas: 3", '  replicas: 3\n  strategy:\n    rollingUpdate: {maxSurge: "25"}')
     )
     assert bad.field == "spec.strategy.rollingUpdate.maxSurge"
+
+
+HPA = """\
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: web}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  maxReplicas: 5
+  metrics: METRICS
+"""
+RUN_SCENARIO = """\
+apiVersion: probesim.dev/v1alpha1
+kind: Scenario
+metadata: {name: s}
+spec: {duration: 10s}
+---
+"""
+
+
+def test_run_simulates_cpu_says_once_what_it_ignores_and_refuses_no_cpu_at_all() -> None:
+    from typer.testing import CliRunner
+
+    from probesim.cli import app
+
+    memory = (
+        "[{type: Resource, resource: {name: memory, target: {type: Utilization, averageUtilization: 80}}}]"
+    )
+    cpu = "[{type: Resource, resource: {name: cpu, target: {type: Utilization, averageUtilization: 60}}}]"
+    runner = CliRunner()
+    only_memory = runner.invoke(
+        app, ["run", "-", "--no-events"], input=RUN_SCENARIO + DEPLOY + HPA.replace("METRICS", memory)
+    )
+    assert only_memory.exit_code == 2
+    assert (
+        "simulates CPU utilization targets only; this HPA scales on Resource metric memory"
+        in only_memory.output
+    )
+    both = cpu[:-1] + ", " + memory[1:]
+    ok = runner.invoke(
+        app, ["run", "-", "--no-events"], input=RUN_SCENARIO + DEPLOY + HPA.replace("METRICS", both)
+    )
+    assert ok.exit_code == 0
+    assert ok.output.count("simulated on CPU only; ignored: Resource metric memory") == 1
+    ds = "---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: agent}\nspec:\n  selector: {matchLabels: {app: a}}\n  template:\n    metadata: {labels: {app: a}}\n    spec: {containers: [{name: a}]}\n"
+    with_ds = runner.invoke(app, ["run", "-", "--no-events"], input=RUN_SCENARIO + DEPLOY + ds)
+    assert with_ds.exit_code == 0
+    assert "warning: not simulated (probesim check lints them): DaemonSet agent" in with_ds.output

@@ -503,7 +503,7 @@ def _hpa(doc: Doc, base: Path_, data: dict[str, Any], obj: str, out: Objects) ->
             continue
         raw = _get_path(data, ("spec", "metrics", i))
         detail = _get_path(raw, (m.type[0].lower() + m.type[1:],)) if isinstance(raw, dict) else None
-        what = _get_path(detail, ("metric", "name")) or _get_path(detail, ("name",)) if detail else None
+        what = (_get_path(detail, ("metric", "name")) or _get_path(detail, ("name",))) if detail else None
         ignored.append(f"{m.type} metric{f' {what}' if what else ''}")
     if ignored:
         out.unsimulated_metrics[h.name] = ignored
@@ -512,9 +512,12 @@ def _hpa(doc: Doc, base: Path_, data: dict[str, Any], obj: str, out: Objects) ->
 
 def _get_path(data: Any, path: Path_) -> Any:
     for p in path:
-        if not isinstance(data, dict) or not isinstance(p, str):
+        if isinstance(data, dict) and isinstance(p, str):
+            data = data.get(p)
+        elif isinstance(data, list) and isinstance(p, int) and 0 <= p < len(data):
+            data = data[p]
+        else:
             return None
-        data = data.get(p)
     return data
 
 
