@@ -9,7 +9,7 @@ from typing import Any
 from probesim.analysis.findings import REGISTRY, Finding
 from probesim.manifests.errors import field_path
 from probesim.manifests.kubernetes import Objects, container_port
-from probesim.manifests.yamlsrc import Doc, Path_
+from probesim.manifests.yamlsrc import Doc, Path_, get_path
 from probesim.model.duration import parse_ms
 from probesim.model.kubernetes import Container, ProbeType, Service, Workload
 from probesim.model.scenario import ContainerBehavior, Scenario
@@ -85,7 +85,7 @@ class Context:
         for w in self.objects.workloads:
             origin = self.objects.origin(w)
             doc, base, spec_path = origin.doc, origin.base, origin.spec_path
-            pod = _get(doc.data, (*base, *spec_path))
+            pod = get_path(doc.data, (*base, *spec_path))
             # A Job's pods run to completion: no Service sends them traffic.
             services = (
                 [] if w.kind in ("Job", "CronJob") else [s for s in self.objects.services if selects(s, w)]
@@ -158,17 +158,6 @@ def _route_service_ports(targets: list[Target], services: list[Service]) -> None
                 hit = [t for t in apps if t.container.readiness_probe is not None][:1] or apps[:1]
             for t in hit:
                 t.serves.append((s, sp.port, target))
-
-
-def _get(data: Any, path: Path_) -> Any:
-    for p in path:
-        if isinstance(data, dict) and isinstance(p, str):
-            data = data.get(p)
-        elif isinstance(data, list) and isinstance(p, int) and 0 <= p < len(data):
-            data = data[p]
-        else:
-            return None
-    return data
 
 
 def selects(s: Service, w: Workload) -> bool:

@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from probesim.analysis.context import Context, Target, _get, selects
+from probesim.analysis.context import Context, Target, selects
 from probesim.analysis.findings import REGISTRY, Finding
 from probesim.engine.capacity import probe_cost
 from probesim.manifests.kubernetes import container_port
+from probesim.manifests.yamlsrc import get_path
 from probesim.model.duration import format_ms
 from probesim.model.kubernetes import Probe, ProbeType
 
@@ -383,7 +384,7 @@ def daemonset_rollout(ctx: Context) -> Iterator[Finding]:
         w = t.workload
         if w.kind != "DaemonSet" or t.group != "containers" or t.index != 0 or w.spec.min_ready_seconds:
             continue
-        raw_strategy = _get(t.doc.data, (*t.base, "spec", "updateStrategy", "type"))
+        raw_strategy = get_path(t.doc.data, (*t.base, "spec", "updateStrategy", "type"))
         if raw_strategy == "OnDelete":
             continue
         if not any(c.readiness_probe for c in (*w.pod_spec.containers, *w.pod_spec.init_containers)):
@@ -422,15 +423,15 @@ def job_liveness_never(ctx: Context) -> Iterator[Finding]:
 def _istio(ctx: Context, kind: str) -> Iterator[tuple[Any, Any, dict[str, Any], str]]:
     for doc, base, data in ctx.objects.istio:
         if data.get("kind") == kind:
-            name = _get(data, ("metadata", "name"))
+            name = get_path(data, ("metadata", "name"))
             yield doc, base, data, f"{kind}/{name}"
 
 
 def _policies(data: dict[str, Any]) -> Iterator[tuple[tuple[Any, ...], dict[str, Any]]]:
-    tp = _get(data, ("spec", "trafficPolicy"))
+    tp = get_path(data, ("spec", "trafficPolicy"))
     if isinstance(tp, dict):
         yield ("spec", "trafficPolicy"), tp
-    for i, sub in enumerate(_get(data, ("spec", "subsets")) or []):
+    for i, sub in enumerate(get_path(data, ("spec", "subsets")) or []):
         if isinstance(sub, dict) and isinstance(sub.get("trafficPolicy"), dict):
             yield ("spec", "subsets", i, "trafficPolicy"), sub["trafficPolicy"]
 
@@ -456,8 +457,8 @@ def _endpoints(ctx: Context, host: str, namespace: str) -> int | None:
 )  # fmt: skip
 def max_ejection_default(ctx: Context) -> Iterator[Finding]:
     for doc, base, data, obj in _istio(ctx, "DestinationRule"):
-        host = str(_get(data, ("spec", "host")) or "")
-        n = _endpoints(ctx, host, str(_get(data, ("metadata", "namespace")) or "default"))
+        host = str(get_path(data, ("spec", "host")) or "")
+        n = _endpoints(ctx, host, str(get_path(data, ("metadata", "namespace")) or "default"))
         for path, tp in _policies(data):
             od = tp.get("outlierDetection")
             if isinstance(od, dict) and "maxEjectionPercent" not in od and n is not None and n < 10:
@@ -521,7 +522,7 @@ def consecutive_one(ctx: Context) -> Iterator[Finding]:
 
 
 def _routes(data: dict[str, Any]) -> Iterator[tuple[int, dict[str, Any]]]:
-    for i, r in enumerate(_get(data, ("spec", "http")) or []):
+    for i, r in enumerate(get_path(data, ("spec", "http")) or []):
         if isinstance(r, dict):
             yield i, r
 

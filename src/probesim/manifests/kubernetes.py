@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from probesim.errors import InputError
 from probesim.manifests.errors import field_path, from_validation
-from probesim.manifests.yamlsrc import Doc, Path_
+from probesim.manifests.yamlsrc import Doc, Path_, get_path
 from probesim.model.base import NonNegInt32, OpenModel
 from probesim.model.kubernetes import (
     Container,
@@ -501,24 +501,13 @@ def _hpa(doc: Doc, base: Path_, data: dict[str, Any], obj: str, out: Objects) ->
                 raise _err(doc, base, ("spec", "metrics", i, "resource", "target"), obj,
                            "averageUtilization is required for target.type Utilization")  # fmt: skip
             continue
-        raw = _get_path(data, ("spec", "metrics", i))
-        detail = _get_path(raw, (m.type[0].lower() + m.type[1:],)) if isinstance(raw, dict) else None
-        what = (_get_path(detail, ("metric", "name")) or _get_path(detail, ("name",))) if detail else None
+        raw = get_path(data, ("spec", "metrics", i))
+        detail = get_path(raw, (m.type[0].lower() + m.type[1:],)) if isinstance(raw, dict) else None
+        what = (get_path(detail, ("metric", "name")) or get_path(detail, ("name",))) if detail else None
         ignored.append(f"{m.type} metric{f' {what}' if what else ''}")
     if ignored:
         out.unsimulated_metrics[h.name] = ignored
     return h
-
-
-def _get_path(data: Any, path: Path_) -> Any:
-    for p in path:
-        if isinstance(data, dict) and isinstance(p, str):
-            data = data.get(p)
-        elif isinstance(data, list) and isinstance(p, int) and 0 <= p < len(data):
-            data = data[p]
-        else:
-            return None
-    return data
 
 
 def _v2beta1_metrics(data: dict[str, Any]) -> dict[str, Any]:

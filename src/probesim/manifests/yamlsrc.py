@@ -49,6 +49,18 @@ class Doc:
         return self.line
 
 
+def get_path(data: Any, path: Path_) -> Any:
+    """The value at ``path`` in plain data (keys and list indices), or None."""
+    for p in path:
+        if isinstance(data, dict) and isinstance(p, str):
+            data = data.get(p)
+        elif isinstance(data, list) and isinstance(p, int) and 0 <= p < len(data):
+            data = data[p]
+        else:
+            return None
+    return data
+
+
 class _Builder:
     def __init__(self, file: str, loader: yaml.SafeLoader) -> None:
         self.file = file
