@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from probesim.engine import simulate
 from probesim.manifests.scenario import load_scenario, scenario_from_text
 from probesim.model.scenario import Scenario
-from probesim.results import Result
+from probesim.results import CAUSES, Result
 from probesim.scenarios import find
 
 
@@ -109,3 +110,19 @@ def times(result: Result, reason: str, obj: str | None = None, contains: str = "
 
 def series(result: Result, key: str) -> list[int]:
     return [int(x) for x in result.series[key]]
+
+
+def accounted(result: Result) -> None:
+    """Every request of every route is accounted for, at every step and in the summary:
+    offered = ok + failed + dropped + interrupted + in flight (still awaited by its client)."""
+    s = result.series
+    for route in result.routes:
+        key = f"route.{route.name}"
+        done = s[f"{key}.ok"] + s[f"{key}.dropped"] + s[f"{key}.interrupted"]
+        done = done + sum(s[f"{key}.{c}"] for c in CAUSES)
+        sent = np.cumsum(s[f"{key}.offered"])
+        assert np.array_equal(sent, np.cumsum(done) + s[f"{key}.inflight"]), route.name
+        assert (s[f"{key}.inflight"] >= 0).all(), route.name
+        parts = (route.ok, route.failed_total, route.dropped, route.interrupted, route.in_flight)
+        assert route.offered == sum(parts), (route.name, route.offered, parts)
+        assert route.in_flight == (int(s[f"{key}.inflight"][-1]) if sent.size else 0)

@@ -395,6 +395,7 @@ class _Run:
             cap.drop(self.ctr.alive(), self.ctr.instance)
             for ri, route in enumerate(f.routes):
                 self.step_cdf[ri] = 0.0
+                self._give_up(ri, k, rec)  # their client gave up by now, before the stop was seen
                 pend = self.pending[ri][:, :, gone]
                 queued = self.queued[ri][:, gone].sum(axis=1)
                 rec[f"route.{route.name}.killed"][k] += int(queued.sum()) + int(pend.sum())
@@ -409,7 +410,6 @@ class _Run:
                 for row in np.flatnonzero(queued):
                     waited = ((k - row) % queued.size) * step
                     self.step_cdf[ri] += queued[row] * (waited <= GRID)
-                self._give_up(ri, k, rec)
             self._deliver(t, k, rec)
             cap.begin_step(float(step))
         for ri, route in enumerate(f.routes):
