@@ -29,7 +29,9 @@ def render_result(result: Result, console: Console, events: bool = True) -> None
         t = Table(title="Requests", title_justify="left", box=box.SIMPLE)
         t.add_column("ROUTE")
         t.add_column("SERVICE")
-        for h in ("OFFERED", "OK", "FAILED", "ERROR %", *(c.upper() for c in CAUSES)):
+        # OFFERED = OK + FAILED + DROPPED + INTERRUPTED + IN FLIGHT (still awaited at the end).
+        heads = ("OFFERED", "OK", "FAILED", "DROPPED", "INTERRUPTED", "IN FLIGHT", "ERROR %")
+        for h in (*heads, *(c.upper() for c in CAUSES)):
             t.add_column(h, justify="right")
         for r in result.routes:
             t.add_row(
@@ -38,6 +40,9 @@ def render_result(result: Result, console: Console, events: bool = True) -> None
                 str(r.offered),
                 str(r.ok),
                 str(r.failed_total),
+                str(r.dropped),
+                str(r.interrupted),
+                str(r.in_flight),
                 f"{100 * r.error_rate:.1f}",
                 *(str(r.failed[c]) for c in CAUSES),
             )
