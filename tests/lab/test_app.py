@@ -1,7 +1,11 @@
-"""The lab's test app, as a real process on 127.0.0.1: it acts out the behaviour in real time."""
+"""The lab's test app, as a real process on 127.0.0.1: it acts out the behaviour in real time.
+
+Started as the lab starts it: loaded first (Python's start-up takes a moment, seconds on a busy
+machine), then given the go and its port; its times count from the go."""
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
@@ -26,14 +30,31 @@ def free_port() -> int:
 
 @contextmanager
 def app(behavior: str, *extra: str) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    """The app, loaded and started: its behaviour's times count from when this yields."""
     port = free_port()
-    proc = subprocess.Popen([str(PROBESIM), "app", "--port", str(port), "--behavior", behavior, *extra])
-    try:
-        yield proc, port
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(timeout=10)
+    parent, child = socket.socketpair()
+    with parent:
+        try:
+            proc = subprocess.Popen(
+                [str(PROBESIM), "app", "--port", str(port), "--behavior", behavior, *extra],
+                env={**os.environ, "PROBESIM_CONTROL_FD": str(child.fileno())},
+                pass_fds=(child.fileno(),),
+            )
+        finally:
+            child.close()
+        try:
+            parent.settimeout(60)  # bounded: loaded within a minute, however busy the machine
+            assert parent.recv(1) == b"r", "the app did not load"
+            with socket.socket() as listening:  # bound, not listening: it listens when it starts
+                listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                listening.bind(("127.0.0.1", port))
+                now = time.monotonic()
+                socket.send_fds(parent, [f"{now!r} {now!r}".encode()], [listening.fileno()])
+            yield proc, port
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(timeout=10)
 
 
 def get(port: int, path: str = "/", timeout: float = 5.0) -> int | None:
@@ -62,8 +83,8 @@ def poll(port: int, path: str, want: int, started: float, by: float) -> float:
 
 
 def test_refuses_until_started_then_answers_per_path() -> None:
-    t0 = time.monotonic()
     with app("{start: 2s, paths: {/missing: 404}}") as (_, port):
+        t0 = time.monotonic()
         wait_until(t0, 1.2)
         assert get(port) is None
         assert poll(port, "/", 200, t0, 6.0) >= 1.9
@@ -71,9 +92,9 @@ def test_refuses_until_started_then_answers_per_path() -> None:
 
 
 def test_error_window_and_hang_in_real_time() -> None:
-    t0 = time.monotonic()
     behavior = "{episodes: [{kind: errors, after: 1500ms, for: 2s, status: 503, paths: [/api]}, {kind: hang, after: 4s, for: 1500ms}]}"
     with app(behavior) as (_, port):
+        t0 = time.monotonic()
         assert 1.4 <= poll(port, "/api", 503, t0, 3.4) < 3.5
         assert get(port, "/other") == 200
         wait_until(t0, 4.3)
@@ -83,8 +104,8 @@ def test_error_window_and_hang_in_real_time() -> None:
 
 
 def test_hang_without_accepting_connections_refuses() -> None:
-    t0 = time.monotonic()
     with app("{episodes: [{kind: hang, after: 2500ms, for: 1500ms, acceptsTcp: false}]}") as (_, port):
+        t0 = time.monotonic()
         poll(port, "/", 200, t0, 2.4)
         wait_until(t0, 2.8)
         assert get(port) is None
@@ -92,8 +113,8 @@ def test_hang_without_accepting_connections_refuses() -> None:
 
 
 def test_crash_exits_with_its_code() -> None:
-    t0 = time.monotonic()
     with app("{episodes: [{kind: crash, after: 1500ms, exitCode: 3}]}") as (proc, _):
+        t0 = time.monotonic()
         assert proc.wait(timeout=10) == 3
         assert 1.3 < time.monotonic() - t0 < 4.0
 

@@ -19,13 +19,9 @@ from probesim.lab.compare import agree, compare, outlier_interval_ms
 from probesim.lab.kubelet import run_lab
 from probesim.manifests.scenario import load_scenario
 from tests.builders import builtin, http, scenario
+from tests.lab.procs import alive, children_left, command_of, descendants, wait_until
 
 PROBESIM = Path(sys.executable).parent / "probesim"
-
-
-def children_left() -> list[str]:
-    out = subprocess.run(["pgrep", "-f", "probesim app --port"], capture_output=True, text=True)
-    return [pid for pid in out.stdout.split() if pid != str(os.getpid())]
 
 
 def test_crash_loop_restart_delays_are_0_10_20_40_within_a_second() -> None:
@@ -72,14 +68,18 @@ def test_interrupting_the_lab_leaves_no_process(tmp_path: Path) -> None:
         "    spec: {containers: [{name: app}]}\n"
     )
     proc = subprocess.Popen([str(PROBESIM), "lab", str(tmp_path / "s.yaml")], start_new_session=True)
-    deadline = time.monotonic() + 20
-    while len(children_left()) < 2 and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert len(children_left()) >= 2  # the pods' apps, and those started ahead for their restarts
-    os.kill(proc.pid, signal.SIGINT)
-    proc.wait(timeout=20)
-    time.sleep(0.5)
-    assert children_left() == []
+    try:
+        # the pods' apps, and those started ahead for their restarts
+        assert wait_until(lambda: len(descendants(proc.pid)) >= 4, 60)
+        apps = {p for p in descendants(proc.pid) if " app --port " in " ".join(command_of(p[0]))}
+        assert len(apps) >= 2
+        os.kill(proc.pid, signal.SIGINT)
+        proc.wait(timeout=30)
+        assert wait_until(lambda: not alive(apps), 10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
 
 
 def test_seed_003_outlier_detection_through_real_envoys_matches_the_simulation() -> None:
@@ -108,9 +108,7 @@ def test_seed_003_outlier_detection_through_real_envoys_matches_the_simulation()
     routes = [(r["reason"], r["measured"]) for r in rows if str(r["object"]).startswith("route/")]
     assert routes == [("failed requests", [4]), ("ejections", [2])]
     assert sum(str(r["object"]).startswith("sidecar/") for r in rows) == 2
-    assert children_left() == []
-    envoys = subprocess.run(["pgrep", "-f", "probesim-envoy-"], capture_output=True, text=True)
-    assert envoys.stdout.split() == []
+    assert children_left() == []  # the apps and the Envoys
 
 
 def test_seed_003_without_outlier_detection_a_third_fail_as_simulated() -> None:
@@ -263,8 +261,7 @@ def test_a_command_that_never_listens_is_a_clear_error() -> None:
     with pytest.raises(InputError, match=r"did not listen on 127\.0\.0\.1:\$PORT \(\d+\) within 2s"):
         run_lab(sc, command=["sleep", "30"], listen_timeout_s=2)
     assert time.monotonic() - started < 10  # stopped at the budget, not at the end of the run
-    left = subprocess.run(["pgrep", "-f", "^sleep 30$"], capture_output=True, text=True)
-    assert left.stdout.split() == []
+    assert children_left() == []
 
 
 def test_a_command_that_listens_on_port_runs_and_is_probed() -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import subprocess
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -17,6 +16,7 @@ from aiohttp import web
 
 from probesim.lab.probes import exec_check, http_check, tcp_check
 from probesim.model.kubernetes import ExecAction, HTTPGetAction
+from tests.lab.procs import children_left
 
 
 @asynccontextmanager
@@ -134,18 +134,16 @@ def test_exec_by_exit_code(command: list[str], expected: str) -> None:
 
 
 def test_an_exec_that_overruns_fails_and_is_killed() -> None:
-    marker = f"{time.time_ns() % 10**9}"
-    action = ExecAction(command=("sleep", f"30.{marker}"))
+    # with what it started: its process group goes
+    action = ExecAction(command=("sh", "-c", "sleep 30 & sleep 30"))
     started = time.monotonic()
     assert asyncio.run(exec_check(action, 0.3)) == ("failure", "command timed out after 0.3s")
     assert time.monotonic() - started < 2
-    left = subprocess.run(["pgrep", "-f", f"sleep 30.{marker}"], capture_output=True, text=True)
-    assert left.stdout.split() == []
+    assert children_left() == []
 
 
 def test_an_exec_cancelled_with_the_lab_is_killed_too() -> None:
-    marker = f"{time.time_ns() % 10**9}"
-    action = ExecAction(command=("sleep", f"31.{marker}"))
+    action = ExecAction(command=("sh", "-c", "sleep 31 & sleep 31"))
 
     async def go() -> None:
         task = asyncio.create_task(exec_check(action, 10.0))
@@ -155,5 +153,4 @@ def test_an_exec_cancelled_with_the_lab_is_killed_too() -> None:
             await task
 
     asyncio.run(go())
-    left = subprocess.run(["pgrep", "-f", f"sleep 31.{marker}"], capture_output=True, text=True)
-    assert left.stdout.split() == []
+    assert children_left() == []
