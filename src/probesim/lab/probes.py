@@ -7,13 +7,16 @@ a result — success, warning (counts as success, with a ProbeWarning event), fa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
 import time
 from typing import Literal
 from urllib.parse import urljoin, urlsplit
 
 import aiohttp
 
+from probesim.lab.hygiene import dies_with_parent
 from probesim.lab.timeouts import exact
 from probesim.model.kubernetes import ExecAction, HTTPGetAction
 
@@ -91,10 +94,17 @@ async def tcp_check(port: int, timeout: float) -> Outcome:
 
 
 async def exec_check(action: ExecAction, timeout: float) -> Outcome:
-    """The command runs on this machine (there is no container to exec into)."""
+    """The command runs on this machine, as the user running the lab, without a shell (there is
+    no container to exec into; the lab runs it only with --allow-exec). It runs in a process
+    group of its own, killed whole however the probe ends, and dies with the lab."""
     try:
         proc = await asyncio.create_subprocess_exec(
-            *action.command, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
+            *action.command,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+            process_group=0,
+            preexec_fn=dies_with_parent(),
         )
     except OSError as e:
         return "error", f"exec {action.command[0]}: {e.strerror or e}"
@@ -103,7 +113,10 @@ async def exec_check(action: ExecAction, timeout: float) -> Outcome:
     except TimeoutError:
         return "failure", f"command timed out after {timeout:g}s"
     finally:
-        if proc.returncode is None:  # timed out, or the lab is stopping: no process left behind
+        # Timed out, or the lab is stopping: no process left behind, nor any it started.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        if proc.returncode is None:
             proc.kill()
             await proc.wait()
     return ("success", "") if code == 0 else ("failure", f"command exited with {code}")
