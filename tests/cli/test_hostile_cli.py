@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from probesim.cli import app
 
 runner = CliRunner()
+DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml: 10 MB values in a blink
 
 DEPLOY = {
     "apiVersion": "apps/v1",
@@ -40,7 +41,7 @@ def write_scenario(tmp: Path, spec: dict[str, object], manifests: list[object] |
         "spec": {"duration": "20s", **spec},
     }
     p = tmp / "s.yaml"
-    p.write_text(yaml.safe_dump(doc, sort_keys=False))
+    p.write_text(yaml.dump(doc, Dumper=DUMPER, sort_keys=False))
     return p
 
 
@@ -85,3 +86,91 @@ def test_a_route_calling_an_undefined_dependency_is_named_at_load(tmp_path: Path
     line = fails_cleanly(["run", str(s)], "spec.behavior.web.containers.app.routes./.calls[1].dependency")
     assert "route '/' calls dependency 'dbx'" in line
     assert "(defined: 'db', 'cache')" in line
+
+
+@pytest.mark.parametrize(
+    ("target", "shown"),
+    [
+        ("[/]", "error: [/]: no such file"),
+        ("[bold]x[/bold]", "error: [bold]x[/bold]: no such file"),
+        ("x.yaml:100:", "error: x.yaml:100:: no such file"),
+        ("a\x1b[31mred\u202e", "error: a\\x1b[31mred\\u202e: no such file"),
+        ("a" * 100_000, "error: " + "a" * 199 + "…: no such file"),
+    ],
+)
+def test_user_text_in_an_error_is_text_not_markup_emoji_or_escapes(target: str, shown: str) -> None:
+    line = fails_cleanly(["run", target], shown)
+    assert "\x1b" not in line and "\u202e" not in line and "\U0001f4af" not in line
+    assert len(line) < 2000
+
+
+def test_names_in_the_tables_are_text(tmp_path: Path) -> None:
+    deploy = yaml.safe_load(yaml.safe_dump(DEPLOY))
+    container = deploy["spec"]["template"]["spec"]["containers"][0]
+    container["readinessProbe"] = {"httpGet": {"path": "/[/]:100:\x1b", "port": 80}}
+    s = write_scenario(
+        tmp_path,
+        {
+            "behavior": {"web": {"containers": {"app": {"start": "5s"}}}},
+            "traffic": [{"rate": 1, "name": "[/]x" * 1000}],
+        },
+        manifests=[deploy, SERVICE],
+    )
+    doc = yaml.safe_load(s.read_text())
+    doc["metadata"]["name"] = "x[/] :100: \x1b[31m \u202e"
+    s.write_text(yaml.safe_dump(doc))
+    r = runner.invoke(app, ["run", str(s)])
+    assert r.exit_code == 0, r.output
+    assert "x[/] :100: \\x1b[31m \\u202e  simulated 20s" in r.output
+    assert "/[/]:100:\\x1b" in r.output  # the probe's path in the event message
+    assert "[/]x[/]" in r.output  # the route
+    assert "\x1b" not in r.output and "\u202e" not in r.output and "\U0001f4af" not in r.output
+    assert len(r.output) < 20_000
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "expected"),
+    [
+        ("Deployment", "x[/]", "Deployment x[/]: metadata.name: must be a lowercase RFC 1123 subdomain"),
+        ("Deployment", "Web", "metadata.name: must be a lowercase RFC 1123 subdomain"),
+        ("Deployment", "a" * 254, "metadata.name: must be a lowercase RFC 1123 subdomain of at most 253"),
+        ("Service", "web.v1", "Service web.v1: metadata.name: a Service name must be an RFC 1123 label"),
+        ("Service", "w" * 64, "metadata.name: a Service name must be an RFC 1123 label of at most 63"),
+        ("Service", "web\x1b", "metadata.name: must be a lowercase RFC 1123 subdomain"),
+    ],
+)
+def test_object_names_are_checked_as_the_api_server_does(
+    tmp_path: Path, kind: str, name: str, expected: str
+) -> None:
+    objs = yaml.safe_load(yaml.safe_dump([DEPLOY, SERVICE]))
+    objs[0 if kind == "Deployment" else 1]["metadata"]["name"] = name
+    s = write_scenario(tmp_path, {"traffic": [{"rate": 1}]}, manifests=objs)
+    line = fails_cleanly(["run", str(s)], expected)
+    assert line.startswith(f"error: {s}:"), line
+    assert "\x1b" not in line
+
+
+def test_a_giant_value_in_an_error_is_cut(tmp_path: Path) -> None:
+    deploy = yaml.safe_load(yaml.safe_dump(DEPLOY))
+    deploy["spec"]["replicas"] = "9" * 10_000_000
+    s = write_scenario(tmp_path, {}, manifests=[deploy])
+    line = fails_cleanly(["run", str(s)], "Deployment web: spec.replicas: Input should be a valid integer")
+    assert len(line) < 2000 and line.endswith("…")
+
+
+def test_a_giant_string_in_the_scenario_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
+    s = write_scenario(tmp_path, {"duration": "9" * 10_000_000})  # parsing it took minutes
+    fails_cleanly(["run", str(s)], "Scenario: spec.duration: 10000000 characters; at most 4096 in a scenario")
+
+
+def test_a_deletepod_action_is_checked_without_naming_every_pod(tmp_path: Path) -> None:
+    deploy = yaml.safe_load(yaml.safe_dump(DEPLOY))
+    deploy["spec"]["replicas"] = 2147483647  # building every pod name took 8 GB
+    s = write_scenario(
+        tmp_path,
+        {"actions": [{"kind": "deletePod", "pod": "web-x", "at": "1s"}]},
+        manifests=[deploy, SERVICE],
+    )
+    fails_cleanly(
+        ["run", str(s)], "spec.actions[0].pod: no pod 'web-x' when the run starts; pods: web-0, web-1,"
+    )

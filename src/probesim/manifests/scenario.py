@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from itertools import islice
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -16,9 +17,10 @@ from probesim.manifests import kubernetes as k8s
 from probesim.manifests.errors import field_path, from_validation
 from probesim.manifests.yamlsrc import Doc, Path_, load_docs, read_text
 from probesim.model.duration import format_ms
-from probesim.model.kubernetes import Workload, pod_names_of
+from probesim.model.kubernetes import Workload
 from probesim.model.scenario import API_VERSION, Scenario, ScenarioFile, ScenarioSpec, WorkloadBehavior
 
+MAX_TEXT = 4096  # characters in a key or value of the scenario document
 MAX_SERIES_BYTES = 10_000_000
 MAX_SERIES_SECONDS = 366 * 24 * 3600.0  # a year; longer than any run the cost limit allows
 MAX_RATE = 1e9  # as the scenario's Rate fields
@@ -44,6 +46,7 @@ def scenario_from_text(text: str, file: str, base_dir: Path, extra_manifests: Se
     if len(heads) > 1:
         raise InputError("more than one Scenario document", file=file, line=heads[1].line)
     head = heads[0]
+    _check_text_sizes(head, head.data, ())
     try:
         sf = ScenarioFile.model_validate(head.data)
     except ValidationError as e:
@@ -234,6 +237,23 @@ def _objects_of(doc: Doc) -> list[tuple[Path_, object]]:
     return [((), data)]
 
 
+def _check_text_sizes(head: Doc, node: object, path: Path_) -> None:
+    """No key or string of the scenario document (its inline manifests aside) is longer than
+    MAX_TEXT: nothing a scenario says needs more, and parsing giant values costs."""
+    if path == ("manifests",):
+        return
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in items:
+        sub = (*path, key)
+        for text in (key, value):
+            if isinstance(text, str) and len(text) > MAX_TEXT:
+                raise InputError(
+                    f"{len(text)} characters; at most {MAX_TEXT} in a scenario",
+                    file=head.file, line=head.line_of(sub), obj="Scenario", field=field_path(sub),
+                )  # fmt: skip
+        _check_text_sizes(head, value, sub)
+
+
 def _sub_lines(doc: Doc, prefix: Path_) -> dict[Path_, int]:
     n = len(prefix)
     return {p[n:]: ln for p, ln in doc.lines.items() if p[:n] == prefix}
@@ -292,11 +312,13 @@ def _cross_check(s: Scenario, head: Doc) -> None:
                     ("spec", "behavior", wname, "readinessGates", g),
                     f"{wname} declares no readiness gate {g!r}",
                 )
-    pod_names = {n for w in s.workloads for n in pod_names_of(w)}
     deleted: set[str] = set()
     for i, a in enumerate(spec.actions):
-        if a.pod not in pod_names:
-            known = ", ".join(sorted(pod_names))
+        if not _is_pod(s, a.pod):
+            pods = (n for w in s.workloads for n in _pod_names(w))
+            known = ", ".join(islice(pods, 20)) + (
+                ", …" if sum(w.spec.replicas for w in s.workloads) > 20 else ""
+            )
             raise fail(("spec", "actions", i, "pod"), f"no pod {a.pod!r} when the run starts; pods: {known}")
         if a.pod in deleted:
             raise fail(
@@ -350,6 +372,28 @@ def _check_calls(
                             f"route {rpath!r} calls dependency {call.dependency!r}, which "
                             f"spec.dependencies does not define (defined: {defined})",
                         )
+
+
+def _pod_names(w: Workload) -> Iterator[str]:
+    """``pod_names_of``, one at a time: a workload may ask for two billion replicas."""
+    if w.kind == "Pod":
+        yield w.name
+    else:
+        yield from (f"{w.name}-{i}" for i in range(w.spec.replicas))
+
+
+def _is_pod(s: Scenario, name: str) -> bool:
+    """Whether ``name`` is one of the pods the run starts with (see ``pod_names_of``)."""
+    for w in s.workloads:
+        if w.kind == "Pod":
+            if name == w.name:
+                return True
+            continue
+        ordinal = name.removeprefix(f"{w.name}-")
+        digits = ordinal != name and ordinal.isascii() and ordinal.isdigit()
+        if digits and str(int(ordinal)) == ordinal and int(ordinal) < w.spec.replicas:
+            return True
+    return False
 
 
 def _durations(spec: ScenarioSpec) -> list[tuple[Path_, int]]:

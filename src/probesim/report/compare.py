@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from probesim.results import Result
+from probesim.safe import cell
 
 
 def _rate(result: Result, name: str) -> float:
@@ -56,8 +57,8 @@ def render_compare(results: list[Result], console: Console) -> None:
     last = None
     for row in rows(results):
         t.add_row(
-            row["scenario"] if row["scenario"] != last else "",
-            row["route"],
+            cell(row["scenario"]) if row["scenario"] != last else "",
+            cell(row["route"]),
             f"{row['requestsPerSecond']:.0f}",
             f"{row['errorPercent']:.1f} %",
             _ms(row["p95Ms"]),
@@ -94,8 +95,8 @@ def render_lab_comparison(rows: list[dict[str, Any]], console: Console) -> None:
         unit = str(r["unit"])
         tol = f"±{r['tolerance'] / 1000:g} s" if unit in ("ms", "replicas") else f"±{r['tolerance']}"
         t.add_row(
-            str(r["object"]),
-            str(r["reason"]),
+            cell(str(r["object"])),
+            cell(str(r["reason"])),
             _cell(r["simulated"], unit),
             _cell(r["measured"], unit),
             tol,

@@ -8,9 +8,11 @@ from dataclasses import dataclass
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from probesim.model.duration import format_ms
 from probesim.results import CAUSES, Event, Result
+from probesim.safe import MESSAGE_LIMIT, cell, visible
 
 
 def _secs(ms: int | None) -> str:
@@ -18,13 +20,16 @@ def _secs(ms: int | None) -> str:
 
 
 def render_result(result: Result, console: Console, events: bool = True) -> None:
+    """The run's summary tables and events. Names and messages are user text: shown through
+    probesim.safe, never as markup."""
     if result.source == "lab":
-        console.print(f"[bold]{result.scenario}[/bold]  ran for real for {format_ms(result.duration_ms)}")
+        what = f"  ran for real for {format_ms(result.duration_ms)}"
     else:
-        console.print(
-            f"[bold]{result.scenario}[/bold]  simulated {format_ms(result.duration_ms)} "
+        what = (
+            f"  simulated {format_ms(result.duration_ms)} "
             f"in steps of {format_ms(result.step_ms)}, seed {result.seed}"
         )
+    console.print(Text.assemble(cell(result.scenario, style="bold"), what))
     if result.routes:
         t = Table(title="Requests", title_justify="left", box=box.SIMPLE)
         t.add_column("ROUTE")
@@ -35,8 +40,8 @@ def render_result(result: Result, console: Console, events: bool = True) -> None
             t.add_column(h, justify="right")
         for r in result.routes:
             t.add_row(
-                r.name,
-                r.service,
+                cell(r.name),
+                cell(r.service),
                 str(r.offered),
                 str(r.ok),
                 str(r.failed_total),
@@ -61,7 +66,7 @@ def render_result(result: Result, console: Console, events: bool = True) -> None
         t.add_column(h, justify="left" if h == "WORKLOAD" else "right")
     for w in result.workloads:
         t.add_row(
-            f"{w.kind.lower()}/{w.name}",
+            cell(f"{w.kind.lower()}/{w.name}"),
             str(w.replicas),
             str(w.total_restarts),
             _secs(w.first_ready_ms),
@@ -73,7 +78,9 @@ def render_result(result: Result, console: Console, events: bool = True) -> None
     console.print(t)
     restarted = {p: n for w in result.workloads for p, n in w.restarts.items() if n}
     if restarted:
-        console.print("Restarts by pod: " + ", ".join(f"{p} {n}" for p, n in restarted.items()))
+        console.print(
+            Text("Restarts by pod: " + ", ".join(f"{visible(p)} {n}" for p, n in restarted.items()))
+        )
     if events:
         render_events(result.events, console)
 
@@ -112,5 +119,7 @@ def render_events(events: Sequence[Event], console: Console) -> None:
         if a.count > 1:
             when += f" (x{a.count} until {format_ms(a.last)})"
         style = "yellow" if e.type == "Warning" else None
-        t.add_row(when, e.type, e.reason, e.object, e.message, style=style)
+        t.add_row(
+            when, cell(e.type), cell(e.reason), cell(e.object), cell(e.message, MESSAGE_LIMIT), style=style
+        )
     console.print(t)
