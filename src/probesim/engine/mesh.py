@@ -3,20 +3,27 @@ population decides alone. Per client and step, counts only:
 
 - load balancing over the endpoints that are not ejected (round robin continuing from its index,
   least request and random as an even or drawn split), with the panic threshold (§3.2-3.3);
-- outlier detection: consecutive 5xx and gateway errors counted per host as results arrive,
-  ejection at the Nth (immediate, §2.3) within the cap that counts the host being ejected
-  (§2.4), ejection time base × multiplier capped at max, unejection and multiplier decay only on
-  interval ticks (§2.5-2.6);
+- outlier detection: consecutive 5xx, gateway and (split mode) local-origin errors counted per
+  host as results arrive, detection at the Nth (immediate, §2.3) within the cap that counts the
+  host being ejected (§2.4), ejection time base × multiplier capped at max, unejection, success
+  rate, failure percentage and multiplier decay only on interval ticks (§2.5-2.8);
+- host health reaching the load balancer through the cluster manager's merge window: a change
+  within a window of the last one waits for the window's end;
+- hosts that leave the cluster (out of the endpoints) lose their monitor and ejection;
 - fault injection before sending (aborts never reach a host: no outlier update, no retry, §5.1);
 - retries of connect failures (Istio's default retry_on) onto other hosts;
 - mirroring as counted copies.
 
-A step's requests are taken in round-robin order: the step is cut at each ejection so that a
-host gets exactly the errors it returns before it is ejected.
+A client's requests in a step are spread evenly over it (the route's k-th request of the step at
+``t + k × step / n``, client ``k mod clients``), and the step is cut at each change a request can
+see (an ejection, a tick, a delivered health update), so a host gets exactly the errors it
+returns before its ejection reaches the load balancer, and ejections carry the time of the
+request that caused them whatever the step.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,9 +37,29 @@ from probesim.model.scenario import Scenario, Traffic
 from probesim.results import Event
 
 I64 = npt.NDArray[np.int64]
+B = npt.NDArray[np.bool_]
 
 # Endpoint categories from the traffic step: 1 refused, 2 hung, 3 error status, 4 ok (3 may be < 500).
 REFUSED, HUNG, ERROR, OK = 1, 2, 3, 4
+
+# The cluster manager delivers health changes to the workers' load balancers at once only when
+# the previous delivery is more than `update_merge_window` old (default 1 s, which Istio leaves
+# unset); otherwise they wait for a timer started at the change (cluster_manager_impl.cc,
+# scheduleUpdate). Membership changes are never merged and carry pending ones with them.
+MERGE_WINDOW_MS = 1000
+LONG_AGO = -(10**15)
+NEVER = np.iinfo(np.int64).max // 4
+
+# Ejection types (OutlierEjectionType) and the stat suffix of each (outlier_detection_impl.cc).
+STAT = {
+    "CONSECUTIVE_5XX": "consecutive_5xx",
+    "CONSECUTIVE_GATEWAY_FAILURE": "consecutive_gateway_failure",
+    "CONSECUTIVE_LOCAL_ORIGIN_FAILURE": "consecutive_local_origin_failure",
+    "SUCCESS_RATE": "success_rate",
+    "SUCCESS_RATE_LOCAL_ORIGIN": "local_origin_success_rate",
+    "FAILURE_PERCENTAGE": "failure_percentage",
+    "FAILURE_PERCENTAGE_LOCAL_ORIGIN": "local_origin_failure_percentage",
+}
 
 
 @dataclass
@@ -58,6 +85,13 @@ class Detector:
     fp_threshold: int = 85
     fp_min_hosts: int = 5
     fp_volume: int = 50
+    # Split mode (§2.2, §4.2.7): local-origin failures (connect failures, timeouts) apart from
+    # the 5xx and gateway counters, with their own counter and success-rate buckets.
+    split: bool = False
+    consecutive_local: int = 5
+    enforce_local: int = 100
+    enforce_local_sr: int = 0  # Istio writes enforcing_local_origin_success_rate: 0
+    enforce_local_fp: int = 0
 
     @classmethod
     def from_istio(cls, od: OutlierDetection) -> Detector:
@@ -76,7 +110,14 @@ class Detector:
         if od.max_ejection_percent:
             d.max_percent = od.max_ejection_percent
         d.panic = float(od.min_health_percent or 0)
+        d.split = bool(od.split_external_local_origin_errors)
+        if d.split and od.consecutive_local_origin_failures:
+            d.consecutive_local = od.consecutive_local_origin_failures
         return d
+
+
+def _zeros(n: int) -> I64:
+    return np.zeros(n, np.int64)
 
 
 @dataclass
@@ -85,43 +126,98 @@ class Client:
 
     n: int
     cursor: int = 0
-    ejected: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, bool))
-    c5xx: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
-    cgw: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
-    backoff: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
-    ejected_at: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
-    unejected_at: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
-    num_ejections: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
-    clocal: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
-    rq: I64 = field(default_factory=lambda: np.zeros(0, np.int64))  # this interval's requests per host
-    rq_failed: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
+    member: B = field(init=False)  # in the cluster (EDS) as last seen: monitored hosts
+    ejected: B = field(init=False)  # the detector's FAILED_OUTLIER_CHECK
+    visible: B = field(init=False)  # ejected as the load balancer last got it
+    c5xx: I64 = field(init=False)
+    cgw: I64 = field(init=False)
+    clocal: I64 = field(init=False)
+    backoff: I64 = field(init=False)
+    ejected_at: I64 = field(init=False)
+    unejected_at: I64 = field(init=False)
+    num_ejections: I64 = field(init=False)
+    # This interval's success-rate buckets: external origin (HTTP codes) and local origin.
+    rq: I64 = field(init=False)
+    rq_failed: I64 = field(init=False)
+    lrq: I64 = field(init=False)
+    lrq_failed: I64 = field(init=False)
+    next_tick: int | None = None
+    # Merge-window times are keys 2 × ms + lag: an ejection caused by a request happens just
+    # after the request was sent (lag 1), a tick or membership change at its instant (lag 0).
+    last_update: int = LONG_AGO  # the last health delivery to the load balancer
+    pending: int | None = None  # when merged health changes are delivered
+    seen: bool = False  # membership known (the route has sent)
 
     def __post_init__(self) -> None:
         n = self.n
-        self.rq, self.rq_failed = np.zeros(n, np.int64), np.zeros(n, np.int64)
-        self.ejected = np.zeros(n, bool)
-        self.c5xx, self.cgw, self.clocal = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
-        self.backoff = np.zeros(n, np.int64)
+        self.member, self.ejected, self.visible = np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, bool)
+        for name in (
+            "c5xx",
+            "cgw",
+            "clocal",
+            "backoff",
+            "num_ejections",
+            "rq",
+            "rq_failed",
+            "lrq",
+            "lrq_failed",
+        ):
+            setattr(self, name, _zeros(n))
         self.ejected_at = np.full(n, -1, np.int64)
         self.unejected_at = np.full(n, -1, np.int64)
-        self.num_ejections = np.zeros(n, np.int64)
+
+    def forget(self, hosts: B) -> None:
+        """Hosts removed from the cluster: their monitors go, with any ejection (§2.10)."""
+        self.ejected[hosts] = self.visible[hosts] = False
+        for a in (self.c5xx, self.cgw, self.clocal, self.backoff, self.num_ejections):
+            a[hosts] = 0
+        for a in (self.rq, self.rq_failed, self.lrq, self.lrq_failed):
+            a[hosts] = 0
+        self.ejected_at[hosts] = self.unejected_at[hosts] = -1
 
 
 @dataclass
 class Stats:
     ejections_enforced_total: int = 0
+    ejections_overflow: int = 0
     ejections_detected_consecutive_5xx: int = 0
     ejections_detected_consecutive_gateway_failure: int = 0
     ejections_detected_consecutive_local_origin_failure: int = 0
-    ejections_overflow: int = 0
     ejections_detected_success_rate: int = 0
+    ejections_detected_local_origin_success_rate: int = 0
     ejections_detected_failure_percentage: int = 0
+    ejections_detected_local_origin_failure_percentage: int = 0
+    ejections_enforced_consecutive_5xx: int = 0
+    ejections_enforced_consecutive_gateway_failure: int = 0
+    ejections_enforced_consecutive_local_origin_failure: int = 0
+    ejections_enforced_success_rate: int = 0
+    ejections_enforced_local_origin_success_rate: int = 0
+    ejections_enforced_failure_percentage: int = 0
+    ejections_enforced_local_origin_failure_percentage: int = 0
+    # Deprecated counters Envoy still keeps: ejections_total (5xx and success rate, counted when
+    # the cap lets the ejection through), ejections_consecutive_5xx, ejections_success_rate.
+    ejections_total: int = 0
+    ejections_consecutive_5xx: int = 0
+    ejections_success_rate: int = 0
     aborts_injected: int = 0
     delays_injected: int = 0
     no_healthy_upstream: int = 0
     lb_healthy_panic: int = 0
     upstream_rq_retry: int = 0
     mirrored: int = 0
+
+    def bump(self, name: str, by: int = 1) -> None:
+        setattr(self, name, getattr(self, name) + by)
+
+
+def _rr_times(at: Callable[[int], int], start: int, order: I64, k: int) -> Callable[[int, int], int]:
+    """Round robin: the time of host ``i``'s ``x``-th request of a chunk."""
+    return lambda i, x: at(start + int(order[i]) + (x - 1) * k)
+
+
+def _drawn_times(at: Callable[[int], int], start: int, drawn: I64, avail: int) -> Callable[[int, int], int]:
+    """Random picks: host ``i``'s ``x``-th request of a chunk, spread evenly over it."""
+    return lambda i, x: at(start + min(avail - 1, max(0, -(-x * avail // max(int(drawn[i]), 1)) - 1)))
 
 
 class MeshRoute:
@@ -138,23 +234,25 @@ class MeshRoute:
         route: HTTPRoute | None,
         lb: str,
         rng: np.random.Generator,
+        step: int = 1000,
     ) -> None:
         self.name = name
         self.pods = host_pods  # the Service's pods, in pod order (the cluster's hosts)
         self.upstreams = upstreams  # "ip:port" per host, for the event log
         self.cluster = cluster
         self.rng = rng
+        self.step = step
+        self.merge_window = MERGE_WINDOW_MS
         policy = rule.spec.traffic_policy if rule else None
         od = policy.outlier_detection if policy else None
         self.detector = Detector.from_istio(od) if od is not None else None
-        # Split mode: connect failures count as local origin, apart from 5xx (§2.2, §4.2.7).
-        self.split = bool(od and od.split_external_local_origin_errors)
-        self.local_threshold = (od.consecutive_local_origin_failures or 5) if self.split and od else 0
+        self.split = bool(self.detector and self.detector.split)
         self.panic = self.detector.panic if self.detector else 50.0  # Envoy's default without the block
         self.lb = lb
         self.clients = [Client(host_pods.size) for _ in range(clients)]
         for c in self.clients:
             c.cursor = int(rng.integers(0, max(host_pods.size, 1)))  # Envoy seeds the index at random
+            c.next_tick = self.detector.interval if self.detector else None
         self.route = route
         f = route.fault if route else None
         self.abort = (
@@ -189,62 +287,139 @@ class MeshRoute:
         self.mirror = mirror
         self.stats = Stats()
         self.mirrored_now = 0  # copies sent this step
+        self.sent = 0  # requests of the run so far (which client sends the next)
         self.events: list[Event] = []
-        self.next_tick = self.detector.interval if self.detector else None
+
+    # -- health reaching the load balancer -----------------------------------------------------
+
+    def _changed(self, c: Client, key: int) -> None:
+        """A host's health changed (ejection or unejection; ``key`` its time as 2 × ms + lag):
+        the load balancer gets the state at once, or when the merge window's timer fires."""
+        w = 2 * self.merge_window
+        if w > 0 and key - c.last_update <= w:
+            if c.pending is None:
+                c.pending = key + w
+            return
+        c.pending = None
+        c.visible = c.ejected.copy()
+        c.last_update = key
+
+    def _deliver(self, c: Client) -> None:
+        assert c.pending is not None
+        c.visible = c.ejected.copy()
+        c.last_update, c.pending = c.pending, None
+
+    def _members(self, t: int, c: Client, in_eps: B) -> None:
+        """The cluster's hosts as the route sends at ``t``: removed hosts lose their monitor
+        (and ejection: no unejection is logged); a membership change reaches the load balancer
+        at once, with any merged health change. Changes before the route's first request count
+        as long before."""
+        if np.array_equal(c.member, in_eps):
+            return
+        c.forget(c.member & ~in_eps)
+        c.member = in_eps.copy()
+        c.visible = c.ejected.copy()
+        c.pending = None
+        if c.seen:
+            c.last_update = 2 * t
+        c.seen = True
 
     # -- the interval timer --------------------------------------------------------------------
 
     def tick(self, t: int) -> None:
-        """Interval ticks due by ``t``: unejection and multiplier decay (§2.5-2.6)."""
-        d = self.detector
-        if d is None or self.next_tick is None:
-            return
-        while self.next_tick <= t:
-            now = self.next_tick
-            for ci, c in enumerate(self.clients):
-                for h in np.flatnonzero(c.ejected):
-                    if min(d.base * int(c.backoff[h]), d.max_time) <= now - int(c.ejected_at[h]):
-                        c.ejected[h] = False
-                        c.unejected_at[h] = now
-                        c.c5xx[h] = c.cgw[h] = c.clocal[h] = 0
-                        self._event(now, ci, int(h), "UNEJECT", "")
-                self._success_rate(now, ci, c, d)
-                decay = (
-                    ~c.ejected
-                    & (c.unejected_at >= 0)
-                    & (now - c.unejected_at >= d.interval)
-                    & (c.backoff > 0)
-                )
-                c.backoff[decay] -= 1
-            self.next_tick += d.interval
+        """Interval ticks and merged deliveries due by ``t`` (§2.5-2.6), for every client."""
+        for ci, c in enumerate(self.clients):
+            self._advance(ci, c, t)
 
-    def _success_rate(self, now: int, ci: int, c: Client, d: Detector) -> None:
-        """Success-rate, then failure-percentage detection over the interval just ended (§2.7-2.8)."""
-        rq, failed = c.rq, c.rq_failed
-        c.rq, c.rq_failed = np.zeros_like(rq), np.zeros_like(failed)
-        total = c.n
-        sr_hosts = np.flatnonzero((rq >= d.sr_volume) & ~c.ejected)
-        if sr_hosts.size >= d.sr_min_hosts:
+    def _advance(self, ci: int, c: Client, until: int) -> None:
+        """In time order: merged deliveries before ``until`` (a request sent at the timer's
+        instant was picked before it fires), interval ticks at or before it."""
+        while True:
+            deliver = c.pending is not None and c.pending <= 2 * until
+            tick = c.next_tick is not None and c.next_tick <= until
+            if deliver and (not tick or c.pending <= 2 * c.next_tick):  # type: ignore[operator]
+                self._deliver(c)
+            elif tick:
+                assert c.next_tick is not None
+                self._tick(ci, c, c.next_tick)
+            else:
+                return
+
+    def _tick(self, ci: int, c: Client, now: int) -> None:
+        """One run of the interval timer (``onIntervalTimer``): unejections, success rate and
+        failure percentage of the interval just ended, external then local origin, then the
+        multiplier's decay."""
+        d = self.detector
+        assert d is not None
+        for h in np.flatnonzero(c.ejected):
+            if min(d.base * int(c.backoff[h]), d.max_time) <= now - int(c.ejected_at[h]):
+                c.ejected[h] = False
+                c.unejected_at[h] = now
+                c.c5xx[h] = c.cgw[h] = c.clocal[h] = 0
+                self._event(now, ci, int(h), "UNEJECT", "", False)  # Envoy prints false
+                self._changed(c, 2 * now)
+        ext = (c.rq, c.rq_failed)
+        local = (c.lrq, c.lrq_failed)
+        c.rq, c.rq_failed, c.lrq, c.lrq_failed = (np.zeros_like(c.rq) for _ in range(4))
+        self._success_rate(now, ci, c, d, *ext, "")
+        self._success_rate(now, ci, c, d, *local, "_LOCAL_ORIGIN")
+        decay = ~c.ejected & (c.unejected_at >= 0) & (now - c.unejected_at >= d.interval) & (c.backoff > 0)
+        c.backoff[decay] -= 1
+        c.next_tick = now + d.interval
+
+    def _success_rate(
+        self, now: int, ci: int, c: Client, d: Detector, rq: I64, failed: I64, origin: str
+    ) -> None:
+        """Success-rate, then failure-percentage detection over one bucket (§2.7-2.8)."""
+        total = int(c.member.sum())
+        if total < d.sr_min_hosts and total < d.fp_min_hosts:
+            return
+        local = bool(origin)
+        sr_hosts = np.flatnonzero((rq >= d.sr_volume) & ~c.ejected & c.member)
+        if sr_hosts.size and sr_hosts.size >= d.sr_min_hosts:
             rate = 100.0 * (rq[sr_hosts] - failed[sr_hosts]) / rq[sr_hosts]
             threshold = rate.mean() - d.sr_stdev * rate.std()
             for h in sr_hosts[rate < threshold]:
-                self.stats.ejections_detected_success_rate += 1
-                self._eject_or_not(now, ci, c, int(h), total, d.enforce_sr, "SUCCESS_RATE")
-        fp_hosts = np.flatnonzero((rq >= d.fp_volume) & ~c.ejected)
-        if fp_hosts.size >= d.fp_min_hosts:
+                self.stats.ejections_success_rate += 1
+                self._eject_or_not(
+                    now, ci, c, int(h), d.enforce_local_sr if local else d.enforce_sr, "SUCCESS_RATE" + origin
+                )
+        fp_hosts = np.flatnonzero((rq >= d.fp_volume) & ~c.ejected & c.member)
+        if fp_hosts.size and fp_hosts.size >= d.fp_min_hosts:
             pct = 100.0 * failed[fp_hosts] / rq[fp_hosts]
             for h in fp_hosts[pct >= d.fp_threshold]:
-                self.stats.ejections_detected_failure_percentage += 1
-                self._eject_or_not(now, ci, c, int(h), total, d.enforce_fp, "FAILURE_PERCENTAGE")
+                self._eject_or_not(
+                    now,
+                    ci,
+                    c,
+                    int(h),
+                    d.enforce_local_fp if local else d.enforce_fp,
+                    "FAILURE_PERCENTAGE" + origin,
+                )
 
-    def _eject_or_not(self, t: int, ci: int, c: Client, h: int, total: int, enforce: int, kind: str) -> bool:
-        """``ejectHost`` (§2.4): the cap counting this host, then the enforcement roll."""
+    def _allowed(self, c: Client) -> bool:
+        """The cap (§2.4), counting the host being ejected, over the hosts in the cluster."""
         d = self.detector
         assert d is not None
-        if 100.0 * (int(c.ejected.sum()) + 1) / max(total, 1) > d.max_percent:
+        return 100.0 * (int(c.ejected.sum()) + 1) / max(int(c.member.sum()), 1) <= d.max_percent
+
+    def _eject_or_not(
+        self, t: int, ci: int, c: Client, h: int, enforce: int, kind: str, lag: int = 0
+    ) -> bool:
+        """A detection (``ejections_detected_*``), then ``ejectHost`` (§2.4): the cap counting
+        this host, then the enforcement roll. A detection that passes the cap but is not
+        enforced is logged with ``"enforced": false``, as Envoy logs it."""
+        d = self.detector
+        assert d is not None
+        stat = STAT[kind]
+        self.stats.bump(f"ejections_detected_{stat}")
+        if not self._allowed(c):
             self.stats.ejections_overflow += 1
             return False
-        if enforce < 100 and self.rng.integers(0, 100) >= enforce:
+        if kind in ("CONSECUTIVE_5XX", "SUCCESS_RATE"):
+            self.stats.ejections_total += 1
+        if enforce <= 0 or (enforce < 100 and self.rng.integers(0, 100) >= enforce):
+            self._event(t, ci, h, "EJECT", kind, False)
             return False
         c.ejected[h] = True
         c.ejected_at[h] = t
@@ -252,7 +427,9 @@ class MeshRoute:
         if c.backoff[h] * d.base < d.max_time + d.base:
             c.backoff[h] += 1
         self.stats.ejections_enforced_total += 1
-        self._event(t, ci, h, "EJECT", kind)
+        self.stats.bump(f"ejections_enforced_{stat}")
+        self._event(t, ci, h, "EJECT", kind, True)
+        self._changed(c, 2 * t + lag)
         return True
 
     # -- one step of requests ------------------------------------------------------------------
@@ -265,11 +442,15 @@ class MeshRoute:
         counts = np.zeros(self.pods.size, np.int64)
         aborted = uh = 0
         self.mirrored_now = 0
-        share = [
-            n // len(self.clients) + (1 if i < n % len(self.clients) else 0) for i in range(len(self.clients))
-        ]
+        nc = len(self.clients)
+        # The route's requests go to the clients in turn, across steps (the k-th of the run to
+        # client k mod clients), whatever the step.
+        first_k = [(ci - self.sent) % nc for ci in range(nc)]
+        self.sent += n
         for ci, c in enumerate(self.clients):
-            m = share[ci]
+            self._members(t, c, in_eps)
+            k0 = first_k[ci]
+            m = max(0, -(-(n - k0) // nc))
             if m == 0:
                 continue
             if self.delay:
@@ -283,35 +464,64 @@ class MeshRoute:
                 copies = int(self.rng.binomial(m, min(self.mirror, 1.0)))
                 self.stats.mirrored += copies
                 self.mirrored_now += copies
-            got, lost = self._client_step(t, ci, c, m, in_eps, cat_by_pod, status_by_pod)
+            got, lost = self._client_step(t, n, ci, k0, c, m, in_eps, cat_by_pod, status_by_pod)
             counts += got
             uh += lost
         self.stats.no_healthy_upstream += uh
         return counts, aborted, uh
 
     def _hosts(self, c: Client, in_eps: npt.NDArray[np.bool_]) -> tuple[I64, bool]:
-        """The host set to pick from, and whether the LB is in panic (§3.3)."""
+        """The host set to pick from as the load balancer sees it, and whether it is in panic
+        (§3.3)."""
         members = np.flatnonzero(in_eps)
         if members.size == 0:
             return members, False
-        healthy = members[~c.ejected[members]]
+        healthy = members[~c.visible[members]]
         availability = min(100, 140 * healthy.size // members.size)
         panic = availability < 100 and 100.0 * healthy.size / members.size < self.panic
         return (members if panic else healthy), panic
 
     def _client_step(
-        self, t: int, ci: int, c: Client, m: int, in_eps: npt.NDArray[np.bool_], cat: I64, status: I64
+        self,
+        t: int,
+        n: int,
+        ci: int,
+        k0: int,
+        c: Client,
+        m: int,
+        in_eps: npt.NDArray[np.bool_],
+        cat: I64,
+        status: I64,
     ) -> tuple[I64, int]:
-        """Pick hosts for ``m`` requests of one client. The step is cut when a failing host would
-        be ejected, so that it gets exactly the errors it returns before that."""
+        """Pick hosts for ``m`` requests of one client. The step is cut at the first request
+        that would get a host ejected, and at the first one sent after a tick or a delivered
+        health change, so each request sees the load balancer as it then is."""
         got = np.zeros(self.pods.size, np.int64)
-        total = int(in_eps.sum())
-        while m > 0:
+        nc, step = len(self.clients), self.step
+
+        def at(j: int) -> int:  # the time of this client's j-th request of the step
+            return t + ((j * nc + k0) * step) // max(n, 1)
+
+        def first(te: int) -> int:  # the first of its requests sent at or after te
+            num = (te - t) * n - k0 * step
+            return max(0, -(-num // (nc * step)))
+
+        j = uh = 0
+        while j < m:
+            self._advance(ci, c, at(j))
+            limit = m
+            if c.next_tick is not None:
+                limit = min(limit, first(c.next_tick))
+            if c.pending is not None:
+                limit = min(limit, first((c.pending + 1) // 2))  # a lagged delivery follows its ms
+            avail = max(limit - j, 1)
             hosts, panic = self._hosts(c, in_eps)
             if hosts.size == 0:
-                return got, m  # 503 UH
+                uh += avail  # 503 UH
+                j += avail
+                continue
             if panic:
-                self.stats.lb_healthy_panic += m
+                self.stats.lb_healthy_panic += avail
             k = hosts.size
             refused = cat[hosts] == REFUSED
             # A hung host answers nothing: with a route or per-try timeout the sidecar gives up
@@ -319,21 +529,26 @@ class MeshRoute:
             hung = cat[hosts] == HUNG
             st = np.where(refused, 503, np.where(cat[hosts] == ERROR, status[hosts], 200))
             st = np.where(hung, 504 if self.times_out else 0, st)  # 0: no answer, nothing reported
-            need = np.minimum(self._need(c, hosts, refused, st, total), m + 1)  # no crossing past m
+            need = np.minimum(self._need(c, hosts, refused, hung, st), avail + 1)  # no crossing past avail
+            start = j
             if self.lb == "ROUND_ROBIN":
                 order = (np.arange(k) - c.cursor) % k  # position of each host in this round
                 pos = order + (need - 1) * k + 1  # the request that makes it cross
-                cut = int(min(m, pos.min()))
+                cut = int(min(avail, pos.min()))
                 per = np.full(k, cut // k, np.int64) + (order < cut % k)
-                c.cursor = (c.cursor + cut) % k
-                m -= cut
+                c.cursor += cut  # Envoy's index keeps counting; it picks index % hosts (§3.4)
+
+                when = _rr_times(at, start, order, k)
             else:
                 # Random and least request (equal loads: power of two choices picks evenly).
-                per = self.rng.multinomial(m, np.full(k, 1.0 / k)).astype(np.int64)
-                surplus = np.where(per > need, per - need, 0)
-                per -= surplus
-                m = int(surplus.sum())
-            self._report(t, ci, c, hosts, per, refused, st, total)
+                drawn = self.rng.multinomial(avail, np.full(k, 1.0 / k)).astype(np.int64)
+                per = np.minimum(drawn, need)
+                cut = avail - int((drawn - per).sum())
+
+                when = _drawn_times(at, start, drawn, avail)
+
+            j += cut
+            self._report(ci, c, hosts, per, refused, hung, st, when)
             retried = self._retriable(refused, hung, st) & (per > 0)
             good = (st > 0) & (st < 500)
             if retried.any() and good.any():
@@ -346,7 +561,7 @@ class MeshRoute:
                 per[others] += moved // others.size
                 per[others[: moved % others.size]] += 1
             got[hosts] += per
-        return got, 0
+        return got, uh
 
     def _retriable(
         self, refused: npt.NDArray[np.bool_], hung: npt.NDArray[np.bool_], st: I64
@@ -361,14 +576,25 @@ class MeshRoute:
             out |= answered & np.isin(st, list(self.retry_codes))
         return out
 
-    def _need(self, c: Client, hosts: I64, refused: npt.NDArray[np.bool_], st: I64, total: int) -> I64:
+    def _local(self, refused: B, hung: B, st: I64) -> tuple[B, B]:
+        """In split mode, which results are local-origin failures: connect failures, and
+        timeouts on a hung host (whose connection was established first, resetting the
+        counter, so they count one at a time)."""
+        if not self.split:
+            z = np.zeros(refused.size, bool)
+            return z, z
+        return refused, hung & (st == 504)
+
+    def _need(self, c: Client, hosts: I64, refused: B, hung: B, st: I64) -> I64:
         """Requests until each host would be ejected; a large number when it cannot be (it
-        answers well, its detection is not enforced, or the cap forbids another ejection)."""
-        never = np.full(hosts.size, np.iinfo(np.int64).max // 4, np.int64)
+        answers well, its detection is not enforced, it is ejected already, or the cap forbids
+        another ejection)."""
+        never = np.full(hosts.size, NEVER, np.int64)
         d = self.detector
-        if d is None or 100.0 * (int(c.ejected.sum()) + 1) / max(total, 1) > d.max_percent:
+        if d is None or not self._allowed(c):
             return never
-        local = refused & self.split
+        conn_failed, timed_out = self._local(refused, hung, st)
+        local = conn_failed | timed_out
         fivexx = (st >= 500) & ~local
         gateway = (st >= 502) & (st <= 504) & ~local
         need = never.copy()
@@ -378,84 +604,101 @@ class MeshRoute:
             need = np.minimum(
                 need, np.where(gateway, np.maximum(d.consecutive_gateway - c.cgw[hosts], 1), never)
             )
-        if self.local_threshold > 0:
+        if self.split and d.enforce_local >= 100 and d.consecutive_local > 0:
             need = np.minimum(
-                need, np.where(local, np.maximum(self.local_threshold - c.clocal[hosts], 1), never)
+                need, np.where(conn_failed, np.maximum(d.consecutive_local - c.clocal[hosts], 1), never)
             )
-        return need
+            if d.consecutive_local == 1:
+                need = np.minimum(need, np.where(timed_out, 1, never))
+        return np.where(c.ejected[hosts], never, need)
 
     def _report(
         self,
-        t: int,
         ci: int,
         c: Client,
         hosts: I64,
         per: I64,
-        refused: npt.NDArray[np.bool_],
+        refused: B,
+        hung: B,
         st: I64,
-        total: int,
+        when: Callable[[int, int], int],
     ) -> None:
-        """Results reach each host's monitor (§2.2): successes reset the counters; 5xx and
-        gateway errors count up (a connect failure is a 503, or a local-origin failure in split
-        mode), and a detection fires each time a counter reaches its threshold."""
-        recv = (per > 0) & (st > 0)
-        local = refused & self.split
-        failed = (st >= 500) | local
-        c.rq[hosts] += per
-        c.rq_failed[hosts[failed]] += per[failed]
-        ok = recv & ~failed
-        for counter in (c.c5xx, c.cgw, c.clocal):
-            counter[hosts[ok]] = 0
-        bad = recv & failed
-        if not bad.any():
-            return
-        hb, pb, sb, lb = hosts[bad], per[bad], st[bad], local[bad]
-        gw = (sb >= 502) & (sb <= 504) & ~lb
-        c.clocal[hb] = np.where(lb, c.clocal[hb] + pb, c.clocal[hb])
-        c.c5xx[hb] = np.where(lb, c.c5xx[hb], c.c5xx[hb] + pb)
-        c.cgw[hb] = np.where(lb, c.cgw[hb], np.where(gw, c.cgw[hb] + pb, 0))
-        if self.detector is not None:
-            for h in hb:
-                self._detect(t, ci, c, int(h), total)
-
-    def _detect(self, t: int, ci: int, c: Client, h: int, total: int) -> None:
-        """Detections for host ``h`` (§2.3): none while it is ejected; otherwise each time a
-        counter reaches its threshold it is counted, then the host is ejected if the cap and
-        the enforcement allow; the counter restarts either way."""
+        """Results reach each host's monitor (§2.2). An HTTP code (a connect failure is a 503,
+        a timeout a 504, without split mode) goes to the external bucket and the 5xx and
+        gateway counters; in split mode every established connection is a local-origin
+        success (resetting that counter, whatever the answer) and connect failures and
+        timeouts are local-origin failures. Detections fire each time a counter reaches its
+        threshold, in the order of the requests (``when``: the time of a host's x-th request)."""
+        sent = per > 0
+        conn_failed, timed_out = self._local(refused, hung, st)
+        coded = sent & (st > 0) & ~conn_failed & ~timed_out  # an HTTP code reaches the monitor
+        c.rq[hosts[coded]] += per[coded]
+        bad_code = coded & (st >= 500)
+        c.rq_failed[hosts[bad_code]] += per[bad_code]
+        ok = coded & (st < 500)
+        c.c5xx[hosts[ok]] = 0
+        c.cgw[hosts[ok]] = 0
+        hb, pb, sb = hosts[bad_code], per[bad_code], st[bad_code]
+        c.c5xx[hb] += pb
+        gw = (sb >= 502) & (sb <= 504)
+        c.cgw[hb] = np.where(gw, c.cgw[hb] + pb, 0)
+        if self.split:
+            connected = sent & ~refused
+            c.lrq[hosts[sent]] += per[sent] * np.where(timed_out[sent], 2, 1)
+            lost = sent & (refused | timed_out)
+            c.lrq_failed[hosts[lost]] += per[lost]
+            d = self.detector
+            one = d is not None and d.consecutive_local == 1
+            c.clocal[hosts[connected]] = 0
+            tb = sent & timed_out
+            c.clocal[hosts[tb]] = per[tb] if one else 1
+            cf = sent & refused
+            c.clocal[hosts[cf]] += per[cf]
         d = self.detector
-        assert d is not None
-        checks: list[tuple[str, I64, int, int, str]] = [
-            (
-                "CONSECUTIVE_GATEWAY_FAILURE",
-                c.cgw,
-                d.consecutive_gateway,
-                d.enforce_gateway,
-                "consecutive_gateway_failure",
-            ),
-            ("CONSECUTIVE_5XX", c.c5xx, d.consecutive_5xx, d.enforce_5xx, "consecutive_5xx"),
-            (
-                "CONSECUTIVE_LOCAL_ORIGIN_FAILURE",
+        if d is None:
+            return
+        thresholds = {
+            "CONSECUTIVE_GATEWAY_FAILURE": (c.cgw, d.consecutive_gateway, d.enforce_gateway),
+            "CONSECUTIVE_5XX": (c.c5xx, d.consecutive_5xx, d.enforce_5xx),
+            "CONSECUTIVE_LOCAL_ORIGIN_FAILURE": (
                 c.clocal,
-                self.local_threshold,
-                100,
-                "consecutive_local_origin_failure",
+                d.consecutive_local if self.split else 0,
+                d.enforce_local,
             ),
-        ]
-        for kind, counter, threshold, enforce, stat in checks:
-            while threshold > 0 and not c.ejected[h] and counter[h] >= threshold:
-                counter[h] -= threshold
-                name = f"ejections_detected_{stat}"
-                setattr(self.stats, name, getattr(self.stats, name) + 1)
-                if self._eject_or_not(t, ci, c, h, total, enforce, kind):
-                    counter[h] = 0
+        }
+        hits = (bad_code & (st >= 502) & (st <= 504), bad_code, sent & (refused | timed_out) & self.split)
+        found: list[tuple[int, int, int, str]] = []  # (time, check order, host index, kind)
+        for rank, (kind, hit) in enumerate(zip(thresholds, hits, strict=True)):
+            counter, threshold, _ = thresholds[kind]
+            if threshold <= 0:
+                continue
+            for i in np.flatnonzero(hit & (counter[hosts] >= threshold) & ~c.ejected[hosts]):
+                v, p = int(counter[hosts[i]]), int(per[i])
+                # The x-th of the host's requests made the counter equal the threshold; then
+                # every threshold more while the detection does not eject.
+                for x in range(max(1, p - (v - threshold)), p + 1, threshold):
+                    found.append((when(int(i), x), rank, int(i), kind))
+        found.sort()
+        for te, _, hi, kind in found:
+            h = int(hosts[hi])
+            if c.ejected[h]:
+                continue  # §2.3.2: ignored while ejected, the counter not reset
+            if kind == "CONSECUTIVE_5XX":
+                self.stats.ejections_consecutive_5xx += 1
+            counter, threshold, enforce = thresholds[kind]
+            # The counter restarts after a detection, whether it ejects or not.
+            if self._eject_or_not(te, ci, c, h, enforce, kind, lag=1):
+                counter[h] = 0
+            else:
+                counter[h] = max(int(counter[h]) - int(threshold), 0)
 
-    def _event(self, t: int, ci: int, h: int, action: str, kind: str) -> None:
+    def _event(self, t: int, ci: int, h: int, action: str, kind: str, enforced: bool) -> None:
         """A line of Envoy's outlier detection event log (§2.12), from client ``ci``'s sidecar."""
         c = self.clients[ci]
         detail = f'"type":"{kind}",' if kind else ""
         msg = (
             f'{{{detail}"action":"{action}","cluster_name":"{self.cluster}","upstream_url":"{self.upstreams[h]}",'
-            f'"num_ejections":{int(c.num_ejections[h])},"enforced":true}}'
+            f'"num_ejections":{int(c.num_ejections[h])},"enforced":{"true" if enforced else "false"}}}'
         )
         type_ = "Warning" if action == "EJECT" else "Normal"
         self.events.append(Event(t, type_, f"Outlier{action.title()}", f"sidecar/client-{ci}", msg, "envoy"))
@@ -497,5 +740,7 @@ def build_mesh(scenario: Scenario, fleet: Fleet, rng: np.random.Generator) -> di
             for p, c in zip(pods, specs, strict=True)
         ]
         cluster = cluster_name(host, port, None, route.service.metadata.namespace)
-        out[ri] = MeshRoute(route.name, pods, upstreams, cluster, t.clients, rule, vroute, lb, rng)
+        out[ri] = MeshRoute(
+            route.name, pods, upstreams, cluster, t.clients, rule, vroute, lb, rng, scenario.spec.step
+        )
     return out
