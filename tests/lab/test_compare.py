@@ -119,3 +119,62 @@ def test_an_event_without_a_partner_is_allowed_only_in_the_runs_last_second() ->
     early = result("lab", [(0, "Started", "pod/web-0"), (8_500, "Started", "pod/web-0")], [(0, 0)])
     assert rows_by(compare(SIM, late))[("pod/web-0", "Started")]["agree"] is True  # 10 s run
     assert rows_by(compare(SIM, early))[("pod/web-0", "Started")]["agree"] is False
+
+
+def _eject(t: int, url: str, enforced: bool = True, action: str = "EJECT") -> Event:
+    msg = (
+        f'{{"type":"CONSECUTIVE_GATEWAY_FAILURE","cluster_name":"c","upstream_url":"{url}",'
+        f'"action":"{action}","num_ejections":1,"enforced":{"true" if enforced else "false"}}}'
+    )
+    return Event(t, "Warning", f"Outlier{action.title()}", "sidecar/client-0", msg, "envoy")
+
+
+def test_detections_envoy_logs_as_not_enforced_are_not_ejections() -> None:
+    # Istio's defaults detect gateway errors (and success rate) without enforcing: Envoy logs
+    # each as an EJECT line with "enforced": false. Only enforced ones are ejections; the others
+    # are counted apart.
+    sim = result("simulation", [], [(0, 0)])
+    sim.events[:] = [_eject(5000, "10.244.0.2:8080"), _eject(7000, "10.244.0.3:8080", enforced=False)]
+    lab = result("lab", [], [(0, 0)])
+    lab.events[:] = [
+        _eject(5200, "127.0.0.1:4001"),
+        _eject(6900, "127.0.0.1:4002", enforced=False),
+        _eject(8100, "127.0.0.1:4002", enforced=False),
+    ]
+    by = rows_by(compare(sim, lab, outlier_tolerance_ms=2000))
+    assert by[("sidecar/client-0", "OutlierEject")]["measured"] == [5200]
+    assert by[("sidecar/client-0", "OutlierEject")]["agree"] is True
+    assert by[("sidecar/client-0", "detected, not enforced")]["simulated"] == [1]
+    assert by[("sidecar/client-0", "detected, not enforced")]["measured"] == [2]
+
+
+def test_ejections_are_compared_per_pod_by_name() -> None:
+    sim = result("simulation", [], [(0, 0)])
+    sim.events[:] = [_eject(5000, "10.244.0.2:8080"), _eject(6000, "10.244.0.3:8080")]
+    lab = result("lab", [], [(0, 0)])
+    lab.events[:] = [_eject(5100, "127.0.0.1:4002"), _eject(6100, "127.0.0.1:4001")]
+    hosts = {
+        "10.244.0.2:8080": "web-0",
+        "10.244.0.3:8080": "web-1",
+        "127.0.0.1:4001": "web-0",
+        "127.0.0.1:4002": "web-1",
+    }
+    by = rows_by(compare(sim, lab, outlier_tolerance_ms=2000, hosts=hosts))
+    # The lab ejected web-1 first: per pod, each is a second off.
+    assert by[("sidecar/client-0 → pod/web-0", "OutlierEject")]["simulated"] == [5000]
+    assert by[("sidecar/client-0 → pod/web-0", "OutlierEject")]["measured"] == [6100]
+    assert by[("sidecar/client-0 → pod/web-1", "OutlierEject")]["measured"] == [5100]
+    # Without the addresses' pods, the sidecar's ejections in order (as before).
+    assert rows_by(compare(sim, lab, outlier_tolerance_ms=2000))[("sidecar/client-0", "OutlierEject")][
+        "agree"
+    ]
+
+
+def test_simulated_hosts_names_the_pods_behind_the_sidecars_addresses() -> None:
+    from probesim.lab.compare import simulated_hosts
+
+    assert simulated_hosts(builtin("seed003-outlier")) == {
+        "10.244.0.2:8080": "backend-0",
+        "10.244.0.3:8080": "backend-1",
+        "10.244.0.4:8080": "backend-2",
+    }

@@ -5,13 +5,15 @@ whether the two agree within its tolerance; the comparison agrees when every row
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from probesim.engine.mesh import Detector
 from probesim.model.scenario import Scenario
-from probesim.results import Result
+from probesim.results import Event, Result
 
 POD_EVENTS = ("Started", "Killing", "BackOff", "PodReady", "PodNotReady")
 OUTLIER_EVENTS = ("OutlierEject", "OutlierUneject")
@@ -62,6 +64,53 @@ def _times(obj: str, reason: str, sim: Result, lab: Result, tol: int) -> Row | N
     return _time_lists(obj, reason, a, b, tol, end)
 
 
+def _outlier(e: Event, hosts: Mapping[str, str]) -> tuple[str, bool]:
+    """An outlier event's host (its pod's name when ``hosts`` knows the address Envoy logs)
+    and whether it was enforced: Envoy logs detections that pass the cap but are not enforced
+    as EJECT lines with ``"enforced": false`` (Istio's defaults detect by success rate and
+    gateway errors without ejecting). A line that is not Envoy's JSON counts as enforced."""
+    try:
+        doc = json.loads(e.message)
+    except ValueError:
+        return "", True
+    if not isinstance(doc, dict):
+        return "", True
+    url = str(doc.get("upstream_url", ""))
+    return hosts.get(url, ""), e.reason != "OutlierEject" or doc.get("enforced", True) is not False
+
+
+def _outlier_rows(obj: str, sim: Result, lab: Result, tol: int, hosts: Mapping[str, str]) -> list[Row | None]:
+    """A sidecar's enforced ejections and unejections, per host by pod name when every event's
+    host is known (else per sidecar), and its detections that were not enforced, as a count."""
+    end = lab.duration_ms
+    rows: list[Row | None] = []
+    parsed = {
+        side: [
+            (e, *_outlier(e, hosts))
+            for e in r.events_for(obj)
+            if e.reason in OUTLIER_EVENTS and e.time_ms <= end
+        ]
+        for side, r in (("sim", sim), ("lab", lab))
+    }
+    by_host = all(host for side in parsed.values() for _, host, _ in side)
+    targets = sorted({host for side in parsed.values() for _, host, _ in side}) if by_host else [""]
+    for host in targets:
+        name = f"{obj} → pod/{host}" if host else obj
+        for reason in OUTLIER_EVENTS:
+            a, b = (
+                [
+                    e.time_ms
+                    for e, h, enforced in parsed[side]
+                    if e.reason == reason and enforced and h == host
+                ]
+                for side in ("sim", "lab")
+            )
+            rows.append(_time_lists(name, reason, a, b, tol, end))
+    x, y = (sum(1 for e, _, enforced in parsed[side] if not enforced) for side in ("sim", "lab"))
+    rows.append(_count(obj, "detected, not enforced", x, y, 2))
+    return rows
+
+
 def _count(obj: str, reason: str, x: int, y: int, slack: int) -> Row | None:
     """Counts agree within 10 % or ``slack``, whichever is larger."""
     if not x and not y:
@@ -101,7 +150,14 @@ def outlier_interval_ms(scenario: Scenario) -> int:
     return max(intervals, default=Detector().interval)
 
 
-def compare(sim: Result, lab: Result, outlier_tolerance_ms: int = Detector().interval) -> list[Row]:
+def compare(
+    sim: Result,
+    lab: Result,
+    outlier_tolerance_ms: int = Detector().interval,
+    hosts: Mapping[str, str] | None = None,
+) -> list[Row]:
+    """The rows; ``hosts`` maps the addresses Envoy logs (``ip:port``, the simulation's and the
+    lab's) to pod names, so that ejections are compared per pod (see ``simulated_hosts``)."""
     rows: list[Row | None] = []
     ran = {f"pod/{p}" for w in lab.workloads for p in w.restarts}  # the lab runs one workload
     objects = sorted({e.object for e in (*sim.events, *lab.events)})
@@ -109,7 +165,7 @@ def compare(sim: Result, lab: Result, outlier_tolerance_ms: int = Detector().int
         if obj.startswith("pod/") and obj in ran:
             rows += [_times(obj, r, sim, lab, TIME_TOLERANCE_MS) for r in POD_EVENTS]
         elif obj.startswith("sidecar/"):
-            rows += [_times(obj, r, sim, lab, outlier_tolerance_ms) for r in OUTLIER_EVENTS]
+            rows += _outlier_rows(obj, sim, lab, outlier_tolerance_ms, hosts or {})
     measured_workloads = {w.name: w for w in lab.workloads}
     for w in sim.workloads:
         mw = measured_workloads.get(w.name)
@@ -143,6 +199,18 @@ def compare(sim: Result, lab: Result, outlier_tolerance_ms: int = Detector().int
             )
         )
     return [r for r in rows if r is not None]
+
+
+def simulated_hosts(scenario: Scenario) -> dict[str, str]:
+    """The simulation's upstream addresses (as its sidecars log them) → pod names."""
+    from probesim.engine.fleet import build
+    from probesim.engine.mesh import build_mesh
+
+    fleet = build(scenario)
+    out: dict[str, str] = {}
+    for m in build_mesh(scenario, fleet, np.random.default_rng(0)).values():
+        out.update({u: fleet.pod_names[int(p)] for u, p in zip(m.upstreams, m.pods, strict=True)})
+    return out
 
 
 def agree(rows: list[Row]) -> bool:
