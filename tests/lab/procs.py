@@ -55,6 +55,29 @@ def command_of(pid: int) -> list[str]:
         return []
 
 
+def listening_tcp_ports(pid: int) -> set[int]:
+    """The TCP ports a process listens on (its sockets' inodes in /proc/net/tcp{,6})."""
+    inodes = set()
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:  # gone
+        return set()
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:[") : -1])
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            f = line.split()
+            if f[3] == "0A" and f[9] in inodes:  # LISTEN
+                ports.add(int(f[1].split(":")[1], 16))
+    return ports
+
+
 def children_left() -> list[int]:
     """Processes this test process started, directly or not, still running."""
     return sorted(pid for pid, _ in descendants())

@@ -19,7 +19,15 @@ from probesim.lab.compare import agree, compare, outlier_interval_ms
 from probesim.lab.kubelet import run_lab
 from probesim.manifests.scenario import load_scenario
 from tests.builders import builtin, http, scenario
-from tests.lab.procs import alive, children_left, command_of, descendants, wait_until
+from tests.lab.procs import (
+    Proc,
+    alive,
+    children_left,
+    command_of,
+    descendants,
+    listening_tcp_ports,
+    wait_until,
+)
 
 PROBESIM = Path(sys.executable).parent / "probesim"
 
@@ -69,13 +77,15 @@ def test_interrupting_the_lab_leaves_no_process(tmp_path: Path) -> None:
     )
     proc = subprocess.Popen([str(PROBESIM), "lab", str(tmp_path / "s.yaml")], start_new_session=True)
     try:
-        # the pods' apps, and those started ahead for their restarts
-        assert wait_until(lambda: len(descendants(proc.pid)) >= 4, 60)
-        apps = {p for p in descendants(proc.pid) if " app --port " in " ".join(command_of(p[0]))}
-        assert len(apps) >= 2
+        # the pods' apps, listening
+        def apps() -> set[Proc]:
+            return {p for p in descendants(proc.pid) if " app --port " in " ".join(command_of(p[0]))}
+
+        assert wait_until(lambda: len([p for p in apps() if listening_tcp_ports(p[0])]) >= 2, 60)
+        started = apps()
         os.kill(proc.pid, signal.SIGINT)
         proc.wait(timeout=30)
-        assert wait_until(lambda: not alive(apps), 10)
+        assert wait_until(lambda: not alive(started), 10)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -46,18 +46,24 @@ from probesim.lab.probes import Outcome, exec_check, grpc_check, http_check, tcp
 from probesim.manifests.kubernetes import container_port
 from probesim.mesh.envoy import Translator
 from probesim.model.kubernetes import Container, Probe, ProbeType, Workload, pod_names_of
-from probesim.model.scenario import ContainerBehavior, Scenario, Traffic
+from probesim.model.scenario import ContainerBehavior, Crash, Scenario, Traffic
 from probesim.results import CAUSES, Event, Result, RouteSummary, WorkloadSummary
 
 HOST = "127.0.0.1"
 MAX_SIDECARS = 8
-# What one machine runs faithfully: each pod is two processes (its app and the one started ahead
-# for its restart) plus an Envoy with Istio's sidecar; the load generator is one Python process.
+# What one machine runs faithfully: each pod is up to three processes (its app and those loaded
+# ahead for its restarts) plus an Envoy with Istio's sidecar; the load generator is this process.
 MAX_PODS = 12
 MAX_RATE = 2000  # requests per second, all routes together (seed 004 sends 2 x 900)
 MAX_DURATION_S = 3600
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)  # stop as on Ctrl-C: every child stopped, files removed
 WARM_TIMEOUT_S = 30
+# Test apps loaded before the scenario's clock starts, for a pod that may restart: its first
+# start and the two restarts the back-off rule lets follow at once (a kill before any exit, then
+# an exit with no back-off entry yet), 1 s apart with a strict liveness probe, when loading one
+# takes longer than that on a busy machine. Later restarts come 10 s or more after the previous
+# start, which loads the next one.
+LOADED_AHEAD = 3
 LISTEN_TIMEOUT_S = 30.0  # how long a --command may take to listen on $PORT, by default
 INITIAL = {"startup": None, "readiness": False, "liveness": True}  # Unknown, Failure, Success
 
@@ -98,7 +104,7 @@ class Pod:
     command: list[str] | None
     proc: asyncio.subprocess.Process | None = None
     grpc_port: int | None = None  # where gRPC probes go ($GRPC_PORT for a --command)
-    warm: Warm | None = None
+    warm: list[Warm] = field(default_factory=list)  # test apps loaded ahead, for its next starts
     listened: bool = False  # a --command accepted a connection at least once
     log: int | TextIO = asyncio.subprocess.DEVNULL  # a --command's output
     instance: int = -1
@@ -206,7 +212,8 @@ class Lab:
             child.close()
         self.spawned.append(proc)
         parent.setblocking(False)
-        pod.warm = Warm(proc, parent, asyncio.ensure_future(asyncio.get_running_loop().sock_recv(parent, 1)))
+        loaded = asyncio.ensure_future(asyncio.get_running_loop().sock_recv(parent, 1))
+        pod.warm.append(Warm(proc, parent, loaded))
 
     async def start(self, pod: Pod) -> None:
         if pod.command:
@@ -224,11 +231,9 @@ class Lab:
             self.spawned.append(pod.proc)
             pod.started_at = time.monotonic()
         else:
-            if pod.warm is None:
+            if not pod.warm:
                 await self.prestart(pod)
-            warm = pod.warm
-            assert warm is not None
-            pod.warm = None
+            warm = pod.warm.pop(0)
             try:
                 loaded = await asyncio.wait_for(warm.loaded, WARM_TIMEOUT_S)
             except TimeoutError:
@@ -258,8 +263,16 @@ class Lab:
         self.update_ready()
         pod.wake.set()  # the start's pod sync triggers readiness (§2.1.5)
         pod.first_start.set()
-        if not pod.command:
+        if not pod.command and not pod.warm and self.may_restart(pod):
             self.prestarts.add(asyncio.create_task(self.prestart(pod)))  # for the next restart
+
+    def may_restart(self, pod: Pod) -> bool:
+        """Whether the pod's container may ever restart: killed by a probe or exiting by itself
+        (the test app exits only in a crash episode), under a policy that restarts."""
+        may_exit = any(k in pod.workers for k in ("liveness", "startup")) or any(
+            isinstance(e, Crash) for e in pod.behavior.episodes
+        )
+        return may_exit and self.workload.pod_spec.restart_policy != "Never"
 
     async def kill(self, pod: Pod, reason: str) -> None:
         """Kill for a failed liveness/startup probe, then restart in the same sync (§3.8)."""
@@ -596,16 +609,15 @@ class Lab:
                 await sidecar.start()
                 pod.inbound = listen
         for pod in self.pods:
-            if not pod.command:
+            for _ in range(0 if pod.command else LOADED_AHEAD if self.may_restart(pod) else 1):
                 await self.prestart(pod)
         for t in self.routes:
             if self._target(t)[1]:
                 while len(self.envoys) < t.clients:
                     await self._start_envoy()
-        for pod in self.pods:
-            if pod.warm is not None:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(pod.warm.loaded), WARM_TIMEOUT_S)
+        for warm in (w for pod in self.pods for w in pod.warm):
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(warm.loaded), WARM_TIMEOUT_S)
         self.t0 = time.monotonic()
         self.wall_t0 = time.time()
         for server in self.dependencies:
@@ -703,8 +715,8 @@ class Lab:
                     await proc.wait()
             for pod in self.pods:
                 _end_group(pod)
-                if pod.warm is not None:
-                    pod.warm.control.close()
+                for warm in pod.warm:
+                    warm.control.close()
                 if not isinstance(pod.log, int):
                     pod.log.close()
             self.folder.cleanup()
