@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import json
+import os
 import sys
 import warnings
 from collections.abc import Iterable, Sequence
@@ -17,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from probesim import __version__
+from probesim.cost import DEFAULT_MAX_COST
 from probesim.errors import InputError, InputWarning
 from probesim.model.duration import parse_ms
 from probesim.safe import MESSAGE_LIMIT, markup, visible
@@ -59,6 +62,38 @@ def _fail(e: InputError) -> typer.Exit:
     line = visible(str(e), limit=10 * MESSAGE_LIMIT)
     err.print(Text.assemble(("error:", "red"), " ", line), soft_wrap=True)
     return typer.Exit(2)
+
+
+MAX_COST_OPTION = typer.Option(
+    "--max-cost",
+    help="Refuse a run estimated to cost more than this many work units (about a microsecond each; "
+    "steps × (100 + containers + per route 500 + pods × (1 + dependency calls))). "
+    "See docs/scenarios.md.",
+    min=1,
+)
+
+
+def _check_cost(sc: Scenario, target: str, limit: int) -> None:
+    """Refuse, before it starts, a run that would take too long or too much memory."""
+    from probesim.cost import run_cost
+
+    cost = run_cost(sc)
+    if cost.units > limit:
+        raise InputError(
+            f"this run would cost {cost.explain()}, more than --max-cost {limit:,}; shorten "
+            "spec.duration, coarsen spec.step, run fewer pods or routes, or raise --max-cost",
+            file=target,
+        )
+
+
+def _check_plot_path(plot: Path) -> None:
+    """--plot names a new or existing .png file in an existing folder (checked before the run)."""
+    if plot.suffix.lower() != ".png" or plot.name == plot.suffix:
+        raise InputError("the plot is a PNG image: give a file name ending in .png", file=str(plot))
+    if plot.is_dir():
+        raise InputError("cannot write the plot: is a directory", file=str(plot))
+    if not plot.parent.is_dir():
+        raise InputError("cannot write the plot: no such folder", file=str(plot))
 
 
 def _exists(path: str) -> bool:
@@ -123,8 +158,9 @@ def run(
     seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.", min=0)] = None,
     plot: Annotated[
         Path | None,
-        typer.Option(help="Also draw replicas, failures per minute and restarts to this PNG file."),
+        typer.Option(help="Also draw replicas, failures per minute and restarts to this PNG file (.png)."),
     ] = None,
+    max_cost: Annotated[int, MAX_COST_OPTION] = DEFAULT_MAX_COST,
     manifests: Annotated[
         list[str] | None,
         typer.Option(
@@ -143,7 +179,10 @@ def run(
     from probesim.report.terminal import render_result
 
     try:
+        if plot is not None:
+            _check_plot_path(plot)
         sc = _load(scenario, manifests or ())
+        _check_cost(sc, scenario, max_cost)
     except InputError as e:
         raise _fail(e) from None
     if seed is not None:
@@ -167,6 +206,7 @@ def compare(
     targets: Annotated[list[str], typer.Argument(help="Scenario files or built-in names, two or more.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
     seed: Annotated[int | None, typer.Option(help="Run every scenario with this seed.", min=0)] = None,
+    max_cost: Annotated[int, MAX_COST_OPTION] = DEFAULT_MAX_COST,
 ) -> None:
     """Run scenarios and print them side by side: per route requests/s, error %, p95 and max
     latency, restarts, time without endpoints, dropped iterations.
@@ -180,6 +220,7 @@ def compare(
     for target in targets:
         try:
             sc = _load(target)
+            _check_cost(sc, target, max_cost)
         except InputError as e:
             raise _fail(e) from None
         if seed is not None:
@@ -332,7 +373,10 @@ def envoy_config(
     if output is None:
         sys.stdout.write(text)
     else:
-        output.write_text(text, encoding="utf-8")
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as e:
+            raise _fail(InputError(f"cannot write: {e.strerror}", file=str(output))) from None
 
 
 @app.command("app")
@@ -579,4 +623,33 @@ def version() -> None:
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except SystemExit:
+        _flush_stdout()
+        raise
+    except OSError as e:
+        if e.errno not in (errno.ENOSPC, errno.EPIPE, errno.EIO, errno.EDQUOT, errno.EFBIG):
+            raise
+        _stdout_failed(e)
+    _flush_stdout()
+
+
+def _flush_stdout() -> None:
+    """Flush standard output now: a full disk is then an error here, not a traceback at exit."""
+    try:
+        sys.stdout.flush()
+    except OSError as e:
+        _stdout_failed(e)
+
+
+def _stdout_failed(e: OSError) -> None:
+    """Standard output cannot be written (a full disk, a closed pipe): one line, exit 2 (a
+    closed pipe, as ``| head``: quietly, exit 1)."""
+    # What is still buffered goes nowhere, so that Python's own flush at exit cannot fail again.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    if e.errno == errno.EPIPE:
+        raise SystemExit(1)
+    err.print(Text.assemble(("error:", "red"), f" <stdout>: cannot write: {e.strerror}"), soft_wrap=True)
+    raise SystemExit(2)

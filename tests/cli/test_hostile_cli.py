@@ -3,6 +3,8 @@ one clean line on stderr, ``error: file:line: object: field: message``, exit 2, 
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -174,3 +176,92 @@ def test_a_deletepod_action_is_checked_without_naming_every_pod(tmp_path: Path) 
     fails_cleanly(
         ["run", str(s)], "spec.actions[0].pod: no pod 'web-x' when the run starts; pods: web-0, web-1,"
     )
+
+
+def probesim(*args: str, stdout: int | None = subprocess.PIPE) -> subprocess.CompletedProcess[str]:
+    """The installed command line, as a user runs it (main(): standard output failures)."""
+    code = "from probesim.cli import main; main()"
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=120
+    )
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("args", [["run", "seed000-demo"], ["run", "seed000-demo", "--json"]])
+def test_a_full_disk_on_standard_output_is_one_line(args: list[str]) -> None:
+    with open("/dev/full", "w") as full:
+        r = probesim(*args, stdout=full.fileno())
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == ["error: <stdout>: cannot write: No space left on device"]
+
+
+def test_envoy_config_output_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
+    dr = tmp_path / "dr.yaml"
+    dr.write_text(
+        "apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: web}\nspec: {host: web}\n"
+    )
+    fails_cleanly(["envoy-config", str(dr), "-o", str(tmp_path)], "cannot write: Is a directory")
+    fails_cleanly(
+        ["envoy-config", str(dr), "-o", str(tmp_path / "no" / "x.yaml")], "cannot write: No such file"
+    )
+    if Path("/dev/full").exists():
+        fails_cleanly(["envoy-config", str(dr), "-o", "/dev/full"], "/dev/full: cannot write: No space left")
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("x.txt", "x.txt: the plot is a PNG image: give a file name ending in .png"),
+        ("", "the plot is a PNG image"),
+        (".png", "the plot is a PNG image"),
+        ("dir", "the plot is a PNG image"),
+        ("dir.png", "dir.png: cannot write the plot: is a directory"),
+        ("no/x.png", "no/x.png: cannot write the plot: no such folder"),
+    ],
+)
+def test_a_plot_path_that_is_no_png_file_is_refused_before_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, expected: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir.png").mkdir()
+    fails_cleanly(["run", "seed000-demo", "--plot", name], expected)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir", "dir.png"]  # nothing written
+
+
+def test_a_dollar_in_the_scenario_name_is_no_mathtext_in_the_plot(tmp_path: Path) -> None:
+    s = write_scenario(tmp_path, {"traffic": [{"rate": 1}]})
+    doc = yaml.safe_load(s.read_text())
+    doc["metadata"]["name"] = "a $\\frac{$ b"
+    s.write_text(yaml.safe_dump(doc))
+    r = runner.invoke(app, ["run", str(s), "--plot", str(tmp_path / "p.png")])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "p.png").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize(
+    ("replicas", "timing", "routes", "expected"),
+    [
+        (2147483647, {}, 1, "2,147,483,647 pods"),  # building every pod name took 8 GB
+        (1, {"duration": "8784h", "step": "1ms"}, 1, "31,622,400,000 steps"),  # 236 GiB of series
+        (1, {}, 5000, "5,000 routes"),  # minutes
+    ],
+)
+def test_a_run_too_costly_is_refused_up_front_with_its_estimate(
+    tmp_path: Path, replicas: int, timing: dict[str, str], routes: int, expected: str
+) -> None:
+    deploy = yaml.safe_load(yaml.safe_dump(DEPLOY))
+    deploy["spec"]["replicas"] = replicas
+    spec: dict[str, object] = {"duration": "60s", "traffic": [{"rate": 1}] * routes, **timing}
+    s = write_scenario(tmp_path, spec, manifests=[deploy, SERVICE])
+    line = fails_cleanly(["run", str(s)], f"error: {s}: this run would cost ")
+    assert expected in line and "more than --max-cost 100,000,000" in line
+
+
+def test_max_cost_raises_or_lowers_the_limit(tmp_path: Path) -> None:
+    s = write_scenario(tmp_path, {"duration": "60s", "traffic": [{"rate": 1}]})
+    # 60 steps × (100 + 1 container + 1 route × (500 + 1 pod)) = 36,120 units
+    fails_cleanly(["run", str(s), "--max-cost", "36119"], "≈ 36,120 units, more than --max-cost 36,119")
+    assert runner.invoke(app, ["run", str(s), "--max-cost", "36120"]).exit_code == 0
+    fails_cleanly(["compare", str(s), str(s), "--max-cost", "1000"], "more than --max-cost 1,000")
+    assert "--max-cost" in runner.invoke(app, ["run", "--help"]).output

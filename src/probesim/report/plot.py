@@ -13,6 +13,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from probesim.results import CAUSES, Result
+from probesim.safe import visible
+
+
+def _plain(text: str) -> str:
+    """User text for a matplotlib label: visible (probesim.safe), and a '$' is a dollar, not
+    the start of mathtext (which fails on what it cannot parse)."""
+    return visible(text).replace("$", r"\$")
 
 
 def plot_result(result: Result, path: Path, workload: str | None = None) -> None:
@@ -46,7 +53,7 @@ def plot_result(result: Result, path: Path, workload: str | None = None) -> None
     lines, labels = ax.get_legend_handles_labels()
     l2, lb2 = ax2.get_legend_handles_labels()
     ax.legend(lines + l2, labels + lb2, loc="upper left", fontsize=9)
-    ax.set_title(f"{result.scenario}: replicas and failures")
+    ax.set_title(f"{_plain(result.scenario)}: replicas and failures")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
