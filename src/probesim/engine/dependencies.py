@@ -77,8 +77,20 @@ def with_retries(tries: list[Outcome], call: DependencyCall) -> list[Outcome]:
     return out
 
 
+MAX_CLASSES = 256  # outcome classes kept between calls of a sequence (the result keeps 8)
+
+
 def chain(per_call: list[list[Outcome]]) -> list[Outcome]:
     """Calls made one after another; the route fails at the first failed call."""
+    return merge(sequence(per_call))
+
+
+def sequence(per_call: list[list[Outcome]]) -> list[Outcome]:
+    """The outcome classes of calls made one after another, before ``merge``: at most
+    MAX_CLASSES, whatever the number of calls. Every combination of per-call outcomes would be
+    exponential (20 calls with retries against a faulty dependency: 546 MB); classes with the
+    same (latency, failed) are one class after each call, and only beyond MAX_CLASSES are
+    nearby latencies bucketed, so a few calls give exactly the classes of every combination."""
     out = [Outcome(1.0, 0.0, False)]
     for classes in per_call:
         nxt = [o for o in out if o.failed]
@@ -86,8 +98,32 @@ def chain(per_call: list[list[Outcome]]) -> list[Outcome]:
             if o.failed:
                 continue
             nxt += [Outcome(o.prob * c.prob, o.latency + c.latency, c.failed) for c in classes]
-        out = nxt
-    return merge(out)
+        out = _coarsened(_same_merged(nxt))
+    return out
+
+
+def _same_merged(classes: list[Outcome]) -> list[Outcome]:
+    """Classes with the same latency and verdict as one, in the order first seen."""
+    acc: dict[tuple[float, bool], float] = {}
+    for c in classes:
+        acc[(c.latency, c.failed)] = acc.get((c.latency, c.failed), 0.0) + c.prob
+    return [Outcome(p, lat, failed) for (lat, failed), p in acc.items()]
+
+
+def _coarsened(classes: list[Outcome]) -> list[Outcome]:
+    """At most MAX_CLASSES: classes of the same verdict whose latencies are within a few percent
+    share a bucket, at their probability-weighted mean latency (probability of failure and
+    mean latency kept); buckets widen until few enough."""
+    width = 0.01
+    while len(classes) > MAX_CLASSES:
+        buckets: dict[tuple[bool, int], tuple[float, float]] = {}
+        for c in classes:
+            key = (c.failed, math.floor(math.log1p(max(c.latency, 0.0)) / math.log1p(width)))
+            p, weighted = buckets.get(key, (0.0, 0.0))
+            buckets[key] = (p + c.prob, weighted + c.prob * c.latency)
+        classes = [Outcome(p, w / p if p > 0 else 0.0, failed) for (failed, _), (p, w) in buckets.items()]
+        width *= 2
+    return classes
 
 
 def merge(classes: list[Outcome], limit: int = 8) -> list[Outcome]:
@@ -98,6 +134,15 @@ def merge(classes: list[Outcome], limit: int = 8) -> list[Outcome]:
         key = (round(c.latency, 3), c.failed)
         acc[key] = acc.get(key, 0.0) + c.prob
     items = sorted(acc.items(), key=lambda kv: -kv[1])
+    # Each verdict keeps a class, so that neither folds into the other: many small successes
+    # (a long sequence of calls) went into failures, and the route always failed.
+    if (
+        limit > 1
+        and len({fa for (_, fa), _ in items}) == 2
+        and len({fa for (_, fa), _ in items[:limit]}) == 1
+    ):
+        missing = next(i for i, ((_, fa), _) in enumerate(items) if fa != items[0][0][1])
+        items.insert(limit - 1, items.pop(missing))
     kept = items[:limit]
     for (lat, failed), prob in items[limit:]:
         same = [i for i, ((la, fa), _) in enumerate(kept) if fa == failed] or list(range(len(kept)))
