@@ -68,7 +68,10 @@ def test_grpc_probe_follows_the_grpc_target() -> None:
     # while HTTP paths still answer.
     r = run(
         probes={"livenessProbe": {"grpc": {"port": 9090}, **LIVE_1}},
-        behavior={"episodes": [{"kind": "errors", "at": "3s", "for": "1s", "paths": ["grpc"]}]},
+        behavior={
+            "ports": [8080, 9090],  # the gRPC health port is not among the declared ones
+            "episodes": [{"kind": "errors", "at": "3s", "for": "1s", "paths": ["grpc"]}],
+        },
         traffic=[{"rate": 1}],
         duration="6s",
     )

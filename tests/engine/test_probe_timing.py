@@ -139,7 +139,18 @@ def test_unresolvable_named_port_discards_every_result() -> None:
     )
     assert times(r, "PodReady") == []
     assert times(r, "Killing") == []
-    assert times(r, "Unhealthy") == []
+    # Each run says so as the kubelet does (Warning Unhealthy), and changes nothing.
+    said = {(e.message, e.type) for e in r.events_for("pod/web-0", "Unhealthy")}
+    assert said == {
+        (f'{kind} probe errored and resulted in unknown state: strconv.Atoi: parsing "metrics": invalid syntax',
+         "Warning")
+        for kind in ("Readiness", "Liveness")
+    }  # fmt: skip
+    # Readiness runs at the start (the sync triggers it) and every second; liveness every second
+    # from 1 s. The deadlock from 3 s changes nothing: the port is resolved before connecting.
+    for kind, first in (("Readiness", 0), ("Liveness", 1)):
+        at = [e.time_ms for e in r.events_for("pod/web-0", "Unhealthy") if e.message.startswith(kind)]
+        assert at == [1000 * s for s in range(first, 30)]
 
 
 def test_readiness_never_restarts_and_returns_after_a_hang() -> None:

@@ -7,6 +7,7 @@ completes, an episode begins or ends), so steady ticks cost nothing here.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,13 +37,15 @@ class Profile:
     shutdown: int
     ignores_sigterm: bool
     paths: dict[str, int]
+    redirects: dict[str, str] = field(default_factory=dict)
     hangs: list[_Window] = field(default_factory=list)
     errors: list[_Window] = field(default_factory=list)
     crashes: list[tuple[bool, int, int]] = field(default_factory=list)  # (by_age, at, exit code)
 
     @classmethod
     def compile(cls, b: ContainerBehavior) -> Profile:
-        p = cls(b.start, b.starting_status or 0, b.shutdown, b.ignores_sigterm, dict(b.paths))
+        paths = {**dict.fromkeys(b.redirects, 302), **b.paths}
+        p = cls(b.start, b.starting_status or 0, b.shutdown, b.ignores_sigterm, paths, dict(b.redirects))
         for ep in b.episodes:
             by_age = ep.after is not None
             begin = ep.after if ep.after is not None else ep.at
@@ -78,6 +81,8 @@ class Behaviors:
         self.hung = np.zeros(n, bool)
         self.hang_end = np.zeros(n, np.int64)
         self.status = np.full((len(targets), n), 200, np.int64)  # answer per target when not hung
+        # A redirect to another host ended the chain: a probe passes with a ProbeWarning.
+        self.offhost = np.zeros((len(targets), n), bool)
         self.wakeup = np.int64(0)
 
     def target(self, name: str) -> int:
@@ -109,13 +114,15 @@ class Behaviors:
             self.hung[m] = hung
             self.hang_end[m] = hang_end
             for name, i in self.targets.items():
-                st = np.full(m.size, prof.paths.get(name, 200), np.int64)
+                st = np.full(m.size, prof.paths.get(name, prof.paths.get(generic(name), 200)), np.int64)
                 for w in prof.errors:
-                    if w.paths is None or name in w.paths:
+                    if w.paths is None or name in w.paths or generic(name) in w.paths:
                         st = np.where(_covers(w, age, t), w.status, st)
                 if prof.starting_status:
                     st = np.where(starting, prof.starting_status, st)
                 self.status[i, m] = st
+            if prof.redirects:
+                self._follow(prof, m)
             ages, times = prof.boundaries()
             for a in ages:
                 later = run & (age < a)
@@ -125,6 +132,35 @@ class Behaviors:
                 if x > t:
                     wake = min(wake, np.int64(x))
         self.wakeup = wake
+
+    def _follow(self, prof: Profile, m: I64) -> None:
+        """Answers of redirecting paths as a client following them sees them (the kubelet's
+        prober, k6): a same-host Location is followed, up to 10 hops (the 11th is an error, -1);
+        an absolute URL is another host, not followed (reference/kubelet.md §1.3.12-13)."""
+        raw = self.status[:, m].copy()
+        for name, i in self.targets.items():
+            if name not in prof.redirects:
+                continue
+            final = raw[i].copy()
+            active = (final >= 300) & (final < 400)
+            offhost = np.zeros(m.size, bool)
+            cur = name
+            for _hop in range(11):
+                loc = prof.redirects.get(cur)
+                if loc is None or not active.any():
+                    break
+                if _HOST.match(loc):
+                    offhost |= active
+                    break
+                if _hop == 10:
+                    final = np.where(active, -1, final)  # "stopped after 10 redirects"
+                    break
+                cur = loc.split("?")[0]
+                nxt = raw[self.targets[cur]]
+                final = np.where(active, nxt, final)
+                active &= (nxt >= 300) & (nxt < 400)
+            self.status[i, m] = final
+            self.offhost[i, m] = offhost
 
     def crash_at(self, idx: I64, started_at: I64) -> tuple[I64, I64]:
         """For containers ``idx`` that just started: when their process exits by itself, and the
@@ -151,6 +187,20 @@ class Behaviors:
             prof = self.profiles[int(self.profile_of[c])]
             out[j] = grace[j] if prof.ignores_sigterm else min(prof.shutdown, int(grace[j]))
         return out
+
+
+_HOST = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
+
+
+def generic(target: str) -> str:
+    """The behaviour key every probe of a kind shares: 'exec' for 'exec:<command>', 'grpc' for
+    'grpc:<service>'; a path is its own."""
+    return target.split(":", 1)[0] if target.startswith(("exec:", "grpc:")) else target
+
+
+def redirect_targets(b: ContainerBehavior) -> list[str]:
+    """The same-host paths ``b``'s redirects lead to (they are answered like any path)."""
+    return [loc.split("?")[0] for loc in b.redirects.values() if not _HOST.match(loc)]
 
 
 def _covers(w: _Window, age: I64, t: int) -> B:

@@ -26,7 +26,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from probesim.engine.behavior import INF
+from probesim.engine.behavior import INF, generic
 from probesim.engine.dependencies import chain, one_try, streak_probability, with_retries
 from probesim.engine.fleet import Fleet
 from probesim.model.kubernetes import Container
@@ -44,8 +44,9 @@ GRID = np.logspace(-1, 6, 281)  # 6 % apart
 
 
 def probe_cost(b: ContainerBehavior, path: str) -> RouteCost:
-    """What a request to ``path`` costs (``*``: every path not listed)."""
-    return b.routes.get(path) or b.routes.get("*") or RouteCost()
+    """What a request to ``path`` costs (``*``: every path not listed; 'exec:<command>' and
+    'grpc:<service>' fall back to 'exec' and 'grpc')."""
+    return b.routes.get(path) or b.routes.get(generic(path)) or b.routes.get("*") or RouteCost()
 
 
 def norm_cdf(x: F64) -> F64:

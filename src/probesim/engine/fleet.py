@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from probesim.engine.behavior import INF, Behaviors, Profile
+from probesim.engine.behavior import INF, Behaviors, Profile, redirect_targets
 from probesim.manifests.kubernetes import container_port
 from probesim.mesh.istio import find_route
 from probesim.model.kubernetes import Container, Probe, ProbeType, Service, Workload, pod_names_of
@@ -41,8 +41,10 @@ class ProbeSpecArrays:
     handler: I64
     target: I64  # behaviour target index (HTTP path, "exec", "grpc")
     port_error: B  # named port not declared: the handler errors and the result is discarded
+    closed: B  # the app does not listen on the probe's port: refused
     grace: I64  # probe-level terminationGracePeriodSeconds in ms, -1 when unset
     describe: list[str]  # "http://10.244.0.1:8080/healthz" etc., for event messages
+    error: list[str]  # the handler's error when port_error, as the kubelet words it
 
 
 @dataclass
@@ -53,6 +55,7 @@ class Route:
     traffic: Traffic
     selects: B  # pods the Service selects
     target_container: I64  # per pod: container serving the port, -1 when the port is unresolved
+    closed: B  # per pod: the serving container's app does not listen on the port (refused)
     target: int  # behaviour target index of the path
     timeout: int  # client timeout, ms (INF: none)
     mirror_of: int = -1  # a mirror destination's copies of that route's requests (fire and forget)
@@ -101,9 +104,22 @@ class Fleet:
 
 
 def _probe_target(p: Probe) -> str:
+    """The behaviour target a probe asks: its HTTP path, 'exec:<command>' or 'grpc:<service>'
+    (answered as the behaviour's entry for that command or service, else its 'exec' / 'grpc')."""
     if p.http_get is not None:
         return p.http_get.path
-    return "grpc" if p.grpc is not None else "exec"
+    if p.grpc is not None:
+        return f"grpc:{p.grpc.service}" if p.grpc.service else "grpc"
+    if p.exec is not None:
+        return "exec:" + " ".join(p.exec.command)
+    return "tcp"  # answered by the port alone
+
+
+def listens(c: Container, b: ContainerBehavior, port: int | None) -> bool:
+    """Whether the app of container ``c`` listens on ``port``: the behaviour's ports, else the
+    declared ones, else (none declared) every port."""
+    ports = b.ports if b.ports is not None else tuple(cp.container_port for cp in c.ports)
+    return port is None or not ports or port in ports
 
 
 def build(scenario: Scenario) -> Fleet:
@@ -174,21 +190,28 @@ def build(scenario: Scenario) -> Fleet:
 
     ips = [f"10.244.{(i + 1) // 250}.{(i + 1) % 250 + 1}" for i in range(len(pod_names))]
     # Targets: every HTTP path a probe or route asks, plus exec and gRPC checks.
-    targets = ["exec", "grpc"]
+    targets = ["exec", "grpc", "tcp"]
     for c in cont_spec:
         for kind in PROBE_TYPES:
             probe = c.probe(kind)
             if probe is not None and _probe_target(probe) not in targets:
                 targets.append(_probe_target(probe))
+    for b in {id(b): b for b in cont_behavior}.values():
+        targets += [x for x in redirect_targets(b) if x not in targets]
     for t in scenario.spec.traffic:
         if t.path not in targets:
             targets.append(t.path)
     behaviors = Behaviors(profiles, np.array(profile_of, np.int64), targets)
 
-    probes = {kind: _probe_arrays(kind, cont_spec, cont_pod, ips, behaviors) for kind in PROBE_TYPES}
+    probes = {
+        kind: _probe_arrays(kind, cont_spec, cont_behavior, cont_pod, ips, behaviors) for kind in PROBE_TYPES
+    }
     pod_workload_a = np.array(pod_workload, np.int64)
-    routes = [_route(scenario, t, pod_workload_a, first, cont_spec, behaviors) for t in scenario.spec.traffic]
-    routes += _mirror_routes(scenario, routes, pod_workload_a, first, cont_spec, behaviors)
+    routes = [
+        _route(scenario, t, pod_workload_a, first, cont_spec, cont_behavior, behaviors)
+        for t in scenario.spec.traffic
+    ]
+    routes += _mirror_routes(scenario, routes, pod_workload_a, first, cont_spec, cont_behavior, behaviors)
     return Fleet(
         scenario=scenario,
         pod_names=pod_names,
@@ -236,7 +259,12 @@ def injected(w: Workload, scenario: Scenario) -> bool:
 
 
 def _probe_arrays(
-    kind: ProbeType, specs: list[Container], cont_pod: list[int], ips: list[str], behaviors: Behaviors
+    kind: ProbeType,
+    specs: list[Container],
+    beh: list[ContainerBehavior],
+    cont_pod: list[int],
+    ips: list[str],
+    behaviors: Behaviors,
 ) -> ProbeSpecArrays:
     n = len(specs)
     a = ProbeSpecArrays(
@@ -249,8 +277,10 @@ def _probe_arrays(
         handler=np.zeros(n, np.int64),
         target=np.zeros(n, np.int64),
         port_error=np.zeros(n, bool),
+        closed=np.zeros(n, bool),
         grace=np.full(n, -1, np.int64),
         describe=[""] * n,
+        error=[""] * n,
     )
     for i, c in enumerate(specs):
         p = c.probe(kind)
@@ -272,14 +302,19 @@ def _probe_arrays(
             scheme = p.http_get.scheme.lower()
             a.describe[i] = f"{scheme}://{p.http_get.host or ip}:{port or p.http_get.port}{p.http_get.path}"
             a.port_error[i] = port is None
+            a.closed[i] = not listens(c, beh[i], port)
+            a.error[i] = f'strconv.Atoi: parsing "{p.http_get.port}": invalid syntax'
         elif p.tcp_socket is not None:
             a.handler[i] = TCP
             port = container_port(c, p.tcp_socket.port)
             a.describe[i] = f"{p.tcp_socket.host or ip}:{port or p.tcp_socket.port}"
             a.port_error[i] = port is None
+            a.closed[i] = not listens(c, beh[i], port)
+            a.error[i] = f'strconv.Atoi: parsing "{p.tcp_socket.port}": invalid syntax'
         elif p.grpc is not None:
             a.handler[i] = GRPC
             a.describe[i] = f"{ip}:{p.grpc.port}"
+            a.closed[i] = not listens(c, beh[i], p.grpc.port)
         else:
             assert p.exec is not None
             a.handler[i] = EXEC
@@ -293,6 +328,7 @@ def _mirror_routes(
     pod_workload: I64,
     first: list[int],
     specs: list[Container],
+    beh: list[ContainerBehavior],
     behaviors: Behaviors,
 ) -> list[Route]:
     """For each route a VirtualService mirrors to a Service of the scenario, a route that carries
@@ -324,7 +360,7 @@ def _mirror_routes(
                     "no_endpoint": "refused",
                 }
             )
-            m = _route(scenario, copy, pod_workload, first, specs, behaviors)
+            m = _route(scenario, copy, pod_workload, first, specs, beh, behaviors)
             m.mirror_of, m.mirror_fraction = ri, fraction
             out.append(m)
     return out
@@ -336,18 +372,22 @@ def _route(
     pod_workload: I64,
     first: list[int],
     specs: list[Container],
+    beh: list[ContainerBehavior],
     behaviors: Behaviors,
 ) -> Route:
     svc = scenario.service_for(t)
     port = next(p for p in svc.spec.ports if t.port is None or t.port in (p.port, p.name))
     selects = service_selects(scenario, svc, pod_workload)
     target_container = np.full(len(pod_workload), -1, np.int64)
+    closed = np.zeros(len(pod_workload), bool)
     for p in np.flatnonzero(selects):
         n_cont = (first[p + 1] if p + 1 < len(first) else len(specs)) - first[p]
         cands = specs[first[p] : first[p] + n_cont]
         tc = _serving_container(cands, port.effective_target)
         if tc is not None:
-            target_container[p] = first[p] + tc
+            c = first[p] + tc
+            target_container[p] = c
+            closed[p] = not listens(specs[c], beh[c], container_port(specs[c], port.effective_target))
     return Route(
         name=t.label,
         service=svc,
@@ -355,6 +395,7 @@ def _route(
         traffic=t,
         selects=selects,
         target_container=target_container,
+        closed=closed,
         target=behaviors.target(t.path),
         timeout=t.timeout if t.timeout is not None else int(INF),
     )

@@ -66,6 +66,7 @@ class ProbeWorkers:
         self.pending_instance = np.zeros(n, np.int64)
         self.pending_why = np.zeros(n, np.int64)
         self.pending_status = np.zeros(n, np.int64)
+        self.pending_warn = np.zeros(n, bool)  # passed on a redirect to another host
         self.buffered = np.zeros(n, bool)
         self.last_run = np.full(n, -1, np.int64)  # when the probe last really executed
         self.executions = np.zeros(n, np.int64)
@@ -167,7 +168,7 @@ class ProbeWorkers:
         self.last_run[idx] = t
         handler = s.handler[idx]
         timeout = s.timeout[idx]
-        listening = beh.listening[idx]
+        listening = beh.listening[idx] & ~s.closed[idx]
         hung = beh.hung[idx]
         wait = beh.hang_end[idx] - t
         status = beh.status[s.target[idx], idx]
@@ -202,10 +203,12 @@ class ProbeWorkers:
         passed = np.where(tcp, listening, listening & ~timed_out & (status >= 200) & (status < 400))
         why = np.where(~listening, REFUSED, np.where(timed_out, TIMEOUT, np.where(passed, OK, STATUS)))
         why = np.where(s.port_error[idx], ERROR, why)
+        latency = np.where(s.port_error[idx], 0, latency)  # the port is resolved before connecting
         self.pending_passed[idx] = passed
         self.pending_instance[idx] = ctr.instance[idx]
         self.pending_why[idx] = why
         self.pending_status[idx] = status
+        self.pending_warn[idx] = passed & (handler == HTTP) & beh.offhost[s.target[idx], idx]
         later = latency > 0
         self.busy_until[idx[later]] = t + latency[later]
         now = idx[~later]
@@ -214,9 +217,17 @@ class ProbeWorkers:
     def _apply(self, idx: I64, t: int, ctr: Containers, log: EventLog) -> I64:
         """Count finished runs toward the thresholds and write verdicts (§2.2.17-19)."""
         why = self.pending_why[idx]
+        for c in idx[why == ERROR]:
+            pod, _ = self.fleet.container_label(int(c))
+            msg = f"{self.title} probe errored and resulted in unknown state: {self.spec.error[int(c)]}"
+            log.add(t, "Warning", "Unhealthy", f"pod/{pod}", msg)
         idx = idx[why != ERROR]  # a handler error is thrown away: counters and cache unchanged
         if idx.size == 0:
             return idx
+        for c in idx[self.pending_warn[idx]]:
+            pod, _ = self.fleet.container_label(int(c))
+            msg = f"{self.title} probe warning: Probe terminated redirects, Response body: "
+            log.add(t, "Warning", "ProbeWarning", f"pod/{pod}", msg)
         passed = self.pending_passed[idx]
         run = np.where(self.run[idx] > 0, next_run(self.last_passed[idx], self.run[idx], passed), 1)
         self.run[idx] = run
@@ -250,7 +261,9 @@ class ProbeWorkers:
                 REFUSED: f'Get "{where}": dial tcp {where.split("/")[2]}: connect: connection refused',
                 TIMEOUT: f'Get "{where}": context deadline exceeded '
                 "(Client.Timeout exceeded while awaiting headers)",
-                STATUS: f"HTTP probe failed with statuscode: {int(self.pending_status[c])}",
+                STATUS: f"HTTP probe failed with statuscode: {int(self.pending_status[c])}"
+                if self.pending_status[c] >= 0
+                else f'Get "{where}": stopped after 10 redirects',
             }[why]
         elif h == TCP:
             msg = f"dial tcp {where}: connect: connection refused"

@@ -621,7 +621,7 @@ class _Run:
         tc = route.target_container[pods]
         status = beh.status[route.target, tc]
         return np.where(
-            ~beh.listening[tc],
+            ~beh.listening[tc] | route.closed[pods],
             1,
             np.where(beh.hung[tc], 2, np.where((status >= 400) | (status < 200), 3, 4)),
         )

@@ -145,7 +145,21 @@ class ContainerBehavior(Model):
     shutdown: Duration = Field(default=0, description="Time the app takes to exit after SIGTERM.")
     ignores_sigterm: SBool = Field(default=False, description="Only SIGKILL at the grace period ends it.")
     paths: dict[str, HttpStatus] = Field(
-        default_factory=dict, description="Status per exact HTTP path when healthy; others answer 200."
+        default_factory=dict,
+        description="Status per exact HTTP path when healthy; others answer 200. Also 'exec' (all exec "
+        "probes; 'exec:<command>' for one command, its words joined by spaces) and 'grpc' (all gRPC "
+        "probes; 'grpc:<service>' for one service name): 2xx passes, anything else fails.",
+    )
+    redirects: dict[str, str] = Field(
+        default_factory=dict,
+        description="Path → Location of a redirect it answers (302 unless 'paths' gives a 3xx). A path on "
+        "the same host is followed, as the kubelet and clients do (up to 10 hops); an absolute URL "
+        "is another host: a probe takes the 3xx as success with a ProbeWarning event.",
+    )
+    ports: tuple[Annotated[SInt, Field(ge=1, le=65535)], ...] | None = Field(
+        default=None,
+        description="Ports the app listens on (default: the container's declared ports, or every port "
+        "when it declares none). A probe or request to another port is refused.",
     )
     episodes: tuple[Episode, ...] = ()
     routes: dict[str, RouteCost] = Field(
