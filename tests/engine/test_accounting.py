@@ -9,7 +9,7 @@ import pytest
 
 from probesim.engine import simulate
 from probesim.scenarios import builtins
-from tests.builders import accounted, builtin, run, series
+from tests.builders import INSTANT, accounted, builtin, run, series
 
 
 @pytest.mark.parametrize("name", [b.name for b in builtins()])
@@ -41,6 +41,7 @@ def test_a_timeout_is_not_lost_when_its_container_stops_later() -> None:
     # The one worker still holds requests whose clients gave up when the container crashes at
     # 10 s: they stay timeouts, and are not lost again with it.
     r = run(
+        spec=INSTANT,  # restarted at once, so the requests at 10 and 11 s meet the new container
         behavior=slow({"workers": 1}, episodes=[{"kind": "crash", "after": "10s"}]),
         traffic=[{"rate": 1, "timeout": "2500ms"}],
         duration="12s",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.builders import http, run, series, times
+from tests.builders import INSTANT, http, run, series, times
 
 DEADLOCK = {"episodes": [{"kind": "deadlock", "after": "15s"}]}
 
@@ -11,7 +11,7 @@ def test_ticks_anchored_at_admission_and_consecutive_failures() -> None:
     # §2.1.3-4, §2.2.18: the first liveness run is one period after admission (the run at
     # admission finds no container); a hung app fails each run at its 1 s timeout; three in a
     # row (at 21, 31, 41) kill it.
-    r = run(probes={"livenessProbe": http()}, behavior=DEADLOCK, duration="90s")
+    r = run(spec=INSTANT, probes={"livenessProbe": http()}, behavior=DEADLOCK, duration="90s")
     assert times(r, "Unhealthy", contains="Liveness") == [21, 31, 41, 61, 71, 81]
     assert times(r, "Killing") == [41, 81]
     assert times(r, "Started") == [0, 41, 81]
@@ -35,6 +35,7 @@ def test_initial_delay_counts_from_the_current_container() -> None:
     # two liveness restarts are immediate (no exited instance, then a new back-off entry); the
     # third is refused because the previous container exited only 5 s before.
     r = run(
+        spec=INSTANT,
         probes={"livenessProbe": http(initialDelaySeconds=5, periodSeconds=1, failureThreshold=1)},
         behavior={"episodes": [{"kind": "errors", "after": "0s", "status": 500}]},
         duration="52s",
@@ -85,6 +86,7 @@ def test_startup_failure_kills_the_container() -> None:
     # §2.2.19, §2.4.31: startup fails 3 times (1, 2, 3) → killed; the worker holds, then counts
     # from zero for the next container.
     r = run(
+        spec=INSTANT,
         probes={"startupProbe": http(periodSeconds=1, failureThreshold=3)},
         behavior={"start": "10s"},
         duration="22s",
@@ -120,6 +122,7 @@ def test_liveness_on_hold_until_the_next_container() -> None:
     # §2.2.19: after the kill (6) the app ignores SIGTERM for the 30 s grace period; the
     # liveness worker stays on hold, so no liveness run until the new container at 36.
     r = run(
+        spec=INSTANT,
         probes={"livenessProbe": http(periodSeconds=1, failureThreshold=1)},
         behavior={"ignoresSigterm": True, "episodes": [{"kind": "deadlock", "after": "5s"}]},
         duration="40s",
@@ -183,13 +186,13 @@ def test_liveness_waits_for_its_tick_after_startup_succeeds() -> None:
 
 def test_result_counters_survive_a_container_restart() -> None:
     # §2.3.24: lastResult/resultRun are kept across container IDs. With successThreshold 2
-    # the restarted container (crash at 10, restarted at once) is Ready on its first success,
-    # so the pod never shows NotReady.
+    # the restarted container (crash at 10, restarted 1 s later) is Ready on its first success
+    # at 11: the run of successes goes on (the dead container's Failure is not a probe run).
     r = run(
         probes={"readinessProbe": http(periodSeconds=1, successThreshold=2, failureThreshold=1)},
         behavior={"episodes": [{"kind": "crash", "after": "10s"}]},
         duration="15s",
     )
-    assert times(r, "Started") == [0, 10]
-    assert times(r, "PodReady") == [1]
-    assert times(r, "PodNotReady") == []
+    assert times(r, "Started") == [0, 11]
+    assert times(r, "PodReady") == [1, 11]
+    assert times(r, "PodNotReady") == [10]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.builders import http, run, times
+from tests.builders import INSTANT, http, run, series, times
 
 
 def crash_after(age: str, code: int = 1) -> dict[str, object]:
@@ -14,7 +14,7 @@ def crash_after(age: str, code: int = 1) -> dict[str, object]:
 def test_crash_loop_waits_0_10_20_40_80_160_300_300() -> None:
     # §3.3, §3.6: first restart immediate, then 10 s doubling to the 300 s cap, each wait
     # measured from the previous instance's exit (which comes 1 s after each start).
-    r = run(behavior=crash_after("1s"), duration="920s")
+    r = run(spec=INSTANT, behavior=crash_after("1s"), duration="920s")
     starts = times(r, "Started")
     assert starts == [0, 1, 12, 33, 74, 155, 316, 617, 918]
     exits = [s + 1 for s in starts[:-1]]
@@ -26,9 +26,9 @@ def test_crash_loop_waits_0_10_20_40_80_160_300_300() -> None:
 def test_back_off_resets_after_ten_minutes_of_running() -> None:
     # §3.7: an exit more than 600 s after the entry's last update starts over at 10 s, and is
     # itself restarted at once.
-    long_run = run(behavior=crash_after("700s"), duration="2101s")
+    long_run = run(spec=INSTANT, behavior=crash_after("700s"), duration="2101s")
     assert times(long_run, "Started") == [0, 700, 1400, 2100]
-    short_run = run(behavior=crash_after("500s"), duration="1531s")
+    short_run = run(spec=INSTANT, behavior=crash_after("500s"), duration="1531s")
     assert times(short_run, "Started") == [0, 500, 1010, 1530]
 
 
@@ -36,6 +36,7 @@ def test_liveness_kill_after_a_long_run_restarts_at_once() -> None:
     # §3.8: the kill's same-sync restart checks the *previous* exit; a container that ran 31 s
     # is restarted at once while the entry doubles (10, 20, 40); at 155 it ran less than 40 s.
     r = run(
+        spec=INSTANT,
         probes={"livenessProbe": http(periodSeconds=1, failureThreshold=1)},
         behavior={"episodes": [{"kind": "deadlock", "after": "30s"}]},
         duration="200s",
@@ -61,6 +62,7 @@ def test_kill_grace_period_precedence(
     if probe_grace is not None:
         live["terminationGracePeriodSeconds"] = probe_grace
     r = run(
+        spec=INSTANT,
         probes={"livenessProbe": live},
         behavior={**behavior, "episodes": [{"kind": "deadlock", "after": "5s"}]},
         duration=f"{restart_at + 1}s",
@@ -94,20 +96,72 @@ def test_restart_policy_on_failure_restarts_only_non_zero_exits(code: int, resta
 
 
 def test_crash_makes_the_pod_not_ready_until_readiness_passes_again() -> None:
-    # §2.2.13, §4.6: the app answers 5 s after each start; the crash at 25 is restarted at once
-    # and the new container starts at readiness Failure; the ticker, reset by the start's
-    # trigger at 25, passes at 35.
+    # §2.2.13, §4.6: the app answers 5 s after each start; the crash at 25 makes the pod
+    # NotReady; the new container starts 1 s later (the restart delay) at readiness Failure;
+    # the ticker, reset by the start's trigger at 26, passes at 36.
     r = run(
         probes={"readinessProbe": http(periodSeconds=10)},
         behavior={"start": "5s", **crash_after("25s")},
         duration="40s",
     )
-    assert times(r, "PodReady") == [10, 35]
+    assert times(r, "Started") == [0, 26]
+    assert times(r, "PodReady") == [10, 36]
     assert times(r, "PodNotReady") == [25]
 
 
-def test_without_readiness_probe_a_restarted_pod_is_ready_at_once() -> None:
-    # §4.6: no readiness probe → ready as soon as the new container runs.
+def test_without_readiness_probe_a_restarted_pod_is_ready_once_its_new_container_runs() -> None:
+    # §4.6: no readiness probe → ready as soon as the new container runs, 1 s after the crash.
     r = run(behavior=crash_after("10s"), duration="15s")
-    assert times(r, "PodReady") == [0]
-    assert times(r, "PodNotReady") == []
+    assert times(r, "PodNotReady") == [10]
+    assert times(r, "PodReady") == [0, 11]
+    # A restart within the same step (no restart delay) still goes through NotReady: the dead
+    # container is not ready, the new one starts unready (issue: Ready used to stay True).
+    instant = run(spec=INSTANT, behavior=crash_after("10s"), duration="15s")
+    assert times(instant, "PodNotReady") == [10]
+    assert times(instant, "PodReady") == [0, 10]
+
+
+def test_the_restart_delay_adds_to_every_restart_and_to_back_off_waits() -> None:
+    # spec.cluster.containerRestartDelay (1 s): the kubelet sees the exit at its next PLEG
+    # relist and the runtime creates the container. The crash-loop ladder of the test above,
+    # each start 1 s later: exits 1 s after each start; waits 1, 11, 21, 41 s.
+    r = run(behavior=crash_after("1s"), duration="330s")
+    assert times(r, "Started") == [0, 2, 14, 36, 78, 160, 322]
+    assert times(r, "BackOff") == [4, 16, 38, 80, 162, 324]
+    half = run(spec={"step": "100ms", "cluster": {"containerRestartDelay": "500ms"}},
+               behavior=crash_after("1s"), duration="3s")  # fmt: skip
+    assert times(half, "Started") == [0, 1.5]
+
+
+@pytest.mark.parametrize(("spec", "ready_again", "available_again"), [({}, 91, 121), (INSTANT, 90, 120)])
+def test_a_restart_resets_min_ready_seconds_availability(
+    spec: dict[str, object], ready_again: int, available_again: int
+) -> None:
+    # minReadySeconds 30, readiness every second, a crash at 90: the pod is NotReady at 90, Ready
+    # again when the new container's first probe passes, with a new transition time, so it is
+    # available again 30 s after that (it used to stay available throughout).
+    r = run(
+        spec=spec,
+        probes={"readinessProbe": http(periodSeconds=1)},
+        workload_spec={"minReadySeconds": 30},
+        behavior=crash_after("90s"),
+        duration="140s",
+    )
+    assert times(r, "PodNotReady") == [90]
+    assert times(r, "PodReady") == [0, ready_again]
+    available = series(r, "workload.web.available")
+    assert [t for t in range(1, len(available)) if available[t] != available[t - 1]] == [
+        30,
+        90,
+        available_again,
+    ]
+
+
+def test_seed000_slow_start_killed_kills_when_the_lab_does() -> None:
+    # The lab measured kills at 3, 7, 11 and 25 s: each restart takes time, so the new
+    # container's 2 s initial delay passes one tick later than with an instant restart.
+    from probesim.engine import simulate
+    from tests.builders import builtin
+
+    r = simulate(builtin("seed000-slow-start-killed"))
+    assert times(r, "Killing", "pod/app-1")[:4] == [3, 7, 11, 25]

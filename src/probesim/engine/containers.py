@@ -51,6 +51,8 @@ class Containers:
         self.crash_code = np.zeros(n, np.int64)
         self.waiting_reason = [""] * n
         self.pod_deleting = np.zeros(fleet.n_pods, bool)
+        self.restart_delay = fleet.scenario.spec.cluster.container_restart_delay
+        self.restarted_at = np.full(n, -1, np.int64)  # when the newest replacement instance started
         self.wakeup = INF
         self.changed = False  # any start, exit or kill since the flag was cleared
 
@@ -143,8 +145,10 @@ class Containers:
         if self.pod_deleting[p]:
             self.state[c] = EXITED
         elif policy == "Always" or (policy == "OnFailure" and code != 0):
+            # Not at once: the kubelet sees the exit and the runtime creates the replacement
+            # (spec.cluster.containerRestartDelay); meanwhile the container is not ready.
             self.state[c] = WAITING
-            self.next_start[c] = t
+            self.next_start[c] = t + self.restart_delay
         else:
             self.state[c] = EXITED
 
@@ -156,7 +160,8 @@ class Containers:
             if not allowed:
                 # Refused: retried when the back-off measured from the newest exit expires.
                 self.decide_exit[c] = self.last_exit[c]
-                self.next_start[c] = int(self.last_exit[c]) + int(self.backoff[c])
+                # (the sync at expiry creates the container, taking the same restart delay)
+                self.next_start[c] = int(self.last_exit[c]) + int(self.backoff[c]) + self.restart_delay
                 self.waiting_reason[c] = "CrashLoopBackOff"
                 ns = self.fleet.scenario.workloads[int(self.fleet.pod_workload[self.fleet.container_pod[c]])]
                 log.add(
@@ -173,6 +178,7 @@ class Containers:
         self.instance[c] += 1
         if not first:
             self.restart_count[c] += 1
+            self.restarted_at[c] = now
         self.state[c] = RUNNING
         self.started_at[c] = now
         self.next_start[c] = INF

@@ -352,6 +352,17 @@ class _Run:
         c_ready = started & (~r.spec.has | (r.visible(self.ctr.instance) == SUCCESS))
         pod_ready = np.minimum.reduceat(c_ready.astype(np.int8), f.pod_first_container).astype(bool)
         pod_ready &= self.admitted & ~self.gone & (self.gates_at <= t)
+        # A container replaced within this step (a restart quicker than the step) was not ready
+        # in between: the kubelet reports the dead one not ready and the new one starts at
+        # readiness Failure, so Ready went False and back, with a new transition time.
+        replaced = np.zeros(f.n_pods, bool)
+        replaced[f.container_pod[self.ctr.restarted_at == t]] = True
+        for p in np.flatnonzero(replaced & pod_ready & self.ready):
+            name = f.pod_names[p]
+            self.log.add(t, "Warning", "PodNotReady", f"pod/{name}", "Pod condition Ready changed to False")
+            self.log.add(t, "Normal", "PodReady", f"pod/{name}", "Pod condition Ready changed to True")
+            self.ready_transition[p] = self.ready_since[p] = t
+            self.version += 1
         flips = np.flatnonzero(pod_ready != self.ready)
         if flips.size == 0:
             return

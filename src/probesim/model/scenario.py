@@ -393,6 +393,11 @@ class Cluster(Model):
     node_cpu: Millicores = Field(
         default=4000, description="CPU a container without a CPU limit can use (cores or '1500m')."
     )
+    container_restart_delay: Duration = Field(
+        default=1000,
+        description="From a container's exit (or the end of its kill) to its replacement starting: the "
+        "kubelet seeing the exit (its PLEG relists every 1 s) and the runtime creating the container.",
+    )
 
 
 class ScenarioSpec(Model):
