@@ -23,7 +23,7 @@ def builtin(name: str) -> Scenario:
 
 
 # The kubelet's own rules without the time a restart takes (spec.cluster.containerRestartDelay,
-# 1 s by default): for tests whose numbers read as the reference states those rules.
+# 100 ms by default): for tests whose numbers read as the reference states those rules.
 INSTANT = {"cluster": {"containerRestartDelay": "0s"}}
 
 

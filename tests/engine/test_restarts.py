@@ -97,21 +97,23 @@ def test_restart_policy_on_failure_restarts_only_non_zero_exits(code: int, resta
 
 def test_crash_makes_the_pod_not_ready_until_readiness_passes_again() -> None:
     # §2.2.13, §4.6: the app answers 5 s after each start; the crash at 25 makes the pod
-    # NotReady; the new container starts 1 s later (the restart delay) at readiness Failure;
-    # the ticker, reset by the start's trigger at 26, passes at 36.
+    # NotReady; the new container starts 100 ms later (the restart delay) at readiness Failure;
+    # the ticker, reset by the start's trigger (seen at the 26 s step), passes at 36.
     r = run(
         probes={"readinessProbe": http(periodSeconds=10)},
         behavior={"start": "5s", **crash_after("25s")},
         duration="40s",
     )
-    assert times(r, "Started") == [0, 26]
+    assert times(r, "Started") == [0, 25.1]
     assert times(r, "PodReady") == [10, 36]
     assert times(r, "PodNotReady") == [25]
 
 
 def test_without_readiness_probe_a_restarted_pod_is_ready_once_its_new_container_runs() -> None:
-    # §4.6: no readiness probe → ready as soon as the new container runs, 1 s after the crash.
+    # §4.6: no readiness probe → ready as soon as the new container runs (10.1 s), seen at the
+    # next step.
     r = run(behavior=crash_after("10s"), duration="15s")
+    assert times(r, "Started") == [0, 10.1]
     assert times(r, "PodNotReady") == [10]
     assert times(r, "PodReady") == [0, 11]
     # A restart within the same step (no restart delay) still goes through NotReady: the dead
@@ -122,12 +124,12 @@ def test_without_readiness_probe_a_restarted_pod_is_ready_once_its_new_container
 
 
 def test_the_restart_delay_adds_to_every_restart_and_to_back_off_waits() -> None:
-    # spec.cluster.containerRestartDelay (1 s): the kubelet sees the exit at its next PLEG
-    # relist and the runtime creates the container. The crash-loop ladder of the test above,
-    # each start 1 s later: exits 1 s after each start; waits 1, 11, 21, 41 s.
+    # spec.cluster.containerRestartDelay (100 ms): the kubelet's sync and the runtime creating
+    # the container. The crash-loop ladder of the test above, each start 100 ms later than the
+    # exit plus its back-off: exits 1 s after each start; waits 0.1, 10.1, 20.1, 40.1 s.
     r = run(behavior=crash_after("1s"), duration="330s")
-    assert times(r, "Started") == [0, 2, 14, 36, 78, 160, 322]
-    assert times(r, "BackOff") == [4, 16, 38, 80, 162, 324]
+    assert times(r, "Started") == [0, 1.1, 12.2, 33.3, 74.4, 155.5, 316.6]
+    assert times(r, "BackOff") == [2.2, 13.3, 34.4, 75.5, 156.6, 317.7]
     half = run(spec={"step": "100ms", "cluster": {"containerRestartDelay": "500ms"}},
                behavior=crash_after("1s"), duration="3s")  # fmt: skip
     assert times(half, "Started") == [0, 1.5]

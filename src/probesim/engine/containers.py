@@ -85,7 +85,9 @@ class Containers:
                 self._exit(int(c), t, int(self.crash_at[c]), int(self.crash_code[c]), log, killed=False)
             due = np.flatnonzero((self.state == WAITING) & (self.next_start <= t))
             for c in due:
-                self._try_start(int(c), t, log)
+                # A start due within the step counts from its exact time (a restart's delay is
+                # usually below the step): the next probe tick sees a container started before it.
+                self._try_start(int(c), int(self.next_start[c]), log)
             self._rewake()
 
     def kill(self, c: int, t: int, reason: str, probe_grace: int, log: EventLog) -> None:
@@ -148,7 +150,7 @@ class Containers:
             # Not at once: the kubelet sees the exit and the runtime creates the replacement
             # (spec.cluster.containerRestartDelay); meanwhile the container is not ready.
             self.state[c] = WAITING
-            self.next_start[c] = t + self.restart_delay
+            self.next_start[c] = finished + self.restart_delay
         else:
             self.state[c] = EXITED
 

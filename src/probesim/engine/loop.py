@@ -352,11 +352,11 @@ class _Run:
         c_ready = started & (~r.spec.has | (r.visible(self.ctr.instance) == SUCCESS))
         pod_ready = np.minimum.reduceat(c_ready.astype(np.int8), f.pod_first_container).astype(bool)
         pod_ready &= self.admitted & ~self.gone & (self.gates_at <= t)
-        # A container replaced within this step (a restart quicker than the step) was not ready
-        # in between: the kubelet reports the dead one not ready and the new one starts at
+        # A container replaced since the last step (an exit and a restart within one step) was
+        # not ready in between: the kubelet reports the dead one not ready and the new one starts at
         # readiness Failure, so Ready went False and back, with a new transition time.
         replaced = np.zeros(f.n_pods, bool)
-        replaced[f.container_pod[self.ctr.restarted_at == t]] = True
+        replaced[f.container_pod[self.ctr.restarted_at > t - self.spec.step]] = True
         for p in np.flatnonzero(replaced & pod_ready & self.ready):
             name = f.pod_names[p]
             self.log.add(t, "Warning", "PodNotReady", f"pod/{name}", "Pod condition Ready changed to False")

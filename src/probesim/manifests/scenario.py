@@ -401,7 +401,6 @@ def _durations(spec: ScenarioSpec) -> list[tuple[Path_, int]]:
     out: list[tuple[Path_, int]] = [
         (("spec", "duration"), spec.duration),
         (("spec", "endpointDelay"), spec.endpoint_delay),
-        (("spec", "cluster", "containerRestartDelay"), spec.cluster.container_restart_delay),
         *((("spec", "actions", i, "at"), a.at) for i, a in enumerate(spec.actions)),
     ]
     for i, t in enumerate(spec.traffic):

@@ -394,9 +394,11 @@ class Cluster(Model):
         default=4000, description="CPU a container without a CPU limit can use (cores or '1500m')."
     )
     container_restart_delay: Duration = Field(
-        default=1000,
+        default=100,
         description="From a container's exit (or the end of its kill) to its replacement starting: the "
-        "kubelet seeing the exit (its PLEG relists every 1 s) and the runtime creating the container.",
+        "kubelet's pod sync and the runtime creating the container (any value; a start within a step "
+        "counts from its exact time). After a crash a real kubelet may add up to 1 s, until its PLEG "
+        "relist sees the exit.",
     )
 
 
