@@ -60,9 +60,9 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)  # stop as on Ctrl-C: every child
 WARM_TIMEOUT_S = 30
 # Test apps loaded before the scenario's clock starts, for a pod that may restart: its first
 # start and the two restarts the back-off rule lets follow at once (a kill before any exit, then
-# an exit with no back-off entry yet), 1 s apart with a strict liveness probe, when loading one
-# takes longer than that on a busy machine. Later restarts come 10 s or more after the previous
-# start, which loads the next one.
+# an exit with no back-off entry yet), 1 s apart with a strict liveness probe and no restart
+# delay, when loading one takes longer than that on a busy machine. Later restarts come 10 s or
+# more after the previous start, which loads the next one.
 LOADED_AHEAD = 3
 LISTEN_TIMEOUT_S = 30.0  # how long a --command may take to listen on $PORT, by default
 INITIAL = {"startup": None, "readiness": False, "liveness": True}  # Unknown, Failure, Success
@@ -156,7 +156,7 @@ class Lab:
                 )
         wb = scenario.behavior(workload.name)
         c = workload.pod_spec.containers[0]
-        self.folder = RunFolder()  # --command output, Envoys' files; removed on the way out
+        self.folder: RunFolder | None = None  # made as the run starts (--command output, Envoys' files)
         self.cleaning = False  # in the run's last clean-up, which a signal must not interrupt
         self.stop_signal: int | None = None  # SIGTERM or SIGHUP received: stop as soon as can be
         self.pods = []
@@ -166,8 +166,6 @@ class Lab:
                 if i in ov.ordinals and c.name in ov.containers:
                     b = ov.containers[c.name]
             pod = Pod(name, i, c, b, free_port(), command)
-            if command:
-                pod.log = open(self.folder.path / f"{pod.name}.log", "w+")  # noqa: SIM115
             kinds: tuple[ProbeType, ...] = ("startup", "readiness", "liveness")
             for kind in kinds:
                 p = c.probe(kind)
@@ -176,6 +174,12 @@ class Lab:
                 if p is not None and p.grpc is not None and pod.grpc_port is None:
                     pod.grpc_port = free_port()  # gRPC health on a port of its own
             self.pods.append(pod)
+
+    def run_folder(self) -> RunFolder:
+        """The run's folder, made (and earlier killed runs' removed) at its first use."""
+        if self.folder is None:
+            self.folder = RunFolder()
+        return self.folder
 
     def now_ms(self) -> int:
         return round((time.monotonic() - self.t0) * 1000)
@@ -308,6 +312,12 @@ class Lab:
             self.update_ready()
 
     async def restart(self, pod: Pod, decide: float) -> None:
+        """The next container, ``containerRestartDelay`` after the exit (the kubelet seeing it
+        and the runtime creating the next), and as much after each back-off expiry, as
+        simulated; not running, so not ready, meanwhile."""
+        delay_ms = self.scenario.spec.cluster.container_restart_delay
+        self.update_ready()
+        await asyncio.sleep(max(0.0, pod.last_exit + delay_ms / 1000 - time.monotonic()))
         while True:
             now = self.now_ms()
             if decide < 0:
@@ -317,7 +327,6 @@ class Lab:
             if allowed:
                 pod.backoff, pod.backoff_updated = backoff, now
                 break
-            self.update_ready()  # not running while it backs off (a restart in the same sync shows no gap)
             self.event(
                 "Warning",
                 "BackOff",
@@ -325,9 +334,8 @@ class Lab:
                 f"Back-off restarting failed container {pod.container.name} in pod {pod.name}_default",
             )
             decide = pod.last_exit
-            await asyncio.sleep(
-                max(0.0, (round((pod.last_exit - self.t0) * 1000) + pod.backoff - self.now_ms()) / 1000)
-            )
+            expiry = round((pod.last_exit - self.t0) * 1000) + pod.backoff + delay_ms
+            await asyncio.sleep(max(0.0, (expiry - self.now_ms()) / 1000))
         await self.start(pod)
 
     def restarts_after(self, exit_code: int) -> bool:
@@ -531,7 +539,7 @@ class Lab:
         tr = Translator(list(s.destination_rules), list(s.virtual_services), list(s.services), endpoints)
         listen = free_port()
         bootstrap = tr.bootstrap(listen)  # its admin address is replaced by a Unix socket
-        envoy = Envoy(bootstrap, self.folder.sub(f"client-{len(self.envoys)}"))
+        envoy = Envoy(bootstrap, self.run_folder().sub(f"client-{len(self.envoys)}"))
         self.envoys.append(envoy)
         self.listen.append(listen)
         await envoy.start()
@@ -594,6 +602,10 @@ class Lab:
         """Before the scenario's clock starts: the pods' test apps loaded and waiting, and the
         client sidecars' Envoys up (with no endpoint yet), so neither start-up counts as
         scenario time."""
+        folder = self.run_folder().path
+        for pod in self.pods:
+            if pod.command:
+                pod.log = open(folder / f"{pod.name}.log", "w+")  # noqa: SIM115
         for name, spec in self.scenario.spec.dependencies.items():
             server = DependencyServer(name, spec, self.scenario.spec.seed)
             self.dependencies.append(server)
@@ -603,7 +615,7 @@ class Lab:
                 # The pod's sidecar takes its traffic: a client's connection ends there and
                 # outlives the app's restarts (Envoy answers 503 meanwhile).
                 listen = free_port()
-                folder = self.folder.sub(f"sidecar-{pod.ordinal}")
+                folder = self.run_folder().sub(f"sidecar-{pod.ordinal}")
                 sidecar = Envoy(inbound_bootstrap(listen, pod.port), folder)
                 self.sidecars.append(sidecar)
                 await sidecar.start()
@@ -719,7 +731,8 @@ class Lab:
                     warm.control.close()
                 if not isinstance(pod.log, int):
                     pod.log.close()
-            self.folder.cleanup()
+            if self.folder is not None:
+                self.folder.cleanup()
         self.events.sort(key=lambda e: e.time_ms)
         w = self.workload
         summary = WorkloadSummary(
@@ -850,8 +863,8 @@ def check_limits(scenario: Scenario, workload: Workload, seconds: float, allow_e
             f"workload {workload.name}: {pods} pods: the lab runs at most {MAX_PODS} pods "
             "(processes on this machine); lower its replicas"
         )
-    if not 0 < seconds <= MAX_DURATION_S:
-        raise InputError(f"{seconds:g}s: the lab runs from 1s to {MAX_DURATION_S // 3600}h", field="duration")
+    if seconds > MAX_DURATION_S:
+        raise InputError(f"{seconds:g}s: the lab runs at most {MAX_DURATION_S // 3600}h", field="duration")
     lab_routes = [
         t for t in scenario.spec.traffic if Lab._selects_of(scenario, workload, scenario.service_for(t).name)
     ]
