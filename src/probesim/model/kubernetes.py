@@ -155,6 +155,18 @@ class Container(OpenModel):
     startup_probe: Probe | None = None
     restart_policy: Literal["Always"] | None = None  # only on init containers (sidecars)
 
+    @field_validator("name")
+    @classmethod
+    def _label(cls, v: str) -> str:
+        """A container name is a DNS label, as the API server checks it (length first: the
+        pattern never runs on a huge value)."""
+        if not v or len(v) > 63 or not re.fullmatch(_DNS1123_LABEL, v):
+            raise ValueError(
+                "a container name must be a lowercase RFC 1123 label of at most 63 characters: a-z, "
+                "0-9 and '-', starting and ending with a letter or digit"
+            )
+        return v
+
     def probe(self, kind: ProbeType) -> Probe | None:
         return {
             "startup": self.startup_probe,
