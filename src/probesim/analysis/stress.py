@@ -26,8 +26,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
 from probesim.analysis.context import selects
+from probesim.cost import DEFAULT_MAX_COST, run_cost
 from probesim.engine import simulate
 from probesim.manifests.kubernetes import SIMULATED_KINDS, Objects
 from probesim.model.duration import format_ms, parse_ms
@@ -136,7 +138,7 @@ def base_scenario(w: Workload, services: list[Service], given: Scenario | None) 
             containers[c.name] = {"start": f"{start}s", "routes": {"/": {"cpu": f"{50 * request:g}ms"}}}
         spec["behavior"] = {w.name: {"containers": containers}}
     if not traffic:
-        rate = 10.0 * max(w.spec.replicas, 1)
+        rate = min(10.0 * max(w.spec.replicas, 1), 1e8)  # a valid rate (1e9 at most) even tripled
         traffic = [{"service": services[0].name, "path": "/", "rate": rate, "start": "1m"}]
     spec["traffic"] = traffic
     doc["spec"] = spec
@@ -201,12 +203,31 @@ _NOT_APPLIED = {
 }
 
 
-def run_one(args: tuple[int, str, str, str, Scenario | None, StressThresholds]) -> StressResult:
-    index, shown, namespace, stress, sc, th = args
+def _not_run(base: dict[str, Any], w: Workload, stress: str) -> tuple[Scenario | None, str]:
+    """The stress's scenario, or why it is not run: it does not apply, the workload's values make
+    no valid scenario (a rate of 10 per replica over the limit), or it would cost more than
+    ``probesim run`` allows by default (checked before it starts, as run does)."""
+    try:
+        sc = apply(base, w, stress)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        return None, f"cannot simulate this workload under it: {where}: {first['msg']}"
     if sc is None:
-        return StressResult(
-            index, shown, namespace, stress, 0.0, 0, 1.0, 0.0, "skipped", _NOT_APPLIED[stress]
+        return None, _NOT_APPLIED[stress]
+    cost = run_cost(sc)
+    if cost.units > DEFAULT_MAX_COST:
+        return None, (
+            f"too costly to simulate: {cost.explain()}, more than {DEFAULT_MAX_COST:,} "
+            "(probesim run's --max-cost default)"
         )
+    return sc, ""
+
+
+def run_one(args: tuple[int, str, str, str, Scenario | None, StressThresholds, str]) -> StressResult:
+    index, shown, namespace, stress, sc, th, not_run = args
+    if sc is None:
+        return StressResult(index, shown, namespace, stress, 0.0, 0, 1.0, 0.0, "skipped", not_run)
     r = simulate(sc)
     w = sc.workloads[0]
     summary = r.workload(w.name)
@@ -258,7 +279,9 @@ def stress_suite(
             continue
         base = base_scenario(w, selected, given)
         shown = f"{w.kind}/{w.name}"
-        jobs += [(i, shown, w.metadata.namespace, stress, apply(base, w, stress), th) for stress in STRESSES]
+        for stress in STRESSES:
+            sc, not_run = _not_run(base, w, stress)
+            jobs.append((i, shown, w.metadata.namespace, stress, sc, th, not_run))
     workers = processes or min(len(jobs), os.cpu_count() or 1) or 1
     if workers <= 1 or len(jobs) <= 1:
         return [run_one(j) for j in jobs]
