@@ -121,9 +121,13 @@ def discover(paths: list[str]) -> Inputs:
             inputs.files.append(p)
             continue
         path = Path(p)
-        if path.is_dir():
+        try:
+            is_dir, exists = path.is_dir(), path.exists()
+        except OSError as e:  # a name the system refuses: too long
+            raise InputError(f"cannot read: {e.strerror}", file=p) from None
+        if is_dir:
             _walk(path, inputs)
-        elif path.exists():
+        elif exists:
             if path.name in KUSTOMIZATIONS:
                 _kustomize_refs(path, inputs)
                 inputs.skipped.append(_file_note(p, _KUSTOMIZE_WHY))

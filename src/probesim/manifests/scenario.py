@@ -56,7 +56,7 @@ def scenario_from_text(text: str, file: str, base_dir: Path, extra_manifests: Se
     for i, entry in enumerate(sf.manifests):
         if isinstance(entry, str):
             target = base_dir / entry
-            if not target.is_file():
+            if not _is_file(target):
                 raise InputError(
                     f"manifest file {str(target)!r} not found",
                     file=file,
@@ -158,7 +158,7 @@ def _with_series(sf: ScenarioFile, head: Doc, base_dir: Path) -> ScenarioFile:
         if t.series is None:
             continue
         path = base_dir / t.series
-        if not path.is_file():
+        if not _is_file(path):
             raise InputError(f"series file {str(path)!r} not found", file=head.file,
                              line=head.line_of(("spec", "traffic", i, "series")), obj="Scenario",
                              field=f"spec.traffic[{i}].series")  # fmt: skip
@@ -167,6 +167,14 @@ def _with_series(sf: ScenarioFile, head: Doc, base_dir: Path) -> ScenarioFile:
             raise InputError("no 'seconds,rate' rows", file=str(path))
         traffic[i] = t.model_copy(update={"points": tuple(points)})
     return sf.model_copy(update={"spec": sf.spec.model_copy(update={"traffic": tuple(traffic)})})
+
+
+def _is_file(path: Path) -> bool:
+    """Whether ``path`` is a file; a name the system refuses (too long) is none."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def _series_points(path: Path) -> list[tuple[int, float]]:

@@ -25,6 +25,7 @@ Path_ = tuple[str | int, ...]
 
 MAX_NODES = 200_000  # after alias expansion; real manifests are far below this
 MAX_DEPTH = 64
+MAX_CHARS = 64_000_000  # in a file; the largest real manifests (CRD bundles) are a few MB
 # libyaml's parser when PyYAML was built with it (about 10x faster on big CRDs); same nodes and marks.
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -130,13 +131,20 @@ def _helm_sources(text: str) -> list[tuple[int, str]]:
     return [(i + 1, m.group(1).strip()) for i, ln in enumerate(text.splitlines()) if (m := _SOURCE.match(ln))]
 
 
+def _bounded(text: str, shown: str) -> str:
+    if len(text) > MAX_CHARS:
+        raise InputError(f"more than {MAX_CHARS // 1_000_000} million characters", file=shown)
+    return text
+
+
 def read_text(path: str) -> tuple[str, str]:
     """The text of ``path`` (``-`` is standard input) and the name to show in messages."""
     if path == "-":
-        return sys.stdin.read(), "<stdin>"
+        return _bounded(sys.stdin.read(MAX_CHARS + 1), "<stdin>"), "<stdin>"
     p = Path(path)
     try:
-        return p.read_text(encoding="utf-8"), path
+        with p.open(encoding="utf-8") as f:  # bounded: /dev/zero or a FIFO that never ends
+            return _bounded(f.read(MAX_CHARS + 1), path), path
     except FileNotFoundError:
         raise InputError("file not found", file=path) from None
     except IsADirectoryError:
