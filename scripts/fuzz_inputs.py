@@ -1,0 +1,309 @@
+#!/usr/bin/env python3
+"""Run thousands of hostile inputs through ``probesim run`` and ``probesim check`` as real
+processes and count what happened (issue 17; not run in CI).
+
+The inputs come from tests/property/hostile.py (the generator the CI fuzz test uses), profile
+"full". Each input is written to a fresh folder and run twice: ``probesim run`` (text or
+--json) and ``probesim check`` (one --format, sometimes --scenario or --stress). Each process
+has an address-space limit (RLIMIT_AS, 3 GiB), a CPU limit and a wall-clock timeout; its CPU
+time and peak memory come from wait4's rusage.
+
+By default every run is a fork of a worker that has imported probesim already, which then calls
+``probesim.cli.main()`` with the run's arguments, standard output and error in files: a real
+process with its own limits, without paying Python's and probesim's start-up (about a second)
+ten thousand times. ``--exec`` runs the installed command line instead (fork + exec), as a user
+does.
+
+    .venv/bin/python scripts/fuzz_inputs.py -n 5000 --workers 2 --out /tmp/fuzz
+
+Counts: clean one-line errors (exit 2, one ``error:`` line on stderr), successes (exit 0 or 1
+with output that parses in its format), tracebacks (or an exit code outside 0, 1, 2, or a
+signal), runs past 10 s of CPU, runs above 2 GiB, malformed outputs (unparseable JSON/XML, or
+an exit 2 with more than one line on stderr). Each bad run's input is kept under --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import resource
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.property.hostile import Case, make_case  # noqa: E402
+
+GiB = 1 << 30
+CPU_LIMIT_S = 10.0  # past this a run that was not refused up front is an overrun
+MEM_LIMIT = 2 * GiB  # peak RSS above this is an overrun
+AS_LIMIT = 3 * GiB  # address space: a run asking for more fails (MemoryError) instead of swapping
+
+
+@dataclass
+class Job:
+    index: int
+    command: str  # run | check
+    args: list[str]
+    fmt: str
+    folder: Path
+    case: Case
+
+
+@dataclass
+class Outcome:
+    job: Job
+    code: int | None  # None: killed by a signal
+    signal: int | None
+    cpu_s: float
+    maxrss: int  # bytes
+    wall_s: float
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool
+
+
+def _child(job: Job, exec_mode: bool, cpu_limit: int) -> None:
+    """In the forked child: limits, files, then probesim. Never returns."""
+    try:
+        os.setpgid(0, 0)
+        resource.setrlimit(resource.RLIMIT_AS, (AS_LIMIT, AS_LIMIT))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_limit, cpu_limit + 5))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        os.chdir(job.folder)
+        null = os.open(os.devnull, os.O_RDONLY)
+        out = os.open(job.folder / f"{job.command}.out", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        err = os.open(job.folder / f"{job.command}.err", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(null, 0)
+        os.dup2(out, 1)
+        os.dup2(err, 2)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if exec_mode:
+            code = "from probesim.cli import main; main()"
+            os.execv(sys.executable, [sys.executable, "-c", code, *job.args])
+        from probesim.cli import main
+
+        sys.argv = ["probesim", *job.args]
+        try:
+            main()
+            status = 0
+        except SystemExit as e:
+            status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        except BaseException:  # as Python's own top level: the traceback, exit 1
+            import traceback
+
+            traceback.print_exc()
+            status = 1
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BaseException:
+            pass
+        os._exit(status)
+    except BaseException:
+        os._exit(98)
+
+
+def _preload() -> None:
+    """What the commands import lazily, imported once in the parent for its forks."""
+    import probesim.analysis.check
+    import probesim.cli
+    import probesim.engine
+    import probesim.manifests.scenario
+    import probesim.report.check_outputs
+    import probesim.report.terminal  # noqa: F401
+
+
+def run_all(jobs: list[Job], workers: int, timeout: float, exec_mode: bool, cpu_limit: int) -> list[Outcome]:
+    running: dict[int, tuple[Job, float]] = {}
+    queue = list(reversed(jobs))
+    done: list[Outcome] = []
+    last_report = time.monotonic()
+    while queue or running:
+        while queue and len(running) < workers:
+            job = queue.pop()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:
+                _child(job, exec_mode, cpu_limit)
+            running[pid] = (job, time.monotonic())
+        pid, status, usage = os.wait4(-1, os.WNOHANG)
+        if pid == 0:
+            now = time.monotonic()
+            for p, (job, started) in list(running.items()):
+                if now - started > timeout:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(p, signal.SIGKILL)
+                    running[p] = (job, float("-inf"))  # killed: wait for it
+            time.sleep(0.005)
+            continue
+        job, started = running.pop(pid)
+        timed_out = started == float("-inf")
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)  # anything it left behind (a stress pool)
+        out = (job.folder / f"{job.command}.out").read_bytes()
+        err = (job.folder / f"{job.command}.err").read_bytes()
+        code = os.waitstatus_to_exitcode(status)
+        sig = -code if code < 0 else None
+        done.append(
+            Outcome(
+                job,
+                None if sig else code,
+                sig,
+                usage.ru_utime + usage.ru_stime,
+                usage.ru_maxrss * 1024,
+                time.monotonic() - started if not timed_out else timeout,
+                out,
+                err,
+                timed_out,
+            )
+        )
+        if time.monotonic() - last_report > 30:
+            last_report = time.monotonic()
+            print(f"  {len(done)}/{len(jobs)} runs", file=sys.stderr, flush=True)
+    return done
+
+
+def classify(o: Outcome) -> list[str]:
+    """The counts this run adds to."""
+    out, err = o.stdout.decode("utf-8", "replace"), o.stderr.decode("utf-8", "replace")
+    tags = []
+    if o.cpu_s > CPU_LIMIT_S:
+        tags.append("past 10 s CPU")
+    if o.maxrss > MEM_LIMIT:
+        tags.append("above 2 GiB")
+    if o.timed_out:
+        tags.append("timed out")
+    if "Traceback" in out or "Traceback" in err or o.code not in (0, 1, 2):
+        tags.append("traceback")
+        return tags
+    if o.code == 2:
+        lines = err.strip().splitlines()
+        if len(lines) == 1 and lines[0].startswith("error: "):
+            tags.append("clean error")
+        else:
+            tags.append("malformed output")  # an input error that is not one line
+        return tags
+    try:
+        if o.job.fmt in ("json", "sarif"):
+            json.loads(out)
+        elif o.job.fmt == "junit":
+            ET.fromstring(out)
+    except (ValueError, ET.ParseError):
+        tags.append("malformed output")
+        return tags
+    if o.job.fmt == "text" and any(c in out for c in ("\x1b", "\u202e")):
+        tags.append("raw escape in text")  # counted apart: shown, not fatal
+    tags.append("success")
+    return tags
+
+
+def _ends(text: str) -> str:
+    return text if len(text) < 1600 else text[:800] + " [...] " + text[-800:]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("-n", type=int, default=5000, help="inputs (each run twice: run and check)")
+    ap.add_argument("--seed", type=int, default=0, help="first input's seed (input i uses seed + i)")
+    ap.add_argument("--workers", type=int, default=2, help="processes at a time (at most 2 here)")
+    ap.add_argument("--timeout", type=float, default=120.0, help="wall-clock seconds per run")
+    ap.add_argument("--cpu-limit", type=int, default=60, help="RLIMIT_CPU seconds per run")
+    ap.add_argument("--exec", dest="exec_mode", action="store_true", help="fork + exec the CLI per run")
+    ap.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "probesim-fuzz")
+    ap.add_argument("--profile", choices=["ci", "full"], default="full")
+    a = ap.parse_args()
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ["COLUMNS"] = "160"
+    if not a.exec_mode:
+        _preload()
+    a.out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="probesim-fuzz-"))
+    started = time.monotonic()
+    counts: Counter[str] = Counter()
+    per_command: Counter[tuple[str, str]] = Counter()
+    bad: list[dict[str, Any]] = []
+    slow: list[tuple[float, str, str]] = []
+    batch = 200
+    try:
+        for first in range(0, a.n, batch):
+            jobs = []
+            for i in range(first, min(first + batch, a.n)):
+                case = make_case(random.Random(a.seed + i), a.profile)
+                folder = work / f"{i:05d}"
+                folder.mkdir()
+                case.write(folder)
+                jobs.append(
+                    Job(i, "run", case.run_args(folder), "json" if case.run_json else "text", folder, case)
+                )
+                jobs.append(Job(i, "check", case.check_args(folder), case.fmt, folder, case))
+            for o in run_all(jobs, a.workers, a.timeout, a.exec_mode, a.cpu_limit):
+                tags = classify(o)
+                counts.update(tags)
+                for t in tags:
+                    per_command[(o.job.command, t)] += 1
+                if o.cpu_s > 3:
+                    slow.append((o.cpu_s, f"{o.job.index}:{o.job.command}", " ".join(o.job.case.mutations)))
+                if {"traceback", "past 10 s CPU", "above 2 GiB", "malformed output", "timed out"} & set(tags):
+                    keep = a.out / f"{a.seed + o.job.index:06d}-{o.job.command}"
+                    shutil.rmtree(keep, ignore_errors=True)
+                    shutil.copytree(o.job.folder, keep)
+                    bad.append(
+                        {
+                            "seed": a.seed + o.job.index,
+                            "command": o.job.command,
+                            "args": [x.replace(str(o.job.folder), ".") for x in o.job.args],
+                            "tags": tags,
+                            "exit": o.code,
+                            "signal": o.signal,
+                            "cpu_s": round(o.cpu_s, 2),
+                            "maxrss_mb": o.maxrss >> 20,
+                            "mutations": o.job.case.mutations,
+                            "stderr": _ends(o.stderr.decode("utf-8", "replace")),
+                            "kept": str(keep),
+                        }
+                    )
+            for j in jobs[::2]:
+                shutil.rmtree(j.folder, ignore_errors=True)
+            print(
+                f"{min(first + batch, a.n)}/{a.n} inputs, {time.monotonic() - started:.0f} s: {dict(counts)}",
+                file=sys.stderr,
+                flush=True,
+            )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    elapsed = time.monotonic() - started
+    report = {
+        "inputs": a.n,
+        "runs": 2 * a.n,
+        "mode": "exec" if a.exec_mode else "fork",
+        "seconds": round(elapsed),
+        "counts": dict(counts),
+        "per_command": {f"{c} {t}": n for (c, t), n in sorted(per_command.items())},
+        "slowest": [f"{s:.1f} s {w} {m}" for s, w, m in sorted(slow, reverse=True)[:15]],
+        "bad": bad,
+    }
+    (a.out / "report.json").write_text(json.dumps(report, indent=2))
+    print(json.dumps({k: v for k, v in report.items() if k != "bad"}, indent=2))
+    for b in bad[:30]:
+        print(json.dumps(b))
+    keys = ("traceback", "past 10 s CPU", "above 2 GiB", "malformed output", "timed out")
+    return 1 if any(counts[k] for k in keys) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

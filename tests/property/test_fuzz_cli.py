@@ -1,0 +1,62 @@
+"""Fuzzing the command line with hostile scenarios and manifests (issue 17): ``probesim run`` and
+``probesim check`` (every --format) end with exit 0, 1 or 2, never a traceback; an input error
+is one line on stderr; what they print parses in its format. The inputs come from
+tests/property/hostile.py (scripts/fuzz_inputs.py runs thousands of them as real processes)."""
+
+from __future__ import annotations
+
+import json
+import random
+import tempfile
+import traceback
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner, Result
+
+from probesim.cli import app
+from tests.property.hostile import FORMATS, make_case
+
+EXIT_CODES = {0, 1, 2, 99}
+runner = CliRunner()  # stdout and stderr apart (result.stdout, result.stderr)
+
+
+def assert_clean(r: Result, args: list[str], fmt: str) -> None:
+    """What every run must be: a known exit code, no traceback, one line for an input error,
+    output parseable in its format."""
+    shown = f"{args[0]} ... {' '.join(args[-3:])}"
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        tb = "".join(traceback.format_exception(r.exception))
+        raise AssertionError(f"{shown}: uncaught exception\n{tb}")
+    assert r.exit_code in EXIT_CODES, (shown, r.exit_code, r.output[-2000:])
+    assert "Traceback" not in r.output, (shown, r.output[-2000:])
+    if r.exit_code == 2:
+        assert len(r.stderr.strip().splitlines()) <= 1, (shown, r.stderr[-2000:])
+        return
+    if r.exit_code not in (0, 1):
+        return
+    if fmt in ("json", "sarif"):
+        json.loads(r.stdout)
+    elif fmt == "junit":
+        ET.fromstring(r.stdout)
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    derandomize=True,
+)
+@given(st.randoms(use_true_random=False))
+def test_hostile_inputs_end_cleanly_in_run_and_check(rnd: random.Random) -> None:
+    case = make_case(rnd, "ci")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        case.write(root)
+        args = case.run_args(root)
+        assert_clean(runner.invoke(app, args), args, "json" if case.run_json else "text")
+        for fmt in FORMATS:
+            args = case.check_args(root, fmt)
+            assert_clean(runner.invoke(app, args), args, fmt)
