@@ -46,7 +46,12 @@ GRID = np.logspace(-1, 6, 281)  # 6 % apart
 def probe_cost(b: ContainerBehavior, path: str) -> RouteCost:
     """What a request to ``path`` costs (``*``: every path not listed; 'exec:<command>' and
     'grpc:<service>' fall back to 'exec' and 'grpc')."""
-    return b.routes.get(path) or b.routes.get(generic(path)) or b.routes.get("*") or RouteCost()
+    if not b.routes:
+        return _FREE
+    return b.routes.get(path) or b.routes.get(generic(path)) or b.routes.get("*") or _FREE
+
+
+_FREE = RouteCost()  # one instance: pods share it (building one per call cost seconds at 100k pods)
 
 
 def norm_cdf(x: F64) -> F64:

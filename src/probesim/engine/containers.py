@@ -64,9 +64,11 @@ class Containers:
         return (self.state == RUNNING) | (self.state == TERMINATING)
 
     def admit(self, pods: np.ndarray, t: int) -> None:
-        for p in pods:
-            lo = int(self.fleet.pod_first_container[p])
-            hi = lo + int((self.fleet.container_pod == p).sum())
+        first = self.fleet.pod_first_container
+        n = self.fleet.n_containers
+        for p in pods:  # a pod's containers are contiguous, from its first to the next pod's
+            lo = int(first[p])
+            hi = int(first[p + 1]) if p + 1 < first.size else n
             self.created[lo:hi] = True
             self.next_start[lo:hi] = t
         self._rewake()

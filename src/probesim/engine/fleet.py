@@ -122,6 +122,9 @@ def listens(c: Container, b: ContainerBehavior, port: int | None) -> bool:
     return port is None or not ports or port in ports
 
 
+_HEALTHY = ContainerBehavior()  # a container the scenario says nothing about
+
+
 def build(scenario: Scenario) -> Fleet:
     pod_names: list[str] = []
     pod_workload: list[int] = []
@@ -140,11 +143,16 @@ def build(scenario: Scenario) -> Fleet:
     profile_keys: dict[str, int] = {}
     profile_of: list[int] = []
 
+    seen: dict[int, int] = {}  # id(behaviour) → profile: pods share their behaviour objects
+
     def profile_id(b: ContainerBehavior) -> int:
+        if id(b) in seen:
+            return seen[id(b)]
         key = b.model_dump_json()
         if key not in profile_keys:
             profile_keys[key] = len(profiles)
             profiles.append(Profile.compile(b))
+        seen[id(b)] = profile_keys[key]
         return profile_keys[key]
 
     for wi, w in enumerate(scenario.workloads):
@@ -178,7 +186,7 @@ def build(scenario: Scenario) -> Fleet:
             pod_sidecar.append(injected(w, scenario))
             first.append(len(cont_name))
             for c in containers:
-                b = wb.containers.get(c.name, ContainerBehavior())
+                b = wb.containers.get(c.name, _HEALTHY)
                 for ov in wb.pods:
                     if ordinal in ov.ordinals and c.name in ov.containers:
                         b = ov.containers[c.name]
