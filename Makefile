@@ -31,6 +31,7 @@ docs: setup
 bench: setup
 	$(BIN)/python benchmarks/engine.py
 	$(BIN)/python benchmarks/check.py
+	$(BIN)/python benchmarks/startup.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import errno
 import io
-import json
 import os
 import sys
 import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
@@ -21,7 +20,6 @@ from rich.text import Text
 from probesim import __version__
 from probesim.cost import DEFAULT_MAX_COST
 from probesim.errors import InputError, InputWarning
-from probesim.model.duration import parse_ms
 from probesim.safe import MESSAGE_LIMIT, markup, visible
 
 if TYPE_CHECKING:
@@ -48,6 +46,8 @@ err = Console(stderr=True, width=None if sys.stderr.isatty() else 160, emoji=Fal
 
 def _lab_seconds(given: str, option: str) -> float:
     """A lab option's duration in seconds (scenario units: 20s, 2m), bounded to 1 s-1 h."""
+    from probesim.model.duration import parse_ms  # imports pydantic: not at start-up
+
     try:
         seconds = parse_ms(given) / 1000
     except ValueError as e:
@@ -106,13 +106,14 @@ def _exists(path: str) -> bool:
 
 def _scenario_path(target: str) -> str:
     """A scenario file's path: ``target`` itself, '-', or the file of the built-in of that name."""
-    from probesim.scenarios import builtins, find
+    from probesim.scenarios import find
+    from probesim.scenarios import names as builtin_names
 
     if target == "-" or _exists(target):
         return target
     b = find(target)
     if b is None:
-        names = ", ".join(x.name for x in builtins())
+        names = ", ".join(builtin_names())
         raise InputError(
             f"no such file, and no built-in scenario of that name (built-in: {names})", file=target
         )
@@ -175,6 +176,8 @@ def run(
 
     Example: [bold]probesim run seed000-slow-start-killed[/bold]
     """
+    import json
+
     from probesim.engine import simulate
     from probesim.report.terminal import render_result
 
@@ -213,6 +216,8 @@ def compare(
 
     Example: [bold]probesim compare patient-all-ok patient-delays-no-probes patient-delays-liveness[/bold]
     """
+    import json
+
     from probesim.engine import simulate
     from probesim.report.compare import render_compare, rows
 
@@ -498,6 +503,8 @@ def lab(
 
     Example: probesim lab seed003-outlier --duration 20s --compare
     """
+    import json
+
     from probesim.engine import simulate
     from probesim.lab.compare import agree, compare, outlier_interval_ms
     from probesim.lab.kubelet import Stopped, run_lab
@@ -609,6 +616,8 @@ def demo(
 @app.command()
 def schema() -> None:
     """Print the JSON Schema of scenario files (for editor completion and validation)."""
+    import json
+
     from probesim.model.scenario import API_VERSION, ScenarioFile
 
     doc = ScenarioFile.model_json_schema(by_alias=True)
@@ -623,6 +632,7 @@ def version() -> None:
 
 
 def main() -> None:
+    _import_typer_help()
     try:
         app()
     except SystemExit:
@@ -633,6 +643,53 @@ def main() -> None:
             raise
         _stdout_failed(e)
     _flush_stdout()
+
+
+class _Markdown:
+    """Stands in for rich.markdown.Markdown in typer.rich_utils: the real one, made on use."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        from rich.markdown import Markdown
+
+        return Markdown(*args, **kwargs)
+
+
+class _Traceback:
+    """Stands in for rich.traceback.Traceback in typer.rich_utils: the real one, made on use."""
+
+    @staticmethod
+    def from_exception(*args: Any, **kwargs: Any) -> Any:
+        from rich.traceback import Traceback
+
+        return Traceback.from_exception(*args, **kwargs)
+
+
+def _import_typer_help() -> None:
+    """Import typer's help and error renderer without rich.markdown and rich.traceback.
+
+    typer.rich_utils imports both at its top (markdown-it, pygments: about 50 ms, a third of
+    ``probesim --help``), though it makes a Markdown only in markdown markup mode (ours is rich)
+    and a Traceback only for an uncaught exception. Stand-ins that import the real class when
+    called take their place while it loads, so help, errors and tracebacks are unchanged
+    (tests/cli/test_startup.py). Done only if neither is loaded yet; the real modules load
+    normally afterwards.
+    """
+    stand_ins = {"rich.markdown": ("Markdown", _Markdown), "rich.traceback": ("Traceback", _Traceback)}
+    if "typer.rich_utils" in sys.modules or any(m in sys.modules for m in stand_ins):
+        return
+    import types
+
+    for name, (attr, cls) in stand_ins.items():
+        module = types.ModuleType(name)
+        setattr(module, attr, cls)
+        sys.modules[name] = module
+    try:
+        import typer.rich_utils  # noqa: F401
+    except ImportError:  # a typer wanting more of them: load it as it is
+        sys.modules.pop("typer.rich_utils", None)
+    finally:
+        for name in stand_ins:
+            del sys.modules[name]
 
 
 def _flush_stdout() -> None:

@@ -1,0 +1,70 @@
+"""The command line's start-up: ``probesim --help`` and ``probesim run seed000-demo`` as real
+processes, best of several runs, in wall and CPU (user + system) seconds, beside a fair
+reference measured in the same run: ``python -c pass`` (the interpreter) and
+``python -c "import typer"`` (the least any Typer command line pays before doing anything).
+
+Targets (issue 14): ``--help`` at most 0.12 s and ``run seed000-demo`` at most 0.35 s of wall
+time on an idle 2-core machine. On a shared, busy machine wall time waits for the CPU: compare
+the CPU figures then (a process alone on an idle core has wall ≈ CPU + a few ms).
+Run: ``make bench`` (or ``python benchmarks/startup.py [RUNS]``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+RUNS = 7
+
+
+def probesim() -> str:
+    """The ``probesim`` entry point beside this interpreter (the one a user runs)."""
+    here = Path(sys.executable).parent / "probesim"
+    return str(here) if here.is_file() else shutil.which("probesim") or "probesim"
+
+
+def best(argv: list[str], runs: int) -> tuple[float, float]:
+    """The best wall and the best CPU (user + system) seconds of ``runs`` runs of ``argv``."""
+    walls, cpus = [], []
+    for _ in range(runs):
+        t = time.perf_counter()
+        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(p.pid, 0)
+        walls.append(time.perf_counter() - t)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        if p.returncode != 0:
+            raise SystemExit(f"{' '.join(argv)} exited {p.returncode}")
+        cpus.append(usage.ru_utime + usage.ru_stime)
+    return min(walls), min(cpus)
+
+
+def main() -> None:
+    runs = int(sys.argv[1]) if len(sys.argv) > 1 else RUNS
+    py, cli = sys.executable, probesim()
+    rows: list[tuple[str, list[str], float | None]] = [
+        ("python -c pass", [py, "-c", "pass"], None),
+        ('python -c "import typer"', [py, "-c", "import typer"], None),
+        ("probesim --help", [cli, "--help"], 0.12),
+        ("probesim run seed000-demo", [cli, "run", "seed000-demo"], 0.35),
+    ]
+    print(f"start-up, best of {runs} runs ({os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f})")
+    print(f"  {'':28} {'wall s':>7} {'CPU s':>7}   target (wall, idle machine)")
+    for name, argv, target in rows:
+        wall, cpu = best(argv, runs)
+        if target is None:
+            verdict = "reference"
+        elif wall <= target:
+            verdict = f"≤ {target:.2f}: meets"
+        elif cpu <= target:
+            verdict = f"≤ {target:.2f}: meets in CPU (wall waited for a busy CPU)"
+        else:
+            verdict = f"≤ {target:.2f}: misses by {cpu - target:.2f} s of CPU"
+        print(f"  {name:28} {wall:7.3f} {cpu:7.3f}   {verdict}")
+
+
+if __name__ == "__main__":
+    main()

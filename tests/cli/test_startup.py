@@ -1,0 +1,89 @@
+"""Start-up (issue 14): what ``probesim --help`` imports, help and tracebacks unchanged by the
+light import of typer's help renderer, and built-ins found by their file name. Times are not
+tested here (the machine is shared): ``benchmarks/startup.py`` measures them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from probesim import scenarios
+from probesim.scenarios import builtins, find, names
+
+# Run the entry point as the installed ``probesim`` script does, or typer's app directly.
+MAIN = "import sys; sys.argv[0] = 'probesim'; from probesim.cli import main; main()"
+PLAIN = "from probesim.cli import app; app(prog_name='probesim')"
+
+
+def _py(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "100", "TERM": "dumb"}
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=60
+    )
+
+
+def test_help_imports_no_models_numpy_yaml_or_markdown() -> None:
+    code = (
+        "import sys, io, contextlib\n"
+        "sys.argv = ['probesim', '--help']\n"
+        "from probesim.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n        main()\n    except SystemExit:\n        pass\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('pydantic', 'numpy', 'yaml', 'markdown_it', 'pygments') or m in ('rich.markdown', 'rich.traceback'))))"
+    )
+    r = _py(code)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == ""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--help"], ["run", "--help"], ["lab", "--help"], ["run"], ["run", "--bogus"], ["nosuch"]],
+    ids=lambda a: " ".join(a),
+)
+def test_help_and_usage_errors_are_unchanged(args: list[str]) -> None:
+    light, plain = _py(MAIN, *args), _py(PLAIN, *args)
+    assert (light.returncode, light.stdout, light.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+    assert "Usage: probesim" in light.stdout + light.stderr
+
+
+def test_an_uncaught_exception_still_gets_typers_rich_traceback() -> None:
+    code = (
+        "import sys; sys.argv = ['probesim', 'boom']\n"
+        "from probesim import cli\n"
+        "@cli.app.command('boom')\n"
+        "def boom() -> None:\n    raise RuntimeError('kaboom')\n"
+        "cli.main()"
+    )
+    r = _py(code)
+    assert r.returncode == 1
+    assert "Traceback (most recent call last)" in r.stderr
+    assert "RuntimeError: kaboom" in r.stderr
+
+
+def test_every_builtin_is_named_as_its_file() -> None:
+    every = builtins()
+    assert [b.name for b in every] == [b.path.stem for b in every] == names()
+    for b in every:
+        assert find(b.name) == b
+
+
+def test_find_reads_only_the_named_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    def parse_all() -> None:
+        raise AssertionError("find parsed every built-in")
+
+    monkeypatch.setattr(scenarios, "builtins", parse_all)
+    b = find("seed000-demo")
+    assert b is not None and b.path.name == "seed000-demo.yaml" and b.description
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["", "nosuch", "../scenarios/seed000-demo", "seed000-demo.yaml", "/etc/passwd", "a" * 5000, "x\0y"],
+)
+def test_find_refuses_what_is_not_a_builtin_name(name: str) -> None:
+    assert find(name) is None
