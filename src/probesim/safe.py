@@ -10,9 +10,10 @@ rich as ``Text``, never as markup.
 from __future__ import annotations
 
 import unicodedata
+from typing import TYPE_CHECKING
 
-from rich.markup import escape
-from rich.text import Text
+if TYPE_CHECKING:  # rich is imported where a Text or markup is made: errors need only cut()
+    from rich.text import Text
 
 NAME_LIMIT = 200  # a name, path or field in a table or message
 MESSAGE_LIMIT = 1000  # a whole message
@@ -41,9 +42,13 @@ def visible(s: str, limit: int = NAME_LIMIT) -> str:
 
 def cell(s: str, limit: int = NAME_LIMIT, style: str | None = None) -> Text:
     """User text for a table cell or a line: visible, and never read as markup or emoji."""
+    from rich.text import Text
+
     return Text(visible(s, limit), style=style or "")
 
 
 def markup(s: str, limit: int = NAME_LIMIT) -> str:
     """User text to put inside a rich markup string (print with ``emoji=False``)."""
+    from rich.markup import escape
+
     return escape(visible(s, limit))
