@@ -111,3 +111,15 @@ def test_stress_skips_a_run_too_costly_or_invalid_instead_of_crashing() -> None:
         assert all(
             why in r.why and "more than 100,000,000" in r.why for r in results if r.stress == "baseline"
         )
+
+
+@pytest.mark.parametrize("value", ["9" * 5000, "-" + "1" * 100_000])
+def test_an_integer_too_long_for_python_is_one_line(tmp_path: Path, value: str) -> None:
+    # int() refuses more than 4300 digits with a ValueError: a traceback from the YAML reader.
+    (tmp_path / "m.yaml").write_text(SMALL_MANIFEST.replace("replicas: 2", f"replicas: {value}"))
+    one_line_error(["check", str(tmp_path / "m.yaml")], "m.yaml:5: cannot read this int of")
+
+
+def test_an_invalid_date_is_read_as_a_string_as_kubernetes_does() -> None:
+    docs = list(load_docs("a: 2001-13-45\nb: 2001-12-14\n", "x.yaml"))
+    assert docs[0].data == {"a": "2001-13-45", "b": "2001-12-14"}

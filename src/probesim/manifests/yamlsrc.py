@@ -91,7 +91,16 @@ class _Builder:
             return out
         if node.tag == "tag:yaml.org,2002:value":
             return node.value  # YAML 1.1's "=" scalar: Kubernetes reads it as the string "="
-        value = self.loader.construct_object(node, deep=False)
+        try:
+            value = self.loader.construct_object(node, deep=False)
+        except ValueError:  # an integer of more than 4300 digits (Python's limit), a bad date
+            if node.tag == "tag:yaml.org,2002:timestamp":
+                return node.value  # Kubernetes reads timestamps as strings, valid dates or not
+            raise InputError(
+                f"cannot read this {node.tag.rsplit(':', 1)[-1]} of {len(node.value)} characters",
+                file=self.file,
+                line=node.start_mark.line + 1,
+            ) from None
         if isinstance(value, datetime.date | datetime.datetime):
             return node.value  # Kubernetes reads timestamps as strings
         if isinstance(value, bytes):
