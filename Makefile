@@ -32,6 +32,7 @@ bench: setup
 	$(BIN)/python benchmarks/engine.py
 	$(BIN)/python benchmarks/check.py
 	$(BIN)/python benchmarks/startup.py
+	$(BIN)/python benchmarks/events.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -152,7 +152,17 @@ def run(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the versioned JSON result instead of tables.")
     ] = False,
-    events: Annotated[bool, typer.Option("--events/--no-events", help="Show the event log.")] = True,
+    events: Annotated[
+        bool,
+        typer.Option(
+            "--events/--no-events",
+            help="Show the events as kubectl does (a repeat is one line: x12 over 3m), the first and "
+            "last 20 lines of them.",
+        ),
+    ] = True,
+    all_events: Annotated[
+        bool, typer.Option("--all-events", help="Show every line of the events, not the first and last 20.")
+    ] = False,
     series: Annotated[
         bool, typer.Option("--series/--no-series", help="Include per-tick series in --json.")
     ] = True,
@@ -179,9 +189,11 @@ def run(
     import json
 
     from probesim.engine import simulate
-    from probesim.report.terminal import render_result
+    from probesim.report.terminal import EVENT_LINES, render_result
 
     try:
+        if all_events and not events:
+            raise InputError("--all-events shows every event line, --no-events none: give one")
         if plot is not None:
             _check_plot_path(plot)
         sc = _load(scenario, manifests or ())
@@ -201,7 +213,7 @@ def run(
     if as_json:
         sys.stdout.write(json.dumps(result.to_json(series=series), indent=2) + "\n")
     else:
-        render_result(result, out, events=events)
+        render_result(result, out, events=events, event_lines=None if all_events else EVENT_LINES)
 
 
 @app.command()

@@ -19,8 +19,14 @@ def _secs(ms: int | None) -> str:
     return "never" if ms is None else format_ms(ms)
 
 
-def render_result(result: Result, console: Console, events: bool = True) -> None:
-    """The run's summary tables and events. Names and messages are user text: shown through
+EVENT_LINES = 20  # event lines shown at each end of the timeline unless all are asked for
+
+
+def render_result(
+    result: Result, console: Console, events: bool = True, event_lines: int | None = EVENT_LINES
+) -> None:
+    """The run's summary tables and events (the first and last ``event_lines`` lines of the
+    timeline, every line if None). Names and messages are user text: shown through
     probesim.safe, never as markup."""
     if result.source == "lab":
         what = f"  ran for real for {format_ms(result.duration_ms)}"
@@ -82,7 +88,7 @@ def render_result(result: Result, console: Console, events: bool = True) -> None
             Text("Restarts by pod: " + ", ".join(f"{visible(p)} {n}" for p, n in restarted.items()))
         )
     if events:
-        render_events(result.events, console)
+        render_events(result.events, console, event_lines)
 
 
 @dataclass
@@ -91,35 +97,86 @@ class _Agg:
     last: int
     count: int
     event: Event
+    order: int  # the index of the last occurrence, to keep simultaneous events in their order
 
 
 def aggregate(events: Sequence[Event]) -> list[_Agg]:
-    """Chronological rows; an event repeating an object's previous row (same reason and
-    message, nothing else on that object in between) is folded into it, as kubectl counts."""
-    rows: list[_Agg] = []
-    last: dict[str, _Agg] = {}
-    for e in events:
-        prev = last.get(e.object)
-        if prev is not None and (prev.event.reason, prev.event.message) == (e.reason, e.message):
-            prev.last, prev.count = e.time_ms, prev.count + 1
-            continue
-        row = _Agg(e.time_ms, e.time_ms, 1, e)
-        rows.append(row)
-        last[e.object] = row
-    return rows
+    """kubectl's count: one row per object, type, reason and message (the kubelet's event
+    correlator folds a repeat into the same Event, counting it and moving its last time,
+    whatever happened in between), rows in order of their last occurrence as kubectl sorts
+    them."""
+    rows: dict[tuple[str, str, str, str], _Agg] = {}
+    for i, e in enumerate(events):
+        key = (e.object, e.type, e.reason, e.message)
+        a = rows.get(key)
+        if a is None:
+            rows[key] = _Agg(e.time_ms, e.time_ms, 1, e, i)
+        else:
+            a.first, a.last = min(a.first, e.time_ms), max(a.last, e.time_ms)
+            a.count, a.order = a.count + 1, i
+    return sorted(rows.values(), key=lambda a: (a.last, a.order))
 
 
-def render_events(events: Sequence[Event], console: Console) -> None:
+def human_duration(ms: int) -> str:
+    """A span as kubectl writes an event's age (apimachinery's HumanDuration): whole seconds
+    up to 2 minutes, then minutes (and seconds below 10 minutes), hours, days, years."""
+    s = ms // 1000
+    if s < 120:
+        return f"{s}s"
+    m = s // 60
+    if m < 10:
+        return f"{m}m{s % 60}s" if s % 60 else f"{m}m"
+    if m < 3 * 60:
+        return f"{m}m"
+    h = m // 60
+    if h < 8:
+        return f"{h}h{m % 60}m" if m % 60 else f"{h}h"
+    if h < 48:
+        return f"{h}h"
+    if h < 24 * 8:
+        return f"{h // 24}d{h % 24}h" if h % 24 else f"{h // 24}d"
+    if h < 24 * 365 * 2:
+        return f"{h // 24}d"
+    if h < 24 * 365 * 8:
+        d = (h // 24) % 365
+        return f"{h // 24 // 365}y{d}d" if d else f"{h // 24 // 365}y"
+    return f"{h // 24 // 365}y"
+
+
+def render_events(events: Sequence[Event], console: Console, lines: int | None = EVENT_LINES) -> None:
+    """The timeline as ``kubectl get events`` shows it: a repeated event is one line, seen
+    last at LAST SEEN, "(x12 over 3m)" since its first time; the first and last ``lines``
+    lines only (every line if None), with a line saying how many are left out."""
+    rows = aggregate(events)
+    edge = len(rows) if lines is None else max(lines, 0)
+    head, left_out, tail = rows[:edge], rows[edge : max(edge, len(rows) - edge)], rows[len(rows) - edge :]
+    if not left_out:
+        head, tail = rows, []
     t = Table(title="Events", title_justify="left", box=box.SIMPLE)
-    for h in ("TIME", "TYPE", "REASON", "OBJECT", "MESSAGE"):
+    for h in ("LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"):
         t.add_column(h, overflow="fold")
-    for a in aggregate(events):
-        e = a.event
-        when = format_ms(a.first)
-        if a.count > 1:
-            when += f" (x{a.count} until {format_ms(a.last)})"
-        style = "yellow" if e.type == "Warning" else None
+    for a in head:
+        _event_row(t, a)
+    if left_out:
+        n = sum(a.count for a in left_out)
         t.add_row(
-            when, cell(e.type), cell(e.reason), cell(e.object), cell(e.message, MESSAGE_LIMIT), style=style
+            "…",
+            "",
+            "",
+            "",
+            f"{len(left_out):,} lines ({n:,} events) left out: --all-events shows every line, "
+            "--json every event",
+            style="dim",
         )
+    for a in tail:
+        _event_row(t, a)
     console.print(t)
+
+
+def _event_row(t: Table, a: _Agg) -> None:
+    e = a.event
+    when = format_ms(a.last)
+    if a.count > 1:
+        when += f" (x{a.count} over {human_duration(a.last - a.first)})"
+    style = "yellow" if e.type == "Warning" else None
+    t.add_row(when, cell(e.type), cell(e.reason), cell(e.object), cell(e.message, MESSAGE_LIMIT), style=style)

@@ -1,0 +1,87 @@
+"""Text output of a big run: 1,000 pods (benchmarks/engine.py's fleet: a tenth start slowly
+and hang once, so probes fail, kill and restart) rendered as ``probesim run`` prints it, in CPU
+seconds beside the run itself: the timeline aggregated as kubectl does and cut to its first and
+last lines (the default), every line (``--all-events``), and the events as JSON (all of them).
+
+Target (issue 14): the default text output costs a fraction of the run it reports (before: 9.4 s
+of text with events against 1.3 s without, for a run of about a second).
+Run: ``make bench`` (or ``python benchmarks/events.py [--pods N] [--ticks N]``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import io
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Console
+
+from probesim.engine import simulate
+from probesim.report.terminal import EVENT_LINES, aggregate, render_result
+
+TARGET_RATIO = 0.5  # default text output within half the run's own time
+
+
+def _fleet() -> Callable[..., object]:
+    spec = importlib.util.spec_from_file_location("engine_bench", Path(__file__).with_name("engine.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module.fleet  # type: ignore[no-any-return]
+
+
+def cpu(fn: Callable[[], object], repeat: int = 3) -> float:
+    """The best of ``repeat`` CPU times of ``fn()``."""
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.process_time()
+        fn()
+        best = min(best, time.process_time() - t)
+    return best
+
+
+def text(result: object, event_lines: int | None, events: bool = True) -> str:
+    """The run's text output as ``probesim run`` writes it to a pipe (160 columns)."""
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=160, emoji=False, force_terminal=False)
+    render_result(result, console, events=events, event_lines=event_lines)  # type: ignore[arg-type]
+    return buffer.getvalue()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pods", type=int, default=1000)
+    ap.add_argument("--ticks", type=int, default=1200)
+    args = ap.parse_args()
+    sc = _fleet()(args.pods, args.ticks, 1000.0)
+    result = simulate(sc)  # type: ignore[arg-type]
+    run = cpu(lambda: simulate(sc), repeat=1)  # type: ignore[arg-type]
+    lines = len(aggregate(result.events))
+    none = cpu(lambda: text(result, EVENT_LINES, events=False))
+    default = cpu(lambda: text(result, EVENT_LINES))
+    every = cpu(lambda: text(result, None), repeat=1)
+    as_json = cpu(lambda: json.dumps(result.to_json(series=False), indent=2), repeat=1)
+    ratio = default / run
+    verdict = "meets" if ratio <= TARGET_RATIO else "misses"
+    print(
+        f"text output of {args.pods:,} pods × {args.ticks:,} s: {len(result.events):,} events in {lines:,} "
+        "lines as kubectl aggregates them"
+    )
+    print(f"  run (simulate)               {run:6.3f} s CPU")
+    print(f"  text, --no-events            {none:6.3f} s CPU")
+    print(
+        f"  text, default (2 × {EVENT_LINES} lines)  {default:6.3f} s CPU   "
+        f"{ratio:.2f} × the run (target ≤ {TARGET_RATIO}: {verdict})"
+    )
+    print(f"  text, --all-events           {every:6.3f} s CPU   every line: for reference")
+    print(f"  --json events (no series)    {as_json:6.3f} s CPU   every event")
+
+
+if __name__ == "__main__":
+    main()
