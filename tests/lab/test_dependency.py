@@ -164,6 +164,7 @@ metadata: {name: dep-outage-liveness}
 manifests: [MANIFESTS]
 spec:
   duration: 22s
+  step: 100ms    # the restart takes 100 ms (cluster.containerRestartDelay): 503s end at 18.1 s
   dependencies:
     httpbin:
       latency: 20ms
@@ -183,19 +184,20 @@ spec:
 
 def test_seed_004s_liveness_mistake_for_real_the_sidecar_answers_while_pods_restart(tmp_path: Path) -> None:
     # Liveness on /check-dep (timeout 5 s, failureThreshold 1): the probe at 9 s waits on the
-    # hung dependency, both pods are killed at 14 s, drain 2 s, restart and listen at 18 s.
+    # hung dependency, both pods are killed at 14 s, drain 2 s, restart 100 ms later (the
+    # scenario's containerRestartDelay) and listen at 18.1 s.
     # k6-like clients keep their connections to the pods' sidecars (real Envoys), which answer
     # 503 all that time although /check-nodep never calls the dependency. The simulation agrees.
     manifests = Path(__file__).parents[2] / "src/probesim/scenarios/manifests/patient-liveness.yaml"
     (tmp_path / "s.yaml").write_text(LIVENESS_OUTAGE.replace("MANIFESTS", str(manifests)))
     sc = load_scenario(str(tmp_path / "s.yaml"))
     sim = simulate(sc)
-    assert sim.route("check_nodep").failed == {**sim.route("check_nodep").failed, "restarting": 80}
+    assert sim.route("check_nodep").failed == {**sim.route("check_nodep").failed, "restarting": 82}
     lab = run_lab(sc)
     for pod in ("pod/patient-0", "pod/patient-1"):
         assert [round(e.time_ms / 1000) for e in lab.events_for(pod, "Killing")] == [14]
     nodep = lab.route("check_nodep")
-    assert 72 <= nodep.failed["restarting"] <= 88  # 4 s of 503s at 20 requests/s
+    assert 74 <= nodep.failed["restarting"] <= 90  # 4.1 s of 503s at 20 requests/s
     assert nodep.failed["no_endpoint"] == 0
     rows = compare(sim, lab)
     assert agree(rows), [r for r in rows if not r["agree"]]
