@@ -23,11 +23,12 @@ EVENT_LINES = 20  # event lines shown at each end of the timeline unless all are
 
 
 def render_result(
-    result: Result, console: Console, events: bool = True, event_lines: int | None = EVENT_LINES
+    result: Result, console: Console, events: bool = True, event_lines: int | None = None
 ) -> None:
     """The run's summary tables and events (the first and last ``event_lines`` lines of the
-    timeline, every line if None). Names and messages are user text: shown through
-    probesim.safe, never as markup."""
+    timeline, every line if None: probesim run, whose --all-events the cut names, gives
+    EVENT_LINES). Names and messages are user text: shown through probesim.safe, never as
+    markup."""
     if result.source == "lab":
         what = f"  ran for real for {format_ms(result.duration_ms)}"
     else:
