@@ -174,9 +174,17 @@ def render_events(events: Sequence[Event], console: Console, lines: int | None =
     console.print(t)
 
 
+def _at(ms: int) -> str:
+    """A time in the run as the timeline shows it: 2m57s, and 2m53.1s within a second."""
+    if ms % 1000 == 0:
+        return format_ms(ms)
+    m, rest = divmod(ms, 60_000)
+    return f"{m}m{rest / 1000:g}s" if m else f"{rest / 1000:g}s"
+
+
 def _event_row(t: Table, a: _Agg) -> None:
     e = a.event
-    when = format_ms(a.last)
+    when = _at(a.last)
     if a.count > 1:
         when += f" (x{a.count} over {human_duration(a.last - a.first)})"
     style = "yellow" if e.type == "Warning" else None
