@@ -132,6 +132,8 @@ def test_typed_lists_are_read_like_list(tmp_path: Path) -> None:
     r = check([write(tmp_path, "lists.yaml", text)])
     assert ("PS030", "DaemonSet/agent") in [(f.rule.id, f.obj) for f in r.findings]
     assert [(s.kind, s.name) for s in r.skipped] == [("ConfigMap", "a")]
+    with pytest.raises(InputError, match="items: must be a list of objects"):
+        check([write(tmp_path, "bad.yaml", "apiVersion: v1\nkind: List\nitems: 5\n")])
 
 
 def test_valid_objects_never_stop_the_check(tmp_path: Path) -> None:

@@ -165,7 +165,9 @@ def _items(doc: Doc, data: Any) -> Iterable[tuple[Path_, Any]]:
     """The objects of a document: itself, or the items of a List / ``<Kind>List`` (items that
     leave out apiVersion and kind take them from the list, as typed lists do)."""
     kind = data.get("kind") if isinstance(data, dict) else None
-    if isinstance(kind, str) and kind.endswith("List") and isinstance(data.get("items"), list | None):
+    if isinstance(kind, str) and kind.endswith("List") and "items" in data:
+        if not isinstance(data["items"], list | None):
+            raise _err(doc, (), ("items",), kind, "must be a list of objects")
         item_kind = kind.removesuffix("List")
         for i, item in enumerate(data.get("items") or []):
             if isinstance(item, dict) and item_kind:
