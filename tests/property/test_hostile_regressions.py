@@ -123,3 +123,9 @@ def test_an_integer_too_long_for_python_is_one_line(tmp_path: Path, value: str) 
 def test_an_invalid_date_is_read_as_a_string_as_kubernetes_does() -> None:
     docs = list(load_docs("a: 2001-13-45\nb: 2001-12-14\n", "x.yaml"))
     assert docs[0].data == {"a": "2001-13-45", "b": "2001-12-14"}
+
+
+def test_an_explicit_timestamp_tag_that_is_no_timestamp_is_a_string() -> None:
+    # PyYAML's constructor raised AttributeError ('NoneType' object has no attribute 'groupdict').
+    docs = list(load_docs("a: !!timestamp 2001-12-14t21:59:43.10-05:00\nb: !!timestamp x\n", "x.yaml"))
+    assert docs[0].data == {"a": "2001-12-14t21:59:43.10-05:00", "b": "x"}

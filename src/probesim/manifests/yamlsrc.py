@@ -93,7 +93,10 @@ class _Builder:
             return node.value  # YAML 1.1's "=" scalar: Kubernetes reads it as the string "="
         try:
             value = self.loader.construct_object(node, deep=False)
-        except ValueError:  # an integer of more than 4300 digits (Python's limit), a bad date
+        except (ValueError, TypeError, AttributeError, OverflowError):
+            # An integer of more than 4300 digits (Python's limit); a date PyYAML's constructor
+            # fails on (an explicit !!timestamp that does not match its pattern raised an
+            # AttributeError).
             if node.tag == "tag:yaml.org,2002:timestamp":
                 return node.value  # Kubernetes reads timestamps as strings, valid dates or not
             raise InputError(
