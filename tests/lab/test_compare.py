@@ -178,3 +178,14 @@ def test_simulated_hosts_names_the_pods_behind_the_sidecars_addresses() -> None:
         "10.244.0.3:8080": "backend-1",
         "10.244.0.4:8080": "backend-2",
     }
+
+
+def test_ready_replicas_between_the_simulations_within_a_second_agree() -> None:
+    # Two pods leave at 4 s in the simulation; for real one goes just before the second, the
+    # other just after: 1 Ready at 4 s lies between 2 and 0 and agrees; 1 where the simulation
+    # stays at 2 does not.
+    sim = result("sim", [], [(t * 1000, 2 if t < 4 else 0) for t in range(10)])
+    straddling = result("lab", [], [(t * 1000, 2 if t < 4 else 1 if t == 4 else 0) for t in range(10)])
+    assert rows_by(compare(sim, straddling))[("workload/web", "ready replicas")]["agree"] is True
+    dip = result("lab", [], [(t * 1000, 1 if t == 1 else 2 if t < 4 else 0) for t in range(10)])
+    assert rows_by(compare(sim, dip))[("workload/web", "ready replicas")]["agree"] is False
