@@ -185,8 +185,9 @@ def classify(o: Outcome) -> list[str]:
         tags.append("past 10 s CPU")
     if o.maxrss > MEM_LIMIT:
         tags.append("above 2 GiB")
-    if o.timed_out:
-        tags.append("timed out")
+    if o.timed_out or o.signal == signal.SIGXCPU:
+        tags.append("timed out")  # killed by --timeout or --cpu-limit: an overrun, not a crash
+        return tags
     if "Traceback" in out or "Traceback" in err or o.code not in (0, 1, 2):
         tags.append("traceback")
         return tags
