@@ -518,7 +518,7 @@ def lab(
     import json
 
     from probesim.engine import simulate
-    from probesim.lab.compare import agree, compare, outlier_interval_ms
+    from probesim.lab.compare import agree, compare, outlier_interval_ms, simulated_hosts
     from probesim.lab.kubelet import Stopped, run_lab
     from probesim.lab.progress import Progress
     from probesim.report.compare import render_lab_comparison
@@ -547,7 +547,9 @@ def lab(
         raise typer.Exit(128 + e.signum) from None
     rows = []
     if compare_sim:
-        rows = compare(simulate(sc.cut_to(result.duration_ms)), result, outlier_interval_ms(sc))
+        span = sc.cut_to(result.duration_ms)
+        hosts = {**simulated_hosts(span), **result.hosts}  # ejections compared per pod, by name
+        rows = compare(simulate(span), result, outlier_interval_ms(sc), hosts=hosts)
     if as_json:
         doc = result.to_json(series=False)
         if compare_sim:

@@ -783,6 +783,8 @@ class Lab:
             workloads=[summary],
             routes=routes,
             source="lab",
+            # As the client sidecars' outlier log names them: a pod's port, or its sidecar's.
+            hosts={f"{HOST}:{p.inbound or p.port}": p.name for p in self.pods},
         )
 
 

@@ -103,6 +103,7 @@ class Result:
     pod_series: dict[str, dict[str, npt.NDArray[np.int64]]] = field(
         default_factory=dict
     )  # pod → name → series
+    hosts: dict[str, str] = field(default_factory=dict)  # the lab's upstream addresses → pod names
 
     def workload(self, name: str) -> WorkloadSummary:
         return next(w for w in self.workloads if w.name == name)
