@@ -8,8 +8,13 @@ built-in scenarios and on synthetic ones from 1 to 1000 pods and 1 to 100 routes
 per route a split of its requests over the endpoints and their outcome classes, and it evaluates
 each route's rate schedule row by row::
 
-    units = steps × (100 + containers + Σ routes (500 + pods × (1 + calls) + rate rows))
+    units = steps × (100 + containers + Σ routes (500 + pods × (1 + calls) + rate rows)
+                     + loaded routes × containers × slots / 20)
 
+where a loaded route is one whose containers have route costs (the capacity model), and
+``slots`` the steps an answer may be due later (the longest client timeout, at least 60 s, over
+the step): its answers on their way are kept per slot and container (gke-surge-defaults with an
+HPA of 20,000 pods: 58 s of CPU, which the estimate without that term put at 7 s).
 ``pods`` counts each workload at its largest size (replicas, or its HPA's maxReplicas) plus
 the replacements deletePod actions start; ``calls`` is the most dependency calls a route of
 the workload's behaviour makes.
@@ -23,7 +28,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # the CLI imports this module for its default; models load with a scenario
     from probesim.model.scenario import Scenario
 
-DEFAULT_MAX_COST = 100_000_000  # half a minute to four of engine time; the built-ins are below 600k
+DEFAULT_MAX_COST = 10_000_000  # about 10 s of engine time at most; the built-ins are below 3M
 
 
 @dataclass(frozen=True)
@@ -68,5 +73,15 @@ def run_cost(s: Scenario) -> RunCost:
     )
     rows = sum(len(t.points) + len(t.stages) + len(t.spikes) for t in s.spec.traffic)
     routes = len(s.spec.traffic)
+    behaviors = [
+        cb
+        for wb in s.spec.behavior.values()
+        for cbs in (wb.containers, *(ov.containers for ov in wb.pods))
+        for cb in cbs.values()
+    ]
+    loaded = any(cb.loaded for cb in behaviors)
+    timeouts = [t.timeout for t in s.spec.traffic if t.timeout is not None]
+    slots = max([60_000, *timeouts]) // max(s.spec.step, 1) + 2
     per_step = 100 + containers + routes * (500 + pods * (1 + calls)) + rows
+    per_step += routes * containers * slots // 20 if loaded else 0
     return RunCost(steps, pods, containers, routes, calls, rows, steps * per_step)

@@ -228,6 +228,7 @@ def test_directories_as_users_have_them(tmp_path: Path) -> None:
     write(tmp_path, "values.yaml", "replicaCount: 1\n")
     write(tmp_path, ".github/workflows/ci.yml", "on: push\njobs: {}\n")
     write(tmp_path, "docker-compose.yml", "services: {web: {image: x}}\n")
+    write(tmp_path, "package-lock.json", "{" + " " * 10_000_001 + "}")
     r = check([str(tmp_path)])
     assert [(f.rule.id, f.obj) for f in r.findings] == [("PS010", "Deployment/j")]
     why = {Path(s.file).name: s.why for s in r.skipped}
@@ -238,6 +239,7 @@ def test_directories_as_users_have_them(tmp_path: Path) -> None:
     assert why["values.yaml"].startswith("Helm values")
     assert why["ci.yml"].startswith("a CI workflow")
     assert why["docker-compose.yml"].startswith("a Compose file")
+    assert why["package-lock.json"] == "larger than 10 MB: not read"
 
 
 def test_a_chart_alone_and_empty_input_exit_2_with_one_line(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from probesim.errors import InputError
 from probesim.manifests import kubernetes as k8s
 from probesim.manifests.errors import from_validation
 from probesim.manifests.kubernetes import Skipped, obj_key
-from probesim.manifests.yamlsrc import Doc, load_docs, read_text
+from probesim.manifests.yamlsrc import MAX_CHARS, Doc, load_docs, read_text
 from probesim.model.base import Model
 from probesim.model.scenario import Scenario
 
@@ -154,7 +154,11 @@ def _walk(root: Path, inputs: Inputs) -> None:
                 _kustomize_refs(f, inputs)
                 inputs.skipped.append(_file_note(str(f), _KUSTOMIZE_WHY))
             elif f.suffix in MANIFEST_SUFFIXES and not n.startswith(".probesim") and f.is_file():
-                inputs.files.append(str(f))
+                if f.stat().st_size > MAX_CHARS:  # a lock file, a data dump: no manifest is this big
+                    why = f"larger than {MAX_CHARS // 1_000_000} MB: not read"
+                    inputs.skipped.append(_file_note(str(f), why))
+                else:
+                    inputs.files.append(str(f))
 
 
 def _nothing_found(paths: list[str], inputs: Inputs) -> InputError:

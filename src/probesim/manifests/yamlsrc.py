@@ -25,7 +25,9 @@ Path_ = tuple[str | int, ...]
 
 MAX_NODES = 200_000  # after alias expansion; real manifests are far below this
 MAX_DEPTH = 64
-MAX_CHARS = 64_000_000  # in a file; the largest real manifests (CRD bundles) are a few MB
+# In a file. The largest real manifests (CRD bundles) are a few MB, and the API server takes
+# objects of at most ~1.5 MB; parsing 22 MB of YAML took 15 s and 890 MB.
+MAX_CHARS = 10_000_000
 # libyaml's parser when PyYAML was built with it (about 10x faster on big CRDs); same nodes and marks.
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -145,7 +147,11 @@ def _helm_sources(text: str) -> list[tuple[int, str]]:
 
 def _bounded(text: str, shown: str) -> str:
     if len(text) > MAX_CHARS:
-        raise InputError(f"more than {MAX_CHARS // 1_000_000} million characters", file=shown)
+        raise InputError(
+            f"more than {MAX_CHARS // 1_000_000} million characters: probesim reads manifest and "
+            "scenario files up to that size (split it)",
+            file=shown,
+        )
     return text
 
 
