@@ -129,3 +129,19 @@ def test_an_explicit_timestamp_tag_that_is_no_timestamp_is_a_string() -> None:
     # PyYAML's constructor raised AttributeError ('NoneType' object has no attribute 'groupdict').
     docs = list(load_docs("a: !!timestamp 2001-12-14t21:59:43.10-05:00\nb: !!timestamp x\n", "x.yaml"))
     assert docs[0].data == {"a": "2001-12-14t21:59:43.10-05:00", "b": "x"}
+
+
+def test_a_manifest_file_listed_twice_is_refused_before_it_is_read_again(tmp_path: Path) -> None:
+    # Found by scripts/fuzz_inputs.py: one 80 KB manifest listed 4,000 times was read 4,000
+    # times (a minute of CPU) only to define every object again.
+    (tmp_path / "m.yaml").write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\n"
+    )
+    s = tmp_path / "s.yaml"
+    s.write_text(
+        "apiVersion: probesim.dev/v1alpha1\nkind: Scenario\nmetadata: {name: s}\n"
+        "manifests: [m.yaml, ./m.yaml]\nspec: {duration: 1s}\n"
+    )
+    r = CliRunner().invoke(app, ["run", str(s)])
+    assert r.exit_code == 2
+    assert "manifest file" in r.output and "is already listed (manifests[0])" in r.output

@@ -5,6 +5,7 @@ cross-checks that need both (names, ordinals, the time grid)."""
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
@@ -53,6 +54,7 @@ def scenario_from_text(text: str, file: str, base_dir: Path, extra_manifests: Se
         raise from_validation(e, head, (), "Scenario", head.data) from None
 
     kube_docs: list[Doc] = []
+    listed: dict[str, int] = {}
     for i, entry in enumerate(sf.manifests):
         if isinstance(entry, str):
             target = base_dir / entry
@@ -64,6 +66,13 @@ def scenario_from_text(text: str, file: str, base_dir: Path, extra_manifests: Se
                     obj="Scenario",
                     field=f"manifests[{i}]",
                 )
+            real = os.path.realpath(target)
+            if real in listed:  # read once: its objects would all be defined twice
+                raise InputError(
+                    f"manifest file {str(target)!r} is already listed (manifests[{listed[real]}])",
+                    file=file, line=head.line_of(("manifests", i)), obj="Scenario", field=f"manifests[{i}]",
+                )  # fmt: skip
+            listed[real] = i
             kube_docs.extend(load_docs(*read_text(str(target))))
         else:
             kube_docs.append(
