@@ -180,3 +180,17 @@ def test_grpc_health_answers_as_the_path_grpc() -> None:
         )
     result, why = asyncio.run(grpc_check(grpc_port, "", 0.3))  # nothing listens any more
     assert result == "failure" and why.startswith("timeout: failed to connect service")
+
+
+def test_redirects_carry_their_location() -> None:
+    # urllib follows a redirect: /old → /new answers 503, so the client sees 503, as the
+    # simulation's clients and the kubelet's prober do; the raw answer is a 302 with Location.
+    behavior = "{redirects: {/old: /new, /sso: 'https://sso.example.com/'}, paths: {/new: 503, /sso: 301}}"
+    with app(behavior) as (_, port):
+        t0 = time.monotonic()
+        poll(port, "/", 200, t0, 10.0)
+        assert get(port, "/old") == 503
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            s.sendall(b"GET /sso HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            head = s.recv(4096).decode()
+        assert head.startswith("HTTP/1.1 301") and "Location: https://sso.example.com/" in head

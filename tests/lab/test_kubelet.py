@@ -103,6 +103,10 @@ def test_seed_003_outlier_detection_through_real_envoys_matches_the_simulation()
     assert route.failed["error_status"] == 4
     assert route.failed_total == 4
     assert route.statuses == {200: 44, 500: 4}
+    # Every request accounted for, as in the simulation.
+    assert (
+        route.offered == route.ok + route.failed_total + route.dropped + route.interrupted + route.in_flight
+    )
     assert route.envoy["ejections_enforced_total"] == 2
     assert route.envoy["ejections_active"] == 2
     assert 0 < route.latency_ms["p50"] <= route.latency_ms["p99"] <= route.latency_ms["max"] < 1000

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from probesim.model.scenario import ContainerBehavior, Crash, Deadlock, Errors, Hang
+from probesim.model.scenario import ContainerBehavior, Crash, Deadlock, Errors, Hang, generic
 
 INF = np.int64(2**62)
 I64 = npt.NDArray[np.int64]
@@ -190,12 +190,6 @@ class Behaviors:
 
 
 _HOST = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
-
-
-def generic(target: str) -> str:
-    """The behaviour key every probe of a kind shares: 'exec' for 'exec:<command>', 'grpc' for
-    'grpc:<service>'; a path is its own."""
-    return target.split(":", 1)[0] if target.startswith(("exec:", "grpc:")) else target
 
 
 def redirect_targets(b: ContainerBehavior) -> list[str]:

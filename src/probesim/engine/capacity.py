@@ -26,11 +26,11 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from probesim.engine.behavior import INF, generic
+from probesim.engine.behavior import INF
 from probesim.engine.dependencies import chain, one_try, streak_probability, with_retries
 from probesim.engine.fleet import Fleet
 from probesim.model.kubernetes import Container
-from probesim.model.scenario import CircuitBreaker, ContainerBehavior, RouteCost
+from probesim.model.scenario import CircuitBreaker, ContainerBehavior, RouteCost, generic
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]

@@ -25,7 +25,7 @@ from aiohttp import web
 
 from probesim.lab.calls import Calls
 from probesim.lab.port import HOST, Port
-from probesim.model.scenario import ContainerBehavior, Crash, Deadlock, Errors, Hang
+from probesim.model.scenario import ContainerBehavior, Crash, Deadlock, Errors, Hang, generic
 
 # Listening starts and stops, and crashes happen, this much before their time: at an edge the new
 # state holds, as in the simulation's steps, even for a probe landing on the edge itself while
@@ -102,12 +102,15 @@ class App:
         return starting or any(w.begin <= now < w.end and not accepts for w, accepts in self.hangs)
 
     def status_for(self, path: str, now: float) -> int:
+        """The answer to ``path`` (also 'grpc' / 'grpc:<service>', as the simulation keys them)."""
         if now < self.started + self.b.start / 1000 and self.b.starting_status:
             return self.b.starting_status
+        shared = generic(path)
         for w, status, paths in self.errors:
-            if w.begin <= now < w.end and (paths is None or path in paths):
+            if w.begin <= now < w.end and (paths is None or path in paths or shared in paths):
                 return status
-        return self.b.paths.get(path, 200)
+        default = 302 if path in self.b.redirects else 200
+        return self.b.paths.get(path, self.b.paths.get(shared, default))
 
     async def handle(self, request: web.Request) -> web.Response:
         now = time.monotonic()
@@ -140,16 +143,20 @@ class App:
                 if self.slots is not None:
                     self.slots.release()
         status = failed_call if failed_call is not None else self.status_for(path, time.monotonic())
+        if 300 <= status < 400 and path in self.b.redirects:
+            return web.Response(status=status, headers={"Location": self.b.redirects[path]})
         return web.Response(status=status, text=f"{status}\n")
 
-    async def health_status(self) -> str:
-        """The gRPC health answer: the check behaves as an HTTP path named ``grpc`` (as the
-        simulation has it): it waits out a hang, then is SERVING unless that path answers >= 400."""
+    async def health_status(self, service: str = "") -> str:
+        """The gRPC health answer: the check behaves as an HTTP path named ``grpc:<service>``,
+        else ``grpc`` (as the simulation has it): it waits out a hang, then is SERVING unless
+        that path answers >= 400."""
         now = time.monotonic()
         end = self._hang_end(now)
         if end is not None:
             await asyncio.sleep(min(end, now + 3600) - now)
-        return "SERVING" if self.status_for("grpc", time.monotonic()) < 400 else "NOT_SERVING"
+        key = f"grpc:{service}" if service else "grpc"
+        return "SERVING" if self.status_for(key, time.monotonic()) < 400 else "NOT_SERVING"
 
     async def _grpc_listen(self, on: bool) -> None:
         """gRPC health (grpc.health.v1) on its own port, listening when the HTTP port does."""
@@ -166,7 +173,7 @@ class App:
 
         class Health(health_pb2_grpc.HealthServicer):  # type: ignore[misc]
             async def Check(self, request: Any, context: Any) -> Any:
-                status = await app.health_status()
+                status = await app.health_status(request.service)
                 return health_pb2.HealthCheckResponse(
                     status=health_pb2.HealthCheckResponse.ServingStatus.Value(status)
                 )

@@ -755,15 +755,19 @@ class Lab:
                 if f"||{service}." in k and ".outlier_detection." in k and k.startswith("cluster."):
                     stat = k.split(".outlier_detection.")[-1]
                     od[stat] = od.get(stat, 0) + v
+            # As the simulation counts them: offered includes the iterations dropped for want of
+            # a VU; what is neither answered, failed nor interrupted was still awaited at the end.
+            waiting = res.sent - res.ok - sum(failed.values()) - res.interrupted
             routes.append(
                 RouteSummary(
                     name,
                     service,
-                    res.sent,
+                    res.sent + res.dropped,
                     res.ok,
                     failed,
                     dropped=res.dropped,
                     interrupted=res.interrupted,
+                    in_flight=max(waiting, 0),
                     envoy=od,
                     statuses=dict(res.statuses),
                     latency_ms=res.latency_ms(),

@@ -178,6 +178,12 @@ class ContainerBehavior(Model):
         return any(r.cpu > 0 or r.wall > 0 or r.calls for r in self.routes.values())
 
 
+def generic(target: str) -> str:
+    """The behaviour key every probe of a kind shares: 'exec' for 'exec:<command>', 'grpc' for
+    'grpc:<service>'; a path is its own."""
+    return target.split(":", 1)[0] if target.startswith(("exec:", "grpc:")) else target
+
+
 class PodOverride(Model):
     """Behaviour for some pods only, by ordinal (0-based, as pod names ``<workload>-<n>``)."""
 
