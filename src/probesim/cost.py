@@ -10,8 +10,11 @@ each route's rate schedule row by row::
 
     units = steps × (100 + containers + Σ routes (500 + pods × (1 + calls) + rate rows)
                      + loaded routes × containers × slots / 20)
+            + 100 × containers
 
-where a loaded route is one whose containers have route costs (the capacity model), and
+The last term is the set-up (building the fleet, admitting and starting each pod: about 85 µs a
+container; 100,000 pods for 12 s ran 15 s of CPU, which the steps alone put at 2 s). A loaded
+route is one whose containers have route costs (the capacity model), and
 ``slots`` the steps an answer may be due later (the longest client timeout, at least 60 s, over
 the step): its answers on their way are kept per slot and container (gke-surge-defaults with an
 HPA of 20,000 pods: 58 s of CPU, which the estimate without that term put at 7 s).
@@ -84,4 +87,5 @@ def run_cost(s: Scenario) -> RunCost:
     slots = max([60_000, *timeouts]) // max(s.spec.step, 1) + 2
     per_step = 100 + containers + routes * (500 + pods * (1 + calls)) + rows
     per_step += routes * containers * slots // 20 if loaded else 0
-    return RunCost(steps, pods, containers, routes, calls, rows, steps * per_step)
+    setup = 100 * containers
+    return RunCost(steps, pods, containers, routes, calls, rows, steps * per_step + setup)
