@@ -204,14 +204,15 @@ BASES = _bases()
 # Data mutations
 
 
-def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+def paths_of(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path in plain data (keys and indices), the root first."""
     out = [prefix]
     if isinstance(node, dict):
         for k, v in node.items():
-            out += _paths(v, (*prefix, k))
+            out += paths_of(v, (*prefix, k))
     elif isinstance(node, list):
         for i, v in enumerate(node):
-            out += _paths(v, (*prefix, i))
+            out += paths_of(v, (*prefix, i))
     return out
 
 
@@ -236,7 +237,7 @@ def mutate_data(rnd: random.Random, docs: list[Any], profile: Profile) -> list[s
     """Mutate the documents in place, 1 to 4 times; the names of what was done."""
     done = []
     for _ in range(rnd.randint(1, 4)):
-        paths = [p for p in _paths(docs) if len(p) > 1]
+        paths = [p for p in paths_of(docs) if len(p) > 1]
         if not paths:
             break
         kind = rnd.choice(

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from probesim.errors import InputError
 from probesim.manifests import kubernetes as k8s
 from probesim.manifests.yamlsrc import load_docs
+from tests.property.hostile import paths_of
 
 BASE: dict[str, Any] = {
     "apiVersion": "apps/v1",
@@ -49,17 +50,6 @@ values = st.recursive(
 )
 
 
-def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(node, dict):
-        for k, v in node.items():
-            out += _paths(v, (*prefix, k))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            out += _paths(v, (*prefix, i))
-    return out
-
-
 def _outcome(text: str) -> None:
     try:
         k8s.parse(load_docs(text, "fuzz.yaml"))
@@ -74,7 +64,7 @@ def test_mutated_manifests_give_a_model_or_a_clean_error(data: st.DataObject) ->
     import copy
 
     doc = copy.deepcopy(BASE)
-    paths = [p for p in _paths(doc) if p]
+    paths = [p for p in paths_of(doc) if p]
     for _ in range(data.draw(st.integers(1, 3))):
         path = data.draw(st.sampled_from(paths))
         value = data.draw(values)
