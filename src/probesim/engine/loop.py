@@ -574,6 +574,11 @@ class _Run:
         need = tot[cols] - orph
         ages = np.arange(s - 1, -1, -1)  # oldest first
         rows = (k - ages) % s
+        # Only the arrival steps that still hold requests (FIFO: a few), and the newest, which
+        # takes what was untracked: the rest hold nothing to take (slots × containers per step).
+        held = q.any(axis=1)[rows]
+        held[-1] = True
+        ages, rows = ages[held], rows[held]
         at = np.ix_(rows, cols)
         sub = q[at]
         before = np.cumsum(sub, axis=0) - sub
