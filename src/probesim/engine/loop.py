@@ -576,7 +576,7 @@ class _Run:
         rows = (k - ages) % s
         # Only the arrival steps that still hold requests (FIFO: a few), and the newest, which
         # takes what was untracked: the rest hold nothing to take (slots × containers per step).
-        held = q.any(axis=1)[rows]
+        held: B = np.asarray(q.any(axis=1), bool)[rows]
         held[-1] = True
         ages, rows = ages[held], rows[held]
         at = np.ix_(rows, cols)
