@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections import Counter
 from itertools import groupby
 from typing import Any
 from urllib.parse import quote
-from xml.etree import ElementTree as ET
 
 from rich import box
 from rich.console import Console
@@ -19,13 +17,12 @@ from rich.table import Table
 from probesim import __version__
 from probesim.analysis.check import CheckReport
 from probesim.analysis.findings import Finding, Rule
+from probesim.report.junit import Case, Failure, junit_xml
 from probesim.safe import MESSAGE_LIMIT, markup
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 STYLE = {"error": "red", "warning": "yellow", "info": "cyan"}
-# Characters XML 1.0 cannot hold (JUnit must stay well-formed whatever names hold).
-_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 
 
 def _safe(text: str) -> str:
@@ -198,34 +195,25 @@ def to_sarif(report: CheckReport) -> dict[str, Any]:
     }
 
 
-def _xml(text: str) -> str:
-    return _XML_BAD.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
-
-
 def to_junit(report: CheckReport) -> str:
     """One test case per object and rule that ran; a finding is a failure. Skipped objects are
     listed in the suite's system-out."""
     objects = sorted({f.key for f in report.findings} | {s.finding.key for s in report.suppressed})
-    suite = ET.Element("testsuite", name="probesim check")
-    cases = failures = 0
+    cases = []
     for obj in objects or ["(no findings)"]:
         for r in report.rules:
-            cases += 1
-            case = ET.SubElement(suite, "testcase", classname=_xml(obj), name=f"{r.id} {r.name}")
-            for f in (f for f in report.findings if f.key == obj and f.rule.id == r.id):
-                failures += 1
-                fail = ET.SubElement(case, "failure", message=_xml(f.message), type=f.severity)
-                fail.text = _xml(f"{f.file}:{f.line} {f.field}\n{r.why}\nFix: {f.remediation}")
+            fails = [
+                Failure(f.message, f.severity, f"{f.file}:{f.line} {f.field}\n{r.why}\nFix: {f.remediation}")
+                for f in report.findings
+                if f.key == obj and f.rule.id == r.id
+            ]
+            cases.append(Case(obj, f"{r.id} {r.name}", fails))
+    skipped = None
     if report.skipped:
-        out = ET.SubElement(suite, "system-out")
-        out.text = _xml("Skipped (not linted):\n" + "\n".join(f"{s} {s.why}" if s.kind else str(s)
-                                                              for s in report.skipped))  # fmt: skip
-    suite.set("tests", str(cases))
-    suite.set("failures", str(failures))
-    root = ET.Element("testsuites", tests=str(cases), failures=str(failures))
-    root.append(suite)
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+        skipped = "Skipped (not linted):\n" + "\n".join(
+            f"{s} {s.why}" if s.kind else str(s) for s in report.skipped
+        )
+    return junit_xml("probesim check", cases, skipped)
 
 
 def render(report: CheckReport, fmt: str, console: Console, verbose: bool = False) -> str | None:
