@@ -4,10 +4,10 @@ stresses, with a verdict per stress against thresholds. Runs fan out over local 
 A workload is stressed alone: its Services, its behaviour and the traffic a given scenario sends
 to its Services (other workloads, their traffic and the scenario's actions are left out), so
 one workload's failure is never blamed on another. Without a scenario (or traffic for it), the
-workload gets a default load model: its app starts when its readiness probe first looks
-(initialDelaySeconds, the author's own estimate; 0 without one) and takes 10 requests per second
-per replica on "/", each costing half its CPU request over that rate (50 % of the request at
-base load).
+workload gets the default load model (analysis/defaults.py): its app starts when its readiness
+probe first looks (initialDelaySeconds, the author's own estimate; 0 without one) and takes 10
+requests per second per replica on "/", each costing half its CPU request over that rate (50 %
+of the request at base load), from 1m on.
 
 The verdict looks at the run after the start-up ramp (from the first time all replicas were
 Ready, or after ``warmUp``): failed requests and the lowest ready fraction; restarts count over
@@ -29,6 +29,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from probesim.analysis.context import selects
+from probesim.analysis.defaults import default_rate, workload_behavior
 from probesim.cost import DEFAULT_MAX_COST, run_cost
 from probesim.engine import simulate
 from probesim.manifests.kubernetes import SIMULATED_KINDS, Objects
@@ -131,15 +132,9 @@ def base_scenario(w: Workload, services: list[Service], given: Scenario | None) 
             _dump(v) for v in given.virtual_services if any(h.split(".")[0] in names for h in v.spec.hosts)
         ]
     if "behavior" not in spec:
-        containers = {}
-        for c in w.pod_spec.containers:
-            request = (c.resources.requests.cpu or c.resources.limits.cpu or 100) / 1000
-            start = c.readiness_probe.initial_delay_seconds if c.readiness_probe else 0
-            containers[c.name] = {"start": f"{start}s", "routes": {"/": {"cpu": f"{50 * request:g}ms"}}}
-        spec["behavior"] = {w.name: {"containers": containers}}
+        spec["behavior"] = {w.name: workload_behavior(w)}
     if not traffic:
-        rate = min(10.0 * max(w.spec.replicas, 1), 1e8)  # a valid rate (1e9 at most) even tripled
-        traffic = [{"service": services[0].name, "path": "/", "rate": rate, "start": "1m"}]
+        traffic = [{"service": services[0].name, "path": "/", "rate": default_rate(w), "start": "1m"}]
     spec["traffic"] = traffic
     doc["spec"] = spec
     doc["workloads"] = [_dump(w)]
