@@ -15,6 +15,7 @@ from probesim.mesh.istio import DestinationRule, VirtualService
 from probesim.model.base import Model, SBool, SFloat, SInt
 from probesim.model.duration import Duration, FineDuration
 from probesim.model.kubernetes import HorizontalPodAutoscaler, Millicores, Service, Workload
+from probesim.model.threshold import ThresholdLine
 
 API_VERSION = "probesim.dev/v1alpha1"
 
@@ -420,6 +421,11 @@ class ScenarioSpec(Model):
     actions: tuple[Action, ...] = Field(default=(), description="Things done to the cluster during the run.")
     cluster: Cluster = Cluster()
     dependencies: dict[str, Dependency] = Field(default_factory=dict)
+    thresholds: tuple[ThresholdLine, ...] = Field(
+        default=(),
+        description="Pass/fail criteria, as k6's thresholds: one 'metric: condition' line each "
+        "(probesim run --threshold takes the same text); probesim run exits 99 when one is crossed.",
+    )
 
 
 class Metadata(Model):

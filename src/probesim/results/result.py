@@ -111,6 +111,21 @@ class Result:
     def route(self, name: str) -> RouteSummary:
         return next(r for r in self.routes if r.name == name)
 
+    def after_ramp(self, name: str) -> tuple[int, int] | None:
+        """The fewest Ready and available replicas of workload ``name`` from the end of its
+        start-up ramp (the first time all its replicas were Ready) to the end of the run, from
+        its series; None if they never all were. The lab has no available series: Ready
+        stands for it, as in its summary."""
+        w = self.workload(name)
+        ready = self.series.get(f"workload.{name}.ready")
+        if w.all_ready_ms is None or ready is None:
+            return None
+        after = self.time_ms >= w.all_ready_ms
+        if not after.any():
+            return None
+        available = self.series.get(f"workload.{name}.available", ready)
+        return int(ready[after].min()), int(available[after].min())
+
     def events_for(self, obj: str | None = None, reason: str | None = None) -> list[Event]:
         return [
             e
@@ -163,6 +178,9 @@ class Result:
                         "minReady": w.min_ready,
                         "avgReady": round(w.avg_ready, 4),
                         "minAvailable": w.min_available,
+                        # The fewest from the first time all replicas were Ready (null: never).
+                        "minReadyAfterRamp": None if (a := self.after_ramp(w.name)) is None else a[0],
+                        "minAvailableAfterRamp": None if a is None else a[1],
                     }
                     for w in self.workloads
                 ],
