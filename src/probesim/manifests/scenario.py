@@ -20,6 +20,7 @@ from probesim.manifests.yamlsrc import Doc, Path_, load_docs, read_text
 from probesim.model.duration import format_ms
 from probesim.model.kubernetes import Workload
 from probesim.model.scenario import API_VERSION, Scenario, ScenarioFile, ScenarioSpec, WorkloadBehavior
+from probesim.overrides import Applied, Override, apply_to_manifests, apply_to_scenario, attribute
 
 MAX_TEXT = 4096  # characters in a key or value of the scenario document
 MAX_SERIES_BYTES = 10_000_000
@@ -27,15 +28,41 @@ MAX_SERIES_SECONDS = 366 * 24 * 3600.0  # a year; longer than any run the cost l
 MAX_RATE = 1e9  # as the scenario's Rate fields
 
 
-def load_scenario(path: str, extra_manifests: Sequence[str] = ()) -> Scenario:
+def load_scenario(
+    path: str, extra_manifests: Sequence[str] = (), overrides: Sequence[Override] = ()
+) -> Scenario:
     """Load a scenario file (``-``: standard input), adding the Kubernetes objects of
-    ``extra_manifests`` (files, or ``-`` for ``helm template … |``)."""
+    ``extra_manifests`` (files, or ``-`` for ``helm template … |``), with ``overrides``
+    (``--set``) applied before anything is validated."""
     text, shown = read_text(path)
     base = Path(path).parent if path != "-" else Path.cwd()
-    return scenario_from_text(text, shown, base_dir=base, extra_manifests=extra_manifests)
+    return scenario_from_text(
+        text, shown, base_dir=base, extra_manifests=extra_manifests, overrides=overrides
+    )
 
 
-def scenario_from_text(text: str, file: str, base_dir: Path, extra_manifests: Sequence[str] = ()) -> Scenario:
+def scenario_from_text(
+    text: str,
+    file: str,
+    base_dir: Path,
+    extra_manifests: Sequence[str] = (),
+    overrides: Sequence[Override] = (),
+) -> Scenario:
+    applied: list[Applied] = []
+    try:
+        return _from_text(text, file, base_dir, extra_manifests, overrides, applied)
+    except InputError as e:
+        raise attribute(e, applied) from None
+
+
+def _from_text(
+    text: str,
+    file: str,
+    base_dir: Path,
+    extra_manifests: Sequence[str],
+    overrides: Sequence[Override],
+    applied: list[Applied],
+) -> Scenario:
     docs = list(load_docs(text, file))
     heads = [d for d in docs if isinstance(d.data, dict) and d.data.get("kind") == "Scenario"]
     if not heads:
@@ -47,6 +74,7 @@ def scenario_from_text(text: str, file: str, base_dir: Path, extra_manifests: Se
     if len(heads) > 1:
         raise InputError("more than one Scenario document", file=file, line=heads[1].line)
     head = heads[0]
+    applied += apply_to_scenario(head, overrides)
     _check_text_sizes(head, head.data, ())
     try:
         sf = ScenarioFile.model_validate(head.data)
@@ -89,6 +117,7 @@ def scenario_from_text(text: str, file: str, base_dir: Path, extra_manifests: Se
         raise InputError("standard input holds the scenario already; give manifests as files", file=file)
     for m in extra_manifests:
         kube_docs.extend(load_docs(*read_text(m)))
+    applied += apply_to_manifests(kube_docs, overrides)
     objects = k8s.parse(kube_docs, unique=True)
     workloads = _simulated(objects)
     for sv in objects.services:
