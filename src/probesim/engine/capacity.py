@@ -22,6 +22,8 @@ When the container stops or is replaced, what it held is lost (failed as ``kille
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -90,67 +92,77 @@ class CapacityModel:
         self.fleet = fleet
         self.rng = rng
         self.deps = fleet.scenario.spec.dependencies
-        self.loaded = np.array([b.loaded for b in behaviors], bool)
+        # Pods share their template's objects: each setting is computed once per distinct one.
+        beh_of, beh_inv = _distinct(behaviors)
+        spec_of, spec_inv = _distinct(specs)
+
+        def per_behavior(fn: Callable[[ContainerBehavior], float | bool], dtype: type) -> npt.NDArray[Any]:
+            return np.array([fn(b) for b in beh_of], dtype)[beh_inv]
+
+        self.loaded = per_behavior(lambda b: b.loaded, bool)
         cluster = fleet.scenario.spec.cluster
         self.limit_m = np.array(
             [
                 c.resources.limits.cpu if c.resources.limits.cpu is not None else cluster.node_cpu
-                for c in specs
+                for c in spec_of
             ],
             np.float64,
-        )
+        )[spec_inv]
         # The API server defaults a missing request to the limit.
         self.request_m = np.array(
-            [c.resources.requests.cpu or c.resources.limits.cpu or 0 for c in specs], np.float64
-        )
-        self.workers = np.array([b.capacity.workers or np.inf for b in behaviors], np.float64)
-        queue = np.array(
-            [np.inf if b.capacity.queue is None else b.capacity.queue for b in behaviors], np.float64
-        )
+            [c.resources.requests.cpu or c.resources.limits.cpu or 0 for c in spec_of], np.float64
+        )[spec_inv]
+        self.workers = per_behavior(lambda b: b.capacity.workers or np.inf, np.float64)
+        queue = per_behavior(lambda b: np.inf if b.capacity.queue is None else b.capacity.queue, np.float64)
         self.room = np.where(np.isfinite(self.workers), self.workers + queue, np.inf)
-        self.separate = np.array([b.capacity.probes == "separate" for b in behaviors], bool)
-        self.sigma = np.array([b.variability for b in behaviors], np.float64)
-        self.warm_for = np.array([b.warmup.for_ if b.warmup else 0 for b in behaviors], np.float64)
-        self.warm_factor = np.array([b.warmup.factor if b.warmup else 1.0 for b in behaviors], np.float64)
-        # Requests of a route that calls dependencies split into outcome classes (virtual route
-        # v = r * K + k); a route without calls has one class.
-        self.k = K
-        self.n_routes = max(r, 1)
-        route_cpu = np.zeros((self.n_routes, n))
-        self.route_wall = np.zeros((self.n_routes, n))
-        for ri, route in enumerate(routes):
-            for c, b in enumerate(behaviors):
-                cost = probe_cost(b, route.path)
-                route_cpu[ri, c], self.route_wall[ri, c] = cost.cpu, cost.wall
-        self.cpu = np.repeat(route_cpu, K, axis=0)
-        self.wall = np.repeat(self.route_wall, K, axis=0)
-        self.failed = np.zeros((self.n_routes * K, n), bool)
+        self.separate = per_behavior(lambda b: b.capacity.probes == "separate", bool)
+        self.sigma = per_behavior(lambda b: b.variability, np.float64)
+        self.warm_for = per_behavior(lambda b: b.warmup.for_ if b.warmup else 0, np.float64)
+        self.warm_factor = per_behavior(lambda b: b.warmup.factor if b.warmup else 1.0, np.float64)
         self.behaviors = behaviors
         self.profile_of = fleet.behaviors.profile_of
         self.paths = list(dict.fromkeys([rt.path for rt in routes] + probe_paths))
         self.path_classes: dict[str, tuple[F64, F64, B]] = {}  # path → (prob, extra ms, failed), K × n
-        self.calls_any = any(probe_cost(b, p).calls for b in behaviors for p in self.paths)
+        self.calls_any = any(probe_cost(b, p).calls for b in beh_of for p in self.paths)
+        # Requests of a route that calls dependencies split into outcome classes (virtual route
+        # v = r * k + class); without any call, every request is of the first class, and the
+        # route keeps one row (the other classes would stay empty).
+        self.k = K if self.calls_any else 1
+        self.n_routes = max(r, 1)
+        route_cpu = np.zeros((self.n_routes, n))
+        self.route_wall = np.zeros((self.n_routes, n))
+        for ri, route in enumerate(routes):
+            costs = [probe_cost(b, route.path) for b in beh_of]
+            route_cpu[ri] = np.array([x.cpu for x in costs], np.float64)[beh_inv]
+            self.route_wall[ri] = np.array([x.wall for x in costs], np.float64)[beh_inv]
+        self.cpu = np.repeat(route_cpu, self.k, axis=0)
+        self.wall = np.repeat(self.route_wall, self.k, axis=0)
+        self.failed = np.zeros((self.n_routes * self.k, n), bool)
         self.breaker_until = np.full((len(self.paths), n), -1.0)  # open until (ms); -1: closed
         route_of = {rt.path: i for i, rt in enumerate(routes)}
         self._breakers: list[tuple[int, str, int | None, list[tuple[int, CircuitBreaker]]]] = []
         for pi, path in enumerate(self.paths):
-            members = []
-            for c, b in enumerate(behaviors):
-                cb = next((x.circuit_breaker for x in probe_cost(b, path).calls if x.circuit_breaker), None)
-                if cb is not None:
-                    members.append((c, cb))
+            breaker = [
+                next((x.circuit_breaker for x in probe_cost(b, path).calls if x.circuit_breaker), None)
+                for b in beh_of
+            ]
+            members = [(int(c), cb) for c in range(n) if (cb := breaker[beh_inv[c]]) is not None]
             if members:
                 self._breakers.append((pi, path, route_of.get(path), members))
         self.refused: dict[str, float] = {}  # share of calls each dependency turns away (at capacity)
         self._callers: list[dict[str, B]] = []  # per route: dependency → containers whose path calls it
         for route in routes:
             callers: dict[str, B] = {}
-            for c, b in enumerate(behaviors):
+            for u, b in enumerate(beh_of):
                 for call in probe_cost(b, route.path).calls:
-                    callers.setdefault(call.dependency, np.zeros(n, bool))[c] = True
+                    callers.setdefault(call.dependency, np.zeros(n, bool))[beh_inv == u] = True
             self._callers.append(callers)
         self.update_classes(0)
-        self.backlog = np.zeros((self.n_routes * K, n), np.int64)
+        # What a container with nothing held serves at (fixed without dependency calls; as if
+        # every route had all K classes, a mean over K copies of each route's row).
+        self._mean_cpu = np.repeat(route_cpu, K, axis=0).mean(axis=0)
+        self._mean_wall = np.repeat(self.wall[:: self.k], K, axis=0).mean(axis=0)
+        self.backlog = np.zeros((self.n_routes * self.k, n), np.int64)
         self.carry = np.zeros(n)
         self.instance = np.full(n, -1, np.int64)
         # The state a request or probe arriving now meets (from the last step).
@@ -193,12 +205,13 @@ class CapacityModel:
                 prob[:, is_open], extra[:, is_open], failed[:, is_open] = 0.0, 0.0, False
                 prob[0, is_open], failed[0, is_open] = 1.0, True
             self.path_classes[path] = (prob, extra, failed)
+        kk = self.k
         for ri, route in enumerate(self.fleet.routes):
             prob, extra, failed = self.path_classes[route.path]
-            sl = slice(ri * K, (ri + 1) * K)
-            self.wall[sl] = self.route_wall[ri] + extra
-            self.failed[sl] = failed
-        self._class_prob = {ri: self.path_classes[rt.path][0] for ri, rt in enumerate(self.fleet.routes)}
+            sl = slice(ri * kk, (ri + 1) * kk)
+            self.wall[sl] = self.route_wall[ri] + extra[:kk]
+            self.failed[sl] = failed[:kk]
+        self._class_prob = {ri: self.path_classes[rt.path][0][:kk] for ri, rt in enumerate(self.fleet.routes)}
 
     def load_dependencies(self, served: I64, dt: float) -> None:
         """Calls in flight at each dependency (Little's law over this step's served requests and
@@ -265,8 +278,12 @@ class CapacityModel:
         a full queue still takes in what the step's service frees up."""
         with np.errstate(divide="ignore", invalid="ignore"):
             held = self.backlog.sum(axis=0)
-            c = np.where(held > 0, (self.backlog * self.cpu).sum(axis=0) / held, self.cpu.mean(axis=0))
-            w = np.where(held > 0, (self.backlog * self.wall).sum(axis=0) / held, self.wall.mean(axis=0))
+            if self.calls_any:
+                mean_c, mean_w = self.cpu.mean(axis=0), self.wall.mean(axis=0)
+            else:
+                mean_c, mean_w = self._mean_cpu, self._mean_wall
+            c = np.where(held > 0, (self.backlog * self.cpu).sum(axis=0) / held, mean_c)
+            w = np.where(held > 0, (self.backlog * self.wall).sum(axis=0) / held, mean_w)
             mu = np.minimum(
                 np.where(c > 0, self.limit_m / 1000.0 / c, np.inf),
                 np.where(c + w > 0, self.workers / (c + w), np.inf),
@@ -282,13 +299,14 @@ class CapacityModel:
         prob = self._class_prob[ri][:, containers]
         left = take.copy()
         rest = np.ones(containers.size)
-        for k in range(K):
-            if k == K - 1:
+        kk = self.k
+        for k in range(kk):
+            if k == kk - 1:
                 part = left
             else:
                 p = np.clip(np.where(rest > 1e-12, prob[k] / np.maximum(rest, 1e-12), 0.0), 0.0, 1.0)
                 part = self.rng.binomial(left, p) if self.calls_any else np.where(k == 0, left, 0)
-            self.backlog[ri * K + k, containers] += part
+            self.backlog[ri * kk + k, containers] += part
             left = left - part
             rest = rest - prob[k]
         self.instance[containers] = instance
@@ -413,3 +431,17 @@ def timed_out(counts: I64, d: F64, s: F64, sigma: F64, timeout: float, rng: np.r
         return np.zeros_like(counts)
     p = 1.0 - lognormal_cdf(np.full(d.shape, timeout), d, s, sigma)
     return rng.binomial(counts, np.clip(p, 0.0, 1.0)).astype(np.int64)
+
+
+def _distinct(items: list[Any]) -> tuple[list[Any], I64]:
+    """The distinct objects of ``items`` (by identity) and, per item, the index of its own."""
+    index: dict[int, int] = {}
+    uniq: list[Any] = []
+    inv = np.empty(len(items), np.int64)
+    for i, x in enumerate(items):
+        j = index.get(id(x))
+        if j is None:
+            j = index[id(x)] = len(uniq)
+            uniq.append(x)
+        inv[i] = j
+    return uniq, inv

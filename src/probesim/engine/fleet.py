@@ -5,6 +5,7 @@ Built once from the Scenario; the kubelet, lifecycle and traffic steps update it
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -163,6 +164,11 @@ def build(scenario: Scenario) -> Fleet:
         containers = [c for c in w.pod_spec.init_containers if c.restart_policy == "Always"]
         containers += list(w.pod_spec.containers)
         names = pod_names_of(w)
+        sidecar = injected(w, scenario)
+        tgps = w.pod_spec.termination_grace_period_seconds * 1000
+        # Per container name: its behaviour by ordinal (the last override naming the ordinal
+        # wins), as sets so that a pod looks its own ordinal up (not every listed one).
+        overrides = [(set(ov.ordinals), ov.containers) for ov in wb.pods]
         slots = [(ordinal, name, -1) for ordinal, name in enumerate(names)]
         deleted = [a.pod for a in scenario.spec.actions if a.pod in names and w.kind != "Pod"]
         if w.kind == "StatefulSet":
@@ -180,16 +186,16 @@ def build(scenario: Scenario) -> Fleet:
             pod_names.append(name)
             pod_workload.append(wi)
             pod_ordinal.append(ordinal)
-            pod_tgps.append(w.pod_spec.termination_grace_period_seconds * 1000)
+            pod_tgps.append(tgps)
             pod_policy.append(w.pod_spec.restart_policy)
             pod_gate_delay.append(gate_delay)
-            pod_sidecar.append(injected(w, scenario))
+            pod_sidecar.append(sidecar)
             first.append(len(cont_name))
             for c in containers:
                 b = wb.containers.get(c.name, _HEALTHY)
-                for ov in wb.pods:
-                    if ordinal in ov.ordinals and c.name in ov.containers:
-                        b = ov.containers[c.name]
+                for ordinals, named in overrides:
+                    if ordinal in ordinals and c.name in named:
+                        b = named[c.name]
                 cont_pod.append(p)
                 cont_name.append(c.name)
                 cont_spec.append(c)
@@ -199,7 +205,7 @@ def build(scenario: Scenario) -> Fleet:
     ips = [f"10.244.{(i + 1) // 250}.{(i + 1) % 250 + 1}" for i in range(len(pod_names))]
     # Targets: every HTTP path a probe or route asks, plus exec and gRPC checks.
     targets = ["exec", "grpc", "tcp"]
-    for c in cont_spec:
+    for c in {id(c): c for c in cont_spec}.values():
         for kind in PROBE_TYPES:
             probe = c.probe(kind)
             if probe is not None and _probe_target(probe) not in targets:
@@ -290,10 +296,16 @@ def _probe_arrays(
         describe=[""] * n,
         error=[""] * n,
     )
-    for i, c in enumerate(specs):
+    # Containers of one template with one behaviour share every setting but the pod's IP.
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, (c, b) in enumerate(zip(specs, beh, strict=True)):
+        groups.setdefault((id(c), id(b)), []).append(i)
+    for members in groups.values():
+        c, b = specs[members[0]], beh[members[0]]
         p = c.probe(kind)
         if p is None:
             continue
+        i = np.array(members, np.int64)
         a.has[i] = True
         a.period[i] = p.period_seconds * 1000
         a.timeout[i] = p.timeout_seconds * 1000
@@ -303,30 +315,40 @@ def _probe_arrays(
         a.target[i] = behaviors.target(_probe_target(p))
         if p.termination_grace_period_seconds is not None:
             a.grace[i] = p.termination_grace_period_seconds * 1000
-        ip = ips[cont_pod[i]]
+        describe: Callable[[str], str]
+        error = ""
         if p.http_get is not None:
+            h = p.http_get
             a.handler[i] = HTTP
-            port = container_port(c, p.http_get.port)
-            scheme = p.http_get.scheme.lower()
-            a.describe[i] = f"{scheme}://{p.http_get.host or ip}:{port or p.http_get.port}{p.http_get.path}"
+            port = container_port(c, h.port)
+            scheme = h.scheme.lower()
+            describe = lambda ip, h=h, port=port, scheme=scheme: (  # noqa: E731
+                f"{scheme}://{h.host or ip}:{port or h.port}{h.path}"
+            )
             a.port_error[i] = port is None
-            a.closed[i] = not listens(c, beh[i], port)
-            a.error[i] = f'strconv.Atoi: parsing "{p.http_get.port}": invalid syntax'
+            a.closed[i] = not listens(c, b, port)
+            error = f'strconv.Atoi: parsing "{h.port}": invalid syntax'
         elif p.tcp_socket is not None:
+            ts = p.tcp_socket
             a.handler[i] = TCP
-            port = container_port(c, p.tcp_socket.port)
-            a.describe[i] = f"{p.tcp_socket.host or ip}:{port or p.tcp_socket.port}"
+            port = container_port(c, ts.port)
+            describe = lambda ip, ts=ts, port=port: f"{ts.host or ip}:{port or ts.port}"  # noqa: E731
             a.port_error[i] = port is None
-            a.closed[i] = not listens(c, beh[i], port)
-            a.error[i] = f'strconv.Atoi: parsing "{p.tcp_socket.port}": invalid syntax'
+            a.closed[i] = not listens(c, b, port)
+            error = f'strconv.Atoi: parsing "{ts.port}": invalid syntax'
         elif p.grpc is not None:
+            g = p.grpc
             a.handler[i] = GRPC
-            a.describe[i] = f"{ip}:{p.grpc.port}"
-            a.closed[i] = not listens(c, beh[i], p.grpc.port)
+            describe = lambda ip, g=g: f"{ip}:{g.port}"  # noqa: E731
+            a.closed[i] = not listens(c, b, g.port)
         else:
             assert p.exec is not None
             a.handler[i] = EXEC
-            a.describe[i] = " ".join(p.exec.command)
+            command = " ".join(p.exec.command)
+            describe = lambda ip, command=command: command  # noqa: E731
+        for m in members:
+            a.describe[m] = describe(ips[cont_pod[m]])
+            a.error[m] = error
     return a
 
 
@@ -388,14 +410,21 @@ def _route(
     selects = service_selects(scenario, svc, pod_workload)
     target_container = np.full(len(pod_workload), -1, np.int64)
     closed = np.zeros(len(pod_workload), bool)
-    for p in np.flatnonzero(selects):
-        n_cont = (first[p + 1] if p + 1 < len(first) else len(specs)) - first[p]
-        cands = specs[first[p] : first[p] + n_cont]
-        tc = _serving_container(cands, port.effective_target)
+    serving: dict[int, int | None] = {}  # per workload: its pods' containers are the same
+    listening: dict[tuple[int, int], bool] = {}  # per (container spec, behaviour)
+    for p in np.flatnonzero(selects).tolist():
+        wi = int(pod_workload[p])
+        if wi not in serving:
+            n_cont = (first[p + 1] if p + 1 < len(first) else len(specs)) - first[p]
+            serving[wi] = _serving_container(specs[first[p] : first[p] + n_cont], port.effective_target)
+        tc = serving[wi]
         if tc is not None:
             c = first[p] + tc
             target_container[p] = c
-            closed[p] = not listens(specs[c], beh[c], container_port(specs[c], port.effective_target))
+            key = (id(specs[c]), id(beh[c]))
+            if key not in listening:
+                listening[key] = listens(specs[c], beh[c], container_port(specs[c], port.effective_target))
+            closed[p] = not listening[key]
     return Route(
         name=t.label,
         service=svc,

@@ -402,11 +402,17 @@ class _Run:
             # What containers that stopped or were replaced held is lost before new arrivals:
             # queued requests and answers still on their way fail now (connection reset).
             cap = self.capacity
-            gone = ~self.ctr.alive() | (self.ctr.instance != cap.instance)
-            cap.drop(self.ctr.alive(), self.ctr.instance)
+            alive = self.ctr.alive()
+            # Only containers that took requests may hold any (the rest stay out of the masks:
+            # the answer buffers are slots × containers).
+            gone = np.flatnonzero(self.touched & (~alive | (self.ctr.instance != cap.instance)))
+            self.touched[gone] = False
+            cap.drop(alive, self.ctr.instance)
             for ri, route in enumerate(f.routes):
                 self.step_cdf[ri] = 0.0
                 self._give_up(ri, k, rec)  # their client gave up by now, before the stop was seen
+                if gone.size == 0:
+                    continue
                 pend = self.pending[ri][:, :, gone]
                 queued = self.queued[ri][:, gone].sum(axis=1)
                 rec[f"route.{route.name}.killed"][k] += int(queued.sum()) + int(pend.sum())
@@ -516,6 +522,7 @@ class _Run:
                     qc = tc[queued]
                     offered = per_ep[queued]
                     took = cap.accept(ri, qc, offered, self.ctr.instance[qc])
+                    self.touched[qc] = True
                     q = self.queued[ri]
                     np.add.at(q, (k % q.shape[0], qc), took)
                     ok_now -= int(offered.sum())
@@ -858,6 +865,7 @@ class _Run:
         # (``orphans``: served first, as the oldest, and then counted for nothing).
         self.queued = [np.zeros((self._queue_slots(r), f.n_containers), np.int64) for r in f.routes]
         self.orphans = [np.zeros(f.n_containers, np.int64) for _ in f.routes]
+        self.touched = np.zeros(f.n_containers, bool)  # took requests since it last lost them
         for r in f.routes:
             for s in ROUTE_SERIES:
                 rec[f"route.{r.name}.{s}"] = np.zeros(ticks, np.int64)
@@ -880,7 +888,6 @@ class _Run:
             ]
             for w in self.scenario.workloads
         ]
-        self.pod_cpu = np.zeros((f.n_pods, ticks), np.int64) if self.capacity.any else None
         columns = [
             [
                 rec[f"workload.{w.name}.{s}"]
@@ -922,8 +929,6 @@ class _Run:
                 used = self.capacity.cpu_used_m
                 self.cpu_window[k % self.cpu_window.shape[0]] = used
                 per_pod = np.bincount(f.container_pod, weights=used, minlength=f.n_pods)
-                assert self.pod_cpu is not None
-                self.pod_cpu[:, k] = np.round(per_pod)
                 throttled = (
                     np.bincount(f.container_pod, weights=self.capacity.throttled, minlength=f.n_pods) > 0
                 )
@@ -1030,13 +1035,15 @@ class _Run:
                 )
             )
         workloads = []
+        pod_restarts = np.zeros(f.n_pods, np.int64)
+        np.add.at(pod_restarts, f.container_pod, self.ctr.restart_count)
         for i, w in enumerate(self.scenario.workloads):
             pods = wl_pods[i][self.admitted_at[wl_pods[i]] < INF]  # pods that existed
             key = f"workload.{w.name}"
             ready = rec[f"{key}.ready"]
             full = np.flatnonzero(ready >= w.spec.replicas)
             fr = self.first_ready[pods]
-            restarts = {f.pod_names[p]: int(self.ctr.restart_count[f.container_pod == p].sum()) for p in pods}
+            restarts = {f.pod_names[p]: int(pod_restarts[p]) for p in pods.tolist()}
             workloads.append(
                 WorkloadSummary(
                     name=w.name,
@@ -1060,13 +1067,4 @@ class _Run:
             events=self.log.events,
             workloads=workloads,
             routes=routes,
-            pod_series=(
-                {}
-                if self.pod_cpu is None
-                else {
-                    f.pod_names[p]: {"cpu_m": self.pod_cpu[p]}
-                    for p in range(f.n_pods)
-                    if self.admitted_at[p] < INF
-                }
-            ),
         )
