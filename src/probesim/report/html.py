@@ -1,0 +1,927 @@
+"""The report people look at: one self-contained HTML file, offline, with plotly.js embedded.
+
+A page is a list of ``Section``s, each a list of blocks: trusted markup (``Html``, built only
+from escaped pieces) and ``Figure``s (plotly data and layout, drawn by the embedded plotly.js).
+``page()`` assembles any list of sections, so other pages (a sweep's figure per swept field, a
+tune's Pareto front) are a function building sections, not a new template. ``render_run()``
+builds the page of one run from the JSON ``probesim run --json`` writes (``load_result()``
+reads and checks such a file).
+
+User text (names, messages, paths) is escaped everywhere it lands: in the markup
+(``html.escape``), inside plotly's labels (plotly reads a subset of HTML in text, so it gets
+entities too) and in the embedded JSON (``<``, ``>``, ``&`` as ``\\u003c``…, so nothing can end a
+script element). A Content-Security-Policy without any source forbids every network request.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from probesim.errors import InputError
+from probesim.results import CAUSES, Event
+from probesim.results.result import RESULT_VERSION
+from probesim.safe import MESSAGE_LIMIT, NAME_LIMIT, visible
+
+# -- markup -----------------------------------------------------------------------------------
+
+
+class Html(str):
+    """Markup that is safe to insert as it is: made only by ``esc``, ``tag`` and the builders here."""
+
+    __slots__ = ()
+
+
+def esc(text: object, limit: int = NAME_LIMIT) -> Html:
+    """User text as HTML text: cut, control and bidi characters as escapes (probesim.safe), and
+    ``& < > " '`` as entities. ``Html`` passes through unchanged."""
+    if isinstance(text, Html):
+        return text
+    return Html(html.escape(visible(str(text), limit), quote=True))
+
+
+def tag(name: str, *children: object, **attrs: str | None) -> Html:
+    """``<name attrs>children</name>``; attribute values and plain-text children are escaped.
+    ``class_`` gives ``class``; an attribute whose value is None is left out."""
+    shown = "".join(
+        f' {k.rstrip("_").replace("_", "-")}="{html.escape(v, quote=True)}"'
+        for k, v in attrs.items()
+        if v is not None
+    )
+    return Html(f"<{name}{shown}>{''.join(esc(c, MESSAGE_LIMIT) for c in children)}</{name}>")
+
+
+def join(parts: Iterable[object]) -> Html:
+    return Html("".join(esc(p, MESSAGE_LIMIT) for p in parts))
+
+
+Cell = str | int | float | Html | None
+
+
+def _cell(value: Cell) -> Html:
+    if value is None:
+        return Html("")
+    if isinstance(value, float):
+        return Html(f"{value:g}")
+    return esc(value, MESSAGE_LIMIT)
+
+
+def table(
+    headers: Sequence[str],
+    rows: Iterable[Sequence[Cell]],
+    id: str | None = None,
+    numeric: Sequence[int] = (),
+    row_class: Sequence[str | None] | None = None,
+) -> Html:
+    """A table; ``numeric`` columns align right; cells are escaped unless they are ``Html``."""
+    head = join(tag("th", h, class_="num" if i in numeric else None) for i, h in enumerate(headers))
+    body = []
+    for r, row in enumerate(rows):
+        cells = join(
+            Html(f'<td class="num">{_cell(v)}</td>' if i in numeric else f"<td>{_cell(v)}</td>")
+            for i, v in enumerate(row)
+        )
+        cls = row_class[r] if row_class is not None else None
+        body.append(Html(f"<tr{f' class={chr(34)}{cls}{chr(34)}' if cls else ''}>{cells}</tr>"))
+    return Html(
+        f'<div class="scroll"><table{f" id={chr(34)}{html.escape(id)}{chr(34)}" if id else ""}>'
+        f"<thead><tr>{head}</tr></thead><tbody>{join(body)}</tbody></table></div>"
+    )
+
+
+# -- figures and pages ------------------------------------------------------------------------
+
+
+@dataclass
+class Figure:
+    """One plotly chart: its traces and layout as plotly.js takes them. Text in them that came
+    from users goes through ``label()``; ``page()`` gives the figure its element id."""
+
+    data: list[dict[str, Any]]
+    layout: dict[str, Any]
+    caption: str = ""  # what it shows, under the chart (plain text)
+
+
+@dataclass
+class Section:
+    """A part of the page, with an anchor in the page's table of contents."""
+
+    id: str  # a plain [a-z0-9-] anchor chosen by the code, not by users
+    title: str
+    blocks: list[Html | Figure] = field(default_factory=list)
+
+
+def label(text: object, limit: int = NAME_LIMIT) -> str:
+    """User text for a plotly label (trace name, title, hover text): plotly renders a subset of
+    HTML tags in them, so tags and entities are escaped, and shown as typed."""
+    return str(esc(text, limit))
+
+
+def _json_for_script(value: Any) -> str:
+    """JSON that can sit inside a <script> element whatever strings it holds."""
+    text = json.dumps(value, separators=(",", ":"), allow_nan=False)
+    return (
+        text.replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
+
+
+_CSP = (
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+    "img-src data: blob:; font-src data:"
+)
+
+_STYLE = """
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1f2328;background:#fff}
+header{padding:16px 24px;border-bottom:1px solid #d0d7de;background:#f6f8fa}
+header h1{margin:0 0 4px;font-size:20px;word-break:break-all}
+header p{margin:0;color:#57606a}
+nav{padding:8px 24px;border-bottom:1px solid #d0d7de;font-size:14px}
+nav a{margin-right:16px}
+main{padding:0 24px 48px;max-width:1400px}
+section{margin-top:24px}
+h2{font-size:17px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
+h3{font-size:15px;margin:16px 0 4px;word-break:break-all}
+table{border-collapse:collapse;font-size:13px;margin:8px 0}
+th,td{border-bottom:1px solid #d8dee4;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f6f8fa}
+td{word-break:break-word;max-width:60em}
+.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+.scroll{overflow-x:auto}
+tr.warning td{color:#9a6700}
+tr.fail td,.fail{color:#cf222e}
+.pass{color:#1a7f37}
+.chart{width:100%;height:340px}
+.caption{color:#57606a;font-size:13px;margin:0 0 12px}
+.note{color:#57606a;font-size:13px}
+#event-filter{width:28em;max-width:100%;padding:4px 6px;font-size:14px}
+"""
+
+# Draws every figure; filters the event table (each word typed must appear in a row).
+_SCRIPT = """
+(function () {
+  var figs = JSON.parse(document.getElementById('probesim-figures').textContent);
+  var config = {displaylogo: false, responsive: true};
+  figs.forEach(function (f) { Plotly.newPlot(f.id, f.data, f.layout, config); });
+  var box = document.getElementById('event-filter');
+  if (!box) { return; }
+  var rows = Array.prototype.slice.call(document.querySelectorAll('#events tbody tr'));
+  var texts = rows.map(function (r) { return r.textContent.toLowerCase(); });
+  var count = document.getElementById('event-count');
+  function apply() {
+    var words = box.value.toLowerCase().split(/\\s+/).filter(Boolean);
+    var shown = 0;
+    rows.forEach(function (r, i) {
+      var ok = words.every(function (w) { return texts[i].indexOf(w) >= 0; });
+      r.hidden = !ok;
+      if (ok) { shown += 1; }
+    });
+    count.textContent = shown + ' of ' + rows.length + ' rows';
+  }
+  box.addEventListener('input', apply);
+  apply();
+})();
+"""
+
+
+def _plotly_js() -> str:
+    from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]  # 5 MB, read when a page is made
+
+    return str(get_plotlyjs())
+
+
+def page(title: str, sections: Sequence[Section], subtitle: str = "") -> str:
+    """The whole HTML document: ``sections`` in order, a table of contents, every figure drawn
+    by the embedded plotly.js. ``title`` and ``subtitle`` are plain text (escaped here)."""
+    figures: list[dict[str, Any]] = []
+    parts: list[Html] = []
+    for s in sections:
+        blocks: list[Html] = [tag("h2", s.title)]
+        for b in s.blocks:
+            if isinstance(b, Figure):
+                fid = f"figure-{len(figures) + 1}"
+                figures.append({"id": fid, "data": b.data, "layout": b.layout})
+                blocks.append(Html(f'<div class="chart" id="{fid}"></div>'))
+                if b.caption:
+                    blocks.append(tag("p", b.caption, class_="caption"))
+            else:
+                blocks.append(b)
+        parts.append(Html(f'<section id="{html.escape(s.id)}">{join(blocks)}</section>'))
+    nav = join(Html(f'<a href="#{html.escape(s.id)}">{esc(s.title)}</a>') for s in sections)
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}</title><style>{_STYLE}</style>"
+        f"<script>{_plotly_js()}</script></head>\n<body>"
+        f"<header>{tag('h1', title)}{tag('p', subtitle) if subtitle else ''}</header>"
+        f"<nav>{nav}</nav><main>{join(parts)}</main>\n"
+        f'<script type="application/json" id="probesim-figures">{_json_for_script(figures)}</script>\n'
+        f"<script>{_SCRIPT}</script></body></html>\n"
+    )
+
+
+# -- the result document ----------------------------------------------------------------------
+
+
+class _Doc(BaseModel):
+    # Strict types; unknown fields are kept (newer results add rollouts, thresholds, …).
+    model_config = ConfigDict(extra="allow", strict=True)
+
+
+class _Route(_Doc):
+    name: str
+    service: str
+    offered: int
+    ok: int
+    failed: int
+    failedByCause: dict[str, int]
+    dropped: int = 0
+    interrupted: int = 0
+    inFlight: int = 0
+    latencyMs: dict[str, float] = {}
+    noEndpointSeconds: float = 0.0
+    errorRate: float
+
+
+class _Workload(_Doc):
+    name: str
+    kind: str
+    replicas: int
+    restarts: int
+    restartsByPod: dict[str, int]
+    firstReady: float | None
+    allReady: float | None
+    minReady: int
+    avgReady: float
+    minAvailable: int
+
+
+class _Summary(_Doc):
+    routes: list[_Route]
+    workloads: list[_Workload]
+
+
+class _Event(_Doc):
+    time: float
+    type: str
+    reason: str
+    object: str
+    message: str
+    source: str = ""
+
+
+class ResultDoc(_Doc):
+    """What the report reads of a result (``probesim run --json``), checked field by field."""
+
+    apiVersion: str
+    kind: str
+    scenario: str
+    source: str = "simulation"
+    seed: int
+    step: float
+    duration: float
+    summary: _Summary
+    events: list[_Event]
+    series: dict[str, list[float | None]] | None = None
+
+    @model_validator(mode="after")
+    def _series_line_up(self) -> ResultDoc:
+        if self.series is None:
+            return self
+        if "time" not in self.series:
+            raise ValueError("series has no 'time'")
+        n = len(self.series["time"])
+        for k, v in self.series.items():
+            if len(v) != n:
+                raise ValueError(f"series {k!r} has {len(v)} values, series 'time' {n}: they must line up")
+        return self
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        return self.model_extra or {}
+
+
+def parse_result(doc: Any, file: str | None = None) -> ResultDoc:
+    """A result document checked: the kind and version first, then each field (the error names
+    the first wrong one, as ``summary.routes[0].name``)."""
+    where = "the result"
+    if not isinstance(doc, dict):
+        raise InputError(
+            f"not a probesim result: {where} is a JSON {type(doc).__name__}, not an object "
+            "(write one with probesim run --json)",
+            file=file,
+        )
+    if doc.get("kind") != "Result":
+        raise InputError(
+            f'not a probesim result: kind is {json.dumps(doc.get("kind"))[:NAME_LIMIT]}, not "Result" '
+            "(write one with probesim run --json)",
+            file=file,
+            field="kind",
+        )
+    if doc.get("apiVersion") != RESULT_VERSION:
+        raise InputError(
+            f"written by another version of probesim: apiVersion "
+            f"{json.dumps(doc.get('apiVersion'))[:NAME_LIMIT]}; this probesim reads {RESULT_VERSION} "
+            "(run the scenario again with this version's probesim run --json)",
+            file=file,
+            field="apiVersion",
+        )
+    try:
+        return ResultDoc.model_validate(doc)
+    except ValidationError as e:
+        first = e.errors()[0]
+        path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"]).lstrip(".")
+        msg = "missing" if first["type"] == "missing" else first["msg"]
+        raise InputError(
+            f"{msg} (is this a probesim run --json result?)", file=file, field=path or None
+        ) from None
+
+
+def _read_json(path: str, what: str) -> Any:
+    """A JSON file ('-': standard input), or an InputError naming it and what is wrong."""
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"not {what}: the file is not UTF-8 text", file=path) from None
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror}", file=path) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(
+            f"not JSON ({e.msg}, column {e.colno}): not {what}", file=path, line=e.lineno
+        ) from None
+    except RecursionError:
+        raise InputError(f"not {what}: nested too deeply", file=path) from None
+
+
+def load_result(path: str) -> ResultDoc:
+    """Read and check a result file written by ``probesim run --json`` ('-': standard input)."""
+    return parse_result(_read_json(path, "a probesim result (write one with probesim run --json)"), path)
+
+
+def load_check(path: str) -> dict[str, Any]:
+    """Read a ``probesim check --format json`` report, for its findings."""
+    doc = _read_json(path, "a check report (write one with probesim check --format json)")
+    if (
+        not isinstance(doc, dict)
+        or doc.get("kind") != "CheckReport"
+        or not isinstance(doc.get("findings"), list)
+    ):
+        raise InputError(
+            "not a check report: expected an object of kind CheckReport with findings "
+            "(write one with probesim check --format json)",
+            file=path,
+        )
+    return doc
+
+
+# -- the run's page ---------------------------------------------------------------------------
+
+CAUSE_COLORS = {
+    "no_endpoint": "#8250df",
+    "restarting": "#bf8700",
+    "not_answering": "#fb8f44",
+    "error_status": "#cf222e",
+    "rejected": "#e85aad",
+    "timeout": "#6e7781",
+    "killed": "#0a3069",
+    "dropped": "#a475f9",
+    "interrupted": "#57606a",
+}
+REPLICA_STYLES: dict[str, dict[str, Any]] = {
+    "desired": {"dash": "dash", "color": "#6e7781"},
+    "current": {"color": "#0969da"},
+    "ready": {"color": "#1a7f37", "width": 3},
+    "available": {"dash": "dot", "color": "#9a6700"},
+}
+MAX_BINS = 600  # request and latency charts: at most this many bins over the run
+MAX_EVENT_ROWS = 5000  # aggregated event rows in the table (the JSON keeps every event)
+
+
+@dataclass
+class _Axis:
+    """Time in the run as the charts show it: seconds, or minutes for runs over 10 minutes."""
+
+    seconds: list[float]
+    per: float  # seconds per unit
+    title: str
+
+    @classmethod
+    def of(cls, doc: ResultDoc) -> _Axis:
+        minutes = doc.duration > 600
+        return cls(
+            [float(t or 0) for t in doc.series["time"]] if doc.series else [],
+            60.0 if minutes else 1.0,
+            "time in the run (min)" if minutes else "time in the run (s)",
+        )
+
+    def x(self, seconds: float) -> float:
+        return round(seconds / self.per, 6)
+
+
+def _layout(title: str, axis: _Axis, y_title: str, **more: Any) -> dict[str, Any]:
+    return {
+        "title": {"text": title, "font": {"size": 15}},
+        "xaxis": {"title": {"text": axis.title}, "zeroline": False},
+        "yaxis": {"title": {"text": y_title}, "rangemode": "tozero"},
+        "margin": {"l": 60, "r": 20, "t": 40, "b": 45},
+        "legend": {"orientation": "h", "y": -0.22},
+        "hovermode": "x unified",
+        **more,
+    }
+
+
+def _changes(axis: _Axis, values: Sequence[float | None]) -> tuple[list[float], list[float | None]]:
+    """A step series as the points where it changes (and its last point): drawn with shape 'hv'
+    it is the same line, with a handful of points instead of one per step."""
+    xs: list[float] = []
+    ys: list[float | None] = []
+    last = len(values) - 1
+    for i, v in enumerate(values):
+        if i == 0 or i == last or v != values[i - 1]:
+            xs.append(axis.x(axis.seconds[i]))
+            ys.append(v)
+    return xs, ys
+
+
+def _step_trace(axis: _Axis, values: Sequence[float | None], name: str, **line: Any) -> dict[str, Any]:
+    xs, ys = _changes(axis, values)
+    return {
+        "type": "scatter",
+        "mode": "lines",
+        "x": xs,
+        "y": ys,
+        "name": name,
+        "line": {"shape": "hv", **line},
+    }
+
+
+def _bins(doc: ResultDoc) -> int:
+    """Steps per bin for the request and latency charts: whole nice seconds, ≤ MAX_BINS bins."""
+    n = len(doc.series["time"]) if doc.series else 0
+    for seconds in (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600):
+        k = max(1, math.ceil(seconds / doc.step))
+        if math.ceil(n / k) <= MAX_BINS:
+            return k
+    return max(1, math.ceil(n / MAX_BINS))
+
+
+def _binned(values: Sequence[float | None], k: int, how: str = "sum") -> list[float | None]:
+    out: list[float | None] = []
+    for i in range(0, len(values), k):
+        chunk = [v for v in values[i : i + k] if v is not None]
+        if how == "sum":
+            out.append(float(sum(chunk)))
+        else:
+            out.append(max(chunk) if chunk else None)
+    return out
+
+
+def _marks(xs: list[float], y: float, name: str, texts: list[str], symbol: str, color: str) -> dict[str, Any]:
+    return {
+        "type": "scatter",
+        "mode": "markers",
+        "x": xs,
+        "y": [y] * len(xs),
+        "name": name,
+        "text": texts,
+        "hovertemplate": "%{text}<extra></extra>",
+        "marker": {"symbol": symbol, "size": 11, "color": color},
+    }
+
+
+def _restart_marks(axis: _Axis, cumulative: Sequence[float | None], y: float) -> dict[str, Any] | None:
+    xs, texts = [], []
+    before = 0.0
+    for i, v in enumerate(cumulative):
+        now = float(v or 0)
+        if now > before:
+            n = int(now - before)
+            xs.append(axis.x(axis.seconds[i]))
+            texts.append(f"{n} container restart{'s' if n != 1 else ''} at {axis.seconds[i]:g} s")
+        before = max(before, now)
+    return _marks(xs, y, "container restart", texts, "triangle-down", "#cf222e") if xs else None
+
+
+def _first(d: dict[str, Any], *keys: str) -> Any:
+    return next((d[k] for k in keys if k in d and d[k] is not None), None)
+
+
+def _rollouts(doc: ResultDoc) -> list[dict[str, Any]]:
+    """The result's rollouts, each as {workload, start, end, text}, when it has any.
+
+    The place rollouts enter the page: a ``rollouts`` list in the result, each item with a
+    start time (``time``/``start``, seconds), optionally an end (``end``/``finished``) and the
+    workload it belongs to; other fields go in its hover text."""
+    items = doc.extra.get("rollouts")
+    if not isinstance(items, list):
+        return []
+    out = []
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        start = _first(item, "time", "start", "started", "startedAt")
+        if not isinstance(start, int | float) or isinstance(start, bool):
+            continue
+        end = _first(item, "end", "finished", "completed", "finishedAt")
+        text = ", ".join(f"{k} {v}" for k, v in item.items() if not isinstance(v, dict | list))
+        out.append(
+            {
+                "workload": _first(item, "workload", "name", "object"),
+                "start": float(start),
+                "end": float(end) if isinstance(end, int | float) and not isinstance(end, bool) else None,
+                "text": f"rollout: {text}",
+            }
+        )
+    return out
+
+
+def _rollout_marks(axis: _Axis, rollouts: list[dict[str, Any]], workload: str, y: float) -> list[Any]:
+    """Shapes (a band from start to end) and markers (hover text) for this workload's rollouts."""
+    mine = [r for r in rollouts if r["workload"] in (None, workload, f"deployment/{workload}")]
+    if not mine:
+        return []
+    shapes = [
+        {
+            "type": "rect",
+            "xref": "x",
+            "yref": "paper",
+            "x0": axis.x(r["start"]),
+            "x1": axis.x(r["end"] if r["end"] is not None else r["start"]),
+            "y0": 0,
+            "y1": 1,
+            "fillcolor": "#0969da",
+            "opacity": 0.08,
+            "line": {"width": 1, "color": "#0969da"},
+        }
+        for r in mine
+    ]
+    trace = _marks(
+        [axis.x(r["start"]) for r in mine], y, "rollout", [label(r["text"], MESSAGE_LIMIT) for r in mine],
+        "diamond", "#0969da",
+    )  # fmt: skip
+    return [shapes, trace]
+
+
+def _ejection_marks(axis: _Axis, events: Sequence[_Event], y: float) -> dict[str, Any] | None:
+    xs, texts = [], []
+    for e in events:
+        if e.reason != "OutlierEject":
+            continue
+        try:
+            host = str(json.loads(e.message).get("upstream_url", ""))
+        except (ValueError, AttributeError):  # a message that is not Envoy's JSON event
+            host = ""
+        xs.append(axis.x(e.time))
+        texts.append(label(f"{e.object} ejected {host}".strip() + f" at {e.time:g} s"))
+    return _marks(xs, y, "outlier ejection", texts, "x", "#cf222e") if xs else None
+
+
+def _workload_figures(doc: ResultDoc, axis: _Axis) -> list[Html | Figure]:
+    assert doc.series is not None
+    rollouts = _rollouts(doc)
+    blocks: list[Html | Figure] = []
+    for w in doc.summary.workloads:
+        key = f"workload.{w.name}"
+        data = [
+            _step_trace(axis, doc.series[f"{key}.{m}"], m, **style)
+            for m, style in REPLICA_STYLES.items()
+            if f"{key}.{m}" in doc.series
+        ]
+        if not data:
+            continue
+        top = max((v or 0) for t in data for v in t["y"])
+        layout = _layout(label(f"{w.kind.lower()}/{w.name}: replicas"), axis, "replicas")
+        if f"{key}.restarts" in doc.series:
+            mark = _restart_marks(axis, doc.series[f"{key}.restarts"], 0)
+            if mark:
+                data.append(mark)
+        rollout = _rollout_marks(axis, rollouts, w.name, top + 0.5)
+        if rollout:
+            layout["shapes"] = rollout[0]
+            data.append(rollout[1])
+        blocks.append(
+            Figure(data, layout, "Desired, current, ready and available replicas; ▼ container restarts"
+                   + ("; ◆ rollouts" if rollout else "") + ".")
+        )  # fmt: skip
+    restarts = [
+        _step_trace(axis, doc.series[f"workload.{w.name}.restarts"], label(w.name))
+        for w in doc.summary.workloads
+        if f"workload.{w.name}.restarts" in doc.series
+    ]
+    if restarts and any(w.restarts for w in doc.summary.workloads):
+        blocks.append(
+            Figure(
+                restarts,
+                _layout("Container restarts", axis, "restarts so far"),
+                "Container restarts since the start of the run, per workload (all its pods).",
+            )
+        )
+    return blocks
+
+
+def _endpoint_figure(doc: ResultDoc, axis: _Axis) -> Figure | None:
+    assert doc.series is not None
+    services = sorted(
+        {k[len("service.") :].rsplit(".", 1)[0] for k in doc.series if k.startswith("service.")}
+    )
+    data = []
+    for s in services:
+        key = f"service.{s}"
+        data.append(_step_trace(axis, doc.series[f"{key}.ready"], label(f"{s} ready")))
+        for m, dash in (("serving", "dot"), ("terminating", "dash")):
+            v = doc.series.get(f"{key}.{m}")
+            if v is not None and any(v) and v != doc.series[f"{key}.ready"]:
+                data.append(_step_trace(axis, v, label(f"{s} {m}"), dash=dash))
+    for r in doc.summary.routes:
+        v = doc.series.get(f"route.{r.name}.ejections_active")
+        if v is not None and any(v):
+            data.append(
+                _step_trace(axis, v, label(f"route {r.name}: ejected hosts"), dash="dot", color="#cf222e")
+            )
+    if not data:
+        return None
+    mark = _ejection_marks(axis, doc.events, 0)
+    if mark:
+        data.append(mark)
+    return Figure(
+        data,
+        _layout("Endpoints", axis, "endpoints"),
+        "Each Service's ready endpoints (and serving / terminating ones when they differ); hosts "
+        "ejected by client sidecars' outlier detection, ✕ each ejection.",
+    )
+
+
+def _request_figures(doc: ResultDoc, axis: _Axis) -> list[Html | Figure]:
+    assert doc.series is not None
+    k = _bins(doc)
+    width = k * doc.step
+    starts = [axis.x(s) for s in axis.seconds[::k]]
+    blocks: list[Html | Figure] = []
+    for r in doc.summary.routes:
+        key = f"route.{r.name}"
+        outcomes = [("ok", "#1a7f37")] + [(c, CAUSE_COLORS[c]) for c in (*CAUSES, "dropped", "interrupted")]
+        data = []
+        for name, color in outcomes:
+            v = doc.series.get(f"{key}.{name}")
+            if v is None or (name != "ok" and not any(v)):
+                continue
+            rate = [None if b is None else round(b / width, 4) for b in _binned(v, k)]
+            shown = "ok" if name == "ok" else f"failed: {name}" if name in CAUSES else name
+            data.append({
+                "type": "scatter", "mode": "lines", "x": starts, "y": rate, "name": shown,
+                "stackgroup": "requests", "line": {"shape": "hv", "color": color, "width": 1},
+            })  # fmt: skip
+        if data:
+            blocks.append(Figure(
+                data,
+                _layout(label(f"route {r.name} → {r.service}: requests"), axis, "requests per second"),
+                f"Requests per second by outcome, stacked, averaged over {width:g} s: answered ok, "
+                "failed by cause, dropped (no free client) and interrupted.",
+            ))  # fmt: skip
+        lat: list[dict[str, Any]] = []
+        for q, dash in (("p50_ms", "solid"), ("p95_ms", "dash"), ("p99_ms", "dot"), ("max_ms", "longdash")):
+            v = doc.series.get(f"{key}.{q}")
+            if v is None:
+                continue
+            # A step in which nothing was answered records 0 ms: a gap, not a fast answer.
+            v = [x or None for x in v]
+            ys = _binned(v, k, "max")
+            lat.append({"type": "scatter", "mode": "lines", "x": starts, "y": ys, "name": q[:-3],
+                        "connectgaps": False, "line": {"dash": dash}})  # fmt: skip
+        seen = [y for t in lat for y in t["y"] if y]
+        if seen:
+            layout = _layout(label(f"route {r.name}: latency"), axis, "milliseconds")
+            if max(seen) > 100 * min(seen):  # a fast median and a timeout tail: both readable
+                layout["yaxis"] |= {"type": "log", "rangemode": "normal"}
+            blocks.append(Figure(
+                lat,
+                layout,
+                "Latency quantiles of the answers clients got"
+                + (f" (the highest step in each {width:g} s)" if k > 1 else " each step")
+                + "; gaps where nothing was answered.",
+            ))  # fmt: skip
+    return blocks
+
+
+def _summary_tables(doc: ResultDoc) -> list[Html | Figure]:
+    blocks: list[Html | Figure] = []
+    if doc.summary.routes:
+        heads = ["route", "service", "offered", "ok", "failed", "error %", "dropped", "interrupted",
+                 "in flight", "p50 ms", "p95 ms", "p99 ms", "no endpoint s", *CAUSES]  # fmt: skip
+        rows = [
+            [r.name, r.service, r.offered, r.ok, r.failed, f"{100 * r.errorRate:.2f}", r.dropped,
+             r.interrupted, r.inFlight, *(r.latencyMs.get(q) for q in ("p50", "p95", "p99")),
+             r.noEndpointSeconds, *(r.failedByCause.get(c, 0) for c in CAUSES)]
+            for r in doc.summary.routes
+        ]  # fmt: skip
+        blocks += [tag("h3", "Requests"), table(heads, rows, numeric=range(2, len(heads)))]
+    heads = ["workload", "replicas", "restarts", "first ready s", "all ready s", "min ready", "avg ready",
+             "min available"]  # fmt: skip
+    rows = [
+        [f"{w.kind.lower()}/{w.name}", w.replicas, w.restarts, w.firstReady, w.allReady, w.minReady,
+         f"{w.avgReady:.2f}", w.minAvailable]
+        for w in doc.summary.workloads
+    ]  # fmt: skip
+    blocks += [tag("h3", "Workloads"), table(heads, rows, numeric=range(1, len(heads)))]
+    restarted = [(p, n) for w in doc.summary.workloads for p, n in w.restartsByPod.items() if n]
+    if restarted:
+        blocks += [tag("h3", "Restarts by pod"), table(["pod", "restarts"], restarted, numeric=[1])]
+    return blocks
+
+
+def _verdict(value: Any) -> Html | None:
+    if value is True:
+        return Html('<span class="pass">✓ pass</span>')
+    if value is False:
+        return Html('<span class="fail">✗ fail</span>')
+    return None
+
+
+def _plain_cell(value: Any) -> Cell:
+    if value is None or isinstance(value, str | int | float):
+        return _verdict(value) if isinstance(value, bool) else value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _generic_table(items: Any) -> Html | None:
+    """A list of objects (or an object of objects) as a table: a column per field, in order of
+    first appearance; true/false as ✓ pass / ✗ fail. For parts of the result whose shape the
+    page does not know yet."""
+    if isinstance(items, dict):
+        items = [
+            {"name": k, **v} if isinstance(v, dict) else {"name": k, "value": v} for k, v in items.items()
+        ]
+    if not isinstance(items, list) or not items:
+        return None
+    rows_in = [i if isinstance(i, dict) else {"value": i} for i in items]
+    heads = list(dict.fromkeys(k for i in rows_in for k in i))
+    failed = [
+        "fail" if any(v is False for v in i.values()) or i.get("verdict") in ("fail", "crossed") else None
+        for i in rows_in
+    ]
+    return table(heads, [[_plain_cell(i.get(h)) for h in heads] for i in rows_in], row_class=failed)
+
+
+def _value_cell(value: Any, unit: Any) -> Cell:
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return "not measured"
+    if unit == "fraction":
+        return f"{100 * value:.3g} %"
+    if unit == "fraction of spec.replicas":
+        return f"{100 * value:.3g} % of spec.replicas"
+    return f"{value:g} {unit}" if isinstance(unit, str) and unit != "count" else f"{value:g}"
+
+
+def _thresholds_section(doc: ResultDoc) -> Section | None:
+    """The thresholds and their verdicts, when the result has them (``thresholds``: each
+    verdict as results/thresholds.py writes it; another shape is shown field by field)."""
+    items = doc.extra.get("thresholds")
+    if isinstance(items, list) and items and all(isinstance(i, dict) and "threshold" in i for i in items):
+        rows: list[list[Cell]] = [
+            [_verdict(i.get("ok")), i.get("threshold"), i.get("of"),
+             _value_cell(i.get("value"), i.get("unit")), i.get("note")]
+            for i in items
+        ]  # fmt: skip
+        classes = [None if i.get("ok") is True else "fail" for i in items]
+        crossed = sum(1 for i in items if i.get("ok") is not True)
+        note = f"{crossed} of {len(items)} crossed" if crossed else f"all {len(items)} hold"
+        verdicts = table(["verdict", "threshold", "of", "value", "note"], rows, row_class=classes)
+        return Section("thresholds", f"Thresholds: {note}", [verdicts])
+    body = _generic_table(items)
+    if body is None:
+        return None
+    return Section("thresholds", "Thresholds", [body])
+
+
+def _findings_section(check: Any) -> Section | None:
+    """The check's findings (``probesim check --format json``), when given."""
+    if not isinstance(check, dict) or not isinstance(check.get("findings"), list):
+        return None
+    findings = [f for f in check["findings"] if isinstance(f, dict)]
+    if not findings:
+        return Section("findings", "Check findings", [tag("p", "No findings.", class_="note")])
+    heads = ["severity", "rule", "object", "where", "message", "fix"]
+    rows = [
+        [f.get("severity"), f"{f.get('rule', '')} {f.get('name', '')}".strip(), f.get("object"),
+         f"{f.get('file', '')}:{f.get('line', '')}" + (f" [{f['container']}]" if f.get("container") else ""),
+         f.get("message"), f.get("fix")]
+        for f in findings
+    ]  # fmt: skip
+    classes = ["fail" if f.get("severity") == "error" else "warning" for f in findings]
+    return Section("findings", "Check findings", [table(heads, rows, row_class=classes)])
+
+
+def _at(seconds: float) -> str:
+    return f"{seconds:g} s"
+
+
+def _events_section(doc: ResultDoc) -> Section:
+    from probesim.report.terminal import aggregate, human_duration
+
+    events = [
+        Event(round(e.time * 1000), e.type, e.reason, e.object, e.message, e.source) for e in doc.events
+    ]
+    rows = aggregate(events)
+    shown = rows[:MAX_EVENT_ROWS]
+    table_rows: list[list[Cell]] = [
+        [
+            _at(a.last / 1000),
+            a.count,
+            "" if a.count == 1 else human_duration(a.last - a.first),
+            a.event.type,
+            a.event.reason,
+            a.event.object,
+            a.event.message,
+        ]
+        for a in shown
+    ]
+    classes = ["warning" if a.event.type == "Warning" else None for a in shown]
+    blocks: list[Html | Figure] = [
+        Html(
+            '<p><input id="event-filter" type="search" placeholder="Filter: words that must all appear '
+            '(pod name, reason, message…)" aria-label="Filter the events"> '
+            '<span id="event-count" class="note"></span></p>'
+        ),
+        table(
+            ["last seen", "count", "over", "type", "reason", "object", "message"],
+            table_rows,
+            id="events",
+            numeric=[1],
+            row_class=classes,
+        ),
+        tag(
+            "p",
+            f"{len(doc.events):,} events in {len(rows):,} rows: a repeat (same object, type, reason "
+            "and message) is one row, as kubectl shows it."
+            + (
+                f" The first {MAX_EVENT_ROWS:,} rows are shown; the JSON result has every event."
+                if len(rows) > MAX_EVENT_ROWS
+                else ""
+            ),
+            class_="note",
+        ),
+    ]
+    return Section("events", "Events", blocks)
+
+
+def run_sections(doc: ResultDoc, check: Any = None) -> list[Section]:
+    """The sections of one run's page: summary, thresholds, timelines, findings, events.
+    ``check`` is a ``probesim check --format json`` report, or None (the result's own ``check``
+    is used when it has one)."""
+    sections = [Section("summary", "Summary", _summary_tables(doc))]
+    t = _thresholds_section(doc)
+    if t:
+        sections.append(t)
+    if doc.series is not None and doc.series.get("time"):
+        axis = _Axis.of(doc)
+        sections.append(Section("replicas", "Replicas and restarts", _workload_figures(doc, axis)))
+        ep = _endpoint_figure(doc, axis)
+        if ep:
+            sections.append(Section("endpoints", "Endpoints and ejections", [ep]))
+        req = _request_figures(doc, axis)
+        if req:
+            sections.append(Section("requests", "Requests and latency", req))
+    else:
+        sections.append(Section("timelines", "Timelines", [tag(
+            "p", "This result has no series (it was written with --no-series, or by the lab): no "
+            "timelines. probesim run --json writes them.", class_="note")]))  # fmt: skip
+    f = _findings_section(check if check is not None else doc.extra.get("check"))
+    if f:
+        sections.append(f)
+    sections.append(_events_section(doc))
+    return sections
+
+
+def render_run(doc: ResultDoc | dict[str, Any], check: Any = None) -> str:
+    """The HTML page of one run, from its result (``Result.to_json()`` or a checked document)."""
+    if not isinstance(doc, ResultDoc):
+        doc = parse_result(doc)
+    what = (
+        f"ran for real for {doc.duration:g} s"
+        if doc.source == "lab"
+        else f"simulated {doc.duration:g} s in steps of {doc.step:g} s, seed {doc.seed}"
+    )
+    return page(f"probesim: {doc.scenario}", run_sections(doc, check), f"{doc.scenario} — {what}")
+
+
+def write_page(text: str, path: Path) -> None:
+    """Write a page; a path that cannot be written is an InputError naming it."""
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"cannot write the report: {e.strerror}", file=str(path)) from None
