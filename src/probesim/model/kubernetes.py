@@ -250,6 +250,16 @@ class DeploymentStrategy(OpenModel):
     rolling_update: RollingUpdate | None = None
 
 
+class StatefulSetRollingUpdate(OpenModel):
+    partition: NonNegInt32 = 0
+    max_unavailable: Annotated[SInt, Field(ge=1)] | Percent | None = None
+
+
+class StatefulSetUpdateStrategy(OpenModel):
+    type: Literal["RollingUpdate", "OnDelete"] = "RollingUpdate"
+    rolling_update: StatefulSetRollingUpdate | None = None
+
+
 class WorkloadSpec(OpenModel):
     """The fields of Deployment, ReplicaSet and StatefulSet specs that probesim reads."""
 
@@ -259,6 +269,10 @@ class WorkloadSpec(OpenModel):
     template: PodTemplate
     strategy: DeploymentStrategy | None = None
     pod_management_policy: Literal["OrderedReady", "Parallel"] | None = None
+    paused: SBool = False
+    progress_deadline_seconds: NonNegInt32 | None = None
+    revision_history_limit: NonNegInt32 | None = None
+    update_strategy: StatefulSetUpdateStrategy | None = None
 
 
 WorkloadKind = Literal[
@@ -277,16 +291,28 @@ class Workload(OpenModel):
 
     @model_validator(mode="after")
     def _apps_defaults(self) -> Workload:
-        """apps/v1 defaulting: a Deployment's strategy is RollingUpdate 25 % / 25 %; a
-        StatefulSet's pod management policy is OrderedReady."""
+        """apps/v1 defaulting (``SetDefaults_Deployment``, ``SetDefaults_StatefulSet``): a
+        Deployment's strategy is RollingUpdate 25 % / 25 %, progressDeadlineSeconds 600 and
+        revisionHistoryLimit 10; a StatefulSet's pod management policy is OrderedReady, its
+        update strategy RollingUpdate with partition 0, revisionHistoryLimit 10."""
         spec = self.spec
+        history = {"revision_history_limit": 10} if spec.revision_history_limit is None else {}
         if self.kind == "Deployment":
             strategy = spec.strategy or DeploymentStrategy()
             if strategy.type == "RollingUpdate" and strategy.rolling_update is None:
                 strategy = strategy.model_copy(update={"rolling_update": RollingUpdate()})
-            spec = spec.model_copy(update={"strategy": strategy})
-        elif self.kind == "StatefulSet" and spec.pod_management_policy is None:
-            spec = spec.model_copy(update={"pod_management_policy": "OrderedReady"})
+            deadline = 600 if spec.progress_deadline_seconds is None else spec.progress_deadline_seconds
+            spec = spec.model_copy(
+                update={"strategy": strategy, "progress_deadline_seconds": deadline, **history}
+            )
+        elif self.kind == "StatefulSet":
+            update = spec.update_strategy or StatefulSetUpdateStrategy()
+            if update.type == "RollingUpdate" and update.rolling_update is None:
+                update = update.model_copy(update={"rolling_update": StatefulSetRollingUpdate()})
+            policy = spec.pod_management_policy or "OrderedReady"
+            spec = spec.model_copy(
+                update={"pod_management_policy": policy, "update_strategy": update, **history}
+            )
         object.__setattr__(self, "spec", spec)
         return self
 
