@@ -73,6 +73,18 @@ MAX_COST_OPTION = typer.Option(
 )
 
 
+SET_OPTION = typer.Option(
+    "--set",
+    help="Change a field before the scenario is checked, path=value (repeatable): a scenario field "
+    "(spec.traffic[0].rate=500, spec.seed=3) or an object's (deployment/web.spec.replicas=3, "
+    "kind/namespace/name.field). The value is YAML: 500, 10s, true.",
+)
+WORKERS_OPTION = typer.Option(help="Local worker processes (default: one per core).", min=1)
+SCHEDULER_OPTION = typer.Option(
+    help="Run on the Dask distributed cluster whose scheduler is at tcp://host:port (see docs/sweeps.md)."
+)
+
+
 def _check_cost(sc: Scenario, target: str, limit: int) -> None:
     """Refuse, before it starts, a run that would take too long or too much memory."""
     from probesim.cost import run_cost
@@ -120,12 +132,14 @@ def _scenario_path(target: str) -> str:
     return str(b.path)
 
 
-def _load(target: str, manifests: Sequence[str] = ()) -> Scenario:
+def _load(target: str, manifests: Sequence[str] = (), sets: Sequence[str] = ()) -> Scenario:
     from probesim.manifests.scenario import load_scenario
+    from probesim.overrides import parse_set
 
+    overrides = [parse_set(s) for s in sets]
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always", InputWarning)
-        sc = load_scenario(_scenario_path(target), manifests)
+        sc = load_scenario(_scenario_path(target), manifests, overrides)
     _warn(dict.fromkeys(str(w.message) for w in said if issubclass(w.category, InputWarning)))
     return sc
 
@@ -181,10 +195,22 @@ def run(
             "e.g. helm template ./chart | probesim run s.yaml -m -).",
         ),
     ] = None,
+    sets: Annotated[list[str] | None, SET_OPTION] = None,
+    runs: Annotated[
+        int | None,
+        typer.Option(
+            help="Run the scenario N times, with seeds seed, seed+1, …, in parallel, and show each figure's "
+            "mean, standard deviation and range, and the share of runs that crossed each threshold.",
+            min=1,
+            max=100_000,
+        ),
+    ] = None,
+    workers: Annotated[int | None, WORKERS_OPTION] = None,
+    scheduler: Annotated[str | None, SCHEDULER_OPTION] = None,
 ) -> None:
     """Simulate a scenario: requests ok/failed by cause, restarts, readiness, and the events.
 
-    Example: [bold]probesim run seed000-slow-start-killed[/bold]
+    Example: [bold]probesim run seed000-slow-start-killed --set spec.traffic[0].rate=5[/bold]
     """
     import json
 
@@ -196,12 +222,19 @@ def run(
             raise InputError("--all-events shows every event line, --no-events none: give one")
         if plot is not None:
             _check_plot_path(plot)
-        sc = _load(scenario, manifests or ())
+            if runs is not None:
+                raise InputError("--plot draws one run; --runs gives figures over many: give one")
+        if runs is None and (workers is not None or scheduler is not None):
+            raise InputError("--workers and --scheduler run --runs in parallel: give --runs N")
+        sc = _load(scenario, manifests or (), sets or ())
         _check_cost(sc, scenario, max_cost)
     except InputError as e:
         raise _fail(e) from None
     if seed is not None:
         sc = sc.model_copy(update={"spec": sc.spec.model_copy(update={"seed": seed})})
+    if runs is not None:
+        _monte_carlo(sc, runs, workers, scheduler, as_json)
+        return
     result = simulate(sc)
     if plot is not None:
         from probesim.report.plot import plot_result
@@ -214,6 +247,116 @@ def run(
         sys.stdout.write(json.dumps(result.to_json(series=series), indent=2) + "\n")
     else:
         render_result(result, out, events=events, event_lines=None if all_events else EVENT_LINES)
+
+
+def _monte_carlo(sc: Scenario, runs: int, workers: int | None, scheduler: str | None, as_json: bool) -> None:
+    """run --runs: the figures over ``runs`` seeds, as a table or --json."""
+    import json
+
+    from probesim.montecarlo import monte_carlo
+    from probesim.report.runs import progress_bar, render_monte_carlo
+    from probesim.runs import thresholds_for
+
+    try:
+        thresholds = thresholds_for(sc, ())
+        mc = monte_carlo(sc, runs, thresholds, workers, scheduler, progress_bar(err))
+    except InputError as e:
+        raise _fail(e) from None
+    if as_json:
+        sys.stdout.write(json.dumps(mc.to_json(), indent=2) + "\n")
+    else:
+        render_monte_carlo(mc, out)
+
+
+@app.command()
+def sweep(
+    scenario: Annotated[
+        str, typer.Argument(help="Scenario file (YAML), '-' for standard input, or a built-in name.")
+    ],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Write the rows to this file: .csv or .parquet.")
+    ],
+    sets: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="A field and its values, path=v1,v2,… (repeatable): the sweep runs every combination. "
+            "Paths as run --set's: spec.traffic[0].rate=300,600 or deployment/web.spec.replicas=2,3.",
+        ),
+    ] = None,
+    runs: Annotated[
+        int, typer.Option(help="Runs per point, with seeds seed, seed+1, … (the point's spec.seed).", min=1)
+    ] = 1,
+    sample: Annotated[
+        int | None, typer.Option(help="Run K points drawn at random from the grid, not all of it.", min=1)
+    ] = None,
+    seed: Annotated[int, typer.Option(help="The seed --sample draws points with.", min=0)] = 0,
+    thresholds: Annotated[
+        list[str] | None,
+        typer.Option("--threshold", help="A threshold to judge each run by, as a line of spec.thresholds."),
+    ] = None,
+    workers: Annotated[int | None, WORKERS_OPTION] = None,
+    scheduler: Annotated[str | None, SCHEDULER_OPTION] = None,
+    max_cost: Annotated[int, MAX_COST_OPTION] = DEFAULT_MAX_COST,
+    max_total_cost: Annotated[
+        int,
+        typer.Option(
+            "--max-total-cost",
+            help="Refuse a sweep whose runs together are estimated to cost more than this many work units "
+            "(about a microsecond each; default about 17 minutes of CPU).",
+            min=1,
+        ),
+    ] = 1_000_000_000,
+    manifests: Annotated[
+        list[str] | None,
+        typer.Option("--manifests", "-m", help="More Kubernetes YAML files to add to the scenario's."),
+    ] = None,
+) -> None:
+    """Run a scenario over a grid of --set values (or --sample K points of it), in parallel, and
+    write one row per run: the values, the seed, every summary figure and threshold verdict.
+
+    Local worker processes by default (all cores); --scheduler runs the same sweep on a Dask
+    distributed cluster. See docs/sweeps.md.
+
+    Example: [bold]probesim sweep s.yaml --set spec.traffic[0].rate=300,600,900 --runs 5 -o rows.csv[/bold]
+    """
+    import time
+
+    from probesim.overrides import parse_axis
+    from probesim.report.runs import progress_bar
+    from probesim.runs import run_all
+    from probesim.sweep import check_output, plan, write_rows
+
+    started = time.monotonic()
+    try:
+        check_output(output)
+        axes = [parse_axis(s) for s in sets or ()]
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always", InputWarning)
+            p = plan(
+                _scenario_path(scenario),
+                axes,
+                manifests=manifests or (),
+                runs=runs,
+                sample=sample,
+                sample_seed=seed,
+                max_cost=max_cost,
+                max_total_cost=max_total_cost,
+                thresholds=thresholds or (),
+            )
+        _warn(dict.fromkeys(str(w.message) for w in said if issubclass(w.category, InputWarning)))
+        rows = run_all(p.tasks, workers, scheduler, progress_bar(err))
+        write_rows(rows, output)
+    except InputError as e:
+        raise _fail(e) from None
+    took = time.monotonic() - started
+    err.print(
+        Text.assemble(
+            f"{len(rows):,} rows ({p.points:,} of {p.grid:,} points × {runs} runs) written to ",
+            (visible(str(output)), "bold"),
+            f" in {took:.1f} s",
+        )
+    )
 
 
 @app.command()

@@ -1,0 +1,184 @@
+"""``probesim sweep``: a scenario run over a grid of ``--set`` values (or random points of it),
+each point checked and costed before any runs, and the rows written as CSV or Parquet.
+
+Every point is loaded here, with the same loader and errors as ``probesim run --set``, so that a
+bad value anywhere in the grid stops the sweep before it starts, and so that its cost is known:
+a sweep costing more than ``--max-total-cost`` (the sum of probesim.cost's estimate over its
+runs) is refused up front. The tasks then carry the loaded scenarios (probesim.runs).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from probesim.errors import InputError
+from probesim.overrides import Axis, show_value
+from probesim.runs import Task, thresholds_for
+
+DEFAULT_MAX_TOTAL_COST = 1_000_000_000  # about 1,000 s of engine CPU time over all the runs
+MAX_POINTS = 1_000_000  # points loaded up front; a sweep beyond is refused (use --sample)
+FORMATS = (".csv", ".parquet")
+
+
+@dataclass(frozen=True)
+class Plan:
+    tasks: list[Task]
+    points: int  # in the sweep (sampled or the whole grid)
+    grid: int  # in the whole grid
+    units: int  # the estimated cost of all runs
+
+
+def grid_size(axes: Sequence[Axis]) -> int:
+    return math.prod(len(a.values) for a in axes)
+
+
+def point_values(axes: Sequence[Axis], i: int) -> tuple[int, ...]:
+    """The value indices of grid point ``i`` (the last axis varies fastest, as itertools.product)."""
+    out = []
+    for a in reversed(axes):
+        i, j = divmod(i, len(a.values))
+        out.append(j)
+    return tuple(reversed(out))
+
+
+def choose(total: int, sample: int | None, seed: int) -> list[int]:
+    """The grid points to run, in grid order: all, or ``sample`` of them drawn with ``seed``."""
+    if sample is None or sample >= total:
+        return list(range(total))
+    return sorted(random.Random(seed).sample(range(total), sample))
+
+
+def check_output(path: Path) -> None:
+    """``-o`` names a .csv or .parquet file in an existing folder (checked before the runs)."""
+    if path.suffix.lower() not in FORMATS or path.name == path.suffix:
+        raise InputError("rows are written as CSV or Parquet: give a file name ending in .csv or .parquet",
+                         file=str(path))  # fmt: skip
+    if path.is_dir():
+        raise InputError("cannot write the rows: is a directory", file=str(path))
+    if not path.parent.is_dir():
+        raise InputError("cannot write the rows: no such folder", file=str(path))
+    if path.suffix.lower() == ".parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise InputError(
+                "Parquet needs pyarrow: pip install 'probesim[cluster]', or write .csv", file=str(path)
+            ) from None
+
+
+def plan(
+    scenario: str,
+    axes: Sequence[Axis],
+    *,
+    manifests: Sequence[str] = (),
+    runs: int = 1,
+    sample: int | None = None,
+    sample_seed: int = 0,
+    max_cost: int,
+    max_total_cost: int = DEFAULT_MAX_TOTAL_COST,
+    thresholds: Sequence[str] = (),
+) -> Plan:
+    """Load and cost every point of the sweep; the tasks, one per point and run, each judged by
+    its scenario's thresholds and ``thresholds`` (lines of spec.thresholds)."""
+    from probesim.cost import run_cost
+    from probesim.manifests.scenario import scenario_from_text
+    from probesim.manifests.yamlsrc import read_text
+
+    paths = [a.path for a in axes]
+    for p in paths:
+        if paths.count(p) > 1:
+            raise InputError(f"{p} is set twice: give its values in one --set {p}=v1,v2,…")
+    if "-" in manifests:
+        raise InputError("a sweep reads its manifests once per point: give them as files, not '-'")
+    total = grid_size(axes)
+    if min(total, sample or total) > MAX_POINTS:
+        raise InputError(f"{total:,} points; at most {MAX_POINTS:,} (draw some with --sample K)")
+    chosen = choose(total, sample, sample_seed)
+    text, shown = read_text(scenario)  # once: standard input can be read once
+    base = Path(scenario).parent if scenario != "-" else Path.cwd()
+    tasks: list[Task] = []
+    units = 0
+    for point in chosen:
+        idx = point_values(axes, point)
+        overrides = [a.at(j) for a, j in zip(axes, idx, strict=True)]
+        sc = scenario_from_text(text, shown, base, manifests, overrides)
+        cost = run_cost(sc)
+        if cost.units > max_cost:
+            where = ", ".join(o.text for o in overrides)
+            raise InputError(
+                f"the run with --set {where} would cost {cost.explain()}, more than --max-cost "
+                f"{max_cost:,}; leave that value out or raise --max-cost",
+                file=shown,
+            )
+        units += cost.units * runs
+        inputs = tuple((o.path, o.value) for o in overrides)
+        judged = thresholds_for(sc, thresholds)
+        tasks += [
+            Task(sc, sc.spec.seed + r, inputs, point=point, run=r, thresholds=judged) for r in range(runs)
+        ]
+    if units > max_total_cost:
+        raise InputError(
+            f"this sweep of {len(chosen):,} points × {runs} runs would cost about {units:,} units "
+            f"(roughly {units / 1e6 / 60:,.0f} min of CPU), more than --max-total-cost "
+            f"{max_total_cost:,}; give fewer values or runs, draw some points with --sample K, or "
+            "raise --max-total-cost",
+            file=shown,
+        )
+    return Plan(tasks, len(chosen), total, units)
+
+
+def columns(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Every column of ``rows``, in order of first appearance."""
+    return list(dict.fromkeys(k for row in rows for k in row))
+
+
+def _cell(v: Any) -> str:
+    """A CSV cell: a float's shortest exact text (read back bit for bit), true/false, empty for
+    None, other inputs as YAML flow text."""
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return repr(v)
+    if isinstance(v, int | str):
+        return str(v)
+    return show_value(v)
+
+
+def write_rows(rows: Sequence[dict[str, Any]], path: Path) -> None:
+    """``rows`` to ``path``: CSV, or Parquet for a .parquet name."""
+    cols = columns(rows)
+    try:
+        if path.suffix.lower() == ".parquet":
+            _write_parquet(rows, cols, path)
+            return
+        with path.open("w", encoding="utf-8", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(cols)
+            for row in rows:
+                w.writerow([_cell(row.get(c)) for c in cols])
+    except OSError as e:
+        raise InputError(f"cannot write the rows: {e.strerror}", file=str(path)) from None
+
+
+def _write_parquet(rows: Sequence[dict[str, Any]], cols: Sequence[str], path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    data: dict[str, list[Any]] = {}
+    for c in cols:
+        values = [row.get(c) for row in rows]
+        kinds = {type(v) for v in values if v is not None}
+        if kinds <= {int, float} and float in kinds:
+            values = [None if v is None else float(v) for v in values]
+        elif len(kinds) > 1 or not kinds <= {int, float, bool, str}:
+            values = [None if v is None else _cell(v) for v in values]  # a mixed input column
+        data[c] = values
+    pq.write_table(pa.table(data), path)
