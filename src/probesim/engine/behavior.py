@@ -84,6 +84,7 @@ class Behaviors:
         # A redirect to another host ended the chain: a probe passes with a ProbeWarning.
         self.offhost = np.zeros((len(targets), n), bool)
         self.wakeup = np.int64(0)
+        self.epoch = 0  # bumps at every evaluation (what probes find may have changed)
 
     def target(self, name: str) -> int:
         return self.targets[name]
@@ -132,6 +133,7 @@ class Behaviors:
                 if x > t:
                     wake = min(wake, np.int64(x))
         self.wakeup = wake
+        self.epoch += 1
 
     def _follow(self, prof: Profile, m: I64) -> None:
         """Answers of redirecting paths as a client following them sees them (the kubelet's

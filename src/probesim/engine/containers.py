@@ -55,6 +55,7 @@ class Containers:
         self.restarted_at = np.full(n, -1, np.int64)  # when the newest replacement instance started
         self.wakeup = INF
         self.changed = False  # any start, exit or kill since the flag was cleared
+        self.epoch = 0  # bumps at every start, exit or kill
 
     def running(self) -> np.ndarray:
         return self.state == RUNNING
@@ -109,6 +110,7 @@ class Containers:
         # before the kill, i.e. the previous exited instance (§3.8).
         self.decide_exit[c] = self.last_exit[c]
         self.changed = True
+        self.epoch += 1  # what probe workers depend on changed
         log.synced_pods.add(p)
         self._rewake()
 
@@ -129,6 +131,7 @@ class Containers:
                 self.state[c] = EXITED
                 self.next_start[c] = INF
         self.changed = True
+        self.epoch += 1  # what probe workers depend on changed
         log.synced_pods.add(p)
         self._rewake()
 
@@ -139,6 +142,7 @@ class Containers:
         self.stop_at[c] = INF
         self.crash_at[c] = INF
         self.changed = True
+        self.epoch += 1  # what probe workers depend on changed
         log.synced_pods.add(p)
         if not killed:
             self.decide_exit[c] = finished
@@ -190,6 +194,7 @@ class Containers:
         when, code = self.fleet.behaviors.crash_at(np.array([c]), self.started_at)
         self.crash_at[c], self.crash_code[c] = when[0], code[0]
         self.changed = True
+        self.epoch += 1  # what probe workers depend on changed
         log.synced_pods.add(int(self.fleet.container_pod[c]))
         log.add(now, "Normal", "Created", f"pod/{pod}", f"Created container: {name}")
         log.add(now, "Normal", "Started", f"pod/{pod}", f"Started container {name}")

@@ -21,7 +21,18 @@ from probesim.engine.behavior import INF
 from probesim.engine.capacity import CapacityModel, probe_cost
 from probesim.engine.containers import Containers
 from probesim.engine.events import EventLog
-from probesim.engine.fleet import EXEC, FAILURE, GRPC, HTTP, SUCCESS, TCP, UNKNOWN, Fleet, ProbeSpecArrays
+from probesim.engine.fleet import (
+    EXEC,
+    EXITED,
+    FAILURE,
+    GRPC,
+    HTTP,
+    SUCCESS,
+    TCP,
+    UNKNOWN,
+    Fleet,
+    ProbeSpecArrays,
+)
 
 I64 = npt.NDArray[np.int64]
 INITIAL = {"startup": UNKNOWN, "readiness": FAILURE, "liveness": SUCCESS}
@@ -68,9 +79,19 @@ class ProbeWorkers:
         self.pending_status = np.zeros(n, np.int64)
         self.pending_warn = np.zeros(n, bool)  # passed on a redirect to another host
         self.buffered = np.zeros(n, bool)
+        self.buffered_any = False
         self.last_run = np.full(n, -1, np.int64)  # when the probe last really executed
         self.executions = np.zeros(n, np.int64)
         self.wakeup = INF
+        # Workers in a steady state: a run would pass and change nothing but the run count (or,
+        # on hold, do nothing at all). Valid while the containers, their processes, the started
+        # gate and this type's own state (``dirty``) are as when it was computed.
+        self.steady = np.zeros(n, bool)
+        self.dirty = True
+        self._steady_key: tuple[int, int] = (-1, -1)
+        self._steady_started = np.zeros(n, bool)
+        self._steady_until = INF
+        self.passing = np.zeros(n, bool)
 
     def admit(self, containers: np.ndarray, t: int) -> None:
         """Workers start with the pod, before its containers: their first run finds no container,
@@ -78,6 +99,7 @@ class ProbeWorkers:
         has = containers[self.spec.has[containers]]
         self.active[has] = True
         self.next_tick[has] = t + self.spec.period[has]
+        self.dirty = True
         self._rewake()
 
     def visible(self, instance: I64) -> I64:
@@ -93,20 +115,100 @@ class ProbeWorkers:
         done = np.flatnonzero(self.busy_until <= t)
         if done.size:
             self.busy_until[done] = INF
+            self.dirty = True
             changed.append(self._apply(done, t, ctr, log))
         fire = self.active & (self.next_tick <= t)
-        if fire.any():
-            f = np.flatnonzero(fire)
+        f = np.flatnonzero(fire)
+        if f.size:
             per = self.spec.period[f]
             self.next_tick[f] += ((t - self.next_tick[f]) // per + 1) * per
         idle = self.busy_until == INF
-        self.buffered |= fire & ~idle  # at most one tick waits while a probe is in flight
-        runnable = np.flatnonzero((fire | self.buffered) & idle & self.active)
+        if self.buffered_any:
+            self.buffered |= fire & ~idle  # at most one tick waits while a probe is in flight
+            runnable = np.flatnonzero((fire | self.buffered) & idle & self.active)
+        else:
+            busy = f[~idle[f]]
+            if busy.size:
+                self.buffered[busy] = True
+            runnable = f[idle[f]]  # fired workers are active
         if runnable.size:
             self.buffered[runnable] = False
-            changed.append(self.do_probe(runnable, t, ctr, started, log))
+            self._refresh_steady(t, ctr, started)
+            quiet = self.steady[runnable]
+            if quiet.all():
+                self._steady_runs(runnable, t)
+            else:
+                self._steady_runs(runnable[quiet], t)
+                rest = runnable[~quiet]
+                self.dirty = True
+                changed.append(self.do_probe(rest, t, ctr, started, log))
+        self.buffered_any = bool(self.buffered.any())
         self._rewake()
         return np.concatenate(changed) if changed else np.empty(0, np.int64)
+
+    def _steady_runs(self, idx: I64, t: int) -> None:
+        """What a run does to steady workers: a pass like the last, counting toward a verdict
+        already written, for those that probe; nothing for the others (on hold, within the
+        initial delay, gated by startup, or finding the container still not running)."""
+        run = idx[self.passing[idx]]
+        if run.size:
+            self.executions[run] += 1
+            self.last_run[run] = t
+            self.run[run] += 1
+
+    def _refresh_steady(self, t: int, ctr: Containers, started: npt.NDArray[np.bool_]) -> None:
+        """Recompute which workers are steady at ``t`` if anything they depend on changed."""
+        beh = self.fleet.behaviors
+        key = (ctr.epoch, beh.epoch)
+        if (
+            not self.dirty
+            and t < self._steady_until
+            and key == self._steady_key
+            and np.array_equal(started, self._steady_started)
+        ):
+            return
+        self.dirty = False
+        self._steady_key = key
+        self._steady_started = started.copy()
+        s = self.spec
+        inst = ctr.instance
+        base = self.active & (self.busy_until == INF) & ~self.buffered & (inst >= 0) & (self.seen == inst)
+        steady = base & self.on_hold
+        base &= ~self.on_hold
+        alive = ctr.alive()
+        # Within initialDelaySeconds: (t - start) // 1000 < delay, i.e. t < start + delay × 1000.
+        due_at = ctr.started_at + s.delay_s * 1000
+        early = base & alive & (t < due_at)
+        self._steady_until = np.int64(due_at[early].min()) if early.any() else INF
+        gate = ~started if self.kind == "startup" else started
+        probing = base & alive & ~early
+        steady |= early | (probing & ~gate)
+        # Not running (and not terminated for good): Failure again, already the cached result.
+        steady |= base & ~alive & (self.cached == FAILURE) & (ctr.state != EXITED)
+        passing = np.zeros(base.size, bool)
+        if self.kind != "startup":  # a startup pass that counts puts the worker on hold
+            n = s.target.size
+            tcp = s.handler == TCP
+            status = beh.status[s.target, np.arange(n)]
+            passes = tcp | ((status >= 200) & (status < 400))
+            loaded = self.capacity.loaded & ~tcp if self.capacity.any else np.zeros(n, bool)
+            offhost = (s.handler == HTTP) & beh.offhost[s.target, np.arange(n)]
+            passing = (
+                probing
+                & gate
+                & beh.listening
+                & ~s.closed
+                & ~beh.hung
+                & ~s.port_error
+                & ~loaded
+                & passes
+                & ~offhost
+                & self.last_passed
+                & (self.run > 0)
+                & (self.cached == SUCCESS)
+            )
+        self.passing = passing
+        self.steady = steady | passing
 
     def trigger(
         self, idx: I64, t: int, ctr: Containers, started: npt.NDArray[np.bool_], log: EventLog
@@ -115,6 +217,8 @@ class ProbeWorkers:
         idx = idx[self.active[idx] & (self.last_run[idx] < t)]
         busy = self.busy_until[idx] < INF
         self.buffered[idx[busy]] = True
+        self.buffered_any = self.buffered_any or bool(busy.any())
+        self.dirty = True
         idx = idx[~busy]
         if idx.size == 0:
             return idx

@@ -209,6 +209,7 @@ class _Run:
                 w.busy_until[conts] = INF
                 w.seen[conts] = self.ctr.instance[conts]
                 w.cached[conts] = SUCCESS
+                w.dirty = True
             self.ctr.stop_pod(p, t, self.log)
         self.dirty = True
         self.version += 1
