@@ -1,0 +1,127 @@
+"""``probesim tune``: the command's work, kept out of cli.py (which only declares the options)."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+from rich.console import Console
+from rich.text import Text
+
+from probesim.errors import InputError
+from probesim.safe import visible
+from probesim.tune import inputs as tune_inputs
+from probesim.tune import report, study
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class Pool:
+    """The runs of a trial over a ``concurrent.futures`` executor (local processes or Dask's)."""
+
+    def __init__(self, ex: cf.Executor) -> None:
+        self.ex = ex
+
+    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        return list(self.ex.map(fn, items))
+
+
+def check_output(path: Path) -> None:
+    if path.is_dir():
+        raise InputError("cannot write the patch: is a directory", file=str(path))
+    if not path.parent.is_dir():
+        raise InputError("cannot write the patch: no such folder", file=str(path))
+
+
+def tune(
+    paths: Sequence[str],
+    scenario: str | None,
+    workload: str | None,
+    trials: int,
+    seed: int,
+    storage: str | None,
+    name: str | None,
+    timeout: str | None,
+    scheduler: str | None,
+    workers: int | None,
+    output: Path | None,
+    as_json: bool,
+    out: Console,
+    err: Console,
+) -> None:
+    """Load, search, print. Raises InputError for anything the user can fix."""
+    from probesim.runs import executor
+
+    if output is not None:
+        check_output(output)
+    timeout_s = None if timeout is None else _seconds(timeout)
+    got = tune_inputs.load(paths, scenario, workload)
+    for m in got.warnings + got.notes:
+        err.print(Text.assemble(("warning: ", "yellow"), visible(m, 1000)), soft_wrap=True)
+    url = study.storage_url(storage)
+    study_name = name or study.study_name(got, seed)
+
+    def progress(n: int, row: study.Row) -> None:
+        err.print(
+            Text(f"trial {row.number} ({n}/{trials}): {report.render_figures_note(row.figures)}"),
+            highlight=False,
+        )
+
+    with executor(workers, scheduler) as ex:
+        outcome = study.run(got, trials, seed, url, study_name, Pool(ex), timeout_s, progress)
+    best = outcome.recommended
+    ps = report.patches(got, outcome.current.setting, best.setting) if best is not None else []
+    files: list[str] = []
+    if output is not None and ps:
+        files = _write(ps, output)
+    if as_json:
+        extra = {
+            "patches": [
+                {
+                    "kind": p.kind,
+                    "name": p.name,
+                    "namespace": p.namespace,
+                    "type": "strategic" if p.strategic else "merge",
+                    "patch": p.patch,
+                    "command": p.command(),
+                }
+                for p in ps
+            ],
+            "helmSource": got.source,
+        }
+        sys.stdout.write(json.dumps(study.to_json(outcome, extra), indent=2) + "\n")
+        return
+    report.render(outcome, got, out)
+    report.render_patches(ps, got, files, out)
+
+
+def _seconds(given: str) -> float:
+    """--timeout's duration (scenario units: 90s, 10m, 1h) in seconds."""
+    from probesim.model.duration import parse_ms
+
+    try:
+        ms = parse_ms(given)
+    except ValueError as e:
+        raise InputError(str(e), field="--timeout") from None
+    if ms <= 0:
+        raise InputError(f"{given} is not a positive duration", field="--timeout")
+    return ms / 1000
+
+
+def _write(ps: list[report.PatchOut], output: Path) -> list[str]:
+    """The workload's patch to ``output``; a DestinationRule's beside it."""
+    files: list[str] = []
+    for p in ps:
+        beside = f"{output.stem}-{p.kind.lower()}-{p.name}{output.suffix}"
+        path = output if not files else output.with_name(beside)
+        try:
+            path.write_text(p.yaml(), encoding="utf-8")
+        except OSError as e:
+            raise InputError(f"cannot write the patch: {e.strerror}", file=str(path)) from None
+        files.append(str(path))
+    return files

@@ -1,0 +1,152 @@
+"""What ``probesim tune`` reads: manifests (files, directories, '-'), an optional scenario, and
+the workload to tune, with where it came from (a Helm chart's ``# Source:`` line)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from probesim.analysis.check import read_manifests
+from probesim.analysis.context import selects
+from probesim.errors import InputError, InputWarning
+from probesim.manifests import kubernetes as k8s
+from probesim.manifests.scenario import scenario_from_text, scenario_manifest_docs
+from probesim.manifests.yamlsrc import Doc, load_docs, read_text
+from probesim.mesh.istio import DestinationRule
+from probesim.model.kubernetes import Service, Workload
+from probesim.model.scenario import API_VERSION, Scenario
+
+# Without a scenario the manifests run alone: only the stress suite judges them.
+_BARE = f"apiVersion: {API_VERSION}\nkind: Scenario\nmetadata: {{name: tune}}\nspec: {{duration: 5m}}\n"
+
+
+@dataclass
+class TuneInputs:
+    scenario: Scenario  # the user's scenario with the manifests, or the manifests alone
+    given: bool  # whether the user gave a scenario (its run is an objective too)
+    workload: Workload
+    services: list[Service]
+    rule: DestinationRule | None  # the DestinationRule for its Service, if any
+    source: str | None = None  # helm's "# Source: chart/templates/x.yaml"
+    where: str = ""  # file:line of the workload
+    charts: list[str] = field(default_factory=list)  # unrendered chart folders among the inputs
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def with_objects(self, workload: Workload, rule: DestinationRule | None) -> Scenario:
+        """The scenario with ``workload`` (and ``rule``) in place of the current ones."""
+        workloads = tuple(workload if w.name == workload.name else w for w in self.scenario.workloads)
+        rules = tuple(
+            rule if rule is not None and r is self.rule else r for r in self.scenario.destination_rules
+        )
+        return self.scenario.model_copy(update={"workloads": workloads, "destination_rules": rules})
+
+
+@contextlib.contextmanager
+def _replayed_stdin() -> Iterator[None]:
+    """Standard input read once and given again to every later reader (the manifests are read
+    twice: once for where each object is, once into the scenario)."""
+    text = sys.stdin.read()
+    saved = sys.stdin
+    try:
+        sys.stdin = _Replay(text)
+        yield
+    finally:
+        sys.stdin = saved
+
+
+class _Replay(io.StringIO):
+    def read(self, size: int | None = -1) -> str:
+        self.seek(0)
+        return super().read(size)
+
+
+def load(paths: Sequence[str], scenario: str | None, workload: str | None) -> TuneInputs:
+    """The inputs of a tune run; every problem is an InputError naming what to give."""
+    if not paths and scenario is None:
+        raise InputError("give manifest files, directories or '-' (see probesim tune --help)")
+    if scenario == "-" and "-" in paths:
+        raise InputError("standard input cannot hold both the scenario and the manifests")
+    with _replayed_stdin() if "-" in [*paths, scenario] else contextlib.nullcontext():
+        return _load(list(paths), scenario, workload)
+
+
+def _load(paths: list[str], scenario: str | None, workload: str | None) -> TuneInputs:
+    docs: list[Doc] = []
+    files: list[str] = []
+    charts: list[str] = []
+    if paths:
+        docs, found = read_manifests(paths)
+        passed = {s.file for s in found.skipped if not s.kind}
+        files = [f for f in found.files if f not in passed]
+        charts = found.charts
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always", InputWarning)
+        if scenario is None:
+            sc = scenario_from_text(_BARE, "<tune>", Path.cwd(), files)
+        else:
+            text, shown = read_text(scenario)
+            base = Path(scenario).parent if scenario != "-" else Path.cwd()
+            sc = scenario_from_text(text, shown, base, files)
+            inline, named = scenario_manifest_docs(scenario) if scenario != "-" else ([], [])
+            docs += inline
+            for f in named:
+                docs += list(load_docs(*read_text(f)))
+    said_once = list(dict.fromkeys(str(w.message) for w in said if issubclass(w.category, InputWarning)))
+    w = _pick(sc, workload)
+    services = [s for s in sc.services if selects(s, w)]
+    names = {s.name for s in services}
+    rules = [r for r in sc.destination_rules if r.spec.host.split(".")[0] in names]
+    out = TuneInputs(sc, scenario is not None, w, services, rules[0] if rules else None, charts=charts)
+    out.warnings = said_once
+    if len(rules) > 1:
+        out.notes.append(
+            f"several DestinationRules name {w.name}'s Service; tuning the first, {rules[0].metadata.name}"
+        )
+    objects = k8s.parse(docs)
+    for ow in objects.workloads:
+        if (ow.kind, ow.metadata.namespace, ow.name) == (w.kind, w.metadata.namespace, w.name):
+            o = objects.origin(ow)
+            out.source = o.doc.source
+            out.where = f"{o.doc.file}:{o.doc.line_of(o.base)}"
+    return out
+
+
+def _pick(sc: Scenario, name: str | None) -> Workload:
+    """The workload to tune: the one named, or the only simulated workload behind a Service that
+    has probes."""
+    tunable = [
+        w
+        for w in sc.workloads
+        if any(selects(s, w) for s in sc.services)
+        and any(c.readiness_probe or c.liveness_probe or c.startup_probe for c in w.pod_spec.containers)
+    ]
+    if name is not None:
+        found = [w for w in sc.workloads if w.name == name]
+        if not found:
+            known = ", ".join(w.name for w in sc.workloads) or "none"
+            raise InputError(f"no workload named {name!r} (workloads: {known})", field="--workload")
+        if found[0] not in tunable:
+            why = (
+                "no Service selects its pods"
+                if not any(selects(s, found[0]) for s in sc.services)
+                else "none of its containers has a probe"
+            )
+            raise InputError(f"cannot tune {name!r}: {why}", field="--workload")
+        return found[0]
+    if not tunable:
+        seen = ", ".join(f"{w.kind} {w.name}" for w in sc.workloads)
+        raise InputError(
+            "no workload to tune: the tuner needs a Deployment, StatefulSet, ReplicaSet, "
+            "ReplicationController or Pod with a probe and a Service selecting its pods"
+            + (f" (found: {seen})" if seen else " (found none)")
+        )
+    if len(tunable) > 1:
+        names = ", ".join(w.name for w in tunable)
+        raise InputError(f"several workloads could be tuned ({names}): choose one with --workload")
+    return tunable[0]

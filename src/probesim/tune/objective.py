@@ -1,0 +1,232 @@
+"""The tuner's objectives: what one setting costs, simulated.
+
+A setting is judged on three figures, each to be minimised:
+
+- **failed requests**, summed over the stress suite (``probesim check --stress``'s stresses,
+  each workload alone behind its Services) and, when one is given, the user's scenario;
+- **needless restarts** of the tuned workload in those same runs: none of them scripts a
+  process that only a restart cures, so every restart there is one a probe caused for nothing
+  (a scenario that scripts deadlocks or crashes for the workload has its restarts left out);
+- **hung-pod removal**: the tuner scripts a deadlock — pod 0's containers hang for good at a set
+  time, after the start-up ramp, while traffic runs — and measures how long until the pod is
+  out of service: it leaves the Service's endpoints (NotReady), a probe kills its container, or
+  every client's sidecar has ejected it. Capped at ``DETECTION_CAP_MS`` (a setting that never
+  notices scores the cap).
+
+Each run is an independent simulation, so the runs of one setting fan out over an executor
+(local processes or a Dask cluster) and are summed in a fixed order: the figures do not depend on
+where they ran.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, Protocol, TypeVar
+
+from probesim.analysis.stress import STRESSES, _not_run, base_scenario
+from probesim.engine import simulate
+from probesim.model.duration import parse_ms
+from probesim.model.kubernetes import pod_names_of
+from probesim.model.scenario import Scenario
+from probesim.tune.inputs import TuneInputs
+from probesim.tune.patch import patched_rule, patched_workload
+from probesim.tune.space import Setting, Space
+
+HANG_AT_MS = 2 * 60_000  # at least; later when the app starts slower than a minute
+DETECTION_CAP_MS = 5 * 60_000
+OBJECTIVES = ("failed requests", "needless restarts", "hung-pod removal (s)")
+
+RunKind = Literal["stress", "scenario", "hung"]
+
+
+@dataclass(frozen=True)
+class Run:
+    label: str  # "stress baseline", "scenario", "hung pod"
+    kind: RunKind
+    scenario: Scenario
+    workload: str
+    hang_at_ms: int = 0
+    count_restarts: bool = True
+    hosts: tuple[tuple[str, str], ...] = ()  # sidecar upstream address → pod (hung run, with a mesh)
+    clients: int = 0  # client sidecars that could eject it (hung run, with a mesh)
+
+
+@dataclass(frozen=True)
+class RunFigures:
+    label: str
+    kind: RunKind
+    offered: int
+    failed: int
+    restarts: int  # of the tuned workload
+    counted_restarts: int  # those counted as needless
+    flaps: int  # NotReady transitions of its pods after all were first Ready
+    detection_ms: int | None = None  # hung run only; None: not out of service within the cap
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Figures:
+    failed: int
+    restarts: int
+    detection_s: float  # the cap when never
+    detected: bool
+    flaps: int
+    runs: tuple[RunFigures, ...]
+
+    def values(self) -> tuple[float, float, float]:
+        return (float(self.failed), float(self.restarts), self.detection_s)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "failed": self.failed,
+            "restarts": self.restarts,
+            "detectionSeconds": self.detection_s,
+            "detected": self.detected,
+            "flaps": self.flaps,
+            "runs": [r.to_json() for r in self.runs],
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Figures:
+        runs = tuple(RunFigures(**r) for r in d["runs"])
+        return cls(d["failed"], d["restarts"], d["detectionSeconds"], d["detected"], d["flaps"], runs)
+
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class Executor(Protocol):
+    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]: ...
+
+
+class Serial:
+    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        return [fn(x) for x in items]
+
+
+def _scripts_restarts(sc: Scenario, workload: str) -> bool:
+    """Whether the scenario scripts deadlocks or crashes for the workload (restarts are due)."""
+    wb = sc.spec.behavior.get(workload)
+    if wb is None:
+        return False
+    behaviors = [*wb.containers.values(), *(b for ov in wb.pods for b in ov.containers.values())]
+    return any(e.kind in ("deadlock", "crash") for b in behaviors for e in b.episodes)
+
+
+def plan(inputs: TuneInputs, space: Space, setting: Setting) -> list[Run]:
+    """The runs that judge ``setting``: the stress suite, the scenario (if given), the hung pod."""
+    current = space.current()
+    w = patched_workload(inputs.workload, current, setting)
+    rule = patched_rule(inputs.rule, current, setting) if inputs.rule is not None else None
+    given = inputs.with_objects(w, rule)
+    # The app's behaviour comes from the current manifests: without a scenario the default load
+    # model takes the app's start from readiness's initialDelaySeconds, which a setting changes.
+    base = base_scenario(inputs.workload, inputs.services, given)
+    base["workloads"] = [w.model_dump(mode="json", by_alias=True, exclude_none=True)]
+    runs = []
+    for stress in STRESSES:
+        sc, _why = _not_run(base, w, stress)
+        if sc is not None:
+            runs.append(Run(f"stress {stress}", "stress", sc, w.name))
+    if inputs.given:
+        runs.append(Run("scenario", "scenario", given, w.name, 0, not _scripts_restarts(given, w.name)))
+    runs.append(_hung(base, w.name, [c.name for c in w.pod_spec.containers], rule is not None))
+    return runs
+
+
+def _hung(base: dict[str, Any], workload: str, containers: list[str], mesh: bool) -> Run:
+    """The stress suite's base scenario with pod 0 deadlocked for good once it has started."""
+    doc = copy.deepcopy(base)
+    spec = doc["spec"]
+    wb = spec.setdefault("behavior", {}).setdefault(workload, {})
+    behaviors = wb.setdefault("containers", {})
+    mine = {c: copy.deepcopy(behaviors.get(c, {})) for c in containers}
+    for ov in wb.get("pods", []):  # the last override naming pod 0's container is the one it runs
+        if 0 in ov["ordinals"]:
+            mine.update(copy.deepcopy(ov["containers"]))
+    slowest = max((parse_ms(str(b.get("start", "0s"))) for b in mine.values()), default=0)
+    hang_at = max(HANG_AT_MS, slowest + 60_000)
+    hang_at -= hang_at % 1000
+    for b in mine.values():
+        b["episodes"] = [*b.get("episodes", []), {"kind": "deadlock", "at": f"{hang_at}ms"}]
+    wb["pods"] = [*wb.get("pods", []), {"ordinals": [0], "containers": mine}]
+    spec["duration"] = f"{(hang_at + DETECTION_CAP_MS) // 1000}s"
+    sc = Scenario.model_validate(doc)
+    hosts: tuple[tuple[str, str], ...] = ()
+    if mesh:
+        from probesim.lab.compare import simulated_hosts
+
+        hosts = tuple(sorted(simulated_hosts(sc).items()))
+    clients = max((t.clients for t in sc.spec.traffic), default=0) if mesh else 0
+    return Run("hung pod", "hung", sc, workload, hang_at, False, hosts, clients)
+
+
+def measure(run: Run) -> RunFigures:
+    """One run simulated and read (a top-level function: it runs in worker processes)."""
+    r = simulate(run.scenario)
+    ws = r.workload(run.workload)
+    offered = sum(x.offered for x in r.routes)
+    failed = sum(x.failed_total for x in r.routes)
+    ready_from = ws.all_ready_ms if ws.all_ready_ms is not None else r.duration_ms
+    pods = {f"pod/{p}" for p in ws.restarts}
+    flaps = sum(
+        1 for e in r.events if e.reason == "PodNotReady" and e.object in pods and e.time_ms > ready_from
+    )
+    detection = None
+    if run.kind == "hung":
+        w = next(x for x in run.scenario.workloads if x.name == run.workload)
+        pod = f"pod/{pod_names_of(w)[0]}"
+        detection = _out_of_service(r.events, pod, run.hang_at_ms, dict(run.hosts), run.clients)
+    restarts = ws.total_restarts
+    counted = restarts if run.count_restarts else 0
+    return RunFigures(run.label, run.kind, offered, failed, restarts, counted, flaps, detection)
+
+
+def _out_of_service(
+    events: Sequence[Any], pod: str, at: int, hosts: dict[str, str], clients: int
+) -> int | None:
+    """Time from ``at`` until ``pod`` left the endpoints, was killed, or was ejected by every
+    client sidecar; None when none happened before the run ended."""
+    import json
+
+    times = [
+        e.time_ms
+        for e in events
+        if e.time_ms >= at
+        and e.object == pod
+        and (e.reason == "PodNotReady" or (e.reason == "Killing" and "probe" in e.message))
+    ]
+    ejected: dict[str, int] = {}
+    for e in events:
+        if e.reason != "OutlierEject" or e.time_ms < at:
+            continue
+        try:
+            url = json.loads(e.message).get("upstream_url")
+        except ValueError:
+            continue
+        if hosts.get(url) == pod.removeprefix("pod/"):
+            ejected.setdefault(e.object, e.time_ms)
+    if clients and len(ejected) >= clients:
+        times.append(max(ejected.values()))
+    return min(times) - at if times else None
+
+
+def evaluate(runs: Sequence[Run], executor: Executor) -> Figures:
+    """The figures of one setting from its runs (summed in the runs' order)."""
+    got = executor.map(measure, list(runs))
+    hung = [x for x in got if x.kind == "hung"]
+    detection = hung[0].detection_ms if hung else None
+    judged = [x for x in got if x.kind != "hung"]
+    return Figures(
+        failed=sum(x.failed for x in judged),
+        restarts=sum(x.counted_restarts for x in judged),
+        detection_s=(DETECTION_CAP_MS if detection is None else detection) / 1000,
+        detected=detection is not None,
+        flaps=sum(x.flaps for x in judged),
+        runs=tuple(got),
+    )

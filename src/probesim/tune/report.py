@@ -1,0 +1,237 @@
+"""What ``probesim tune`` prints: the Pareto front, the recommendation beside the current
+setting, and the patches with the commands that apply them (or, for objects rendered by Helm,
+where the values likely are)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from probesim.safe import visible
+from probesim.tune.inputs import TuneInputs
+from probesim.tune.objective import DETECTION_CAP_MS, Figures
+from probesim.tune.patch import kubectl_command, rule_patch, workload_patch
+from probesim.tune.space import FIELD_OF, Setting, Space
+from probesim.tune.study import Outcome
+
+FRONT_ROWS = 15
+
+
+def probe_text(p: dict[str, Any] | None, readiness: bool) -> str:
+    """A probe's timings in one cell: every 5s, timeout 1s, 3 failures (2 successes), after 10s."""
+    if p is None:
+        return "—"
+    s = f"{p['periodSeconds']}s/{p['timeoutSeconds']}s ×{p['failureThreshold']}"
+    if readiness:
+        s += f" ✓{p['successThreshold']}"
+    if p.get("initialDelaySeconds"):
+        s += f" +{p['initialDelaySeconds']}s"
+    return s
+
+
+def outlier_text(od: dict[str, Any] | None) -> str:
+    if od is None:
+        return "off"
+    parts = []
+    if "consecutive5xxErrors" in od:
+        parts.append(f"5xx×{od['consecutive5xxErrors']}")
+    if "consecutiveGatewayErrors" in od:
+        parts.append(f"gw×{od['consecutiveGatewayErrors']}")
+    for key, label in (("interval", "every"), ("baseEjectionTime", "eject")):
+        if key in od:
+            parts.append(f"{label} {od[key]}")
+    if "maxEjectionPercent" in od:
+        parts.append(f"max {od['maxEjectionPercent']}%")
+    return " ".join(parts) or "defaults"
+
+
+def _removal(f: Figures) -> str:
+    return f"{f.detection_s:g}s" if f.detected else f"never ≤{DETECTION_CAP_MS // 1000}s"
+
+
+def _setting_cells(s: Setting, space: Space) -> list[str]:
+    out = []
+    names = space.containers()
+    for kind, fname in FIELD_OF.items():
+        parts = []
+        for c in names:
+            p = s.probes.get(c, {}).get(fname)
+            text = probe_text(p, kind == "readiness")
+            parts.append(text if len(names) == 1 else f"{c}: {text}")
+        out.append("\n".join(parts))
+    if space.rule is not None:
+        out.append(outlier_text(s.outlier))
+    return out
+
+
+def render(o: Outcome, inputs: TuneInputs, out: Console) -> None:
+    space = Space(inputs.workload, inputs.rule)
+    out.print(
+        Text.assemble(
+            ("Tuning ", "bold"),
+            (visible(f"{inputs.workload.kind}/{inputs.workload.name}"), "bold"),
+            f" — study {o.study}: {o.trials} trials ({o.added} added now"
+            + (", stopped by --timeout" if o.timed_out else "")
+            + ")",
+        )
+    )
+    out.print(
+        "Objectives, each over the stress suite"
+        + (" and the scenario" if inputs.given else "")
+        + ": failed requests, needless restarts, and how long a pod that hangs for good stays in "
+        "service. Probe cells: period/timeout ×failures (✓successes) +initial delay.",
+        highlight=False,
+    )
+    t = Table(title="Pareto front", title_justify="left", box=box.SIMPLE)
+    heads = ["TRIAL", "FAILED", "RESTARTS", "HUNG POD OUT", "FLAPS", "READINESS", "LIVENESS", "STARTUP"]
+    if space.rule is not None:
+        heads.append("OUTLIER DETECTION")
+    for h in heads:
+        t.add_column(h, justify="right" if h in ("TRIAL", "FAILED", "RESTARTS", "FLAPS") else "left")
+    for r in o.front[:FRONT_ROWS]:
+        mark = " ◀" if o.recommended is not None and r.number == o.recommended.number else ""
+        f = r.figures
+        cells = [f"{r.number}{mark}", str(f.failed), str(f.restarts), _removal(f), str(f.flaps)]
+        t.add_row(*cells, *_setting_cells(r.setting, space))
+    out.print(t)
+    if len(o.front) > FRONT_ROWS:
+        out.print(f"({len(o.front) - FRONT_ROWS} more on the front; --json lists them all)", highlight=False)
+    _compare(o, space, out)
+
+
+def _compare(o: Outcome, space: Space, out: Console) -> None:
+    rec = o.recommended
+    t = Table(title="Current and recommended", title_justify="left", box=box.SIMPLE)
+    t.add_column("")
+    t.add_column("CURRENT", justify="right")
+    if rec is not None:
+        t.add_column(f"RECOMMENDED (trial {rec.number})", justify="right")
+    rows: list[tuple[str, str, str]] = []
+    cf, rf = o.current.figures, (rec.figures if rec else None)
+    rows.append(("failed requests", str(cf.failed), str(rf.failed) if rf else ""))
+    rows.append(("needless restarts", str(cf.restarts), str(rf.restarts) if rf else ""))
+    rows.append(("hung pod out of service after", _removal(cf), _removal(rf) if rf else ""))
+    rows.append(("readiness flaps after the ramp", str(cf.flaps), str(rf.flaps) if rf else ""))
+    for i, run in enumerate(cf.runs):
+        other = rf.runs[i] if rf else None
+        what = "failed / restarts"
+        rows.append(
+            (
+                f"  {run.label}: {what}",
+                f"{run.failed} / {run.restarts}",
+                f"{other.failed} / {other.restarts}" if other else "",
+            )
+        )
+    names = ["readiness", "liveness", "startup"] + (["outlier detection"] if space.rule else [])
+    for name, a, b in zip(
+        names,
+        _setting_cells(o.current.setting, space),
+        _setting_cells(rec.setting, space) if rec else [""] * len(names),
+        strict=True,
+    ):
+        rows.append((name, a, b))
+    for label, a, b in rows:
+        t.add_row(label, a, *([b] if rec is not None else []))
+    out.print(t)
+    out.print(Text(("Chosen: " if rec else "") + o.why))
+
+
+@dataclass(frozen=True)
+class PatchOut:
+    kind: str  # Deployment, DestinationRule
+    name: str
+    namespace: str
+    patch: dict[str, Any]
+    strategic: bool
+
+    def yaml(self) -> str:
+        return yaml.safe_dump(self.patch, sort_keys=False)
+
+    def command(self) -> str:
+        return kubectl_command(self.kind, self.name, self.namespace, self.patch, self.strategic)
+
+
+def patches(inputs: TuneInputs, current: Setting, setting: Setting) -> list[PatchOut]:
+    w = inputs.workload
+    out = []
+    wp = workload_patch(w, current, setting)
+    if wp is not None:
+        out.append(PatchOut(w.kind, w.name, w.metadata.namespace, wp, True))
+    if inputs.rule is not None:
+        rp = rule_patch(current, setting)
+        if rp is not None:
+            r = inputs.rule
+            out.append(PatchOut("DestinationRule", r.metadata.name, r.metadata.namespace, rp, False))
+    return out
+
+
+def render_patches(ps: list[PatchOut], inputs: TuneInputs, files: list[str], out: Console) -> None:
+    """The patches (or the files they were written to) and how to apply them."""
+    if not ps:
+        return
+    for i, p in enumerate(ps):
+        how = "strategic-merge" if p.strategic else "JSON merge (a custom resource)"
+        out.print(Text(f"\nPatch of {p.kind}/{visible(p.name)} ({how}):", style="bold"))
+        if i < len(files):
+            out.print(Text(f"written to {visible(files[i])}"))
+        else:
+            out.print(Text(p.yaml().rstrip()), highlight=False)
+        if p.kind == "Pod":
+            out.print("A Pod's probes cannot be changed in place: edit the manifest and recreate the Pod.")
+        else:
+            out.print(Text(p.command()), highlight=False, soft_wrap=True)
+    if inputs.source is not None:
+        out.print(Text(f"\n{inputs.workload.name} was rendered by Helm from {visible(inputs.source)}: "
+                       "a kubectl patch lasts until the next helm upgrade."))  # fmt: skip
+        found = values_paths(inputs)
+        if found:
+            for probe, path, where in found:
+                out.print(Text(f"  {probe}: likely the values at {path} ({where})"))
+        else:
+            out.print(
+                "Set the same fields in the chart's values (probesim cannot see which values feed "
+                "them: give the chart folder among the inputs to have it look)."
+            )
+    elif inputs.where:
+        out.print(Text(f"\nOr set the same fields in {visible(inputs.where)}."))
+
+
+_VALUES = re.compile(r"\.Values\.([A-Za-z0-9_.]+)")
+
+
+def values_paths(inputs: TuneInputs) -> list[tuple[str, str, str]]:
+    """Per probe field, the ``.Values`` path the chart's template puts there, when the template
+    is on disk (a chart folder among the inputs, or the path the Source line names from here)."""
+    source = inputs.source or ""
+    rel = Path(*Path(source).parts[1:]) if len(Path(source).parts) > 1 else Path(source)
+    candidates = [Path(source), *(Path(c) / rel for c in inputs.charts)]
+    template = next((p for p in candidates if p.is_file()), None)
+    if template is None:
+        return []
+    try:
+        lines = template.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    found = []
+    for fname in FIELD_OF.values():
+        for i, line in enumerate(lines):
+            if re.match(rf"\s*{fname}:", line) or (fname in line and ".Values" in line):
+                for j in range(i, min(i + 4, len(lines))):
+                    m = _VALUES.search(lines[j])
+                    if m:
+                        found.append((fname, m.group(1), f"{template}:{j + 1}"))
+                        break
+                break
+    return found
+
+
+def render_figures_note(f: Figures) -> str:
+    return f"{f.failed} failed, {f.restarts} restarts, hung pod out after {_removal(f)}"
