@@ -25,6 +25,7 @@ from probesim.safe import MESSAGE_LIMIT, markup, visible
 if TYPE_CHECKING:
     from probesim.manifests.yamlsrc import Doc
     from probesim.model.scenario import Scenario
+    from probesim.model.threshold import Threshold
 
 app = typer.Typer(
     name="probesim",
@@ -96,6 +97,18 @@ def _check_cost(sc: Scenario, target: str, limit: int) -> None:
             "spec.duration, coarsen spec.step, run fewer pods or routes, or raise --max-cost",
             file=target,
         )
+
+
+def _check_output_path(path: Path, what: str, suffix: str) -> None:
+    """An output file named ``*suffix`` (case aside) in an existing folder, checked before the run."""
+    if path.suffix.lower() != suffix or path.name == path.suffix:
+        raise InputError(
+            f"{what} is written to a {suffix} file: give a file name ending in {suffix}", file=str(path)
+        )
+    if path.is_dir():
+        raise InputError(f"cannot write {what}: is a directory", file=str(path))
+    if not path.parent.is_dir():
+        raise InputError(f"cannot write {what}: no such folder", file=str(path))
 
 
 def _check_plot_path(plot: Path) -> None:
@@ -207,15 +220,34 @@ def run(
     ] = None,
     workers: Annotated[int | None, WORKERS_OPTION] = None,
     scheduler: Annotated[str | None, SCHEDULER_OPTION] = None,
+    threshold: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--threshold",
+            help="A pass/fail criterion, the text of one line of the scenario's spec.thresholds "
+            "(repeatable), in k6's spirit: 'errors: rate<0.01', 'p95{route:/api}: <500ms', 'restarts: ==0', "
+            "'ready: min>=2'. A crossed threshold exits 99, as k6. See docs/scenarios.md (Thresholds).",
+        ),
+    ] = None,
+    junit: Annotated[
+        Path | None,
+        typer.Option(help="Also write the thresholds as JUnit XML to this file, a test case each (for CI)."),
+    ] = None,
 ) -> None:
-    """Simulate a scenario: requests ok/failed by cause, restarts, readiness, and the events.
+    """Simulate a scenario: requests ok/failed by cause, latency, restarts, readiness, the events,
+    and the scenario's thresholds (with --threshold's).
+
+    Exit codes: 0 done (every threshold holds), 2 bad input, 99 a threshold crossed (as k6).
 
     Example: [bold]probesim run seed000-slow-start-killed --set spec.traffic[0].rate=5[/bold]
     """
     import json
 
     from probesim.engine import simulate
+    from probesim.model.threshold import judged_by
     from probesim.report.terminal import EVENT_LINES, render_result
+    from probesim.report.thresholds import render_thresholds, to_junit
+    from probesim.results.thresholds import EXIT_CROSSED, crossed, evaluate
 
     try:
         if all_events and not events:
@@ -228,14 +260,23 @@ def run(
             raise InputError("--workers and --scheduler run --runs in parallel: give --runs N")
         sc = _load(scenario, manifests or (), sets or ())
         _check_cost(sc, scenario, max_cost)
+        thresholds = judged_by(sc, threshold or (), scenario)
+        if junit is not None:
+            _check_output_path(junit, "the JUnit report", ".xml")
     except InputError as e:
         raise _fail(e) from None
     if seed is not None:
         sc = sc.model_copy(update={"spec": sc.spec.model_copy(update={"seed": seed})})
     if runs is not None:
-        _monte_carlo(sc, runs, workers, scheduler, as_json)
+        _monte_carlo(sc, runs, workers, scheduler, as_json, thresholds)
         return
     result = simulate(sc)
+    verdicts = evaluate(thresholds, result)
+    if junit is not None:
+        try:
+            junit.write_text(to_junit(verdicts, sc.name), encoding="utf-8")
+        except OSError as e:
+            raise _fail(InputError(f"cannot write the JUnit report: {e.strerror}", file=str(junit))) from None
     if plot is not None:
         from probesim.report.plot import plot_result
 
@@ -244,21 +285,31 @@ def run(
         except OSError as e:
             raise _fail(InputError(f"cannot write the plot: {e.strerror}", file=str(plot))) from None
     if as_json:
-        sys.stdout.write(json.dumps(result.to_json(series=series), indent=2) + "\n")
+        doc = result.to_json(series=series)
+        doc["thresholds"] = [v.to_json() for v in verdicts]
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
         render_result(result, out, events=events, event_lines=None if all_events else EVENT_LINES)
+        render_thresholds(verdicts, out)
+    if crossed(verdicts):
+        raise typer.Exit(EXIT_CROSSED)
 
 
-def _monte_carlo(sc: Scenario, runs: int, workers: int | None, scheduler: str | None, as_json: bool) -> None:
+def _monte_carlo(
+    sc: Scenario,
+    runs: int,
+    workers: int | None,
+    scheduler: str | None,
+    as_json: bool,
+    thresholds: Sequence[Threshold],
+) -> None:
     """run --runs: the figures over ``runs`` seeds, as a table or --json."""
     import json
 
     from probesim.montecarlo import monte_carlo
     from probesim.report.runs import progress_bar, render_monte_carlo
-    from probesim.runs import thresholds_for
 
     try:
-        thresholds = thresholds_for(sc, ())
         mc = monte_carlo(sc, runs, thresholds, workers, scheduler, progress_bar(err))
     except InputError as e:
         raise _fail(e) from None
@@ -613,7 +664,8 @@ def lab(
         typer.Option(
             "--compare",
             help="Also simulate the same span and compare, figure by figure: event times, "
-            "ejections, ready replicas each second, restarts, failed requests by cause.",
+            "ejections, ready replicas each second, restarts, failed requests by cause; exit 1 when "
+            "a figure differs beyond its tolerance.",
         ),
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
@@ -655,6 +707,9 @@ def lab(
 
     Limits, refused up front: at most 12 pods, 2000 requests per second over all routes, 1 hour;
     exec probes only with --allow-exec. Envoy's admin interface is a Unix socket for you only.
+
+    Exit codes: 0 done (with --compare: every figure agrees within its tolerance), 1 the lab and
+    the simulation disagree on a figure beyond its tolerance, 2 bad input.
 
     Example: probesim lab seed003-outlier --duration 20s --compare
     """
@@ -698,10 +753,12 @@ def lab(
         if compare_sim:
             doc["comparison"] = {"rows": rows, "agree": agree(rows)}
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
-        return
-    render_result(result, out)
-    if compare_sim:
-        render_lab_comparison(rows, out)
+    else:
+        render_result(result, out)
+        if compare_sim:
+            render_lab_comparison(rows, out)
+    if compare_sim and not agree(rows):
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -9,6 +9,7 @@ What a threshold measures on a run is probesim.results.thresholds'.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -274,3 +275,25 @@ ThresholdLine = Annotated[
         "as its own."
     ),
 ]
+
+
+def judged_by(scenario: Scenario, extra: Sequence[str], file: str | None = None) -> list[Threshold]:
+    """The thresholds a run of ``scenario`` (read from ``file``) is judged by: its
+    spec.thresholds, then ``extra`` (--threshold lines); InputError for a line that does not
+    read or names what the scenario does not have."""
+    from probesim.errors import InputError
+
+    own = len(scenario.spec.thresholds)
+    out = []
+    for i, line in enumerate((*scenario.spec.thresholds, *extra)):
+        mine = i < own
+        field = f"spec.thresholds[{i}]" if mine else "--threshold"
+        try:
+            th = parse(line)
+        except ValueError as e:
+            raise InputError(str(e), file=file if mine else None, field=field) from None
+        problem = unknown_name(th, scenario)
+        if problem is not None:
+            raise InputError(problem, file=file if mine else None, field=field)
+        out.append(th)
+    return out

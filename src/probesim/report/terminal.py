@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 from rich import box
 from rich.console import Console
+from rich.measure import Measurement
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -38,51 +40,8 @@ def render_result(
         )
     console.print(Text.assemble(cell(result.scenario, style="bold"), what))
     if result.routes:
-        t = Table(title="Requests", title_justify="left", box=box.SIMPLE)
-        t.add_column("ROUTE")
-        t.add_column("SERVICE")
-        # OFFERED = OK + FAILED + DROPPED + INTERRUPTED + IN FLIGHT (still awaited at the end).
-        heads = ("OFFERED", "OK", "FAILED", "DROPPED", "INTERRUPTED", "IN FLIGHT", "ERROR %")
-        for h in (*heads, *(c.upper() for c in CAUSES)):
-            t.add_column(h, justify="right")
-        for r in result.routes:
-            t.add_row(
-                cell(r.name),
-                cell(r.service),
-                str(r.offered),
-                str(r.ok),
-                str(r.failed_total),
-                str(r.dropped),
-                str(r.interrupted),
-                str(r.in_flight),
-                f"{100 * r.error_rate:.1f}",
-                *(str(r.failed[c]) for c in CAUSES),
-            )
-        console.print(t)
-    t = Table(title="Workloads", title_justify="left", box=box.SIMPLE)
-    for h in (
-        "WORKLOAD",
-        "REPLICAS",
-        "RESTARTS",
-        "FIRST READY",
-        "ALL READY",
-        "MIN READY",
-        "AVG READY",
-        "MIN AVAILABLE",
-    ):
-        t.add_column(h, justify="left" if h == "WORKLOAD" else "right")
-    for w in result.workloads:
-        t.add_row(
-            cell(f"{w.kind.lower()}/{w.name}"),
-            str(w.replicas),
-            str(w.total_restarts),
-            _secs(w.first_ready_ms),
-            _secs(w.all_ready_ms),
-            str(w.min_ready),
-            f"{w.avg_ready:.2f}",
-            str(w.min_available),
-        )
-    console.print(t)
+        _requests(result, console)
+    _workloads(result, console)
     restarted = {p: n for w in result.workloads for p, n in w.restarts.items() if n}
     if restarted:
         console.print(
@@ -90,6 +49,137 @@ def render_result(
         )
     if events:
         render_events(result.events, console, event_lines)
+
+
+def _fit(
+    console: Console,
+    title: str,
+    columns: Sequence[tuple[str, str, int]],
+    rows: Sequence[Sequence[Text | str]],
+) -> None:
+    """A table as wide as the console allows: columns after the first are dropped from the
+    least needed (highest ``priority``) until the rest fit unwrapped, and a line names those
+    left out. Figures are never folded in the middle."""
+    shown = list(range(len(columns)))
+
+    def build(keep: list[int]) -> Table:
+        t = Table(title=title, title_justify="left", box=box.SIMPLE)
+        for i in keep:
+            head, justify, priority = columns[i]
+            # User text (names) folds; figures do not.
+            text = justify == "left" and priority == 0
+            # A name is never squeezed below 16 columns (or its length): a column of letters.
+            least = min(16, max((len(r[i]) for r in rows), default=0)) if text else None
+            t.add_column(
+                head,
+                justify=justify,  # type: ignore[arg-type]
+                no_wrap=not text,
+                overflow="fold" if text else "ellipsis",
+                min_width=least,
+            )
+        for r in rows:
+            t.add_row(*(r[i] for i in keep))
+        return t
+
+    table = build(shown)
+    unbounded = console.options.update_width(1_000_000)  # the table's natural width, not clamped
+    # The least needed first, and of equals the rightmost.
+    for drop in sorted(range(1, len(columns)), key=lambda i: (-columns[i][2], -i)):
+        if Measurement.get(console, unbounded, table).maximum <= console.width:
+            break
+        shown.remove(drop)
+        table = build(shown)
+    console.print(table)
+    left = [columns[i][0] for i in range(len(columns)) if i not in shown]
+    if left:
+        console.print(
+            Text(f"(too narrow for {', '.join(left)}: a wider terminal or --json shows them)", style="dim")
+        )
+
+
+def _ms(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return f"{v:g} ms" if v < 1000 else f"{v / 1000:.2f}".rstrip("0").rstrip(".") + " s"
+
+
+def _requests(result: Result, console: Console) -> None:
+    routes = result.routes
+    extra = [
+        (h, attr)
+        for h, attr in (("DROPPED", "dropped"), ("INTERRUPTED", "interrupted"), ("IN FLIGHT", "in_flight"))
+        if any(getattr(r, attr) for r in routes)
+    ]
+    columns = [
+        ("ROUTE", "left", 0),
+        ("SERVICE", "left", 4),
+        ("OFFERED", "right", 1),
+        ("OK", "right", 1),
+        ("FAILED", "right", 0),
+        ("ERROR %", "right", 0),
+        *((h, "right", 2) for h, _ in extra),
+        ("P50", "right", 2),
+        ("P95", "right", 0),
+        ("P99", "right", 1),
+        ("MAX", "right", 3),
+    ]
+    rows: list[list[Text | str]] = [
+        [
+            cell(r.name),
+            cell(r.service),
+            str(r.offered),
+            str(r.ok),
+            str(r.failed_total),
+            f"{100 * r.error_rate:.1f}",
+            *(str(getattr(r, attr)) for _, attr in extra),
+            *(_ms(r.latency_ms.get(q)) for q in ("p50", "p95", "p99", "max")),
+        ]
+        for r in routes
+    ]
+    # OFFERED = OK + FAILED + DROPPED + INTERRUPTED + IN FLIGHT (still awaited at the end).
+    _fit(console, "Requests", columns, rows)
+    failed = [r for r in routes if r.failed_total]
+    if failed:
+        console.print(Text("Failed requests by cause:"))
+        for r in failed:
+            causes = ", ".join(f"{c} {r.failed[c]}" for c in CAUSES if r.failed.get(c))
+            console.print(Padding(Text.assemble(cell(r.name), f": {causes}"), (0, 0, 0, 2)))
+
+
+def _workloads(result: Result, console: Console) -> None:
+    columns = [
+        ("WORKLOAD", "left", 0),
+        ("REPLICAS", "right", 1),
+        ("RESTARTS", "right", 0),
+        ("FIRST READY", "right", 3),
+        ("ALL READY", "right", 0),
+        ("MIN READY", "right", 0),
+        ("MIN AVAILABLE", "right", 1),
+        ("AVG READY", "right", 2),
+    ]
+    rows: list[list[Text | str]] = []
+    for w in result.workloads:
+        after = result.after_ramp(w.name)
+        rows.append(
+            [
+                cell(f"{w.kind.lower()}/{w.name}"),
+                str(w.replicas),
+                str(w.total_restarts),
+                _secs(w.first_ready_ms),
+                _secs(w.all_ready_ms),
+                "-" if after is None else str(after[0]),
+                "-" if after is None else str(after[1]),
+                f"{w.avg_ready:.2f}",
+            ]
+        )
+    _fit(console, "Workloads", columns, rows)
+    console.print(
+        Text(
+            "ALL READY: when all replicas were first Ready (the start-up ramp); MIN READY and MIN "
+            "AVAILABLE count from then on (-: never all Ready).",
+            style="dim",
+        )
+    )
 
 
 @dataclass
@@ -147,31 +237,49 @@ def human_duration(ms: int) -> str:
 def render_events(events: Sequence[Event], console: Console, lines: int | None = EVENT_LINES) -> None:
     """The timeline as ``kubectl get events`` shows it: a repeated event is one line, seen
     last at LAST SEEN, "(x12 over 3m)" since its first time; the first and last ``lines``
-    lines only (every line if None), with a line saying how many are left out."""
+    lines only (every line if None), with a line saying how many are left out. On a terminal
+    too narrow for a readable MESSAGE column, each event is a line with its message indented
+    below it."""
     rows = aggregate(events)
     edge = len(rows) if lines is None else max(lines, 0)
     head, left_out, tail = rows[:edge], rows[edge : max(edge, len(rows) - edge)], rows[len(rows) - edge :]
     if not left_out:
         head, tail = rows, []
-    t = Table(title="Events", title_justify="left", box=box.SIMPLE)
-    for h in ("LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"):
-        t.add_column(h, overflow="fold")
-    for a in head:
-        _event_row(t, a)
+    entries = [_event_cells(a) for a in head]
     if left_out:
         n = sum(a.count for a in left_out)
-        t.add_row(
-            "…",
-            "",
-            "",
-            "",
+        note = (
             f"{len(left_out):,} lines ({n:,} events) left out: --all-events shows every line, "
-            "--json every event",
-            style="dim",
+            "--json every event"
         )
-    for a in tail:
-        _event_row(t, a)
+        entries.append((Text("…"), Text(), Text(), Text(), Text(note), "dim"))
+    entries += [_event_cells(a) for a in tail]
+    heads = ("LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE")
+    t = Table(title="Events", title_justify="left", box=box.SIMPLE)
+    for h in heads[:4]:
+        t.add_column(h, overflow="fold")
+    for e in entries:
+        t.add_row(*e[:4])
+    unbounded = console.options.update_width(1_000_000)
+    if console.width - Measurement.get(console, unbounded, t).maximum < _MESSAGE_WIDTH:
+        console.print(Text("Events", style="italic"))
+        for when, kind, reason, obj, message, style in entries:
+            first = Text.assemble(
+                "  ", when, *(x for part in (kind, reason, obj) if part for x in ("  ", part))
+            )
+            first.stylize(style or "")
+            console.print(first)
+            console.print(Padding(Text.assemble(message, style=style or ""), (0, 0, 0, 4)))
+        return
+    t = Table(title="Events", title_justify="left", box=box.SIMPLE)
+    for h in heads:
+        t.add_column(h, overflow="fold")
+    for *cells, style in entries:
+        t.add_row(*cells, style=style)
     console.print(t)
+
+
+_MESSAGE_WIDTH = 32  # fewer columns left for MESSAGE: one event a line, its message below
 
 
 def _at(ms: int) -> str:
@@ -182,10 +290,10 @@ def _at(ms: int) -> str:
     return f"{m}m{rest / 1000:g}s" if m else f"{rest / 1000:g}s"
 
 
-def _event_row(t: Table, a: _Agg) -> None:
+def _event_cells(a: _Agg) -> tuple[Text, Text, Text, Text, Text, str | None]:
     e = a.event
     when = _at(a.last)
     if a.count > 1:
         when += f" (x{a.count} over {human_duration(a.last - a.first)})"
     style = "yellow" if e.type == "Warning" else None
-    t.add_row(when, cell(e.type), cell(e.reason), cell(e.object), cell(e.message, MESSAGE_LIMIT), style=style)
+    return Text(when), cell(e.type), cell(e.reason), cell(e.object), cell(e.message, MESSAGE_LIMIT), style
