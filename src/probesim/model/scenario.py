@@ -352,6 +352,87 @@ class DeletePod(Model):
     at: Duration
 
 
+class _WorkloadAction(Model):
+    """Something done to a workload at a scenario time (``kubectl rollout …``, ``kubectl scale``)."""
+
+    workload: str = Field(description="The workload's metadata.name (a Deployment, or as the kind allows).")
+    at: Duration
+
+
+class Rollout(_WorkloadAction):
+    """A new pod template, as ``kubectl apply`` of an edited manifest, ``kubectl set image`` or
+    ``kubectl patch`` give it: ``template`` is a strategic-merge patch of ``spec.template``
+    (containers merged by name, ports by containerPort, env by name; ``null`` removes a key);
+    ``behavior`` is what the new version's app does (omitted: the same as the version it
+    replaces). The Deployment rolls out a new ReplicaSet as its strategy says."""
+
+    kind: Literal["rollout"]
+    template: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Strategic-merge patch of the pod template, e.g. "
+        "{spec: {containers: [{name: app, image: app:2}]}}.",
+    )
+    behavior: WorkloadBehavior | None = Field(
+        default=None, description="The new version's behaviour (as spec.behavior.<workload>)."
+    )
+
+
+class Rollback(_WorkloadAction):
+    """``kubectl rollout undo``: back to the previous revision, or to ``toRevision``."""
+
+    kind: Literal["rollback"]
+    to_revision: Annotated[SInt, Field(ge=1)] | None = Field(
+        default=None, description="kubectl rollout undo --to-revision; omitted: the previous revision."
+    )
+
+
+class Restart(_WorkloadAction):
+    """``kubectl rollout restart``: the template gets a new restartedAt annotation, so every pod is
+    replaced as in a rollout, with the same behaviour."""
+
+    kind: Literal["restart"]
+
+
+class Scale(_WorkloadAction):
+    """``kubectl scale --replicas``. An autoscaler of the workload goes on deciding afterwards."""
+
+    kind: Literal["scale"]
+    replicas: Annotated[SInt, Field(ge=0, le=2**31 - 1)]
+
+
+class Pause(_WorkloadAction):
+    """``kubectl rollout pause``: template changes wait (no new ReplicaSet) until resumed."""
+
+    kind: Literal["pause"]
+
+
+class Resume(_WorkloadAction):
+    """``kubectl rollout resume``."""
+
+    kind: Literal["resume"]
+
+
+class SetReadinessGate(Model):
+    """A controller (a load balancer's, say) sets a readiness-gate condition of a workload's
+    pods, or of one pod, to True or back to False."""
+
+    kind: Literal["readinessGate"]
+    workload: str | None = Field(default=None, description="Every pod of this workload that exists then.")
+    pod: str | None = Field(default=None, description="One pod, as probesim names pods.")
+    condition: str = Field(description="The gate's conditionType.")
+    status: SBool = Field(description="true: the condition is True; false: False (the pod is not Ready).")
+    at: Duration
+
+    @model_validator(mode="after")
+    def _one_target(self) -> SetReadinessGate:
+        if (self.workload is None) == (self.pod is None):
+            raise ValueError("give exactly one of 'workload' or 'pod'")
+        return self
+
+
+WorkloadAction = Rollout | Rollback | Restart | Scale | Pause | Resume
+
+
 Action = Annotated[DeletePod, Field(discriminator="kind")]
 
 
