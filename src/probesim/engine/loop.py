@@ -991,15 +991,16 @@ class _Run:
         return self._result(times, rec, wl_pods)
 
     def _route_latency(self, ri: int, max_series: I64) -> dict[str, float]:
-        """p50/p95/p99 of every answered request of the run, and the largest seen."""
+        """p50/p90/p95/p99 of every answered request of the run, and the largest seen."""
         cdf = self.latency_cdf[ri]
         if cdf[-1] <= 0:
             return {}
         # As a load generator sees it: a request it gave up on took its timeout.
         cap = float(self.fleet.routes[ri].timeout)
-        p50, p95, p99 = (min(q, cap) for q in grid_quantiles(cdf / cdf[-1], (0.5, 0.95, 0.99)))
+        p50, p90, p95, p99 = (min(q, cap) for q in grid_quantiles(cdf / cdf[-1], (0.5, 0.9, 0.95, 0.99)))
         return {
             "p50": round(p50, 1),
+            "p90": round(p90, 1),
             "p95": round(p95, 1),
             "p99": round(p99, 1),
             "max": float(max_series.max()),
