@@ -40,6 +40,7 @@ def test_latency_quantiles_show_the_worst_route() -> None:
     assert (dep["p50"], dep["p95"], dep["p99"], dep["max"]) == (37.2, 84.6, 118.9, 190.0)
     assert (nodep["p95"], nodep["p99"]) == (2.8, 3.9)
     assert verdict("patient-all-ok", "p95: <100ms") == (84.6, "route check_dep", True)
+    assert verdict("patient-all-ok", "p90: <70.5ms") == (70.5, "route check_dep", False)
     assert verdict("patient-all-ok", "latency: p(99)<0.1s") == (118.9, "route check_dep", False)
     assert verdict("patient-all-ok", "p99{route:check_nodep}: <4") == (3.9, "route check_nodep", True)
     assert verdict("patient-all-ok", "latency: med<37.2") == (37.2, "route check_dep", False)

@@ -35,11 +35,11 @@ class LoadResult:
     latency_us: HdrHistogram = field(default_factory=lambda: HdrHistogram(1, 600_000_000, 3))
 
     def latency_ms(self) -> dict[str, float]:
-        """p50, p95, p99 and max, as the simulation reports them (empty when nothing answered)."""
+        """p50, p90, p95, p99 and max, as the simulation reports them (empty when nothing answered)."""
         h = self.latency_us
         if h.get_total_count() == 0:
             return {}
-        qs = {f"p{q}": h.get_value_at_percentile(q) / 1000 for q in (50, 95, 99)}
+        qs = {f"p{q}": h.get_value_at_percentile(q) / 1000 for q in (50, 90, 95, 99)}
         return {k: round(v, 1) for k, v in {**qs, "max": h.get_max_value() / 1000}.items()}
 
 
