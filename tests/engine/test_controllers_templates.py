@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from probesim.engine.controllers.templates import RESTARTED_AT, PlanError, plan, strategic_merge
+from probesim.model.base import Model
 from probesim.model.scenario import Pause, Restart, Resume, Rollback, Rollout, Scenario
 from tests.builders import http, scenario
 
@@ -17,8 +18,13 @@ def with_actions(s: Scenario, *actions: Any) -> Scenario:
 
 
 def act(kind: str, at: int, **kw: Any) -> Any:
-    cls = {"restart": Restart, "rollback": Rollback, "pause": Pause, "resume": Resume}[kind]
-    return cls.model_validate({"kind": kind, "workload": "web", "at": f"{at}ms", **kw})
+    classes: dict[str, type[Model]] = {
+        "restart": Restart,
+        "rollback": Rollback,
+        "pause": Pause,
+        "resume": Resume,
+    }
+    return classes[kind].model_validate({"kind": kind, "workload": "web", "at": f"{at}ms", **kw})
 
 
 def image(tag: str) -> dict[str, Any]:
