@@ -8,9 +8,11 @@ import re
 from functools import cache
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from probesim.engine import simulate
-from probesim.model.threshold import parse, unknown_name
+from probesim.model.threshold import METRICS, OPS, parse, unknown_name
 from probesim.results import Result
 from probesim.results.thresholds import crossed, evaluate, judge
 from tests.builders import builtin
@@ -133,3 +135,28 @@ def test_k6_spellings_read_the_same() -> None:
     assert parse("restarts: ===0").op == "=="
     assert parse("ready: >=2") == parse("ready: >=2")
     assert parse(" errors{route: /api v2 }: rate < 1% ").tag == ("route", "/api v2")
+
+
+lines = st.one_of(
+    st.text(max_size=60),
+    st.builds(
+        lambda m, tag, cond: f"{m}{tag}:{cond}",
+        st.sampled_from([*METRICS, "x"]),
+        st.sampled_from(["", "{route:/}", "{service:app}", "{workload:app}", "{pod:x}", "{route}", "{"]),
+        st.text(alphabet="<>=!0123456789.%msp()minaxratecoutlh -", max_size=20),
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines)
+def test_any_line_reads_or_is_refused_with_a_value_error(line: str) -> None:
+    """Whatever the text: a Threshold whose own text reads the same, or a ValueError (the
+    loader's and the CLI's clear message), never another exception."""
+    try:
+        th = parse(line)
+    except ValueError as e:
+        assert str(e)
+        return
+    assert parse(th.text) == th
+    assert th.op in OPS and th.value >= 0
