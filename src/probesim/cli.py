@@ -173,9 +173,15 @@ def run(
     scenario: Annotated[
         str,
         typer.Argument(
-            help="Scenario file (YAML), '-' for standard input, or a built-in name (see 'scenarios')."
+            help="Scenario file (YAML), '-' for standard input, or a built-in name (see 'scenarios'). "
+            "Or Kubernetes manifests (files, directories, '-' for helm template output): each workload "
+            "behind a Service then runs in a generated scenario (see --print-scenario)."
         ),
     ],
+    more: Annotated[
+        list[str] | None,
+        typer.Argument(help="More manifest files or directories.", show_default=False),
+    ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the versioned JSON result instead of tables.")
     ] = False,
@@ -233,9 +239,39 @@ def run(
         Path | None,
         typer.Option(help="Also write the thresholds as JUnit XML to this file, a test case each (for CI)."),
     ] = None,
+    start: Annotated[
+        str | None,
+        typer.Option(
+            help="Manifests only: every app answers this long after its container starts, e.g. 20s "
+            "(default: its readiness probe's initialDelaySeconds, else at once)."
+        ),
+    ] = None,
+    rate: Annotated[
+        float | None,
+        typer.Option(
+            help="Manifests only: requests per second to each Service (default: 10 per replica behind it).",
+            min=0,
+            max=1e9,
+        ),
+    ] = None,
+    duration: Annotated[
+        str | None, typer.Option(help="Manifests only: how long to run, e.g. 10m (default 5m).")
+    ] = None,
+    print_scenario: Annotated[
+        bool,
+        typer.Option(
+            "--print-scenario",
+            help="Manifests only: print the generated scenario (YAML to edit and run with probesim run "
+            "FILE; the objects copied in) instead of running it.",
+        ),
+    ] = False,
 ) -> None:
     """Simulate a scenario: requests ok/failed by cause, latency, restarts, readiness, the events,
     and the scenario's thresholds (with --threshold's).
+
+    Given Kubernetes manifests instead, each workload behind a Service runs healthy for 5 minutes
+    under constant traffic: its app answers after its readiness probe's initialDelaySeconds (or
+    --start), 10 requests per second per replica (or --rate). Example: [bold]probesim run k8s/[/bold]
 
     Exit codes: 0 done (every threshold holds), 2 bad input, 99 a threshold crossed (as k6).
 
@@ -258,7 +294,11 @@ def run(
                 raise InputError("--plot draws one run; --runs gives figures over many: give one")
         if runs is None and (workers is not None or scheduler is not None):
             raise InputError("--workers and --scheduler run --runs in parallel: give --runs N")
-        sc = _load(scenario, manifests or (), sets or ())
+        targets = [scenario, *(more or [])]
+        loaded = _run_target(targets, manifests or (), sets or (), start, rate, duration, print_scenario)
+        if loaded is None:
+            return
+        sc = loaded
         _check_cost(sc, scenario, max_cost)
         thresholds = judged_by(sc, threshold or (), scenario)
         if junit is not None:
@@ -293,6 +333,40 @@ def run(
         render_thresholds(verdicts, out)
     if crossed(verdicts):
         raise typer.Exit(EXIT_CROSSED)
+
+
+def _run_target(
+    targets: list[str],
+    manifests: Sequence[str],
+    sets: Sequence[str],
+    start: str | None,
+    rate: float | None,
+    duration: str | None,
+    print_scenario: bool,
+) -> Scenario | None:
+    """run's scenario: the file or built-in named, or the one generated from manifests (None
+    once --print-scenario has printed it)."""
+    from probesim.analysis.default_scenario import from_arguments
+
+    generated = from_arguments(targets, manifests, start, rate, duration, print_scenario)
+    if generated is None:
+        return _load(targets[0], manifests, sets)
+    if print_scenario:
+        if sets:
+            raise InputError("--print-scenario prints the scenario before --set: give one", field="--set")
+        sys.stdout.write(generated.text)
+        return None
+    from probesim.analysis.check import CheckReport
+    from probesim.overrides import parse_set
+    from probesim.report.check_outputs import render_skipped
+
+    sc, said = generated.load([parse_set(s) for s in sets])
+    _warn(said)
+    for line in generated.lines():
+        err.print(Text(line, style="dim"), soft_wrap=True)
+    report = CheckReport(skipped=generated.skipped)
+    render_skipped(report, err, False, "not simulated", "--print-scenario lists them, with why")
+    return sc
 
 
 def _monte_carlo(

@@ -78,14 +78,21 @@ def render_text(report: CheckReport, console: Console, verbose: bool = False) ->
     )
 
 
-def render_skipped(report: CheckReport, console: Console, verbose: bool) -> None:
-    """One line saying what was read past (``-v``: each, with why)."""
+def render_skipped(
+    report: CheckReport,
+    console: Console,
+    verbose: bool,
+    outcome: str = "not linted",
+    hint: str = "-v lists them, with why",
+) -> None:
+    """One line saying what was read past (``-v``: each, with why); ``outcome`` and ``hint`` say
+    it for the command (probesim run: not simulated)."""
     objects = [s for s in report.skipped if s.kind]
     files = [s for s in report.skipped if not s.kind]
     if not objects and not files:
         return
     if verbose:
-        t = Table(box=box.SIMPLE, title="Skipped (not linted)", title_justify="left")
+        t = Table(box=box.SIMPLE, title=f"Skipped ({outcome})", title_justify="left")
         for h in ("KIND", "NAME", "WHERE", "WHY"):
             t.add_column(h)
         for s in report.skipped:
@@ -102,7 +109,7 @@ def render_skipped(report: CheckReport, console: Console, verbose: bool) -> None
         parts.append(
             f"{len(files)} file{'s' if len(files) != 1 else ''} or folder{'s' if len(files) != 1 else ''}"
         )
-    console.print(f"[dim]skipped {_safe(' and '.join(parts))}: not linted (-v lists them, with why)[/dim]",
+    console.print(f"[dim]skipped {_safe(' and '.join(parts))}: {outcome} ({hint})[/dim]",
                   highlight=False, emoji=False)  # fmt: skip
 
 

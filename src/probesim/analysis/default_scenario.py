@@ -1,0 +1,424 @@
+"""``probesim run`` on Kubernetes manifests: whether run's arguments are a scenario or manifests,
+and the scenario generated for manifests (what ``--print-scenario`` prints).
+
+Arguments are manifests when there are several, when one is a directory, or when a file (or
+``-``, standard input) holds no ``kind: Scenario`` document; an argument that is no path is a
+built-in scenario's name. Files and directories are read as ``probesim check`` reads them
+(Helm charts and kustomizations noted, not read).
+
+The generated scenario holds every simulated workload (Deployment, StatefulSet, ReplicaSet,
+ReplicationController, Pod) that a Service of its namespace selects, with:
+
+- behaviour: the default load model (analysis/defaults.py): a healthy app whose containers
+  answer once their readiness probe's ``initialDelaySeconds`` have passed (at once without a
+  readiness probe), or after ``--start`` for every container; a request costs half the CPU
+  request over the default rate;
+- traffic: one constant route per Service, named after it, from 0 s to the end: ``--rate``
+  requests per second, or 10 per replica of the workloads whose traffic goes through it (a
+  workload several Services select takes its traffic through the first, in file order);
+- duration: five minutes, or ``--duration``; the step is 1 s unless a time needs a finer one.
+
+The objects it runs are copied into the scenario (``manifests``, as read), with the Services
+selecting them, the HorizontalPodAutoscalers scaling them, the DestinationRules and
+VirtualServices naming their Services and their Namespaces: the printed file runs alone, also
+when the manifests came from standard input, and editing it never touches the user's files.
+Everything else is listed as skipped, with why.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from probesim import __version__
+from probesim.analysis.check import _nothing_found, read_manifests
+from probesim.analysis.context import selects
+from probesim.analysis.defaults import default_rate, start_seconds, workload_behavior
+from probesim.errors import InputError, InputWarning
+from probesim.manifests import kubernetes as k8s
+from probesim.manifests.kubernetes import SIMULATED_KINDS, Origin, Skipped
+from probesim.manifests.scenario import _check_service_name, scenario_from_text
+from probesim.manifests.yamlsrc import Doc, get_path, load_docs, read_text
+from probesim.mesh.load import istio_objects
+from probesim.model.duration import format_ms, parse_ms
+from probesim.model.kubernetes import HorizontalPodAutoscaler, Service, Workload
+from probesim.model.scenario import API_VERSION, Scenario
+from probesim.safe import visible
+
+if TYPE_CHECKING:
+    from probesim.overrides import Override
+
+DURATION_MS = 5 * 60_000
+STEPS_MS = (1000, 500, 100, 50, 10, 5, 1)  # the steps tried, coarsest first (each divides 1 s)
+SIMULATED = "Deployments, StatefulSets, ReplicaSets, ReplicationControllers and Pods"
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the user may set on the command line (None: the default)."""
+
+    start_ms: int | None = None
+    rate: float | None = None
+    duration_ms: int = DURATION_MS
+
+
+@dataclass
+class Route:
+    """One generated traffic route: a Service and the workloads whose traffic goes through it."""
+
+    service: Service
+    workloads: list[Workload] = field(default_factory=list)
+    rate: float = 0.0
+
+
+@dataclass
+class Generated:
+    """The scenario generated from manifests: its text, what it runs and what it read past."""
+
+    text: str
+    shown: str  # how errors in it name it
+    routes: list[Route]
+    skipped: list[Skipped]
+    options: Options
+
+    def load(self, overrides: Sequence[Override] = ()) -> tuple[Scenario, list[str]]:
+        """The scenario, as ``probesim run`` loads the printed file, and the input warnings said
+        while loading it."""
+        extra: dict[str, Any] = {"overrides": tuple(overrides)} if overrides else {}
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always", InputWarning)
+            try:
+                sc = scenario_from_text(self.text, self.shown, Path.cwd(), **extra)
+            except InputError as e:
+                e.message += " (--print-scenario prints the generated scenario)"
+                raise
+        said_once = dict.fromkeys(str(w.message) for w in said if issubclass(w.category, InputWarning))
+        return sc, list(said_once)
+
+    def lines(self) -> list[str]:
+        """What runs, one line per route (for a person, on stderr)."""
+        o = self.options
+        out = [f"a generated scenario ({format_ms(o.duration_ms)}; --print-scenario prints it):"]
+        for r in self.routes:
+            for i, w in enumerate(r.workloads):
+                traffic = f"Service {r.service.name}: {r.rate:g} requests/s" if i == 0 else " " * 4
+                out.append(f"  {traffic} → {w.kind} {w.name} ({_replicas(w)}), {_start_text(w, o)}")
+        return [visible(line, 1000) for line in out]
+
+
+def _replicas(w: Workload) -> str:
+    return "1 pod" if w.kind == "Pod" else f"{w.spec.replicas} replica{'s' if w.spec.replicas != 1 else ''}"
+
+
+def _start_text(w: Workload, o: Options) -> str:
+    if o.start_ms is not None:
+        return f"the app answers after {format_ms(o.start_ms)} (--start)"
+    starts = {c.name: start_seconds(c) for c in w.pod_spec.containers}
+    if len(set(starts.values())) == 1:
+        s = next(iter(starts.values()))
+        return (
+            f"the app answers after {s}s (readiness initialDelaySeconds)" if s else "the app answers at once"
+        )
+    each = ", ".join(f"{n} {s}s" for n, s in starts.items())
+    return f"the apps answer after readiness initialDelaySeconds: {each}"
+
+
+def holds_scenario(text: str, shown: str) -> bool:
+    """Whether a YAML text holds a probesim Scenario document. Text that does not parse is
+    taken for a scenario when it names one, so that the scenario loader reports the error."""
+    if "Scenario" not in text:
+        return False
+    try:
+        return any(
+            isinstance(d.data, dict) and d.data.get("kind") == "Scenario" for d in load_docs(text, shown)
+        )
+    except InputError:
+        return True
+
+
+def _is_dir(path: str) -> bool:
+    try:
+        return Path(path).is_dir()
+    except (OSError, ValueError):
+        return False
+
+
+def _is_file(path: str) -> bool:
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def are_manifests(targets: Sequence[str]) -> bool:
+    """Whether run's arguments are Kubernetes manifests rather than one scenario (a file, '-'
+    or a built-in name). Standard input, once read to see what it holds, is put back for the
+    loader that reads it next."""
+    found: list[str] = []
+    for t in targets:
+        if t == "-":
+            text, shown = read_text("-")
+            sys.stdin = io.StringIO(text)
+        elif _is_file(t):
+            text, shown = read_text(t)
+        else:
+            continue
+        if holds_scenario(text, shown):
+            found.append(shown)
+    if len(targets) == 1:
+        return not found and (_is_dir(targets[0]) or targets[0] == "-" or _is_file(targets[0]))
+    if found:
+        raise InputError(
+            "a scenario runs alone: give its file only, and more manifests with -m (or list them in "
+            "its manifests)",
+            file=found[0],
+        )
+    return True
+
+
+def from_arguments(
+    targets: Sequence[str],
+    manifests: Sequence[str],
+    start: str | None,
+    rate: float | None,
+    duration: str | None,
+    print_scenario: bool,
+) -> Generated | None:
+    """``probesim run``'s arguments: the generated scenario when they are manifests (with
+    ``-m`` files added), None when they name a scenario. The options that shape a generated
+    scenario are refused with a scenario, which says all of that itself."""
+    if not are_manifests(targets):
+        given = {"--start": start, "--rate": rate, "--duration": duration, "--print-scenario": print_scenario}
+        named = [k for k, v in given.items() if v not in (None, False)]
+        if named:
+            raise InputError(
+                f"{', '.join(named)} shape{'s' if len(named) == 1 else ''} the scenario probesim run "
+                f"generates from Kubernetes manifests; {targets[0]} is a scenario: change its spec instead",
+                field=named[0],
+            )
+        return None
+    options = Options(
+        start_ms=None if start is None else _option_ms(start, "--start", 0),
+        rate=rate,
+        duration_ms=DURATION_MS if duration is None else _option_ms(duration, "--duration", 1),
+    )
+    return generate([*targets, *manifests], options)
+
+
+def _option_ms(text: str, option: str, least: int) -> int:
+    """A duration option in milliseconds (scenario units: 20s, 1m30s, 500ms)."""
+    try:
+        ms = parse_ms(text)
+    except ValueError as e:
+        raise InputError(str(e), field=option) from None
+    if ms < least:
+        raise InputError(f"must be at least {format_ms(least)}", field=option)
+    return ms
+
+
+def generate(paths: Sequence[str], options: Options) -> Generated:
+    """The default scenario for the manifests in ``paths`` (files, directories, '-')."""
+    docs, inputs = read_manifests(list(dict.fromkeys(paths)))
+    objects = k8s.parse(docs, unique=True)  # errors name the user's file and line
+    skipped = inputs.skipped + objects.skipped
+    if not any(s.kind for s in skipped) and not (objects.workloads or objects.services or objects.istio):
+        e = _nothing_found(list(paths), inputs)
+        e.message += f"; nor a probesim Scenario ({API_VERSION}, kind: Scenario)"
+        raise e
+
+    def skip(obj: Workload | Service | HorizontalPodAutoscaler, why: str) -> None:
+        o = objects.origin(obj)
+        skipped.append(
+            Skipped(
+                obj.kind, obj.metadata.name, obj.metadata.namespace, o.doc.file, o.doc.line_of(o.base), why
+            )
+        )
+
+    routes: dict[str, Route] = {}
+    run: list[Workload] = []
+    names: dict[str, Workload] = {}
+    for w in objects.workloads:
+        if w.kind not in SIMULATED_KINDS:
+            skip(w, f"not simulated: probesim run simulates {SIMULATED} (probesim check lints it)")
+            continue
+        behind = [s for s in objects.services if selects(s, w)]
+        if not behind:
+            skip(w, "no Service selects its pods: no traffic to send it (write a scenario to run it)")
+            continue
+        if w.name in names:
+            first = names[w.name]
+            skip(w, f"{first.kind} {first.name} ({first.metadata.namespace}) has its name: a scenario "
+                    "names workloads by name")  # fmt: skip
+            continue
+        route = routes.setdefault(behind[0].name, Route(behind[0]))
+        if route.service is not behind[0]:
+            skip(w, f"its Service {behind[0].name} has the name of one in namespace "
+                    f"{route.service.metadata.namespace}: a scenario names Services by name")  # fmt: skip
+            continue
+        names[w.name] = w
+        run.append(w)
+        route.workloads.append(w)
+        route.rate += default_rate(w)
+    services = [s for s in objects.services if any(selects(s, w) for w in run)]
+    for s in objects.services:
+        if s not in services:
+            skip(s, "selects no workload run here")
+    if not run:
+        raise InputError(_nothing_to_run(paths, objects, skipped))
+    for s in services:
+        _check_service_name(s.name, docs)
+    hpas = []
+    for h in objects.hpas:
+        ref = h.spec.scale_target_ref
+        target = next((w for w in run if (w.kind, w.name) == (ref.kind, ref.name)), None)
+        ignored = objects.unsimulated_metrics.get(h.name, [])
+        if target is None or target.metadata.namespace != h.metadata.namespace:
+            skip(h, f"scales {ref.kind} {ref.name}, which is not run here")
+        elif ignored and len(ignored) == len(h.spec.metrics):
+            skip(h, f"scales on {', '.join(ignored)} only: probesim simulates CPU utilization targets")
+        else:
+            hpas.append(h)
+    hosts = {s.name for s in services}
+    istio = [x for x in objects.istio if _istio_hosts(x[2]) & hosts]
+    istio_objects(k8s.Objects(istio=istio))  # errors name the user's file and line
+    for doc, base, data in objects.istio:
+        if not _istio_hosts(data) & hosts:
+            raw_meta = data.get("metadata")
+            meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+            skipped.append(Skipped(str(data.get("kind")), str(meta.get("name")), str(meta.get("namespace")),
+                                   doc.file, doc.line_of(base), "names no Service run here"))  # fmt: skip
+    kept: list[Workload | Service | HorizontalPodAutoscaler] = [*run, *services, *hpas]
+    manifests = [_raw(objects.origin(x)) for x in kept]
+    manifests += [data for _doc, _base, data in istio]
+    manifests += _namespaces(docs, {w.metadata.namespace for w in run})
+    for r in routes.values():
+        if options.rate is not None:
+            r.rate = options.rate
+    shown = _shown(paths)
+    written = _scenario(_name(paths), shown, manifests, run, list(routes.values()), options)
+    text = _header(shown, skipped) + yaml.safe_dump(written, sort_keys=False, allow_unicode=True, width=100)
+    return Generated(text, f"<scenario generated from {shown}>", list(routes.values()), skipped, options)
+
+
+def _istio_hosts(data: dict[str, Any]) -> set[str]:
+    """The short names of the Services a DestinationRule or VirtualService names."""
+    raw_spec = data.get("spec")
+    spec: dict[str, Any] = raw_spec if isinstance(raw_spec, dict) else {}
+    hosts = spec.get("hosts") if data.get("kind") == "VirtualService" else [spec.get("host")]
+    return {h.split(".")[0] for h in hosts or [] if isinstance(h, str)}
+
+
+def _nothing_to_run(paths: Sequence[str], objects: k8s.Objects, skipped: list[Skipped]) -> str:
+    """Why there is nothing to run, saying what was found."""
+    counts: dict[str, int] = {}
+    for s in skipped:
+        if s.kind:
+            counts[s.kind] = counts.get(s.kind, 0) + 1
+    for w in objects.workloads:
+        counts.setdefault(w.kind, 0)
+    found = ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "no Kubernetes object"
+    services = len(objects.services)
+    found += f"; {services} Service{'s' if services != 1 else ''}" if "Service" not in counts else ""
+    return (
+        f"nothing to run in {_shown(paths)}: found {found}. probesim run simulates {SIMULATED} that a "
+        "Service selects (probesim check lints the rest); write a scenario to run a workload without one"
+    )
+
+
+def _raw(o: Origin) -> dict[str, Any]:
+    """An object as written, an item of a List with the List's apiVersion and kind when it leaves
+    them out (as the manifest reader takes them)."""
+    data = get_path(o.doc.data, o.base)
+    assert isinstance(data, dict)
+    if o.base and isinstance(o.doc.data, dict):
+        kind = str(o.doc.data.get("kind", "")).removesuffix("List")
+        fill = {"apiVersion": o.doc.data.get("apiVersion"), "kind": kind}
+        data = {**{k: v for k, v in fill.items() if k not in data and v}, **data}
+    return data
+
+
+def _namespaces(docs: list[Doc], names: set[str]) -> list[dict[str, Any]]:
+    """The Namespace objects of ``names`` among the manifests (their labels turn on Istio)."""
+    out = []
+    for d in docs:
+        data = d.data
+        items = data.get("items") if isinstance(data, dict) and data.get("kind") == "List" else [data]
+        for item in items if isinstance(items, list) else []:
+            meta = item.get("metadata") if isinstance(item, dict) else None
+            if item.get("kind") == "Namespace" and isinstance(meta, dict) and meta.get("name") in names:
+                out.append(item)
+    return out
+
+
+def _shown(paths: Sequence[str]) -> str:
+    return ", ".join("standard input" if p == "-" else p for p in paths)
+
+
+def _name(paths: Sequence[str]) -> str:
+    """The scenario's name: the first input's (a folder's or file's name), 'stdin' for '-'."""
+    p = paths[0]
+    if p == "-":
+        return "stdin"
+    path = Path(p)
+    return (
+        path.resolve().name if path.name in ("", ".", "..") else path.stem if path.is_file() else path.name
+    ) or "k8s"
+
+
+def _step(times: list[int]) -> int:
+    return next(s for s in STEPS_MS if all(t % s == 0 for t in times))
+
+
+def _scenario(
+    name: str,
+    shown: str,
+    manifests: list[dict[str, Any]],
+    run: list[Workload],
+    routes: list[Route],
+    o: Options,
+) -> dict[str, Any]:
+    start = format_ms(o.start_ms) if o.start_ms is not None else None
+    spec: dict[str, Any] = {"duration": format_ms(o.duration_ms)}
+    step = _step([o.duration_ms, *([o.start_ms] if o.start_ms is not None else [])])
+    if step != 1000:
+        spec["step"] = format_ms(step)
+    spec["behavior"] = {w.name: workload_behavior(w, start) for w in run}
+    spec["traffic"] = [{"name": r.service.name, "service": r.service.name, "rate": r.rate} for r in routes]
+    how = (
+        f"start after {start} (--start)"
+        if start is not None
+        else "start after their readiness probe's initialDelaySeconds (at once without one)"
+    )
+    rate = f"{o.rate:g} requests/s (--rate)" if o.rate is not None else "10 requests/s per replica"
+    description = (
+        f"Generated by probesim run from {shown}: each workload behind a Service, healthy; its containers "
+        f"{how}; constant traffic to each Service, {rate}."
+    )
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Scenario",
+        "metadata": {"name": name, "description": description},
+        "manifests": manifests,
+        "spec": spec,
+    }
+
+
+def _header(shown: str, skipped: list[Skipped]) -> str:
+    """The comment on top of the printed scenario: where it comes from and what was read past."""
+    lines = [
+        f"Generated by probesim {__version__} (probesim run {shown} --print-scenario).",
+        "Edit it and run it with: probesim run FILE (docs/scenarios.md, 'Generated scenarios').",
+        "The objects it runs are copied below (manifests); editing them here leaves your files as they are.",
+    ]
+    if skipped:
+        lines.append("Not run:")
+        for s in skipped:
+            lines.append(f"  {s} {s.why}" if s.kind else f"  {s}")
+    return "".join(f"# {visible(line, 1000)}\n" for line in lines)

@@ -1,0 +1,206 @@
+"""probesim run on Kubernetes manifests: the generated scenario, its figures, --print-scenario's
+round trip, the options that shape it, and what it says about what it does not run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from probesim.cli import app
+
+runner = CliRunner()
+REALWORLD = Path(__file__).resolve().parents[3] / "shared" / "realworld"
+
+
+def deployment(name: str = "web", replicas: int = 2, delay: int = 10, **container: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "app",
+                            "image": "example.com/app:1",
+                            "ports": [{"containerPort": 8080}],
+                            "resources": {"requests": {"cpu": "200m"}},
+                            "readinessProbe": {
+                                "httpGet": {"path": "/ready", "port": 8080},
+                                "initialDelaySeconds": delay,
+                                "periodSeconds": 5,
+                            },
+                            **container,
+                        }
+                    ]
+                },
+            },
+        },
+    }
+
+
+def service(name: str = "web") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name},
+        "spec": {"selector": {"app": name}, "ports": [{"port": 80, "targetPort": 8080}]},
+    }
+
+
+CRONJOB = {
+    "apiVersion": "batch/v1",
+    "kind": "CronJob",
+    "metadata": {"name": "cleanup"},
+    "spec": {
+        "schedule": "0 * * * *",
+        "jobTemplate": {
+            "spec": {
+                "template": {
+                    "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}
+                }
+            }
+        },
+    },
+}
+
+
+def write(folder: Path, name: str, *objects: dict[str, Any]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    f = folder / name
+    f.write_text(yaml.safe_dump_all(objects, sort_keys=False))
+    return f
+
+
+@pytest.fixture
+def k8s(tmp_path: Path) -> Path:
+    """A folder as users keep one: a Deployment and its Service, a CronJob, a ConfigMap."""
+    d = tmp_path / "k8s"
+    write(d, "web.yaml", deployment(), service())
+    write(d, "jobs.yaml", CRONJOB, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}})
+    return d
+
+
+def run_json(*args: str, stdin: str | None = None) -> dict[str, Any]:
+    r = runner.invoke(app, ["run", *args, "--json", "--no-series"], input=stdin)
+    assert r.exit_code == 0, r.output
+    doc: dict[str, Any] = json.loads(r.stdout)
+    return doc
+
+
+def test_a_folder_runs_each_workload_behind_a_service_for_five_minutes(k8s: Path) -> None:
+    r = runner.invoke(app, ["run", str(k8s), "--json", "--no-series"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["scenario"] == "k8s"
+    assert doc["duration"] == 300
+    route = doc["summary"]["routes"][0]
+    # 2 replicas: 20 requests/s for 300 s. Both apps answer at 10 s, when the readiness probe
+    # first looks: the 10 s before have no endpoint.
+    assert (route["name"], route["offered"], route["ok"], route["failed"]) == ("web", 6000, 5800, 200)
+    assert {c: n for c, n in route["failedByCause"].items() if n} == {"no_endpoint": 200}
+    w = doc["summary"]["workloads"][0]
+    assert (w["name"], w["firstReady"], w["restarts"]) == ("web", 10, 0)
+    # stderr says what runs and what does not (check's skipped line)
+    assert "Service web: 20 requests/s → Deployment web (2 replicas), the app answers after 10s" in r.stderr
+    assert "skipped 2 objects (1 ConfigMap, 1 CronJob): not simulated" in r.stderr
+
+
+def test_helm_template_output_on_standard_input(k8s: Path) -> None:
+    helm = "".join(
+        f"---\n# Source: web/templates/{n}.yaml\n{yaml.safe_dump(o)}"
+        for n, o in (("deployment", deployment(replicas=1, delay=3)), ("service", service()))
+    )
+    doc = run_json("-", stdin=helm)
+    assert doc["scenario"] == "stdin"
+    route = doc["summary"]["routes"][0]
+    # the app answers at 3 s; the probe ticks every 5 s from the start, skipping those before its
+    # initialDelaySeconds: Ready at 5 s
+    assert (route["offered"], route["failed"]) == (10 * 300, 10 * 5)
+
+
+def test_a_folder_with_nothing_to_run_says_what_it_found(tmp_path: Path) -> None:
+    write(tmp_path / "jobs", "cron.yaml", CRONJOB)
+    r = runner.invoke(app, ["run", str(tmp_path / "jobs")])
+    assert r.exit_code == 2
+    assert "nothing to run in" in r.stderr and "found 1 CronJob; 0 Services" in r.stderr
+    assert (
+        "Deployments, StatefulSets, ReplicaSets, ReplicationControllers and Pods that a Service" in r.stderr
+    )
+    assert "Traceback" not in r.output
+
+
+def test_printed_scenario_runs_back_to_the_same_result(k8s: Path, tmp_path: Path) -> None:
+    before = {f: f.read_bytes() for f in k8s.iterdir()}
+    printed = runner.invoke(app, ["run", str(k8s), "--print-scenario", "--rate", "7"])
+    assert printed.exit_code == 0, printed.output
+    assert printed.stdout.startswith("# Generated by probesim")
+    assert "#   CronJob cleanup (" in printed.stdout  # what is not run, with why
+    s = tmp_path / "elsewhere" / "s.yaml"
+    s.parent.mkdir()
+    s.write_text(printed.stdout)
+    assert run_json(str(s)) == run_json(str(k8s), "--rate", "7")
+    assert {f: f.read_bytes() for f in k8s.iterdir()} == before  # the user's files as they were
+
+
+def test_start_rate_and_duration_shape_the_run(k8s: Path) -> None:
+    doc = run_json(str(k8s), "--start", "20s", "--rate", "50", "--duration", "1m")
+    route = doc["summary"]["routes"][0]
+    assert doc["duration"] == 60
+    # readiness looks at 10 s and every 5 s: the app answering at 20 s is Ready at 20 s
+    assert (route["offered"], route["failed"]) == (50 * 60, 50 * 20)
+    assert doc["summary"]["workloads"][0]["firstReady"] == 20
+    fine = run_json(str(k8s), "--start", "12.5s", "--duration", "30s")
+    assert fine["summary"]["workloads"][0]["firstReady"] == 15  # the probe at 15 s is the first to pass
+
+
+def test_several_services_and_a_shared_one_get_one_route_each(tmp_path: Path) -> None:
+    d = tmp_path / "app"
+    write(d, "a.yaml", deployment("api", replicas=3, delay=0), service("api"))
+    canary = deployment("api-canary", replicas=1, delay=0)
+    canary["spec"]["selector"]["matchLabels"] = {"app": "api", "track": "canary"}
+    canary["spec"]["template"]["metadata"]["labels"] = {"app": "api", "track": "canary"}
+    write(d, "b.yaml", canary, deployment("web", replicas=1, delay=0), service("web"))
+    routes = {r["name"]: r for r in run_json(str(d), "--duration", "10s")["summary"]["routes"]}
+    assert {n: r["offered"] for n, r in routes.items()} == {"api": 40 * 10, "web": 10 * 10}
+
+
+def test_bad_input_names_file_and_line_and_options_are_checked(k8s: Path, tmp_path: Path) -> None:
+    bad = deployment()
+    bad["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["periodSeconds"] = -5
+    f = write(tmp_path / "bad", "web.yaml", bad, service())
+    r = runner.invoke(app, ["run", str(f.parent)])
+    assert r.exit_code == 2
+    assert f"{f}:" in r.stderr and "periodSeconds" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    r = runner.invoke(app, ["run", str(k8s), "--duration", "soon"])
+    assert (r.exit_code, "--duration" in r.stderr) == (2, True)
+    r = runner.invoke(app, ["run", "seed000-readiness", "--rate", "5"])
+    assert r.exit_code == 2 and "--rate shapes the scenario probesim run generates" in r.stderr
+
+
+def test_realworld_projects_run_in_place() -> None:
+    """Projects as published (read where they are): every workload behind a Service runs, 10
+    requests/s per replica; their probes have no initial delay, so nothing fails."""
+    expected = {
+        "emojivoto": {"emoji-svc": 600, "voting-svc": 600, "web-svc": 600},
+        # reviews-v1, v2 and v3 behind one Service; its VirtualServices and DestinationRules come along
+        "bookinfo": {"details": 600, "ratings": 600, "reviews": 1800, "productpage": 600},
+    }
+    for project, offered in expected.items():
+        folder = REALWORLD / project
+        if not folder.is_dir():
+            pytest.skip(f"{folder} not present")
+        r = runner.invoke(app, ["run", str(folder), "--duration", "1m", "--json", "--no-series"])
+        assert r.exit_code == 0, r.output
+        routes = json.loads(r.stdout)["summary"]["routes"]
+        assert {x["name"]: x["offered"] for x in routes} == offered
+        assert all(x["ok"] == x["offered"] for x in routes), routes
