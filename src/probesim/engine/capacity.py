@@ -175,6 +175,8 @@ class CapacityModel:
         self._leftover = np.zeros(n, np.int64)  # backlog left after the last step
         self._age = np.zeros(n, np.int64)
         self.step_capacity = np.zeros(n)
+        self._idle_capacity: F64 | None = None
+        self._stable: B | None = None
 
     def update_classes(self, t: int) -> None:
         """Outcome classes of every path at time ``t`` (faults, outages, open breakers)."""
@@ -276,19 +278,54 @@ class CapacityModel:
     def begin_step(self, dt: float) -> None:
         """Before arrivals: how many requests each container will finish in this step, so that
         a full queue still takes in what the step's service frees up."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            held = self.backlog.sum(axis=0)
-            if self.calls_any:
-                mean_c, mean_w = self.cpu.mean(axis=0), self.wall.mean(axis=0)
-            else:
-                mean_c, mean_w = self._mean_cpu, self._mean_wall
-            c = np.where(held > 0, (self.backlog * self.cpu).sum(axis=0) / held, mean_c)
-            w = np.where(held > 0, (self.backlog * self.wall).sum(axis=0) / held, mean_w)
-            mu = np.minimum(
-                np.where(c > 0, self.limit_m / 1000.0 / c, np.inf),
-                np.where(c + w > 0, self.workers / (c + w), np.inf),
+        held = self.backlog.sum(axis=0)
+        if self.calls_any:
+            self.step_capacity = self._capacity(
+                dt, held, self.backlog, self.cpu, self.wall, self.cpu.mean(axis=0), self.wall.mean(axis=0)
             )
-            self.step_capacity = np.floor(np.minimum(mu * dt, 2**53))
+            return
+        if self._idle_capacity is None:
+            # With nothing held a container serves at its routes' mean cost: fixed here.
+            none = np.zeros(held.size, np.int64)
+            self._idle_capacity = self._capacity(
+                dt, none, self.backlog, self.cpu, self.wall, self._mean_cpu, self._mean_wall
+            )
+        self.step_capacity = self._idle_capacity.copy()
+        h = np.flatnonzero(held > 0)
+        if h.size:
+            self.step_capacity[h] = self._capacity(
+                dt,
+                held[h],
+                self.backlog[:, h],
+                self.cpu[:, h],
+                self.wall[:, h],
+                self._mean_cpu[h],
+                self._mean_wall[h],
+                h,
+            )
+
+    def _capacity(
+        self,
+        dt: float,
+        held: I64,
+        backlog: I64,
+        cpu: F64,
+        wall: F64,
+        mean_c: F64,
+        mean_w: F64,
+        at: I64 | None = None,
+    ) -> F64:
+        """Requests each container (of ``at``, default all) can finish in a step."""
+        limit_m = self.limit_m if at is None else self.limit_m[at]
+        workers = self.workers if at is None else self.workers[at]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            c = np.where(held > 0, (backlog * cpu).sum(axis=0) / held, mean_c)
+            w = np.where(held > 0, (backlog * wall).sum(axis=0) / held, mean_w)
+            mu = np.minimum(
+                np.where(c > 0, limit_m / 1000.0 / c, np.inf),
+                np.where(c + w > 0, workers / (c + w), np.inf),
+            )
+            return np.asarray(np.floor(np.minimum(mu * dt, 2**53)), np.float64)
 
     def accept(self, ri: int, containers: I64, counts: I64, instance: I64) -> I64:
         """Arrivals of route ``ri``; returns how many each container took (the rest are refused).
@@ -322,53 +359,92 @@ class CapacityModel:
         self.carry[gone] = 0
         return lost
 
+    def _stable_when_idle(self, dt: float) -> B:
+        """Containers whose state with nothing held and no carry stays so, every output zero,
+        whatever their age (warm or not): a step serves at least one request's worth (or
+        without bound), and the CPU limit is positive. The others are served every step."""
+        if self.calls_any:  # the classes' wait times change the service rate
+            return np.zeros(self.carry.size, bool)
+        ok = self.limit_m > 0
+        limit = self.limit_m / 1000.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for warm in (1.0, self.warm_factor):
+                c = self.cpu[0] * warm
+                w = self.wall[0]
+                mu = np.minimum(
+                    np.where(c > 0, limit / c, np.inf), np.where(c + w > 0, self.workers / (c + w), np.inf)
+                )
+                ok &= (mu > 0) & (np.isinf(mu) | (np.floor(np.minimum(mu * dt, 2**53)) >= 1))
+        return np.asarray(ok, bool)
+
     def step(self, dt: float, started_at: I64, t: int) -> tuple[I64, F64, F64]:
         """Serve one step. Returns the served count per (route, container), each container's
-        queue wait and each (route, container)'s service time for what it served."""
+        queue wait and each (route, container)'s service time for what it served (only where
+        it served)."""
+        n = self.carry.size
         self._age = t - started_at
-        held = self.backlog.sum(axis=0)
-        leftover = np.minimum(self._leftover, held)
-        warm = np.where(self._age < self.warm_for, self.warm_factor, 1.0)
-        cpu = self.cpu * warm
+        held_all = self.backlog.sum(axis=0)
+        if self._stable is None:
+            self._stable = self._stable_when_idle(dt)
+        # Containers that hold nothing, carry nothing and stay so are left out (every output 0).
+        a = np.flatnonzero((held_all > 0) | (self.carry != 0) | ~self._stable)
+        held = held_all[a]
+        backlog = self.backlog[:, a]
+        leftover = np.minimum(self._leftover[a], held)
+        warm = np.where(self._age[a] < self.warm_for[a], self.warm_factor[a], 1.0)
+        cpu = self.cpu[:, a] * warm
+        wall = self.wall[:, a]
+        loaded = self.loaded[a]
+        limit_m = self.limit_m[a]
         with np.errstate(divide="ignore", invalid="ignore"):
-            mix_c = np.where(held > 0, (self.backlog * cpu).sum(axis=0) / held, cpu[0])
-            mix_w = np.where(held > 0, (self.backlog * self.wall).sum(axis=0) / held, self.wall[0])
-            limit = self.limit_m / 1000.0  # cores = CPU-ms per ms
+            mix_c = np.where(held > 0, (backlog * cpu).sum(axis=0) / held, cpu[0])
+            mix_w = np.where(held > 0, (backlog * wall).sum(axis=0) / held, wall[0])
+            limit = limit_m / 1000.0  # cores = CPU-ms per ms
             mu_cpu = np.where(mix_c > 0, limit / mix_c, np.inf)
-            mu_w = np.where(mix_c + mix_w > 0, self.workers / (mix_c + mix_w), np.inf)
+            mu_w = np.where(mix_c + mix_w > 0, self.workers[a] / (mix_c + mix_w), np.inf)
             mu = np.minimum(mu_cpu, mu_w)  # requests per ms
-            cap = mu * dt + self.carry
+            cap = mu * dt + self.carry[a]
             whole = np.floor(np.minimum(cap, 2**53))
             served_total = np.minimum(held, whole).astype(np.int64)
-            self.carry = np.where(held >= whole, cap - whole, 0.0)
+            self.carry[a] = np.where(held >= whole, cap - whole, 0.0)
             arrivals = held - leftover
             rho = np.where(np.isfinite(mu), arrivals / (mu * dt), 0.0)
             wait = np.where(np.isfinite(mu) & (mu > 0), leftover / mu, 0.0)
             demand_m = np.where(np.isfinite(mu), held * mix_c / dt * 1000.0, 0.0)
-        self.throttled = self.loaded & (demand_m > self.limit_m)
-        self.cpu_used_m = np.where(
-            self.loaded, np.minimum(served_total * mix_c / dt * 1000.0, self.limit_m), 0.0
-        )
-        self.cpu_rho = np.where(self.loaded, demand_m / self.limit_m, 0.0)
-        self.rho = np.where(self.loaded, rho, 0.0)
-        self.wait_ms = np.where(self.loaded, wait, 0.0)
-        served = self._split(served_total, held)
-        self.backlog -= served
-        self._leftover = self.backlog.sum(axis=0)
-        stretch = 1.0 / (1.0 - np.minimum(self.rho, MAX_RHO))
-        service = self.wall + cpu * stretch + np.where(self.throttled, QUOTA_PERIOD_MS / 2, 0.0)
+        throttled = loaded & (demand_m > limit_m)
+        rho = np.where(loaded, rho, 0.0)
+        self.throttled = np.zeros(n, bool)
+        self.throttled[a] = throttled
+        self.cpu_used_m = np.zeros(n)
+        self.cpu_used_m[a] = np.where(loaded, np.minimum(served_total * mix_c / dt * 1000.0, limit_m), 0.0)
+        self.cpu_rho = np.zeros(n)
+        self.cpu_rho[a] = np.where(loaded, demand_m / limit_m, 0.0)
+        self.rho = np.zeros(n)
+        self.rho[a] = rho
+        self.wait_ms = np.zeros(n)
+        self.wait_ms[a] = np.where(loaded, wait, 0.0)
+        served_a = self._split(served_total, held, backlog)
+        backlog -= served_a
+        self.backlog[:, a] = backlog
+        self._leftover = np.zeros(n, np.int64)
+        self._leftover[a] = backlog.sum(axis=0)
+        stretch = 1.0 / (1.0 - np.minimum(rho, MAX_RHO))
+        service = np.zeros(self.wall.shape)
+        service[:, a] = wall + cpu * stretch + np.where(throttled, QUOTA_PERIOD_MS / 2, 0.0)
+        served = np.zeros(self.backlog.shape, np.int64)
+        served[:, a] = served_a
         return served, self.wait_ms, service
 
-    def _split(self, total: I64, held: I64) -> I64:
+    def _split(self, total: I64, held: I64, backlog: I64) -> I64:
         """Share a container's served count among routes in proportion to what each holds."""
-        if self.backlog.shape[0] == 1:
+        if backlog.shape[0] == 1:
             return total[None, :].copy()
         with np.errstate(divide="ignore", invalid="ignore"):
-            share = np.where(held > 0, self.backlog * (total / np.maximum(held, 1)), 0.0)
+            share = np.where(held > 0, backlog * (total / np.maximum(held, 1)), 0.0)
         out = np.floor(share).astype(np.int64)
         rest = total - out.sum(axis=0)
         for ri in range(out.shape[0]):  # leftovers to routes in order, within what each holds
-            give = np.minimum(rest, self.backlog[ri] - out[ri])
+            give = np.minimum(rest, backlog[ri] - out[ri])
             out[ri] += give
             rest -= give
         return out

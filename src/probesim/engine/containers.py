@@ -119,7 +119,9 @@ class Containers:
         self.pod_deleting[p] = True
         grace = max(int(self.fleet.pod_tgps[p]), MIN_GRACE)
         pod = self.fleet.pod_names[p]
-        for c in np.flatnonzero(self.fleet.container_pod == p):
+        first = self.fleet.pod_first_container
+        end = int(first[p + 1]) if p + 1 < first.size else self.fleet.n_containers
+        for c in range(int(first[p]), end):  # a pod's containers are contiguous
             if self.state[c] == RUNNING:
                 stop = int(self.fleet.behaviors.stop_time(np.array([c]), np.array([grace]))[0])
                 name = self.fleet.container_name[c]

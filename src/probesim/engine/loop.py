@@ -202,7 +202,7 @@ class _Run:
             if not self.admitted[p] or self.deleting[p]:
                 continue
             self.deleting[p] = True
-            conts = np.flatnonzero(f.container_pod == p)
+            conts = np.arange(*self._containers_of(p).indices(f.n_containers))
             for kind in ("liveness", "startup"):
                 w = self.workers[kind]
                 w.active[conts] = False
@@ -213,6 +213,11 @@ class _Run:
             self.ctr.stop_pod(p, t, self.log)
         self.dirty = True
         self.version += 1
+
+    def _containers_of(self, p: int) -> slice:
+        """Pod ``p``'s containers (contiguous, from its first to the next pod's)."""
+        first = self.fleet.pod_first_container
+        return slice(int(first[p]), int(first[p + 1]) if p + 1 < first.size else self.fleet.n_containers)
 
     def _reconcile(self, t: int) -> None:
         """The ReplicaSet controller: create or delete pods until the live ones (not being
@@ -233,7 +238,8 @@ class _Run:
                     self.log.add(t, "Warning", "FailedCreate", rs, msg, "replicaset-controller")
                 self._create(free, t)
             elif live.size > want:
-                started = np.array([self.ctr.alive()[f.container_pod == p].all() for p in live])
+                running = np.minimum.reduceat(self.ctr.alive().astype(np.int8), f.pod_first_container)
+                started = running[live].astype(bool)
                 order = np.lexsort((-self.admitted_at[live], self.ready[live], started))
                 self._delete(t, [int(p) for p in live[order[: live.size - want]]])
 
@@ -243,26 +249,42 @@ class _Run:
             return
         f = self.fleet
         cap = self.capacity
+        ctr = self.ctr
+        first = f.pod_first_container
+        # Per pod, over its containers (contiguous from its first): all running, all sampled
+        # over the metric window, all with a CPU request (and their sum), all created.
+        alive = ctr.alive()
+        running = np.minimum.reduceat(alive.astype(np.int8), first).astype(bool)
+        old = np.minimum.reduceat((t - ctr.started_at >= METRIC_WINDOW_MS).astype(np.int8), first)
+        sampled = running & old.astype(bool)
+        has_request = np.minimum.reduceat((cap.request_m > 0).astype(np.int8), first).astype(bool)
+        request = np.add.reduceat(cap.request_m, first)
+        created = np.minimum.reduceat((ctr.instance >= 0).astype(np.int8), first).astype(bool)
+        n_cont = np.diff(np.append(first, f.n_containers))
+        rows = self.cpu_window.shape[0]
         for wi, hpa in self.autoscalers.items():
             pods = np.flatnonzero((f.pod_workload == wi) & self.admitted & ~self.gone)
-            views = []
-            for p in pods:
-                conts = np.flatnonzero(f.container_pod == p)
-                running = self.ctr.alive()[conts].all()
-                sampled = running and bool((t - self.ctr.started_at[conts] >= METRIC_WINDOW_MS).all())
-                usage = float(self.cpu_window[:, conts].sum() / self.cpu_window.shape[0]) if sampled else None
-                requests = cap.request_m[conts]
-                views.append(
-                    PodView(
-                        request_m=float(requests.sum()) if (requests > 0).all() else 0.0,
-                        usage_m=usage,
-                        pending=not bool((self.ctr.instance[conts] >= 0).all()),
-                        deleting=bool(self.deleting[p]),
-                        ready=bool(self.ready[p]),
-                        transition=int(self.ready_transition[p]),
-                        start=int(self.admitted_at[p]),
-                    )
+            usage = np.full(pods.size, np.nan)
+            for nc in np.unique(n_cont[pods]).tolist():
+                sel = np.flatnonzero(n_cont[pods] == nc)
+                grp = pods[sel]
+                conts = first[grp][:, None] + np.arange(nc)[None, :]  # pods × containers
+                # Summed in the order a pod's own window[:, conts].sum() takes (time slot, then
+                # container), one row per pod, so that the float sums are the same.
+                window = self.cpu_window[:, conts].transpose(1, 0, 2).reshape(grp.size, rows * nc)
+                usage[sel] = np.ascontiguousarray(window).sum(axis=1) / rows
+            views = [
+                PodView(
+                    request_m=float(request[p]) if has_request[p] else 0.0,
+                    usage_m=float(u) if sampled[p] else None,
+                    pending=not created[p],
+                    deleting=bool(self.deleting[p]),
+                    ready=bool(self.ready[p]),
+                    transition=int(self.ready_transition[p]),
+                    start=int(self.admitted_at[p]),
                 )
+                for p, u in zip(pods.tolist(), usage.tolist(), strict=True)
+            ]
             current = self.desired[wi]
             new, reason = hpa.sync(views, current, t)
             if new != current:
@@ -274,8 +296,9 @@ class _Run:
     def _reap(self) -> None:
         """Deleted pods whose containers have all stopped leave the API (and the endpoints)."""
         f = self.fleet
+        alive = self.ctr.alive()
         for p in np.flatnonzero(self.deleting & ~self.gone):
-            if not self.ctr.alive()[f.container_pod == p].any():
+            if not alive[self._containers_of(int(p))].any():
                 self.gone[p] = True
                 self.eligible[f.pod_replaces == p] = True  # a StatefulSet waits for this
                 self.dirty = True
@@ -416,7 +439,10 @@ class _Run:
                     continue
                 pend = self.pending[ri][:, :, gone]
                 queued = self.queued[ri][:, gone].sum(axis=1)
-                rec[f"route.{route.name}.killed"][k] += int(queued.sum()) + int(pend.sum())
+                n_pend, n_queued = int(pend.sum()), int(queued.sum())
+                self.pending_n[ri] -= n_pend
+                self.queued_n[ri] -= n_queued
+                rec[f"route.{route.name}.killed"][k] += n_queued + n_pend
                 self.pending[ri][:, :, gone] = 0
                 self.queued[ri][:, gone] = 0
                 self.orphans[ri][gone] = 0  # already timeouts
@@ -526,6 +552,7 @@ class _Run:
                     self.touched[qc] = True
                     q = self.queued[ri]
                     np.add.at(q, (k % q.shape[0], qc), took)
+                    self.queued_n[ri] += int(took.sum())
                     ok_now -= int(offered.sum())
                     rec[f"{key}.rejected"][k] += int(offered.sum() - took.sum())
             rec[f"{key}.ok"][k] += ok_now
@@ -539,7 +566,7 @@ class _Run:
     def _in_flight(self, ri: int) -> int:
         """Route ``ri``'s requests whose client still waits: queued, answers (or timeouts) on
         their way, and those still connecting."""
-        return int(self.queued[ri].sum()) + int(self.pending[ri].sum()) + self.conns[ri].waiting
+        return self.queued_n[ri] + self.pending_n[ri] + self.conns[ri].waiting
 
     def _queue_slots(self, route: Route) -> int:
         """Arrival steps the client's side of a route's backlog keeps: up to its timeout (one,
@@ -562,6 +589,7 @@ class _Run:
         rec[f"route.{route.name}.timeout"][k] += n
         self.orphans[ri] += row
         row[:] = 0
+        self.queued_n[ri] -= n
         self.step_cdf[ri] += n * (float(route.timeout) <= GRID)
 
     def _cohorts(self, ri: int, k: int, srv: I64) -> tuple[I64, I64, I64, I64]:
@@ -592,6 +620,7 @@ class _Run:
         before = np.cumsum(sub, axis=0) - sub
         take = np.minimum(sub, np.maximum(need - before, 0))
         q[at] -= take
+        self.queued_n[ri] -= int(take.sum())
         take[-1] += need - take.sum(axis=0)  # none untracked, but fresh if there were
         buckets = np.vstack([orph[None, :], take])  # (1 + s) × containers: orphans, then by age
         waited = np.concatenate([[-1], ages])
@@ -728,11 +757,12 @@ class _Run:
             if end is not None and t > end + route.traffic.graceful_stop:
                 # The load generator stopped waiting: every answer still to come is interrupted.
                 q = self.queued[ri]
-                if wheel.any() or q.any():
-                    rec[f"{key}.interrupted"][k] += int(wheel.sum()) + int(q.sum())
+                if self.pending_n[ri] or self.queued_n[ri]:
+                    rec[f"{key}.interrupted"][k] += self.pending_n[ri] + self.queued_n[ri]
                     wheel[:] = 0
                     self.orphans[ri] += q.sum(axis=0)  # the server still holds them
                     q[:] = 0
+                    self.pending_n[ri] = self.queued_n[ri] = 0
                     self.later_n[ri][:] = self.later_t[ri][:] = 0.0
                     self.later_cdf[ri][:] = 0.0
                 continue
@@ -747,6 +777,7 @@ class _Run:
             if not due.any():
                 continue
             wheel[:, slot] = 0
+            self.pending_n[ri] -= int(due.sum())
             rec[f"{key}.ok"][k] += int(due[0])
             rec[f"{key}.error_status"][k] += int(due[1])
             rec[f"{key}.timeout"][k] += int(due[2])
@@ -799,6 +830,7 @@ class _Run:
                     ok_later[failed[later]],
                 )
                 np.add.at(self.pending[ri][2], (slots, cs[later]), to[later])
+                self.pending_n[ri] += int(n_l.sum())
             now = ~later
             n_ok = int(n_served[now & ~failed].sum() - to[now & ~failed].sum())
             rec[f"{key}.ok"][k] += n_ok
@@ -866,6 +898,9 @@ class _Run:
         # (``orphans``: served first, as the oldest, and then counted for nothing).
         self.queued = [np.zeros((self._queue_slots(r), f.n_containers), np.int64) for r in f.routes]
         self.orphans = [np.zeros(f.n_containers, np.int64) for _ in f.routes]
+        # How many requests each route's buffers hold (their sums, kept as they change).
+        self.pending_n = [0] * len(f.routes)
+        self.queued_n = [0] * len(f.routes)
         self.touched = np.zeros(f.n_containers, bool)  # took requests since it last lost them
         for r in f.routes:
             for s in ROUTE_SERIES:
