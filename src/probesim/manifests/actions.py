@@ -1,0 +1,121 @@
+"""Checks of a scenario's workload actions (rollout, rollback, restart, scale, pause, resume,
+readinessGate) against its workloads: names, kinds, what kubectl would refuse, and every
+rolled-out pod template validated as the API server validates a Deployment's, with the file and
+line of the action that made it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from probesim.engine.controllers.templates import PlanError, plan
+from probesim.errors import InputError
+from probesim.manifests import kubernetes as k8s
+from probesim.manifests.yamlsrc import Doc, Path_
+from probesim.model.duration import format_ms
+from probesim.model.kubernetes import Workload
+from probesim.model.scenario import (
+    Pause,
+    Restart,
+    Resume,
+    Rollback,
+    Rollout,
+    Scale,
+    Scenario,
+    SetReadinessGate,
+)
+
+Fail = Callable[[Path_, str], InputError]
+ROLLS = ("Deployment",)  # kinds whose template changes the engine rolls out
+
+
+def check_actions(s: Scenario, head: Doc, fail: Fail, is_pod: Callable[[str], bool]) -> None:
+    names = {w.name: w for w in s.workloads}
+    known = ", ".join(names)
+    planned: set[str] = set()
+    for i, a in enumerate(s.spec.actions):
+        base: Path_ = ("spec", "actions", i)
+        if isinstance(a, SetReadinessGate):
+            if a.pod is not None and not is_pod(a.pod):
+                raise fail((*base, "pod"), f"no pod {a.pod!r} when the run starts")
+            wname = a.workload if a.workload is not None else _owner(s, a.pod or "")
+            if wname not in names:
+                raise fail((*base, "workload"), f"no workload named {wname!r}; known: {known}")
+            gates = [g.condition_type for g in names[wname].pod_spec.readiness_gates]
+            if a.condition not in gates:
+                listed = ", ".join(gates) or "none"
+                raise fail(
+                    (*base, "condition"),
+                    f"{wname}'s pods declare no readiness gate {a.condition!r} "
+                    f"(spec.template.spec.readinessGates: {listed})",
+                )
+            continue
+        if not isinstance(a, Rollout | Rollback | Restart | Scale | Pause | Resume):
+            continue
+        if a.workload not in names:
+            raise fail((*base, "workload"), f"no workload named {a.workload!r}; known: {known}")
+        w = names[a.workload]
+        if isinstance(a, Scale):
+            if w.kind not in ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController"):
+                raise fail((*base, "workload"), f"a {w.kind} does not scale (kubectl scale takes a "
+                           "Deployment, ReplicaSet or StatefulSet)")  # fmt: skip
+            continue
+        if w.kind not in ROLLS and w.kind in ("StatefulSet",) and not isinstance(a, Pause | Resume):
+            raise fail(
+                (*base, "kind"),
+                f"probesim does not simulate a StatefulSet's rolling update yet ({w.name} is one); "
+                "deletePod replaces its pods one by one",
+            )
+        if a.workload not in planned:
+            planned.add(a.workload)
+            _plan(s, head, fail, w)
+
+
+def _owner(s: Scenario, pod: str) -> str:
+    for w in s.workloads:
+        if pod == w.name or pod.removeprefix(f"{w.name}-").isdigit():
+            return w.name
+    return ""
+
+
+def _plan(s: Scenario, head: Doc, fail: Fail, w: Workload) -> None:
+    def build(data: dict[str, Any], i: int) -> Workload:
+        """Validate a rolled-out template as the API server would the Deployment it belongs to,
+        with errors at the action's lines."""
+        prefix: Path_ = ("spec", "actions", i, "template")
+        lines = {
+            ("spec", "template", *p[len(prefix) :]): ln
+            for p, ln in head.lines.items()
+            if p[: len(prefix)] == prefix
+        }
+        a = s.spec.actions[i]
+        doc = Doc(file=head.file, data=data, line=head.line_of(prefix), lines=lines)
+        obj = f"{a.kind} of {w.kind} {w.name} at {format_ms(a.at)}"
+        full = {"apiVersion": "apps/v1", **data}
+        new, _ = k8s._workload(doc, (), full, obj)
+        return new
+
+    try:
+        p = plan(s, w.name, build)
+    except PlanError as e:
+        raise fail(("spec", "actions", e.action, *e.path), e.message) from None
+    from probesim.manifests.scenario import _durations  # the scenario loader imports this module
+
+    step = s.spec.step
+    for i, t in p.template_of.items():
+        a = s.spec.actions[i]
+        if not isinstance(a, Rollout) or a.behavior is None:
+            continue
+        rev = p.revisions[t].workload
+        cnames = [c.name for c in (*rev.pod_spec.init_containers, *rev.pod_spec.containers)]
+        for cname in a.behavior.containers:
+            if cname not in cnames:
+                raise fail(
+                    ("spec", "actions", i, "behavior", "containers", cname),
+                    f"the rolled-out template has no container {cname!r}; containers: {', '.join(cnames)}",
+                )
+        alone = s.spec.model_copy(update={"behavior": {w.name: a.behavior}, "actions": (), "traffic": ()})
+        for path, ms in _durations(alone):
+            if path[:2] == ("spec", "behavior") and ms % step:
+                where = ("spec", "actions", i, "behavior", *path[3:])
+                raise fail(where, f"{format_ms(ms)} is not a multiple of the step ({format_ms(step)})")
