@@ -4,7 +4,7 @@ VENV  := .venv
 BIN   := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup run test lint bench docs clean
+.PHONY: setup browser run test lint bench docs clean
 
 setup: $(STAMP)
 
@@ -22,7 +22,11 @@ lint: setup
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
 
-test: lint
+# Debian's chromium and chromium-driver for the HTML report's browser test, when missing.
+browser:
+	@scripts/browser.sh
+
+test: lint browser
 	$(BIN)/pytest
 
 docs: setup

@@ -121,6 +121,16 @@ def _check_plot_path(plot: Path) -> None:
         raise InputError("cannot write the plot: no such folder", file=str(plot))
 
 
+def _write_report(doc: dict[str, Any], path: Path) -> None:
+    """The run's HTML report from its JSON document (the one --json prints)."""
+    from probesim.report.html import render_run, write_page
+
+    try:
+        write_page(render_run(doc), path)
+    except InputError as e:
+        raise _fail(e) from None
+
+
 def _exists(path: str) -> bool:
     """Whether ``path`` exists; a name the system refuses (too long, a NUL) does not."""
     try:
@@ -203,6 +213,13 @@ def run(
     plot: Annotated[
         Path | None,
         typer.Option(help="Also draw replicas, failures per minute and restarts to this PNG file (.png)."),
+    ] = None,
+    report: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also write the run's report to this HTML file (.html): one page that works offline, "
+            "with its timelines, requests, thresholds and events (see also probesim report)."
+        ),
     ] = None,
     max_cost: Annotated[int, MAX_COST_OPTION] = DEFAULT_MAX_COST,
     manifests: Annotated[
@@ -292,6 +309,10 @@ def run(
             _check_plot_path(plot)
             if runs is not None:
                 raise InputError("--plot draws one run; --runs gives figures over many: give one")
+        if report is not None:
+            _check_output_path(report, "the report", ".html")
+            if runs is not None:
+                raise InputError("--report shows one run; --runs gives figures over many: give one")
         if runs is None and (workers is not None or scheduler is not None):
             raise InputError("--workers and --scheduler run --runs in parallel: give --runs N")
         targets = [scenario, *(more or [])]
@@ -324,6 +345,9 @@ def run(
             plot_result(result, plot)
         except OSError as e:
             raise _fail(InputError(f"cannot write the plot: {e.strerror}", file=str(plot))) from None
+    if report is not None:
+        # The page reads what --json prints (with the series), so run --report and report agree.
+        _write_report(result.to_json() | {"thresholds": [v.to_json() for v in verdicts]}, report)
     if as_json:
         doc = result.to_json(series=series)
         doc["thresholds"] = [v.to_json() for v in verdicts]
@@ -515,6 +539,37 @@ def compare(
         sys.stdout.write(json.dumps(rows(results), indent=2) + "\n")
     else:
         render_compare(results, out)
+
+
+@app.command()
+def report(
+    result: Annotated[
+        str,
+        typer.Argument(
+            help="A result written by probesim run --json (with its series), or '-' for standard input."
+        ),
+    ],
+    output: Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write (.html).")],
+    check: Annotated[
+        str | None,
+        typer.Option(help="Also show the findings of this probesim check --format json report."),
+    ] = None,
+) -> None:
+    """Write a run's report: one HTML page that works offline (no network), with replicas,
+    endpoints, requests by outcome and cause, latency, restarts, ejections and rollouts over time,
+    the thresholds, check findings, and the events with a filter.
+
+    Example: [bold]probesim run s.yaml --json > r.json; probesim report r.json -o report.html[/bold]
+    """
+    from probesim.report.html import load_check, load_result, render_run, write_page
+
+    try:
+        _check_output_path(output, "the report", ".html")
+        doc = load_result(result)
+        findings = None if check is None else load_check(check)
+        write_page(render_run(doc, findings), output)
+    except InputError as e:
+        raise _fail(e) from None
 
 
 @app.command()
