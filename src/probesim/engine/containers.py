@@ -87,10 +87,13 @@ class Containers:
             for c in crashed:
                 self._exit(int(c), t, int(self.crash_at[c]), int(self.crash_code[c]), log, killed=False)
             due = np.flatnonzero((self.state == WAITING) & (self.next_start <= t))
-            for c in due:
-                # A start due within the step counts from its exact time (a restart's delay is
-                # usually below the step): the next probe tick sees a container started before it.
-                self._try_start(int(c), int(self.next_start[c]), log)
+            # A start due within the step counts from its exact time (a restart's delay is
+            # usually below the step): the next probe tick sees a container started before it.
+            if due.size > 1 and bool((self.decide_exit[due] < 0).all()):
+                self._start(due, log)  # no back-off to check: every one starts
+            else:
+                for c in due:
+                    self._try_start(int(c), int(self.next_start[c]), log)
             self._rewake()
 
     def kill(self, c: int, t: int, reason: str, probe_grace: int, log: EventLog) -> None:
@@ -200,6 +203,29 @@ class Containers:
         log.synced_pods.add(int(self.fleet.container_pod[c]))
         log.add(now, "Normal", "Created", f"pod/{pod}", f"Created container: {name}")
         log.add(now, "Normal", "Started", f"pod/{pod}", f"Started container {name}")
+
+    def _start(self, idx: np.ndarray, log: EventLog) -> None:
+        """``_try_start`` for containers ``idx`` at once, none of which has an exit to check."""
+        now = self.next_start[idx]
+        first = self.instance[idx] < 0
+        self.instance[idx] += 1
+        again = idx[~first]
+        self.restart_count[again] += 1
+        self.restarted_at[again] = now[~first]
+        self.state[idx] = RUNNING
+        self.started_at[idx] = now
+        self.next_start[idx] = INF
+        when, code = self.fleet.behaviors.crash_at(idx, self.started_at)
+        self.crash_at[idx], self.crash_code[idx] = when, code
+        self.changed = True
+        self.epoch += 1
+        pods = self.fleet.container_pod[idx].tolist()
+        log.synced_pods.update(pods)
+        names, cont = self.fleet.pod_names, self.fleet.container_name
+        for c, p, at in zip(idx.tolist(), pods, now.tolist(), strict=True):
+            self.waiting_reason[c] = ""
+            log.add(at, "Normal", "Created", f"pod/{names[p]}", f"Created container: {cont[c]}")
+            log.add(at, "Normal", "Started", f"pod/{names[p]}", f"Started container {cont[c]}")
 
     def _rewake(self) -> None:
         w = INF

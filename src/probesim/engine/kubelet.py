@@ -33,6 +33,7 @@ from probesim.engine.fleet import (
     Fleet,
     ProbeSpecArrays,
 )
+from probesim.model.scenario import ContainerBehavior, RouteCost
 
 I64 = npt.NDArray[np.int64]
 INITIAL = {"startup": UNKNOWN, "readiness": FAILURE, "liveness": SUCCESS}
@@ -57,7 +58,15 @@ class ProbeWorkers:
         # What one probe costs the app (its path's route cost; exec and gRPC checks by those names).
         targets = {i: name for name, i in fleet.behaviors.targets.items()}
         self.target_names = targets
-        costs = [probe_cost(b, targets[int(spec.target[c])]) for c, b in enumerate(fleet.container_behavior)]
+        cache: dict[tuple[int, int], RouteCost] = {}  # pods share their behaviour objects
+
+        def cost(b: ContainerBehavior, target: int) -> RouteCost:
+            key = (id(b), target)
+            if key not in cache:
+                cache[key] = probe_cost(b, targets[target])
+            return cache[key]
+
+        costs = [cost(b, tgt) for b, tgt in zip(fleet.container_behavior, spec.target.tolist(), strict=True)]
         self.on_error = np.array([c.calls[0].on_error if c.calls else 500 for c in costs], np.int64)
         self.probe_cpu = np.array([c.cpu for c in costs], np.float64)
         self.probe_wall = np.array([c.wall for c in costs], np.float64)

@@ -180,15 +180,15 @@ class _Run:
         self.ctr.admit(new, t + self.spec.cluster.pod_start_delay)
         for w in self.workers.values():
             w.admit(conts, t)
-        for p in new:
-            ns = self.scenario.workloads[int(f.pod_workload[p])].metadata.namespace
+        spaces = [w.metadata.namespace for w in self.scenario.workloads]
+        for p, wi in zip(new.tolist(), f.pod_workload[new].tolist(), strict=True):
             name = f.pod_names[p]
             self.log.add(
                 t,
                 "Normal",
                 "Scheduled",
                 f"pod/{name}",
-                f"Successfully assigned {ns}/{name} to node-1",
+                f"Successfully assigned {spaces[wi]}/{name} to node-1",
                 "default-scheduler",
             )
         self.dirty = True
@@ -392,14 +392,14 @@ class _Run:
             return
         self.version += 1
         self.ready_transition[flips] = t
-        for p in flips:
+        up = pod_ready[flips]
+        self.ready_since[flips] = np.where(up, t, INF)
+        self.first_ready[flips[up]] = np.minimum(self.first_ready[flips[up]], t)
+        for p, is_up in zip(flips.tolist(), up.tolist(), strict=True):
             name = f.pod_names[p]
-            if pod_ready[p]:
-                self.ready_since[p] = t
-                self.first_ready[p] = min(self.first_ready[p], t)
+            if is_up:
                 self.log.add(t, "Normal", "PodReady", f"pod/{name}", "Pod condition Ready changed to True")
             else:
-                self.ready_since[p] = INF
                 self.log.add(
                     t, "Warning", "PodNotReady", f"pod/{name}", "Pod condition Ready changed to False"
                 )
