@@ -386,7 +386,7 @@ def _run_target(
 
     sc, said = generated.load([parse_set(s) for s in sets])
     _warn(said)
-    for line in generated.lines():
+    for line in generated.lines(sc):
         err.print(Text(line, style="dim"), soft_wrap=True)
     report = CheckReport(skipped=generated.skipped)
     render_skipped(report, err, False, "not simulated", "--print-scenario lists them, with why")

@@ -102,32 +102,36 @@ class Generated:
         said_once = dict.fromkeys(str(w.message) for w in said if issubclass(w.category, InputWarning))
         return sc, list(said_once)
 
-    def lines(self) -> list[str]:
-        """What runs, one line per route (for a person, on stderr)."""
-        o = self.options
-        out = [f"a generated scenario ({format_ms(o.duration_ms)}; --print-scenario prints it):"]
-        for r in self.routes:
-            for i, w in enumerate(r.workloads):
-                traffic = f"Service {r.service.name}: {r.rate:g} requests/s" if i == 0 else " " * 4
-                out.append(f"  {traffic} → {w.kind} {w.name} ({_replicas(w)}), {_start_text(w, o)}")
+    def lines(self, sc: Scenario) -> list[str]:
+        """What the loaded scenario ``sc`` runs (--set may have changed it), a line per route
+        and workload, for a person (on stderr)."""
+        out = [f"a generated scenario ({format_ms(sc.spec.duration)}; --print-scenario prints it):"]
+        for t in sc.spec.traffic:
+            svc = sc.service_for(t)
+            rate = f"{t.rate:g}" if t.rate is not None else "?"
+            for i, w in enumerate(x for x in sc.workloads if selects(svc, x)):
+                traffic = f"Service {svc.name}: {rate} requests/s" if i == 0 else " " * 4
+                out.append(f"  {traffic} → {w.kind} {w.name} ({_replicas(w)}), {self._start(sc, w)}")
         return [visible(line, 1000) for line in out]
+
+    def _start(self, sc: Scenario, w: Workload) -> str:
+        """When the workload's apps answer, and where that comes from."""
+        given = sc.behavior(w.name).containers
+        starts = {c.name: given[c.name].start if c.name in given else 0 for c in w.pod_spec.containers}
+        if len(set(starts.values())) > 1:
+            return "its apps answer after " + ", ".join(f"{n}: {format_ms(ms)}" for n, ms in starts.items())
+        ms = next(iter(starts.values()), 0)
+        if self.options.start_ms is not None and ms == self.options.start_ms:
+            why = " (--start)"
+        elif ms and all(start_seconds(c) * 1000 == ms for c in w.pod_spec.containers):
+            why = " (readiness initialDelaySeconds)"
+        else:
+            why = ""
+        return f"the app answers after {format_ms(ms)}{why}" if ms else "the app answers at once"
 
 
 def _replicas(w: Workload) -> str:
     return "1 pod" if w.kind == "Pod" else f"{w.spec.replicas} replica{'s' if w.spec.replicas != 1 else ''}"
-
-
-def _start_text(w: Workload, o: Options) -> str:
-    if o.start_ms is not None:
-        return f"the app answers after {format_ms(o.start_ms)} (--start)"
-    starts = {c.name: start_seconds(c) for c in w.pod_spec.containers}
-    if len(set(starts.values())) == 1:
-        s = next(iter(starts.values()))
-        return (
-            f"the app answers after {s}s (readiness initialDelaySeconds)" if s else "the app answers at once"
-        )
-    each = ", ".join(f"{n} {s}s" for n, s in starts.items())
-    return f"the apps answer after readiness initialDelaySeconds: {each}"
 
 
 def holds_scenario(text: str, shown: str) -> bool:
