@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from probesim.engine.controllers.templates import PlanError, plan
 from probesim.errors import InputError
 from probesim.manifests import kubernetes as k8s
 from probesim.manifests.yamlsrc import Doc, Path_
@@ -94,6 +93,9 @@ def _plan(s: Scenario, head: Doc, fail: Fail, w: Workload) -> None:
         full = {"apiVersion": "apps/v1", **data}
         new, _ = k8s._workload(doc, (), full, obj)
         return new
+
+    # Imported here: the engine (numpy) loads only for scenarios that roll something out.
+    from probesim.engine.controllers.templates import PlanError, plan
 
     try:
         p = plan(s, w.name, build)
