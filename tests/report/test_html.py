@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from probesim.errors import InputError
 from probesim.report.html import (
@@ -237,3 +239,16 @@ def test_missing_and_wrong_fields_are_named(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="cannot read: No such file"):
         load_result(str(tmp_path / "none.json"))
     assert parse_result(result_doc("seed000-strict-liveness")).apiVersion == RESULT_VERSION
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=st.text(min_size=1, max_size=60), route=st.text(min_size=1, max_size=30))
+def test_any_name_stays_text(name: str, route: str) -> None:
+    doc = renamed(result_doc("seed000-strict-liveness"), "app", name, route=route)
+    text = render_run(doc)
+    text.encode("utf-8")  # writable: lone surrogates and the like are escapes
+    assert text.count("<script") == 3 and text.count("</script>") == 3
+    assert f"<title>probesim: {esc(name)}</title>" in text
+    figs = figures_of(text)
+    assert f"route {esc(route)} → {esc(name)}: requests" in [f["layout"]["title"]["text"] for f in figs]
+    assert len(figs) == 4  # replicas, restarts, endpoints, requests
