@@ -9,9 +9,14 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from probesim.analysis.default_scenario import Options, generate
 from probesim.cli import app
+from probesim.engine import simulate
+from probesim.manifests.scenario import load_scenario
 
 runner = CliRunner()
 REALWORLD = Path(__file__).resolve().parents[3] / "shared" / "realworld"
@@ -204,3 +209,61 @@ def test_realworld_projects_run_in_place() -> None:
         routes = json.loads(r.stdout)["summary"]["routes"]
         assert {x["name"]: x["offered"] for x in routes} == offered
         assert all(x["ok"] == x["offered"] for x in routes), routes
+
+
+def test_set_changes_the_generated_scenario_as_it_would_a_file(k8s: Path) -> None:
+    r = runner.invoke(
+        app,
+        ["run", str(k8s), "--duration", "30s", "--set", "deployment/web.spec.replicas=3", "--set",
+         "spec.traffic[0].rate=5", "--json", "--no-series"],
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["summary"]["workloads"][0]["replicas"] == 3
+    assert doc["summary"]["routes"][0]["offered"] == 5 * 30
+    assert (
+        "Service web: 5 requests/s → Deployment web (3 replicas)" in r.stderr
+    )  # what ran, not what was written
+
+
+def test_a_scenario_runs_alone(k8s: Path, tmp_path: Path) -> None:
+    s = tmp_path / "s.yaml"
+    s.write_text(runner.invoke(app, ["run", str(k8s), "--print-scenario"]).stdout)
+    r = runner.invoke(app, ["run", str(s), str(k8s)])
+    assert r.exit_code == 2 and "a scenario runs alone" in r.stderr
+    r = runner.invoke(app, ["run", str(s), "--print-scenario"])
+    assert r.exit_code == 2 and "is a scenario: change its spec instead" in r.stderr
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    replicas=st.integers(1, 3),
+    delay=st.integers(0, 12),
+    period=st.integers(1, 10),
+    seconds=st.integers(25, 40),
+)
+def test_figures_follow_the_probes_and_the_printed_scenario_is_the_same(
+    tmp_path_factory: pytest.TempPathFactory, replicas: int, delay: int, period: int, seconds: int
+) -> None:
+    """Offered = 10 per replica × duration; what fails is what is sent before the first
+    readiness probe at or after initialDelaySeconds (probes tick every period from the start);
+    the printed scenario loads to the same Scenario as the folder."""
+    d = tmp_path_factory.mktemp("k8s")
+    dep = deployment(replicas=replicas, delay=delay)
+    dep["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["periodSeconds"] = period
+    write(d, "web.yaml", dep, service())
+    options = Options(duration_ms=seconds * 1000)
+    g = generate([str(d)], options)
+    sc, _ = g.load()
+    s = d / "printed" / "s.yaml"
+    s.parent.mkdir()
+    s.write_text(g.text)
+    assert load_scenario(str(s)) == sc
+    route = simulate(sc).to_json(series=False)["summary"]["routes"][0]
+    rate = 10 * replicas
+    ready = -(-delay // period) * period
+    assert (route["offered"], route["ok"], route["failed"]) == (
+        rate * seconds,
+        rate * (seconds - ready),
+        rate * ready,
+    )
