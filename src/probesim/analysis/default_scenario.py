@@ -233,6 +233,11 @@ def generate(paths: Sequence[str], options: Options) -> Generated:
     objects = k8s.parse(docs, unique=True)  # errors name the user's file and line
     skipped = inputs.skipped + objects.skipped
     if not any(s.kind for s in skipped) and not (objects.workloads or objects.services or objects.istio):
+        if inputs.charts:
+            chart = inputs.charts[0]
+            raise InputError(
+                f"{chart} is an unrendered Helm chart: run `helm template {chart} | probesim run -`"
+            )
         e = _nothing_found(list(paths), inputs)
         e.message += f"; nor a probesim Scenario ({API_VERSION}, kind: Scenario)"
         raise e
