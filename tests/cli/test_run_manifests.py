@@ -142,6 +142,11 @@ def test_a_folder_with_nothing_to_run_says_what_it_found(tmp_path: Path) -> None
         "Deployments, StatefulSets, ReplicaSets, ReplicationControllers and Pods that a Service" in r.stderr
     )
     assert "Traceback" not in r.output
+    chart = tmp_path / "chart"
+    write(chart / "templates", "deployment.yaml", deployment())
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: web\nversion: 1.0.0\n")
+    r = runner.invoke(app, ["run", str(chart)])
+    assert r.exit_code == 2 and f"run `helm template {chart} | probesim run -`" in r.stderr
 
 
 def test_printed_scenario_runs_back_to_the_same_result(k8s: Path, tmp_path: Path) -> None:
