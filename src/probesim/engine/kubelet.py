@@ -89,6 +89,7 @@ class ProbeWorkers:
         self.pending_warn = np.zeros(n, bool)  # passed on a redirect to another host
         self.buffered = np.zeros(n, bool)
         self.buffered_any = False
+        self.busy_min = INF  # at most the earliest busy_until (INF: none in flight)
         self.last_run = np.full(n, -1, np.int64)  # when the probe last really executed
         self.executions = np.zeros(n, np.int64)
         self.wakeup = INF
@@ -121,25 +122,30 @@ class ProbeWorkers:
         if self.wakeup > t:
             return np.empty(0, np.int64)
         changed: list[I64] = []
-        done = np.flatnonzero(self.busy_until <= t)
-        if done.size:
-            self.busy_until[done] = INF
-            self.dirty = True
-            changed.append(self._apply(done, t, ctr, log))
+        if self.busy_min <= t:
+            done = np.flatnonzero(self.busy_until <= t)
+            if done.size:
+                self.busy_until[done] = INF
+                self.dirty = True
+                changed.append(self._apply(done, t, ctr, log))
+            self.busy_min = np.int64(self.busy_until.min())
         fire = self.active & (self.next_tick <= t)
         f = np.flatnonzero(fire)
         if f.size:
             per = self.spec.period[f]
             self.next_tick[f] += ((t - self.next_tick[f]) // per + 1) * per
-        idle = self.busy_until == INF
         if self.buffered_any:
+            idle = self.busy_until == INF
             self.buffered |= fire & ~idle  # at most one tick waits while a probe is in flight
             runnable = np.flatnonzero((fire | self.buffered) & idle & self.active)
-        else:
-            busy = f[~idle[f]]
+        elif self.busy_min < INF:
+            idle_f = self.busy_until[f] == INF
+            busy = f[~idle_f]
             if busy.size:
                 self.buffered[busy] = True
-            runnable = f[idle[f]]  # fired workers are active
+            runnable = f[idle_f]  # fired workers are active
+        else:
+            runnable = f  # none busy, none buffered
         if runnable.size:
             self.buffered[runnable] = False
             self._refresh_steady(t, ctr, started)
@@ -151,7 +157,8 @@ class ProbeWorkers:
                 rest = runnable[~quiet]
                 self.dirty = True
                 changed.append(self.do_probe(rest, t, ctr, started, log))
-        self.buffered_any = bool(self.buffered.any())
+        if self.buffered_any or self.busy_min < INF:
+            self.buffered_any = bool(self.buffered.any())
         self._rewake()
         return np.concatenate(changed) if changed else np.empty(0, np.int64)
 
@@ -324,6 +331,8 @@ class ProbeWorkers:
         self.pending_warn[idx] = passed & (handler == HTTP) & beh.offhost[s.target[idx], idx]
         later = latency > 0
         self.busy_until[idx[later]] = t + latency[later]
+        if later.any():
+            self.busy_min = min(self.busy_min, np.int64((t + latency[later]).min()))
         now = idx[~later]
         return self._apply(now, t, ctr, log) if now.size else np.empty(0, np.int64)
 
@@ -398,7 +407,5 @@ class ProbeWorkers:
     def _rewake(self) -> None:
         nt = self.next_tick[self.active]
         w = np.int64(nt.min()) if nt.size else INF
-        busy = self.busy_until[self.busy_until < INF]
-        if busy.size:
-            w = min(w, np.int64(busy.min()))
-        self.wakeup = w
+        # busy_min is at most the earliest completion (a step woken early finds nothing due).
+        self.wakeup = min(w, self.busy_min)
