@@ -252,3 +252,28 @@ def test_any_name_stays_text(name: str, route: str) -> None:
     figs = figures_of(text)
     assert f"route {esc(route)} → {esc(name)}: requests" in [f["layout"]["title"]["text"] for f in figs]
     assert len(figs) == 4  # replicas, restarts, endpoints, requests
+
+
+def cells_of(text: str, h3_or_summary: str) -> list[list[str]]:
+    part = text.split(h3_or_summary, 1)[1].split("</table>", 1)[0]
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", part)[1:]
+    return [[re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", r)] for r in rows]
+
+
+def test_workloads_table_and_restarts_by_pod() -> None:
+    doc = result_doc("patient-delays-liveness")
+    w = doc["summary"]["workloads"][0]
+    text = render_run(doc)
+    assert cells_of(text, "<h3>Workloads</h3>") == [
+        ["deployment/patient", "2", "8", "5", "5", "0",
+         str(w["minReadyAfterRamp"]), "1.17", "0", str(w["minAvailableAfterRamp"])],
+    ]  # fmt: skip
+    assert "<details open><summary>Restarts by pod: 2 pods restarted (most: patient-0, 4)</summary>" in text
+    # Older results (before the after-ramp figures), a workload never all Ready, many pods.
+    del w["minReadyAfterRamp"], w["minAvailableAfterRamp"]
+    w["allReady"] = None
+    w["restartsByPod"] = {f"patient-{i}": i % 5 for i in range(40)}
+    text = render_run(doc)
+    row = cells_of(text, "<h3>Workloads</h3>")[0]
+    assert (row[4], row[6], row[9]) == ("never", "–", "–")
+    assert "<details><summary>Restarts by pod: 32 pods restarted (most: patient-4, 4)</summary>" in text

@@ -152,7 +152,8 @@ nav a{margin-right:16px}
 main{padding:0 24px 48px;max-width:1400px}
 section{margin-top:24px}
 h2{font-size:17px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
-h3{font-size:15px;margin:16px 0 4px;word-break:break-all}
+h3,summary{font-size:15px;font-weight:600;margin:16px 0 4px;word-break:break-all}
+summary{cursor:pointer}
 table{border-collapse:collapse;font-size:13px;margin:8px 0}
 th,td{border-bottom:1px solid #d8dee4;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f6f8fa}
@@ -240,6 +241,10 @@ class _Doc(BaseModel):
     # Strict types; unknown fields are kept (newer results add rollouts, thresholds, …).
     model_config = ConfigDict(extra="allow", strict=True)
 
+    @property
+    def extra(self) -> dict[str, Any]:
+        return self.model_extra or {}
+
 
 class _Route(_Doc):
     name: str
@@ -308,10 +313,6 @@ class ResultDoc(_Doc):
             if len(v) != n:
                 raise ValueError(f"series {k!r} has {len(v)} values, series 'time' {n}: they must line up")
         return self
-
-    @property
-    def extra(self) -> dict[str, Any]:
-        return self.model_extra or {}
 
 
 def parse_result(doc: Any, file: str | None = None) -> ResultDoc:
@@ -409,6 +410,7 @@ REPLICA_STYLES: dict[str, dict[str, Any]] = {
     "available": {"dash": "dot", "color": "#9a6700"},
 }
 MAX_BINS = 600  # request and latency charts: at most this many bins over the run
+FOLD_ROWS = 20  # a longer table of pods starts folded
 MAX_EVENT_ROWS = 5000  # aggregated event rows in the table (the JSON keeps every event)
 
 
@@ -730,18 +732,38 @@ def _summary_tables(doc: ResultDoc) -> list[Html | Figure]:
             for r in doc.summary.routes
         ]  # fmt: skip
         blocks += [tag("h3", "Requests"), table(heads, rows, numeric=range(2, len(heads)))]
-    heads = ["workload", "replicas", "restarts", "first ready s", "all ready s", "min ready", "avg ready",
-             "min available"]  # fmt: skip
+    # After the ramp: from the first time all replicas were Ready (results written before it
+    # existed have no such fields: "–").
+    heads = ["workload", "replicas", "restarts", "first ready s", "all ready s", "min ready",
+             "min ready after ramp", "avg ready", "min available", "min available after ramp"]  # fmt: skip
     rows = [
-        [f"{w.kind.lower()}/{w.name}", w.replicas, w.restarts, w.firstReady, w.allReady, w.minReady,
-         f"{w.avgReady:.2f}", w.minAvailable]
+        [f"{w.kind.lower()}/{w.name}", w.replicas, w.restarts, _never(w.firstReady), _never(w.allReady),
+         w.minReady, _after_ramp(w, "minReadyAfterRamp"), f"{w.avgReady:.2f}", w.minAvailable,
+         _after_ramp(w, "minAvailableAfterRamp")]
         for w in doc.summary.workloads
     ]  # fmt: skip
     blocks += [tag("h3", "Workloads"), table(heads, rows, numeric=range(1, len(heads)))]
     restarted = [(p, n) for w in doc.summary.workloads for p, n in w.restartsByPod.items() if n]
     if restarted:
-        blocks += [tag("h3", "Restarts by pod"), table(["pod", "restarts"], restarted, numeric=[1])]
+        # Most restarted first; a long list folded (a 1,000-pod run would push the charts away).
+        restarted.sort(key=lambda pn: -pn[1])
+        pods = table(["pod", "restarts"], restarted, numeric=[1])
+        top, n = restarted[0]
+        head = tag("summary", f"Restarts by pod: {len(restarted):,} pods restarted (most: {top}, {n})")
+        folded = " open" if len(restarted) <= FOLD_ROWS else ""
+        blocks.append(Html(f"<details{folded}>{head}{pods}</details>"))
     return blocks
+
+
+def _after_ramp(w: _Workload, key: str) -> Cell:
+    if key not in w.extra:
+        return "–"
+    v = w.extra[key]
+    return "never all ready" if v is None else v if isinstance(v, int | float) else str(v)
+
+
+def _never(seconds: float | None) -> Cell:
+    return "never" if seconds is None else seconds
 
 
 def _verdict(value: Any) -> Html | None:
