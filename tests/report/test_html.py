@@ -15,12 +15,13 @@ from hypothesis import strategies as st
 
 from probesim.errors import InputError
 from probesim.report.html import (
-    Figure,
     Html,
     Section,
     _Axis,
     _changes,
+    chart,
     esc,
+    label,
     load_result,
     page,
     parse_result,
@@ -183,9 +184,9 @@ def test_event_table_is_kubectl_aggregated_and_capped() -> None:
 
 
 def test_page_is_extensible_with_any_sections() -> None:
-    fig = Figure(
-        [{"type": "scatter", "x": [1, 2], "y": [3, 4], "name": "a"}], {"title": {"text": "t"}}, "cap"
-    )
+    trace = {"type": "scatter", "x": [1, 2], "y": [3, 4], "name": label("<a>")}
+    fig = chart(label("<field>"), [trace], "x", "y", "cap")
+    assert fig.layout["title"]["text"] == "&lt;field&gt;" and fig.data[0]["name"] == "&lt;a&gt;"
     text = page("<sweep>", [Section("one", "One <1>", [Html("<p>x</p>"), fig]), Section("two", "Two", [fig])])
     assert "<title>&lt;sweep&gt;</title>" in text
     assert section_ids(text) == ["one", "two"]

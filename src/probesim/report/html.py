@@ -119,6 +119,27 @@ class Section:
     blocks: list[Html | Figure] = field(default_factory=list)
 
 
+def chart(
+    title: str, traces: list[dict[str, Any]], x_title: str, y_title: str, caption: str = "", **layout: Any
+) -> Figure:
+    """A figure for any page, e.g. a sweep's figure per swept field or a tune's Pareto front:
+    ``chart(label(field), [{"type": "scatter", "mode": "markers", "x": xs, "y": ys,
+    "name": label(name)}], label(field), "failed requests")``. Titles, trace names and hover
+    text that hold user text go through ``label()``; ``layout`` adds to plotly's layout."""
+    return Figure(
+        traces,
+        {
+            "title": {"text": title, "font": {"size": 15}},
+            "xaxis": {"title": {"text": x_title}, "zeroline": False},
+            "yaxis": {"title": {"text": y_title}, "rangemode": "tozero"},
+            "margin": {"l": 60, "r": 20, "t": 40, "b": 45},
+            "legend": {"orientation": "h", "y": -0.22},
+            **layout,
+        },
+        caption,
+    )
+
+
 def label(text: object, limit: int = NAME_LIMIT) -> str:
     """User text for a plotly label (trace name, title, hover text): plotly renders a subset of
     HTML tags in them, so tags and entities are escaped, and shown as typed."""
@@ -435,16 +456,9 @@ class _Axis:
         return round(seconds / self.per, 6)
 
 
-def _layout(title: str, axis: _Axis, y_title: str, **more: Any) -> dict[str, Any]:
-    return {
-        "title": {"text": title, "font": {"size": 15}},
-        "xaxis": {"title": {"text": axis.title}, "zeroline": False},
-        "yaxis": {"title": {"text": y_title}, "rangemode": "tozero"},
-        "margin": {"l": 60, "r": 20, "t": 40, "b": 45},
-        "legend": {"orientation": "h", "y": -0.22},
-        "hovermode": "x unified",
-        **more,
-    }
+def _layout(title: str, axis: _Axis, y_title: str) -> dict[str, Any]:
+    """A timeline's layout: time across, hover showing every trace at that time."""
+    return chart(title, [], axis.title, y_title, hovermode="x unified").layout
 
 
 def _changes(axis: _Axis, values: Sequence[float | None]) -> tuple[list[float], list[float | None]]:
