@@ -119,6 +119,8 @@ class _Run:
         rs_pod = np.array(f.replica_set, bool)[f.pod_workload] if n else np.zeros(0, bool)
         self.eligible = (f.pod_replaces < 0) & ~rs_pod
         self.desired = [w.spec.replicas for w in scenario.workloads]
+        self.workload_pods = [np.flatnonzero(f.pod_workload == i) for i in range(len(scenario.workloads))]
+        self.balanced: dict[int, tuple[int, int]] = {}  # workload → (version, desired) found balanced
         self.autoscalers = {
             i: Autoscaler(h)
             for i, w in enumerate(scenario.workloads)
@@ -129,12 +131,14 @@ class _Run:
         self.cpu_window = np.zeros((max(METRIC_WINDOW_MS // self.spec.step, 1), f.n_containers))
         self.admitted = np.zeros(n, bool)
         self.deleting = np.zeros(n, bool)  # has a deletionTimestamp
+        self.any_deleting = False
         self.gone = np.zeros(n, bool)  # all containers stopped: removed from the API
         self.admitted_at = np.full(n, INF, np.int64)
         self.ready = np.zeros(n, bool)
         self.ready_since = np.full(n, INF, np.int64)
         self.first_ready = np.full(n, INF, np.int64)
         self.gates_at = np.full(n, INF, np.int64)
+        self.gate_times: set[int] = set()  # every pod's gates_at, to look the step's time up
         self.dirty = True
         self.version = 0  # bumps whenever what traffic sees may have changed
         delay = self.spec.endpoint_delay
@@ -176,6 +180,7 @@ class _Run:
         self.ready_transition[new] = t
         self.version += 1
         self.gates_at[new] = np.minimum(t + f.pod_gate_delay[new], INF)
+        self.gate_times.update(self.gates_at[new].tolist())
         conts = np.flatnonzero(np.isin(f.container_pod, new))
         self.ctr.admit(new, t + self.spec.cluster.pod_start_delay)
         for w in self.workers.values():
@@ -202,6 +207,7 @@ class _Run:
             if not self.admitted[p] or self.deleting[p]:
                 continue
             self.deleting[p] = True
+            self.any_deleting = True
             conts = np.arange(*self._containers_of(p).indices(f.n_containers))
             for kind in ("liveness", "startup"):
                 w = self.workers[kind]
@@ -227,9 +233,14 @@ class _Run:
         for wi, is_rs in enumerate(f.replica_set):
             if not is_rs:
                 continue
-            pods = np.flatnonzero(f.pod_workload == wi)
+            # Balanced at this version (pods created and deleted bump it) and desired count.
+            if self.balanced.get(wi) == (self.version, self.desired[wi]):
+                continue
+            pods = self.workload_pods[wi]
             live = pods[self.admitted[pods] & ~self.deleting[pods]]
             want = self.desired[wi]
+            if live.size == want:
+                self.balanced[wi] = (self.version, want)
             if live.size < want:
                 free = pods[~self.admitted[pods]][: want - live.size]
                 if free.size < want - live.size:
@@ -367,7 +378,7 @@ class _Run:
             self.dirty = True
 
     def _conditions(self, t: int) -> None:
-        if not self.dirty and not bool((self.gates_at == t).any()):
+        if not self.dirty and t not in self.gate_times:
             return
         self.dirty = False
         f = self.fleet
@@ -939,6 +950,7 @@ class _Run:
             )
         min_ready = [w.spec.min_ready_seconds * 1000 for w in self.scenario.workloads]
         counted_version = -1
+        admit_version, to_admit = -1, False
         counts: list[tuple[int, int, int]] = []  # per workload: current, ready, restarts
         actions: dict[int, list[int]] = {}
         for a in spec.actions:
@@ -948,12 +960,15 @@ class _Run:
             self.log.synced_pods.clear()
             if t in actions:
                 self._delete(t, actions[t])
-            if self.deleting.any():
+            if self.any_deleting:
                 self._reap()
             if self.autoscalers:
                 self._autoscale(t)
             self._reconcile(t)
-            if (self.eligible & ~self.admitted).any():
+            if admit_version != self.version:  # eligible and admitted change with the version
+                admit_version = self.version
+                to_admit = bool((self.eligible & ~self.admitted).any())
+            if to_admit:
                 self._admit(t)
             self._lifecycle(t)
             self._probes(t)
