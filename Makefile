@@ -37,6 +37,7 @@ bench: setup
 	$(BIN)/python benchmarks/check.py
 	$(BIN)/python benchmarks/startup.py
 	$(BIN)/python benchmarks/events.py
+	$(BIN)/python benchmarks/sweep.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

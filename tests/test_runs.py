@@ -140,3 +140,32 @@ def test_cost_guard_and_bad_values_stop_the_sweep_before_it_starts(tmp_path: Pat
     assert not out.exists()
     for result in (r,):
         assert "Traceback" not in result.output
+
+
+def test_thresholds_over_runs_exit_99_and_in_sweep_rows(tmp_path: Path) -> None:
+    lines = '["restarts: <8", "errors{route:check_nodep}: rate<0.6"]'
+    r = runner.invoke(app, ["run", NAME, "--runs", "3", "--json", "--set", f"spec.thresholds={lines}"])
+    assert r.exit_code == 99, r.output  # k6's code: a run crossed a threshold
+    assert json.loads(r.stdout)["thresholds"] == [
+        {"threshold": "restarts: <8", "crossedRuns": 2, "runs": 3, "crossedShare": 2 / 3},
+        {
+            "threshold": "errors{route:check_nodep}: rate<0.6",
+            "crossedRuns": 1,
+            "runs": 3,
+            "crossedShare": 1 / 3,
+        },
+    ]
+    out = tmp_path / "rows.csv"
+    r = runner.invoke(
+        app, ["sweep", NAME, "--set", "spec.seed=4,5,6", "--threshold", "restarts: <8", "-o", str(out)]
+    )
+    assert r.exit_code == 0, r.output  # a sweep reports verdicts; it does not judge
+    with out.open() as f:
+        rows = list(csv.DictReader(f))
+    assert [row["threshold[restarts: <8].ok"] for row in rows].count("false") == 2
+    for row in rows:
+        assert (row["threshold[restarts: <8].ok"] == "true") == (int(row["workload[patient].restarts"]) < 8)
+        assert float(row["threshold[restarts: <8].value"]) == int(row["workload[patient].restarts"])
+    r = runner.invoke(app, ["run", NAME, "--runs", "3", "--max-total-cost", "1000"])
+    assert r.exit_code == 2
+    assert "3 runs would cost about" in r.output and "more than --max-total-cost 1,000" in r.output

@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from probesim import __version__
-from probesim.cost import DEFAULT_MAX_COST
+from probesim.cost import DEFAULT_MAX_COST, DEFAULT_MAX_TOTAL_COST
 from probesim.errors import InputError, InputWarning
 from probesim.safe import MESSAGE_LIMIT, markup, visible
 
@@ -79,6 +79,12 @@ SET_OPTION = typer.Option(
     help="Change a field before the scenario is checked, path=value (repeatable): a scenario field "
     "(spec.traffic[0].rate=500, spec.seed=3) or an object's (deployment/web.spec.replicas=3, "
     "kind/namespace/name.field). The value is YAML: 500, 10s, true.",
+)
+MAX_TOTAL_COST_OPTION = typer.Option(
+    "--max-total-cost",
+    help="Refuse many runs (--runs, a sweep) estimated together to cost more than this many work units "
+    "(about a microsecond each; the default is about 17 minutes of CPU).",
+    min=1,
 )
 WORKERS_OPTION = typer.Option(help="Local worker processes (default: one per core).", min=1)
 SCHEDULER_OPTION = typer.Option(
@@ -243,6 +249,7 @@ def run(
     ] = None,
     workers: Annotated[int | None, WORKERS_OPTION] = None,
     scheduler: Annotated[str | None, SCHEDULER_OPTION] = None,
+    max_total_cost: Annotated[int, MAX_TOTAL_COST_OPTION] = DEFAULT_MAX_TOTAL_COST,
     threshold: Annotated[
         list[str] | None,
         typer.Option(
@@ -296,6 +303,10 @@ def run(
     """
     import json
 
+    if runs is not None:
+        from probesim.runs import one_thread_per_worker
+
+        one_thread_per_worker()  # before numpy loads: the workers fork from this process
     from probesim.engine import simulate
     from probesim.model.threshold import judged_by
     from probesim.report.terminal import EVENT_LINES, render_result
@@ -321,6 +332,12 @@ def run(
             return
         sc = loaded
         _check_cost(sc, scenario, max_cost)
+        if runs is not None:
+            from probesim.cost import run_cost
+            from probesim.sweep import check_total_cost
+
+            units = run_cost(sc).units * runs
+            check_total_cost(units, max_total_cost, f"{runs:,} runs", "give fewer --runs", scenario)
         thresholds = judged_by(sc, threshold or (), scenario)
         if junit is not None:
             _check_output_path(junit, "the JUnit report", ".xml")
@@ -401,11 +418,13 @@ def _monte_carlo(
     as_json: bool,
     thresholds: Sequence[Threshold],
 ) -> None:
-    """run --runs: the figures over ``runs`` seeds, as a table or --json."""
+    """run --runs: the figures over ``runs`` seeds, as a table or --json; exit 99 when a run
+    crossed a threshold, as a single run does."""
     import json
 
     from probesim.montecarlo import monte_carlo
     from probesim.report.runs import progress_bar, render_monte_carlo
+    from probesim.results.thresholds import EXIT_CROSSED
 
     try:
         mc = monte_carlo(sc, runs, thresholds, workers, scheduler, progress_bar(err))
@@ -415,6 +434,8 @@ def _monte_carlo(
         sys.stdout.write(json.dumps(mc.to_json(), indent=2) + "\n")
     else:
         render_monte_carlo(mc, out)
+    if any(c.runs for c in mc.thresholds):
+        raise typer.Exit(EXIT_CROSSED)
 
 
 @app.command()
@@ -447,15 +468,7 @@ def sweep(
     workers: Annotated[int | None, WORKERS_OPTION] = None,
     scheduler: Annotated[str | None, SCHEDULER_OPTION] = None,
     max_cost: Annotated[int, MAX_COST_OPTION] = DEFAULT_MAX_COST,
-    max_total_cost: Annotated[
-        int,
-        typer.Option(
-            "--max-total-cost",
-            help="Refuse a sweep whose runs together are estimated to cost more than this many work units "
-            "(about a microsecond each; default about 17 minutes of CPU).",
-            min=1,
-        ),
-    ] = 1_000_000_000,
+    max_total_cost: Annotated[int, MAX_TOTAL_COST_OPTION] = DEFAULT_MAX_TOTAL_COST,
     manifests: Annotated[
         list[str] | None,
         typer.Option("--manifests", "-m", help="More Kubernetes YAML files to add to the scenario's."),
@@ -471,6 +484,9 @@ def sweep(
     """
     import time
 
+    from probesim.runs import one_thread_per_worker
+
+    one_thread_per_worker()  # before numpy loads: the workers fork from this process
     from probesim.overrides import parse_axis
     from probesim.report.runs import progress_bar
     from probesim.runs import run_all

@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # the CLI imports this module for its default; models load wi
     from probesim.model.scenario import Scenario
 
 DEFAULT_MAX_COST = 10_000_000  # about 10 s of engine time at most; the built-ins are below 3M
+DEFAULT_MAX_TOTAL_COST = 1_000_000_000  # many runs together (run --runs, a sweep): about 17 min
 
 
 @dataclass(frozen=True)

@@ -47,21 +47,6 @@ def with_seed(sc: Scenario, seed: int) -> Scenario:
     return sc.model_copy(update={"spec": sc.spec.model_copy(update={"seed": seed})})
 
 
-def thresholds_for(sc: Scenario, extra: Sequence[str]) -> tuple[Threshold, ...]:
-    """The thresholds a run of ``sc`` is judged by: its spec.thresholds, then ``extra`` lines
-    (--threshold), read as the file's are."""
-    from probesim.model.threshold import parse
-
-    lines = [*getattr(sc.spec, "thresholds", ()), *extra]
-    out = []
-    for line in lines:
-        try:
-            out.append(parse(line))
-        except ValueError as e:
-            raise InputError(str(e), field=f"--threshold {line}") from None
-    return tuple(out)
-
-
 def run_task(task: Task) -> dict[str, Any]:
     """Simulate one task and return its row (runs in a worker process)."""
     from probesim.engine import simulate

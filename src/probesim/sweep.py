@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from probesim.cost import DEFAULT_MAX_TOTAL_COST
 from probesim.errors import InputError
 from probesim.overrides import Axis, show_value
-from probesim.runs import Task, thresholds_for
+from probesim.runs import Task
 
-DEFAULT_MAX_TOTAL_COST = 1_000_000_000  # about 1,000 s of engine CPU time over all the runs
 MAX_POINTS = 1_000_000  # points loaded up front; a sweep beyond is refused (use --sample)
 FORMATS = (".csv", ".parquet")
 
@@ -89,6 +89,7 @@ def plan(
     from probesim.cost import run_cost
     from probesim.manifests.scenario import scenario_from_text
     from probesim.manifests.yamlsrc import read_text
+    from probesim.model.threshold import judged_by
 
     paths = [a.path for a in axes]
     for p in paths:
@@ -118,19 +119,25 @@ def plan(
             )
         units += cost.units * runs
         inputs = tuple((o.path, o.value) for o in overrides)
-        judged = thresholds_for(sc, thresholds)
+        judged = tuple(judged_by(sc, thresholds, shown))
         tasks += [
             Task(sc, sc.spec.seed + r, inputs, point=point, run=r, thresholds=judged) for r in range(runs)
         ]
-    if units > max_total_cost:
-        raise InputError(
-            f"this sweep of {len(chosen):,} points × {runs} runs would cost about {units:,} units "
-            f"(roughly {units / 1e6 / 60:,.0f} min of CPU), more than --max-total-cost "
-            f"{max_total_cost:,}; give fewer values or runs, draw some points with --sample K, or "
-            "raise --max-total-cost",
-            file=shown,
-        )
+    what = f"this sweep of {len(chosen):,} points × {runs} runs"
+    check_total_cost(
+        units, max_total_cost, what, "give fewer values or runs, draw some points with --sample K", shown
+    )
     return Plan(tasks, len(chosen), total, units)
+
+
+def check_total_cost(units: int, limit: int, what: str, advice: str, file: str) -> None:
+    """Refuse runs whose estimated cost together is over ``limit`` (--max-total-cost)."""
+    if units > limit:
+        raise InputError(
+            f"{what} would cost about {units:,} units (roughly {units / 1e6 / 60:,.1f} min of CPU), more "
+            f"than --max-total-cost {limit:,}; {advice}, or raise --max-total-cost",
+            file=file,
+        )
 
 
 def columns(rows: Sequence[dict[str, Any]]) -> list[str]:
