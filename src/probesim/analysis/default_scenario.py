@@ -31,7 +31,7 @@ import io
 import sys
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -71,10 +71,10 @@ class Options:
 
 @dataclass
 class Route:
-    """One generated traffic route: a Service and the workloads whose traffic goes through it."""
+    """One generated traffic route: a Service, and the rate of the workloads whose traffic goes
+    through it."""
 
     service: Service
-    workloads: list[Workload] = field(default_factory=list)
     rate: float = 0.0
 
 
@@ -273,7 +273,6 @@ def generate(paths: Sequence[str], options: Options) -> Generated:
             continue
         names[w.name] = w
         run.append(w)
-        route.workloads.append(w)
         route.rate += default_rate(w)
     services = [s for s in objects.services if any(selects(s, w) for w in run)]
     for s in objects.services:
