@@ -127,6 +127,10 @@ def test_manifest_objects_by_kind_name_and_namespace(scenario_file: str) -> None
         ("spec.traffic[x].rate=1", "--set spec.traffic[x].rate=1: bad index '[x]' in 'spec.traffic[x].rate'"),
         ("spec..seed=1", "--set spec..seed=1: empty key in 'spec..seed'"),
         ("spec.seed", "--set spec.seed: use path=value"),
+        (
+            "spec" + ".a" * 64 + "=1",
+            "--set spec.a.a.a.a",
+        ),  # deeper than a scenario may nest: refused, not a RecursionError
         ("spec.seed=[1", "--set spec.seed=[1: the value is not YAML"),
         (
             "deployment/api.spec.replicas=3",

@@ -129,7 +129,7 @@ def test_cost_guard_and_bad_values_stop_the_sweep_before_it_starts(tmp_path: Pat
         app, ["sweep", NAME, "--set", "spec.seed=1,2", "-o", str(out), "--max-total-cost", "1000"]
     )
     assert r.exit_code == 2
-    assert "this sweep of 2 points × 1 runs would cost about" in r.output and "--max-total-cost" in r.output
+    assert "this sweep of 2 points × 1 run would cost about" in r.output and "--max-total-cost" in r.output
     r = runner.invoke(app, ["sweep", NAME, "--set", "spec.traffic[0].rate=10,fast", "-o", str(out)])
     assert r.exit_code == 2
     assert r.output.startswith(

@@ -21,7 +21,8 @@ from typing import Any
 
 from probesim.errors import InputError
 from probesim.manifests.errors import field_path
-from probesim.manifests.yamlsrc import Doc, Path_, load_docs
+from probesim.manifests.yamlsrc import MAX_DEPTH, Doc, Path_, load_docs
+from probesim.safe import cut
 
 # kubectl's short names of the kinds probesim reads (and a few it reads past).
 SHORT_KINDS = {
@@ -159,6 +160,8 @@ def _keys(path: str, text: str) -> Path_:
                 )
             out.append(int(m.group(1)))
             i = m.end()
+    if len(out) > MAX_DEPTH:
+        raise InputError(f"a path of more than {MAX_DEPTH} keys", field=f"--set {cut(text)}")
     return tuple(out)
 
 

@@ -123,7 +123,7 @@ def plan(
         tasks += [
             Task(sc, sc.spec.seed + r, inputs, point=point, run=r, thresholds=judged) for r in range(runs)
         ]
-    what = f"this sweep of {len(chosen):,} points × {runs} runs"
+    what = f"this sweep of {len(chosen):,} points × {runs} run{'s' if runs > 1 else ''}"
     check_total_cost(
         units, max_total_cost, what, "give fewer values or runs, draw some points with --sample K", shown
     )
