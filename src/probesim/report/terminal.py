@@ -97,7 +97,8 @@ def _fit(
         )
 
 
-def _ms(v: float | None) -> str:
+def latency_text(v: float | None) -> str:
+    """A latency (ms) as a person reads it: 4.4 ms, 480 ms, 1.06 s, 60 s; '-' for none."""
     if v is None:
         return "-"
     return f"{v:g} ms" if v < 1000 else f"{v / 1000:.2f}".rstrip("0").rstrip(".") + " s"
@@ -118,11 +119,10 @@ def _requests(result: Result, console: Console) -> None:
         ("FAILED", "right", 0),
         ("ERROR %", "right", 0),
         *((h, "right", 2) for h, _ in extra),
-        ("P50", "right", 2),
-        ("P95", "right", 0),
-        ("P99", "right", 1),
-        ("MAX", "right", 3),
     ]
+    # Latency where it is modelled (a route with a cost) or measured (the lab).
+    quantiles = ("p50", "p95", "p99", "max") if any(r.latency_ms for r in routes) else ()
+    columns += [(q.upper(), "right", {"p50": 2, "p95": 0, "p99": 1, "max": 3}[q]) for q in quantiles]
     rows: list[list[Text | str]] = [
         [
             cell(r.name),
@@ -132,7 +132,7 @@ def _requests(result: Result, console: Console) -> None:
             str(r.failed_total),
             f"{100 * r.error_rate:.1f}",
             *(str(getattr(r, attr)) for _, attr in extra),
-            *(_ms(r.latency_ms.get(q)) for q in ("p50", "p95", "p99", "max")),
+            *(latency_text(r.latency_ms.get(q)) for q in quantiles),
         ]
         for r in routes
     ]
@@ -143,7 +143,7 @@ def _requests(result: Result, console: Console) -> None:
         console.print(Text("Failed requests by cause:"))
         for r in failed:
             causes = ", ".join(f"{c} {r.failed[c]}" for c in CAUSES if r.failed.get(c))
-            console.print(Padding(Text.assemble(cell(r.name), f": {causes}"), (0, 0, 0, 2)))
+            console.print(Padding(Text.assemble(cell(r.name), f": {causes}"), (0, 0, 0, 2), expand=False))
 
 
 def _workloads(result: Result, console: Console) -> None:
@@ -269,7 +269,7 @@ def render_events(events: Sequence[Event], console: Console, lines: int | None =
             )
             first.stylize(style or "")
             console.print(first)
-            console.print(Padding(Text.assemble(message, style=style or ""), (0, 0, 0, 4)))
+            console.print(Padding(Text.assemble(message, style=style or ""), (0, 0, 0, 4), expand=False))
         return
     t = Table(title="Events", title_justify="left", box=box.SIMPLE)
     for h in heads:

@@ -7,10 +7,12 @@ from collections.abc import Sequence
 
 from rich import box
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
 from probesim.report.junit import Case, Failure, junit_xml
+from probesim.report.terminal import latency_text
 from probesim.results.thresholds import Verdict
 from probesim.safe import cell
 
@@ -23,9 +25,7 @@ def shown(v: Verdict) -> str:
     if th.kind == "rate" or th.percent:
         return f"{100 * value:.2f} %" if th.kind == "rate" else f"{100 * value:.0f} %"
     if th.kind == "duration":
-        if value < 1000:
-            return f"{value:g} ms"
-        return f"{value / 1000:.2f}".rstrip("0").rstrip(".") + " s"
+        return latency_text(value)
     return f"{value:g}"
 
 
@@ -39,8 +39,14 @@ def render_thresholds(verdicts: Sequence[Verdict], console: Console) -> None:
     t.add_column("OF", overflow="fold")
     for v in verdicts:
         mark = Text("✓", style="green") if v.ok else Text("✗", style="red")
-        t.add_row(mark, cell(v.threshold.text), cell(shown(v)), cell(v.of))
+        value = "not measured" if v.value is None else shown(v)
+        t.add_row(mark, cell(v.threshold.text), cell(value), cell(v.of))
     console.print(t)
+    for v in verdicts:  # why a figure could not be measured, below: a sentence, not a cell
+        if v.value is None:
+            console.print(
+                Padding(Text.assemble(cell(v.threshold.text), f": {v.note}"), (0, 0, 0, 2), expand=False)
+            )
     n = sum(not v.ok for v in verdicts)
     if n:
         console.print(
