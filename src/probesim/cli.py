@@ -517,7 +517,8 @@ def sweep(
     took = time.monotonic() - started
     err.print(
         Text.assemble(
-            f"{len(rows):,} rows ({p.points:,} of {p.grid:,} points × {runs} runs) written to ",
+            f"{len(rows):,} rows ({p.points:,} of {p.grid:,} points × {runs} run{'s' if runs > 1 else ''}) "
+            "written to ",
             (visible(str(output)), "bold"),
             f" in {took:.1f} s",
         )
