@@ -85,6 +85,8 @@ def _load(paths: list[str], scenario: str | None, workload: str | None) -> TuneI
         passed = {s.file for s in found.skipped if not s.kind}
         files = [f for f in found.files if f not in passed]
         charts = found.charts
+    if scenario is None and not any(w.kind in k8s.SIMULATED_KINDS for w in k8s.parse(docs).workloads):
+        raise _nothing_to_tune([])
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always", InputWarning)
         if scenario is None:
@@ -140,13 +142,16 @@ def _pick(sc: Scenario, name: str | None) -> Workload:
             raise InputError(f"cannot tune {name!r}: {why}", field="--workload")
         return found[0]
     if not tunable:
-        seen = ", ".join(f"{w.kind} {w.name}" for w in sc.workloads)
-        raise InputError(
-            "no workload to tune: the tuner needs a Deployment, StatefulSet, ReplicaSet, "
-            "ReplicationController or Pod with a probe and a Service selecting its pods"
-            + (f" (found: {seen})" if seen else " (found none)")
-        )
+        raise _nothing_to_tune(list(sc.workloads))
     if len(tunable) > 1:
         names = ", ".join(w.name for w in tunable)
         raise InputError(f"several workloads could be tuned ({names}): choose one with --workload")
     return tunable[0]
+
+
+def _nothing_to_tune(seen: list[Workload]) -> InputError:
+    found = ", ".join(f"{w.kind} {w.name}" for w in seen) or "none"
+    return InputError(
+        "no workload to tune: the tuner needs a Deployment, StatefulSet, ReplicaSet, "
+        f"ReplicationController or Pod with a probe and a Service selecting its pods (found: {found})"
+    )

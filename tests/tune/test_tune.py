@@ -1,0 +1,252 @@
+"""probesim tune: on a Deployment whose liveness kills its slow start and whose readiness flaps,
+the recommended patch removes both in simulation; the search is deterministic and resumes; the
+printed patch, applied to the manifest, gives the figures reported; bad inputs exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from probesim.cli import app
+from probesim.tune import study
+from probesim.tune.inputs import TuneInputs, load
+from probesim.tune.objective import Serial, evaluate, plan
+from probesim.tune.patch import merge_patch, strategic_merge, workload_patch
+from probesim.tune.report import values_paths
+from probesim.tune.space import Setting, Space
+
+runner = CliRunner()
+
+# Starts in 40 s; liveness gives it 5 + 2 × 5 s. Readiness fails on the first 503 of /ready,
+# which blips for a second every 20 s while the app serves / fine.
+WEB = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - name: app
+          image: example.com/web:1
+          ports: [{name: http, containerPort: 8080}]
+          livenessProbe: {httpGet: {path: /healthz, port: http}, initialDelaySeconds: 5, periodSeconds: 5,
+                          failureThreshold: 2}
+          readinessProbe: {httpGet: {path: /ready, port: http}, periodSeconds: 1, timeoutSeconds: 1,
+                           failureThreshold: 1}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec:
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: http}]
+"""
+BLIPS = "\n".join(
+    f"            - {{kind: errors, at: {t}s, for: 1s, status: 503, paths: [/ready]}}"
+    for t in range(70, 300, 20)
+)
+SCENARIO = f"""\
+apiVersion: probesim.dev/v1alpha1
+kind: Scenario
+metadata: {{name: web-slow-start-blipping-readiness}}
+spec:
+  duration: 5m
+  behavior:
+    web:
+      containers:
+        app:
+          start: 40s
+          episodes:
+{BLIPS}
+  traffic:
+    - {{service: web, path: /, rate: 20, start: 1m}}
+"""
+
+
+@pytest.fixture(scope="module")
+def case(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("case")
+    (d / "web.yaml").write_text(WEB)
+    (d / "s.yaml").write_text(SCENARIO)
+    return d
+
+
+@pytest.fixture(scope="module")
+def inputs(case: Path) -> TuneInputs:
+    return load([str(case / "web.yaml")], str(case / "s.yaml"), None)
+
+
+@pytest.fixture(scope="module")
+def outcome(case: Path, inputs: TuneInputs) -> study.Outcome:
+    url = f"sqlite:///{case / 'tune.db'}"
+    return study.run(inputs, 24, 0, url, "single", Serial())
+
+
+def test_current_setting_restarts_the_slow_start_forever(outcome: study.Outcome) -> None:
+    f = outcome.current.figures
+    assert f.values() == (48000.0, 84.0, 25.0)  # every request of every run fails
+    assert {r.label: r.restarts for r in f.runs}["scenario"] == 12
+
+
+def test_readiness_flaps_once_liveness_lets_it_start(inputs: TuneInputs) -> None:
+    space = Space(inputs.workload, inputs.rule)
+    probes = json.loads(json.dumps(space.current().probes))
+    probes["app"]["livenessProbe"]["initialDelaySeconds"] = 60
+    f = evaluate(plan(inputs, space, Setting(probes)), Serial())
+    scenario = next(r for r in f.runs if r.label == "scenario")
+    # 12 blips × 2 pods, each taking the pod out: with both out, 20 requests/s find no endpoint.
+    assert (scenario.flaps, scenario.failed, scenario.restarts) == (24, 240, 0)
+
+
+def test_recommendation_removes_both_problems(outcome: study.Outcome) -> None:
+    rec = outcome.recommended
+    assert rec is not None and rec.number == 16
+    f = rec.figures
+    assert f.values() == (2860.0, 0.0, 4.0)
+    assert f.flaps == 0
+    runs = {r.label: (r.failed, r.restarts, r.flaps) for r in f.runs}
+    assert runs["scenario"] == (0, 0, 0)
+    # What no probe can prevent: one pod of two answering 500 (half the requests), a start twice
+    # as slow as the scenario's while traffic already runs, a 2 s pause.
+    assert runs["stress one-pod-500"] == (2400, 0, 0)
+    assert runs["stress start-x2"] == (420, 0, 0)
+    assert runs["stress stop-the-world-2s"] == (40, 0, 0)
+    probes = rec.setting.probes["app"]
+    assert probes["readinessProbe"]["failureThreshold"] >= 2  # a 1 s blip no longer removes it
+    assert rec in outcome.front
+    assert [r.number for r in outcome.front] == [16, 18, 21, 23]
+
+
+def test_patch_applied_to_the_manifest_gives_the_reported_figures(
+    case: Path, inputs: TuneInputs, outcome: study.Outcome, tmp_path: Path
+) -> None:
+    rec = outcome.recommended
+    assert rec is not None
+    patch = workload_patch(inputs.workload, outcome.current.setting, rec.setting)
+    assert patch is not None
+    docs = list(yaml.safe_load_all(WEB))
+    docs[0] = strategic_merge(docs[0], patch)
+    patched = tmp_path / "web.yaml"
+    patched.write_text(yaml.safe_dump_all(docs))
+    again = load([str(patched)], str(case / "s.yaml"), None)
+    space = Space(again.workload, again.rule)
+    assert space.current() == rec.setting
+    assert evaluate(plan(again, space, space.current()), Serial()) == rec.figures
+
+
+def test_same_seed_same_trials_and_a_resumed_study_equals_one_run(
+    case: Path, inputs: TuneInputs, outcome: study.Outcome
+) -> None:
+    import optuna
+
+    url = f"sqlite:///{case / 'tune.db'}"
+    first = study.run(inputs, 3, 0, url, "resumed", Serial())
+    assert (first.trials, first.added) == (3, 3)
+    second = study.run(inputs, 3, 0, url, "resumed", Serial())
+    assert (second.trials, second.added) == (6, 3)
+
+    def trials(name: str) -> list[tuple[dict[str, Any], list[float] | None]]:
+        s = optuna.load_study(study_name=name, storage=url)
+        return [(t.params, t.values) for t in s.trials]
+
+    # Two runs of 3 hold the trials one run of 24 began with, in the same order.
+    assert trials("resumed") == trials("single")[:6]
+    assert study.study_name(inputs, 0) == study.study_name(load(*_args(case)), 0)
+    assert study.study_name(inputs, 0) != study.study_name(inputs, 1)
+
+
+def _args(case: Path) -> tuple[list[str], str, None]:
+    return [str(case / "web.yaml")], str(case / "s.yaml"), None
+
+
+def test_strategic_merge_merges_containers_by_name_and_merge_patch_replaces() -> None:
+    doc = {"spec": {"containers": [{"name": "a", "image": "x", "livenessProbe": {"periodSeconds": 5}},
+                                   {"name": "b", "image": "y"}]}}  # fmt: skip
+    patch = {"spec": {"containers": [{"name": "b", "startupProbe": {"tcpSocket": {"port": 1}}},
+                                     {"name": "a", "livenessProbe": {"failureThreshold": 9}}]}}  # fmt: skip
+    assert strategic_merge(doc, patch) == {"spec": {"containers": [
+        {"name": "a", "image": "x", "livenessProbe": {"periodSeconds": 5, "failureThreshold": 9}},
+        {"name": "b", "image": "y", "startupProbe": {"tcpSocket": {"port": 1}}},
+    ]}}  # fmt: skip
+    assert merge_patch({"a": [1, 2], "b": {"c": 1, "d": 2}}, {"a": [3], "b": {"c": None}}) == {
+        "a": [3],
+        "b": {"d": 2},
+    }
+
+
+def _cli(args: list[str]) -> Any:
+    return runner.invoke(app, ["tune", *args])
+
+
+def test_cli_prints_front_patch_and_kubectl_command(case: Path, tmp_path: Path) -> None:
+    out = tmp_path / "patch.yaml"
+    storage = f"sqlite:///{tmp_path / 't.db'}"
+    args = [str(case / "web.yaml"), "--scenario", str(case / "s.yaml"), "--trials", "1", "--storage", storage]
+    r = _cli([*args, "--workers", "1", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "Pareto front" in r.output and "Current and recommended" in r.output
+    assert "kubectl patch deployment web -n shop --type strategic -p '" in r.output
+    assert f"written to {out}" in r.output
+    patch = yaml.safe_load(out.read_text())
+    assert patch["spec"]["template"]["spec"]["containers"][0]["name"] == "app"
+    again = _cli([*args, "--workers", "1", "--json"])
+    doc = json.loads(again.stdout)
+    assert (doc["trials"], doc["added"]) == (2, 1)
+    assert doc["patches"][0]["command"].startswith("kubectl patch deployment web -n shop --type strategic")
+
+
+@pytest.mark.parametrize(
+    ("files", "extra", "message"),
+    [
+        ({"svc.yaml": WEB.split("---\n")[1]}, [], "no workload to tune"),
+        ({"web.yaml": WEB}, ["--workload", "api"], "no workload named 'api' (workloads: web)"),
+        (
+            {"web.yaml": WEB, "api.yaml": WEB.replace("web", "api")},
+            [],
+            "several workloads could be tuned (api, web): choose one with --workload",
+        ),
+        ({"web.yaml": WEB}, ["--timeout", "soon"], "--timeout"),
+    ],
+)
+def test_bad_inputs_exit_2_saying_what_to_give(
+    tmp_path: Path, files: dict[str, str], extra: list[str], message: str
+) -> None:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    r = _cli([str(tmp_path), "--storage", f"sqlite:///{tmp_path / 't.db'}", *extra])
+    assert r.exit_code == 2
+    assert message in " ".join(r.output.split())
+    assert "Traceback" not in r.output
+
+
+def test_helm_rendered_input_names_the_values_the_template_reads(tmp_path: Path) -> None:
+    chart = tmp_path / "chart"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: chart\nversion: 0.1.0\n")
+    (chart / "templates" / "deployment.yaml").write_text(
+        "          livenessProbe:\n            {{- toYaml .Values.probes.liveness | nindent 12 }}\n"
+        "          readinessProbe:\n            {{- toYaml .Values.readiness | nindent 12 }}\n"
+    )
+    (tmp_path / "rendered.yaml").write_text(
+        "---\n# Source: chart/templates/deployment.yaml\n"
+        + WEB.replace("---\n", "---\n# Source: chart/templates/service.yaml\n")
+    )
+    got = load([str(tmp_path)], None, None)
+    assert got.source == "chart/templates/deployment.yaml"
+    where = str(chart / "templates" / "deployment.yaml")
+    assert values_paths(got) == [
+        ("readinessProbe", "readiness", f"{where}:4"),
+        ("livenessProbe", "probes.liveness", f"{where}:2"),
+    ]
+    # Without the chart on disk, nothing is guessed.
+    alone = load([str(tmp_path / "rendered.yaml")], None, None)
+    assert alone.source == "chart/templates/deployment.yaml" and values_paths(alone) == []
