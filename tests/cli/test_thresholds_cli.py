@@ -118,12 +118,14 @@ def test_a_bad_line_in_the_scenario_names_its_file_and_line(tmp_path: Path) -> N
     )
 
 
-def test_an_unknown_name_in_the_scenario_names_its_file_and_field(tmp_path: Path) -> None:
+def test_an_unknown_name_in_the_scenario_names_its_file_line_and_field(tmp_path: Path) -> None:
     path = scenario_with(tmp_path, ["restarts{workload:web}: ==0"])
+    line = path.read_text(encoding="utf-8").splitlines().index('    - "restarts{workload:web}: ==0"') + 1
     r = runner.invoke(app, ["run", str(path)])
     assert r.exit_code == 2
-    assert "spec.thresholds[0]: 'restarts{workload:web}: ==0': no workload 'web'" in " ".join(
-        r.output.split()
+    said = " ".join(r.output.split())
+    assert (
+        f"{path}:{line}: Scenario: spec.thresholds[0]: 'restarts{{workload:web}}: ==0': no workload" in said
     )
 
 

@@ -20,6 +20,8 @@ from probesim.manifests.yamlsrc import Doc, Path_, load_docs, read_text
 from probesim.model.duration import format_ms
 from probesim.model.kubernetes import Workload
 from probesim.model.scenario import API_VERSION, Scenario, ScenarioFile, ScenarioSpec, WorkloadBehavior
+from probesim.model.threshold import parse as parse_threshold
+from probesim.model.threshold import unknown_name
 from probesim.overrides import Applied, Override, apply_to_manifests, apply_to_scenario, attribute
 
 MAX_TEXT = 4096  # characters in a key or value of the scenario document
@@ -398,6 +400,10 @@ def _cross_check(s: Scenario, head: Doc) -> None:
             raise fail(("spec", "traffic", i, "port"), f"Service {svc.name} has no port {t.port!r}")
         if t.stop is not None and t.stop <= t.start:
             raise fail(("spec", "traffic", i, "stop"), "stop must come after start")
+    for i, line in enumerate(spec.thresholds):
+        problem = unknown_name(parse_threshold(line), s)
+        if problem is not None:
+            raise fail(("spec", "thresholds", i), problem)
 
 
 def _check_calls(
