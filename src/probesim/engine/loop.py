@@ -67,7 +67,7 @@ class _Connections:
     @property
     def waiting(self) -> int:
         """Requests still waiting for their SYN to be answered."""
-        return sum(e[2] for e in self.connecting)
+        return sum(e[2] for e in self.connecting) if self.connecting else 0
 
     def wait(self, t: int, n: int) -> None:
         """``n`` requests sent a SYN at ``t`` that nothing answered."""
@@ -148,6 +148,8 @@ class _Run:
             (-1, np.empty(0, np.int64), np.empty(0, np.int64))
         ] * len(f.routes)
         self.conns = [_Connections(n) for _ in f.routes]
+        self.uniform = [-1] * len(f.routes)
+        self.mesh_view: dict[int, tuple[B, I64, I64]] = {}
 
     # -- steps -------------------------------------------------------------------------------
 
@@ -468,11 +470,11 @@ class _Run:
             self._deliver(t, k, rec)
             cap.begin_step(float(step))
         for ri, route in enumerate(f.routes):
-            key = f"route.{route.name}"
+            key, col = f"route.{route.name}", self.cols[ri]
             conns, end = self.conns[ri], route.traffic.end()
             conns.waited.clear()
             if conns.waiting and end is not None and t > end + route.traffic.graceful_stop:
-                rec[f"{key}.interrupted"][k] += conns.waiting  # still connecting
+                col["interrupted"][k] += conns.waiting  # still connecting
                 conns.connecting.clear()
             if route.mirror_of >= 0:
                 # The copies a client sidecar mirrored this step (fire and forget).
@@ -493,36 +495,43 @@ class _Run:
                 # waiting for an answer hold theirs. The rest are dropped iterations.
                 busy = int(self._held(ri).sum()) + conns.waiting
                 sent = min(n, max(vus - busy, 0))
-                rec[f"{key}.offered"][k] = n
-                rec[f"{key}.dropped"][k] = n - sent
+                col["offered"][k] = n
+                col["dropped"][k] = n - sent
                 n = sent
             else:
-                rec[f"{key}.offered"][k] = n
+                col["offered"][k] = n
             if n == 0 and not conns.waiting:
                 continue
             version, eps, cat = self.route_cache[ri]
+            mesh = self.mesh.get(ri)
             if version != self.version:
                 publish = f.publish_not_ready.get(route.service.name, False)
                 ep_ready = (self.admitted & ~self.gone) if publish else (visible & ~self.deleting)
                 eps = np.flatnonzero(route.selects & ep_ready & (route.target_container >= 0))
                 cat = self._categories(route, eps)
                 self.route_cache[ri] = (self.version, eps, cat)
+                # All the endpoints in one category (a request's fate): its index, else -1.
+                self.uniform[ri] = int(cat[0]) if cat.size and bool((cat == cat[0]).all()) else -1
+                if mesh is not None:
+                    # The sidecars' view of the hosts: which are endpoints, what each answers.
+                    in_eps = np.isin(mesh.pods, eps)
+                    tc_all = route.target_container[mesh.pods]
+                    cat_pod = np.zeros(mesh.pods.size, np.int64)
+                    status_pod = np.zeros(mesh.pods.size, np.int64)
+                    pos = np.searchsorted(eps, mesh.pods[in_eps])
+                    cat_pod[in_eps] = cat[pos]
+                    status_pod[in_eps] = beh.status[route.target, tc_all[in_eps]]
+                    self.mesh_view[ri] = (in_eps, cat_pod, status_pod)
             kk = eps.size
-            mesh = self.mesh.get(ri)
             if mesh is not None:
                 # Through the clients' sidecars: their load balancing, ejections and faults.
-                in_eps = np.isin(mesh.pods, eps)
-                tc_all = route.target_container[mesh.pods]
-                cat_pod = np.zeros(mesh.pods.size, np.int64)
-                status_pod = np.zeros(mesh.pods.size, np.int64)
-                pos = np.searchsorted(eps, mesh.pods[in_eps])
-                cat_pod[in_eps], status_pod[in_eps] = cat[pos], beh.status[route.target, tc_all[in_eps]]
+                in_eps, cat_pod, status_pod = self.mesh_view[ri]
                 got, aborted, uh = mesh.send(t, n, in_eps, cat_pod, status_pod)
                 per_ep = got[in_eps]
-                rec[f"{key}.no_endpoint"][k] += uh
-                rec[f"{key}.error_status"][k] += aborted  # FI: answered by the client's sidecar
-                rec[f"{key}.fault_aborts"][k] += aborted
-                rec[f"{key}.ejections_active"][k] = mesh.ejections_active()
+                col["no_endpoint"][k] += uh
+                col["error_status"][k] += aborted  # FI: answered by the client's sidecar
+                col["fault_aborts"][k] += aborted
+                col["ejections_active"][k] = mesh.ejections_active()
             elif route.traffic.keep_alive:
                 eps, per_ep = self._keep_alive(ri, n, eps, t, k, rec, key)
                 cat = self._categories(route, eps)
@@ -530,25 +539,33 @@ class _Run:
             else:
                 if conns.waiting:
                     go, late = conns.due(t, kk > 0, route.timeout)
-                    rec[f"{key}.timeout"][k] += late
+                    col["timeout"][k] += late
                     n += go
                 if kk == 0:
                     if route.traffic.no_endpoint == "retransmit":
                         conns.wait(t, n)
                     else:
-                        rec[f"{key}.no_endpoint"][k] += n
+                        col["no_endpoint"][k] += n
                     continue
-                per_ep = np.full(kk, n // kk, np.int64)
-                per_ep[(route.cursor + np.arange(n % kk)) % kk] += 1
-                route.cursor = (route.cursor + n) % kk
-            counts = (
-                np.bincount(cat, weights=per_ep, minlength=5).astype(np.int64)
-                if kk
-                else np.zeros(5, np.int64)
-            )
-            rec[f"{key}.restarting"][k] += counts[1]
-            rec[f"{key}.not_answering"][k] += counts[2]
-            rec[f"{key}.error_status"][k] += counts[3]
+                if self.uniform[ri] >= 0 and not self.capacity.any:
+                    # Every endpoint in one category: the split changes no count.
+                    route.cursor = (route.cursor + n) % kk
+                    counts = np.zeros(5, np.int64)
+                    counts[self.uniform[ri]] = n
+                else:
+                    per_ep = np.full(kk, n // kk, np.int64)
+                    per_ep[(route.cursor + np.arange(n % kk)) % kk] += 1
+                    route.cursor = (route.cursor + n) % kk
+                    counts = np.bincount(cat, weights=per_ep, minlength=5).astype(np.int64)
+            if mesh is not None or route.traffic.keep_alive:
+                counts = (
+                    np.bincount(cat, weights=per_ep, minlength=5).astype(np.int64)
+                    if kk
+                    else np.zeros(5, np.int64)
+                )
+            col["restarting"][k] += counts[1]
+            col["not_answering"][k] += counts[2]
+            col["error_status"][k] += counts[3]
             ok_now = int(counts[4])
             cap = self.capacity
             if cap.any and kk:
@@ -565,8 +582,8 @@ class _Run:
                     np.add.at(q, (k % q.shape[0], qc), took)
                     self.queued_n[ri] += int(took.sum())
                     ok_now -= int(offered.sum())
-                    rec[f"{key}.rejected"][k] += int(offered.sum() - took.sum())
-            rec[f"{key}.ok"][k] += ok_now
+                    col["rejected"][k] += int(offered.sum() - took.sum())
+            col["ok"][k] += ok_now
 
     def _held(self, ri: int) -> I64:
         """Per container, route ``ri``'s requests in flight: queued, or served with the answer
@@ -763,13 +780,13 @@ class _Run:
         (``stop`` + ``gracefulStop``) they are interrupted instead."""
         for ri, route in enumerate(self.fleet.routes):
             wheel = self.pending[ri]
-            key = f"route.{route.name}"
+            col = self.cols[ri]
             end = route.traffic.end()
             if end is not None and t > end + route.traffic.graceful_stop:
                 # The load generator stopped waiting: every answer still to come is interrupted.
                 q = self.queued[ri]
                 if self.pending_n[ri] or self.queued_n[ri]:
-                    rec[f"{key}.interrupted"][k] += self.pending_n[ri] + self.queued_n[ri]
+                    col["interrupted"][k] += self.pending_n[ri] + self.queued_n[ri]
                     wheel[:] = 0
                     self.orphans[ri] += q.sum(axis=0)  # the server still holds them
                     q[:] = 0
@@ -789,9 +806,9 @@ class _Run:
                 continue
             wheel[:, slot] = 0
             self.pending_n[ri] -= int(due.sum())
-            rec[f"{key}.ok"][k] += int(due[0])
-            rec[f"{key}.error_status"][k] += int(due[1])
-            rec[f"{key}.timeout"][k] += int(due[2])
+            col["ok"][k] += int(due[0])
+            col["error_status"][k] += int(due[1])
+            col["timeout"][k] += int(due[2])
 
     def _serve(self, t: int, k: int, rec: dict[str, I64]) -> None:
         """Loaded containers serve their backlog. Finished requests count as ok, as the route's
@@ -802,7 +819,7 @@ class _Run:
         K = cap.k
         step = float(self.spec.step)
         for ri, route in enumerate(self.fleet.routes):
-            key = f"route.{route.name}"
+            col = self.cols[ri]
             sl = slice(ri * K, (ri + 1) * K)
             vs, cs, ages, n_served = self._cohorts(ri, k, served[sl])
             if cs.size == 0:
@@ -844,11 +861,11 @@ class _Run:
                 self.pending_n[ri] += int(n_l.sum())
             now = ~later
             n_ok = int(n_served[now & ~failed].sum() - to[now & ~failed].sum())
-            rec[f"{key}.ok"][k] += n_ok
-            rec[f"{key}.timeout"][k] += int(to[now].sum())
-            rec[f"{key}.error_status"][k] += int((n_served[now & failed] - to[now & failed]).sum())
+            col["ok"][k] += n_ok
+            col["timeout"][k] += int(to[now].sum())
+            col["error_status"][k] += int((n_served[now & failed] - to[now & failed]).sum())
             # Answered within the step, and immediate answers (0 ms).
-            instant = max(int(rec[f"{key}.ok"][k]) - n_ok, 0)
+            instant = max(int(col["ok"][k]) - n_ok, 0)
             counts = np.append(n_served[now], instant)
             sg = cap.sigma[cs][now]
             mix = mixture_cdf(counts, np.append(d[now], 0.0), np.append(sv[now], 0.0), np.append(sg, 0.0))
@@ -860,10 +877,10 @@ class _Run:
             if total <= 0:
                 continue
             self.latency_cdf[ri] += seen_now
-            key, limit = f"route.{route.name}", float(route.timeout)
+            limit = float(route.timeout)
             qs = grid_quantiles(seen_now / total, (0.5, 0.95, 0.99, 1 - 0.5 / max(round(total), 1)))
             for name, v in zip(("p50_ms", "p95_ms", "p99_ms", "max_ms"), qs, strict=True):
-                rec[f"{key}.{name}"][k] = round(min(v, limit))
+                self.cols[ri][name][k] = round(min(v, limit))
         if cap.calls_any:
             cap.load_dependencies(served, float(self.spec.step))
             cap.breakers(t + self.spec.step, served)
@@ -916,6 +933,7 @@ class _Run:
         for r in f.routes:
             for s in ROUTE_SERIES:
                 rec[f"route.{r.name}.{s}"] = np.zeros(ticks, np.int64)
+        self.cols = [{s: rec[f"route.{r.name}.{s}"] for s in ROUTE_SERIES} for r in f.routes]
         inflight_cols = [rec[f"route.{r.name}.inflight"] for r in f.routes]
         # EndpointSlice conditions as clients see them (§4.8): ready, serving, terminating.
         svc_cols = {
