@@ -114,7 +114,7 @@ def test_ejections_and_endpoints() -> None:
     figs = figures_of(render_run(result_doc("seed003-outlier")))
     ep = next(f for f in figs if f["layout"]["title"]["text"] == "Endpoints")
     names = [t["name"] for t in ep["data"]]
-    assert names == ["backend ready", "route /: ejected hosts", "outlier ejection"]
+    assert names == ["backend ready", "route /: ejections in force", "outlier ejection"]
     marks = ep["data"][-1]
     assert len(marks["x"]) == 6  # 6 ejections enforced (Envoy's ejections_enforced_total)
     assert marks["text"][0] == "sidecar/client-0 ejected 10.244.0.4:8080 at 11 s"

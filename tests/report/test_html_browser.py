@@ -188,7 +188,7 @@ def test_ejections_page_in_chromium(browser: Any, tmp_path: Path) -> None:
     endpoints = next(c for c in charts if c["title"] == "Endpoints")
     assert [t["name"] for t in endpoints["traces"]] == [
         "backend ready",
-        "route /: ejected hosts",
+        "route /: ejections in force",
         "outlier ejection",
     ]
     assert endpoints["drawn"][-1]["points"] == 6

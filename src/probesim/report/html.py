@@ -78,19 +78,24 @@ def table(
     headers: Sequence[str],
     rows: Iterable[Sequence[Cell]],
     id: str | None = None,
-    numeric: Sequence[int] = (),
+    numeric: Iterable[int] = (),
     row_class: Sequence[str | None] | None = None,
+    text: Iterable[int] | None = None,
 ) -> Html:
-    """A table; ``numeric`` columns align right; cells are escaped unless they are ``Html``."""
-    head = join(tag("th", h, class_="num" if i in numeric else None) for i, h in enumerate(headers))
+    """A table; cells are escaped unless they are ``Html``. ``numeric`` columns align right;
+    ``text`` columns (names, messages: all when None) wrap, anywhere if they must; the others
+    (times, reasons, verdicts) stay on one line."""
+    num, free = set(numeric), set(range(len(headers))) if text is None else set(text)
+    cls = {i: "num" if i in num else "text" if i in free else None for i in range(len(headers))}
+    head = join(tag("th", h, class_=cls[i]) for i, h in enumerate(headers))
     body = []
     for r, row in enumerate(rows):
         cells = join(
-            Html(f'<td class="num">{_cell(v)}</td>' if i in numeric else f"<td>{_cell(v)}</td>")
+            Html(f'<td class="{cls[i]}">{_cell(v)}</td>' if cls.get(i) else f"<td>{_cell(v)}</td>")
             for i, v in enumerate(row)
         )
-        cls = row_class[r] if row_class is not None else None
-        body.append(Html(f"<tr{f' class={chr(34)}{cls}{chr(34)}' if cls else ''}>{cells}</tr>"))
+        rc = row_class[r] if row_class is not None else None
+        body.append(Html(f"<tr{f' class={chr(34)}{rc}{chr(34)}' if rc else ''}>{cells}</tr>"))
     return Html(
         f'<div class="scroll"><table{f" id={chr(34)}{html.escape(id)}{chr(34)}" if id else ""}>'
         f"<thead><tr>{head}</tr></thead><tbody>{join(body)}</tbody></table></div>"
@@ -178,7 +183,8 @@ summary{cursor:pointer}
 table{border-collapse:collapse;font-size:13px;margin:8px 0}
 th,td{border-bottom:1px solid #d8dee4;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f6f8fa}
-td{word-break:break-word;max-width:60em}
+td{white-space:nowrap}
+td.text{white-space:normal;overflow-wrap:anywhere;min-width:6em;max-width:60em}
 .num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .scroll{overflow-x:auto}
 tr.warning td{color:#9a6700}
@@ -667,7 +673,9 @@ def _endpoint_figure(doc: ResultDoc, axis: _Axis) -> Figure | None:
         v = doc.series.get(f"route.{r.name}.ejections_active")
         if v is not None and any(v):
             data.append(
-                _step_trace(axis, v, label(f"route {r.name}: ejected hosts"), dash="dot", color="#cf222e")
+                _step_trace(
+                    axis, v, label(f"route {r.name}: ejections in force"), dash="dot", color="#cf222e"
+                )
             )
     if not data:
         return None
@@ -737,15 +745,18 @@ def _request_figures(doc: ResultDoc, axis: _Axis) -> list[Html | Figure]:
 def _summary_tables(doc: ResultDoc) -> list[Html | Figure]:
     blocks: list[Html | Figure] = []
     if doc.summary.routes:
+        # The failure causes that happened (on any route), each a column.
+        causes = [c for c in CAUSES if any(r.failedByCause.get(c) for r in doc.summary.routes)]
         heads = ["route", "service", "offered", "ok", "failed", "error %", "dropped", "interrupted",
-                 "in flight", "p50 ms", "p95 ms", "p99 ms", "no endpoint s", *CAUSES]  # fmt: skip
-        rows = [
+                 "in flight", "p50 ms", "p95 ms", "p99 ms", "no endpoint s"]  # fmt: skip
+        heads += [f"failed: {c}" for c in causes]
+        rows: list[list[Cell]] = [
             [r.name, r.service, r.offered, r.ok, r.failed, f"{100 * r.errorRate:.2f}", r.dropped,
-             r.interrupted, r.inFlight, *(r.latencyMs.get(q) for q in ("p50", "p95", "p99")),
-             r.noEndpointSeconds, *(r.failedByCause.get(c, 0) for c in CAUSES)]
+             r.interrupted, r.inFlight, *(r.latencyMs.get(q, "–") for q in ("p50", "p95", "p99")),
+             r.noEndpointSeconds, *(r.failedByCause.get(c, 0) for c in causes)]
             for r in doc.summary.routes
         ]  # fmt: skip
-        blocks += [tag("h3", "Requests"), table(heads, rows, numeric=range(2, len(heads)))]
+        blocks += [tag("h3", "Requests"), table(heads, rows, numeric=range(2, len(heads)), text=[0, 1])]
     # After the ramp: from the first time all replicas were Ready (results written before it
     # existed have no such fields: "–").
     heads = ["workload", "replicas", "restarts", "first ready s", "all ready s", "min ready",
@@ -756,12 +767,12 @@ def _summary_tables(doc: ResultDoc) -> list[Html | Figure]:
          _after_ramp(w, "minAvailableAfterRamp")]
         for w in doc.summary.workloads
     ]  # fmt: skip
-    blocks += [tag("h3", "Workloads"), table(heads, rows, numeric=range(1, len(heads)))]
+    blocks += [tag("h3", "Workloads"), table(heads, rows, numeric=range(1, len(heads)), text=[0])]
     restarted = [(p, n) for w in doc.summary.workloads for p, n in w.restartsByPod.items() if n]
     if restarted:
         # Most restarted first; a long list folded (a 1,000-pod run would push the charts away).
         restarted.sort(key=lambda pn: -pn[1])
-        pods = table(["pod", "restarts"], restarted, numeric=[1])
+        pods = table(["pod", "restarts"], restarted, numeric=[1], text=[0])
         top, n = restarted[0]
         head = tag("summary", f"Restarts by pod: {len(restarted):,} pods restarted (most: {top}, {n})")
         folded = " open" if len(restarted) <= FOLD_ROWS else ""
@@ -836,7 +847,8 @@ def _thresholds_section(doc: ResultDoc) -> Section | None:
         classes = [None if i.get("ok") is True else "fail" for i in items]
         crossed = sum(1 for i in items if i.get("ok") is not True)
         note = f"{crossed} of {len(items)} crossed" if crossed else f"all {len(items)} hold"
-        verdicts = table(["verdict", "threshold", "of", "value", "note"], rows, row_class=classes)
+        heads = ["verdict", "threshold", "of", "value", "note"]
+        verdicts = table(heads, rows, row_class=classes, text=[1, 2, 4])
         return Section("thresholds", f"Thresholds: {note}", [verdicts])
     body = _generic_table(items)
     if body is None:
@@ -859,7 +871,7 @@ def _findings_section(check: Any) -> Section | None:
         for f in findings
     ]  # fmt: skip
     classes = ["fail" if f.get("severity") == "error" else "warning" for f in findings]
-    return Section("findings", "Check findings", [table(heads, rows, row_class=classes)])
+    return Section("findings", "Check findings", [table(heads, rows, row_class=classes, text=[2, 3, 4, 5])])
 
 
 def _at(seconds: float) -> str:
@@ -899,6 +911,7 @@ def _events_section(doc: ResultDoc) -> Section:
             id="events",
             numeric=[1],
             row_class=classes,
+            text=[5, 6],
         ),
         tag(
             "p",
