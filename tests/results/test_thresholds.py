@@ -10,9 +10,10 @@ from functools import cache
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import TypeAdapter, ValidationError
 
 from probesim.engine import simulate
-from probesim.model.threshold import METRICS, OPS, parse, unknown_name
+from probesim.model.threshold import METRICS, OPS, ThresholdLine, parse, unknown_name
 from probesim.results import Result
 from probesim.results.thresholds import crossed, evaluate, judge
 from tests.builders import builtin
@@ -160,3 +161,12 @@ def test_any_line_reads_or_is_refused_with_a_value_error(line: str) -> None:
         return
     assert parse(th.text) == th
     assert th.op in OPS and th.value >= 0
+
+
+def test_an_unquoted_yaml_line_reads_as_the_same_threshold() -> None:
+    line = TypeAdapter(ThresholdLine)
+    assert line.validate_python({"errors{route:/}": "rate<0.01"}) == "errors{route:/}: rate<0.01"
+    with pytest.raises(ValidationError, match="'restarts: 0': no comparison in '0'"):
+        line.validate_python({"restarts": 0})
+    with pytest.raises(ValidationError, match="one threshold per item"):
+        line.validate_python({"errors": "rate<0.01", "restarts": "==0"})

@@ -254,6 +254,8 @@ def _line(value: Any) -> str:
             and not isinstance(condition, bool)
         ):
             return f"{key}: {condition}"
+    if isinstance(value, dict) and len(value) > 1:
+        raise ValueError("one threshold per item: give each 'metric: condition' a '- ' line of its own")
     if not isinstance(value, str):
         raise ValueError(f"a threshold is one line of text; {ALLOWED}")
     return value
