@@ -26,11 +26,12 @@ def run(name: str) -> Result:
 
 
 def render(name: str, width: int, thresholds: tuple[str, ...] = ()) -> str:
-    console = Console(width=width, file=io.StringIO(), emoji=False, color_system=None)
+    buffer = io.StringIO()
+    console = Console(width=width, file=buffer, emoji=False, color_system=None)
     result = run(name)
     render_result(result, console, event_lines=3)
     render_thresholds(evaluate([parse(t) for t in thresholds], result), console)
-    text = console.file.getvalue()  # type: ignore[attr-defined]
+    text = buffer.getvalue()
     assert max(len(line) for line in text.splitlines()) <= width
     assert "…" not in text.replace("…  ", "").replace("  …", "")  # no figure cut with an ellipsis
     return text
