@@ -85,7 +85,7 @@ METRICS: dict[str, Metric] = {
         ),
     )
 }
-OPS: tuple[Op, ...] = ("<=", ">=", "==", "!=", "<", ">")  # longest first, as they are matched
+OPS: tuple[Op, ...] = ("<", "<=", ">", ">=", "==", "!=")  # k6's === reads as ==
 ALLOWED = (
     "write 'metric: condition' as k6 does, e.g. 'errors: rate<0.01', 'p95{route:/api}: <500ms', "
     "'restarts: ==0', 'ready{workload:web}: min>=2', 'no_endpoints: <5s' (metrics: "
