@@ -272,3 +272,20 @@ def test_figures_follow_the_probes_and_the_printed_scenario_is_the_same(
         rate * (seconds - ready),
         rate * ready,
     )
+
+
+def test_a_healthy_app_answers_on_the_ports_its_probes_and_service_use(tmp_path: Path) -> None:
+    """The kubelet and kube-proxy reach ports a container does not declare: probes on 10254
+    and a Service targeting 9090, beside the declared 8080, find the app listening."""
+    dep = deployment(delay=0)
+    c = dep["spec"]["template"]["spec"]["containers"][0]
+    c["readinessProbe"]["httpGet"]["port"] = 10254
+    c["livenessProbe"] = {"tcpSocket": {"port": 10254}}
+    svc = service()
+    svc["spec"]["ports"] = [{"port": 80, "targetPort": 9090}]
+    write(tmp_path / "k8s", "web.yaml", dep, svc)
+    g = generate([str(tmp_path / "k8s")], Options(duration_ms=20_000))
+    sc, _ = g.load()
+    assert sc.spec.behavior["web"].containers["app"].ports == (8080, 9090, 10254)
+    route = simulate(sc).to_json(series=False)["summary"]["routes"][0]
+    assert (route["offered"], route["ok"]) == (20 * 20, 20 * 20)

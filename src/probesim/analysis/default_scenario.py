@@ -310,7 +310,7 @@ def generate(paths: Sequence[str], options: Options) -> Generated:
         if options.rate is not None:
             r.rate = options.rate
     shown = _shown(paths)
-    written = _scenario(_name(paths), shown, manifests, run, list(routes.values()), options)
+    written = _scenario(_name(paths), shown, manifests, run, services, list(routes.values()), options)
     text = _header(shown, skipped) + yaml.safe_dump(written, sort_keys=False, allow_unicode=True, width=100)
     return Generated(text, f"<scenario generated from {shown}>", list(routes.values()), skipped, options)
 
@@ -389,6 +389,7 @@ def _scenario(
     shown: str,
     manifests: list[dict[str, Any]],
     run: list[Workload],
+    services: list[Service],
     routes: list[Route],
     o: Options,
 ) -> dict[str, Any]:
@@ -397,7 +398,9 @@ def _scenario(
     step = _step([o.duration_ms, *([o.start_ms] if o.start_ms is not None else [])])
     if step != 1000:
         spec["step"] = format_ms(step)
-    spec["behavior"] = {w.name: workload_behavior(w, start) for w in run}
+    spec["behavior"] = {
+        w.name: workload_behavior(w, [s for s in services if selects(s, w)], start) for w in run
+    }
     spec["traffic"] = [{"name": r.service.name, "service": r.service.name, "rate": r.rate} for r in routes]
     how = (
         f"start after {start} (--start)"

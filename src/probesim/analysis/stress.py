@@ -132,7 +132,7 @@ def base_scenario(w: Workload, services: list[Service], given: Scenario | None) 
             _dump(v) for v in given.virtual_services if any(h.split(".")[0] in names for h in v.spec.hosts)
         ]
     if "behavior" not in spec:
-        spec["behavior"] = {w.name: workload_behavior(w)}
+        spec["behavior"] = {w.name: workload_behavior(w, services)}
     if not traffic:
         traffic = [{"service": services[0].name, "path": "/", "rate": default_rate(w), "start": "1m"}]
     spec["traffic"] = traffic
