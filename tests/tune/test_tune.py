@@ -22,8 +22,8 @@ from probesim.tune.space import Setting, Space
 
 runner = CliRunner()
 
-# Starts in 40 s; liveness gives it 5 + 2 × 5 s. Readiness fails on the first 503 of /ready,
-# which blips for a second every 20 s while the app serves / fine.
+# Starts in 8 s; liveness gives it 2 + 2 × 2 s. Readiness fails on the first 503 of /ready,
+# which blips for a second every 10 s while the app serves / fine. Short enough for the lab.
 WEB = """\
 apiVersion: apps/v1
 kind: Deployment
@@ -38,7 +38,7 @@ spec:
         - name: app
           image: example.com/web:1
           ports: [{name: http, containerPort: 8080}]
-          livenessProbe: {httpGet: {path: /healthz, port: http}, initialDelaySeconds: 5, periodSeconds: 5,
+          livenessProbe: {httpGet: {path: /healthz, port: http}, initialDelaySeconds: 2, periodSeconds: 2,
                           failureThreshold: 2}
           readinessProbe: {httpGet: {path: /ready, port: http}, periodSeconds: 1, timeoutSeconds: 1,
                            failureThreshold: 1}
@@ -52,7 +52,7 @@ spec:
 """
 BLIPS = "\n".join(
     f"            - {{kind: errors, at: {t}s, for: 1s, status: 503, paths: [/ready]}}"
-    for t in range(70, 300, 20)
+    for t in range(15, 300, 10)
 )
 SCENARIO = f"""\
 apiVersion: probesim.dev/v1alpha1
@@ -64,11 +64,11 @@ spec:
     web:
       containers:
         app:
-          start: 40s
+          start: 8s
           episodes:
 {BLIPS}
   traffic:
-    - {{service: web, path: /, rate: 20, start: 1m}}
+    - {{service: web, path: /, rate: 20, start: 10s}}
 """
 
 
@@ -93,7 +93,7 @@ def outcome(case: Path, inputs: TuneInputs) -> study.Outcome:
 
 def test_current_setting_restarts_the_slow_start_forever(outcome: study.Outcome) -> None:
     f = outcome.current.figures
-    assert f.values() == (48000.0, 84.0, 25.0)  # every request of every run fails
+    assert f.values() == (58000.0, 84.0, 70.0)  # every request of every run fails
     assert {r.label: r.restarts for r in f.runs}["scenario"] == 12
 
 
@@ -103,27 +103,27 @@ def test_readiness_flaps_once_liveness_lets_it_start(inputs: TuneInputs) -> None
     probes["app"]["livenessProbe"]["initialDelaySeconds"] = 60
     f = evaluate(plan(inputs, space, Setting(probes)), Serial())
     scenario = next(r for r in f.runs if r.label == "scenario")
-    # 12 blips × 2 pods, each taking the pod out: with both out, 20 requests/s find no endpoint.
-    assert (scenario.flaps, scenario.failed, scenario.restarts) == (24, 240, 0)
+    # 29 blips × 2 pods, each taking the pod out: with both out, 20 requests/s find no endpoint.
+    assert (scenario.flaps, scenario.failed, scenario.restarts) == (58, 580, 0)
 
 
 def test_recommendation_removes_both_problems(outcome: study.Outcome) -> None:
     rec = outcome.recommended
-    assert rec is not None and rec.number == 16
+    assert rec is not None and rec.number == 20
     f = rec.figures
-    assert f.values() == (2860.0, 0.0, 4.0)
+    assert f.values() == (3100.0, 0.0, 5.0)
     assert f.flaps == 0
     runs = {r.label: (r.failed, r.restarts, r.flaps) for r in f.runs}
     assert runs["scenario"] == (0, 0, 0)
     # What no probe can prevent: one pod of two answering 500 (half the requests), a start twice
     # as slow as the scenario's while traffic already runs, a 2 s pause.
-    assert runs["stress one-pod-500"] == (2400, 0, 0)
-    assert runs["stress start-x2"] == (420, 0, 0)
+    assert runs["stress one-pod-500"] == (2900, 0, 0)
+    assert runs["stress start-x2"] == (160, 0, 0)
     assert runs["stress stop-the-world-2s"] == (40, 0, 0)
     probes = rec.setting.probes["app"]
     assert probes["readinessProbe"]["failureThreshold"] >= 2  # a 1 s blip no longer removes it
     assert rec in outcome.front
-    assert [r.number for r in outcome.front] == [16, 18, 21, 23]
+    assert [r.number for r in outcome.front] == [20, 17, 18, 19]
 
 
 def test_patch_applied_to_the_manifest_gives_the_reported_figures(
@@ -250,3 +250,31 @@ def test_helm_rendered_input_names_the_values_the_template_reads(tmp_path: Path)
     # Without the chart on disk, nothing is guessed.
     alone = load([str(tmp_path / "rendered.yaml")], None, None)
     assert alone.source == "chart/templates/deployment.yaml" and values_paths(alone) == []
+
+
+def test_in_the_lab_the_patched_workload_neither_restarts_nor_flaps(
+    inputs: TuneInputs, outcome: study.Outcome, tmp_path: Path
+) -> None:
+    from probesim.engine import simulate
+    from probesim.lab.compare import agree, compare
+    from probesim.lab.kubelet import run_lab
+    from probesim.manifests.scenario import load_scenario
+    from tests.lab.procs import children_left
+
+    rec = outcome.recommended
+    assert rec is not None
+    patch = workload_patch(inputs.workload, outcome.current.setting, rec.setting)
+    docs = list(yaml.safe_load_all(WEB))
+    docs[0] = strategic_merge(docs[0], patch)
+    (tmp_path / "web.yaml").write_text(yaml.safe_dump_all(docs))
+    named = SCENARIO.replace("metadata:", "manifests: [web.yaml]\nmetadata:", 1)
+    (tmp_path / "s.yaml").write_text(named)
+    sc = load_scenario(str(tmp_path / "s.yaml"))
+    # 20 s: the 8 s start, traffic from 10 s, the blip at 15 s.
+    lab = run_lab(sc, 20.0)
+    rows = compare(simulate(sc.cut_to(lab.duration_ms)), lab)
+    assert agree(rows), [r for r in rows if not r["agree"]]
+    assert lab.workload("web").total_restarts == 0
+    assert lab.events_for(reason="PodNotReady") == []
+    assert len(lab.events_for(reason="PodReady")) == 2  # each pod once, for good
+    assert children_left() == []
