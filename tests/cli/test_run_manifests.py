@@ -289,3 +289,16 @@ def test_a_healthy_app_answers_on_the_ports_its_probes_and_service_use(tmp_path:
     assert sc.spec.behavior["web"].containers["app"].ports == (8080, 9090, 10254)
     route = simulate(sc).to_json(series=False)["summary"]["routes"][0]
     assert (route["offered"], route["ok"]) == (20 * 20, 20 * 20)
+
+
+def test_traffic_goes_to_the_first_tcp_port_and_target_port_0_is_the_port(tmp_path: Path) -> None:
+    """A Service whose first port is UDP (jaeger-agent's) gets its HTTP traffic on its first TCP
+    port; targetPort 0 (helm charts write it) is the port, as the API server defaults it."""
+    svc = service()
+    svc["spec"]["ports"] = [{"port": 6831, "protocol": "UDP"}, {"port": 8080, "targetPort": 0}]
+    write(tmp_path / "k8s", "web.yaml", deployment(delay=0), svc)
+    g = generate([str(tmp_path / "k8s")], Options(duration_ms=10_000))
+    sc, _ = g.load()
+    assert sc.spec.traffic[0].port == 8080
+    route = simulate(sc).to_json(series=False)["summary"]["routes"][0]
+    assert (route["offered"], route["ok"]) == (200, 200)

@@ -257,9 +257,12 @@ def generate(paths: Sequence[str], options: Options) -> Generated:
         if w.kind not in SIMULATED_KINDS:
             skip(w, f"not simulated: probesim run simulates {SIMULATED} (probesim check lints it)")
             continue
-        behind = [s for s in objects.services if selects(s, w)]
+        behind = [s for s in objects.services if selects(s, w) and _tcp_port(s) is not None]
         if not behind:
-            skip(w, "no Service selects its pods: no traffic to send it (write a scenario to run it)")
+            skip(
+                w,
+                "no Service with a TCP port selects its pods: no traffic to send it (a scenario can run it)",
+            )
             continue
         if w.name in names:
             first = names[w.name]
@@ -313,6 +316,21 @@ def generate(paths: Sequence[str], options: Options) -> Generated:
     written = _scenario(_name(paths), shown, manifests, run, services, list(routes.values()), options)
     text = _header(shown, skipped) + yaml.safe_dump(written, sort_keys=False, allow_unicode=True, width=100)
     return Generated(text, f"<scenario generated from {shown}>", list(routes.values()), skipped, options)
+
+
+def _tcp_port(s: Service) -> int | None:
+    """The Service port HTTP traffic goes to: its first TCP port (None without one)."""
+    return next((p.port for p in s.spec.ports if p.protocol == "TCP"), None)
+
+
+def _route(r: Route) -> dict[str, Any]:
+    """A route as the scenario writes it: to the Service's first TCP port (the default is its
+    first port, UDP for some)."""
+    out: dict[str, Any] = {"name": r.service.name, "service": r.service.name, "rate": r.rate}
+    port = _tcp_port(r.service)
+    if r.service.spec.ports and port != r.service.spec.ports[0].port:
+        out["port"] = port
+    return out
 
 
 def _istio_hosts(data: dict[str, Any]) -> set[str]:
@@ -401,7 +419,7 @@ def _scenario(
     spec["behavior"] = {
         w.name: workload_behavior(w, [s for s in services if selects(s, w)], start) for w in run
     }
-    spec["traffic"] = [{"name": r.service.name, "service": r.service.name, "rate": r.rate} for r in routes]
+    spec["traffic"] = [_route(r) for r in routes]
     how = (
         f"start after {start} (--start)"
         if start is not None

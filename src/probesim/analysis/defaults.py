@@ -68,6 +68,7 @@ def _undeclared_ports(w: Workload, services: Sequence[Service]) -> dict[str, set
         for s in services:
             for sp in s.spec.ports:
                 port = sp.effective_target
-                if isinstance(port, int) and not any(port in d for d in declared.values()):
+                tcp = sp.protocol == "TCP"
+                if tcp and isinstance(port, int) and not any(port in d for d in declared.values()):
                     out[cs[0].name].add(port)
     return {n: (ports - declared[n]) if declared[n] else set() for n, ports in out.items()}

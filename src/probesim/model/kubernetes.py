@@ -337,7 +337,10 @@ class ServicePort(OpenModel):
 
     @property
     def effective_target(self) -> int | str:
-        return self.port if self.target_port is None else self.target_port
+        """The pod port traffic goes to: ``targetPort``, or ``port`` when it is left out, 0 or ""
+        (as the API server defaults it)."""
+        t = self.target_port
+        return self.port if t is None or t == 0 or t == "" else t
 
 
 class ServiceSpec(OpenModel):
