@@ -473,6 +473,13 @@ def sweep(
         list[str] | None,
         typer.Option("--manifests", "-m", help="More Kubernetes YAML files to add to the scenario's."),
     ] = None,
+    report: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also write the sweep's report to this HTML file (.html): one page that works offline, "
+            "each figure against each swept field, the points and the rows (see also probesim report)."
+        ),
+    ] = None,
 ) -> None:
     """Run a scenario over a grid of --set values (or --sample K points of it), in parallel, and
     write one row per run: the values, the seed, every summary figure and threshold verdict.
@@ -495,6 +502,8 @@ def sweep(
     started = time.monotonic()
     try:
         check_output(output)
+        if report is not None:
+            _check_output_path(report, "the report", ".html")
         axes = [parse_axis(s) for s in sets or ()]
         with warnings.catch_warnings(record=True) as said:
             warnings.simplefilter("always", InputWarning)
@@ -512,6 +521,12 @@ def sweep(
         _warn(dict.fromkeys(str(w.message) for w in said if issubclass(w.category, InputWarning)))
         rows = run_all(p.tasks, workers, scheduler, progress_bar(err))
         write_rows(rows, output)
+        if report is not None:
+            from probesim.report.html import read_input, write_page
+            from probesim.report.sweep_page import load_rows, render_sweep
+
+            # The page reads the rows as written, so sweep --report and report rows.csv agree.
+            write_page(render_sweep(load_rows(read_input(str(output)), str(output))), report)
     except InputError as e:
         raise _fail(e) from None
     took = time.monotonic() - started
@@ -563,26 +578,40 @@ def report(
     result: Annotated[
         str,
         typer.Argument(
-            help="A result written by probesim run --json (with its series), or '-' for standard input."
+            help="A result written by probesim run --json (with its series), a sweep's rows written by "
+            "probesim sweep -o (.csv or .parquet), or '-' for standard input."
         ),
     ],
     output: Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write (.html).")],
     check: Annotated[
         str | None,
-        typer.Option(help="Also show the findings of this probesim check --format json report."),
+        typer.Option(
+            help="Also show the findings of this probesim check --format json report (a run's page)."
+        ),
     ] = None,
 ) -> None:
-    """Write a run's report: one HTML page that works offline (no network), with replicas,
-    endpoints, requests by outcome and cause, latency, restarts, ejections and rollouts over time,
-    the thresholds, check findings, and the events with a filter.
+    """Write a run's or a sweep's report: one HTML page that works offline (no network).
+
+    A run's page: replicas, endpoints, requests by outcome and cause, latency, restarts,
+    ejections and rollouts over time, the thresholds, check findings, and the events with a
+    filter. A sweep's page: each figure (failed requests, error rate, latency p95, restarts,
+    fewest ready after the ramp, runs passing each threshold) against each swept field, the
+    points and the rows with a filter.
 
     Example: [bold]probesim run s.yaml --json > r.json; probesim report r.json -o report.html[/bold]
     """
-    from probesim.report.html import load_check, load_result, render_run, write_page
+    from probesim.report.html import load_check, render_run, write_page
+    from probesim.report.sweep_page import SweepRows, load_page_input, render_sweep
 
     try:
         _check_output_path(output, "the report", ".html")
-        doc = load_result(result)
+        doc = load_page_input(result)
+        if isinstance(doc, SweepRows):
+            if check is not None:
+                raise InputError("a sweep's page has no check findings: --check goes with a run's result",
+                                 field="--check")  # fmt: skip
+            write_page(render_sweep(doc), output)
+            return
         findings = None if check is None else load_check(check)
         write_page(render_run(doc, findings), output)
     except InputError as e:

@@ -10,8 +10,10 @@ runs) is refused up front. The tasks then carry the loaded scenarios (probesim.r
 from __future__ import annotations
 
 import csv
+import io
 import math
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -189,3 +191,89 @@ def _write_parquet(rows: Sequence[dict[str, Any]], cols: Sequence[str], path: Pa
             values = [None if v is None else _cell(v) for v in values]  # a mixed input column
         data[c] = values
     pq.write_table(pa.table(data), path)
+
+
+# -- reading rows back (probesim report rows.csv) -----------------------------------------------
+
+PARQUET_MAGIC = b"PAR1"
+_INT = re.compile(r"-?[0-9]{1,18}")
+_FLOAT = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]{1,3})?")
+
+
+def _read_cell(text: str) -> Any:
+    """A CSV cell as ``_cell`` wrote it: empty None, true/false, an int, a finite float, else text."""
+    if text == "":
+        return None
+    if text in ("true", "false"):
+        return text == "true"
+    if _INT.fullmatch(text):
+        return int(text)
+    if _FLOAT.fullmatch(text):
+        v = float(text)
+        return v if math.isfinite(v) else text
+    return text
+
+
+def read_rows(data: bytes, file: str) -> tuple[list[str], list[dict[str, Any]]]:
+    """A sweep's rows from the bytes of its CSV or Parquet file (told apart by Parquet's magic
+    number): the columns in order and one dict per row, as ``write_rows`` was given them (a
+    swept value that was not a number, boolean or text comes back as its YAML text)."""
+    if data.startswith(PARQUET_MAGIC):
+        return _read_parquet(data, file)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError("not a sweep's rows: the file is neither UTF-8 CSV nor Parquet", file=file) from None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader, None)
+        if header is None:
+            raise InputError(
+                "not a sweep's rows: the file is empty (write one with probesim sweep)", file=file
+            )
+        rows = []
+        for cells in reader:
+            if not cells:
+                continue
+            if len(cells) != len(header):
+                raise InputError(
+                    f"{len(cells)} cells, the header {len(header)}: a sweep's rows line up with their header",
+                    file=file,
+                    line=reader.line_num,
+                )
+            rows.append({c: _read_cell(v) for c, v in zip(header, cells, strict=True)})
+    except csv.Error as e:
+        raise InputError(f"not CSV: {e}", file=file, line=reader.line_num) from None
+    return header, rows
+
+
+def _read_parquet(data: bytes, file: str) -> tuple[list[str], list[dict[str, Any]]]:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise InputError(
+            "reading Parquet needs pyarrow: pip install 'probesim[cluster]'", file=file
+        ) from None
+    try:
+        table = pq.read_table(pa.BufferReader(data))
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise InputError(f"not a Parquet file pyarrow can read: {e}", file=file) from None
+    cols = [str(c) for c in table.column_names]
+    plain = (pa.types.is_integer, pa.types.is_floating, pa.types.is_boolean, pa.types.is_string,
+             pa.types.is_large_string, pa.types.is_null)  # fmt: skip
+    for f in table.schema:
+        if not any(t(f.type) for t in plain):
+            raise InputError(
+                f"column {f.name!r} is of type {f.type}: a sweep's columns are numbers, booleans or text",
+                file=file,
+            )
+    data_cols = table.to_pydict()
+    rows = []
+    for i in range(table.num_rows):
+        row = {}
+        for c in cols:
+            v = data_cols[c][i]
+            row[c] = None if isinstance(v, float) and not math.isfinite(v) else v
+        rows.append(row)
+    return cols, rows

@@ -102,6 +102,18 @@ def table(
     )
 
 
+def filter_box(table_id: str, prefix: str, examples: str, what: str) -> Html:
+    """A search box filtering the table ``table_id`` (each word typed must appear in a row) and
+    its count of rows shown; ids ``{prefix}-filter`` and ``{prefix}-count``. Arguments are the
+    code's, not users'."""
+    return Html(
+        f'<p><input id="{prefix}-filter" class="filter" type="search" data-table="{table_id}" '
+        f'data-count="{prefix}-count" '
+        f'placeholder="Filter: words that must all appear ({html.escape(examples)})" '
+        f'aria-label="Filter {html.escape(what)}"> <span id="{prefix}-count" class="note"></span></p>'
+    )
+
+
 # -- figures and pages ------------------------------------------------------------------------
 
 
@@ -193,32 +205,33 @@ tr.fail td,.fail{color:#cf222e}
 .chart{width:100%;height:340px}
 .caption{color:#57606a;font-size:13px;margin:0 0 12px}
 .note{color:#57606a;font-size:13px}
-#event-filter{width:28em;max-width:100%;padding:4px 6px;font-size:14px}
+input.filter{width:28em;max-width:100%;padding:4px 6px;font-size:14px}
 """
 
-# Draws every figure; filters the event table (each word typed must appear in a row).
+# Draws every figure; filters each filterable table (each word typed must appear in a row).
 _SCRIPT = """
 (function () {
   var figs = JSON.parse(document.getElementById('probesim-figures').textContent);
   var config = {displaylogo: false, responsive: true};
   figs.forEach(function (f) { Plotly.newPlot(f.id, f.data, f.layout, config); });
-  var box = document.getElementById('event-filter');
-  if (!box) { return; }
-  var rows = Array.prototype.slice.call(document.querySelectorAll('#events tbody tr'));
-  var texts = rows.map(function (r) { return r.textContent.toLowerCase(); });
-  var count = document.getElementById('event-count');
-  function apply() {
-    var words = box.value.toLowerCase().split(/\\s+/).filter(Boolean);
-    var shown = 0;
-    rows.forEach(function (r, i) {
-      var ok = words.every(function (w) { return texts[i].indexOf(w) >= 0; });
-      r.hidden = !ok;
-      if (ok) { shown += 1; }
-    });
-    count.textContent = shown + ' of ' + rows.length + ' rows';
-  }
-  box.addEventListener('input', apply);
-  apply();
+  document.querySelectorAll('input[data-table]').forEach(function (box) {
+    var rows = Array.prototype.slice.call(
+      document.querySelectorAll('#' + box.getAttribute('data-table') + ' tbody tr'));
+    var texts = rows.map(function (r) { return r.textContent.toLowerCase(); });
+    var count = document.getElementById(box.getAttribute('data-count'));
+    function apply() {
+      var words = box.value.toLowerCase().split(/\\s+/).filter(Boolean);
+      var shown = 0;
+      rows.forEach(function (r, i) {
+        var ok = words.every(function (w) { return texts[i].indexOf(w) >= 0; });
+        r.hidden = !ok;
+        if (ok) { shown += 1; }
+      });
+      count.textContent = shown + ' of ' + rows.length + ' rows';
+    }
+    box.addEventListener('input', apply);
+    apply();
+  });
 })();
 """
 
@@ -378,14 +391,32 @@ def parse_result(doc: Any, file: str | None = None) -> ResultDoc:
         ) from None
 
 
-def _read_json(path: str, what: str) -> Any:
-    """A JSON file ('-': standard input), or an InputError naming it and what is wrong."""
+MAX_INPUT_BYTES = 512 << 20  # a result or a sweep's rows; past this the page would not open anyway
+
+
+def read_input(path: str) -> bytes:
+    """A file's bytes ('-': standard input), at most MAX_INPUT_BYTES, or an InputError naming it."""
     try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise InputError(f"not {what}: the file is not UTF-8 text", file=path) from None
+        if path == "-":
+            data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+        else:
+            with Path(path).open("rb") as f:
+                data = f.read(MAX_INPUT_BYTES + 1)
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror}", file=path) from None
+    except ValueError as e:  # a path with a NUL
+        raise InputError(f"cannot read: {e}", file=path) from None
+    if len(data) > MAX_INPUT_BYTES:
+        raise InputError(f"larger than {MAX_INPUT_BYTES >> 20} MiB: too large to make a page of", file=path)
+    return data
+
+
+def parse_json(data: bytes, path: str, what: str) -> Any:
+    """JSON from a file's bytes, or an InputError naming the file and what is wrong."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"not {what}: the file is not UTF-8 text", file=path) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
@@ -396,9 +427,17 @@ def _read_json(path: str, what: str) -> Any:
         raise InputError(f"not {what}: nested too deeply", file=path) from None
 
 
+def _read_json(path: str, what: str) -> Any:
+    """A JSON file ('-': standard input), or an InputError naming it and what is wrong."""
+    return parse_json(read_input(path), path, what)
+
+
+RESULT_WHAT = "a probesim result (write one with probesim run --json)"
+
+
 def load_result(path: str) -> ResultDoc:
     """Read and check a result file written by ``probesim run --json`` ('-': standard input)."""
-    return parse_result(_read_json(path, "a probesim result (write one with probesim run --json)"), path)
+    return parse_result(_read_json(path, RESULT_WHAT), path)
 
 
 def load_check(path: str) -> dict[str, Any]:
@@ -900,11 +939,7 @@ def _events_section(doc: ResultDoc) -> Section:
     ]
     classes = ["warning" if a.event.type == "Warning" else None for a in shown]
     blocks: list[Html | Figure] = [
-        Html(
-            '<p><input id="event-filter" type="search" placeholder="Filter: words that must all appear '
-            '(pod name, reason, message…)" aria-label="Filter the events"> '
-            '<span id="event-count" class="note"></span></p>'
-        ),
+        filter_box("events", "event", "pod name, reason, message…", "the events"),
         table(
             ["last seen", "count", "over", "type", "reason", "object", "message"],
             table_rows,
