@@ -137,7 +137,7 @@ def test_a_folder_with_nothing_to_run_says_what_it_found(tmp_path: Path) -> None
     write(tmp_path / "jobs", "cron.yaml", CRONJOB)
     r = runner.invoke(app, ["run", str(tmp_path / "jobs")])
     assert r.exit_code == 2
-    assert "nothing to run in" in r.stderr and "found 1 CronJob; 0 Services" in r.stderr
+    assert "nothing to run in" in r.stderr and "found 1 CronJob, no Service." in r.stderr
     assert (
         "Deployments, StatefulSets, ReplicaSets, ReplicationControllers and Pods that a Service" in r.stderr
     )

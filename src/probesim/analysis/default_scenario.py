@@ -346,12 +346,11 @@ def _nothing_to_run(paths: Sequence[str], objects: k8s.Objects, skipped: list[Sk
     counts: dict[str, int] = {}
     for s in skipped:
         if s.kind:
-            counts[s.kind] = counts.get(s.kind, 0) + 1
-    for w in objects.workloads:
-        counts.setdefault(w.kind, 0)
-    found = ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "no Kubernetes object"
-    services = len(objects.services)
-    found += f"; {services} Service{'s' if services != 1 else ''}" if "Service" not in counts else ""
+            label = f"{s.kind} (custom resource)" if s.why.startswith("custom resource") else s.kind
+            counts[label] = counts.get(label, 0) + 1
+    found = ", ".join(f"{n} {k}" for k, n in counts.items()) or "no Kubernetes object"
+    if not objects.services:
+        found += ", no Service"
     return (
         f"nothing to run in {_shown(paths)}: found {found}. probesim run simulates {SIMULATED} that a "
         "Service selects (probesim check lints the rest); write a scenario to run a workload without one"
