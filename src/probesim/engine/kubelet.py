@@ -37,6 +37,9 @@ from probesim.model.scenario import ContainerBehavior, RouteCost
 
 I64 = npt.NDArray[np.int64]
 INITIAL = {"startup": UNKNOWN, "readiness": FAILURE, "liveness": SUCCESS}
+# Steady workers skip the full path (and, on the step grid, are not stepped at all); False runs
+# every worker through it, as a check that the shortcut changes nothing (tests).
+SHORTCUTS = True
 # Why a run failed, for the Unhealthy event.
 OK, REFUSED, TIMEOUT, STATUS, ERROR = 0, 1, 2, 3, 4
 
@@ -98,10 +101,16 @@ class ProbeWorkers:
         # gate and this type's own state (``dirty``) are as when it was computed.
         self.steady = np.zeros(n, bool)
         self.dirty = True
-        self._steady_key: tuple[int, int] = (-1, -1)
-        self._steady_started = np.zeros(n, bool)
+        self._steady_key: tuple[int, int, int] = (-1, -1, -1)
         self._steady_until = INF
         self.passing = np.zeros(n, bool)
+        self.lazy = np.zeros(n, bool)  # steady, and not stepped until the set changes
+        self.has_lazy = False
+        # Bumps when a container's seen instance or cached result changes (the startup type's
+        # is what the others' started gate reads: ``gate``, set by the loop).
+        self.version = 0
+        self.gate: ProbeWorkers | None = None
+        self.started_version = 0  # gate.version when the loop computed the started it passes
 
     def admit(self, containers: np.ndarray, t: int) -> None:
         """Workers start with the pod, before its containers: their first run finds no container,
@@ -110,16 +119,32 @@ class ProbeWorkers:
         self.active[has] = True
         self.next_tick[has] = t + self.spec.period[has]
         self.dirty = True
+        self.version += 1
         self._rewake()
 
     def visible(self, instance: I64) -> I64:
         """The result the kubelet sees for each container's current ID (UNKNOWN if none yet)."""
         return np.where((self.seen == instance) & (instance >= 0), self.cached, UNKNOWN)
 
+    def due(self, t: int, ctr: Containers) -> bool:
+        """Whether stepping at ``t`` may do anything: a tick or a completion is due, or workers
+        whose runs are deferred (``lazy``) may no longer be steady."""
+        if self.wakeup <= t:
+            return True
+        return self.has_lazy and (t >= self._steady_until or self._key(ctr) != self._steady_key)
+
+    def _key(self, ctr: Containers, gate: int | None = None) -> tuple[int, int, int]:
+        """What the steady set depends on besides this type's own state: containers, processes,
+        and the startup results the started gate reads (``gate``: their version when the
+        ``started`` in hand was computed; by default the current one)."""
+        if gate is None:
+            gate = self.gate.version if self.gate is not None else self.version
+        return (ctr.epoch, self.fleet.behaviors.epoch, gate)
+
     def step(self, t: int, ctr: Containers, started: npt.NDArray[np.bool_], log: EventLog) -> I64:
         """Complete probes due at ``t`` and run the ticks that fire; return the workers whose
         visible result changed."""
-        if self.wakeup > t:
+        if not self.due(t, ctr):
             return np.empty(0, np.int64)
         changed: list[I64] = []
         if self.busy_min <= t:
@@ -129,7 +154,10 @@ class ProbeWorkers:
                 self.dirty = True
                 changed.append(self._apply(done, t, ctr, log))
             self.busy_min = np.int64(self.busy_until.min())
+        self._refresh_steady(t, ctr, started)
         fire = self.active & (self.next_tick <= t)
+        if self.has_lazy:
+            fire &= ~self.lazy
         f = np.flatnonzero(fire)
         if f.size:
             per = self.spec.period[f]
@@ -148,7 +176,6 @@ class ProbeWorkers:
             runnable = f  # none busy, none buffered
         if runnable.size:
             self.buffered[runnable] = False
-            self._refresh_steady(t, ctr, started)
             quiet = self.steady[runnable]
             if quiet.all():
                 self._steady_runs(runnable, t)
@@ -172,20 +199,40 @@ class ProbeWorkers:
             self.last_run[run] = t
             self.run[run] += 1
 
+    def _catch_up(self, idx: I64, t: int) -> None:
+        """Deferred workers ``idx`` take the runs of every tick before ``t``: their ticks fall on
+        step times (``lazy`` requires it), so each tick ran once, at its own time."""
+        nt = self.next_tick[idx]
+        per = self.spec.period[idx]
+        runs = np.where(nt < t, (t - nt + per - 1) // per, 0)
+        self.next_tick[idx] = nt + runs * per
+        ran = (runs > 0) & self.passing[idx]
+        r = idx[ran]
+        self.executions[r] += runs[ran]
+        self.run[r] += runs[ran]
+        self.last_run[r] = nt[ran] + (runs[ran] - 1) * per[ran]
+
+    def release(self, idx: I64, t: int) -> None:
+        """Workers ``idx`` about to change from outside the tick (a trigger, a deletion): their
+        deferred runs before ``t`` are taken, and they leave the steady set."""
+        lazy = idx[self.lazy[idx]]
+        if lazy.size:
+            self._catch_up(lazy, t)
+            self.lazy[lazy] = False
+        self.steady[idx] = self.passing[idx] = False
+        self.dirty = True
+        self.version += 1
+
     def _refresh_steady(self, t: int, ctr: Containers, started: npt.NDArray[np.bool_]) -> None:
         """Recompute which workers are steady at ``t`` if anything they depend on changed."""
         beh = self.fleet.behaviors
-        key = (ctr.epoch, beh.epoch)
-        if (
-            not self.dirty
-            and t < self._steady_until
-            and key == self._steady_key
-            and np.array_equal(started, self._steady_started)
-        ):
+        key = self._key(ctr, self.started_version if self.gate is not None else None)
+        if not self.dirty and t < self._steady_until and key == self._steady_key:
             return
+        if self.has_lazy:
+            self._catch_up(np.flatnonzero(self.lazy), t)
         self.dirty = False
         self._steady_key = key
-        self._steady_started = started.copy()
         s = self.spec
         inst = ctr.instance
         base = self.active & (self.busy_until == INF) & ~self.buffered & (inst >= 0) & (self.seen == inst)
@@ -223,18 +270,25 @@ class ProbeWorkers:
                 & (self.run > 0)
                 & (self.cached == SUCCESS)
             )
+        if not SHORTCUTS:
+            steady = passing = np.zeros(base.size, bool)
         self.passing = passing
         self.steady = steady | passing
+        # Steady workers whose ticks fall on step times are not stepped at all until the set
+        # changes: _catch_up counts their runs then.
+        step = self.step_ms
+        self.lazy = self.steady & (s.period % step == 0) & (self.next_tick % step == 0)
+        self.has_lazy = bool(self.lazy.any())
 
     def trigger(
         self, idx: I64, t: int, ctr: Containers, started: npt.NDArray[np.bool_], log: EventLog
     ) -> I64:
         """Readiness manual trigger at a pod sync: run now and restart the ticker from now (§2.1.5)."""
+        self.release(idx, t)
         idx = idx[self.active[idx] & (self.last_run[idx] < t)]
         busy = self.busy_until[idx] < INF
         self.buffered[idx[busy]] = True
         self.buffered_any = self.buffered_any or bool(busy.any())
-        self.dirty = True
         idx = idx[~busy]
         if idx.size == 0:
             return idx
@@ -263,6 +317,7 @@ class ProbeWorkers:
             self.seen[n_idx] = inst[new]
             self.cached[n_idx] = INITIAL[self.kind]
             self.on_hold[n_idx] = False
+            self.version += 1
         idx = idx[~self.on_hold[idx]]
         alive = ctr.alive()[idx]
         changed = [np.empty(0, np.int64)]
@@ -271,6 +326,7 @@ class ProbeWorkers:
             was = self.cached[dead].copy()
             self.cached[dead] = FAILURE
             changed.append(dead[was != FAILURE])
+            self.version += int(changed[-1].size > 0)
             gone = dead[ctr.state[dead] == 3]  # terminated for good: the worker exits
             self.active[gone] = False
         idx = idx[alive]
@@ -359,6 +415,7 @@ class ProbeWorkers:
         write = cross & current
         value = np.where(passed, SUCCESS, FAILURE)
         changed = idx[write & (self.cached[idx] != value)]
+        self.version += int(changed.size > 0)
         self.cached[idx[write]] = value[write]
         hold = (
             cross & (~passed if self.kind == "liveness" else True)
@@ -405,7 +462,7 @@ class ProbeWorkers:
         log.add(t, "Warning", "Unhealthy", f"pod/{pod}", f"{self.title} probe failed: {msg}")
 
     def _rewake(self) -> None:
-        nt = self.next_tick[self.active]
+        nt = self.next_tick[self.active & ~self.lazy] if self.has_lazy else self.next_tick[self.active]
         w = np.int64(nt.min()) if nt.size else INF
         # busy_min is at most the earliest completion (a step woken early finds nothing due).
         self.wakeup = min(w, self.busy_min)

@@ -113,6 +113,8 @@ class _Run:
             k: ProbeWorkers(k, f.probes[k], f, self.capacity, self.rng, self.spec.step)
             for k in ("startup", "readiness", "liveness")
         }
+        for kind in ("readiness", "liveness"):
+            self.workers[kind].gate = self.workers["startup"]  # their started gate reads it
         n = f.n_pods
         # Pods created without a ReplicaSet decision: bare Pods, StatefulSet pods (their
         # replacement slots once the old pod is gone). ReplicaSet pods come from _reconcile.
@@ -213,11 +215,11 @@ class _Run:
             conts = np.arange(*self._containers_of(p).indices(f.n_containers))
             for kind in ("liveness", "startup"):
                 w = self.workers[kind]
+                w.release(conts, t)
                 w.active[conts] = False
                 w.busy_until[conts] = INF
                 w.seen[conts] = self.ctr.instance[conts]
                 w.cached[conts] = SUCCESS
-                w.dirty = True
             self.ctr.stop_pod(p, t, self.log)
         self.dirty = True
         self.version += 1
@@ -334,11 +336,13 @@ class _Run:
 
     def _probes(self, t: int) -> None:
         w = self.workers
-        if all(x.wakeup > t for x in w.values()):
+        if not any(x.due(t, self.ctr) for x in w.values()):
             return
         # Workers read `started` from the status as the step began: a startup success reaches
         # them through the pod sync it causes (which triggers readiness), not in the same instant.
         started = self._started()
+        for x in w.values():
+            x.started_version = w["startup"].version
         changed = {
             kind: w[kind].step(t, self.ctr, started, self.log)
             for kind in ("startup", "readiness", "liveness")
