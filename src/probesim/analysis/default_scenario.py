@@ -44,13 +44,13 @@ from probesim.analysis.defaults import default_rate, start_seconds, workload_beh
 from probesim.errors import InputError, InputWarning
 from probesim.manifests import kubernetes as k8s
 from probesim.manifests.kubernetes import SIMULATED_KINDS, Origin, Skipped
-from probesim.manifests.scenario import _check_service_name, scenario_from_text
+from probesim.manifests.scenario import MAX_RATE, _check_service_name, scenario_from_text
 from probesim.manifests.yamlsrc import Doc, get_path, load_docs, read_text
 from probesim.mesh.load import istio_objects
 from probesim.model.duration import format_ms, parse_ms
 from probesim.model.kubernetes import HorizontalPodAutoscaler, Service, Workload
 from probesim.model.scenario import API_VERSION, Scenario
-from probesim.safe import visible
+from probesim.safe import NAME_LIMIT, cut, visible
 
 if TYPE_CHECKING:
     from probesim.overrides import Override
@@ -276,7 +276,7 @@ def generate(paths: Sequence[str], options: Options) -> Generated:
             continue
         names[w.name] = w
         run.append(w)
-        route.rate += default_rate(w)
+        route.rate = min(route.rate + default_rate(w), MAX_RATE)
     services = [s for s in objects.services if any(selects(s, w) for w in run)]
     for s in objects.services:
         if s not in services:
@@ -383,7 +383,9 @@ def _namespaces(docs: list[Doc], names: set[str]) -> list[dict[str, Any]]:
 
 
 def _shown(paths: Sequence[str]) -> str:
-    return ", ".join("standard input" if p == "-" else p for p in paths)
+    """The inputs as messages and the scenario's description name them (cut: a scenario's
+    texts are bounded)."""
+    return cut(", ".join("standard input" if p == "-" else p for p in paths), NAME_LIMIT)
 
 
 def _name(paths: Sequence[str]) -> str:
