@@ -278,3 +278,19 @@ def test_in_the_lab_the_patched_workload_neither_restarts_nor_flaps(
     assert lab.events_for(reason="PodNotReady") == []
     assert len(lab.events_for(reason="PodReady")) == 2  # each pod once, for good
     assert children_left() == []
+
+
+def test_the_front_holds_the_current_setting_and_keeps_it_when_no_trial_beats_it() -> None:
+    from probesim.tune.objective import Figures
+
+    def row(n: int | None, failed: int, restarts: int, removal: float) -> study.Row:
+        return study.Row(n, Setting(), Figures(failed, restarts, removal, True, 0, ()))
+
+    current, slower, faster = row(None, 86, 0, 11.0), row(4, 86, 0, 27.0), row(9, 108, 0, 5.0)
+    front = study.pareto([current, slower, faster])
+    assert front == [current, faster]  # trial 4 only loses to it
+    assert study.recommend(front)[0] is None
+    # Within 5 failed requests of the fewest, no restart beats one restart.
+    better = row(7, 90, 0, 30.0)
+    restarting = row(None, 86, 1, 11.0)
+    assert study.recommend(study.pareto([restarting, better]))[0] == better

@@ -97,9 +97,10 @@ def render(o: Outcome, inputs: TuneInputs, out: Console) -> None:
     for h in heads:
         t.add_column(h, justify="right" if h in ("TRIAL", "FAILED", "RESTARTS", "FLAPS") else "left")
     for r in o.front[:FRONT_ROWS]:
-        mark = " ◀" if o.recommended is not None and r.number == o.recommended.number else ""
+        chosen = r.number == (None if o.recommended is None else o.recommended.number)
         f = r.figures
-        cells = [f"{r.number}{mark}", str(f.failed), str(f.restarts), _removal(f), str(f.flaps)]
+        label = "current" if r.number is None else str(r.number)
+        cells = [label + (" ◀" if chosen else ""), str(f.failed), str(f.restarts), _removal(f), str(f.flaps)]
         t.add_row(*cells, *_setting_cells(r.setting, space))
     out.print(t)
     if len(o.front) > FRONT_ROWS:
@@ -122,7 +123,7 @@ def _compare(o: Outcome, space: Space, out: Console) -> None:
     rows.append(("readiness flaps after the ramp", str(cf.flaps), str(rf.flaps) if rf else ""))
     for i, run in enumerate(cf.runs):
         other = rf.runs[i] if rf else None
-        what = "failed / restarts"
+        what = "failed / restarts" + (" (due)" if run.kind == "hung" else "")
         rows.append(
             (
                 f"  {run.label}: {what}",

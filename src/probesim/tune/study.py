@@ -151,28 +151,44 @@ def run(
             on_trial(added, Row(trial.number, setting, figures))
     now = Row(None, current, evaluate(plan(inputs, space, current), executor))
     done = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
-    front = sorted((_row(t) for t in study.best_trials), key=lambda r: (*r.figures.values(), r.number))
-    recommended, why = recommend(front, now)
+    front = pareto([now, *(_row(t) for t in done)])
+    recommended, why = recommend(front)
     return Outcome(name, storage, len(done), added, timed_out, now, front, recommended, why)
 
 
-def recommend(front: list[Row], current: Row) -> tuple[Row | None, str]:
+def _dominates(a: Row, b: Row) -> bool:
+    va, vb = a.figures.values(), b.figures.values()
+    return all(x <= y for x, y in zip(va, vb, strict=True)) and va != vb
+
+
+def pareto(rows: list[Row]) -> list[Row]:
+    """The rows no other row beats on one objective without losing on another (the current
+    setting among them when nothing beats it), by failures, restarts, removal time, trial."""
+    front = [r for r in rows if not any(_dominates(o, r) for o in rows)]
+    return sorted(front, key=lambda r: (*r.figures.values(), -1 if r.number is None else r.number))
+
+
+def recommend(front: list[Row]) -> tuple[Row | None, str]:
     """The front's setting with the fewest failed requests (within 1 % or 5 requests of the
-    fewest), then the fewest needless restarts, then the fastest hung-pod removal; None when the
-    current setting is at least as good on all three."""
-    if not front:
-        return None, "no trial has finished yet"
+    fewest), then the fewest needless restarts, then the fastest hung-pod removal (the current
+    setting first on a tie); None when that is the current setting."""
     fewest = min(r.figures.failed for r in front)
     slack = max(FAILURE_SLACK, int(FAILURE_TOLERANCE * fewest))
     close = [r for r in front if r.figures.failed <= fewest + slack]
-    best = min(close, key=lambda r: (r.figures.restarts, r.figures.detection_s, r.figures.failed, r.number))
-    why = (
+    best = min(
+        close,
+        key=lambda r: (r.figures.restarts, r.figures.detection_s, r.figures.failed, r.number is not None,
+                       r.number or 0),
+    )  # fmt: skip
+    if best.number is None:
+        return None, (
+            "no trial beats the current setting on failed requests (within "
+            f"{slack}), then needless restarts, then hung-pod removal: keep it"
+        )
+    return best, (
         f"of the Pareto front, the fewest failed requests (within {slack} of the fewest, {fewest}), "
         "then the fewest needless restarts, then the fastest removal of a hung pod"
     )
-    if all(c <= b for c, b in zip(current.figures.values(), best.figures.values(), strict=True)):
-        return None, "the current setting is as good as the best trial on every objective: keep it"
-    return best, why
 
 
 def to_json(o: Outcome, extra: dict[str, Any] | None = None) -> dict[str, Any]:
