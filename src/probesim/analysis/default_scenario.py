@@ -97,7 +97,8 @@ class Generated:
             try:
                 sc = scenario_from_text(self.text, self.shown, Path.cwd(), **extra)
             except InputError as e:
-                e.message += " (--print-scenario prints the generated scenario)"
+                if e.file == self.shown:
+                    e.message += " (--print-scenario prints the generated scenario)"
                 raise
         said_once = dict.fromkeys(str(w.message) for w in said if issubclass(w.category, InputWarning))
         return sc, list(said_once)
