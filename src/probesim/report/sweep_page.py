@@ -127,7 +127,7 @@ def check_rows(columns: Sequence[str], rows: list[dict[str, Any]], file: str) ->
         for c in columns[end + 1 :]:
             v = row.get(c)
             if c in verdicts:
-                if v not in (True, False, None):
+                if not (v is None or isinstance(v, bool)):
                     raise InputError(f"row {i + 1}: {c} is {_show(v)}, not true or false", file=file)
             elif v is not None and not _is_number(v):
                 raise InputError(f"row {i + 1}: {c} is {_show(v)}, not a number", file=file)
