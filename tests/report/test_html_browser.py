@@ -20,6 +20,8 @@ from probesim.report.html import render_run
 from probesim.report.terminal import aggregate
 from probesim.results import Event
 from tests.report.pages import HOSTILE, extras, renamed, result_doc
+from tests.report.test_html import figures_of
+from tests.report.test_sweep_page import sweep_outputs
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -75,9 +77,10 @@ def browser() -> Iterator[Any]:
         shutil.rmtree(profile, ignore_errors=True)
 
 
-def open_page(browser: Any, tmp_path: Path, doc: dict[str, Any], name: str) -> None:
+def open_page(browser: Any, tmp_path: Path, doc: dict[str, Any] | str, name: str) -> None:
+    """Open a run's page (from its result) or any page's HTML text, and wait until it is drawn."""
     path = tmp_path / f"{name}.html"
-    path.write_text(render_run(doc), encoding="utf-8")
+    path.write_text(doc if isinstance(doc, str) else render_run(doc), encoding="utf-8")
     browser.get(path.as_uri())
     deadline = time.monotonic() + 20
     while not browser.execute_script("return document.readyState === 'complete' && !!window.Plotly"):
@@ -194,4 +197,36 @@ def test_ejections_page_in_chromium(browser: Any, tmp_path: Path) -> None:
     assert endpoints["drawn"][-1]["points"] == 6
     browser.set_window_size(1300, int(browser.execute_script("return document.body.scrollHeight")))
     assert browser.save_screenshot(str(ARTIFACTS / "report-outlier.png"))
+    assert console_errors(browser) == []
+
+
+def visible_table_rows(browser: Any, table: str) -> int:
+    return int(
+        browser.execute_script(f"return document.querySelectorAll('#{table} tbody tr:not([hidden])').length")
+    )
+
+
+def test_sweep_page_in_chromium(browser: Any, tmp_path: Path) -> None:
+    text, page = sweep_outputs()  # 2 rates x 2 dependency latencies x 2 seeds, two thresholds
+    open_page(browser, tmp_path, page, "sweep")
+    assert browser.execute_script("return performance.getEntriesByType('resource').length") == 0
+    figures = figures_of(page)
+    charts = assert_every_chart_drawn(browser, len(figures))
+    titles = [c["title"] for c in charts]
+    for field in ("spec.traffic[0].rate", "spec.dependencies.httpbin.latency"):
+        assert f"Failed requests by {field}" in titles
+        assert f"Runs passing each threshold by {field}" in titles
+    # The band between the seeds' fewest and most failures is filled.
+    failed = charts[titles.index("Failed requests by spec.traffic[0].rate")]
+    assert any(d["fill"] > 10 for d in failed["drawn"])
+    # The rows filter: every word typed must appear in a row.
+    rows = len(text.strip().splitlines()) - 1
+    assert visible_table_rows(browser, "rows") == rows
+    box = browser.find_element("id", "row-filter")
+    box.send_keys("150ms")
+    assert visible_table_rows(browser, "rows") == rows // 2
+    assert browser.find_element("id", "row-count").text == f"{rows // 2} of {rows} rows"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    browser.set_window_size(1300, int(browser.execute_script("return document.body.scrollHeight")))
+    assert browser.save_screenshot(str(ARTIFACTS / "report-sweep.png"))
     assert console_errors(browser) == []
