@@ -45,7 +45,7 @@ from probesim.errors import InputError, InputWarning
 from probesim.manifests import kubernetes as k8s
 from probesim.manifests.kubernetes import SIMULATED_KINDS, Origin, Skipped
 from probesim.manifests.scenario import MAX_RATE, _check_service_name, scenario_from_text
-from probesim.manifests.yamlsrc import Doc, get_path, load_docs, read_text
+from probesim.manifests.yamlsrc import Doc, Path_, get_path, load_docs, read_text
 from probesim.mesh.load import istio_objects
 from probesim.model.duration import format_ms, parse_ms
 from probesim.model.kubernetes import HorizontalPodAutoscaler, Service, Workload
@@ -84,7 +84,6 @@ class Generated:
 
     text: str
     shown: str  # how errors in it name it
-    routes: list[Route]
     skipped: list[Skipped]
     options: Options
 
@@ -242,81 +241,112 @@ def generate(paths: Sequence[str], options: Options) -> Generated:
         e = _nothing_found(list(paths), inputs)
         e.message += f"; nor a probesim Scenario ({API_VERSION}, kind: Scenario)"
         raise e
-
-    def skip(obj: Workload | Service | HorizontalPodAutoscaler, why: str) -> None:
-        o = objects.origin(obj)
-        skipped.append(
-            Skipped(
-                obj.kind, obj.metadata.name, obj.metadata.namespace, o.doc.file, o.doc.line_of(o.base), why
-            )
-        )
-
-    routes: dict[str, Route] = {}
-    run: list[Workload] = []
-    names: dict[str, Workload] = {}
-    for w in objects.workloads:
-        if w.kind not in SIMULATED_KINDS:
-            skip(w, f"not simulated: probesim run simulates {SIMULATED} (probesim check lints it)")
-            continue
-        behind = [s for s in objects.services if selects(s, w) and _tcp_port(s) is not None]
-        if not behind:
-            skip(
-                w,
-                "no Service with a TCP port selects its pods: no traffic to send it (a scenario can run it)",
-            )
-            continue
-        if w.name in names:
-            first = names[w.name]
-            skip(w, f"{first.kind} {first.name} ({first.metadata.namespace}) has its name: a scenario "
-                    "names workloads by name")  # fmt: skip
-            continue
-        route = routes.setdefault(behind[0].name, Route(behind[0]))
-        if route.service is not behind[0]:
-            skip(w, f"its Service {behind[0].name} has the name of one in namespace "
-                    f"{route.service.metadata.namespace}: a scenario names Services by name")  # fmt: skip
-            continue
-        names[w.name] = w
-        run.append(w)
-        route.rate = min(route.rate + default_rate(w), MAX_RATE)
-    services = [s for s in objects.services if any(selects(s, w) for w in run)]
-    for s in objects.services:
-        if s not in services:
-            skip(s, "selects no workload run here")
+    sel = _Selection(objects, skipped)
+    run, routes = sel.workloads()
     if not run:
         raise InputError(_nothing_to_run(paths, objects, skipped))
+    services = sel.services(run, routes)
     for s in services:
         _check_service_name(s.name, docs)
-    hpas = []
-    for h in objects.hpas:
-        ref = h.spec.scale_target_ref
-        target = next((w for w in run if (w.kind, w.name) == (ref.kind, ref.name)), None)
-        ignored = objects.unsimulated_metrics.get(h.name, [])
-        if target is None or target.metadata.namespace != h.metadata.namespace:
-            skip(h, f"scales {ref.kind} {ref.name}, which is not run here")
-        elif ignored and len(ignored) == len(h.spec.metrics):
-            skip(h, f"scales on {', '.join(ignored)} only: probesim simulates CPU utilization targets")
-        else:
-            hpas.append(h)
-    hosts = {s.name for s in services}
-    istio = [x for x in objects.istio if _istio_hosts(x[2]) & hosts]
+    hpas = sel.hpas(run)
+    istio = sel.istio(services)
     istio_objects(k8s.Objects(istio=istio))  # errors name the user's file and line
-    for doc, base, data in objects.istio:
-        if not _istio_hosts(data) & hosts:
-            raw_meta = data.get("metadata")
-            meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
-            skipped.append(Skipped(str(data.get("kind")), str(meta.get("name")), str(meta.get("namespace")),
-                                   doc.file, doc.line_of(base), "names no Service run here"))  # fmt: skip
     kept: list[Workload | Service | HorizontalPodAutoscaler] = [*run, *services, *hpas]
     manifests = [_raw(objects.origin(x)) for x in kept]
     manifests += [data for _doc, _base, data in istio]
     manifests += _namespaces(docs, {w.metadata.namespace for w in run})
-    for r in routes.values():
-        if options.rate is not None:
+    if options.rate is not None:
+        for r in routes:
             r.rate = options.rate
     shown = _shown(paths)
-    written = _scenario(_name(paths), shown, manifests, run, services, list(routes.values()), options)
+    written = _scenario(_name(paths), shown, manifests, run, services, routes, options)
     text = _header(shown, skipped) + yaml.safe_dump(written, sort_keys=False, allow_unicode=True, width=100)
-    return Generated(text, f"<scenario generated from {shown}>", list(routes.values()), skipped, options)
+    return Generated(text, f"<scenario generated from {shown}>", skipped, options)
+
+
+class _Selection:
+    """What of the manifests' objects the generated scenario runs; the others go to ``skipped``,
+    each with why."""
+
+    def __init__(self, objects: k8s.Objects, skipped: list[Skipped]) -> None:
+        self.objects = objects
+        self.skipped = skipped
+
+    def skip(self, obj: Workload | Service | HorizontalPodAutoscaler, why: str) -> None:
+        o = self.objects.origin(obj)
+        meta = obj.metadata
+        self.skipped.append(
+            Skipped(obj.kind, meta.name, meta.namespace, o.doc.file, o.doc.line_of(o.base), why)
+        )
+
+    def workloads(self) -> tuple[list[Workload], list[Route]]:
+        """The simulated workloads a Service with a TCP port selects, one name each (a scenario
+        names workloads and Services by name), and a route per Service their traffic goes through
+        (each workload's first)."""
+        routes: dict[str, Route] = {}
+        run: dict[str, Workload] = {}
+        for w in self.objects.workloads:
+            behind = [s for s in self.objects.services if selects(s, w) and _tcp_port(s) is not None]
+            route = routes.get(behind[0].name) if behind else None
+            if w.kind not in SIMULATED_KINDS:
+                self.skip(w, f"not simulated: probesim run simulates {SIMULATED} (probesim check lints it)")
+            elif not behind:
+                self.skip(w, "no Service with a TCP port selects its pods: nothing to send it")
+            elif w.name in run:
+                first = run[w.name]
+                self.skip(w, f"{first.kind} {first.name} ({first.metadata.namespace}) has its name: a "
+                             "scenario names workloads by name")  # fmt: skip
+            elif route is not None and route.service is not behind[0]:
+                ns = route.service.metadata.namespace
+                self.skip(w, f"its Service {behind[0].name} has the name of one in namespace {ns}: a "
+                             "scenario names Services by name")  # fmt: skip
+            else:
+                run[w.name] = w
+                route = routes.setdefault(behind[0].name, Route(behind[0]))
+                route.rate = min(route.rate + default_rate(w), MAX_RATE)
+        return list(run.values()), list(routes.values())
+
+    def services(self, run: list[Workload], routes: list[Route]) -> list[Service]:
+        """The routes' Services and the others selecting a workload run (one per name)."""
+        out: dict[str, Service] = {r.service.name: r.service for r in routes}
+        for s in self.objects.services:
+            if s.name not in out and any(selects(s, w) for w in run):
+                out[s.name] = s
+            elif out.get(s.name) is not s:
+                self.skip(s, "selects no workload run here, or has the name of a Service run")
+        return [s for s in self.objects.services if out.get(s.name) is s]
+
+    def hpas(self, run: list[Workload]) -> list[HorizontalPodAutoscaler]:
+        """The HPAs scaling a workload run on a metric probesim simulates."""
+        out = []
+        for h in self.objects.hpas:
+            ref = h.spec.scale_target_ref
+            target = next((w for w in run if (w.kind, w.name) == (ref.kind, ref.name)), None)
+            ignored = self.objects.unsimulated_metrics.get(h.name, [])
+            if target is None or target.metadata.namespace != h.metadata.namespace:
+                self.skip(h, f"scales {ref.kind} {ref.name}, which is not run here")
+            elif ignored and len(ignored) == len(h.spec.metrics):
+                self.skip(
+                    h, f"scales on {', '.join(ignored)} only: probesim simulates CPU utilization targets"
+                )
+            else:
+                out.append(h)
+        return out
+
+    def istio(self, services: list[Service]) -> list[tuple[Doc, Path_, dict[str, Any]]]:
+        """The DestinationRules and VirtualServices naming a Service run."""
+        hosts = {s.name for s in services}
+        out = []
+        for doc, base, data in self.objects.istio:
+            if _istio_hosts(data) & hosts:
+                out.append((doc, base, data))
+                continue
+            raw_meta = data.get("metadata")
+            meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+            name, ns = str(meta.get("name")), str(meta.get("namespace"))
+            why = "names no Service run here"
+            self.skipped.append(Skipped(str(data.get("kind")), name, ns, doc.file, doc.line_of(base), why))
+        return out
 
 
 def _tcp_port(s: Service) -> int | None:
