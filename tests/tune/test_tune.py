@@ -215,6 +215,11 @@ def test_cli_prints_front_patch_and_kubectl_command(case: Path, tmp_path: Path) 
             "several workloads could be tuned (api, web): choose one with --workload",
         ),
         ({"web.yaml": WEB}, ["--timeout", "soon"], "--timeout"),
+        (
+            {"web.yaml": WEB, "long.scenario": SCENARIO.replace("duration: 5m", "duration: 100h")},
+            ["--scenario", "LONG"],
+            "every trial simulates this scenario, which would cost",
+        ),
     ],
 )
 def test_bad_inputs_exit_2_saying_what_to_give(
@@ -222,6 +227,7 @@ def test_bad_inputs_exit_2_saying_what_to_give(
 ) -> None:
     for name, text in files.items():
         (tmp_path / name).write_text(text)
+    extra = [str(tmp_path / "long.scenario") if x == "LONG" else x for x in extra]
     r = _cli([str(tmp_path), "--storage", f"sqlite:///{tmp_path / 't.db'}", *extra])
     assert r.exit_code == 2
     assert message in " ".join(r.output.split())

@@ -61,6 +61,17 @@ def tune(
         check_output(output)
     timeout_s = None if timeout is None else _seconds(timeout)
     got = tune_inputs.load(paths, scenario, workload)
+    if got.given:
+        from probesim.cost import DEFAULT_MAX_COST, run_cost
+
+        cost = run_cost(got.scenario)
+        if cost.units > DEFAULT_MAX_COST:
+            raise InputError(
+                f"every trial simulates this scenario, which would cost {cost.explain()}, more than "
+                f"{DEFAULT_MAX_COST:,} (probesim run's --max-cost default): shorten spec.duration, "
+                "coarsen spec.step or run fewer pods",
+                file=scenario,
+            )
     for m in got.warnings + got.notes:
         err.print(Text.assemble(("warning: ", "yellow"), visible(m, 1000)), soft_wrap=True)
     url = study.storage_url(storage)
