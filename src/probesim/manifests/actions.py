@@ -25,7 +25,6 @@ from probesim.model.scenario import (
 )
 
 Fail = Callable[[Path_, str], InputError]
-ROLLS = ("Deployment",)  # kinds whose template changes the engine rolls out
 
 
 def check_actions(s: Scenario, head: Doc, fail: Fail, is_pod: Callable[[str], bool]) -> None:
@@ -59,12 +58,6 @@ def check_actions(s: Scenario, head: Doc, fail: Fail, is_pod: Callable[[str], bo
                 raise fail((*base, "workload"), f"a {w.kind} does not scale (kubectl scale takes a "
                            "Deployment, ReplicaSet or StatefulSet)")  # fmt: skip
             continue
-        if w.kind not in ROLLS and w.kind in ("StatefulSet",) and not isinstance(a, Pause | Resume):
-            raise fail(
-                (*base, "kind"),
-                f"probesim does not simulate a StatefulSet's rolling update yet ({w.name} is one); "
-                "deletePod replaces its pods one by one",
-            )
         if a.workload not in planned:
             planned.add(a.workload)
             _plan(s, head, fail, w)

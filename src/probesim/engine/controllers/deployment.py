@@ -65,6 +65,11 @@ def template_hash(text: str) -> str:
     return "".join(_SAFE[ord(ch) % len(_SAFE)] for ch in str(h))
 
 
+def replica_set_name(deployment: str, template_key: str) -> str:
+    """``<deployment>-<pod-template-hash>``."""
+    return f"{deployment}-{template_hash(template_key)}"
+
+
 def round_to_int(x: float) -> int:
     """``integer.RoundToInt32``: Go's ``math.Round``, halves away from zero."""
     return math.floor(x + 0.5) if x >= 0 else -math.floor(-x + 0.5)

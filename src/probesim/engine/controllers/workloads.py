@@ -16,13 +16,15 @@ import numpy.typing as npt
 from probesim.engine.behavior import INF
 from probesim.engine.controllers.deployment import (
     NEW_RS_REASON,
+    TIMED_OUT_REASON,
     Condition,
     DeploymentController,
     DeploymentState,
     ReplicaSetState,
-    template_hash,
+    replica_set_name,
 )
 from probesim.engine.controllers.replicaset import PENDING, RUNNING, PodRank, pods_to_delete
+from probesim.engine.controllers.statefulset import SetPod, StatefulSetState, reconcile
 from probesim.engine.controllers.templates import WorkloadPlan
 from probesim.engine.events import EventLog
 from probesim.model.scenario import Pause, Restart, Resume, Rollback, Rollout, Scale, Scenario
@@ -43,6 +45,7 @@ class PodArrays:
     admitted_at: I64
     started: B  # every container has started at least once (the pod left Pending)
     restarts: I64  # the most restarts of any of its containers
+    stopped: B  # no container running (a deleted pod's are all done: the pod is as good as gone)
 
 
 @dataclass
@@ -62,11 +65,34 @@ class Controllers:
         scenario: Scenario,
         pod_workload: I64,
         pod_template: I64,
+        pod_ordinal: I64,
         plans: dict[int, WorkloadPlan],
         replica_set: list[bool],
         log: EventLog,
     ) -> None:
         self.scenario = scenario
+        self.pod_template = pod_template
+        self.pod_ordinal = pod_ordinal
+        self.sets: dict[int, StatefulSetState] = {}
+        self.set_pods: dict[int, I64] = {}
+        for wi, w in enumerate(scenario.workloads):
+            if w.kind != "StatefulSet":
+                continue
+            us = w.spec.update_strategy
+            ru = us.rolling_update if us is not None else None
+            self.sets[wi] = StatefulSetState(
+                replicas=w.spec.replicas,
+                update_revision=0,
+                current_revision=0,
+                policy=w.spec.pod_management_policy or "OrderedReady",
+                strategy=us.type if us is not None else "RollingUpdate",
+                partition=ru.partition if ru is not None else 0,
+                max_unavailable=ru.max_unavailable if ru is not None else None,
+            )
+            self.set_pods[wi] = np.flatnonzero(pod_workload == wi)
+        self.seen_sets_version = -1
+        self.sets_dirty = True
+        self.sets_wake: int = int(INF)
         self.log = log
         self.desired = [w.spec.replicas for w in scenario.workloads]
         self.min_ready = [w.spec.min_ready_seconds * 1000 for w in scenario.workloads]
@@ -77,7 +103,7 @@ class Controllers:
                 continue
             if w.kind == "Deployment":
                 revisions = plans[wi].revisions
-                names = {t: f"{w.name}-{template_hash(r.key)}" for t, r in enumerate(revisions)}
+                names = {t: replica_set_name(w.name, r.key) for t, r in enumerate(revisions)}
             else:
                 names = {0: w.name}
             for t, name in names.items():
@@ -86,14 +112,14 @@ class Controllers:
             if w.kind == "Deployment":
                 strategy = w.spec.strategy
                 assert strategy is not None
-                ru = strategy.rolling_update
+                rolling = strategy.rolling_update
                 d = DeploymentState(
                     name=w.name,
                     replicas=w.spec.replicas,
                     template=0,
                     strategy=strategy.type,
-                    max_surge=ru.max_surge if ru else "25%",
-                    max_unavailable=ru.max_unavailable if ru else "25%",
+                    max_surge=rolling.max_surge if rolling else "25%",
+                    max_unavailable=rolling.max_unavailable if rolling else "25%",
                     paused=w.spec.paused,
                     progress_deadline_s=_deadline(w.spec.progress_deadline_seconds),
                     revision_history_limit=w.spec.revision_history_limit,
@@ -124,14 +150,22 @@ class Controllers:
         self.seen_desired: list[int] = []
         self.wake: int = int(INF)
 
+    def names_of(self, wi: int) -> dict[int, str]:
+        """ReplicaSet names by template."""
+        return {t: run.name for (w, t), run in self.rs.items() if w == wi}
+
     # -- actions --------------------------------------------------------------------------
 
     def act(self, t: int, index: int, a: Rollout | Rollback | Restart | Scale | Pause | Resume) -> None:
         """An action of spec.actions (``index``) on workload ``a.workload``."""
         wi = next(i for i, w in enumerate(self.scenario.workloads) if w.name == a.workload)
-        self.dirty = True
+        self.dirty = self.sets_dirty = True
         if isinstance(a, Scale):
             self.desired[wi] = a.replicas
+            return
+        if wi in self.sets:
+            if not isinstance(a, Pause | Resume):
+                self.sets[wi].update_revision = self.plans[wi].template_of[index]
             return
         ctl = self.deployments.get(wi)
         if ctl is None:
@@ -153,6 +187,67 @@ class Controllers:
 
     # -- the step -------------------------------------------------------------------------
 
+    def reconcile_sets(self, t: int, s: PodArrays, version: int) -> tuple[list[int], list[int]]:
+        """Every StatefulSet's controller (``statefulset.reconcile``) over its pods by ordinal:
+        the slots to create (a free one of that ordinal and revision) and the pods to delete."""
+        due = self.sets_dirty or version != self.seen_sets_version or t >= self.sets_wake
+        if not self.sets or not due:
+            return [], []
+        self.sets_dirty = False
+        self.seen_sets_version = version
+        self.sets_wake = int(INF)
+        create: list[int] = []
+        delete: list[int] = []
+        for wi, st in self.sets.items():
+            st.replicas = self.desired[wi]
+            min_ready = self.min_ready[wi]
+            pods = self.set_pods[wi]
+            live = pods[s.admitted[pods] & ~s.gone[pods]]
+            by_ordinal: dict[int, int] = {}
+            view: dict[int, SetPod] = {}
+            for p in live.tolist():
+                o = int(self.pod_ordinal[p])
+                by_ordinal[o] = p
+                ready = bool(s.ready[p] and s.started[p] and not s.deleting[p])
+                since = int(s.ready_since[p]) + min_ready
+                if ready and since > t:
+                    self.sets_wake = min(self.sets_wake, since)
+                view[o] = SetPod(
+                    o, int(self.pod_template[p]), bool(s.deleting[p]), ready, ready and since <= t
+                )
+            d = reconcile(st, view)
+            for o, rev in d.create:
+                slot = pods[
+                    (self.pod_ordinal[pods] == o) & (self.pod_template[pods] == rev) & ~s.admitted[pods]
+                ]
+                if slot.size == 0:
+                    name = self.scenario.workloads[wi].name
+                    msg = f"create Pod {name}-{o} in StatefulSet {name} failed: probesim ran out of pod slots"
+                    self.log.add(
+                        t, "Warning", "FailedCreate", f"statefulset/{name}", msg, "statefulset-controller"
+                    )
+                    continue
+                create.append(int(slot[0]))
+            delete += [by_ordinal[o] for o in d.delete]
+            # completeRollingUpdate: every replica at the update revision and Ready.
+            updated = [v for o, v in view.items() if o < st.replicas and v.revision == st.update_revision]
+            if len(updated) == st.replicas and all(v.running_ready for v in updated):
+                st.current_revision = st.update_revision
+        return create, delete
+
+    def set_done(self, wi: int, s: PodArrays, t: int) -> bool:
+        """``kubectl rollout status statefulset``: the replicas from the partition up are at the
+        update revision, and every replica is Ready."""
+        st = self.sets[wi]
+        pods = self.set_pods[wi]
+        live = pods[s.admitted[pods] & ~s.gone[pods] & ~s.deleting[pods]]
+        ords = self.pod_ordinal[live]
+        mine = live[ords < st.replicas]
+        if mine.size != st.replicas or not bool(s.ready[mine].all()):
+            return False
+        upper = mine[self.pod_ordinal[mine] >= st.partition]
+        return bool((self.pod_template[upper] == st.update_revision).all())
+
     def reconcile(self, t: int, s: PodArrays, version: int) -> tuple[list[int], list[int]]:
         """Deployment syncs, then every ReplicaSet's: the pods to create and to delete now.
         Skipped when nothing they read changed (``version``: the loop's pods; ``desired``;
@@ -171,9 +266,23 @@ class Controllers:
         for wi, ctl in self.deployments.items():
             self._fill(wi, s, t)
             ctl.d.replicas = self.desired[wi]
-            for e in ctl.sync(t):
+            # Each sync's ReplicaSet updates bring the next sync at once (watch events): sync
+            # until nothing more moves.
+            before = ctl.d.status.condition("Progressing")
+            was = (before.status, before.reason) if before is not None else None
+            for _ in range(8):
+                events = ctl.sync(t)
+                for e in events:
+                    obj = f"deployment/{ctl.d.name}"
+                    self.log.add(t, e.type, e.reason, obj, e.message, "deployment-controller")
+                if not events:
+                    break
+            after = ctl.d.status.condition("Progressing")
+            if after is not None and after.reason == TIMED_OUT_REASON and was != ("False", TIMED_OUT_REASON):
+                # No event in a cluster: kubectl rollout status and describe show the condition.
+                msg = f"Deployment condition Progressing changed to False: {after.message}"
                 self.log.add(
-                    t, e.type, e.reason, f"deployment/{ctl.d.name}", e.message, "deployment-controller"
+                    t, "Warning", TIMED_OUT_REASON, f"deployment/{ctl.d.name}", msg, "deployment-controller"
                 )
             deadline = ctl.deadline_at()
             if deadline is not None:
@@ -206,6 +315,16 @@ class Controllers:
                 delete += pods_to_delete(ranks, live.size - want, t)
         return create, delete
 
+    def rollout_done(self, wi: int, s: PodArrays, t: int) -> bool:
+        """``kubectl rollout status``'s test on the pods as they are now: every replica updated
+        and available, no old pod active (terminating ones do not count)."""
+        ctl = self.deployments[wi]
+        self._fill(wi, s, t)
+        new = ctl.d.new_rs()
+        n = ctl.d.replicas
+        total = sum(r.status_replicas for r in ctl.d.rs)
+        return new is not None and new.status_replicas == n and new.available == n and total == n
+
     def _fill(self, wi: int, s: PodArrays, t: int) -> None:
         """ReplicaSet status from its pods (``calculateStatus``): active pods, Ready ones, and
         available ones (Ready for minReadySeconds; the controller looks again when one becomes
@@ -224,7 +343,7 @@ class Controllers:
                     self.wake = min(self.wake, int(at[at > t].min()))
             else:
                 r.available = r.ready
-            r.pods = int((s.admitted[pods] & ~s.gone[pods]).sum())
+            r.pods = int((s.admitted[pods] & ~s.gone[pods] & ~(s.deleting[pods] & s.stopped[pods])).sum())
 
 
 def _deadline(seconds: int | None) -> int | None:
