@@ -42,6 +42,8 @@ def render_result(
     if result.routes:
         _requests(result, console)
     _workloads(result, console)
+    if result.rollouts:
+        _rollouts(result, console)
     restarted = {p: n for w in result.workloads for p, n in w.restarts.items() if n}
     if restarted:
         console.print(
@@ -180,6 +182,44 @@ def _workloads(result: Result, console: Console) -> None:
             style="dim",
         )
     )
+
+
+def _rollouts(result: Result, console: Console) -> None:
+    """Each rollout: what started it, toward which ReplicaSet, how it ended and what it cost."""
+    columns = [
+        ("ROLLOUT", "left", 0),
+        ("REPLICASET", "left", 2),
+        ("START", "right", 0),
+        ("OUTCOME", "left", 0),
+        ("TOOK", "right", 1),
+        ("MIN READY", "right", 1),
+        ("MIN AVAILABLE", "right", 0),
+        ("FAILED", "left", 0),
+    ]
+    rows: list[list[Text | str]] = []
+    for r in result.rollouts:
+        if r.end_ms is not None:
+            outcome, took = "complete", format_ms(r.end_ms - r.start_ms)
+        elif r.superseded_ms is not None:
+            outcome, took = f"superseded at {format_ms(r.superseded_ms)}", "-"
+        else:
+            outcome, took = "not complete at the end", "-"
+        if r.stalled_ms is not None:
+            outcome += f" (deadline exceeded at {format_ms(r.stalled_ms)})"
+        failed = ", ".join(f"{c} {n}" for c, n in r.failed.items()) or "0"
+        rows.append(
+            [
+                cell(f"deployment/{r.workload} {r.action} ({r.origin})"),
+                cell(r.revision),
+                format_ms(r.start_ms),
+                outcome,
+                took,
+                str(r.min_ready),
+                str(r.min_available),
+                failed,
+            ]
+        )
+    _fit(console, "Rollouts", columns, rows)
 
 
 @dataclass

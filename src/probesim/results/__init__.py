@@ -1,5 +1,5 @@
 """What a run produced: per-tick series, events and a summary (``Result``)."""
 
-from probesim.results.result import CAUSES, Event, Result, RouteSummary, WorkloadSummary
+from probesim.results.result import CAUSES, Event, Result, RolloutSummary, RouteSummary, WorkloadSummary
 
-__all__ = ["CAUSES", "Event", "Result", "RouteSummary", "WorkloadSummary"]
+__all__ = ["CAUSES", "Event", "Result", "RolloutSummary", "RouteSummary", "WorkloadSummary"]

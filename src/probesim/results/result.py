@@ -89,6 +89,56 @@ class WorkloadSummary:
 
 
 @dataclass
+class RolloutSummary:
+    """One rollout of a Deployment or StatefulSet: from the action that changed its template to ``kubectl
+    rollout status`` saying it is done (``end_ms``), or to the next rollout (``superseded_ms``),
+    or the run's end; ``stalled_ms`` when its Progressing condition went False
+    (ProgressDeadlineExceeded). Ready and available replicas at their lowest, and requests to
+    the workload's Services failed by cause, over that span."""
+
+    workload: str
+    action: str  # rollout, rollback, restart, resume
+    revision: str  # the ReplicaSet rolled out to
+    origin: str  # which action made its template ("rollout at 1m", "the manifest's")
+    start_ms: int
+    end_ms: int | None
+    stalled_ms: int | None
+    superseded_ms: int | None
+    min_ready: int
+    min_available: int
+    failed: dict[str, int]
+
+    @property
+    def outcome(self) -> str:
+        if self.end_ms is not None:
+            return "complete"
+        if self.superseded_ms is not None:
+            return "superseded"
+        return "stalled" if self.stalled_ms is not None else "running"
+
+    def to_json(self) -> dict[str, Any]:
+        def s(ms: int | None) -> float | None:
+            return None if ms is None else ms / 1000
+
+        return {
+            "workload": self.workload,
+            "action": self.action,
+            "replicaSet": self.revision,
+            "template": self.origin,
+            "outcome": self.outcome,
+            "start": s(self.start_ms),
+            "end": s(self.end_ms),
+            "seconds": s(self.end_ms - self.start_ms) if self.end_ms is not None else None,
+            "stalled": s(self.stalled_ms),
+            "superseded": s(self.superseded_ms),
+            "minReady": self.min_ready,
+            "minAvailable": self.min_available,
+            "failedByCause": self.failed,
+            "failed": sum(self.failed.values()),
+        }
+
+
+@dataclass
 class Result:
     scenario: str
     seed: int
@@ -104,6 +154,7 @@ class Result:
         default_factory=dict
     )  # pod → name → series
     hosts: dict[str, str] = field(default_factory=dict)  # the lab's upstream addresses → pod names
+    rollouts: list[RolloutSummary] = field(default_factory=list)
 
     def workload(self, name: str) -> WorkloadSummary:
         return next(w for w in self.workloads if w.name == name)
@@ -187,6 +238,8 @@ class Result:
             },
             "events": [e.to_json() for e in self.events],
         }
+        if self.rollouts:
+            doc["summary"]["rollouts"] = [r.to_json() for r in self.rollouts]
         if series:
             doc["series"] = {
                 "time": (self.time_ms / 1000).tolist(),
