@@ -767,6 +767,13 @@ def tune(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the front, the choice and the patches as JSON.")
     ] = False,
+    report: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also write the study's report to this HTML file (.html): one page that works offline, "
+            "with the Pareto front drawn, the current and recommended settings and the patches."
+        ),
+    ] = None,
 ) -> None:
     """Search probe settings (and Istio outlier detection) that fail fewer requests, restart
     nothing needlessly and take a hung pod out of service sooner; print the Pareto front, the
@@ -780,9 +787,11 @@ def tune(
     from probesim.tune.command import tune as run_tune
 
     try:
+        if report is not None:
+            _check_output_path(report, "the report", ".html")
         target = _scenario_path(scenario) if scenario is not None else None
         run_tune(paths or [], target, workload, trials, seed, storage, study, timeout, scheduler, workers,
-                 output, as_json, out, err)  # fmt: skip
+                 output, as_json, out, err, report)  # fmt: skip
     except InputError as e:
         raise _fail(e) from None
     except KeyboardInterrupt:

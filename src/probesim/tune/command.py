@@ -53,8 +53,10 @@ def tune(
     as_json: bool,
     out: Console,
     err: Console,
+    report_page: Path | None = None,
 ) -> None:
-    """Load, search, print. Raises InputError for anything the user can fix."""
+    """Load, search, print (and write the page of the front to ``report_page``, an .html file
+    checked by the caller). Raises InputError for anything the user can fix."""
     from probesim.runs import executor
 
     if output is not None:
@@ -90,6 +92,11 @@ def tune(
     files: list[str] = []
     if output is not None and ps:
         files = _write(ps, output)
+    if report_page is not None:
+        from probesim.report.html import write_page
+        from probesim.report.tune_page import render_tune
+
+        write_page(render_tune(outcome, got, ps), report_page)
     if as_json:
         extra = {
             "patches": [
