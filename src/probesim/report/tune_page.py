@@ -1,0 +1,147 @@
+"""A tune's page of the HTML report (``probesim tune … --report out.html``): the Pareto front of
+the study drawn two ways (failed requests against the time a hung pod stays in service, and
+against needless restarts), the current and recommended settings marked, the front as a table
+with each probe's timings, and the patches with the commands that apply them.
+
+Built from what ``probesim tune`` prints (probesim.tune.study.Outcome and the patches of
+probesim.tune.report), with html.py's blocks; every name is user text and escaped there.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from probesim.report.html import Cell, Figure, Html, Section, chart, label, page, table, tag
+
+if TYPE_CHECKING:
+    from probesim.tune.inputs import TuneInputs
+    from probesim.tune.objective import Figures
+    from probesim.tune.report import PatchOut
+    from probesim.tune.space import Setting, Space
+    from probesim.tune.study import Outcome, Row
+
+
+def removal(f: Figures) -> str:
+    from probesim.tune.objective import DETECTION_CAP_MS
+
+    return f"{f.detection_s:g} s" if f.detected else f"never (within {DETECTION_CAP_MS // 1000} s)"
+
+
+def setting_cells(s: Setting, space: Space) -> list[str]:
+    """Readiness, liveness and startup timings (and outlier detection), one cell each."""
+    from probesim.tune.report import outlier_text, probe_text
+    from probesim.tune.space import FIELD_OF
+
+    names = space.containers()
+    out = []
+    for kind in ("readiness", "liveness", "startup"):
+        texts = [probe_text(s.probes.get(c, {}).get(FIELD_OF[kind]), kind == "readiness") for c in names]
+        out.append(
+            texts[0] if len(names) == 1 else "; ".join(f"{c}: {t}" for c, t in zip(names, texts, strict=True))
+        )
+    if space.rule is not None:
+        out.append(outlier_text(s.outlier))
+    return out
+
+
+def _name(r: Row) -> str:
+    return "current setting" if r.number is None else f"trial {r.number}"
+
+
+def _hover(r: Row, space: Space) -> str:
+    f = r.figures
+    cells = setting_cells(r.setting, space)
+    heads = ["readiness", "liveness", "startup", "outlier detection"]
+    settings = "<br>".join(label(f"{h}: {c}") for h, c in zip(heads, cells, strict=False))
+    return (
+        f"{_name(r)}<br>{f.failed} failed, {f.restarts} needless restarts, hung pod out after "
+        f"{removal(f)}, {f.flaps} flaps<br>{settings}"
+    )
+
+
+def _front_figures(o: Outcome, space: Space) -> list[Html | Figure]:
+    rec = o.recommended
+    rest = [r for r in o.front if rec is None or r.number != rec.number]
+    groups: list[tuple[str, list[Row], dict[str, Any]]] = [
+        ("Pareto front", rest, {"symbol": "circle", "size": 10, "color": "#0969da"}),
+        ("current setting", [o.current], {"symbol": "diamond", "size": 13, "color": "#6e7781"}),
+    ]
+    if rec is not None:
+        groups.append(
+            (f"recommended (trial {rec.number})", [rec], {"symbol": "star", "size": 16, "color": "#1a7f37"})
+        )
+    blocks: list[Html | Figure] = []
+    for y_title, attr, title in (
+        ("hung pod in service (s)", "detection_s", "Failed requests and hung-pod removal"),
+        ("needless restarts", "restarts", "Failed requests and needless restarts"),
+    ):
+        data = [
+            {"type": "scatter", "mode": "markers", "name": name, "x": [r.figures.failed for r in rows],
+             "y": [getattr(r.figures, attr) for r in rows], "text": [_hover(r, space) for r in rows],
+             "hovertemplate": "%{text}<extra></extra>", "marker": marker}
+            for name, rows, marker in groups
+            if rows
+        ]  # fmt: skip
+        blocks.append(chart(title, data, "failed requests", y_title, hovermode="closest"))
+    blocks[0].caption = (  # type: ignore[union-attr]
+        "Each trial on the Pareto front (no other trial is better on all three objectives), the current "
+        "setting and the recommended one. A hung pod never taken out of service is drawn at the hung "
+        "run's cap."
+    )
+    return blocks
+
+
+def _front_table(o: Outcome, space: Space) -> Html:
+    heads = [
+        "setting",
+        "failed",
+        "needless restarts",
+        "hung pod out after",
+        "flaps",
+        "readiness",
+        "liveness",
+        "startup",
+    ]
+    if space.rule is not None:
+        heads.append("outlier detection")
+    rows: list[list[Cell]] = []
+    classes: list[str | None] = []
+    rec = None if o.recommended is None else o.recommended.number
+    for r in [o.current, *o.front]:
+        f = r.figures
+        chosen = r.number is not None and r.number == rec
+        name: Cell = _name(r) + (" (recommended)" if chosen else "")
+        rows.append([name, f.failed, f.restarts, removal(f), f.flaps, *setting_cells(r.setting, space)])
+        classes.append("pass" if chosen else None)
+    return table(heads, rows, numeric=[1, 2, 4], row_class=classes, text=range(5, len(heads)))
+
+
+def tune_sections(o: Outcome, inputs: TuneInputs, patches: list[PatchOut]) -> list[Section]:
+    from probesim.tune.space import Space
+
+    space = Space(inputs.workload, inputs.rule)
+    objectives = (
+        "Objectives, each over the stress suite" + (" and the scenario" if inputs.given else "") + ": failed "
+        "requests, needless restarts, and how long a pod that hangs for good stays in service. Probe "
+        "cells: period/timeout ×failures (✓successes) +initial delay."
+    )
+    front = Section("front", "Pareto front", [*_front_figures(o, space), tag("p", objectives, class_="note"),
+                                              _front_table(o, space)])  # fmt: skip
+    blocks: list[Html | Figure] = [tag("p", ("Chosen: " if o.recommended else "") + o.why)]
+    for p in patches:
+        how = "strategic-merge" if p.strategic else "JSON merge (a custom resource)"
+        blocks.append(tag("h3", f"Patch of {p.kind}/{p.name} ({how})"))
+        blocks.append(tag("pre", p.yaml()))
+        if p.kind != "Pod":
+            blocks.append(tag("pre", p.command()))
+    return [front, Section("recommendation", "Recommendation", blocks)]
+
+
+def render_tune(o: Outcome, inputs: TuneInputs, patches: list[PatchOut]) -> str:
+    w = inputs.workload
+    subtitle = (
+        f"study {o.study} ({o.storage}): {o.trials} trials, {o.added} added now"
+        + (", stopped by --timeout" if o.timed_out else "")
+        + f"; {len(o.front)} on the Pareto front"
+    )
+    return page(f"probesim tune: {w.kind}/{w.name}", tune_sections(o, inputs, patches), subtitle)
