@@ -115,7 +115,9 @@ class Containers:
         self.changed = True
         self.epoch += 1  # what probe workers depend on changed
         log.synced_pods.add(p)
-        self._rewake()
+        # Its exit is the one new time (the wake-up stays at most the earliest due: a step
+        # woken early finds nothing due and rewakes).
+        self.wakeup = min(self.wakeup, np.int64(t + stop))
 
     def stop_pod(self, p: int, t: int, log: EventLog) -> None:
         """Stop every container of a pod being deleted, with the pod's grace period; none restarts."""

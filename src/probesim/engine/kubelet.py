@@ -425,41 +425,52 @@ class ProbeWorkers:
         if hold.any():
             self.on_hold[idx[hold]] = True
             self.run[idx[hold]] = 0
-        for c in idx[~passed]:
-            self._unhealthy(int(c), t, log)
+        if not passed.all():
+            self._unhealthy(idx[~passed], t, log)
         return changed
 
-    def _unhealthy(self, c: int, t: int, log: EventLog) -> None:
-        pod, _ = self.fleet.container_label(c)
-        why = int(self.pending_why[c])
-        h = int(self.spec.handler[c])
-        where = self.spec.describe[c]
-        tmo = int(self.spec.timeout[c]) // 1000
-        if h == HTTP:
-            msg = {
-                REFUSED: f'Get "{where}": dial tcp {where.split("/")[2]}: connect: connection refused',
-                TIMEOUT: f'Get "{where}": context deadline exceeded '
-                "(Client.Timeout exceeded while awaiting headers)",
-                STATUS: f"HTTP probe failed with statuscode: {int(self.pending_status[c])}"
-                if self.pending_status[c] >= 0
-                else f'Get "{where}": stopped after 10 redirects',
-            }[why]
-        elif h == TCP:
-            msg = f"dial tcp {where}: connect: connection refused"
-        elif h == GRPC:
-            msg = {
-                REFUSED: f'timeout: failed to connect service "{where}" within {tmo}s',
-                TIMEOUT: f"timeout: health rpc did not complete within {tmo}s",
-                STATUS: 'service unhealthy (responded with "NOT_SERVING")',
-            }[why]
-        else:
-            assert h == EXEC
-            msg = {
-                REFUSED: f'command "{where}" exited with code 1',
-                TIMEOUT: f'command timed out: "{where}" timed out after {tmo}s',
-                STATUS: f'command "{where}" exited with code 1',
-            }[why]
-        log.add(t, "Warning", "Unhealthy", f"pod/{pod}", f"{self.title} probe failed: {msg}")
+    def _unhealthy(self, idx: I64, t: int, log: EventLog) -> None:
+        """An Unhealthy event for each failed run of ``idx``, worded as the kubelet's prober."""
+        s = self.spec
+        f = self.fleet
+        for c, why, h, status, tmo in zip(
+            idx.tolist(),
+            self.pending_why[idx].tolist(),
+            s.handler[idx].tolist(),
+            self.pending_status[idx].tolist(),
+            (s.timeout[idx] // 1000).tolist(),
+            strict=True,
+        ):
+            where = s.describe[c]
+            if h == HTTP:
+                if why == REFUSED:
+                    msg = f'Get "{where}": dial tcp {where.split("/")[2]}: connect: connection refused'
+                elif why == TIMEOUT:
+                    msg = (
+                        f'Get "{where}": context deadline exceeded '
+                        "(Client.Timeout exceeded while awaiting headers)"
+                    )
+                elif status >= 0:
+                    msg = f"HTTP probe failed with statuscode: {status}"
+                else:
+                    msg = f'Get "{where}": stopped after 10 redirects'
+            elif h == TCP:
+                msg = f"dial tcp {where}: connect: connection refused"
+            elif h == GRPC:
+                msg = {
+                    REFUSED: f'timeout: failed to connect service "{where}" within {tmo}s',
+                    TIMEOUT: f"timeout: health rpc did not complete within {tmo}s",
+                    STATUS: 'service unhealthy (responded with "NOT_SERVING")',
+                }[why]
+            else:
+                assert h == EXEC
+                msg = {
+                    REFUSED: f'command "{where}" exited with code 1',
+                    TIMEOUT: f'command timed out: "{where}" timed out after {tmo}s',
+                    STATUS: f'command "{where}" exited with code 1',
+                }[why]
+            pod = f.pod_names[f.container_pod[c]]
+            log.add(t, "Warning", "Unhealthy", f"pod/{pod}", f"{self.title} probe failed: {msg}")
 
     def _rewake(self) -> None:
         nt = self.next_tick[self.active & ~self.lazy] if self.has_lazy else self.next_tick[self.active]

@@ -290,15 +290,26 @@ class _Run:
                 usage[sel] = np.ascontiguousarray(window).sum(axis=1) / rows
             views = [
                 PodView(
-                    request_m=float(request[p]) if has_request[p] else 0.0,
-                    usage_m=float(u) if sampled[p] else None,
-                    pending=not created[p],
-                    deleting=bool(self.deleting[p]),
-                    ready=bool(self.ready[p]),
-                    transition=int(self.ready_transition[p]),
-                    start=int(self.admitted_at[p]),
+                    request_m=req if has else 0.0,
+                    usage_m=u if smp else None,
+                    pending=not made,
+                    deleting=dl,
+                    ready=rd,
+                    transition=tr,
+                    start=st,
                 )
-                for p, u in zip(pods.tolist(), usage.tolist(), strict=True)
+                for req, has, u, smp, made, dl, rd, tr, st in zip(
+                    request[pods].tolist(),
+                    has_request[pods].tolist(),
+                    usage.tolist(),
+                    sampled[pods].tolist(),
+                    created[pods].tolist(),
+                    self.deleting[pods].tolist(),
+                    self.ready[pods].tolist(),
+                    self.ready_transition[pods].tolist(),
+                    self.admitted_at[pods].tolist(),
+                    strict=True,
+                )
             ]
             current = self.desired[wi]
             new, reason = hpa.sync(views, current, t)
