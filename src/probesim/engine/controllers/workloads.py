@@ -8,6 +8,7 @@ pod's.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -187,12 +188,15 @@ class Controllers:
 
     # -- the step -------------------------------------------------------------------------
 
-    def reconcile_sets(self, t: int, s: PodArrays, version: int) -> tuple[list[int], list[int]]:
+    def reconcile_sets(
+        self, t: int, view: Callable[[], PodArrays], version: int
+    ) -> tuple[list[int], list[int]]:
         """Every StatefulSet's controller (``statefulset.reconcile``) over its pods by ordinal:
         the slots to create (a free one of that ordinal and revision) and the pods to delete."""
         due = self.sets_dirty or version != self.seen_sets_version or t >= self.sets_wake
         if not self.sets or not due:
             return [], []
+        s = view()
         self.sets_dirty = False
         self.seen_sets_version = version
         self.sets_wake = int(INF)
@@ -204,7 +208,7 @@ class Controllers:
             pods = self.set_pods[wi]
             live = pods[s.admitted[pods] & ~s.gone[pods]]
             by_ordinal: dict[int, int] = {}
-            view: dict[int, SetPod] = {}
+            setpods: dict[int, SetPod] = {}
             for p in live.tolist():
                 o = int(self.pod_ordinal[p])
                 by_ordinal[o] = p
@@ -212,10 +216,10 @@ class Controllers:
                 since = int(s.ready_since[p]) + min_ready
                 if ready and since > t:
                     self.sets_wake = min(self.sets_wake, since)
-                view[o] = SetPod(
+                setpods[o] = SetPod(
                     o, int(self.pod_template[p]), bool(s.deleting[p]), ready, ready and since <= t
                 )
-            d = reconcile(st, view)
+            d = reconcile(st, setpods)
             for o, rev in d.create:
                 slot = pods[
                     (self.pod_ordinal[pods] == o) & (self.pod_template[pods] == rev) & ~s.admitted[pods]
@@ -230,7 +234,7 @@ class Controllers:
                 create.append(int(slot[0]))
             delete += [by_ordinal[o] for o in d.delete]
             # completeRollingUpdate: every replica at the update revision and Ready.
-            updated = [v for o, v in view.items() if o < st.replicas and v.revision == st.update_revision]
+            updated = [v for o, v in setpods.items() if o < st.replicas and v.revision == st.update_revision]
             if len(updated) == st.replicas and all(v.running_ready for v in updated):
                 st.current_revision = st.update_revision
         return create, delete
@@ -248,7 +252,7 @@ class Controllers:
         upper = mine[self.pod_ordinal[mine] >= st.partition]
         return bool((self.pod_template[upper] == st.update_revision).all())
 
-    def reconcile(self, t: int, s: PodArrays, version: int) -> tuple[list[int], list[int]]:
+    def reconcile(self, t: int, view: Callable[[], PodArrays], version: int) -> tuple[list[int], list[int]]:
         """Deployment syncs, then every ReplicaSet's: the pods to create and to delete now.
         Skipped when nothing they read changed (``version``: the loop's pods; ``desired``;
         actions) and no time-driven change is due (a pod becoming available, a deadline)."""
@@ -257,6 +261,7 @@ class Controllers:
         )
         if not due:
             return [], []
+        s = view()
         self.dirty = False
         self.seen_version = version
         self.seen_desired = list(self.desired)
