@@ -5,7 +5,6 @@ Built once from the Scenario; the kubelet, lifecycle and traffic steps update it
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -217,8 +216,14 @@ def build(scenario: Scenario) -> Fleet:
             targets.append(t.path)
     behaviors = Behaviors(profiles, np.array(profile_of, np.int64), targets)
 
+    # Containers of one template with one behaviour share every setting but the pod's IP.
+    grouped: dict[tuple[int, int], list[int]] = {}
+    for i, (c, b) in enumerate(zip(cont_spec, cont_behavior, strict=True)):
+        grouped.setdefault((id(c), id(b)), []).append(i)
+    groups = list(grouped.values())
     probes = {
-        kind: _probe_arrays(kind, cont_spec, cont_behavior, cont_pod, ips, behaviors) for kind in PROBE_TYPES
+        kind: _probe_arrays(kind, cont_spec, cont_behavior, cont_pod, ips, behaviors, groups)
+        for kind in PROBE_TYPES
     }
     pod_workload_a = np.array(pod_workload, np.int64)
     routes = [
@@ -279,7 +284,9 @@ def _probe_arrays(
     cont_pod: list[int],
     ips: list[str],
     behaviors: Behaviors,
+    groups: list[list[int]],
 ) -> ProbeSpecArrays:
+    """One probe type's settings; ``groups``: containers sharing template and behaviour."""
     n = len(specs)
     a = ProbeSpecArrays(
         has=np.zeros(n, bool),
@@ -296,11 +303,7 @@ def _probe_arrays(
         describe=[""] * n,
         error=[""] * n,
     )
-    # Containers of one template with one behaviour share every setting but the pod's IP.
-    groups: dict[tuple[int, int], list[int]] = {}
-    for i, (c, b) in enumerate(zip(specs, beh, strict=True)):
-        groups.setdefault((id(c), id(b)), []).append(i)
-    for members in groups.values():
+    for members in groups:
         c, b = specs[members[0]], beh[members[0]]
         p = c.probe(kind)
         if p is None:
@@ -315,16 +318,17 @@ def _probe_arrays(
         a.target[i] = behaviors.target(_probe_target(p))
         if p.termination_grace_period_seconds is not None:
             a.grace[i] = p.termination_grace_period_seconds * 1000
-        describe: Callable[[str], str]
+        # "<before>" + pod IP + "<after>", or the same text for every pod (before alone).
+        before, after, per_pod = "", "", True
         error = ""
         if p.http_get is not None:
             h = p.http_get
             a.handler[i] = HTTP
             port = container_port(c, h.port)
             scheme = h.scheme.lower()
-            describe = lambda ip, h=h, port=port, scheme=scheme: (  # noqa: E731
-                f"{scheme}://{h.host or ip}:{port or h.port}{h.path}"
-            )
+            before, after = f"{scheme}://", f":{port or h.port}{h.path}"
+            if h.host:
+                before, per_pod = before + h.host + after, False
             a.port_error[i] = port is None
             a.closed[i] = not listens(c, b, port)
             error = f'strconv.Atoi: parsing "{h.port}": invalid syntax'
@@ -332,22 +336,23 @@ def _probe_arrays(
             ts = p.tcp_socket
             a.handler[i] = TCP
             port = container_port(c, ts.port)
-            describe = lambda ip, ts=ts, port=port: f"{ts.host or ip}:{port or ts.port}"  # noqa: E731
+            before, after = "", f":{port or ts.port}"
+            if ts.host:
+                before, per_pod = ts.host + after, False
             a.port_error[i] = port is None
             a.closed[i] = not listens(c, b, port)
             error = f'strconv.Atoi: parsing "{ts.port}": invalid syntax'
         elif p.grpc is not None:
             g = p.grpc
             a.handler[i] = GRPC
-            describe = lambda ip, g=g: f"{ip}:{g.port}"  # noqa: E731
+            after = f":{g.port}"
             a.closed[i] = not listens(c, b, g.port)
         else:
             assert p.exec is not None
             a.handler[i] = EXEC
-            command = " ".join(p.exec.command)
-            describe = lambda ip, command=command: command  # noqa: E731
+            before, per_pod = " ".join(p.exec.command), False
         for m in members:
-            a.describe[m] = describe(ips[cont_pod[m]])
+            a.describe[m] = before + ips[cont_pod[m]] + after if per_pod else before
             a.error[m] = error
     return a
 

@@ -7,6 +7,7 @@ endpoints; traffic over [t, t + step); the record.
 from __future__ import annotations
 
 from collections import deque
+from operator import attrgetter
 
 import numpy as np
 import numpy.typing as npt
@@ -1070,7 +1071,7 @@ class _Run:
         self.rec_ref = rec
         for m in self.mesh.values():
             self.log.events.extend(m.events)
-        self.log.events.sort(key=lambda e: e.time_ms)
+        self.log.events.sort(key=attrgetter("time_ms"))
         return self._result(times, rec, wl_pods)
 
     def _route_latency(self, ri: int, max_series: I64) -> dict[str, float]:
