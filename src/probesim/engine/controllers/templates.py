@@ -138,9 +138,10 @@ def plan(scenario: Scenario, name: str, build: Build = _default_build) -> Worklo
     first = Revision(w, scenario.behavior(name), _key(data), "the manifest's")
     out = WorkloadPlan([first])
     current = 0
-    numbers: dict[int, int] = {0: 1}  # template → its ReplicaSet's revision number
-    pending: int | None = None  # a template changed while paused: its ReplicaSet comes on resume
     paused = bool(w.spec.paused) if w.kind == "Deployment" else False
+    # Template → its ReplicaSet's revision number; a Deployment created paused has none yet.
+    numbers: dict[int, int] = {} if paused else {0: 1}
+    pending: int | None = 0 if paused else None  # a template changed while paused: on resume
     actions: list[tuple[int, int, WorkloadAction]] = []
     for i, any_action in enumerate(scenario.spec.actions):
         if isinstance(any_action, Rollout | Rollback | Restart | Scale | Pause | Resume):
@@ -154,7 +155,7 @@ def plan(scenario: Scenario, name: str, build: Build = _default_build) -> Worklo
             pending = t
             return
         pending = None
-        top = max(numbers.values())
+        top = max(numbers.values(), default=0)
         if numbers.get(t) != top:
             numbers[t] = top + 1
 

@@ -126,6 +126,11 @@ class Controllers:
                     revision_history_limit=w.spec.revision_history_limit,
                     revision=1,
                 )
+                self.deployments[wi] = DeploymentController(d, names)
+                if d.paused:
+                    # Created paused: no ReplicaSet until it is resumed.
+                    d.revision = 0
+                    continue
                 # The run starts as the Deployment is created: its first ReplicaSet has every
                 # replica at once (no ScalingReplicaSet event: the pods are the run's first).
                 d.rs.append(
@@ -144,7 +149,6 @@ class Controllers:
                         "Progressing", "True", NEW_RS_REASON, f'Created new replica set "{names[0]}"', 0, 0
                     )
                 )
-                self.deployments[wi] = DeploymentController(d, names)
         self.plans = plans
         self.dirty = True
         self.seen_version = -1
