@@ -220,6 +220,25 @@ def _drawn_times(at: Callable[[int], int], start: int, drawn: I64, avail: int) -
     return lambda i, x: at(start + min(avail - 1, max(0, -(-x * avail // max(int(drawn[i]), 1)) - 1)))
 
 
+class _HostView:
+    """What each host of a step answers (the same for every client): refused, hung, the status
+    a sidecar sees (503 refused, 504 or none hung), whether a failure is retried, whether the
+    answer is good, and whether it counts toward any ejection."""
+
+    def __init__(self, route: MeshRoute, in_eps: B, cat: I64, status: I64) -> None:
+        self.members = np.flatnonzero(in_eps)
+        self.refused = cat == REFUSED
+        # A hung host answers nothing: with a route or per-try timeout the sidecar gives up
+        # with 504 (reported as a local-origin timeout, §2.1.3); without one it just waits.
+        self.hung = cat == HUNG
+        st = np.where(self.refused, 503, np.where(cat == ERROR, status, 200))
+        self.st = np.where(self.hung, 504 if route.times_out else 0, st)  # 0: no answer, nothing reported
+        self.retriable = route._retriable(self.refused, self.hung, self.st)
+        self.good = (self.st > 0) & (self.st < 500)
+        # A 5xx, a connect failure or a timeout: a host that can move an outlier counter.
+        self.counts = (self.st >= 500) | self.refused | self.hung
+
+
 class MeshRoute:
     """The sidecars of one traffic route's clients."""
 
@@ -447,6 +466,7 @@ class MeshRoute:
         # client k mod clients), whatever the step.
         first_k = [(ci - self.sent) % nc for ci in range(nc)]
         self.sent += n
+        self._view = _HostView(self, in_eps, cat_by_pod, status_by_pod)
         for ci, c in enumerate(self.clients):
             self._members(t, c, in_eps)
             k0 = first_k[ci]
@@ -473,7 +493,7 @@ class MeshRoute:
     def _hosts(self, c: Client, in_eps: npt.NDArray[np.bool_]) -> tuple[I64, bool]:
         """The host set to pick from as the load balancer sees it, and whether it is in panic
         (§3.3)."""
-        members = np.flatnonzero(in_eps)
+        members = self._view.members
         if members.size == 0:
             return members, False
         healthy = members[~c.visible[members]]
@@ -523,13 +543,14 @@ class MeshRoute:
             if panic:
                 self.stats.lb_healthy_panic += avail
             k = hosts.size
-            refused = cat[hosts] == REFUSED
-            # A hung host answers nothing: with a route or per-try timeout the sidecar gives up
-            # with 504 (reported as a local-origin timeout, §2.1.3); without one it just waits.
-            hung = cat[hosts] == HUNG
-            st = np.where(refused, 503, np.where(cat[hosts] == ERROR, status[hosts], 200))
-            st = np.where(hung, 504 if self.times_out else 0, st)  # 0: no answer, nothing reported
-            need = np.minimum(self._need(c, hosts, refused, hung, st), avail + 1)  # no crossing past avail
+            view = self._view
+            refused, hung, st = view.refused[hosts], view.hung[hosts], view.st[hosts]
+            if view.counts[hosts].any():
+                need = np.minimum(
+                    self._need(c, hosts, refused, hung, st), avail + 1
+                )  # no crossing past avail
+            else:  # every host answers below 500 and connects: none can be ejected
+                need = np.full(k, min(NEVER, avail + 1), np.int64)
             start = j
             if self.lb == "ROUND_ROBIN":
                 order = (np.arange(k) - c.cursor) % k  # position of each host in this round
@@ -549,8 +570,8 @@ class MeshRoute:
 
             j += cut
             self._report(ci, c, hosts, per, refused, hung, st, when)
-            retried = self._retriable(refused, hung, st) & (per > 0)
-            good = (st > 0) & (st < 500)
+            retried = view.retriable[hosts] & (per > 0)
+            good = view.good[hosts]
             if retried.any() and good.any():
                 # The retry avoids the host already tried (previous_hosts) and lands on one that
                 # answers (§5.5); every attempt was reported to its host above.
@@ -630,6 +651,13 @@ class MeshRoute:
         timeouts are local-origin failures. Detections fire each time a counter reaches its
         threshold, in the order of the requests (``when``: the time of a host's x-th request)."""
         sent = per > 0
+        if not self.split and not self._view.counts[hosts].any():
+            # Every host answered below 500: counted, and their consecutive counters reset.
+            c.rq[hosts] += per
+            answered = hosts[sent]
+            c.c5xx[answered] = 0
+            c.cgw[answered] = 0
+            return
         conn_failed, timed_out = self._local(refused, hung, st)
         coded = sent & (st > 0) & ~conn_failed & ~timed_out  # an HTTP code reaches the monitor
         c.rq[hosts[coded]] += per[coded]
