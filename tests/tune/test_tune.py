@@ -300,3 +300,56 @@ def test_the_front_holds_the_current_setting_and_keeps_it_when_no_trial_beats_it
     better = row(7, 90, 0, 30.0)
     restarting = row(None, 86, 1, 11.0)
     assert study.recommend(study.pareto([restarting, better]))[0] == better
+
+
+def test_outlier_detection_is_searched_and_patched_as_a_json_merge(tmp_path: Path) -> None:
+    import optuna
+
+    from probesim.tune.patch import kubectl_command, patched_rule, rule_patch
+
+    rule = """\
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: web, namespace: shop}
+spec:
+  host: web.shop.svc.cluster.local
+  trafficPolicy:
+    outlierDetection: {consecutive5xxErrors: 2, interval: 2s, baseEjectionTime: 60s}
+"""
+    (tmp_path / "web.yaml").write_text(WEB + rule)
+    got = load([str(tmp_path / "web.yaml")], None, None)
+    assert got.rule is not None
+    space = Space(got.workload, got.rule)
+    params = {
+        "app.readiness.periodSeconds": 1, "app.readiness.timeoutSeconds": 1, "app.readiness.failureThreshold": 1,
+        "app.readiness.successThreshold": 1, "app.readiness.initialDelaySeconds": 0,
+        "app.liveness.periodSeconds": 2, "app.liveness.timeoutSeconds": 5, "app.liveness.failureThreshold": 2,
+        "app.liveness.initialDelaySeconds": 0, "app.startup.add": True, "app.startup.periodSeconds": 2,
+        "app.startup.timeoutSeconds": 1, "app.startup.failureThreshold": 30,
+        "outlier.consecutive5xxErrors": 5, "outlier.interval": 10, "outlier.baseEjectionTime": 30,
+        "outlier.maxEjectionPercent": 50,
+    }  # fmt: skip
+    setting = space.sample(optuna.trial.FixedTrial(params))
+    current = space.current()
+    # Liveness's timeout 5 is capped at its period, 2; the startup probe copies its handler.
+    assert workload_patch(got.workload, current, setting) == {"spec": {"template": {"spec": {"containers": [
+        {"name": "app", "livenessProbe": {"initialDelaySeconds": 0, "timeoutSeconds": 2},
+         "startupProbe": {"httpGet": {"path": "/healthz", "port": "http"},
+                                         "initialDelaySeconds": 0, "periodSeconds": 2, "timeoutSeconds": 1,
+                                         "successThreshold": 1, "failureThreshold": 30}},
+    ]}}}}  # fmt: skip
+    patch = rule_patch(current, setting)
+    assert patch == {"spec": {"trafficPolicy": {"outlierDetection": {
+        "consecutive5xxErrors": 5, "interval": "10s", "baseEjectionTime": "30s", "maxEjectionPercent": 50,
+    }}}}  # fmt: skip
+    od = patched_rule(got.rule, current, setting).spec.traffic_policy.outlier_detection  # type: ignore[union-attr]
+    assert (od.consecutive_5xx_errors, od.interval, od.max_ejection_percent) == (5, "10s", 50)
+    assert kubectl_command("DestinationRule", "web", "shop", patch, strategic=False) == (
+        "kubectl patch destinationrule web -n shop --type merge -p "
+        """'{"spec":{"trafficPolicy":{"outlierDetection":{"consecutive5xxErrors":5,"interval":"10s","""
+        """"baseEjectionTime":"30s","maxEjectionPercent":50}}}}'"""
+    )
+    # The hung pod is out once every client sidecar ejected it, or sooner by its probes.
+    runs = plan(got, space, setting)
+    assert [r.label for r in runs][-1] == "hung pod" and runs[-1].clients == 1 and runs[-1].hosts

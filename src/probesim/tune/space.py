@@ -84,7 +84,12 @@ def timings(p: Probe) -> dict[str, int]:
 def handler(p: Probe) -> dict[str, Any]:
     """A probe's handler (httpGet, tcpSocket, exec or grpc) as written in a manifest."""
     dumped: dict[str, Any] = p.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return {k: v for k, v in dumped.items() if k in ("httpGet", "tcpSocket", "exec", "grpc")}
+    out = {k: v for k, v in dumped.items() if k in ("httpGet", "tcpSocket", "exec", "grpc")}
+    # As the author would write it: no empty header list, no default scheme.
+    return {
+        k: {f: x for f, x in v.items() if x not in ([], {}) and (f, x) != ("scheme", "HTTP")}
+        for k, v in out.items()
+    }
 
 
 @dataclass(frozen=True)
