@@ -215,6 +215,12 @@ def test_cli_prints_front_patch_and_kubectl_command(case: Path, tmp_path: Path) 
             "several workloads could be tuned (api, web): choose one with --workload",
         ),
         ({"web.yaml": WEB}, ["--timeout", "soon"], "--timeout"),
+        ({"web.yaml": WEB}, ["--storage", "nonsense"], "--storage nonsense: cannot open the study's storage"),
+        (
+            {"web.yaml": WEB},
+            ["--storage", "sqlite:////no/such/folder/t.db"],
+            "cannot open the study's storage: (sqlite3.OperationalError) unable to open database file",
+        ),
         (
             {"web.yaml": WEB, "long.scenario": SCENARIO.replace("duration: 5m", "duration: 100h")},
             ["--scenario", "LONG"],

@@ -96,6 +96,8 @@ def _sampler(seed: int, number: int) -> optuna.samplers.BaseSampler:
 
 
 def open_study(name: str, storage: str) -> optuna.Study:
+    from sqlalchemy.exc import SQLAlchemyError
+
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
         return optuna.create_study(
@@ -104,8 +106,13 @@ def open_study(name: str, storage: str) -> optuna.Study:
             directions=["minimize"] * 3,
             load_if_exists=True,
         )
-    except (ValueError, ImportError, optuna.exceptions.StorageInternalError) as e:
-        raise InputError(f"cannot open the study's storage: {e}", field=f"--storage {storage}") from None
+    except (ValueError, ImportError, optuna.exceptions.StorageInternalError, SQLAlchemyError) as e:
+        why = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise InputError(
+            f"cannot open the study's storage: {why} (give an Optuna storage URL, e.g. "
+            "sqlite:///tune.db in an existing folder)",
+            field=f"--storage {storage}",
+        ) from None
 
 
 def _row(t: optuna.trial.FrozenTrial) -> Row:
