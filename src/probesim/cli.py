@@ -23,6 +23,7 @@ from probesim.errors import InputError, InputWarning
 from probesim.safe import MESSAGE_LIMIT, markup, visible
 
 if TYPE_CHECKING:
+    from probesim.analysis.default_scenario import Generated
     from probesim.manifests.yamlsrc import Doc
     from probesim.model.scenario import Scenario
     from probesim.model.threshold import Threshold
@@ -330,7 +331,7 @@ def run(
         loaded = _run_target(targets, manifests or (), sets or (), start, rate, duration, print_scenario)
         if loaded is None:
             return
-        sc = loaded
+        sc, generated = loaded
         _check_cost(sc, scenario, max_cost)
         if runs is not None:
             from probesim.cost import run_cost
@@ -343,6 +344,8 @@ def run(
             _check_output_path(junit, "the JUnit report", ".xml")
     except InputError as e:
         raise _fail(e) from None
+    if generated is not None:
+        _tell_generated(generated, sc)
     if seed is not None:
         sc = sc.model_copy(update={"spec": sc.spec.model_copy(update={"seed": seed})})
     if runs is not None:
@@ -384,30 +387,36 @@ def _run_target(
     rate: float | None,
     duration: str | None,
     print_scenario: bool,
-) -> Scenario | None:
-    """run's scenario: the file or built-in named, or the one generated from manifests (None
-    once --print-scenario has printed it)."""
+) -> tuple[Scenario, Generated | None] | None:
+    """run's scenario: the file or built-in named, or the one generated from manifests (with
+    it); None once --print-scenario has printed it."""
     from probesim.analysis.default_scenario import from_arguments
 
     generated = from_arguments(targets, manifests, start, rate, duration, print_scenario)
     if generated is None:
-        return _load(targets[0], manifests, sets)
+        return _load(targets[0], manifests, sets), None
     if print_scenario:
         if sets:
             raise InputError("--print-scenario prints the scenario before --set: give one", field="--set")
         sys.stdout.write(generated.text)
         return None
-    from probesim.analysis.check import CheckReport
     from probesim.overrides import parse_set
-    from probesim.report.check_outputs import render_skipped
 
     sc, said = generated.load([parse_set(s) for s in sets])
     _warn(said)
+    return sc, generated
+
+
+def _tell_generated(generated: Generated, sc: Scenario) -> None:
+    """On stderr, once the run is sure to start: what the generated scenario runs, and a line
+    on what it does not (as check says it)."""
+    from probesim.analysis.check import CheckReport
+    from probesim.report.check_outputs import render_skipped
+
     for line in generated.lines(sc):
         err.print(Text(line, style="dim"), soft_wrap=True)
     report = CheckReport(skipped=generated.skipped)
     render_skipped(report, err, False, "not simulated", "--print-scenario lists them, with why")
-    return sc
 
 
 def _monte_carlo(

@@ -193,6 +193,8 @@ def test_bad_input_names_file_and_line_and_options_are_checked(k8s: Path, tmp_pa
     assert f"{f}:" in r.stderr and "periodSeconds" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     r = runner.invoke(app, ["run", str(k8s), "--duration", "soon"])
     assert (r.exit_code, "--duration" in r.stderr) == (2, True)
+    r = runner.invoke(app, ["run", str(k8s), "--duration", "1000h"])  # refused before it starts: one line
+    assert r.exit_code == 2 and "--max-cost" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     r = runner.invoke(app, ["run", "seed000-readiness", "--rate", "5"])
     assert r.exit_code == 2 and "--rate shapes the scenario probesim run generates" in r.stderr
 

@@ -57,6 +57,10 @@ def test_hostile_inputs_end_cleanly_in_run_and_check(rnd: random.Random) -> None
         case.write(root)
         args = case.run_args(root)
         assert_clean(runner.invoke(app, args), args, "json" if case.run_json else "text")
+        if case.manifests:  # the same manifests in a generated scenario (probesim run k8s/)
+            args = ["run", *(str(root / m) for m in case.manifests), "--duration", "10s"]
+            args += ["--json"] if case.run_json else []
+            assert_clean(runner.invoke(app, args), args, "json" if case.run_json else "text")
         for fmt in FORMATS:
             args = case.check_args(root, fmt)
             assert_clean(runner.invoke(app, args), args, fmt)
