@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
@@ -159,6 +160,8 @@ def test_printed_scenario_runs_back_to_the_same_result(k8s: Path, tmp_path: Path
     s.parent.mkdir()
     s.write_text(printed.stdout)
     assert run_json(str(s)) == run_json(str(k8s), "--rate", "7")
+    schema = json.loads(runner.invoke(app, ["schema"]).stdout)
+    jsonschema.validate(yaml.safe_load(printed.stdout), schema)  # editors check it as they do a written one
     assert {f: f.read_bytes() for f in k8s.iterdir()} == before  # the user's files as they were
 
 
