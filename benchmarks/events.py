@@ -11,7 +11,6 @@ Run: ``make bench`` (or ``python benchmarks/events.py [--pods N] [--ticks N]``).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import io
 import json
 import sys
@@ -22,18 +21,18 @@ from pathlib import Path
 from rich.console import Console
 
 from probesim.engine import simulate
+from probesim.model.scenario import Scenario
 from probesim.report.terminal import EVENT_LINES, aggregate, render_result
 
 TARGET_RATIO = 0.5  # default text output within half the run's own time
 
 
-def _fleet() -> Callable[..., object]:
-    spec = importlib.util.spec_from_file_location("engine_bench", Path(__file__).with_name("engine.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module.fleet  # type: ignore[no-any-return]
+def _fleet(pods: int, ticks: int, rate: float) -> Scenario:
+    """benchmarks/workloads.py's seed workload, probes every 10 s."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import workloads
+
+    return workloads.seed(pods, ticks, rate, period=10)
 
 
 def cpu(fn: Callable[[], object], repeat: int = 3) -> float:
@@ -59,9 +58,9 @@ def main() -> None:
     ap.add_argument("--pods", type=int, default=1000)
     ap.add_argument("--ticks", type=int, default=1200)
     args = ap.parse_args()
-    sc = _fleet()(args.pods, args.ticks, 1000.0)
-    result = simulate(sc)  # type: ignore[arg-type]
-    run = cpu(lambda: simulate(sc), repeat=1)  # type: ignore[arg-type]
+    sc = _fleet(args.pods, args.ticks, 1000.0)
+    result = simulate(sc)
+    run = cpu(lambda: simulate(sc), repeat=1)
     lines = len(aggregate(result.events))
     none = cpu(lambda: text(result, EVENT_LINES, events=False))
     default = cpu(lambda: text(result, EVENT_LINES))
