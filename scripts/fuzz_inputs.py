@@ -4,7 +4,11 @@ processes and count what happened (issue 17; not run in CI).
 
 The inputs come from tests/property/hostile.py (the generator the CI fuzz test uses), profile
 "full". Each input is written to a fresh folder and run twice: ``probesim run`` (text or
---json) and ``probesim check`` (one --format, sometimes --scenario or --stress). Each process
+--json) and ``probesim check`` (one --format, sometimes --scenario or --stress). With
+``--options K`` (default 2) each input also gets K hostile command lines of issue 16's commands
+and options from tests/property/hostile_options.py: ``--set``, ``--threshold``, ``--runs``,
+``--report``, ``sweep``, ``report`` (a run's JSON, a sweep's CSV or Parquet), ``run`` on
+manifests and ``tune``; ``--only-options`` runs those alone. Each process
 has an address-space limit (RLIMIT_AS, 3 GiB), a CPU limit and a wall-clock timeout; its CPU
 time and peak memory come from wait4's rusage.
 
@@ -16,7 +20,8 @@ does.
 
     .venv/bin/python scripts/fuzz_inputs.py -n 5000 --workers 2 --out /tmp/fuzz
 
-Counts: clean one-line errors (exit 2, one ``error:`` line on stderr), successes (exit 0 or 1
+Counts: clean one-line errors (exit 2, one ``error:`` line on stderr), usage errors (exit 2,
+typer's box naming the option whose value it refused), successes (exit 0 or 1
 with output that parses in its format), tracebacks (or an exit code outside 0, 1, 2, or a
 signal), runs past 10 s of CPU, runs above 2 GiB, malformed outputs (unparseable JSON/XML, or
 an exit 2 with more than one line on stderr). Each bad run's input is kept under --out.
@@ -45,6 +50,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.property.hostile import Case, make_case  # noqa: E402
+from tests.property.hostile_options import Command, make_options_case  # noqa: E402
 
 GiB = 1 << 30
 CPU_LIMIT_S = 10.0  # past this a run that was not refused up front is an overrun
@@ -55,11 +61,17 @@ AS_LIMIT = 3 * GiB  # address space: a run asking for more fails (MemoryError) i
 @dataclass
 class Job:
     index: int
-    command: str  # run | check
+    command: str  # run | check | the option command's name
     args: list[str]
     fmt: str
     folder: Path
     case: Case
+    stdin: bytes | None = None
+    out_name: str = ""  # the stdout/stderr files' stem (default: command)
+
+    @property
+    def stem(self) -> str:
+        return self.out_name or self.command
 
 
 @dataclass
@@ -83,9 +95,13 @@ def _child(job: Job, exec_mode: bool, cpu_limit: int) -> None:
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_limit, cpu_limit + 5))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         os.chdir(job.folder)
-        null = os.open(os.devnull, os.O_RDONLY)
-        out = os.open(job.folder / f"{job.command}.out", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        err = os.open(job.folder / f"{job.command}.err", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        if job.stdin is not None:
+            (job.folder / f"{job.stem}.in").write_bytes(job.stdin)
+            null = os.open(job.folder / f"{job.stem}.in", os.O_RDONLY)
+        else:
+            null = os.open(os.devnull, os.O_RDONLY)
+        out = os.open(job.folder / f"{job.stem}.out", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        err = os.open(job.folder / f"{job.stem}.err", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.dup2(null, 0)
         os.dup2(out, 1)
         os.dup2(err, 2)
@@ -123,7 +139,10 @@ def _preload() -> None:
     import probesim.engine
     import probesim.manifests.scenario
     import probesim.report.check_outputs
-    import probesim.report.terminal  # noqa: F401
+    import probesim.report.sweep_page
+    import probesim.report.terminal
+    import probesim.runs
+    import probesim.sweep  # noqa: F401
 
 
 def run_all(jobs: list[Job], workers: int, timeout: float, exec_mode: bool, cpu_limit: int) -> list[Outcome]:
@@ -154,8 +173,8 @@ def run_all(jobs: list[Job], workers: int, timeout: float, exec_mode: bool, cpu_
         timed_out = started == float("-inf")
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)  # anything it left behind (a stress pool)
-        out = (job.folder / f"{job.command}.out").read_bytes()
-        err = (job.folder / f"{job.command}.err").read_bytes()
+        out = (job.folder / f"{job.stem}.out").read_bytes()
+        err = (job.folder / f"{job.stem}.err").read_bytes()
         code = os.waitstatus_to_exitcode(status)
         sig = -code if code < 0 else None
         done.append(
@@ -188,8 +207,16 @@ def classify(o: Outcome) -> list[str]:
     if o.timed_out or o.signal == signal.SIGXCPU:
         tags.append("timed out")  # killed by --timeout or --cpu-limit: an overrun, not a crash
         return tags
-    if "Traceback" in out or "Traceback" in err or o.code not in (0, 1, 2):
+    if "Traceback" in out or "Traceback" in err or o.code not in (0, 1, 2, 99):
         tags.append("traceback")
+        return tags
+    if o.code == 99 and o.job.command not in ("run", "check"):
+        tags.append("success")  # a threshold crossed (run, sweep's --runs): k6's exit code
+        return tags
+    if o.code == 2 and err.startswith("Usage: probesim") and "Error" in err:
+        # typer's own message for an option's value it refuses (a type, a range, a missing
+        # value): names the option and what it takes, in typer's box over several lines.
+        tags.append("usage error")
         return tags
     if o.code == 2:
         lines = err.strip().splitlines()
@@ -212,13 +239,23 @@ def classify(o: Outcome) -> list[str]:
     return tags
 
 
+def _option_job(i: int, k: int, c: Command, folder: Path, case: Case) -> Job:
+    for name, data in c.extra_files.items():
+        (folder / name).write_bytes(data)
+    return Job(
+        i, c.name, c.args(folder), c.fmt if c.fmt != "none" else "text-none", folder, case, c.stdin, f"opt{k}"
+    )
+
+
 def _ends(text: str) -> str:
     return text if len(text) < 1600 else text[:800] + " [...] " + text[-800:]
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("-n", type=int, default=5000, help="inputs (each run twice: run and check)")
+    ap.add_argument(
+        "-n", type=int, default=5000, help="inputs (each run and checked, and --options command lines)"
+    )
     ap.add_argument("--seed", type=int, default=0, help="first input's seed (input i uses seed + i)")
     ap.add_argument("--workers", type=int, default=2, help="processes at a time (at most 2 here)")
     ap.add_argument("--timeout", type=float, default=120.0, help="wall-clock seconds per run")
@@ -226,6 +263,8 @@ def main() -> int:
     ap.add_argument("--exec", dest="exec_mode", action="store_true", help="fork + exec the CLI per run")
     ap.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "probesim-fuzz")
     ap.add_argument("--profile", choices=["ci", "full"], default="full")
+    ap.add_argument("--options", type=int, default=2, help="hostile command lines of issue 16 per input")
+    ap.add_argument("--only-options", action="store_true", help="run the option command lines alone")
     a = ap.parse_args()
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -244,23 +283,34 @@ def main() -> int:
         for first in range(0, a.n, batch):
             jobs = []
             for i in range(first, min(first + batch, a.n)):
-                case = make_case(random.Random(a.seed + i), a.profile)
                 folder = work / f"{i:05d}"
                 folder.mkdir()
-                case.write(folder)
-                jobs.append(
-                    Job(i, "run", case.run_args(folder), "json" if case.run_json else "text", folder, case)
-                )
-                jobs.append(Job(i, "check", case.check_args(folder), case.fmt, folder, case))
+                if not a.only_options:
+                    case = make_case(random.Random(a.seed + i), a.profile)
+                    case.write(folder)
+                    jobs.append(
+                        Job(
+                            i, "run", case.run_args(folder), "json" if case.run_json else "text", folder, case
+                        )
+                    )
+                    jobs.append(Job(i, "check", case.check_args(folder), case.fmt, folder, case))
+                if a.options:
+                    # Their own folder: the commands write files (rows, pages, a study).
+                    opt = make_options_case(random.Random(10**9 + a.seed + i), a.profile, a.options)
+                    of = work / f"{i:05d}-options"
+                    of.mkdir()
+                    opt.write(of)
+                    for k, c in enumerate(opt.commands):
+                        jobs.append(_option_job(i, k, c, of, opt.case))
             for o in run_all(jobs, a.workers, a.timeout, a.exec_mode, a.cpu_limit):
                 tags = classify(o)
                 counts.update(tags)
                 for t in tags:
-                    per_command[(o.job.command, t)] += 1
+                    per_command[(o.job.command.split(":")[0], t)] += 1
                 if o.cpu_s > 3:
                     slow.append((o.cpu_s, f"{o.job.index}:{o.job.command}", " ".join(o.job.case.mutations)))
                 if {"traceback", "past 10 s CPU", "above 2 GiB", "malformed output", "timed out"} & set(tags):
-                    keep = a.out / f"{a.seed + o.job.index:06d}-{o.job.command}"
+                    keep = a.out / f"{a.seed + o.job.index:06d}-{o.job.stem}"
                     shutil.rmtree(keep, ignore_errors=True)
                     shutil.copytree(o.job.folder, keep)
                     bad.append(
@@ -273,12 +323,12 @@ def main() -> int:
                             "signal": o.signal,
                             "cpu_s": round(o.cpu_s, 2),
                             "maxrss_mb": o.maxrss >> 20,
-                            "mutations": o.job.case.mutations,
+                            "mutations": [*o.job.case.mutations, *o.job.command.split(":")[1:]],
                             "stderr": _ends(o.stderr.decode("utf-8", "replace")),
                             "kept": str(keep),
                         }
                     )
-            for j in jobs[::2]:
+            for j in jobs:
                 shutil.rmtree(j.folder, ignore_errors=True)
             print(
                 f"{min(first + batch, a.n)}/{a.n} inputs, {time.monotonic() - started:.0f} s: {dict(counts)}",

@@ -112,20 +112,20 @@ def _check_output_path(path: Path, what: str, suffix: str) -> None:
         raise InputError(
             f"{what} is written to a {suffix} file: give a file name ending in {suffix}", file=str(path)
         )
-    if path.is_dir():
-        raise InputError(f"cannot write {what}: is a directory", file=str(path))
-    if not path.parent.is_dir():
-        raise InputError(f"cannot write {what}: no such folder", file=str(path))
+    try:
+        if path.is_dir():
+            raise InputError(f"cannot write {what}: is a directory", file=str(path))
+        if not path.parent.is_dir():
+            raise InputError(f"cannot write {what}: no such folder", file=str(path))
+    except OSError as e:  # a name too long for the system
+        raise InputError(f"cannot write {what}: {e.strerror}", file=str(path)) from None
 
 
 def _check_plot_path(plot: Path) -> None:
     """--plot names a new or existing .png file in an existing folder (checked before the run)."""
     if plot.suffix.lower() != ".png" or plot.name == plot.suffix:
         raise InputError("the plot is a PNG image: give a file name ending in .png", file=str(plot))
-    if plot.is_dir():
-        raise InputError("cannot write the plot: is a directory", file=str(plot))
-    if not plot.parent.is_dir():
-        raise InputError("cannot write the plot: no such folder", file=str(plot))
+    _check_output_path(plot, "the plot", ".png")
 
 
 def _write_report(doc: dict[str, Any], path: Path) -> None:

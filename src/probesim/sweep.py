@@ -61,10 +61,13 @@ def check_output(path: Path) -> None:
     if path.suffix.lower() not in FORMATS or path.name == path.suffix:
         raise InputError("rows are written as CSV or Parquet: give a file name ending in .csv or .parquet",
                          file=str(path))  # fmt: skip
-    if path.is_dir():
-        raise InputError("cannot write the rows: is a directory", file=str(path))
-    if not path.parent.is_dir():
-        raise InputError("cannot write the rows: no such folder", file=str(path))
+    try:
+        if path.is_dir():
+            raise InputError("cannot write the rows: is a directory", file=str(path))
+        if not path.parent.is_dir():
+            raise InputError("cannot write the rows: no such folder", file=str(path))
+    except OSError as e:  # a name too long for the system
+        raise InputError(f"cannot write the rows: {e.strerror}", file=str(path)) from None
     if path.suffix.lower() == ".parquet":
         try:
             import pyarrow  # noqa: F401

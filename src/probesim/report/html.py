@@ -425,6 +425,8 @@ def parse_json(data: bytes, path: str, what: str) -> Any:
         ) from None
     except RecursionError:
         raise InputError(f"not {what}: nested too deeply", file=path) from None
+    except ValueError:  # a number of more digits than Python converts (4300)
+        raise InputError(f"not {what}: a number with thousands of digits", file=path) from None
 
 
 def _read_json(path: str, what: str) -> Any:

@@ -41,7 +41,8 @@ from probesim.safe import MESSAGE_LIMIT, NAME_LIMIT
 from probesim.sweep import PARQUET_MAGIC, read_rows
 
 MAX_GROUPS = 6  # traces per entity on a field's chart: one per combination of the other fields
-MAX_ROWS = 5000  # rows in the page's table (the rows file has them all)
+MAX_ROWS = 5000  # rows and points in the page's tables (the rows file has them all)
+MAX_NAMES = 20  # routes, workloads and thresholds drawn and tabled (the rows file has them all)
 
 
 @dataclass(frozen=True)
@@ -76,11 +77,12 @@ class SweepRows:
     def names(self, kind: str) -> list[str]:
         """The routes or workloads the rows have figures of, in column order."""
         head, tail = f"{kind}[", "].failed" if kind == "route" else "].restarts"
-        return [c[len(head) : -len(tail)] for c in self.columns if c.startswith(head) and c.endswith(tail)]
+        names = [c[len(head) : -len(tail)] for c in self.columns if c.startswith(head) and c.endswith(tail)]
+        return names[:MAX_NAMES]
 
     @property
     def thresholds(self) -> list[str]:
-        return threshold_names(dict.fromkeys(self.columns))
+        return threshold_names(dict.fromkeys(self.columns))[:MAX_NAMES]
 
 
 def _is_number(v: Any) -> bool:
@@ -182,11 +184,20 @@ def _shown(v: Any) -> str:
     return "null" if v is None else "true" if v is True else "false" if v is False else str(v)
 
 
+def _by_value(rows: Sequence[dict[str, Any]], f: str) -> dict[Any, list[dict[str, Any]]]:
+    """The rows at each value of the field (one pass: a sweep may have thousands of values)."""
+    out: dict[Any, list[dict[str, Any]]] = {}
+    for r in rows:
+        out.setdefault(_key(r.get(f)), []).append(r)
+    return out
+
+
 def series(rows: Sequence[dict[str, Any]], f: str, xs: Sequence[Any], column: str, name: str) -> Series:
     """``column``'s mean, min and max over ``rows`` at each of the field's values ``xs``."""
+    at = _by_value(rows, f)
     n, mean, low, high = [], [], [], []
     for x in xs:
-        s = stats([r.get(column) for r in rows if _key(r.get(f)) == x])
+        s = stats([r.get(column) for r in at.get(x, ())])
         n.append(s.n)
         mean.append(s.mean)
         low.append(None if s.min is None else float(s.min))
@@ -199,9 +210,10 @@ def pass_share(
 ) -> Series:
     """The share of the runs at each value that passed ``threshold`` (of those that judged it)."""
     col = f"threshold[{threshold}].ok"
+    at = _by_value(rows, f)
     n, share = [], []
     for x in xs:
-        oks = [r.get(col) for r in rows if _key(r.get(f)) == x and r.get(col) is not None]
+        oks = [r.get(col) for r in at.get(x, ()) if r.get(col) is not None]
         n.append(len(oks))
         share.append(sum(1 for v in oks if v) / len(oks) if oks else None)
     return Series(name, list(xs), n, share, share, share)
@@ -325,8 +337,9 @@ def _verdicts(row: dict[str, Any], thresholds: Sequence[str]) -> tuple[Cell, boo
     return None, False
 
 
-def points_table(rows: SweepRows) -> Html:
-    """A line per point: its values, its runs, the share of them passing each threshold."""
+def points_table(rows: SweepRows) -> list[Html | Figure]:
+    """A line per point (the first MAX_ROWS): its values, its runs, the share of them passing
+    each threshold."""
     points: dict[int, list[dict[str, Any]]] = {}
     for r in rows.rows:
         points.setdefault(r["point"], []).append(r)
@@ -336,7 +349,7 @@ def points_table(rows: SweepRows) -> Html:
         heads.append("pass: all")
     body: list[list[Cell]] = []
     classes: list[str | None] = []
-    for p, rs in points.items():
+    for p, rs in list(points.items())[:MAX_ROWS]:
         cells: list[Cell] = [p, *(_shown(rs[0].get(f)) for f in rows.fields), len(rs)]
         failed = False
         judged_all = [r for r in rs if any(r.get(f"threshold[{t}].ok") is not None for t in ts)]
@@ -351,8 +364,11 @@ def points_table(rows: SweepRows) -> Html:
         body.append(cells)
         classes.append("fail" if failed else None)
     n = len(rows.fields)
-    return table(heads, body, numeric=[0, n + 1, *range(n + 2, len(heads))], row_class=classes,
-                 text=range(1, n + 1))  # fmt: skip
+    blocks: list[Html | Figure] = [table(heads, body, numeric=[0, n + 1, *range(n + 2, len(heads))],
+                                         row_class=classes, text=range(1, n + 1))]  # fmt: skip
+    if len(points) > MAX_ROWS:
+        blocks.append(tag("p", f"The first {MAX_ROWS:,} of {len(points):,} points.", class_="note"))
+    return blocks
 
 
 def rows_table(rows: SweepRows) -> list[Html | Figure]:
@@ -412,13 +428,17 @@ def rows_table(rows: SweepRows) -> list[Html | Figure]:
 def sweep_sections(rows: SweepRows) -> list[Section]:
     """The sweep's page: a section per swept field, the points, the rows."""
     sections = [
-        Section(f"field-{i + 1}", f"By {f}", field_figures(rows, f)) for i, f in enumerate(rows.fields)
+        Section(f"field-{i + 1}", f"By {f}", field_figures(rows, f))
+        for i, f in enumerate(rows.fields[:MAX_NAMES])
     ]
+    if len(rows.fields) > MAX_NAMES:
+        more = f"{len(rows.fields):,} fields were swept; the first {MAX_NAMES} are drawn."
+        sections.append(Section("more-fields", "More fields", [tag("p", more, class_="note")]))
     if not rows.fields:
         sections.append(Section("fields", "Swept fields", [tag(
             "p", "No field was swept (probesim sweep without --set): the runs differ by seed only.",
             class_="note")]))  # fmt: skip
-    sections.append(Section("points", "Points", [points_table(rows)]))
+    sections.append(Section("points", "Points", points_table(rows)))
     sections.append(Section("rows", "Rows", rows_table(rows)))
     return sections
 
