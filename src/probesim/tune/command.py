@@ -74,6 +74,13 @@ def tune(
                 "coarsen spec.step or run fewer pods",
                 file=scenario,
             )
+    from probesim.tune.objective import scripts_restarts
+
+    if scripts_restarts(got.scenario, got.workload.name):
+        got.notes.append(
+            f"the scenario scripts deadlocks or crashes for {got.workload.name}: its restarts are due, "
+            "so none is counted as needless (the figure stays 0)"
+        )
     for m in got.warnings + got.notes:
         err.print(Text.assemble(("warning: ", "yellow"), visible(m, 1000)), soft_wrap=True)
     url = study.storage_url(storage)

@@ -6,7 +6,8 @@ A setting is judged on three figures, each to be minimised:
   each workload alone behind its Services) and, when one is given, the user's scenario;
 - **needless restarts** of the tuned workload in those same runs: none of them scripts a
   process that only a restart cures, so every restart there is one a probe caused for nothing
-  (a scenario that scripts deadlocks or crashes for the workload has its restarts left out);
+  (when the scenario scripts deadlocks or crashes for the workload, which the stresses run too,
+  restarts are left out of the count);
 - **hung-pod removal**: the tuner scripts a deadlock — pod 0's containers hang for good at a set
   time, after the start-up ramp, while traffic runs — and measures how long until the pod is
   out of service: it leaves the Service's endpoints (NotReady), a probe kills its container, or
@@ -109,7 +110,7 @@ class Serial:
         return [fn(x) for x in items]
 
 
-def _scripts_restarts(sc: Scenario, workload: str) -> bool:
+def scripts_restarts(sc: Scenario, workload: str) -> bool:
     """Whether the scenario scripts deadlocks or crashes for the workload (restarts are due)."""
     wb = sc.spec.behavior.get(workload)
     if wb is None:
@@ -128,13 +129,15 @@ def plan(inputs: TuneInputs, space: Space, setting: Setting) -> list[Run]:
     # model takes the app's start from readiness's initialDelaySeconds, which a setting changes.
     base = base_scenario(inputs.workload, inputs.services, given)
     base["workloads"] = [w.model_dump(mode="json", by_alias=True, exclude_none=True)]
+    # The stresses run the scenario's behaviour for the workload: its scripted crashes too.
+    needless = not scripts_restarts(given, w.name)
     runs = []
     for stress in STRESSES:
         sc, _why = _not_run(base, w, stress)
         if sc is not None:
-            runs.append(Run(f"stress {stress}", "stress", sc, w.name))
+            runs.append(Run(f"stress {stress}", "stress", sc, w.name, 0, needless))
     if inputs.given:
-        runs.append(Run("scenario", "scenario", given, w.name, 0, not _scripts_restarts(given, w.name)))
+        runs.append(Run("scenario", "scenario", given, w.name, 0, needless))
     runs.append(_hung(base, w.name, [c.name for c in w.pod_spec.containers], rule is not None))
     return runs
 
