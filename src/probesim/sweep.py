@@ -108,7 +108,7 @@ def plan(
     chosen = choose(total, sample, sample_seed)
     text, shown = read_text(scenario)  # once: standard input can be read once
     base = Path(scenario).parent if scenario != "-" else Path.cwd()
-    tasks: list[Task] = []
+    loaded = []
     units = 0
     for point in chosen:
         idx = point_values(axes, point)
@@ -124,14 +124,18 @@ def plan(
             )
         units += cost.units * runs
         inputs = tuple((o.path, o.value) for o in overrides)
-        judged = tuple(judged_by(sc, thresholds, shown))
-        tasks += [
-            Task(sc, sc.spec.seed + r, inputs, point=point, run=r, thresholds=judged) for r in range(runs)
-        ]
-    what = f"this sweep of {len(chosen):,} points × {runs} run{'s' if runs > 1 else ''}"
+        loaded.append((point, sc, inputs, tuple(judged_by(sc, thresholds, shown))))
+    points = f"{len(chosen):,} point{'s' if len(chosen) != 1 else ''}"
+    what = f"this sweep of {points} × {runs:,} run{'s' if runs > 1 else ''}"
+    # Before the tasks exist: --runs 10**20 is refused, not a list too long for memory.
     check_total_cost(
         units, max_total_cost, what, "give fewer values or runs, draw some points with --sample K", shown
     )
+    tasks = [
+        Task(sc, sc.spec.seed + r, inputs, point=point, run=r, thresholds=judged)
+        for point, sc, inputs, judged in loaded
+        for r in range(runs)
+    ]
     return Plan(tasks, len(chosen), total, units)
 
 
