@@ -96,7 +96,7 @@ def render(o: Outcome, inputs: TuneInputs, out: Console) -> None:
         heads.append("OUTLIER DETECTION")
     for h in heads:
         t.add_column(h, justify="right" if h in ("TRIAL", "FAILED", "RESTARTS", "FLAPS") else "left")
-    for r in o.front[:FRONT_ROWS]:
+    for r in ([o.current] if o.current_on_front else []) + o.front[:FRONT_ROWS]:
         chosen = r.number == (None if o.recommended is None else o.recommended.number)
         f = r.figures
         label = "current" if r.number is None else str(r.number)

@@ -55,9 +55,10 @@ class Outcome:
     added: int  # completed in this run
     timed_out: bool
     current: Row
-    front: list[Row]  # the Pareto front, by failures, restarts, removal time
+    front: list[Row]  # the trials on the Pareto front, by failures, restarts, removal time
     recommended: Row | None  # None: keep the current setting
     why: str
+    current_on_front: bool = False  # no trial beats the current setting
 
 
 def storage_url(given: str | None) -> str:
@@ -160,7 +161,9 @@ def run(
     done = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
     front = pareto([now, *(_row(t) for t in done)])
     recommended, why = recommend(front)
-    return Outcome(name, storage, len(done), added, timed_out, now, front, recommended, why)
+    trials_front = [r for r in front if r.number is not None]
+    on_front = len(trials_front) < len(front)
+    return Outcome(name, storage, len(done), added, timed_out, now, trials_front, recommended, why, on_front)
 
 
 def _dominates(a: Row, b: Row) -> bool:
@@ -214,6 +217,7 @@ def to_json(o: Outcome, extra: dict[str, Any] | None = None) -> dict[str, Any]:
         "timedOut": o.timed_out,
         "current": row(o.current),
         "front": [row(r) for r in o.front],
+        "currentOnFront": o.current_on_front,
         "recommended": None if o.recommended is None else row(o.recommended),
         "why": o.why,
         **(extra or {}),
