@@ -469,6 +469,7 @@ class _Run:
                 pend = self.pending[ri][:, :, gone]
                 queued = self.queued[ri][:, gone].sum(axis=1)
                 n_pend, n_queued = int(pend.sum()), int(queued.sum())
+                self.queued_rows[ri] -= queued
                 self.pending_n[ri] -= n_pend
                 self.queued_n[ri] -= n_queued
                 rec[f"route.{route.name}.killed"][k] += n_queued + n_pend
@@ -597,6 +598,7 @@ class _Run:
                     q = self.queued[ri]
                     np.add.at(q, (k % q.shape[0], qc), took)
                     self.queued_n[ri] += int(took.sum())
+                    self.queued_rows[ri][k % q.shape[0]] += int(took.sum())
                     ok_now -= int(offered.sum())
                     col["rejected"][k] += int(offered.sum() - took.sum())
             col["ok"][k] += ok_now
@@ -626,14 +628,16 @@ class _Run:
         route = self.fleet.routes[ri]
         if q.shape[0] == 1:
             return
-        row = q[(k - (q.shape[0] - 1)) % q.shape[0]]
-        n = int(row.sum())
-        if n == 0:
+        oldest = (k - (q.shape[0] - 1)) % q.shape[0]
+        if self.queued_rows[ri][oldest] == 0:
             return
+        row = q[oldest]
+        n = int(row.sum())
         rec[f"route.{route.name}.timeout"][k] += n
         self.orphans[ri] += row
         row[:] = 0
         self.queued_n[ri] -= n
+        self.queued_rows[ri][oldest] = 0
         self.step_cdf[ri] += n * (float(route.timeout) <= GRID)
 
     def _cohorts(self, ri: int, k: int, srv: I64) -> tuple[I64, I64, I64, I64]:
@@ -656,7 +660,7 @@ class _Run:
         rows = (k - ages) % s
         # Only the arrival steps that still hold requests (FIFO: a few), and the newest, which
         # takes what was untracked: the rest hold nothing to take (slots × containers per step).
-        held: B = np.asarray(q.any(axis=1), bool)[rows]
+        held: B = (self.queued_rows[ri] > 0)[rows]
         held[-1] = True
         ages, rows = ages[held], rows[held]
         at = np.ix_(rows, cols)
@@ -665,6 +669,7 @@ class _Run:
         take = np.minimum(sub, np.maximum(need - before, 0))
         q[at] -= take
         self.queued_n[ri] -= int(take.sum())
+        self.queued_rows[ri][rows] -= take.sum(axis=1)
         take[-1] += need - take.sum(axis=0)  # none untracked, but fresh if there were
         buckets = np.vstack([orph[None, :], take])  # (1 + s) × containers: orphans, then by age
         waited = np.concatenate([[-1], ages])
@@ -807,6 +812,7 @@ class _Run:
                     self.orphans[ri] += q.sum(axis=0)  # the server still holds them
                     q[:] = 0
                     self.pending_n[ri] = self.queued_n[ri] = 0
+                    self.queued_rows[ri][:] = 0
                     self.later_n[ri][:] = self.later_t[ri][:] = 0.0
                     self.later_cdf[ri][:] = 0.0
                 continue
@@ -945,6 +951,7 @@ class _Run:
         # How many requests each route's buffers hold (their sums, kept as they change).
         self.pending_n = [0] * len(f.routes)
         self.queued_n = [0] * len(f.routes)
+        self.queued_rows = [np.zeros(q.shape[0], np.int64) for q in self.queued]  # per arrival step
         self.touched = np.zeros(f.n_containers, bool)  # took requests since it last lost them
         for r in f.routes:
             for s in ROUTE_SERIES:
