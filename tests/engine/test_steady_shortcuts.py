@@ -46,6 +46,14 @@ def test_deleted_pod_and_manual_triggers(monkeypatch: pytest.MonkeyPatch) -> Non
     both(sc, monkeypatch)
 
 
+def probe(handler: str, fields: dict[str, Any]) -> dict[str, Any]:
+    if handler == "tcp":
+        return {"tcpSocket": {"port": 8080}, **fields}
+    if handler == "exec":
+        return {"exec": {"command": ["check"]}, **fields}
+    return http(**fields)
+
+
 probe_fields = st.fixed_dictionaries(
     {
         "periodSeconds": st.integers(1, 4),
@@ -66,6 +74,8 @@ probe_fields = st.fixed_dictionaries(
     start=st.integers(0, 6),
     hang_at=st.integers(5, 25),
     hang_for=st.integers(1, 12),
+    handler=st.sampled_from(["http", "tcp", "exec"]),
+    kind=st.sampled_from(["Deployment", "StatefulSet"]),
 )
 def test_random_fleets(
     step: str,
@@ -75,11 +85,14 @@ def test_random_fleets(
     start: int,
     hang_at: int,
     hang_for: int,
+    handler: str,
+    kind: str,
 ) -> None:
-    probes = {"readinessProbe": http(**ready), "livenessProbe": http(**live)}
+    probes = {"readinessProbe": http(**ready), "livenessProbe": probe(handler, live)}
     if startup:
         probes["startupProbe"] = http(periodSeconds=1, failureThreshold=10)
     sc = scenario(
+        kind=kind,
         replicas=4,
         duration="40s",
         step=step,
