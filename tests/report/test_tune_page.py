@@ -64,9 +64,7 @@ def test_the_front_drawn_and_tabled(tmp_path: Path) -> None:
     # The table: the current setting, then the front, the recommended row marked.
     table = re.search(r"<section id=\"front\">.*?</section>", text, re.S)
     assert table is not None
-    assert [
-        html.unescape(m) for m in re.findall(r"<tr[^>]*><td>([^<]*)<", table.group(0))
-    ] == [
+    assert [html.unescape(m) for m in re.findall(r"<tr[^>]*><td>([^<]*)<", table.group(0))] == [
         "current setting",
         "trial 3 (recommended)",
         "trial 7",
@@ -76,3 +74,21 @@ def test_the_front_drawn_and_tabled(tmp_path: Path) -> None:
     assert "kubectl patch deployment" in text and "failureThreshold: 6" in text
     assert "study-&lt;b&gt;x&lt;/b&gt;" in text and "the fewest &lt;b&gt;" in text
     assert "<b>" not in text
+
+
+def test_the_current_setting_on_the_front_is_drawn_and_listed_once(tmp_path: Path) -> None:
+    got = inputs(tmp_path)
+    o = outcome(got)
+    front = [o.current, *o.front]  # no trial beats the current setting
+    o = Outcome(o.study, o.storage, o.trials, o.added, False, o.current, front, None, "keep it", True)
+    text = render_tune(o, got, [])
+    removal = figures_of(text)[0]
+    assert [(t["name"], t["x"]) for t in removal["data"]] == [
+        ("Pareto front", [10, 5]),
+        ("current setting", [120]),
+    ]
+    table = re.search(r"<section id=\"front\">.*?</section>", text, re.S)
+    assert table is not None
+    names = [html.unescape(m) for m in re.findall(r"<tr[^>]*><td>([^<]*)<", table.group(0))]
+    assert names == ["current setting (on the front)", "trial 3", "trial 7"]
+    assert "2 trials on the Pareto front, and the current setting" in text

@@ -61,7 +61,8 @@ def _hover(r: Row, space: Space) -> str:
 
 def _front_figures(o: Outcome, space: Space) -> list[Html | Figure]:
     rec = o.recommended
-    rest = [r for r in o.front if rec is None or r.number != rec.number]
+    # The current setting may be on the front too (no trial beats it): drawn once, as itself.
+    rest = [r for r in o.front if r.number is not None and (rec is None or r.number != rec.number)]
     groups: list[tuple[str, list[Row], dict[str, Any]]] = [
         ("Pareto front", rest, {"symbol": "circle", "size": 10, "color": "#0969da"}),
         ("current setting", [o.current], {"symbol": "diamond", "size": 13, "color": "#6e7781"}),
@@ -107,10 +108,11 @@ def _front_table(o: Outcome, space: Space) -> Html:
     rows: list[list[Cell]] = []
     classes: list[str | None] = []
     rec = None if o.recommended is None else o.recommended.number
-    for r in [o.current, *o.front]:
+    for r in [o.current, *(r for r in o.front if r.number is not None)]:
         f = r.figures
         chosen = r.number is not None and r.number == rec
-        name: Cell = _name(r) + (" (recommended)" if chosen else "")
+        on_front = r.number is None and (o.current_on_front or any(t.number is None for t in o.front))
+        name: Cell = _name(r) + (" (recommended)" if chosen else " (on the front)" if on_front else "")
         rows.append([name, f.failed, f.restarts, removal(f), f.flaps, *setting_cells(r.setting, space)])
         classes.append("pass" if chosen else None)
     return table(heads, rows, numeric=[1, 2, 4], row_class=classes, text=range(5, len(heads)))
@@ -142,6 +144,11 @@ def render_tune(o: Outcome, inputs: TuneInputs, patches: list[PatchOut]) -> str:
     subtitle = (
         f"study {o.study} ({o.storage}): {o.trials} trials, {o.added} added now"
         + (", stopped by --timeout" if o.timed_out else "")
-        + f"; {len(o.front)} on the Pareto front"
+        + f"; {sum(1 for r in o.front if r.number is not None)} trials on the Pareto front"
+        + (
+            ", and the current setting"
+            if o.current_on_front or any(r.number is None for r in o.front)
+            else ""
+        )
     )
     return page(f"probesim tune: {w.kind}/{w.name}", tune_sections(o, inputs, patches), subtitle)
