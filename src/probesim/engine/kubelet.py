@@ -131,7 +131,7 @@ class ProbeWorkers:
         whose runs are deferred (``lazy``) may no longer be steady."""
         if self.wakeup <= t:
             return True
-        return self.has_lazy and (t >= self._steady_until or self._key(ctr) != self._steady_key)
+        return self.has_lazy and bool(t >= self._steady_until or self._key(ctr) != self._steady_key)
 
     def _key(self, ctr: Containers, gate: int | None = None) -> tuple[int, int, int]:
         """What the steady set depends on besides this type's own state: containers, processes,

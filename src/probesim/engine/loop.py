@@ -424,8 +424,8 @@ class _Run:
         up = pod_ready[flips]
         self.ready_since[flips] = np.where(up, t, INF)
         self.first_ready[flips[up]] = np.minimum(self.first_ready[flips[up]], t)
-        for p, is_up in zip(flips.tolist(), up.tolist(), strict=True):
-            name = f.pod_names[p]
+        for flip, is_up in zip(flips.tolist(), up.tolist(), strict=True):
+            name = f.pod_names[flip]
             if is_up:
                 self.log.add(t, "Normal", "PodReady", f"pod/{name}", "Pod condition Ready changed to True")
             else:
