@@ -391,17 +391,30 @@ def parse_result(doc: Any, file: str | None = None) -> ResultDoc:
         ) from None
 
 
-MAX_INPUT_BYTES = 512 << 20  # a result or a sweep's rows; past this the page would not open anyway
+MAX_INPUT_BYTES = 128 << 20  # a result or a sweep's rows: parsed, more takes gigabytes
+
+
+def _read_at_most(f: Any) -> bytes:
+    """Up to MAX_INPUT_BYTES + 1 bytes, in chunks: ``read(n)`` would set aside ``n`` bytes at once."""
+    chunks: list[bytes] = []
+    size = 0
+    while size <= MAX_INPUT_BYTES:
+        chunk = f.read(min(16 << 20, MAX_INPUT_BYTES + 1 - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def read_input(path: str) -> bytes:
     """A file's bytes ('-': standard input), at most MAX_INPUT_BYTES, or an InputError naming it."""
     try:
         if path == "-":
-            data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+            data = _read_at_most(sys.stdin.buffer)
         else:
             with Path(path).open("rb") as f:
-                data = f.read(MAX_INPUT_BYTES + 1)
+                data = _read_at_most(f)
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror}", file=path) from None
     except ValueError as e:  # a path with a NUL

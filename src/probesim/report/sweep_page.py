@@ -35,7 +35,7 @@ from probesim.report.html import (
     table,
     tag,
 )
-from probesim.results.figures import stats
+from probesim.results.figures import Stats, stats
 from probesim.runs import threshold_names
 from probesim.safe import MESSAGE_LIMIT, NAME_LIMIT
 from probesim.sweep import PARQUET_MAGIC, read_rows
@@ -197,7 +197,9 @@ def series(rows: Sequence[dict[str, Any]], f: str, xs: Sequence[Any], column: st
     at = _by_value(rows, f)
     n, mean, low, high = [], [], [], []
     for x in xs:
-        s = stats([r.get(column) for r in at.get(x, ())])
+        values = [v for r in at.get(x, ()) if (v := r.get(column)) is not None]
+        # One run at a value (the common case): its figure; statistics' exact mean is slow.
+        s = Stats(1, float(values[0]), None, values[0], values[0]) if len(values) == 1 else stats(values)
         n.append(s.n)
         mean.append(s.mean)
         low.append(None if s.min is None else float(s.min))
