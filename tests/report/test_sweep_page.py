@@ -207,3 +207,10 @@ def test_report_cli_errors(swept: tuple[str, str], tmp_path: Path) -> None:
     assert r.exit_code == 2
     assert "the report is written to a .html file" in r.stderr
     assert not (tmp_path / "r.csv").exists()  # refused before any run
+
+
+def test_a_sweep_too_costly_is_refused_before_its_tasks_exist(tmp_path: Path) -> None:
+    # 10**20 runs: refused by the total cost at once (the tasks once filled memory first).
+    r = runner.invoke(app, ["sweep", "seed000-demo", "--runs", str(10**20), "-o", str(tmp_path / "r.csv")])
+    assert r.exit_code == 2
+    assert "this sweep of 1 point × 100,000,000,000,000,000,000 runs would cost about" in r.stderr
