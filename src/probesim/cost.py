@@ -18,9 +18,11 @@ route is one whose containers have route costs (the capacity model), and
 ``slots`` the steps an answer may be due later (the longest client timeout, at least 60 s, over
 the step): its answers on their way are kept per slot and container (gke-surge-defaults with an
 HPA of 20,000 pods: 58 s of CPU, which the estimate without that term put at 7 s).
-``pods`` counts each workload at its largest size (replicas, or its HPA's maxReplicas) plus
-the replacements deletePod actions start; ``calls`` is the most dependency calls a route of
-the workload's behaviour makes.
+``pods`` counts each workload at its largest size (replicas, its HPA's maxReplicas, or a scale
+action's) plus the replacements deletePod actions start, the largest size per scale action, and
+for a rollout, restart or rollback about three times the largest size (the new ReplicaSet's
+pods with their surge, and room to scale the old ones proportionally); ``calls`` is the most
+dependency calls a route of the workload's behaviour makes.
 """
 
 from __future__ import annotations
@@ -62,9 +64,22 @@ def run_cost(s: Scenario) -> RunCost:
         n = 1 if w.kind == "Pod" else max(w.spec.replicas, hpa.spec.max_replicas if hpa else 0)
         pods += n
         containers += n * (len(w.pod_spec.containers) + len(w.pod_spec.init_containers))
-    replaced = len(s.spec.actions)
+    from probesim.model.scenario import DeletePod, Restart, Rollback, Rollout, Scale
+
+    replaced = sum(isinstance(a, DeletePod) for a in s.spec.actions)
     pods += replaced
     containers += replaced
+    for w in s.workloads:
+        # A rollout's pods: a revision's slots are its largest size and surge each time it
+        # becomes the template, plus its largest size once (engine/fleet.py _rollout_slots).
+        mine = [a for a in s.spec.actions if getattr(a, "workload", None) == w.name]
+        scales = [a.replicas for a in mine if isinstance(a, Scale)]
+        hpa = s.autoscaler_for(w)
+        n = max([w.spec.replicas, hpa.spec.max_replicas if hpa else 0, *scales])
+        rolls = sum(isinstance(a, Rollout | Rollback | Restart) for a in mine)
+        extra = len(scales) * n + (rolls * (3 * n + 1) + n if rolls else 0)
+        pods += extra
+        containers += extra * (len(w.pod_spec.containers) + len(w.pod_spec.init_containers))
     calls = max(
         (
             len(r.calls)

@@ -11,10 +11,12 @@ import numpy as np
 import numpy.typing as npt
 
 from probesim.engine.behavior import INF, Behaviors, Profile, redirect_targets
+from probesim.engine.controllers.deployment import replica_set_name, resolve_fenceposts
+from probesim.engine.controllers.templates import WorkloadPlan, plan
 from probesim.manifests.kubernetes import container_port
 from probesim.mesh.istio import find_route
 from probesim.model.kubernetes import Container, Probe, ProbeType, Service, Workload, pod_names_of
-from probesim.model.scenario import ContainerBehavior, Scenario, Traffic
+from probesim.model.scenario import ContainerBehavior, DeletePod, Scale, Scenario, Traffic
 
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
@@ -69,6 +71,8 @@ class Fleet:
     scenario: Scenario
     pod_names: list[str]
     pod_workload: I64
+    pod_template: I64  # which of its workload's revisions (0: the manifest's template)
+    plans: dict[int, WorkloadPlan]  # per workload that rolls out: its revisions
     pod_ordinal: I64
     pod_replaces: I64  # the StatefulSet pod a replacement slot stands in for; -1 otherwise
     pod_ip: list[str]
@@ -155,51 +159,88 @@ def build(scenario: Scenario) -> Fleet:
         seen[id(b)] = profile_keys[key]
         return profile_keys[key]
 
+    plans = {wi: plan(scenario, w.name) for wi, w in enumerate(scenario.workloads) if _rolls(scenario, w)}
+    pod_template: list[int] = []
+    labels: dict[tuple[int, int], dict[str, str]] = {}
     for wi, w in enumerate(scenario.workloads):
-        wb = scenario.behavior(w.name)
-        gates = [g.condition_type for g in w.pod_spec.readiness_gates]
-        gate_delay = max((wb.readiness_gates.get(g, int(INF)) for g in gates), default=0)
-        # Regular init containers are not simulated one by one; sidecars run like app containers.
-        containers = [c for c in w.pod_spec.init_containers if c.restart_policy == "Always"]
-        containers += list(w.pod_spec.containers)
         names = pod_names_of(w)
-        sidecar = injected(w, scenario)
-        tgps = w.pod_spec.termination_grace_period_seconds * 1000
-        # Per container name: its behaviour by ordinal (the last override naming the ordinal
-        # wins), as sets so that a pod looks its own ordinal up (not every listed one).
-        overrides = [(set(ov.ordinals), ov.containers) for ov in wb.pods]
         slots = [(ordinal, name, -1) for ordinal, name in enumerate(names)]
-        deleted = [a.pod for a in scenario.spec.actions if a.pod in names and w.kind != "Pod"]
+        deleted = [
+            a.pod
+            for a in scenario.spec.actions
+            if isinstance(a, DeletePod) and a.pod in names and w.kind != "Pod"
+        ]
+        pools: list[list[tuple[int, str, int]]] = [slots]
         if w.kind == "StatefulSet":
-            # A StatefulSet's replacement keeps the ordinal and the name.
-            slots += [(names.index(v), v, len(pod_names) + names.index(v)) for v in deleted]
+            # A StatefulSet's replacement keeps the ordinal and the name: slots per ordinal and
+            # revision, for deletions, every time a revision becomes the template, scale-ups.
+            slots += [(names.index(v), v, -1) for v in deleted]
+            p_ = plans.get(wi)
+            scales = [
+                a.replicas for a in scenario.spec.actions if isinstance(a, Scale) and a.workload == w.name
+            ]
+            top = max([len(names), *scales])
+            for tpl in range(len(p_.revisions) if p_ is not None else 1):
+                times = sum(1 for x in p_.template_of.values() if x == tpl) if p_ is not None else 0
+                more = [
+                    (o, f"{w.name}-{o}", -1)
+                    for o in range(top)
+                    for _ in range(times + len(scales) + (deleted.count(f"{w.name}-{o}") if tpl else 0))
+                ]
+                if tpl == 0:
+                    slots += more
+                else:
+                    pools.append(more)
         elif w.kind != "Pod":
             # A ReplicaSet's pods are numbered in creation order; slots for replacements and
             # for what an autoscaler may add (never reused, so a name means one pod).
             hpa = scenario.autoscaler_for(w)
             extra = len(deleted) + (max(hpa.spec.max_replicas, len(names)) * 4 if hpa else 0)
+            extra += _rollout_slots(scenario, w, plans.get(wi), 0)
             slots += [(i, f"{w.name}-{i}", -1) for i in range(len(names), len(names) + extra)]
-        for ordinal, name, replaces in slots:
-            p = len(pod_names)
-            pod_replaces.append(replaces)
-            pod_names.append(name)
-            pod_workload.append(wi)
-            pod_ordinal.append(ordinal)
-            pod_tgps.append(tgps)
-            pod_policy.append(w.pod_spec.restart_policy)
-            pod_gate_delay.append(gate_delay)
-            pod_sidecar.append(sidecar)
-            first.append(len(cont_name))
-            for c in containers:
-                b = wb.containers.get(c.name, _HEALTHY)
-                for ordinals, named in overrides:
-                    if ordinal in ordinals and c.name in named:
-                        b = named[c.name]
-                cont_pod.append(p)
-                cont_name.append(c.name)
-                cont_spec.append(c)
-                cont_behavior.append(b)
-                profile_of.append(profile_id(b))
+            if wi in plans:
+                # Later revisions' pods, named after their ReplicaSet as kubectl shows them.
+                for tpl, rev in enumerate(plans[wi].revisions[1:], start=1):
+                    rs = replica_set_name(w.name, rev.key)
+                    n = _rollout_slots(scenario, w, plans[wi], tpl)
+                    pools.append([(i, f"{rs}-{i}", -1) for i in range(n)])
+        revisions = plans[wi].revisions if wi in plans else None
+        for tpl, pool in enumerate(pools):
+            rw = revisions[tpl].workload if revisions else w
+            wb = revisions[tpl].behavior if revisions else scenario.behavior(w.name)
+            labels[(wi, tpl)] = rw.pod_labels
+            gates = [g.condition_type for g in rw.pod_spec.readiness_gates]
+            gate_delay = max((wb.readiness_gates.get(g, int(INF)) for g in gates), default=0)
+            # Regular init containers are not simulated one by one; sidecars run like app containers.
+            containers = [c for c in rw.pod_spec.init_containers if c.restart_policy == "Always"]
+            containers += list(rw.pod_spec.containers)
+            sidecar = injected(rw, scenario)
+            tgps = rw.pod_spec.termination_grace_period_seconds * 1000
+            # Per container name: its behaviour by ordinal (the last override naming the ordinal
+            # wins), as sets so that a pod looks its own ordinal up (not every listed one).
+            overrides = [(set(ov.ordinals), ov.containers) for ov in wb.pods]
+            for ordinal, name, replaces in pool:
+                p = len(pod_names)
+                pod_replaces.append(replaces)
+                pod_names.append(name)
+                pod_workload.append(wi)
+                pod_template.append(tpl)
+                pod_ordinal.append(ordinal)
+                pod_tgps.append(tgps)
+                pod_policy.append(rw.pod_spec.restart_policy)
+                pod_gate_delay.append(gate_delay)
+                pod_sidecar.append(sidecar)
+                first.append(len(cont_name))
+                for c in containers:
+                    b = wb.containers.get(c.name, _HEALTHY)
+                    for ordinals, named in overrides:
+                        if ordinal in ordinals and c.name in named:
+                            b = named[c.name]
+                    cont_pod.append(p)
+                    cont_name.append(c.name)
+                    cont_spec.append(c)
+                    cont_behavior.append(b)
+                    profile_of.append(profile_id(b))
 
     ips = [f"10.244.{(i + 1) // 250}.{(i + 1) % 250 + 1}" for i in range(len(pod_names))]
     # Targets: every HTTP path a probe or route asks, plus exec and gRPC checks.
@@ -226,15 +267,18 @@ def build(scenario: Scenario) -> Fleet:
         for kind in PROBE_TYPES
     }
     pod_workload_a = np.array(pod_workload, np.int64)
+    selected = _labels_per_pod(labels, pod_workload_a, np.array(pod_template, np.int64))
     routes = [
-        _route(scenario, t, pod_workload_a, first, cont_spec, cont_behavior, behaviors)
+        _route(scenario, t, selected, first, cont_spec, cont_behavior, behaviors)
         for t in scenario.spec.traffic
     ]
-    routes += _mirror_routes(scenario, routes, pod_workload_a, first, cont_spec, cont_behavior, behaviors)
+    routes += _mirror_routes(scenario, routes, selected, first, cont_spec, cont_behavior, behaviors)
     return Fleet(
         scenario=scenario,
         pod_names=pod_names,
         pod_workload=pod_workload_a,
+        pod_template=np.array(pod_template, np.int64),
+        plans=plans,
         pod_ordinal=np.array(pod_ordinal, np.int64),
         pod_replaces=np.array(pod_replaces, np.int64),
         pod_ip=ips,
@@ -257,7 +301,7 @@ def build(scenario: Scenario) -> Fleet:
             w.kind in ("Deployment", "ReplicaSet", "ReplicationController") for w in scenario.workloads
         ],
         publish_not_ready={s.name: s.spec.publish_not_ready_addresses for s in scenario.services},
-        service_pods={s.name: service_selects(scenario, s, pod_workload_a) for s in scenario.services},
+        service_pods={s.name: service_selects(s, selected) for s in scenario.services},
         pod_sidecar=np.array(pod_sidecar, bool),
     )
 
@@ -360,7 +404,7 @@ def _probe_arrays(
 def _mirror_routes(
     scenario: Scenario,
     routes: list[Route],
-    pod_workload: I64,
+    pods: PodLabels,
     first: list[int],
     specs: list[Container],
     beh: list[ContainerBehavior],
@@ -395,7 +439,7 @@ def _mirror_routes(
                     "no_endpoint": "refused",
                 }
             )
-            m = _route(scenario, copy, pod_workload, first, specs, beh, behaviors)
+            m = _route(scenario, copy, pods, first, specs, beh, behaviors)
             m.mirror_of, m.mirror_fraction = ri, fraction
             out.append(m)
     return out
@@ -404,7 +448,7 @@ def _mirror_routes(
 def _route(
     scenario: Scenario,
     t: Traffic,
-    pod_workload: I64,
+    pods: PodLabels,
     first: list[int],
     specs: list[Container],
     beh: list[ContainerBehavior],
@@ -412,13 +456,13 @@ def _route(
 ) -> Route:
     svc = scenario.service_for(t)
     port = next(p for p in svc.spec.ports if t.port is None or t.port in (p.port, p.name))
-    selects = service_selects(scenario, svc, pod_workload)
-    target_container = np.full(len(pod_workload), -1, np.int64)
-    closed = np.zeros(len(pod_workload), bool)
-    serving: dict[int, int | None] = {}  # per workload: its pods' containers are the same
+    selects = service_selects(svc, pods)
+    target_container = np.full(pods.group_of.size, -1, np.int64)
+    closed = np.zeros(pods.group_of.size, bool)
+    serving: dict[int, int | None] = {}  # per revision of a workload: its pods' containers are the same
     listening: dict[tuple[int, int], bool] = {}  # per (container spec, behaviour)
     for p in np.flatnonzero(selects).tolist():
-        wi = int(pod_workload[p])
+        wi = int(pods.group_of[p])
         if wi not in serving:
             n_cont = (first[p + 1] if p + 1 < len(first) else len(specs)) - first[p]
             serving[wi] = _serving_container(specs[first[p] : first[p] + n_cont], port.effective_target)
@@ -443,14 +487,57 @@ def _route(
     )
 
 
-def service_selects(scenario: Scenario, svc: Service, pod_workload: I64) -> B:
+@dataclass
+class PodLabels:
+    """Every pod's labels, as the few distinct sets (one per workload revision) and each pod's."""
+
+    groups: list[dict[str, str]]
+    group_of: I64
+
+
+def _labels_per_pod(
+    labels: dict[tuple[int, int], dict[str, str]], pod_workload: I64, pod_template: I64
+) -> PodLabels:
+    keys = list(labels)
+    index = {k: i for i, k in enumerate(keys)}
+    group_of = [index[(w, t)] for w, t in zip(pod_workload.tolist(), pod_template.tolist(), strict=True)]
+    return PodLabels([labels[k] for k in keys], np.array(group_of, np.int64))
+
+
+def service_selects(svc: Service, pods: PodLabels) -> B:
     """The pods a Service's selector matches (a Service without selector matches none)."""
-    out = np.zeros(len(pod_workload), bool)
     sel = svc.spec.selector
-    for wi, w in enumerate(scenario.workloads):
-        if sel and all(w.pod_labels.get(k) == v for k, v in sel.items()):
-            out[pod_workload == wi] = True
-    return out
+    hit = np.array([bool(sel) and all(g.get(k) == v for k, v in sel.items()) for g in pods.groups], bool)
+    return hit[pods.group_of] if pods.group_of.size else np.zeros(0, bool)
+
+
+def _rolls(scenario: Scenario, w: Workload) -> bool:
+    """Whether the workload's controller runs over revisions: every Deployment (its first
+    ReplicaSet is named after its template's hash) and StatefulSet."""
+    return w.kind in ("Deployment", "StatefulSet")
+
+
+def _rollout_slots(scenario: Scenario, w: Workload, p: WorkloadPlan | None, t: int) -> int:
+    """Slots a revision's ReplicaSet may fill beyond the manifest's replicas (revision 0) or in
+    all (later ones): every time the revision becomes the Deployment's template, the largest
+    size plus its surge; once more the largest size, for the proportional scaling of an old
+    ReplicaSet mid-rollout; and per scale action, the largest size (pods removed and added)."""
+    hpa = scenario.autoscaler_for(w)
+    scales = [a for a in scenario.spec.actions if isinstance(a, Scale) and a.workload == w.name]
+    n = max([w.spec.replicas, hpa.spec.max_replicas if hpa else 0, *(a.replicas for a in scales)])
+    extra = len(scales) * n
+    if p is None or len(p.revisions) == 1:
+        return extra
+    surge = 0
+    if w.spec.strategy is not None and w.spec.strategy.rolling_update is not None:
+        ru = w.spec.strategy.rolling_update
+        surge = resolve_fenceposts(ru.max_surge, ru.max_unavailable, n)[0]
+    times = sum(1 for target in p.template_of.values() if target == t)
+    slots = times * (n + surge) + n + extra
+    if t > 0:
+        deleted_or_hpa = max(hpa.spec.max_replicas, n) * 4 if hpa else 0
+        slots += deleted_or_hpa
+    return slots
 
 
 def _serving_container(containers: list[Container], target: int | str) -> int | None:

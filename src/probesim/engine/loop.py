@@ -7,6 +7,7 @@ endpoints; traffic over [t, t + step); the record.
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import dataclass
 from operator import attrgetter
 
 import numpy as np
@@ -16,12 +17,18 @@ from probesim.engine.autoscaler import METRIC_WINDOW_MS, SYNC_PERIOD_MS, Autosca
 from probesim.engine.behavior import INF
 from probesim.engine.capacity import GRID, CapacityModel, grid_quantiles, grouped_cdfs, mixture_cdf, timed_out
 from probesim.engine.containers import Containers
+from probesim.engine.controllers.deployment import replica_set_name
+from probesim.engine.controllers.workloads import Controllers, PodArrays
 from probesim.engine.events import EventLog
 from probesim.engine.fleet import FAILURE, RUNNING, SUCCESS, TERMINATING, Fleet, Route, build
 from probesim.engine.kubelet import ProbeWorkers
 from probesim.engine.mesh import build_mesh
-from probesim.model.scenario import Scenario
-from probesim.results import CAUSES, Result, RouteSummary, WorkloadSummary
+from probesim.model.scenario import (
+    DeletePod,
+    Scenario,
+    SetReadinessGate,
+)
+from probesim.results import CAUSES, Result, RolloutSummary, RouteSummary, WorkloadSummary
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -51,6 +58,21 @@ def simulate(scenario: Scenario) -> Result:
 # RTO 1 s, doubled each time, tcp_syn_retries 6); it gives up at 127 s.
 SYN_AT_MS = (0, 1_000, 3_000, 7_000, 15_000, 31_000, 63_000)
 SYN_GIVE_UP_MS = 127_000
+
+
+@dataclass
+class _Rollout:
+    """A rollout under way: what started it, toward which template, and how it went."""
+
+    wi: int
+    kind: str
+    action: int
+    template: int
+    start: int
+    replicas: int
+    end: int | None = None
+    stalled: int | None = None
+    superseded: int | None = None
 
 
 class _Connections:
@@ -119,11 +141,21 @@ class _Run:
         n = f.n_pods
         # Pods created without a ReplicaSet decision: bare Pods, StatefulSet pods (their
         # replacement slots once the old pod is gone). ReplicaSet pods come from _reconcile.
-        rs_pod = np.array(f.replica_set, bool)[f.pod_workload] if n else np.zeros(0, bool)
-        self.eligible = (f.pod_replaces < 0) & ~rs_pod
-        self.desired = [w.spec.replicas for w in scenario.workloads]
-        self.workload_pods = [np.flatnonzero(f.pod_workload == i) for i in range(len(scenario.workloads))]
-        self.balanced: dict[int, tuple[int, int]] = {}  # workload → (version, desired) found balanced
+        # Bare Pods are created at the start; ReplicaSet and StatefulSet pods when their
+        # controller (engine/controllers) says.
+        managed = [
+            rs or w.kind == "StatefulSet" for rs, w in zip(f.replica_set, scenario.workloads, strict=True)
+        ]
+        self.eligible = ~np.array(managed, bool)[f.pod_workload] if n else np.zeros(0, bool)
+        self.controllers = Controllers(
+            scenario, f.pod_workload, f.pod_template, f.pod_ordinal, f.plans, f.replica_set, self.log
+        )
+        self.desired = self.controllers.desired  # spec.replicas, which the HPA and scale actions set
+        self.rollouts: list[_Rollout] = []
+        self.rolled_to: dict[int, int] = {}  # per Deployment: the template its last rollout went to
+        # Readiness gates set by actions: per condition type, when it is True on each pod (INF:
+        # False); None until an action sets one (then gates_at follows these).
+        self.gate_true: dict[str, I64] | None = None
         self.autoscalers = {
             i: Autoscaler(h)
             for i, w in enumerate(scenario.workloads)
@@ -157,23 +189,8 @@ class _Run:
     # -- steps -------------------------------------------------------------------------------
 
     def _admit(self, t: int) -> None:
-        f = self.fleet
-        want = self.eligible & ~self.admitted
-        for wi, ordered in enumerate(f.ordered_ready):
-            if not ordered:
-                continue
-            # StatefulSet OrderedReady: the lowest missing ordinal, once every live pod with a
-            # lower ordinal is Ready.
-            pods = np.flatnonzero(f.pod_workload == wi)
-            cand = pods[want[pods]]
-            want[pods] = False
-            if cand.size:
-                nxt = cand[np.argmin(f.pod_ordinal[cand])]
-                live = pods[self.admitted[pods] & ~self.gone[pods]]
-                before = live[f.pod_ordinal[live] < f.pod_ordinal[nxt]]
-                if bool(self.ready[before].all()):
-                    want[nxt] = True
-        self._create(np.flatnonzero(want), t)
+        """Bare Pods: created when the run starts."""
+        self._create(np.flatnonzero(self.eligible & ~self.admitted), t)
 
     def _create(self, new: I64, t: int) -> None:
         """New pods: scheduled now, their containers start after the pod start delay."""
@@ -186,6 +203,8 @@ class _Run:
         self.version += 1
         self.gates_at[new] = np.minimum(t + f.pod_gate_delay[new], INF)
         self.gate_times.update(self.gates_at[new].tolist())
+        if self.gate_true is not None:
+            self._gates_at_creation(new, t)
         conts = np.flatnonzero(np.isin(f.container_pod, new))
         self.ctr.admit(new, t + self.spec.cluster.pod_start_delay)
         for w in self.workers.values():
@@ -230,34 +249,165 @@ class _Run:
         first = self.fleet.pod_first_container
         return slice(int(first[p]), int(first[p + 1]) if p + 1 < first.size else self.fleet.n_containers)
 
-    def _reconcile(self, t: int) -> None:
-        """The ReplicaSet controller: create or delete pods until the live ones (not being
-        deleted) match the desired count. Deletes the least useful first: not yet running,
-        then not Ready, then the newest."""
+    def _view(self) -> PodArrays:
+        """The pods as the controllers read them now."""
         f = self.fleet
-        for wi, is_rs in enumerate(f.replica_set):
-            if not is_rs:
+        first = f.pod_first_container
+        if f.n_pods:
+            started = np.minimum.reduceat(self.ctr.instance >= 0, first)
+            restarts = np.maximum.reduceat(self.ctr.restart_count, first)
+            stopped = ~np.maximum.reduceat(self.ctr.alive(), first)
+        else:
+            started, restarts, stopped = np.zeros(0, bool), np.zeros(0, np.int64), np.zeros(0, bool)
+        return PodArrays(
+            admitted=self.admitted,
+            deleting=self.deleting,
+            gone=self.gone,
+            ready=self.ready,
+            ready_since=self.ready_since,
+            admitted_at=self.admitted_at,
+            started=started,
+            restarts=restarts,
+            stopped=stopped,
+        )
+
+    def _reconcile(self, t: int, sets: bool = True) -> None:
+        """The Deployment, ReplicaSet and StatefulSet controllers (engine/controllers): they say
+        which pods to create and which to delete; the kubelet's side of both is here."""
+        create, delete = self.controllers.reconcile(t, self._view, self.version)
+        if sets:
+            # StatefulSets move once a step, seeing the Ready changes of the step before.
+            more, gone = self.controllers.reconcile_sets(t, self._view, self.version)
+            create += more
+            delete += gone
+        if create:
+            self._create(np.array(create, np.int64), t)
+        if delete:
+            self._delete(t, delete)
+
+    def _act(self, t: int, indices: list[int]) -> None:
+        """Workload actions (rollout, rollback, restart, scale, pause, resume) and readiness-gate
+        changes, at their time, before the controllers' sync."""
+        for i in indices:
+            a = self.spec.actions[i]
+            if isinstance(a, SetReadinessGate):
+                self._set_gate(t, a)
                 continue
-            # Balanced at this version (pods created and deleted bump it) and desired count.
-            if self.balanced.get(wi) == (self.version, self.desired[wi]):
+            assert not isinstance(a, DeletePod)
+            self.controllers.act(t, i, a)
+            wi = next(j for j, w in enumerate(self.scenario.workloads) if w.name == a.workload)
+            ctl = self.controllers.deployments.get(wi)
+            st = self.controllers.sets.get(wi)
+            if ctl is not None and not ctl.d.paused:
+                target = ctl.d.template
+            elif st is not None:
+                target = st.update_revision
+            else:
                 continue
-            pods = self.workload_pods[wi]
-            live = pods[self.admitted[pods] & ~self.deleting[pods]]
-            want = self.desired[wi]
-            if live.size == want:
-                self.balanced[wi] = (self.version, want)
-            if live.size < want:
-                free = pods[~self.admitted[pods]][: want - live.size]
-                if free.size < want - live.size:
-                    rs = f"replicaset/{self.scenario.workloads[wi].name}"
-                    msg = "probesim ran out of pod slots for this run"
-                    self.log.add(t, "Warning", "FailedCreate", rs, msg, "replicaset-controller")
-                self._create(free, t)
-            elif live.size > want:
-                running = np.minimum.reduceat(self.ctr.alive().astype(np.int8), f.pod_first_container)
-                started = running[live].astype(bool)
-                order = np.lexsort((-self.admitted_at[live], self.ready[live], started))
-                self._delete(t, [int(p) for p in live[order[: live.size - want]]])
+            if target == self.rolled_to.get(wi, 0):
+                continue
+            for r in self.rollouts:
+                if r.wi == wi and r.end is None and r.superseded is None:
+                    r.superseded = t
+            self.rollouts.append(_Rollout(wi, a.kind, i, target, t, self.desired[wi]))
+            self.rolled_to[wi] = target
+
+    def _track_rollouts(self, t: int) -> None:
+        """A rollout ends when ``kubectl rollout status`` would say so (updated = replicas =
+        available, no old pods left active); it stalls when Progressing goes False."""
+        view = self._view()
+        for r in self.rollouts:
+            if r.end is not None or r.superseded is not None:
+                continue
+            if r.wi in self.controllers.sets:
+                if self.controllers.set_done(r.wi, view, t):
+                    r.end = t
+                continue
+            d = self.controllers.deployments[r.wi].d
+            if d.template == r.template and self.controllers.rollout_done(r.wi, view, t):
+                r.end = t
+                continue
+            s = d.status
+            cond = s.condition("Progressing")
+            if r.stalled is None and cond is not None and cond.reason == "ProgressDeadlineExceeded":
+                r.stalled = t
+
+    def _rollout_summaries(self, times: I64, rec: dict[str, I64]) -> list[RolloutSummary]:
+        f = self.fleet
+        out = []
+        for r in self.rollouts:
+            w = self.scenario.workloads[r.wi]
+            stop = r.end if r.end is not None else (r.superseded if r.superseded is not None else None)
+            span = (times >= r.start) & (times <= stop if stop is not None else True)
+            key = f"workload.{w.name}"
+            failed: dict[str, int] = {}
+            for route in f.routes:
+                if not (route.selects & (f.pod_workload == r.wi)).any():
+                    continue
+                for c in CAUSES:
+                    failed[c] = failed.get(c, 0) + int(rec[f"route.{route.name}.{c}"][span].sum())
+            plan = f.plans[r.wi]
+            out.append(
+                RolloutSummary(
+                    workload=w.name,
+                    action=r.kind,
+                    revision=replica_set_name(w.name, plan.revisions[r.template].key),
+                    origin=plan.revisions[r.template].origin,
+                    start_ms=r.start,
+                    end_ms=r.end,
+                    stalled_ms=r.stalled,
+                    superseded_ms=r.superseded,
+                    min_ready=int(rec[f"{key}.ready"][span].min()) if span.any() else 0,
+                    min_available=int(rec[f"{key}.available"][span].min()) if span.any() else 0,
+                    failed={c: n for c, n in failed.items() if n},
+                )
+            )
+        return out
+
+    def _set_gate(self, t: int, a: SetReadinessGate) -> None:
+        """A readiness gate's condition set on existing pods; pods created later get theirs as
+        the behaviour's readinessGates delay says."""
+        f = self.fleet
+        if self.gate_true is None:
+            self.gate_true = {}
+            for p in np.flatnonzero(self.admitted):
+                self._gates_at_creation(np.array([p]), int(self.admitted_at[p]))
+        cond = a.condition
+        if a.pod is not None:
+            pods = np.array([f.pod_names.index(a.pod)], np.int64)
+        else:
+            wi = next(j for j, w in enumerate(self.scenario.workloads) if w.name == a.workload)
+            pods = np.flatnonzero((f.pod_workload == wi) & self.admitted & ~self.gone)
+        arr = self.gate_true.setdefault(cond, np.full(f.n_pods, -1, np.int64))
+        arr[pods] = t if a.status else INF
+        self._gates_from_conditions(pods)
+        self.dirty = True
+
+    def _gates_at_creation(self, new: I64, t: int) -> None:
+        """Each declared gate of the new pods True after its behaviour delay (INF: never)."""
+        assert self.gate_true is not None
+        f = self.fleet
+        for p in new.tolist():
+            wi, tpl = int(f.pod_workload[p]), int(f.pod_template[p])
+            w = f.plans[wi].revisions[tpl] if wi in f.plans else None
+            rw = w.workload if w is not None else self.scenario.workloads[wi]
+            wb = w.behavior if w is not None else self.scenario.behavior(rw.name)
+            for g in rw.pod_spec.readiness_gates:
+                arr = self.gate_true.setdefault(g.condition_type, np.full(f.n_pods, -1, np.int64))
+                arr[p] = (
+                    min(t + wb.readiness_gates[g.condition_type], int(INF))
+                    if g.condition_type in wb.readiness_gates
+                    else INF
+                )
+        self._gates_from_conditions(new)
+
+    def _gates_from_conditions(self, pods: I64) -> None:
+        assert self.gate_true is not None
+        at = np.zeros(pods.size, np.int64)
+        for arr in self.gate_true.values():
+            at = np.maximum(at, arr[pods])
+        self.gates_at[pods] = at
+        self.gate_times.update(at.tolist())
 
     def _autoscale(self, t: int) -> None:
         """HPA syncs every 15 s from the start of the run."""
@@ -322,12 +472,10 @@ class _Run:
 
     def _reap(self) -> None:
         """Deleted pods whose containers have all stopped leave the API (and the endpoints)."""
-        f = self.fleet
         alive = self.ctr.alive()
         for p in np.flatnonzero(self.deleting & ~self.gone):
             if not alive[self._containers_of(int(p))].any():
                 self.gone[p] = True
-                self.eligible[f.pod_replaces == p] = True  # a StatefulSet waits for this
                 self.dirty = True
                 self.version += 1
 
@@ -994,11 +1142,17 @@ class _Run:
         admit_version, to_admit = -1, False
         counts: list[tuple[int, int, int]] = []  # per workload: current, ready, restarts
         actions: dict[int, list[int]] = {}
-        for a in spec.actions:
-            actions.setdefault(a.at, []).append(f.pod_names.index(a.pod))
+        others: dict[int, list[int]] = {}
+        for i, a in enumerate(spec.actions):
+            if isinstance(a, DeletePod):
+                actions.setdefault(a.at, []).append(f.pod_names.index(a.pod))
+            else:
+                others.setdefault(a.at, []).append(i)
         for k in range(ticks):
             t = int(times[k])
             self.log.synced_pods.clear()
+            if t in others:
+                self._act(t, others[t])
             if t in actions:
                 self._delete(t, actions[t])
             if self.any_deleting:
@@ -1015,6 +1169,12 @@ class _Run:
             self._probes(t)
             self._triggers(t)
             self._conditions(t)
+            if self.controllers.deployments:
+                # The Deployment controller sees a pod's Ready change within the same instant (a
+                # watch event), not a step later: a rollout's next move follows at once.
+                self._reconcile(t, sets=False)
+            if self.rollouts:
+                self._track_rollouts(t)
             self._traffic(t, k, rec)
             if self.capacity.any:
                 self._serve(t, k, rec)
@@ -1151,6 +1311,7 @@ class _Run:
                 )
             )
         return Result(
+            rollouts=self._rollout_summaries(times, rec),
             scenario=self.scenario.name,
             seed=spec.seed,
             step_ms=spec.step,

@@ -15,11 +15,19 @@ from pydantic import ValidationError
 
 from probesim.errors import InputError, InputWarning
 from probesim.manifests import kubernetes as k8s
+from probesim.manifests.actions import check_actions
 from probesim.manifests.errors import field_path, from_validation
 from probesim.manifests.yamlsrc import Doc, Path_, load_docs, read_text
 from probesim.model.duration import format_ms
 from probesim.model.kubernetes import Workload
-from probesim.model.scenario import API_VERSION, Scenario, ScenarioFile, ScenarioSpec, WorkloadBehavior
+from probesim.model.scenario import (
+    API_VERSION,
+    DeletePod,
+    Scenario,
+    ScenarioFile,
+    ScenarioSpec,
+    WorkloadBehavior,
+)
 from probesim.model.threshold import parse as parse_threshold
 from probesim.model.threshold import unknown_name
 from probesim.overrides import Applied, Override, apply_to_manifests, apply_to_scenario, attribute
@@ -362,6 +370,8 @@ def _cross_check(s: Scenario, head: Doc) -> None:
                 )
     deleted: set[str] = set()
     for i, a in enumerate(spec.actions):
+        if not isinstance(a, DeletePod):
+            continue
         if not _is_pod(s, a.pod):
             pods = (n for w in s.workloads for n in _pod_names(w))
             known = ", ".join(islice(pods, 20)) + (
@@ -373,6 +383,7 @@ def _cross_check(s: Scenario, head: Doc) -> None:
                 ("spec", "actions", i, "pod"), f"pod {a.pod!r} is already deleted by an earlier action"
             )
         deleted.add(a.pod)
+    check_actions(s, head, fail, lambda name: _is_pod(s, name))
     for h in s.autoscalers:
         ref = h.spec.scale_target_ref
         target = next((w for w in s.workloads if w.name == ref.name and w.kind == ref.kind), None)

@@ -433,7 +433,10 @@ class SetReadinessGate(Model):
 WorkloadAction = Rollout | Rollback | Restart | Scale | Pause | Resume
 
 
-Action = Annotated[DeletePod, Field(discriminator="kind")]
+Action = Annotated[
+    DeletePod | Rollout | Rollback | Restart | Scale | Pause | Resume | SetReadinessGate,
+    Field(discriminator="kind"),
+]
 
 
 class DelayFault(Model):

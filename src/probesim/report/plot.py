@@ -39,6 +39,15 @@ def plot_result(result: Result, path: Path, workload: str | None = None) -> None
     new = np.flatnonzero(np.diff(restarts, prepend=0) > 0)
     if new.size:
         ax.plot(t_min[new], np.zeros(new.size) + 0.2, "v", color="tab:red", ms=7, label="container restart")
+    end_min = result.duration_ms / 60_000
+    for i, ro in enumerate(r for r in result.rollouts if r.workload == w.name):
+        stop = ro.end_ms if ro.end_ms is not None else ro.superseded_ms
+        ax.axvspan(ro.start_ms / 60_000, end_min if stop is None else stop / 60_000, color="tab:purple",
+                   alpha=0.1, label="rollout" if i == 0 else None)  # fmt: skip
+        if ro.stalled_ms is not None:
+            ax.axvline(
+                ro.stalled_ms / 60_000, ls="--", color="tab:purple", label="progress deadline exceeded"
+            )
     ax2 = ax.twinx()
     per_min = max(1, 60_000 // result.step_ms)
     failed = np.zeros(result.time_ms.size, np.int64)
