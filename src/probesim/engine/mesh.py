@@ -234,6 +234,7 @@ class _HostView:
         st = np.where(self.refused, 503, np.where(cat == ERROR, status, 200))
         self.st = np.where(self.hung, 504 if route.times_out else 0, st)  # 0: no answer, nothing reported
         self.retriable = route._retriable(self.refused, self.hung, self.st)
+        self.retries = bool(self.retriable[self.members].any())  # any host's failure retried
         self.good = (self.st > 0) & (self.st < 500)
         # A 5xx, a connect failure or a timeout: a host that can move an outlier counter.
         self.counts = (self.st >= 500) | self.refused | self.hung
@@ -545,17 +546,21 @@ class MeshRoute:
             k = hosts.size
             view = self._view
             refused, hung, st = view.refused[hosts], view.hung[hosts], view.st[hosts]
-            if view.counts[hosts].any():
+            # None of the hosts can be ejected when every one answers below 500 and connects:
+            # no request cuts the chunk short.
+            fails = bool(view.counts[hosts].any())
+            if fails:
                 need = np.minimum(
                     self._need(c, hosts, refused, hung, st), avail + 1
                 )  # no crossing past avail
-            else:  # every host answers below 500 and connects: none can be ejected
-                need = np.full(k, min(NEVER, avail + 1), np.int64)
             start = j
             if self.lb == "ROUND_ROBIN":
                 order = (np.arange(k) - c.cursor) % k  # position of each host in this round
-                pos = order + (need - 1) * k + 1  # the request that makes it cross
-                cut = int(min(avail, pos.min()))
+                if fails:
+                    pos = order + (need - 1) * k + 1  # the request that makes it cross
+                    cut = int(min(avail, pos.min()))
+                else:
+                    cut = avail
                 per = np.full(k, cut // k, np.int64) + (order < cut % k)
                 c.cursor += cut  # Envoy's index keeps counting; it picks index % hosts (§3.4)
 
@@ -563,13 +568,19 @@ class MeshRoute:
             else:
                 # Random and least request (equal loads: power of two choices picks evenly).
                 drawn = self.rng.multinomial(avail, np.full(k, 1.0 / k)).astype(np.int64)
-                per = np.minimum(drawn, need)
-                cut = avail - int((drawn - per).sum())
+                if fails:
+                    per = np.minimum(drawn, need)
+                    cut = avail - int((drawn - per).sum())
+                else:
+                    per, cut = drawn, avail
 
                 when = _drawn_times(at, start, drawn, avail)
 
             j += cut
             self._report(ci, c, hosts, per, refused, hung, st, when)
+            if not view.retries:
+                got[hosts] += per
+                continue
             retried = view.retriable[hosts] & (per > 0)
             good = view.good[hosts]
             if retried.any() and good.any():
