@@ -391,6 +391,8 @@ class MeshRoute:
         self, now: int, ci: int, c: Client, d: Detector, rq: I64, failed: I64, origin: str
     ) -> None:
         """Success-rate, then failure-percentage detection over one bucket (§2.7-2.8)."""
+        if rq.size == 0 or int(rq.max()) < min(d.sr_volume, d.fp_volume):
+            return  # no host has the volume either check asks for
         total = int(c.member.sum())
         if total < d.sr_min_hosts and total < d.fp_min_hosts:
             return
