@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from probesim.engine.controllers.deployment import (
     DeploymentController,
@@ -278,3 +280,36 @@ def test_template_hash_looks_like_a_pod_template_hash() -> None:
     h = template_hash('{"image": "app:2"}')
     assert h == template_hash('{"image": "app:2"}') != template_hash('{"image": "app:3"}')
     assert set(h) <= set("bcdfghjklmnpqrstvwxz2456789") and 1 <= len(h) <= 10
+
+
+fencepost = st.one_of(st.integers(0, 6), st.integers(0, 100).map(lambda p: f"{p}%"))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    replicas=st.integers(1, 20),
+    surge=fencepost,
+    unavailable=fencepost,
+    ready=st.lists(st.integers(0, 3), min_size=60, max_size=60),
+)
+def test_rolling_update_invariants(
+    replicas: int, surge: int | str, unavailable: int | str, ready: list[int]
+) -> None:
+    """Whatever the fenceposts and however slowly new pods become available: never more pods
+    than replicas + maxSurge, never fewer available than replicas − maxUnavailable (old pods
+    all available), and the rollout completes once the new pods are available."""
+    assume(not (surge in (0, "0%") and unavailable in (0, "0%")))  # the API refuses both 0
+    c = deployment(replicas, surge, unavailable)
+    max_surge, max_unavailable = resolve_fenceposts(surge, unavailable, replicas)
+    c.d.template = 1
+    new_available = 0
+    for k, more in enumerate([*ready, *([replicas] * (2 * replicas + 4))]):
+        new = c.d.new_rs()
+        new_available = min(new_available + more, new.replicas if new else 0)
+        fill(c, {0: replicas, 1: new_available})
+        c.sync(1000 * (k + 1))
+        total = sum(r.replicas for r in c.d.rs)
+        assert total <= replicas + max_surge
+        old = sum(r.replicas for r in c.d.rs if r.template == 0)
+        assert old + min(new_available, c.d.rs[-1].replicas) >= replicas - min(max_unavailable, replicas)
+    assert sizes(c) == {"web-old": 0, "web-new": replicas}
