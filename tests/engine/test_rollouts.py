@@ -11,7 +11,9 @@ import pytest
 
 from probesim.engine import simulate
 from probesim.errors import InputError
+from probesim.manifests.scenario import load_scenario, scenario_from_text
 from probesim.results import Result
+from probesim.scenarios import find
 from tests.builders import builtin, http, scenario, series, times
 
 
@@ -351,3 +353,21 @@ def test_a_deployment_created_paused_has_no_pods_until_resumed() -> None:
     (only,) = scaling(r)
     assert only[0] == 10.0 and only[1].endswith("from 0 to 2")
     assert times(r, "Scheduled") == [10.0, 10.0]
+
+
+def test_builtin_max_unavailable_under_load() -> None:
+    """One pod less at 90 % CPU tips the 3 survivors over (their probes time out behind
+    requests); one pod more (maxSurge 1, maxUnavailable 0) does not."""
+    b = find("rollout-max-unavailable-under-load")
+    assert b is not None
+    r = simulate(load_scenario(str(b.path)))
+    (ro,) = r.rollouts
+    assert (ro.outcome, ro.min_ready) == ("running", 0)
+    assert (r.route("/").failed_total, r.route("/").offered, r.workload("web").total_restarts) == (
+        32_021,
+        51_000,
+        25,
+    )
+    text = b.path.read_text().replace("{maxSurge: 0, maxUnavailable: 1}", "{maxSurge: 1, maxUnavailable: 0}")
+    safe = simulate(scenario_from_text(text, "surge.yaml", b.path.parent))
+    assert (safe.route("/").failed_total, safe.rollouts[0].end_ms) == (0, 103_000)
