@@ -261,6 +261,10 @@ def test_help_and_readme_say_what_runs_on_this_machine() -> None:
             f"3000 requests per second in all: the lab sends at most {MAX_RATE}",
         ),
         ({"duration": "2h"}, "7200s: the lab runs at most 1h"),
+        (
+            {"spec": {"actions": [{"kind": "scale", "workload": "web", "at": "1s", "replicas": 2}]}},
+            "the lab does not run scale actions yet",
+        ),
     ],
 )
 def test_beyond_its_limits_the_lab_refuses_up_front(kw: dict[str, object], says: str) -> None:

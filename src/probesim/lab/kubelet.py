@@ -46,7 +46,7 @@ from probesim.lab.probes import Outcome, exec_check, grpc_check, http_check, tcp
 from probesim.manifests.kubernetes import container_port
 from probesim.mesh.envoy import Translator
 from probesim.model.kubernetes import Container, Probe, ProbeType, Workload, pod_names_of
-from probesim.model.scenario import ContainerBehavior, Crash, Scenario, Traffic
+from probesim.model.scenario import ContainerBehavior, Crash, DeletePod, Scenario, Traffic
 from probesim.results import CAUSES, Event, Result, RouteSummary, WorkloadSummary
 
 HOST = "127.0.0.1"
@@ -879,6 +879,13 @@ def check_limits(scenario: Scenario, workload: Workload, seconds: float, allow_e
         raise InputError(
             f"spec.traffic: {rate:g} requests per second in all: the lab sends at most {MAX_RATE} "
             "per second (one load generator on this machine)"
+        )
+    later = [a for a in scenario.spec.actions if not isinstance(a, DeletePod)]
+    if later:
+        raise InputError(
+            f"the lab does not run {later[0].kind} actions yet (issue 15): the simulation does "
+            "(probesim run); without spec.actions the lab runs the manifest's pods",
+            field="spec.actions",
         )
     c = workload.pod_spec.containers[0]
     kinds: tuple[ProbeType, ...] = ("startup", "readiness", "liveness")
