@@ -371,3 +371,17 @@ def test_builtin_max_unavailable_under_load() -> None:
     text = b.path.read_text().replace("{maxSurge: 0, maxUnavailable: 1}", "{maxSurge: 1, maxUnavailable: 0}")
     safe = simulate(scenario_from_text(text, "surge.yaml", b.path.parent))
     assert (safe.route("/").failed_total, safe.rollouts[0].end_ms) == (0, 103_000)
+
+
+def test_revision_history_limit_zero_leaves_nothing_to_roll_back_to() -> None:
+    r = simulate(
+        scenario(
+            replicas=1, probes=READY_1S, duration="30s", workload_spec={"revisionHistoryLimit": 0},
+            spec={"actions": [rollout("5s"), {"kind": "rollback", "workload": "web", "at": "20s"}]},
+        )
+    )  # fmt: skip
+    (ro,) = r.rollouts
+    assert ro.end_ms == 5_000
+    (warning,) = r.events_for("deployment/web", "RollbackRevisionNotFound")
+    assert warning.time_ms == 20_000 and "revisionHistoryLimit" in warning.message
+    assert len(scaling(r)) == 2  # nothing moved at 20 s
