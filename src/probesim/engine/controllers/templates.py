@@ -60,6 +60,15 @@ class PlanError(ValueError):
         self.message = message
 
 
+class MergeError(ValueError):
+    """A patch that cannot be merged, at ``path`` inside it."""
+
+    def __init__(self, path: tuple[str | int, ...], message: str) -> None:
+        super().__init__(f"{'.'.join(map(str, path))}: {message}" if path else message)
+        self.path = path
+        self.message = message
+
+
 def strategic_merge(base: Any, patch: Any, where: tuple[str | int, ...] = ()) -> Any:
     """``kubectl patch --type strategic`` of pod-template data: maps merge key by key (``null``
     removes a key; ``$patch: replace`` replaces the map), lists of MERGE_KEYS merge item by
@@ -71,7 +80,7 @@ def strategic_merge(base: Any, patch: Any, where: tuple[str | int, ...] = ()) ->
     out = dict(base)
     for k, v in patch.items():
         if k == "$patch":
-            raise ValueError(f"{'.'.join(map(str, where)) or 'template'}: $patch may be 'replace' here")
+            raise MergeError(where, "$patch may only be 'replace' in a map (or 'delete' in a list item)")
         if v is None:
             out.pop(k, None)
         elif k in MERGE_KEYS and isinstance(v, list) and isinstance(out.get(k), list):
@@ -87,7 +96,7 @@ def _merge_list(base: list[Any], patch: list[Any], key: str, where: tuple[str | 
     items = list(base)
     for i, p in enumerate(patch):
         if not isinstance(p, dict) or key not in p:
-            raise ValueError(f"{'.'.join(map(str, (*where, i)))}: each item needs its merge key {key!r}")
+            raise MergeError((*where, i), f"each item of {where[-1]!r} needs its merge key {key!r}")
         at = next((j for j, x in enumerate(items) if isinstance(x, dict) and x.get(key) == p[key]), None)
         if p.get("$patch") == "delete":
             if at is not None:
@@ -208,9 +217,9 @@ def plan(scenario: Scenario, name: str, build: Build = _default_build) -> Worklo
             assert isinstance(a, Rollout)
             tdata = base.workload.model_dump(mode="json", by_alias=True, exclude_none=True)
             try:
-                merged = strategic_merge(tdata["spec"]["template"], a.template, ("template",))
-            except ValueError as e:
-                raise PlanError(i, ("template",), str(e)) from None
+                merged = strategic_merge(tdata["spec"]["template"], a.template)
+            except MergeError as e:
+                raise PlanError(i, ("template", *e.path), e.message) from None
             tdata = {**tdata, "spec": {**tdata["spec"], "template": merged}}
             behavior = a.behavior if a.behavior is not None else base.behavior
             origin = f"rollout at {_when(at)}"
