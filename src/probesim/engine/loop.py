@@ -315,10 +315,11 @@ class _Run:
     def _track_rollouts(self, t: int) -> None:
         """A rollout ends when ``kubectl rollout status`` would say so (updated = replicas =
         available, no old pods left active); it stalls when Progressing goes False."""
+        under_way = [r for r in self.rollouts if r.end is None and r.superseded is None]
+        if not under_way:
+            return
         view = self._view()
-        for r in self.rollouts:
-            if r.end is not None or r.superseded is not None:
-                continue
+        for r in under_way:
             if r.wi in self.controllers.sets:
                 if self.controllers.set_done(r.wi, view, t):
                     r.end = t
