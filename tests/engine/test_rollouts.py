@@ -69,6 +69,8 @@ def test_rolling_update_moves_at_exact_times() -> None:
     assert (ro.min_ready, ro.min_available) == (3, 3)  # replicas − maxUnavailable
     assert min(series(r, "workload.web.ready")[10:]) == 3
     assert max(series(r, "workload.web.current")) == 5  # replicas + maxSurge
+    # kubectl describe's "unavailable": the ReplicaSets' replicas (3 + 2) − available (3).
+    assert series(r, "workload.web.unavailable")[9:17] == [0, 2, 2, 2, 2, 2, 2, 0]
     doc = r.to_json(series=False)["summary"]["rollouts"][0]
     assert (doc["outcome"], doc["seconds"], doc["replicaSet"]) == ("complete", 6.0, new)
 

@@ -1234,7 +1234,7 @@ class _Run:
                 col[1][k] = current
                 col[2][k] = ready
                 col[3][k] = available
-                col[4][k] = max(0, self.desired[i] - available)
+                col[4][k] = max(0, self.controllers.spec_total(i) - available)
                 col[5][k] = restarts
         self.rec_ref = rec
         for m in self.mesh.values():

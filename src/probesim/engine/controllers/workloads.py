@@ -155,6 +155,14 @@ class Controllers:
         self.seen_desired: list[int] = []
         self.wake: int = int(INF)
 
+    def spec_total(self, wi: int) -> int:
+        """What a Deployment's unavailableReplicas counts against: the sum of its ReplicaSets'
+        spec.replicas (surge included, kubelet.md §5.4); other workloads' desired count."""
+        ctl = self.deployments.get(wi)
+        if ctl is None:
+            return self.desired[wi]
+        return sum(r.replicas for r in ctl.d.rs)
+
     def names_of(self, wi: int) -> dict[int, str]:
         """ReplicaSet names by template."""
         return {t: run.name for (w, t), run in self.rs.items() if w == wi}
