@@ -387,3 +387,18 @@ def test_revision_history_limit_zero_leaves_nothing_to_roll_back_to() -> None:
     (warning,) = r.events_for("deployment/web", "RollbackRevisionNotFound")
     assert warning.time_ms == 20_000 and "revisionHistoryLimit" in warning.message
     assert len(scaling(r)) == 2  # nothing moved at 20 s
+
+
+def test_min_ready_seconds_paces_the_rollout() -> None:
+    """minReadySeconds 5: a new pod counts as available 5 s after it is Ready (Ready at 12 s,
+    available at 17 s; the second Ready at 19 s, available at 24 s), and only then may an old
+    one go (surge 1, unavailable 0)."""
+    r = simulate(
+        scenario(
+            replicas=2, probes=READY_1S, behavior={"start": "2s"}, duration="30s",
+            workload_spec={"minReadySeconds": 5, "strategy": {"rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}},
+            spec={"actions": [rollout("10s")]},
+        )
+    )  # fmt: skip
+    assert [t for t, _ in scaling(r)] == [10.0, 17.0, 17.0, 24.0]
+    assert r.rollouts[0].end_ms == 24_000
