@@ -264,9 +264,9 @@ def _read_parquet(data: bytes, file: str) -> tuple[list[str], list[dict[str, Any
         ) from None
     try:
         table = pq.read_table(pa.BufferReader(data))
-    except (pa.ArrowException, OSError, ValueError) as e:
+        cols = [str(c) for c in table.column_names]
+    except (pa.ArrowException, OSError, ValueError) as e:  # UnicodeDecodeError: a name not UTF-8
         raise InputError(f"not a Parquet file pyarrow can read: {e}", file=file) from None
-    cols = [str(c) for c in table.column_names]
     plain = (pa.types.is_integer, pa.types.is_floating, pa.types.is_boolean, pa.types.is_string,
              pa.types.is_large_string, pa.types.is_null)  # fmt: skip
     for f in table.schema:
@@ -275,7 +275,10 @@ def _read_parquet(data: bytes, file: str) -> tuple[list[str], list[dict[str, Any
                 f"column {f.name!r} is of type {f.type}: a sweep's columns are numbers, booleans or text",
                 file=file,
             )
-    data_cols = table.to_pydict()
+    try:
+        data_cols = table.to_pydict()
+    except (pa.ArrowException, ValueError) as e:
+        raise InputError(f"not a Parquet file pyarrow can read: {e}", file=file) from None
     rows = []
     for i in range(table.num_rows):
         row = {}

@@ -117,6 +117,7 @@ def test_a_tag_naming_nothing_in_the_scenario_is_refused() -> None:
         ("p95: max<1s", "p95 is already the aggregation; write the comparison alone"),
         ("latency: p(97)<1s", "latency has no aggregation 'p97'"),
         ("ready: min>=2.5", "'2.5' is not a whole number"),
+        ("restarts: <=" + "9" * 400, "99999999999999999999… is too large a number"),
         ("ready: min>=150%", "'150%' is not a percentage from 0% to 100%"),
         ("errors{pod:x}: rate<1", "errors has no tag 'pod'; it takes route or service"),
         ("errors{route}: rate<1", "the tag {route} is not {key:value}"),

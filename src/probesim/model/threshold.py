@@ -8,6 +8,7 @@ What a threshold measures on a run is probesim.results.thresholds'.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -196,6 +197,8 @@ def _aggregation(metric: Metric, text: str | None, quantile: str | None, line: s
 
 
 def _value(kind: Kind, text: str, line: str) -> tuple[float, bool]:
+    if _NUMBER.match(text) and not math.isfinite(float(text)):
+        raise ValueError(f"{line!r}: {text[:20]}… is too large a number")
     if kind == "duration":
         if _NUMBER.match(text):  # a bare number is milliseconds, as k6's http_req_duration
             return float(text), False
