@@ -238,6 +238,7 @@ class _HostView:
         self.good = (self.st > 0) & (self.st < 500)
         # A 5xx, a connect failure or a timeout: a host that can move an outlier counter.
         self.counts = (self.st >= 500) | self.refused | self.hung
+        self.bad = self.counts | self.retriable  # hosts whose requests need the full pass
 
 
 class MeshRoute:
@@ -528,6 +529,26 @@ class MeshRoute:
         def first(te: int) -> int:  # the first of its requests sent at or after te
             num = (te - t) * n - k0 * step
             return max(0, -(-num // (nc * step)))
+
+        if self.lb == "ROUND_ROBIN" and not self.split:
+            # The common step: no tick or health delivery among this client's requests, and
+            # none of its hosts fails or is retried: one round robin pass, nothing to cut.
+            self._advance(ci, c, at(0))
+            ticks = c.next_tick is not None and first(c.next_tick) < m
+            delivers = c.pending is not None and first((c.pending + 1) // 2) < m
+            if not ticks and not delivers:
+                hosts, panic = self._hosts(c, in_eps)
+                if hosts.size and not panic and not self._view.bad[hosts].any():
+                    k = hosts.size
+                    order = (np.arange(k) - c.cursor) % k
+                    per = np.full(k, m // k, np.int64) + (order < m % k)
+                    c.cursor += m
+                    c.rq[hosts] += per  # an HTTP code below 500 from each: counted, streaks reset
+                    answered = hosts[per > 0]
+                    c.c5xx[answered] = 0
+                    c.cgw[answered] = 0
+                    got[hosts] = per
+                    return got, 0
 
         j = uh = 0
         while j < m:
