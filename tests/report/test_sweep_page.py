@@ -214,3 +214,14 @@ def test_a_sweep_too_costly_is_refused_before_its_tasks_exist(tmp_path: Path) ->
     r = runner.invoke(app, ["sweep", "seed000-demo", "--runs", str(10**20), "-o", str(tmp_path / "r.csv")])
     assert r.exit_code == 2
     assert "this sweep of 1 point × 100,000,000,000,000,000,000 runs would cost about" in r.stderr
+
+
+def test_parquet_rows_give_the_csv_rows_page(swept: tuple[str, str], tmp_path: Path) -> None:
+    from probesim.sweep import write_rows
+
+    rows = load_rows(swept[0].encode(), "rows")
+    path = tmp_path / "rows.parquet"
+    write_rows(rows.rows, path)
+    again = load_page_input(str(path))
+    assert isinstance(again, type(rows))
+    assert render_sweep(again).replace(str(path), "rows") == render_sweep(rows)
