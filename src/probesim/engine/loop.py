@@ -17,7 +17,7 @@ from probesim.engine.autoscaler import METRIC_WINDOW_MS, SYNC_PERIOD_MS, Autosca
 from probesim.engine.behavior import INF
 from probesim.engine.capacity import GRID, CapacityModel, grid_quantiles, grouped_cdfs, mixture_cdf, timed_out
 from probesim.engine.containers import Containers
-from probesim.engine.controllers.deployment import replica_set_name
+from probesim.engine.controllers.deployment import TIMED_OUT_REASON, replica_set_name
 from probesim.engine.controllers.workloads import Controllers, PodArrays
 from probesim.engine.events import EventLog
 from probesim.engine.fleet import FAILURE, RUNNING, SUCCESS, TERMINATING, Fleet, Route, build
@@ -65,11 +65,9 @@ class _Rollout:
     """A rollout under way: what started it, toward which template, and how it went."""
 
     wi: int
-    kind: str
-    action: int
+    kind: str  # the action that started it
     template: int
     start: int
-    replicas: int
     end: int | None = None
     stalled: int | None = None
     superseded: int | None = None
@@ -309,7 +307,7 @@ class _Run:
             for r in self.rollouts:
                 if r.wi == wi and r.end is None and r.superseded is None:
                     r.superseded = t
-            self.rollouts.append(_Rollout(wi, a.kind, i, target, t, self.desired[wi]))
+            self.rollouts.append(_Rollout(wi, a.kind, target, t))
             self.rolled_to[wi] = target
 
     def _track_rollouts(self, t: int) -> None:
@@ -328,9 +326,8 @@ class _Run:
             if d.template == r.template and self.controllers.rollout_done(r.wi, view, t):
                 r.end = t
                 continue
-            s = d.status
-            cond = s.condition("Progressing")
-            if r.stalled is None and cond is not None and cond.reason == "ProgressDeadlineExceeded":
+            cond = d.status.condition("Progressing")
+            if r.stalled is None and cond is not None and cond.reason == TIMED_OUT_REASON:
                 r.stalled = t
 
     def _rollout_summaries(self, times: I64, rec: dict[str, I64]) -> list[RolloutSummary]:
@@ -338,7 +335,7 @@ class _Run:
         out = []
         for r in self.rollouts:
             w = self.scenario.workloads[r.wi]
-            stop = r.end if r.end is not None else (r.superseded if r.superseded is not None else None)
+            stop = r.end if r.end is not None else r.superseded
             span = (times >= r.start) & (times <= stop if stop is not None else True)
             key = f"workload.{w.name}"
             failed: dict[str, int] = {}
