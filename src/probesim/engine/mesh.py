@@ -307,6 +307,7 @@ class MeshRoute:
             mirror += sum((m.percentage.value / 100 if m.percentage else 1.0) for m in route.mirrors)
         self.mirror = mirror
         self.stats = Stats()
+        self.n_ejected = 0  # hosts ejected now, over all clients
         self.mirrored_now = 0  # copies sent this step
         self.sent = 0  # requests of the run so far (which client sends the next)
         self.events: list[Event] = []
@@ -337,7 +338,9 @@ class MeshRoute:
         as long before."""
         if np.array_equal(c.member, in_eps):
             return
-        c.forget(c.member & ~in_eps)
+        gone = c.member & ~in_eps
+        self.n_ejected -= int(c.ejected[gone].sum())
+        c.forget(gone)
         c.member = in_eps.copy()
         c.visible = c.ejected.copy()
         c.pending = None
@@ -375,6 +378,7 @@ class MeshRoute:
         for h in np.flatnonzero(c.ejected):
             if min(d.base * int(c.backoff[h]), d.max_time) <= now - int(c.ejected_at[h]):
                 c.ejected[h] = False
+                self.n_ejected -= 1
                 c.unejected_at[h] = now
                 c.c5xx[h] = c.cgw[h] = c.clocal[h] = 0
                 self._event(now, ci, int(h), "UNEJECT", "", False)  # Envoy prints false
@@ -445,6 +449,7 @@ class MeshRoute:
             self._event(t, ci, h, "EJECT", kind, False)
             return False
         c.ejected[h] = True
+        self.n_ejected += 1
         c.ejected_at[h] = t
         c.num_ejections[h] += 1
         if c.backoff[h] * d.base < d.max_time + d.base:
@@ -766,7 +771,8 @@ class MeshRoute:
         self.events.append(Event(t, type_, f"Outlier{action.title()}", f"sidecar/client-{ci}", msg, "envoy"))
 
     def ejections_active(self) -> int:
-        return int(sum(int(c.ejected.sum()) for c in self.clients))
+        """Hosts ejected now, summed over the clients (kept as ejections come and go)."""
+        return self.n_ejected
 
 
 def istio_for(scenario: Scenario, host: str, t: Traffic) -> tuple[DestinationRule | None, HTTPRoute | None]:
