@@ -238,7 +238,10 @@ class Controllers:
                 ]
                 if slot.size == 0:
                     name = self.scenario.workloads[wi].name
-                    msg = f"create Pod {name}-{o} in StatefulSet {name} failed: probesim ran out of pod slots"
+                    msg = (
+                        f"create Pod {name}-{o} in StatefulSet {name} failed: probesim ran out of its "
+                        "pod slots, sized before the run (a probesim limit, not the cluster's)"
+                    )
                     self.log.add(
                         t, "Warning", "FailedCreate", f"statefulset/{name}", msg, "statefulset-controller"
                     )
@@ -312,7 +315,11 @@ class Controllers:
             if live.size < want:
                 free = pods[~s.admitted[pods]][: want - live.size]
                 if free.size < want - live.size:
-                    msg = "probesim ran out of pod slots for this ReplicaSet in this run"
+                    msg = (
+                        f"{want - live.size - free.size} pods not created: probesim ran out of this "
+                        "ReplicaSet's pod slots, sized before the run from the replicas, the autoscaler "
+                        "and the actions (a probesim limit, not the cluster's)"
+                    )
                     self.log.add(
                         t, "Warning", "FailedCreate", f"replicaset/{run.name}", msg, "replicaset-controller"
                     )
