@@ -239,6 +239,8 @@ class _HostView:
         # A 5xx, a connect failure or a timeout: a host that can move an outlier counter.
         self.counts = (self.st >= 500) | self.refused | self.hung
         self.bad = self.counts | self.retriable  # hosts whose requests need the full pass
+        self.bad_members = self.members[self.bad[self.members]]
+        self.in_eps = in_eps
 
 
 class MeshRoute:
@@ -271,6 +273,13 @@ class MeshRoute:
         self.panic = self.detector.panic if self.detector else 50.0  # Envoy's default without the block
         self.lb = lb
         self.clients = [Client(host_pods.size) for _ in range(clients)]
+        # The counters a plain round robin pass updates, as one clients × hosts array each
+        # (every client's own arrays are its rows), so that the clients step together.
+        self._rq = np.zeros((clients, host_pods.size), np.int64)
+        self._c5xx = np.zeros((clients, host_pods.size), np.int64)
+        self._cgw = np.zeros((clients, host_pods.size), np.int64)
+        for ci, c in enumerate(self.clients):
+            c.rq, c.c5xx, c.cgw = self._rq[ci], self._c5xx[ci], self._cgw[ci]
         for c in self.clients:
             c.cursor = int(rng.integers(0, max(host_pods.size, 1)))  # Envoy seeds the index at random
             c.next_tick = self.detector.interval if self.detector else None
@@ -383,9 +392,10 @@ class MeshRoute:
                 c.c5xx[h] = c.cgw[h] = c.clocal[h] = 0
                 self._event(now, ci, int(h), "UNEJECT", "", False)  # Envoy prints false
                 self._changed(c, 2 * now)
-        ext = (c.rq, c.rq_failed)
+        ext = (c.rq.copy(), c.rq_failed)
         local = (c.lrq, c.lrq_failed)
-        c.rq, c.rq_failed, c.lrq, c.lrq_failed = (np.zeros_like(c.rq) for _ in range(4))
+        c.rq[:] = 0  # in place: it is a row of the clients' array
+        c.rq_failed, c.lrq, c.lrq_failed = (np.zeros_like(c.rq) for _ in range(3))
         self._success_rate(now, ci, c, d, *ext, "")
         self._success_rate(now, ci, c, d, *local, "_LOCAL_ORIGIN")
         decay = ~c.ejected & (c.unejected_at >= 0) & (now - c.unejected_at >= d.interval) & (c.backoff > 0)
@@ -476,12 +486,24 @@ class MeshRoute:
         first_k = [(ci - self.sent) % nc for ci in range(nc)]
         self.sent += n
         self._view = _HostView(self, in_eps, cat_by_pod, status_by_pod)
+        # Clients whose step is one plain round robin pass step together (_batch); from the
+        # first that is not, each steps alone, in order (a batched step writes no event and
+        # draws nothing, so the events and draws come in the same order).
+        batching = self.lb == "ROUND_ROBIN" and not (self.split or self.delay or self.abort or self.mirror)
+        batch: list[tuple[int, int]] = []
         for ci, c in enumerate(self.clients):
             self._members(t, c, in_eps)
             k0 = first_k[ci]
             m = max(0, -(-(n - k0) // nc))
             if m == 0:
                 continue
+            if batching:
+                if self._plain(t, n, ci, k0, c, m):
+                    batch.append((ci, m))
+                    continue
+                batching = False
+                counts += self._batch(batch)
+                batch = []
             if self.delay:
                 self.stats.delays_injected += int(self.rng.binomial(m, self.delay))
             if self.abort:
@@ -496,8 +518,56 @@ class MeshRoute:
             got, lost = self._client_step(t, n, ci, k0, c, m, in_eps, cat_by_pod, status_by_pod)
             counts += got
             uh += lost
+        if batch:
+            counts += self._batch(batch)
         self.stats.no_healthy_upstream += uh
         return counts, aborted, uh
+
+    def _plain(self, t: int, n: int, ci: int, k0: int, c: Client, m: int) -> bool:
+        """Bring client ``ci`` to its first request of the step; whether its step is then one
+        plain round robin pass: no tick or health delivery among its ``m`` requests, hosts to
+        pick from, no panic, and none of them failing or retried (no cut, no ejection)."""
+        nc, step = len(self.clients), self.step
+        self._advance(ci, c, t + (k0 * step) // max(n, 1))
+
+        def first(te: int) -> int:  # the first of its requests sent at or after te
+            return max(0, -(-((te - t) * n - k0 * step) // (nc * step)))
+
+        if c.next_tick is not None and first(c.next_tick) < m:
+            return False
+        if c.pending is not None and first((c.pending + 1) // 2) < m:
+            return False
+        view = self._view
+        members = view.members
+        if members.size == 0:
+            return False
+        healthy = members.size - int(c.visible[members].sum())
+        availability = min(100, 140 * healthy // members.size)
+        if healthy == 0 or (availability < 100 and 100.0 * healthy / members.size < self.panic):
+            return False
+        return bool(c.visible[view.bad_members].all())
+
+    def _batch(self, batch: list[tuple[int, int]]) -> I64:
+        """Step the clients of ``batch`` (index, requests) together, each a round robin pass
+        over its healthy hosts from its own index, as _client_step does it; returns the
+        requests per host."""
+        if not batch:
+            return np.zeros(self.pods.size, np.int64)
+        rows = np.array([ci for ci, _ in batch], np.int64)
+        m = np.array([mm for _, mm in batch], np.int64)
+        cursor = np.array([self.clients[ci].cursor for ci in rows.tolist()], np.int64)
+        visible = np.array([self.clients[ci].visible for ci in rows.tolist()], bool)
+        hosts = self._view.in_eps[None, :] & ~visible  # clients × hosts
+        k = hosts.sum(axis=1)
+        order = (np.cumsum(hosts, axis=1) - 1 - cursor[:, None]) % k[:, None]  # position in its round
+        per = np.where(hosts, (m // k)[:, None] + (order < (m % k)[:, None]), 0)
+        for ci, mm in batch:
+            self.clients[ci].cursor += mm
+        self._rq[rows] += per  # an HTTP code below 500 from each: counted, streaks reset
+        sent = per > 0
+        self._c5xx[rows] = np.where(sent, 0, self._c5xx[rows])
+        self._cgw[rows] = np.where(sent, 0, self._cgw[rows])
+        return np.asarray(per.sum(axis=0), np.int64)
 
     def _hosts(self, c: Client, in_eps: npt.NDArray[np.bool_]) -> tuple[I64, bool]:
         """The host set to pick from as the load balancer sees it, and whether it is in panic
