@@ -341,7 +341,8 @@ def _workload(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> tuple[Wo
                 (folder / k).is_file() for k in ("kustomization.yaml", "kustomization.yml", "Kustomization")
             ):
                 msg += (
-                    f"; a kustomize base? lint what it builds: kubectl kustomize {folder} | probesim check -"
+                    f"; a kustomize base? give probesim what it builds: kubectl kustomize {folder}"
+                    " | probesim check - (or probesim run -)"
                 )
             raise _err(doc, base, ("spec", "selector"), obj, msg)
         sel = w.spec.selector.match_labels
