@@ -240,11 +240,13 @@ class _HostView:
         self.counts = (self.st >= 500) | self.refused | self.hung
         self.bad = self.counts | self.retriable  # hosts whose requests need the full pass
         self.bad_members = self.members[self.bad[self.members]]
-        self.in_eps = in_eps
+        self.in_eps, self.cat, self.status = in_eps, cat, status  # what it was made of
 
 
 class MeshRoute:
     """The sidecars of one traffic route's clients."""
+
+    _view: _HostView  # the hosts as this step's requests find them (set by send)
 
     def __init__(
         self,
@@ -317,6 +319,7 @@ class MeshRoute:
         self.mirror = mirror
         self.stats = Stats()
         self.n_ejected = 0  # hosts ejected now, over all clients
+        self._last_view: _HostView | None = None  # kept while the loop passes the same arrays
         self.mirrored_now = 0  # copies sent this step
         self.sent = 0  # requests of the run so far (which client sends the next)
         self.events: list[Event] = []
@@ -393,13 +396,17 @@ class MeshRoute:
                 self._event(now, ci, int(h), "UNEJECT", "", False)  # Envoy prints false
                 self._changed(c, 2 * now)
         ext = (c.rq.copy(), c.rq_failed)
-        local = (c.lrq, c.lrq_failed)
         c.rq[:] = 0  # in place: it is a row of the clients' array
-        c.rq_failed, c.lrq, c.lrq_failed = (np.zeros_like(c.rq) for _ in range(3))
+        c.rq_failed = np.zeros_like(c.rq)
         self._success_rate(now, ci, c, d, *ext, "")
-        self._success_rate(now, ci, c, d, *local, "_LOCAL_ORIGIN")
-        decay = ~c.ejected & (c.unejected_at >= 0) & (now - c.unejected_at >= d.interval) & (c.backoff > 0)
-        c.backoff[decay] -= 1
+        if self.split:  # without split mode the local-origin buckets stay empty: nothing to check
+            local = (c.lrq, c.lrq_failed)
+            c.lrq, c.lrq_failed = np.zeros_like(c.rq), np.zeros_like(c.rq)
+            self._success_rate(now, ci, c, d, *local, "_LOCAL_ORIGIN")
+        b = np.flatnonzero(c.backoff)  # the multiplier decays only where it is above 0
+        if b.size:
+            decay = ~c.ejected[b] & (c.unejected_at[b] >= 0) & (now - c.unejected_at[b] >= d.interval)
+            c.backoff[b[decay]] -= 1
         c.next_tick = now + d.interval
 
     def _success_rate(
@@ -485,7 +492,10 @@ class MeshRoute:
         # client k mod clients), whatever the step.
         first_k = [(ci - self.sent) % nc for ci in range(nc)]
         self.sent += n
-        self._view = _HostView(self, in_eps, cat_by_pod, status_by_pod)
+        v = self._last_view
+        if v is None or v.in_eps is not in_eps or v.cat is not cat_by_pod or v.status is not status_by_pod:
+            v = self._last_view = _HostView(self, in_eps, cat_by_pod, status_by_pod)
+        self._view = v
         # Clients whose step is one plain round robin pass step together (_batch); from the
         # first that is not, each steps alone, in order (a batched step writes no event and
         # draws nothing, so the events and draws come in the same order).
