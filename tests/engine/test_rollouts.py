@@ -402,3 +402,20 @@ def test_min_ready_seconds_paces_the_rollout() -> None:
     )  # fmt: skip
     assert [t for t, _ in scaling(r)] == [10.0, 17.0, 17.0, 24.0]
     assert r.rollouts[0].end_ms == 24_000
+
+
+def test_replica_set_sizes_are_series() -> None:
+    """Each ReplicaSet's spec.replicas over time (``replicaset.<name>.replicas``), as the
+    ScalingReplicaSet events move it; the lab records and compares the same series."""
+    r = simulate(
+        scenario(replicas=4, probes=READY_1S, behavior={"start": "3s"}, duration="30s",
+                 spec={"actions": [rollout("10s")]})
+    )  # fmt: skip
+    old, new = names(r)
+
+    def at(name: str, s: float) -> int:
+        i = int(s * 1000) // r.step_ms
+        return int(r.series[f"replicaset.{name}.replicas"][i])
+
+    assert [at(old, s) for s in (0, 9.9, 10, 12.9, 13, 15.9, 16, 29)] == [4, 4, 3, 3, 1, 1, 0, 0]
+    assert [at(new, s) for s in (0, 9.9, 10, 12.9, 13, 29)] == [0, 0, 2, 2, 4, 4]

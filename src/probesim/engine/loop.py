@@ -18,7 +18,7 @@ from probesim.engine.behavior import INF
 from probesim.engine.capacity import GRID, CapacityModel, grid_quantiles, grouped_cdfs, mixture_cdf, timed_out
 from probesim.engine.containers import Containers
 from probesim.engine.controllers.deployment import TIMED_OUT_REASON, replica_set_name
-from probesim.engine.controllers.workloads import Controllers, PodArrays
+from probesim.engine.controllers.workloads import Controllers, PodArrays, size_series
 from probesim.engine.events import EventLog
 from probesim.engine.fleet import FAILURE, RUNNING, SUCCESS, TERMINATING, Fleet, Route, build
 from probesim.engine.kubelet import ProbeWorkers
@@ -1317,7 +1317,7 @@ class _Run:
             step_ms=spec.step,
             duration_ms=spec.duration,
             time_ms=times,
-            series=rec,
+            series=rec | size_series(times, self.controllers.sizes),
             events=self.log.events,
             workloads=workloads,
             routes=routes,

@@ -150,10 +150,22 @@ class Controllers:
                     )
                 )
         self.plans = plans
+        # Each Deployment's ReplicaSets' spec.replicas as they change: (time, name, size), the
+        # run's ``replicaset.<name>.replicas`` series (``size_series``).
+        self.sizes: list[tuple[int, str, int]] = []
+        self._size_of: dict[str, int] = {}
+        self._note_sizes(0)
         self.dirty = True
         self.seen_version = -1
         self.seen_desired: list[int] = []
         self.wake: int = int(INF)
+
+    def _note_sizes(self, t: int) -> None:
+        for ctl in self.deployments.values():
+            for r in ctl.d.rs:
+                if self._size_of.get(r.name) != r.replicas:
+                    self._size_of[r.name] = r.replicas
+                    self.sizes.append((t, r.name, r.replicas))
 
     def spec_total(self, wi: int) -> int:
         """What a Deployment's unavailableReplicas counts against: the sum of its ReplicaSets'
@@ -307,6 +319,7 @@ class Controllers:
             deadline = ctl.deadline_at()
             if deadline is not None:
                 self.wake = min(self.wake, deadline + 1)
+        self._note_sizes(t)
         wanted = {(wi, r.template): r.replicas for wi, ctl in self.deployments.items() for r in ctl.d.rs}
         for (wi, tpl), run in self.rs.items():
             want = wanted.get((wi, tpl), 0) if wi in self.deployments else self.desired[wi]
@@ -368,6 +381,16 @@ class Controllers:
             else:
                 r.available = r.ready
             r.pods = int((s.admitted[pods] & ~s.gone[pods] & ~(s.deleting[pods] & s.stopped[pods])).sum())
+
+
+def size_series(times: I64, sizes: list[tuple[int, str, int]]) -> dict[str, I64]:
+    """``replicaset.<name>.replicas`` over ``times`` from the size changes (a change at ``t``
+    holds from the first sample at or after ``t``; 0 before a ReplicaSet exists)."""
+    out: dict[str, I64] = {}
+    for t, name, n in sizes:
+        col = out.setdefault(f"replicaset.{name}.replicas", np.zeros(times.size, np.int64))
+        col[int(np.searchsorted(times, t, side="left")) :] = n
+    return out
 
 
 def _deadline(seconds: int | None) -> int | None:
