@@ -84,6 +84,7 @@ class Behaviors:
         # A redirect to another host ended the chain: a probe passes with a ProbeWarning.
         self.offhost = np.zeros((len(targets), n), bool)
         self.wakeup = np.int64(0)
+        self.any_crashes = any(p.crashes for p in profiles)
         self.epoch = 0  # bumps at every evaluation (what probes find may have changed)
 
     def target(self, name: str) -> int:
@@ -169,6 +170,8 @@ class Behaviors:
         exit code. A clock-anchored crash hits only an instance started before it."""
         when = np.full(idx.size, INF, np.int64)
         code = np.zeros(idx.size, np.int64)
+        if not self.any_crashes:  # no profile crashes by itself
+            return when, code
         prof_ids = self.profile_of[idx]
         for k in np.unique(prof_ids):
             sel = prof_ids == k
