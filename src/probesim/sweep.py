@@ -239,6 +239,7 @@ def read_rows(data: bytes, file: str) -> tuple[list[str], list[dict[str, Any]]]:
                 "not a sweep's rows: the file is empty (write one with probesim sweep)", file=file
             )
         rows = []
+        parsed: dict[str, Any] = {}  # each distinct cell read once (a sweep repeats most values)
         for cells in reader:
             if not cells:
                 continue
@@ -248,7 +249,8 @@ def read_rows(data: bytes, file: str) -> tuple[list[str], list[dict[str, Any]]]:
                     file=file,
                     line=reader.line_num,
                 )
-            rows.append({c: _read_cell(v) for c, v in zip(header, cells, strict=True)})
+            rows.append({c: parsed[v] if v in parsed else parsed.setdefault(v, _read_cell(v))
+                         for c, v in zip(header, cells, strict=True)})  # fmt: skip
     except csv.Error as e:
         raise InputError(f"not CSV: {e}", file=file, line=reader.line_num) from None
     return header, rows

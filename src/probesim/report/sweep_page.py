@@ -115,24 +115,32 @@ def check_rows(columns: Sequence[str], rows: list[dict[str, Any]], file: str) ->
             "whose columns start point, the swept fields, run, seed: probesim sweep -o rows.csv)",
             file=file,
         )
-    dup = next((c for i, c in enumerate(columns) if c in columns[:i]), None)
-    if dup is not None:
-        raise InputError(f"column {_show(dup)} appears twice: a sweep's columns are each once", file=file)
+    seen: set[str] = set()
+    for c in columns:
+        if c in seen:
+            raise InputError(f"column {_show(c)} appears twice: a sweep's columns are each once", file=file)
+        seen.add(c)
     end = columns.index("run")
     if not rows:
         raise InputError("the sweep has no rows: nothing to show", file=file)
     verdicts = {f"threshold[{t}].ok" for t in threshold_names(dict.fromkeys(columns))}
+    # Column by column, types compared directly: a rows file may hold millions of cells.
+    for c in columns[end:]:
+        if c in ("run", "seed"):
+            allowed: tuple[type, ...] = (int,)
+            what = "a whole number"
+        elif c in verdicts:
+            allowed, what = (bool, type(None)), "true or false"
+        else:
+            allowed, what = (int, float, type(None)), "a number"
+        for i, row in enumerate(rows):
+            if type(row.get(c)) not in allowed:
+                raise InputError(f"row {i + 1}: {c} is {_show(row.get(c))}, not {what}", file=file)
     for i, row in enumerate(rows):
-        for c in ("point", "run", "seed"):
-            if not isinstance(row.get(c), int) or isinstance(row.get(c), bool):
-                raise InputError(f"row {i + 1}: {c} is {_show(row.get(c))}, not a whole number", file=file)
-        for c in columns[end + 1 :]:
-            v = row.get(c)
-            if c in verdicts:
-                if not (v is None or isinstance(v, bool)):
-                    raise InputError(f"row {i + 1}: {c} is {_show(v)}, not true or false", file=file)
-            elif v is not None and not _is_number(v):
-                raise InputError(f"row {i + 1}: {c} is {_show(v)}, not a number", file=file)
+        if type(row.get("point")) is not int:
+            raise InputError(
+                f"row {i + 1}: point is {_show(row.get('point'))}, not a whole number", file=file
+            )
     return SweepRows(file, list(columns), rows, list(columns[1:end]))
 
 
@@ -192,9 +200,9 @@ def _by_value(rows: Sequence[dict[str, Any]], f: str) -> dict[Any, list[dict[str
     return out
 
 
-def series(rows: Sequence[dict[str, Any]], f: str, xs: Sequence[Any], column: str, name: str) -> Series:
-    """``column``'s mean, min and max over ``rows`` at each of the field's values ``xs``."""
-    at = _by_value(rows, f)
+def series(at: dict[Any, list[dict[str, Any]]], xs: Sequence[Any], column: str, name: str) -> Series:
+    """``column``'s mean, min and max over the rows at each of the field's values ``xs``
+    (``at``: ``_by_value``)."""
     n, mean, low, high = [], [], [], []
     for x in xs:
         values = [v for r in at.get(x, ()) if (v := r.get(column)) is not None]
@@ -207,12 +215,9 @@ def series(rows: Sequence[dict[str, Any]], f: str, xs: Sequence[Any], column: st
     return Series(name, list(xs), n, mean, low, high)
 
 
-def pass_share(
-    rows: Sequence[dict[str, Any]], f: str, xs: Sequence[Any], threshold: str, name: str
-) -> Series:
+def pass_share(at: dict[Any, list[dict[str, Any]]], xs: Sequence[Any], threshold: str, name: str) -> Series:
     """The share of the runs at each value that passed ``threshold`` (of those that judged it)."""
     col = f"threshold[{threshold}].ok"
-    at = _by_value(rows, f)
     n, share = [], []
     for x in xs:
         oks = [r.get(col) for r in at.get(x, ()) if r.get(col) is not None]
@@ -269,7 +274,7 @@ def field_figures(rows: SweepRows, f: str) -> list[Html | Figure]:
     """The figures of interest against the swept field ``f``."""
     xs = x_values(rows, f)
     x, axis = _x_axis(xs)
-    parts = groups(rows, f)
+    parts = [(g, _by_value(rs, f)) for g, rs in groups(rows, f)]
     over = (
         f" over every value of {', '.join(g for g in rows.fields if g != f)}"
         if len(rows.fields) > 1 and len(parts) == 1
@@ -285,7 +290,7 @@ def field_figures(rows: SweepRows, f: str) -> list[Html | Figure]:
                 continue
             for g, rs in parts:
                 name = ", ".join(p for p in (f"{m.kind} {who}", g) if p)
-                s = series(rs, f, xs, col, name)
+                s = series(rs, xs, col, name)
                 if any(v is not None for v in s.mean):
                     fmt = ".2%" if m.suffix == "error_rate" else ".4g"
                     data += _traces(s, PALETTE[k % len(PALETTE)], x, fmt)
@@ -300,7 +305,7 @@ def field_figures(rows: SweepRows, f: str) -> list[Html | Figure]:
     k = 0
     for t in rows.thresholds:
         for g, rs in parts:
-            s = pass_share(rs, f, xs, t, ", ".join(p for p in (t, g) if p))
+            s = pass_share(rs, xs, t, ", ".join(p for p in (t, g) if p))
             if any(v is not None for v in s.mean):
                 shares += _traces(s, PALETTE[k % len(PALETTE)], x, ".0%")
                 k += 1
