@@ -262,8 +262,25 @@ def test_help_and_readme_say_what_runs_on_this_machine() -> None:
         ),
         ({"duration": "2h"}, "7200s: the lab runs at most 1h"),
         (
-            {"spec": {"actions": [{"kind": "scale", "workload": "web", "at": "1s", "replicas": 2}]}},
-            "the lab does not run scale actions yet",
+            {"spec": {"actions": [{"kind": "scale", "workload": "web", "at": "1s", "replicas": 20}]}},
+            f"up to 25 pods at once during its rollout (replicas 20 + maxSurge): the lab runs at most {MAX_PODS}",
+        ),
+        (
+            {
+                "pod_spec": {"readinessGates": [{"conditionType": "lb"}]},
+                "spec": {
+                    "actions": [
+                        {
+                            "kind": "readinessGate",
+                            "workload": "web",
+                            "condition": "lb",
+                            "status": True,
+                            "at": "1s",
+                        }
+                    ]
+                },
+            },
+            "the lab does not run readinessGate actions",
         ),
     ],
 )

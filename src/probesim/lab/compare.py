@@ -1,6 +1,7 @@
 """The simulation and the lab, figure by figure: event times per pod and per client sidecar
 (Envoy's outlier event log), first Ready and restarts per workload, ready replicas second by
-second, and per route the failed requests by what the client saw and the ejections. Each row says
+second, a Deployment's ReplicaSets' sizes second by second and its rollouts' ends, and per route
+the failed requests by what the client saw and the ejections. Each row says
 whether the two agree within its tolerance; the comparison agrees when every row does."""
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ from probesim.results import Event, Result
 POD_EVENTS = ("Started", "Killing", "BackOff", "PodReady", "PodNotReady")
 OUTLIER_EVENTS = ("OutlierEject", "OutlierUneject")
 TIME_TOLERANCE_MS = 1000
+# A rollout's moves follow Ready changes, each up to a probe period late in the simulation (its
+# steps and probe ticks) or early in the lab (a container's exit is seen at once): each move of
+# a ReplicaSet's size, and a rollout's end, may fall this far from the simulated one.
+ROLLOUT_TOLERANCE_MS = 2000
 
 # What a client can tell apart: the simulation's causes grouped as a client sees them.
 CLIENT_VIEW = {
@@ -142,6 +147,49 @@ def _ready_over_time(name: str, sim: Result, lab: Result) -> Row | None:
     return _row(f"workload/{name}", "ready replicas", "replicas", a, b, TIME_TOLERANCE_MS, agree)
 
 
+def _within(a: list[int], b: list[int], w: int) -> bool:
+    """Each of ``b``'s values lies between values ``a`` has within ``w`` samples of it (0 before
+    the run)."""
+    padded = [0] * w + a + [a[-1] if a else 0] * w
+    return all(min(padded[s : s + 2 * w + 1]) <= v <= max(padded[s : s + 2 * w + 1]) for s, v in enumerate(b))
+
+
+def _replica_sets(sim: Result, lab: Result) -> list[Row | None]:
+    """Each ReplicaSet of the workloads the lab ran: its size (spec.replicas) each second, within
+    ``ROLLOUT_TOLERANCE_MS`` of the simulated moves both ways (a ReplicaSet only one side has
+    shows as 0 on the other); then each rollout's end, paired in order."""
+    ran = {w.name for w in lab.workloads}
+
+    def sets(r: Result) -> list[str]:
+        return [
+            k
+            for k in r.series
+            if k.startswith("replicaset.") and k.endswith(".replicas") and k[11:-9].rsplit("-", 1)[0] in ran
+        ]
+
+    # A lab without workload actions runs the pods without its Deployment controller.
+    keys = sorted({*sets(sim), *sets(lab)}) if sets(lab) else []
+    n = lab.duration_ms // 1000
+    w = ROLLOUT_TOLERANCE_MS // 1000
+    rows: list[Row | None] = []
+    for key in keys:
+        a = per_second(sim, key, n) if key in sim.series else [0] * n
+        b = per_second(lab, key, n) if key in lab.series else [0] * n
+        ok = _within(a, b, w) and _within(b, a, w)
+        rows.append(_row(f"replicaset/{key[11:-9]}", "replicas", "replicas", a, b, ROLLOUT_TOLERANCE_MS, ok))
+    for name in sorted(ran):
+        mine = [[r for r in res.rollouts if r.workload == name] for res in (sim, lab)]
+        obj = f"deployment/{name}"
+        ends = [[r.end_ms for r in side if r.end_ms is not None] for side in mine]
+        rows.append(
+            _time_lists(obj, "rollout complete", ends[0], ends[1], ROLLOUT_TOLERANCE_MS, lab.duration_ms)
+        )
+        for x, y in zip(*mine, strict=False):
+            what = f"failed during {x.action} at {x.start_ms / 1000:g}s"
+            rows.append(_count(obj, what, sum(x.failed.values()), sum(y.failed.values()), 2))
+    return rows
+
+
 def outlier_interval_ms(scenario: Scenario) -> int:
     """The tolerance on ejection and unejection times: one outlier detection interval (Envoy
     unejects on its interval timer), the longest of the scenario's DestinationRules."""
@@ -180,6 +228,7 @@ def compare(
         rows.append(_time_lists(obj, "first ready", a, b, TIME_TOLERANCE_MS))
         rows.append(_count(obj, "restarts", w.total_restarts, mw.total_restarts, 1))
         rows.append(_ready_over_time(w.name, sim, lab))
+    rows += _replica_sets(sim, lab)
     measured_routes = {r.name: r for r in lab.routes}
     for r in sim.routes:
         m = measured_routes.get(r.name)

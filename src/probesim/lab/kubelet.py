@@ -24,7 +24,7 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
@@ -43,10 +43,11 @@ from probesim.lab.envoy import Envoy, inbound_bootstrap
 from probesim.lab.hygiene import RunFolder, dies_with_parent
 from probesim.lab.load import KeepAlive, LoadResult, constant_rate
 from probesim.lab.probes import Outcome, exec_check, grpc_check, http_check, tcp_check
+from probesim.lab.rollout import LabDeployment, PodState, check_actions, has_actions
 from probesim.manifests.kubernetes import container_port
 from probesim.mesh.envoy import Translator
 from probesim.model.kubernetes import Container, Probe, ProbeType, Workload, pod_names_of
-from probesim.model.scenario import ContainerBehavior, Crash, DeletePod, Scenario, Traffic
+from probesim.model.scenario import ContainerBehavior, Crash, Scenario, Traffic
 from probesim.results import CAUSES, Event, Result, RouteSummary, WorkloadSummary
 
 HOST = "127.0.0.1"
@@ -119,13 +120,46 @@ class Pod:
     inbound: int | None = None  # the port of its Istio sidecar's inbound listener
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     first_start: asyncio.Event = field(default_factory=asyncio.Event)
+    # Under the lab's Deployment controller (lab.rollout): the simulation's pod slot, its
+    # revision, and the pod's life as the controllers read it.
+    slot: int = -1
+    template: int = 0
+    grace_s: int = 30
+    created_ms: int = 0
+    ready_since: int = 0
+    deleting: bool = False
+    gone: bool = False
+    tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict)
 
 
 class Lab:
-    def __init__(self, scenario: Scenario, workload: Workload, command: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        scenario: Scenario,
+        workload: Workload,
+        command: list[str] | None = None,
+        command_for: dict[str, list[str]] | None = None,
+    ) -> None:
         self.scenario = scenario
         self.workload = workload
         self.command = command
+        self.tasks: list[asyncio.Task[None]] = []
+        # A Deployment's rollouts run for real: the engine's controllers over the lab's pods.
+        self.deployment = (
+            LabDeployment(scenario, workload)
+            if workload.kind == "Deployment" and has_actions(scenario)
+            else None
+        )
+        self.commands: dict[int, list[str]] = {}  # per revision (template index), --command-for
+        for key, argv in (command_for or {}).items():
+            if self.deployment is None:
+                raise InputError(
+                    f"{key}={shlex.join(argv)}: a command per revision needs rollout, rollback or restart "
+                    "actions of a Deployment in the scenario",
+                    field="--command-for",
+                )
+            self.commands[self.deployment.template_named(key)] = argv
+        self.future: dict[int, Pod] = {}  # pods the controllers will likely create, loaded ahead
         self.t0 = time.monotonic()
         self.events: list[Event] = []
         self.kills: set[asyncio.Task[None]] = set()
@@ -159,21 +193,45 @@ class Lab:
         self.folder: RunFolder | None = None  # made as the run starts (--command output, Envoys' files)
         self.cleaning = False  # in the run's last clean-up, which a signal must not interrupt
         self.stop_signal: int | None = None  # SIGTERM or SIGHUP received: stop as soon as can be
-        self.pods = []
+        self.pods: list[Pod] = []
+        if self.deployment is not None:
+            self.pods = [self._slot_pod(p) for p in self.deployment.first_slots()]
+            self.future = {p: self._slot_pod(p) for p in self.deployment.likely_slots()}
+            return
         for i, name in enumerate(pod_names_of(workload)):
             b = wb.containers.get(c.name, ContainerBehavior())
             for ov in wb.pods:
                 if i in ov.ordinals and c.name in ov.containers:
                     b = ov.containers[c.name]
-            pod = Pod(name, i, c, b, free_port(), command)
-            kinds: tuple[ProbeType, ...] = ("startup", "readiness", "liveness")
-            for kind in kinds:
-                p = c.probe(kind)
-                if p is not None:
-                    pod.workers[kind] = Worker(kind, p)
-                if p is not None and p.grpc is not None and pod.grpc_port is None:
-                    pod.grpc_port = free_port()  # gRPC health on a port of its own
-            self.pods.append(pod)
+            self.pods.append(self._new_pod(name, i, c, b, command))
+
+    def _new_pod(
+        self, name: str, ordinal: int, c: Container, b: ContainerBehavior, command: list[str] | None
+    ) -> Pod:
+        pod = Pod(name, ordinal, c, b, free_port(), command)
+        pod.grace_s = self.workload.pod_spec.termination_grace_period_seconds
+        kinds: tuple[ProbeType, ...] = ("startup", "readiness", "liveness")
+        for kind in kinds:
+            p = c.probe(kind)
+            if p is not None:
+                pod.workers[kind] = Worker(kind, p)
+            if p is not None and p.grpc is not None and pod.grpc_port is None:
+                pod.grpc_port = free_port()  # gRPC health on a port of its own
+        return pod
+
+    def _slot_pod(self, p: int) -> Pod:
+        """The pod of the simulation's slot ``p``: its name, revision, container and behaviour."""
+        assert self.deployment is not None
+        slot = self.deployment.slot(p)
+        pod = self._new_pod(
+            slot.name,
+            slot.ordinal,
+            slot.container,
+            slot.behavior,
+            self.commands.get(slot.template, self.command),
+        )
+        pod.slot, pod.template, pod.grace_s = p, slot.template, slot.grace_s
+        return pod
 
     def run_folder(self) -> RunFolder:
         """The run's folder, made (and earlier killed runs' removed) at its first use."""
@@ -220,6 +278,8 @@ class Lab:
         pod.warm.append(Warm(proc, parent, loaded))
 
     async def start(self, pod: Pod) -> None:
+        if pod.deleting:
+            return
         if pod.command:
             pod.proc = await asyncio.create_subprocess_exec(
                 *pod.command,
@@ -318,7 +378,7 @@ class Lab:
         delay_ms = self.scenario.spec.cluster.container_restart_delay
         self.update_ready()
         await asyncio.sleep(max(0.0, pod.last_exit + delay_ms / 1000 - time.monotonic()))
-        while True:
+        while not pod.deleting:
             now = self.now_ms()
             if decide < 0:
                 break
@@ -469,6 +529,7 @@ class Lab:
             now_ready = self.is_ready(pod)
             if now_ready != pod.ready:
                 pod.ready = now_ready
+                pod.ready_since = self.now_ms()
                 reason = "PodReady" if now_ready else "PodNotReady"
                 type_ = "Normal" if now_ready else "Warning"
                 self.event(type_, reason, pod, f"Pod condition Ready changed to {now_ready}")
@@ -512,7 +573,11 @@ class Lab:
         publishNotReadyAddresses), at their sidecar's port when they have one."""
         svc = next((v for v in self.scenario.services if self._selects(v.name)), None)
         everyone = svc is not None and svc.spec.publish_not_ready_addresses
-        return [(HOST, p.inbound or p.port) for p in self.pods if p.ready or everyone]
+        return [
+            (HOST, p.inbound or p.port)
+            for p in self.pods
+            if not p.gone and (everyone or (p.ready and not p.deleting))
+        ]
 
     def urls(self, path: str) -> list[str]:
         return [f"http://{HOST}:{port}{path}" for _, port in self.endpoints()]
@@ -598,12 +663,19 @@ class Lab:
             graceful_stop_s=t.graceful_stop / 1000,
         )
 
+    def _failed_so_far(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for res in self.loads.values():
+            for c, n in res.failed.items():
+                out[c] = out.get(c, 0) + n
+        return out
+
     async def prepare(self) -> None:
         """Before the scenario's clock starts: the pods' test apps loaded and waiting, and the
         client sidecars' Envoys up (with no endpoint yet), so neither start-up counts as
         scenario time."""
         folder = self.run_folder().path
-        for pod in self.pods:
+        for pod in [*self.pods, *self.future.values()]:
             if pod.command:
                 pod.log = open(folder / f"{pod.name}.log", "w+")  # noqa: SIM115
         for name, spec in self.scenario.spec.dependencies.items():
@@ -623,11 +695,14 @@ class Lab:
         for pod in self.pods:
             for _ in range(0 if pod.command else LOADED_AHEAD if self.may_restart(pod) else 1):
                 await self.prestart(pod)
+        for pod in self.future.values():  # the rollouts' pods: one loaded each, the next after it starts
+            if not pod.command:
+                await self.prestart(pod)
         for t in self.routes:
             if self._target(t)[1]:
                 while len(self.envoys) < t.clients:
                     await self._start_envoy()
-        for warm in (w for pod in self.pods for w in pod.warm):
+        for warm in (w for pod in [*self.pods, *self.future.values()] for w in pod.warm):
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(warm.loaded), WARM_TIMEOUT_S)
         self.t0 = time.monotonic()
@@ -670,34 +745,134 @@ class Lab:
             tail = f.read()[-600:].strip()
         return f"; its last output:\n{tail}" if tail else " (it printed nothing)"
 
+    def _task(self, pod: Pod, name: str, coro: Coroutine[None, None, None]) -> None:
+        task = asyncio.create_task(coro)
+        pod.tasks[name] = task
+        self.tasks.append(task)
+
+    async def admit(self, pod: Pod, delay_s: float = 0.0) -> None:
+        """A pod created by the lab's ReplicaSets: probe workers from its creation, its container
+        after the cluster's pod start delay."""
+        for w in pod.workers.values():
+            self._task(pod, w.kind, self.worker(pod, w))
+        await asyncio.sleep(delay_s)
+        await self.start(pod)
+        if not pod.deleting:
+            self._task(pod, "watch", self.watch(pod))
+            if pod.command:
+                self._task(pod, "listens", self.listens(pod))
+
+    async def terminate(self, pod: Pod) -> None:
+        """``kubectl delete pod`` as the kubelet does it (as simulated, ``engine.loop._delete``):
+        out of the endpoints at once; liveness and startup stop, readiness goes on; the container
+        gets SIGTERM and, after the pod's grace period, SIGKILL; it is not restarted."""
+        pod.deleting = True
+        for kind in ("liveness", "startup"):
+            task = pod.tasks.pop(kind, None)
+            if task is not None:
+                task.cancel()
+        self.update_ready()
+        for envoy in self.envoys:  # a terminating pod leaves the endpoints even while Ready
+            envoy.set_endpoints(self.endpoints())
+        proc = pod.proc
+        if proc is not None and proc.returncode is None:
+            pod.killing = True  # its exit is not a crash to restart
+            self.event("Normal", "Killing", pod, f"Stopping container {pod.container.name}")
+            proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(proc.wait(), timeout=max(pod.grace_s, MIN_GRACE // 1000))
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+            _end_group(pod)
+            pod.last_exit = time.monotonic()
+            pod.proc = None
+        pod.gone = True
+        for task in pod.tasks.values():
+            task.cancel()
+        for warm in pod.warm:  # those loaded for restarts that will not come
+            warm.control.close()
+            if warm.proc.returncode is None:
+                warm.proc.kill()
+        pod.warm = []
+        self.update_ready()
+
+    def control(self) -> None:
+        """The lab's Deployment controller, one round (``lab.rollout``): the actions due, the
+        ReplicaSets' sizes, the pods they create (started) and delete (stopped)."""
+        assert self.deployment is not None
+        for pod in self.pods:
+            st = self.deployment.state[pod.slot]
+            st.deleting, st.gone, st.ready = pod.deleting, pod.gone, pod.ready and not pod.gone
+            st.ready_since_ms, st.started, st.restarts = pod.ready_since, pod.instance >= 0, pod.restarts
+            st.stopped = pod.proc is None
+        now = self.now_ms()
+        create, delete, events = self.deployment.step(now)
+        self.events += events
+        delay = self.scenario.spec.cluster.pod_start_delay / 1000
+        for p in create:
+            pod = self.future.pop(p) if p in self.future else self._slot_pod(p)
+            pod.created_ms = now
+            if pod.command and isinstance(pod.log, int):
+                pod.log = open(self.run_folder().path / f"{pod.name}.log", "w+")  # noqa: SIM115
+            self.pods.append(pod)
+            self.events.append(
+                Event(
+                    now,
+                    "Normal",
+                    "Scheduled",
+                    f"pod/{pod.name}",
+                    f"Successfully assigned {self.workload.metadata.namespace}/{pod.name} to node-1",
+                    "default-scheduler",
+                )
+            )
+            task = asyncio.create_task(self.admit(pod, delay))
+            self.tasks.append(task)
+        for p in delete:
+            pod = next(x for x in self.pods if x.slot == p)
+            self.kills.add(asyncio.create_task(self.terminate(pod)))
+
     async def run(self, duration_s: float) -> Result:
-        tasks: list[asyncio.Task[None]] = []
-        samples: list[tuple[int, int, int]] = []  # time, ready pods, restarts
+        tasks = self.tasks
+        # time, ready pods, restarts, available pods; and the requests failed so far by cause
+        samples: list[tuple[int, int, int, int]] = []
+        failed_so_far: list[dict[str, int]] = []
         ready: list[int] = []
         all_ready: int | None = None
+        min_ready_ms = self.workload.spec.min_ready_seconds * 1000
         try:
             await self.prepare()
+            if self.deployment is not None:
+                for pod in self.pods:  # the first ReplicaSet's, as the run starts
+                    self.deployment.state[pod.slot] = PodState(created_ms=0)
             for pod in self.pods:  # admitted: probe workers first, their first run finds no container
-                tasks += [asyncio.create_task(self.worker(pod, w)) for w in pod.workers.values()]
+                for wk in pod.workers.values():
+                    self._task(pod, wk.kind, self.worker(pod, wk))
             await asyncio.sleep(0)
             for pod in self.pods:
                 await self.start(pod)
-                tasks.append(asyncio.create_task(self.watch(pod)))
+                self._task(pod, "watch", self.watch(pod))
                 if pod.command:
-                    tasks.append(asyncio.create_task(self.listens(pod)))
+                    self._task(pod, "listens", self.listens(pod))
             load = asyncio.create_task(self.traffic(duration_s))
             tasks.append(load)
             end = self.t0 + duration_s
             while time.monotonic() < end:
                 if self.stop_signal is not None:  # in case its cancellation was lost (see _finish)
                     raise Stopped(self.stop_signal)
-                for t in tasks:  # a bad --command or an app that would not load ends the run
+                for t in list(tasks):  # a bad --command or an app that would not load ends the run
                     if t.done() and not t.cancelled() and (exc := t.exception()) is not None:
                         raise exc
                 self.update_ready()
-                ready.append(sum(p.ready for p in self.pods))
-                samples.append((self.now_ms(), ready[-1], sum(p.restarts for p in self.pods)))
-                if all_ready is None and ready[-1] == len(self.pods):
+                if self.deployment is not None:
+                    self.control()
+                now = self.now_ms()
+                active = [p for p in self.pods if not p.deleting and not p.gone]
+                ready.append(sum(p.ready for p in active))
+                available = sum(p.ready and p.ready_since + min_ready_ms <= now for p in active)
+                samples.append((now, ready[-1], sum(p.restarts for p in self.pods), available))
+                failed_so_far.append(self._failed_so_far())
+                if all_ready is None and ready[-1] >= self.workload.spec.replicas:
                     all_ready = self.now_ms()
                 if self.progress is not None and len(samples) % 5 == 1:
                     self.progress(self)
@@ -725,7 +900,7 @@ class Lab:
                 if proc.returncode is None:
                     proc.kill()
                     await proc.wait()
-            for pod in self.pods:
+            for pod in [*self.pods, *self.future.values()]:
                 _end_group(pod)
                 for warm in pod.warm:
                     warm.control.close()
@@ -744,7 +919,7 @@ class Lab:
             all_ready_ms=all_ready,
             min_ready=min(ready, default=0),
             avg_ready=float(np.mean(ready)) if ready else 0.0,
-            min_available=min(ready, default=0),
+            min_available=min((a for *_, a in samples), default=0),
         )
         routes = []
         for name, res in self.loads.items():
@@ -773,16 +948,29 @@ class Lab:
                     latency_ms=res.latency_ms(),
                 )
             )
+        times = np.array([s[0] for s in samples], dtype=np.int64)
+        series = {
+            f"workload.{w.name}.ready": np.array([s[1] for s in samples], dtype=np.int64),
+            f"workload.{w.name}.restarts": np.array([s[2] for s in samples], dtype=np.int64),
+            f"workload.{w.name}.available": np.array([s[3] for s in samples], dtype=np.int64),
+        }
+        rollouts = []
+        if self.deployment is not None:
+            series |= self.deployment.series(times)
+            rollouts = self.deployment.summaries(
+                times,
+                series[f"workload.{w.name}.ready"],
+                series[f"workload.{w.name}.available"],
+                failed_so_far,
+            )
         return Result(
             scenario=self.scenario.name,
             seed=self.scenario.spec.seed,
             step_ms=50,
             duration_ms=round(duration_s * 1000),
-            time_ms=np.array([t for t, _, _ in samples], dtype=np.int64),
-            series={
-                f"workload.{w.name}.ready": np.array([r for _, r, _ in samples], dtype=np.int64),
-                f"workload.{w.name}.restarts": np.array([n for _, _, n in samples], dtype=np.int64),
-            },
+            time_ms=times,
+            series=series,
+            rollouts=rollouts,
             events=self.events,
             workloads=[summary],
             routes=routes,
@@ -880,11 +1068,11 @@ def check_limits(scenario: Scenario, workload: Workload, seconds: float, allow_e
             f"spec.traffic: {rate:g} requests per second in all: the lab sends at most {MAX_RATE} "
             "per second (one load generator on this machine)"
         )
-    later = [a for a in scenario.spec.actions if not isinstance(a, DeletePod)]
-    if later:
+    check_actions(scenario, workload, MAX_PODS)
+    if has_actions(scenario) and injected(workload, scenario):
         raise InputError(
-            f"the lab does not run {later[0].kind} actions yet (issue 15): the simulation does "
-            "(probesim run); without spec.actions the lab runs the manifest's pods",
+            f"workload {workload.name}: the lab runs rollouts of pods without their own Istio sidecar "
+            "only (it would have to start one per new pod); probesim run simulates them",
             field="spec.actions",
         )
     c = workload.pod_spec.containers[0]
@@ -906,6 +1094,33 @@ def _user() -> str:
         return str(os.getuid())
 
 
+def _found(argv: list[str], option: str) -> list[str]:
+    found = shutil.which(argv[0])
+    if found is None:
+        raise InputError(f"{option} {argv[0]}: not found or not executable (PATH is searched)")
+    return [found, *argv[1:]]
+
+
+def parse_command_for(items: list[str]) -> dict[str, list[str]]:
+    """``--command-for REVISION=COMMAND``: the command split as a shell splits words (quotes
+    group; nothing is expanded or piped), its program found on PATH."""
+    out: dict[str, list[str]] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        try:
+            argv = shlex.split(text)
+        except ValueError as e:
+            raise InputError(f"{item!r}: {e}", field="--command-for") from None
+        if not sep or not key.strip() or not argv:
+            raise InputError(
+                f"{item!r}: give REVISION=COMMAND, e.g. 2='python3 server_v2.py' (revision 1 is the "
+                "manifest's, 2 the first rollout's, …; or a ReplicaSet's name)",
+                field="--command-for",
+            )
+        out[key.strip()] = _found(argv, f"--command-for {key.strip()}=")
+    return out
+
+
 def run_lab(
     scenario: Scenario,
     duration_s: float | None = None,
@@ -914,15 +1129,15 @@ def run_lab(
     listen_timeout_s: float = LISTEN_TIMEOUT_S,
     workload: str | None = None,
     allow_exec: bool = False,
+    command_for: list[str] | None = None,
 ) -> Result:
     """Run one workload of the scenario for real (``workload``, default the first). A manifest's
-    exec probes run on this machine, only with ``allow_exec``. Raises ``Stopped`` on SIGTERM or
-    SIGHUP (KeyboardInterrupt on Ctrl-C) once every child is stopped."""
+    exec probes run on this machine, only with ``allow_exec``. ``command_for``: ``REVISION=COMMAND``
+    items, a command for one revision's pods (``parse_command_for``). Raises ``Stopped`` on SIGTERM
+    or SIGHUP (KeyboardInterrupt on Ctrl-C) once every child is stopped."""
     if command:
-        found = shutil.which(command[0])
-        if found is None:
-            raise InputError(f"--command {command[0]}: not found or not executable (PATH is searched)")
-        command = [found, *command[1:]]
+        command = _found(command, "--command")
+    per_revision = parse_command_for(command_for or [])
     if not scenario.workloads:
         raise InputError("the scenario has no Deployment or StatefulSet to run")
     w = scenario.workloads[0]
@@ -936,7 +1151,7 @@ def run_lab(
         w = named[0]
     seconds = duration_s if duration_s is not None else scenario.spec.duration / 1000
     check_limits(scenario, w, seconds, allow_exec)
-    lab = Lab(scenario, w, command)
+    lab = Lab(scenario, w, command, per_revision)
     lab.progress = progress
     lab.listen_timeout_s = listen_timeout_s
     return asyncio.run(_until_stopped(lab, seconds))

@@ -1,0 +1,110 @@
+"""A Deployment's rollout run for real by the lab (issue 15 §7): the engine's controllers over real
+pods, compared with the simulation (ReplicaSet sizes second by second, the rollout's end, the
+failed requests); refused up front when it would need more pods than the lab runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from probesim.engine import simulate
+from probesim.errors import InputError
+from probesim.lab.compare import agree, compare
+from probesim.lab.kubelet import Lab, run_lab
+from probesim.model.scenario import Scenario
+from probesim.results import Result
+from tests.builders import http, scenario
+from tests.lab.procs import children_left, wait_until
+
+
+def rollout_scenario(replicas: int = 3, actions: list[dict[str, Any]] | None = None, **kw: Any) -> Scenario:
+    """``replicas`` pods at 25 %/25 % (surge 1, unavailable 0 for 3), readiness every second; at
+    5 s a rollout to a version that starts (listens) 2 s after its container starts."""
+    v2 = {
+        "kind": "rollout",
+        "workload": "web",
+        "at": "5s",
+        "template": {"spec": {"containers": [{"name": "app", "image": "example.com/app:2"}]}},
+        "behavior": {"containers": {"app": {"start": "2s"}}},
+    }
+    return scenario(
+        replicas=replicas,
+        probes={"readinessProbe": http(periodSeconds=1)},
+        duration="14s",
+        traffic=[{"path": "/", "rate": 20, "start": "1s"}],
+        spec={"actions": actions if actions is not None else [v2]},
+        **kw,
+    )
+
+
+def sizes(r: Result) -> dict[str, list[int]]:
+    """Each ReplicaSet's size at whole seconds 0…13, and its name."""
+    out = {}
+    for key, v in r.series.items():
+        if key.startswith("replicaset."):
+            idx = np.searchsorted(r.time_ms, np.arange(14) * 1000, side="right") - 1
+            out[key.split(".")[1]] = [int(v[i]) if i >= 0 else 0 for i in idx]
+    return out
+
+
+def test_rollout_runs_for_real_and_agrees_with_the_simulation() -> None:
+    sc = rollout_scenario()
+    sim = simulate(sc)
+    old, new = sorted(sizes(sim), key=lambda k: sizes(sim)[k][0], reverse=True)
+    # Simulated: one new pod at a time (surge 1, unavailable 0), each Ready 2 s after it starts.
+    assert sizes(sim) == {
+        old: [3] * 7 + [2, 2, 1, 1, 0, 0, 0],
+        new: [0] * 5 + [1, 1, 2, 2, 3, 3, 3, 3, 3],
+    }
+    assert (sim.rollouts[0].start_ms, sim.rollouts[0].end_ms) == (5000, 11000)
+
+    lab = run_lab(sc)
+
+    assert set(sizes(lab)) == {old, new}
+    # Pods named as the simulation names them: the new ReplicaSet's, in creation order.
+    started = {e.object for e in lab.events if e.reason == "Started"}
+    assert started == {"pod/web-0", "pod/web-1", "pod/web-2", f"pod/{new}-0", f"pod/{new}-1", f"pod/{new}-2"}
+    scaled = [e.message for e in lab.events_for("deployment/web", "ScalingReplicaSet")]
+    assert scaled == [e.message for e in sim.events_for("deployment/web", "ScalingReplicaSet")]
+    [ro] = lab.rollouts
+    assert ro.revision == new and ro.end_ms is not None and ro.min_ready == 3
+    rows = compare(sim, lab)
+    reasons = {(r["object"], r["reason"]) for r in rows}
+    assert {(f"replicaset/{old}", "replicas"), (f"replicaset/{new}", "replicas")} <= reasons
+    assert ("deployment/web", "rollout complete") in reasons
+    assert agree(rows), [r for r in rows if not r["agree"]]
+    assert wait_until(lambda: children_left() == [], 5)
+
+
+def test_replica_set_sizes_that_move_too_late_disagree() -> None:
+    """The comparison can fail: the lab's sizes moving 3 s after the simulated ones do not agree."""
+    sim = simulate(rollout_scenario())
+    lab = simulate(rollout_scenario())
+    for key in [k for k in lab.series if k.startswith("replicaset.")]:
+        v = lab.series[key]
+        lab.series[key] = np.concatenate([np.full(3, v[0]), v[:-3]])  # 1 s steps: 3 s late
+    rows = [r for r in compare(sim, lab) if r["object"].startswith("replicaset/")]
+    assert len(rows) == 2 and not any(r["agree"] for r in rows)
+
+
+def test_more_pods_than_the_lab_runs_is_refused_up_front() -> None:
+    # 11 replicas + maxSurge 25 % (3, rounded up) = 14 pods at once, above the lab's 12.
+    with pytest.raises(InputError, match=r"up to 14 pods at once .* at most 12 pods"):
+        run_lab(rollout_scenario(replicas=11))
+    scale = {"kind": "scale", "workload": "web", "at": "1s", "replicas": 10}  # 10 + 3
+    with pytest.raises(InputError, match="up to 13 pods"):
+        run_lab(rollout_scenario(actions=[scale]))
+    assert children_left() == []
+
+
+def test_command_for_names_a_revision() -> None:
+    sc = rollout_scenario()
+    with pytest.raises(InputError, match=r"'7' is not a revision .* 1 or web-\w+ \(the manifest's\), 2 or"):
+        run_lab(sc, command_for=["7=true"])
+    with pytest.raises(InputError, match="REVISION=COMMAND"):
+        run_lab(sc, command_for=["2"])
+    lab = Lab(sc, sc.workloads[0], None, {"2": ["/bin/true"]})
+    assert lab.commands == {1: ["/bin/true"]}
+    assert children_left() == []
