@@ -931,8 +931,8 @@ def lab(
         typer.Option(
             "--compare",
             help="Also simulate the same span and compare, figure by figure: event times, "
-            "ejections, ready replicas each second, restarts, failed requests by cause; exit 1 when "
-            "a figure differs beyond its tolerance.",
+            "ejections, ready replicas each second, ReplicaSet sizes each second and rollouts' ends, "
+            "restarts, failed requests by cause; exit 1 when a figure differs beyond its tolerance.",
         ),
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
@@ -943,6 +943,16 @@ def lab(
             "(and gRPC health on $GRPC_PORT when a probe uses gRPC). It runs without a shell, as you: "
             "give the program and each argument as a --command of its own "
             "(--command python3 --command server.py); nothing is expanded or piped."
+        ),
+    ] = None,
+    command_for: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="REVISION=COMMAND: run COMMAND for the pods of one revision of a rolled-out Deployment "
+            "instead of the test app (or --command): REVISION is 1 for the manifest's template, 2 for "
+            "the first rollout's or restart's, and so on, or the ReplicaSet's name (web-5d4588bb9d). "
+            "COMMAND is split into words as a shell would (quotes group them) and runs without a shell, "
+            "like --command: --command-for '2=python3 server.py --v2'. Repeat it per revision."
         ),
     ] = None,
     allow_exec: Annotated[
@@ -972,7 +982,13 @@ def lab(
     side by side with the simulation. Every child process is stopped when it ends, fails or is
     interrupted (Ctrl-C, SIGTERM, SIGHUP), and dies with the lab if it is killed.
 
-    Limits, refused up front: at most 12 pods, 2000 requests per second over all routes, 1 hour;
+    A Deployment's rollout, rollback, restart, scale, pause and resume actions run for real: its
+    controller creates the new revision's pods (acting out that revision's behavior, or
+    --command-for) and deletes old ones as maxSurge, maxUnavailable and minReadySeconds allow;
+    --compare then also compares the ReplicaSets' sizes each second and each rollout's end.
+
+    Limits, refused up front: at most 12 pods (during a rollout: replicas + maxSurge), 2000
+    requests per second over all routes, 1 hour;
     exec probes only with --allow-exec. Envoy's admin interface is a Unix socket for you only.
 
     Exit codes: 0 done (with --compare: every figure agrees within its tolerance), 1 the lab and
@@ -1004,7 +1020,7 @@ def lab(
                 emoji=False,
             )
         with Progress(err, run_s if run_s is not None else sc.spec.duration / 1000) as progress:
-            result = run_lab(sc, run_s, command, progress, listen_s, workload, allow_exec)
+            result = run_lab(sc, run_s, command, progress, listen_s, workload, allow_exec, command_for)
     except InputError as e:
         raise _fail(e) from None
     except Stopped as e:
