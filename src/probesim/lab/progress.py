@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 def pod_status(pod: Pod) -> str:
-    if pod.killing:
+    if pod.killing or pod.deleting:
         return "Terminating"
     if pod.proc is None:
         return "CrashLoopBackOff" if pod.restarts or pod.instance >= 0 else "Pending"
@@ -34,7 +34,7 @@ def view(lab: Lab, duration_s: float) -> Group:
     pods = Table(box=box.SIMPLE, pad_edge=False)
     for h in ("NAME", "READY", "STATUS", "RESTARTS", "PORT"):
         pods.add_column(h)
-    for p in lab.pods:
+    for p in (p for p in lab.pods if not p.gone):  # a deleted pod, once stopped, is no longer listed
         pods.add_row(p.name, "1/1" if p.ready else "0/1", pod_status(p), str(p.restarts), str(p.port))
     routes = Table(box=box.SIMPLE, pad_edge=False)
     for h in ("ROUTE", "SENT", "OK", "FAILED", "DROPPED"):
