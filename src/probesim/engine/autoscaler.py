@@ -11,7 +11,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
+
 from probesim.model.kubernetes import HorizontalPodAutoscaler, HPAScalingRules
+
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+B = npt.NDArray[np.bool_]
 
 SYNC_PERIOD_MS = 15_000
 TOLERANCE = 0.1
@@ -34,38 +41,70 @@ class PodView:
     start: int  # status.startTime (ms)
 
 
+@dataclass
+class PodViews:
+    """The HPA's view of its target's pods, as arrays (one entry per pod, a ``PodView`` field
+    each; ``usage_m`` NaN where there is no sample yet)."""
+
+    request_m: F64
+    usage_m: F64
+    pending: B
+    deleting: B
+    ready: B
+    transition: I64
+    start: I64
+
+    @classmethod
+    def of(cls, pods: list[PodView]) -> PodViews:
+        return cls(
+            np.array([p.request_m for p in pods], np.float64),
+            np.array([np.nan if p.usage_m is None else p.usage_m for p in pods], np.float64),
+            np.array([p.pending for p in pods], bool),
+            np.array([p.deleting for p in pods], bool),
+            np.array([p.ready for p in pods], bool),
+            np.array([p.transition for p in pods], np.int64),
+            np.array([p.start for p in pods], np.int64),
+        )
+
+
+def group_masks(v: PodViews, t: int) -> tuple[B, B, B]:
+    """(ready, unready, missing) per ``groupPods`` for CPU (§6.5), as masks over ``v``'s pods;
+    deleting pods are in none."""
+    live = ~v.deleting
+    pending = live & v.pending
+    sampled = live & ~v.pending & ~np.isnan(v.usage_m)
+    missing = live & ~v.pending & np.isnan(v.usage_m)
+    # Still initializing: count it only once a full metric window follows its Ready.
+    init = sampled & (t < v.start + CPU_INITIALIZATION_PERIOD_MS)
+    fresh = t < v.transition + METRIC_WINDOW_MS
+    init_unready = init & (~v.ready | fresh)
+    later = sampled & ~init
+    never = later & ~v.ready & (v.transition < v.start + INITIAL_READINESS_DELAY_MS)  # never became ready
+    ready = (init & ~init_unready) | (later & ~never)
+    return ready, pending | init_unready | never, missing
+
+
 def group(pods: list[PodView], t: int) -> tuple[list[PodView], list[PodView], list[PodView]]:
     """(ready, unready, missing) per ``groupPods`` for CPU (§6.5); deleting pods are ignored."""
-    ready: list[PodView] = []
-    unready: list[PodView] = []
-    missing: list[PodView] = []
-    for p in pods:
-        if p.deleting:
-            continue
-        if p.pending:
-            unready.append(p)
-        elif p.usage_m is None:
-            missing.append(p)
-        elif t < p.start + CPU_INITIALIZATION_PERIOD_MS:
-            # Still initializing: count it only once a full metric window follows its Ready.
-            fresh = t < p.transition + METRIC_WINDOW_MS
-            (unready if not p.ready or fresh else ready).append(p)
-        elif not p.ready and p.transition < p.start + INITIAL_READINESS_DELAY_MS:
-            unready.append(p)  # never became ready
-        else:
-            ready.append(p)
-    return ready, unready, missing
+    masks = group_masks(PodViews.of(pods), t)
+    return tuple([p for p, m in zip(pods, mask.tolist(), strict=True) if m] for mask in masks)  # type: ignore[return-value]
 
 
-def utilization_ratio(usage: list[float], requests: list[float], target: int) -> tuple[float, int]:
+def _sum(x: F64) -> float:
+    """``sum(x)`` as Python adds a list of floats: left to right (numpy's sum adds pairwise,
+    which can differ in the last bit)."""
+    return float(np.cumsum(x)[-1]) if x.size else 0.0
+
+
+def utilization_ratio(usage: F64, requests: F64, target: int) -> tuple[float, int]:
     """(ratio, utilization %) with the integer truncation of GetResourceUtilizationRatio (§6.4)."""
-    total_request = sum(requests)
-    utilization = int(sum(usage) * 100 // total_request) if total_request > 0 else 0
+    total_request = _sum(requests)
+    utilization = int(_sum(usage) * 100 // total_request) if total_request > 0 else 0
     return utilization / target, utilization
 
 
 def desired_from_metrics(
-    pods: list[PodView],
+    pods: list[PodView] | PodViews,
     current: int,
     target: int,
     t: int,
@@ -78,36 +117,34 @@ def desired_from_metrics(
     def within(r: float) -> bool:
         return 1 - tolerance[0] <= r <= 1 + tolerance[1]
 
-    live = [p for p in pods if not p.deleting]
-    if any(p.request_m <= 0 for p in live):
+    v = PodViews.of(pods) if isinstance(pods, list) else pods
+    if (v.request_m[~v.deleting] <= 0).any():
         return None
-    ready, unready, missing = group(pods, t)
-    if not ready:
+    ready, unready, missing = group_masks(v, t)
+    n_ready = int(ready.sum())
+    if not n_ready:
         return None
-    ratio, utilization = utilization_ratio(
-        [p.usage_m or 0.0 for p in ready], [p.request_m for p in ready], target
-    )
-    scale_up_with_unready = bool(unready) and ratio > 1.0
-    if not scale_up_with_unready and not missing:
+    usage, requests = v.usage_m[ready], v.request_m[ready]
+    ratio, utilization = utilization_ratio(usage, requests, target)
+    scale_up_with_unready = bool(unready.any()) and ratio > 1.0
+    if not scale_up_with_unready and not missing.any():
         if within(ratio):
             return current, utilization
-        return math.ceil(ratio * len(ready)), utilization
-    usage = [p.usage_m or 0.0 for p in ready]
-    requests = [p.request_m for p in ready]
-    if missing:
+        return math.ceil(ratio * n_ready), utilization
+    if missing.any():
         if ratio < 1.0:
             fallback = max(100, target)
-            usage += [p.request_m * fallback / 100 for p in missing]
+            usage = np.concatenate([usage, v.request_m[missing] * fallback / 100])
         else:
-            usage += [0.0] * len(missing)
-        requests += [p.request_m for p in missing]
+            usage = np.concatenate([usage, np.zeros(int(missing.sum()))])
+        requests = np.concatenate([requests, v.request_m[missing]])
     if scale_up_with_unready:
-        usage += [0.0] * len(unready)
-        requests += [p.request_m for p in unready]
+        usage = np.concatenate([usage, np.zeros(int(unready.sum()))])
+        requests = np.concatenate([requests, v.request_m[unready]])
     new_ratio, _ = utilization_ratio(usage, requests, target)
     if within(new_ratio) or (ratio < 1.0 < new_ratio) or (ratio > 1.0 > new_ratio):
         return current, utilization
-    new = math.ceil(new_ratio * len(usage))
+    new = math.ceil(new_ratio * usage.size)
     if (new_ratio < 1.0 and new > current) or (new_ratio > 1.0 and new < current):
         return current, utilization
     return new, utilization
@@ -121,7 +158,7 @@ class Autoscaler:
     down_events: list[tuple[int, int]] = field(default_factory=list)
     last_utilization: int = 0
 
-    def sync(self, pods: list[PodView], current: int, t: int) -> tuple[int, str]:
+    def sync(self, pods: list[PodView] | PodViews, current: int, t: int) -> tuple[int, str]:
         """The new scale for the target and why (an empty reason: unchanged or not computable)."""
         spec = self.hpa.spec
         if current == 0 and spec.min_replicas != 0:

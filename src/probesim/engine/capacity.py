@@ -472,8 +472,9 @@ def grouped_cdfs(counts: I64, d: F64, s: F64, sigma: F64, group: I64, n_groups: 
     gk = np.round(sigma * 1000).astype(np.int64)
     key = (dk << 36) | (sk << 12) | gk
     uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
-    w = np.zeros((n_groups, uniq.size))
-    np.add.at(w, (group, inv), counts)
+    # bincount adds the weights in element order, as add.at would (same sums, to the bit).
+    w = np.bincount(group * uniq.size + inv, weights=counts, minlength=n_groups * uniq.size)
+    w = w.reshape(n_groups, uniq.size)
     cdf = lognormal_cdf(GRID[None, :], d[first][:, None], s[first][:, None], sigma[first][:, None])
     return np.asarray(w @ cdf, np.float64)
 

@@ -1,20 +1,35 @@
-"""The engine's event sink: collects ``Event``s and knows which pods need a kubelet sync."""
+"""The engine's event sink: collects the run's events and knows which pods need a kubelet sync.
+
+Events are kept as plain tuples while the run goes (a long overloaded run writes over a hundred
+thousand; a frozen ``Event`` costs several times a tuple to create) and become ``Event``s once,
+at the end (``events``).
+"""
 
 from __future__ import annotations
 
 from probesim.results import Event
 
+Row = tuple[int, str, str, str, str, str]  # time_ms, type, reason, object, message, source
+
 
 class EventLog:
     def __init__(self) -> None:
-        self.events: list[Event] = []
+        self.rows: list[Row] = []
         self.synced_pods: set[int] = set()  # pods whose kubelet sync runs at the current time
         # One copy of each object name and message: a long run repeats the same few (a
         # container's Unhealthy, Killing, Started) thousands of times.
-        self._text: dict[str, str] = {}
+        self.text: dict[str, str] = {}
 
     def add(self, t: int, type_: str, reason: str, obj: str, message: str, source: str = "kubelet") -> None:
-        text = self._text
-        obj = text.setdefault(obj, obj)
-        message = text.setdefault(message, message)
-        self.events.append(Event(t, type_, reason, obj, message, source))
+        text = self.text
+        obj, message = text.setdefault(obj, obj), text.setdefault(message, message)
+        self.rows.append((t, type_, reason, obj, message, source))
+
+    @property
+    def events(self) -> list[Event]:
+        """Every event written so far, in the order written (a new list each time)."""
+        return [Event(*r) for r in self.rows]
+
+    @events.setter
+    def events(self, events: list[Event]) -> None:
+        self.rows = [(e.time_ms, e.type, e.reason, e.object, e.message, e.source) for e in events]

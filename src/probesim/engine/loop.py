@@ -13,7 +13,7 @@ from operator import attrgetter
 import numpy as np
 import numpy.typing as npt
 
-from probesim.engine.autoscaler import METRIC_WINDOW_MS, SYNC_PERIOD_MS, Autoscaler, PodView
+from probesim.engine.autoscaler import METRIC_WINDOW_MS, SYNC_PERIOD_MS, Autoscaler, PodViews
 from probesim.engine.behavior import INF
 from probesim.engine.capacity import GRID, CapacityModel, grid_quantiles, grouped_cdfs, mixture_cdf, timed_out
 from probesim.engine.containers import Containers
@@ -437,29 +437,15 @@ class _Run:
                 # container), one row per pod, so that the float sums are the same.
                 window = self.cpu_window[:, conts].transpose(1, 0, 2).reshape(grp.size, rows * nc)
                 usage[sel] = np.ascontiguousarray(window).sum(axis=1) / rows
-            views = [
-                PodView(
-                    request_m=req if has else 0.0,
-                    usage_m=u if smp else None,
-                    pending=not made,
-                    deleting=dl,
-                    ready=rd,
-                    transition=tr,
-                    start=st,
-                )
-                for req, has, u, smp, made, dl, rd, tr, st in zip(
-                    request[pods].tolist(),
-                    has_request[pods].tolist(),
-                    usage.tolist(),
-                    sampled[pods].tolist(),
-                    created[pods].tolist(),
-                    self.deleting[pods].tolist(),
-                    self.ready[pods].tolist(),
-                    self.ready_transition[pods].tolist(),
-                    self.admitted_at[pods].tolist(),
-                    strict=True,
-                )
-            ]
+            views = PodViews(
+                request_m=np.where(has_request[pods], request[pods], 0.0),
+                usage_m=np.where(sampled[pods], usage, np.nan),
+                pending=~created[pods],
+                deleting=self.deleting[pods],
+                ready=self.ready[pods],
+                transition=self.ready_transition[pods],
+                start=self.admitted_at[pods],
+            )
             current = self.desired[wi]
             new, reason = hpa.sync(views, current, t)
             if new != current:
@@ -1234,9 +1220,10 @@ class _Run:
                 col[4][k] = max(0, self.controllers.spec_total(i) - available)
                 col[5][k] = restarts
         self.rec_ref = rec
+        self.events = self.log.events
         for m in self.mesh.values():
-            self.log.events.extend(m.events)
-        self.log.events.sort(key=attrgetter("time_ms"))
+            self.events.extend(m.events)
+        self.events.sort(key=attrgetter("time_ms"))
         return self._result(times, rec, wl_pods)
 
     def _route_latency(self, ri: int, max_series: I64) -> dict[str, float]:
@@ -1318,7 +1305,7 @@ class _Run:
             duration_ms=spec.duration,
             time_ms=times,
             series=rec | size_series(times, self.controllers.sizes),
-            events=self.log.events,
+            events=self.events,
             workloads=workloads,
             routes=routes,
         )
