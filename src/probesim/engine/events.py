@@ -28,7 +28,7 @@ class EventLog:
     @property
     def events(self) -> list[Event]:
         """Every event written so far, in the order written (a new list each time)."""
-        return [Event(*r) for r in self.rows]
+        return Event.from_rows(self.rows)
 
     @events.setter
     def events(self, events: list[Event]) -> None:

@@ -6,6 +6,7 @@ Series are numpy arrays indexed by tick; ``to_json`` gives the versioned documen
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,21 @@ class Event:
     object: str  # pod/web-0, endpointslice/web, deployment/web
     message: str
     source: str = "kubelet"
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[tuple[int, str, str, str, str, str]]) -> list[Event]:
+        """Events from (time_ms, type, reason, object, message, source) tuples. The same as
+        ``[Event(*r) for r in rows]`` at about a third of the cost: a run can write a hundred
+        thousand, and the frozen ``__init__`` sets each field through ``object.__setattr__``."""
+        out: list[Event] = []
+        append, new = out.append, object.__new__
+        for time_ms, type_, reason, obj, message, source in rows:
+            e = new(cls)
+            d = e.__dict__
+            d["time_ms"], d["type"], d["reason"] = time_ms, type_, reason
+            d["object"], d["message"], d["source"] = obj, message, source
+            append(e)
+        return out
 
     def to_json(self) -> dict[str, Any]:
         return {

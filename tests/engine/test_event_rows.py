@@ -1,0 +1,32 @@
+"""The event log's tuples become the same Events as the dataclass's own constructor makes."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from probesim.engine.events import EventLog
+from probesim.results import Event
+
+
+def test_from_rows_equals_the_constructor() -> None:
+    log = EventLog()
+    log.add(1000, "Warning", "Unhealthy", "pod/web-0", "Liveness probe failed: x")
+    log.add(2000, "Normal", "SuccessfulRescale", "horizontalpodautoscaler/web", "New size: 4", "hpa")
+    made = log.events
+    assert made == [
+        Event(1000, "Warning", "Unhealthy", "pod/web-0", "Liveness probe failed: x"),
+        Event(2000, "Normal", "SuccessfulRescale", "horizontalpodautoscaler/web", "New size: 4", "hpa"),
+    ]
+    assert [hash(e) for e in made] == [hash(Event(*r)) for r in log.rows]
+    assert [dataclasses.asdict(e) for e in made] == [dataclasses.asdict(Event(*r)) for r in log.rows]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made[0].reason = "x"  # type: ignore[misc]
+
+
+def test_events_can_be_replaced() -> None:
+    log = EventLog()
+    log.add(5, "Normal", "Started", "pod/web-1", "Started container app")
+    taken, log.events = log.events, []
+    assert [e.time_ms for e in taken] == [5] and log.events == [] and log.rows == []
