@@ -40,6 +40,25 @@ def test_help_imports_no_models_numpy_yaml_or_markdown() -> None:
     assert r.stdout.strip() == ""
 
 
+def test_a_plain_run_imports_no_plotting_parallel_tuning_or_manifest_analysis() -> None:
+    """``probesim run <built-in>`` without --plot, --report, --json or --runs: matplotlib, plotly,
+    dask and optuna never load, nor the manifest analysis (probesim check, generated scenarios)."""
+    code = (
+        "import sys, io, contextlib\n"
+        "sys.argv = ['probesim', 'run', 'seed000-demo']\n"
+        "from probesim.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        "    try:\n        main()\n    except SystemExit as e:\n        assert e.code in (0, None), e.code\n"
+        "assert 'Events' in out.getvalue()\n"
+        "print('loaded:', *sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('matplotlib', 'plotly', 'dask', 'distributed', 'optuna', 'numba', 'pyarrow') "
+        "or m.startswith(('probesim.analysis', 'probesim.tune', 'probesim.report.html', 'rich.markdown'))))"
+    )
+    r = _py(code)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "loaded:"
+
+
 @pytest.mark.parametrize(
     "args",
     [["--help"], ["run", "--help"], ["lab", "--help"], ["run"], ["run", "--bogus"], ["nosuch"]],

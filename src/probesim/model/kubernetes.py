@@ -7,8 +7,8 @@ handler, successThreshold 1 for liveness and startup, …) lives in ``probesim.m
 knows file and line.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: pydantic would then compile and evaluate every
+# field's annotation string when the class is made (about 15 ms of `probesim run`'s start-up).
 import math
 import re
 from fractions import Fraction
@@ -290,7 +290,7 @@ class Workload(OpenModel):
     spec: WorkloadSpec
 
     @model_validator(mode="after")
-    def _apps_defaults(self) -> Workload:
+    def _apps_defaults(self) -> "Workload":
         """apps/v1 defaulting (``SetDefaults_Deployment``, ``SetDefaults_StatefulSet``): a
         Deployment's strategy is RollingUpdate 25 % / 25 %, progressDeadlineSeconds 600 and
         revisionHistoryLimit 10; a StatefulSet's pod management policy is OrderedReady, its
