@@ -803,6 +803,11 @@ class _Run:
         self.queued_n[ri] -= int(take.sum())
         self.queued_rows[ri][rows] -= take.sum(axis=1)
         take[-1] += need - take.sum(axis=0)  # none untracked, but fresh if there were
+        if srv.shape[0] == 1:
+            # One outcome class: each container's cohorts are its arrival steps' takes, in
+            # (container, age) order, what the general split below gives with one class.
+            cc, j = np.nonzero(take.T)
+            return np.zeros(cc.size, np.int64), cols[cc], ages[j], take[j, cc]
         buckets = np.vstack([orph[None, :], take])  # (1 + s) × containers: orphans, then by age
         waited = np.concatenate([[-1], ages])
         part = srv[:, cols]
