@@ -221,6 +221,7 @@ def test_cli_prints_front_patch_and_kubectl_command(case: Path, tmp_path: Path) 
             ["--storage", "sqlite:////no/such/folder/t.db"],
             "cannot open the study's storage: (sqlite3.OperationalError) unable to open database file",
         ),
+        ({"web.yaml": WEB}, ["-o", "a" * 300 + ".yaml"], "cannot write the patch: File name too long"),
         (
             {"web.yaml": WEB, "long.scenario": SCENARIO.replace("duration: 5m", "duration: 100h")},
             ["--scenario", "LONG"],

@@ -32,10 +32,13 @@ class Pool:
 
 
 def check_output(path: Path) -> None:
-    if path.is_dir():
-        raise InputError("cannot write the patch: is a directory", file=str(path))
-    if not path.parent.is_dir():
-        raise InputError("cannot write the patch: no such folder", file=str(path))
+    try:
+        if path.is_dir():
+            raise InputError("cannot write the patch: is a directory", file=str(path))
+        if not path.parent.is_dir():
+            raise InputError("cannot write the patch: no such folder", file=str(path))
+    except OSError as e:  # a name too long for the system
+        raise InputError(f"cannot write the patch: {e.strerror}", file=str(path)) from None
 
 
 def tune(
