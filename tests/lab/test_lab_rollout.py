@@ -4,11 +4,14 @@ failed requests); refused up front when it would need more pods than the lab run
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
+from probesim.cli import app
 from probesim.engine import simulate
 from probesim.errors import InputError
 from probesim.lab.compare import agree, compare
@@ -107,4 +110,24 @@ def test_command_for_names_a_revision() -> None:
         run_lab(sc, command_for=["2"])
     lab = Lab(sc, sc.workloads[0], None, {"2": ["/bin/true"]})
     assert lab.commands == {1: ["/bin/true"]}
+    assert children_left() == []
+
+
+def test_the_cli_names_a_bad_command_for(tmp_path: Path) -> None:
+    sc = tmp_path / "s.yaml"
+    sc.write_text(
+        "apiVersion: probesim.dev/v1alpha1\nkind: Scenario\nmetadata: {name: s}\nspec:\n  duration: 10s\n"
+        "  actions:\n    - {kind: restart, workload: web, at: 2s}\n---\n"
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 2\n"
+        "  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n"
+        "    spec: {containers: [{name: app}]}\n"
+    )
+    for arg, says in [
+        ("3=true", "'3' is not a revision of the scenario's workload"),
+        ("2=no-such-program-here", "not found or not executable"),
+        ("2='unclosed", "No closing quotation"),
+    ]:
+        out = CliRunner().invoke(app, ["lab", str(sc), "--command-for", arg])
+        assert out.exit_code == 2, out.output
+        assert says in " ".join(out.output.split()) and "Traceback" not in out.output
     assert children_left() == []
