@@ -102,7 +102,7 @@ class Containers:
         p = int(self.fleet.container_pod[c])
         grace = probe_grace if probe_grace >= 0 else int(self.fleet.pod_tgps[p])
         grace = max(grace, MIN_GRACE)
-        stop = int(self.fleet.behaviors.stop_time(np.array([c]), np.array([grace]))[0])
+        stop = self.fleet.behaviors.stop_time_of(c, grace)
         log.add(
             t, "Normal", "Killing", f"pod/{pod}", f"Container {name} failed {reason} probe, will be restarted"
         )
@@ -128,7 +128,7 @@ class Containers:
         end = int(first[p + 1]) if p + 1 < first.size else self.fleet.n_containers
         for c in range(int(first[p]), end):  # a pod's containers are contiguous
             if self.state[c] == RUNNING:
-                stop = int(self.fleet.behaviors.stop_time(np.array([c]), np.array([grace]))[0])
+                stop = self.fleet.behaviors.stop_time_of(c, grace)
                 name = self.fleet.container_name[c]
                 log.add(t, "Normal", "Killing", f"pod/{pod}", f"Stopping container {name}")
                 self.state[c] = TERMINATING

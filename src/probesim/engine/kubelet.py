@@ -75,6 +75,7 @@ class ProbeWorkers:
         self.probe_wall = np.array([c.wall for c in costs], np.float64)
         self.kind = kind
         self.title = kind.capitalize()
+        self._said: dict[tuple[str, int, int, int, int], str] = {}  # Unhealthy messages made
         self.spec = spec
         self.fleet = fleet
         self.active = np.zeros(n, bool)
@@ -434,7 +435,6 @@ class ProbeWorkers:
         s = self.spec
         f = self.fleet
         add, text = log.rows.append, log.text  # EventLog.add inlined: thousands a step when overloaded
-        title = f"{self.title} probe failed: "
         for c, why, h, status, tmo in zip(
             idx.tolist(),
             self.pending_why[idx].tolist(),
@@ -444,36 +444,45 @@ class ProbeWorkers:
             strict=True,
         ):
             where = s.describe[c]
-            if h == HTTP:
-                if why == REFUSED:
-                    msg = f'Get "{where}": dial tcp {where.split("/")[2]}: connect: connection refused'
-                elif why == TIMEOUT:
-                    msg = (
-                        f'Get "{where}": context deadline exceeded '
-                        "(Client.Timeout exceeded while awaiting headers)"
-                    )
-                elif status >= 0:
-                    msg = f"HTTP probe failed with statuscode: {status}"
-                else:
-                    msg = f'Get "{where}": stopped after 10 redirects'
-            elif h == TCP:
-                msg = f"dial tcp {where}: connect: connection refused"
-            elif h == GRPC:
-                msg = {
-                    REFUSED: f'timeout: failed to connect service "{where}" within {tmo}s',
-                    TIMEOUT: f"timeout: health rpc did not complete within {tmo}s",
-                    STATUS: 'service unhealthy (responded with "NOT_SERVING")',
-                }[why]
-            else:
-                assert h == EXEC
-                msg = {
-                    REFUSED: f'command "{where}" exited with code 1',
-                    TIMEOUT: f'command timed out: "{where}" timed out after {tmo}s',
-                    STATUS: f'command "{where}" exited with code 1',
-                }[why]
+            # The wording is a function of these alone: each distinct message is made once.
+            key = (where, h, why, status, tmo)
+            said = self._said.get(key)
+            if said is None:
+                said = self._message(where, h, why, status, tmo)
+                said = self._said[key] = text.setdefault(said, said)
             obj = "pod/" + f.pod_names[f.container_pod[c]]
-            msg = title + msg
-            add((t, "Warning", "Unhealthy", text.setdefault(obj, obj), text.setdefault(msg, msg), "kubelet"))
+            add((t, "Warning", "Unhealthy", text.setdefault(obj, obj), said, "kubelet"))
+
+    def _message(self, where: str, h: int, why: int, status: int, tmo: int) -> str:
+        """An Unhealthy event's message, as the kubelet's prober words it."""
+        if h == HTTP:
+            if why == REFUSED:
+                msg = f'Get "{where}": dial tcp {where.split("/")[2]}: connect: connection refused'
+            elif why == TIMEOUT:
+                msg = (
+                    f'Get "{where}": context deadline exceeded '
+                    "(Client.Timeout exceeded while awaiting headers)"
+                )
+            elif status >= 0:
+                msg = f"HTTP probe failed with statuscode: {status}"
+            else:
+                msg = f'Get "{where}": stopped after 10 redirects'
+        elif h == TCP:
+            msg = f"dial tcp {where}: connect: connection refused"
+        elif h == GRPC:
+            msg = {
+                REFUSED: f'timeout: failed to connect service "{where}" within {tmo}s',
+                TIMEOUT: f"timeout: health rpc did not complete within {tmo}s",
+                STATUS: 'service unhealthy (responded with "NOT_SERVING")',
+            }[why]
+        else:
+            assert h == EXEC
+            msg = {
+                REFUSED: f'command "{where}" exited with code 1',
+                TIMEOUT: f'command timed out: "{where}" timed out after {tmo}s',
+                STATUS: f'command "{where}" exited with code 1',
+            }[why]
+        return f"{self.title} probe failed: {msg}"
 
     def _rewake(self) -> None:
         nt = self.next_tick[self.active & ~self.lazy] if self.has_lazy else self.next_tick[self.active]
