@@ -24,18 +24,18 @@ from tests.lab.procs import children_left, wait_until
 
 def rollout_scenario(replicas: int = 3, actions: list[dict[str, Any]] | None = None, **kw: Any) -> Scenario:
     """``replicas`` pods at 25 %/25 % (surge 1, unavailable 0 for 3), readiness every second; at
-    5 s a rollout to a version that starts (listens) 2 s after its container starts."""
+    3 s a rollout to a version that starts (listens) 2 s after its container starts."""
     v2 = {
         "kind": "rollout",
         "workload": "web",
-        "at": "5s",
+        "at": "3s",
         "template": {"spec": {"containers": [{"name": "app", "image": "example.com/app:2"}]}},
         "behavior": {"containers": {"app": {"start": "2s"}}},
     }
     return scenario(
         replicas=replicas,
         probes={"readinessProbe": http(periodSeconds=1)},
-        duration="14s",
+        duration="12s",
         traffic=[{"path": "/", "rate": 20, "start": "1s"}],
         spec={"actions": actions if actions is not None else [v2]},
         **kw,
@@ -43,11 +43,11 @@ def rollout_scenario(replicas: int = 3, actions: list[dict[str, Any]] | None = N
 
 
 def sizes(r: Result) -> dict[str, list[int]]:
-    """Each ReplicaSet's size at whole seconds 0…13, and its name."""
+    """Each ReplicaSet's size at whole seconds 0…11, and its name."""
     out = {}
     for key, v in r.series.items():
         if key.startswith("replicaset."):
-            idx = np.searchsorted(r.time_ms, np.arange(14) * 1000, side="right") - 1
+            idx = np.searchsorted(r.time_ms, np.arange(12) * 1000, side="right") - 1
             out[key.split(".")[1]] = [int(v[i]) if i >= 0 else 0 for i in idx]
     return out
 
@@ -58,10 +58,10 @@ def test_rollout_runs_for_real_and_agrees_with_the_simulation() -> None:
     old, new = sorted(sizes(sim), key=lambda k: sizes(sim)[k][0], reverse=True)
     # Simulated: one new pod at a time (surge 1, unavailable 0), each Ready 2 s after it starts.
     assert sizes(sim) == {
-        old: [3] * 7 + [2, 2, 1, 1, 0, 0, 0],
-        new: [0] * 5 + [1, 1, 2, 2, 3, 3, 3, 3, 3],
+        old: [3] * 5 + [2, 2, 1, 1, 0, 0, 0],
+        new: [0] * 3 + [1, 1, 2, 2, 3, 3, 3, 3, 3],
     }
-    assert (sim.rollouts[0].start_ms, sim.rollouts[0].end_ms) == (5000, 11000)
+    assert (sim.rollouts[0].start_ms, sim.rollouts[0].end_ms) == (3000, 9000)
 
     lab = run_lab(sc)
 
