@@ -320,6 +320,8 @@ class MeshRoute:
         self.stats = Stats()
         self.n_ejected = 0  # hosts ejected now, over all clients
         self._last_view: _HostView | None = None  # kept while the loop passes the same arrays
+        # _batch's (view, clients' visible arrays, hosts, host counts, places), kept while the same.
+        self._batch_hosts: tuple[_HostView, list[B], B, I64, I64] | None = None
         self.mirrored_now = 0  # copies sent this step
         self.sent = 0  # requests of the run so far (which client sends the next)
         self.events: list[Event] = []
@@ -566,17 +568,39 @@ class MeshRoute:
         rows = np.array([ci for ci, _ in batch], np.int64)
         m = np.array([mm for _, mm in batch], np.int64)
         cursor = np.array([self.clients[ci].cursor for ci in rows.tolist()], np.int64)
-        visible = np.array([self.clients[ci].visible for ci in rows.tolist()], bool)
-        hosts = self._view.in_eps[None, :] & ~visible  # clients × hosts
-        k = hosts.sum(axis=1)
-        order = (np.cumsum(hosts, axis=1) - 1 - cursor[:, None]) % k[:, None]  # position in its round
+        # The clients' hosts and each host's place among them change only with the endpoints
+        # (a new view) or a client's health delivery (a new ``visible`` array: never changed in
+        # place): kept from the last batch while the same.
+        visibles = [self.clients[ci].visible for ci in rows.tolist()]
+        kept = self._batch_hosts
+        if (
+            kept is not None
+            and kept[0] is self._view
+            and len(kept[1]) == len(visibles)
+            and all(a is b for a, b in zip(kept[1], visibles, strict=True))
+        ):
+            hosts, k, pos = kept[2], kept[3], kept[4]
+        else:
+            hosts = self._view.in_eps[None, :] & ~np.array(visibles, bool)  # clients × hosts
+            k = hosts.sum(axis=1)
+            pos = np.cumsum(hosts, axis=1) - 1  # a host's place among its client's hosts
+            self._batch_hosts = (self._view, visibles, hosts, k, pos)
+        # Its place in this step's round, (pos - cursor) mod k, without a modulo per host: pos
+        # is in [0, k) for every host, so one wrap at most.
+        order = pos - (cursor % k)[:, None]
+        order += k[:, None] * (order < 0)
         per = np.where(hosts, (m // k)[:, None] + (order < (m % k)[:, None]), 0)
         for ci, mm in batch:
             self.clients[ci].cursor += mm
-        self._rq[rows] += per  # an HTTP code below 500 from each: counted, streaks reset
         sent = per > 0
-        self._c5xx[rows] = np.where(sent, 0, self._c5xx[rows])
-        self._cgw[rows] = np.where(sent, 0, self._cgw[rows])
+        if rows[0] == 0 and rows[-1] == rows.size - 1:  # the first clients, in order: views
+            self._rq[: rows.size] += per  # an HTTP code below 500 from each: counted, streaks reset
+            self._c5xx[: rows.size] *= ~sent
+            self._cgw[: rows.size] *= ~sent
+        else:
+            self._rq[rows] += per
+            self._c5xx[rows] = np.where(sent, 0, self._c5xx[rows])
+            self._cgw[rows] = np.where(sent, 0, self._cgw[rows])
         return np.asarray(per.sum(axis=0), np.int64)
 
     def _hosts(self, c: Client, in_eps: npt.NDArray[np.bool_]) -> tuple[I64, bool]:
