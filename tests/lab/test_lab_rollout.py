@@ -17,20 +17,28 @@ from probesim.errors import InputError
 from probesim.lab.compare import agree, compare
 from probesim.lab.kubelet import Lab, run_lab
 from probesim.model.scenario import Scenario
-from probesim.results import Result
+from probesim.results import CAUSES, Result
 from tests.builders import http, scenario
 from tests.lab.procs import children_left, wait_until
 
 
 def rollout_scenario(replicas: int = 3, actions: list[dict[str, Any]] | None = None, **kw: Any) -> Scenario:
-    """``replicas`` pods at 25 %/25 % (surge 1, unavailable 0 for 3), readiness every second; at
-    3 s a rollout to a version that starts (listens) 2 s after its container starts."""
+    """``replicas`` pods at 25 %/25 % (surge 1, unavailable 0 for 3), readiness on /healthz every
+    second; at 3 s a rollout to a bad release: it starts (listens) 2 s after its container starts
+    and then answers 500 on /, which the readiness probe does not see."""
     v2 = {
         "kind": "rollout",
         "workload": "web",
         "at": "3s",
         "template": {"spec": {"containers": [{"name": "app", "image": "example.com/app:2"}]}},
-        "behavior": {"containers": {"app": {"start": "2s"}}},
+        "behavior": {
+            "containers": {
+                "app": {
+                    "start": "2s",
+                    "episodes": [{"kind": "errors", "after": "0s", "for": "1h", "paths": ["/"]}],
+                }
+            }
+        },
     }
     return scenario(
         replicas=replicas,
@@ -62,6 +70,8 @@ def test_rollout_runs_for_real_and_agrees_with_the_simulation() -> None:
         new: [0] * 3 + [1, 1, 2, 2, 3, 3, 3, 3, 3],
     }
     assert (sim.rollouts[0].start_ms, sim.rollouts[0].end_ms) == (3000, 9000)
+    # Each new pod takes its share of / from its Ready on: 1/3 over 5-7 s, 2/3 over 7-9 s, all after.
+    assert sim.route("/").failed == dict.fromkeys(CAUSES, 0) | {"error_status": 100}
 
     lab = run_lab(sc)
 
@@ -77,6 +87,7 @@ def test_rollout_runs_for_real_and_agrees_with_the_simulation() -> None:
     reasons = {(r["object"], r["reason"]) for r in rows}
     assert {(f"replicaset/{old}", "replicas"), (f"replicaset/{new}", "replicas")} <= reasons
     assert ("deployment/web", "rollout complete") in reasons
+    assert ("route//", "failed requests") in reasons  # within 10 %
     assert agree(rows), [r for r in rows if not r["agree"]]
     assert wait_until(lambda: children_left() == [], 5)
 
