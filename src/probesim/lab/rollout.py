@@ -166,7 +166,10 @@ class LabDeployment:
         )
 
     def first_slots(self) -> list[int]:
-        """The pods the Deployment's first ReplicaSet starts with (created as the run starts)."""
+        """The pods the Deployment's first ReplicaSet starts with (created as the run starts);
+        none for a Deployment created paused (its first ReplicaSet comes when it is resumed)."""
+        if not self.controllers.deployments[self.wi].d.rs:
+            return []
         pool = self.controllers.rs[(self.wi, 0)].pool
         return [int(p) for p in pool[: self.scenario.workloads[self.wi].spec.replicas]]
 
@@ -185,6 +188,9 @@ class LabDeployment:
         )
         out: list[int] = []
         first = set(self.first_slots())
+        if not first:  # created paused: its first pods come when it is resumed
+            out += [int(p) for p in self.controllers.rs[(self.wi, 0)].pool[: w.spec.replicas]]
+            first = set(out)
         for tpl in range(len(plan.revisions)):
             times = sum(1 for x in plan.template_of.values() if x == tpl)
             pool = [int(p) for p in self.controllers.rs[(self.wi, tpl)].pool if int(p) not in first]
