@@ -181,8 +181,8 @@ class Result:
     def after_ramp(self, name: str) -> tuple[int, int] | None:
         """The fewest Ready and available replicas of workload ``name`` from the end of its
         start-up ramp (the first time all its replicas were Ready) to the end of the run, from
-        its series; None if they never all were. The lab has no available series: Ready
-        stands for it, as in its summary."""
+        its series; None if they never all were. A result without an available series (a lab
+        result from before rollouts ran in the lab) has Ready stand for it."""
         w = self.workload(name)
         ready = self.series.get(f"workload.{name}.ready")
         if w.all_ready_ms is None or ready is None:
