@@ -147,6 +147,10 @@ class Client:
     last_update: int = LONG_AGO  # the last health delivery to the load balancer
     pending: int | None = None  # when merged health changes are delivered
     seen: bool = False  # membership known (the route has sent)
+    # The endpoints array ``member`` was last checked against (the loop makes a new one when
+    # they change), and _plain's (view, visible, healthy hosts, every bad host ejected).
+    member_of: B | None = None
+    healthy_of: tuple[object, B, int, bool] | None = None
 
     def __post_init__(self) -> None:
         n = self.n
@@ -350,6 +354,9 @@ class MeshRoute:
         (and ejection: no unejection is logged); a membership change reaches the load balancer
         at once, with any merged health change. Changes before the route's first request count
         as long before."""
+        if c.member_of is in_eps:
+            return
+        c.member_of = in_eps
         if np.array_equal(c.member, in_eps):
             return
         gone = c.member & ~in_eps
@@ -553,11 +560,17 @@ class MeshRoute:
         members = view.members
         if members.size == 0:
             return False
-        healthy = members.size - int(c.visible[members].sum())
+        kept = c.healthy_of
+        if kept is not None and kept[0] is view and kept[1] is c.visible:  # neither changed
+            healthy, bad_ejected = kept[2], kept[3]
+        else:
+            healthy = members.size - int(c.visible[members].sum())
+            bad_ejected = bool(c.visible[view.bad_members].all())
+            c.healthy_of = (view, c.visible, healthy, bad_ejected)
         availability = min(100, 140 * healthy // members.size)
         if healthy == 0 or (availability < 100 and 100.0 * healthy / members.size < self.panic):
             return False
-        return bool(c.visible[view.bad_members].all())
+        return bad_ejected
 
     def _batch(self, batch: list[tuple[int, int]]) -> I64:
         """Step the clients of ``batch`` (index, requests) together, each a round robin pass
