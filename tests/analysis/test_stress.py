@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from probesim.analysis.stress import STRESSES, StressThresholds, apply, base_scenario, stress_suite
+from probesim.analysis.stress import SUITE, StressThresholds, apply, base_scenario, run_one, stress_suite
 from probesim.cli import app
 from probesim.manifests import kubernetes as k8s
 from probesim.manifests.scenario import scenario_from_text
@@ -63,19 +63,35 @@ CPU_BOUND = (
     .replace("capacity: {workers: 4}", "capacity: {workers: 16}")
 )
 HEAVY = LOADED.replace("path: /, rate: 8", "path: /, rate: 12")  # 45 % of the workers at base
+# The same app answers "/" with 503 for its first 20 s while "/ready" passes from 10 s: cold pods.
+COLD = LOADED.replace(
+    "          start: 10s\n",
+    "          start: 10s\n          episodes: [{kind: errors, after: 0s, for: 20s, status: 503, paths: [/]}]\n",
+)
 
 
-def verdicts(container: str, scenario: str | None) -> dict[str, tuple[str, str]]:
-    text = deployment(container)
+def verdicts(
+    container: str, scenario: str | None, strategy: str = "", only: tuple[str, ...] = ()
+) -> dict[str, tuple[str, str]]:
+    """Each stress's verdict (``only`` those stresses, run here one after another)."""
+    text = deployment(container).replace("  replicas: 2\n", f"  replicas: 2\n{strategy}")
     objs = k8s.parse(load_docs(text, "m.yaml"))
     sc = scenario_from_text(scenario + "---\n" + text, "s.yaml", Path(".")) if scenario else None
-    return {r.stress: (r.verdict, r.why) for r in stress_suite(objs, sc, StressThresholds(), processes=2)}
+    if not only:
+        return {r.stress: (r.verdict, r.why) for r in stress_suite(objs, sc, StressThresholds(), processes=2)}
+    w = objs.workloads[0]
+    base = base_scenario(w, objs.services, sc)
+    got = {}
+    for stress in only:
+        r = run_one((0, "Deployment/web", "default", stress, apply(base, w, stress), StressThresholds(), ""))
+        got[stress] = (r.verdict, r.why)
+    return got
 
 
 @pytest.mark.parametrize("scenario", [LOADED, CPU_BOUND], ids=["workers", "cpu"])
 def test_a_correct_deployment_passes_every_stress(scenario: str) -> None:
     got = verdicts(CORRECT, scenario)
-    assert {k: v[0] for k, v in got.items()} == dict.fromkeys(STRESSES, "pass")
+    assert {k: v[0] for k, v in got.items()} == dict.fromkeys(SUITE, "pass")
 
 
 MISTAKES = [
@@ -115,6 +131,55 @@ def test_each_mistake_fails_the_stress_that_shows_it(
     assert why in got[stress][1]
     if stress != "baseline":
         assert got["baseline"] == ("pass", "")  # the mistake only shows under its stress
+
+
+def test_readiness_before_warm_up_fails_the_rollout_of_the_same_version() -> None:
+    # Warm pods at the start (traffic from 30 s): only the rollout at 2m sends requests to cold pods.
+    got = verdicts(CORRECT, COLD, only=("baseline", "rollout", "rollout-never-ready"))
+    assert got["baseline"] == ("pass", "")
+    assert got["rollout"] == ("fail", "errors 4.2 % > 1 % from the rollout at 2m on")
+    assert got["rollout-never-ready"] == ("pass", "")  # its new pods never get traffic
+
+
+def test_max_unavailable_half_under_load_fails_while_a_bad_release_stalls() -> None:
+    # 2 replicas, maxUnavailable 50 %: one old pod goes at once. When the new one is Ready 10 s
+    # later the rollout passes; when it never is, the one survivor takes 14 req/s for 3 minutes,
+    # past what its 4 workers serve, fails its readiness probe and the Service has no endpoint.
+    half = "  strategy: {rollingUpdate: {maxUnavailable: 50%}}\n"
+    got = verdicts(CORRECT, HEAVY, half, only=("rollout", "rollout-never-ready"))
+    assert got["rollout"] == ("pass", "")
+    assert got["rollout-never-ready"] == (
+        "fail",
+        "errors 11.1 % > 1 % from the rollout at 2m on; available fell to 0 < 1 (replicas − maxUnavailable) during it",
+    )
+    # The default strategy (25 % of 2: a pod more, none less) keeps both old pods serving.
+    assert verdicts(CORRECT, HEAVY, only=("rollout-never-ready",))["rollout-never-ready"] == ("pass", "")
+
+
+def test_a_release_never_ready_fails_only_the_readiness_check() -> None:
+    objs = k8s.parse(load_docs(deployment(CORRECT), "m.yaml"))
+    w = objs.workloads[0]
+    sc = apply(base_scenario(w, objs.services, None), w, "rollout-never-ready")
+    assert sc is not None
+    [action] = sc.spec.actions
+    assert action.at == 120_000
+    new = action.behavior.containers["app"]  # type: ignore[union-attr]
+    assert [(e.kind, e.paths) for e in new.episodes] == [("errors", ("/ready",))]
+    # Without a readiness probe the new version never answers at all (Ready once running).
+    objs = k8s.parse(load_docs(deployment(live() + CPU), "m.yaml"))
+    w = objs.workloads[0]
+    sc = apply(base_scenario(w, objs.services, None), w, "rollout-never-ready")
+    assert sc is not None and sc.spec.actions[0].behavior.containers["app"].start == 3_600_000  # type: ignore[union-attr]
+    got = verdicts(live() + CPU, LOADED, only=("rollout-never-ready",))
+    assert got["rollout-never-ready"][0] == "fail"
+    assert "a release that never becomes Ready rolled out to every replica" in got["rollout-never-ready"][1]
+
+
+def test_rollout_stresses_skip_what_does_not_roll() -> None:
+    recreate = deployment(GOOD).replace("  replicas: 2\n", "  replicas: 2\n  strategy: {type: Recreate}\n")
+    objs = k8s.parse(load_docs(recreate, "m.yaml"))
+    w = objs.workloads[0]
+    assert apply(base_scenario(w, objs.services, None), w, "rollout") is None
 
 
 def test_default_load_model_and_each_stress() -> None:
@@ -157,7 +222,7 @@ def test_check_stress_reports_failures_as_findings_naming_workload_and_figure(tm
     r = runner.invoke(app, ["check", "--scenario", str(tmp_path / "s.yaml"), "--stress", "-f", "json"])
     assert r.exit_code == 1
     doc = json.loads(r.output)
-    assert len(doc["stress"]) == len(STRESSES)
+    assert len(doc["stress"]) == len(SUITE)
     ps100 = [f for f in doc["findings"] if f["rule"] == "PS100"]
     assert ps100 and all(f["object"] == "Deployment/web" for f in ps100)
     assert ps100[0]["message"].startswith("baseline: never had all 2 replicas Ready in 5m")

@@ -427,7 +427,7 @@ def job_liveness_never(ctx: Context) -> Iterator[Finding]:
 
 
 @dataclass(frozen=True)
-class _Rollout:
+class Rolling:
     """What a rolling update takes away (the controllers' rounding, engine/controllers)."""
 
     replicas: int
@@ -442,7 +442,7 @@ class _Rollout:
         return self.surge or self.unavailable
 
 
-def _rollout(w: Workload) -> _Rollout | None:
+def rolling_update(w: Workload) -> Rolling | None:
     """The workload's rolling update, or None when it has none (Recreate, OnDelete, a partition
     above every ordinal, other kinds)."""
     n = w.spec.replicas
@@ -453,7 +453,7 @@ def _rollout(w: Workload) -> _Rollout | None:
             return None
         d = DeploymentState(w.name, n, 0, "RollingUpdate", ru.max_surge, ru.max_unavailable)
         knob = f"maxSurge {ru.max_surge}, maxUnavailable {ru.max_unavailable}"
-        return _Rollout(n, d.max_unavailable_n(), d.max_surge_n(), knob)
+        return Rolling(n, d.max_unavailable_n(), d.max_surge_n(), knob)
     if w.kind == "StatefulSet":
         us = w.spec.update_strategy
         sru = us.rolling_update if us is not None else None
@@ -461,7 +461,7 @@ def _rollout(w: Workload) -> _Rollout | None:
             return None
         v = sru.max_unavailable if sru is not None else None
         knob = "one pod at a time" if v is None else f"maxUnavailable {v}"
-        return _Rollout(n, min(sts_max_unavailable(v, n), n), 0, knob)
+        return Rolling(n, min(sts_max_unavailable(v, n), n), 0, knob)
     return None
 
 
@@ -624,7 +624,7 @@ def rollout_capacity(ctx: Context) -> Iterator[Finding]:
     node = (ctx.scenario.spec.cluster if ctx.scenario is not None else Cluster()).node_cpu
     for t in ctx.targets:
         w = t.workload
-        ro = _rollout(w)
+        ro = rolling_update(w)
         if not t.serves or ro is None:
             continue
         b = _behavior(ctx, t)
@@ -677,7 +677,7 @@ def rollout_capacity(ctx: Context) -> Iterator[Finding]:
                     f"({_pods(ro.replicas)} serving throughout, at {100 * u:.0f} %)"
                 )
             for n in range(ro.replicas + 1, 100 * ro.replicas + 2):
-                more = _rollout(_with_replicas(w, n))
+                more = rolling_update(_with_replicas(w, n))
                 if more is None:
                     continue
                 u = load.utilization(n - more.unavailable, cores, workers, n)
@@ -896,7 +896,11 @@ def retry_amplification(ctx: Context) -> Iterator[Finding]:
     "The stress suite simulates each workload behind a Service under doubled and tripled "
     "traffic, a doubled start time, half of its dependency calls hanging, one pod answering "
     "500, a 2 s stop-the-world pause and CPU throttled to the request, and compares error %, "
-    "restarts and the lowest ready fraction with thresholds (stress in .probesim.yaml).",
+    "restarts and the lowest ready fraction with thresholds (stress in .probesim.yaml); and "
+    "through a rolling update of a new version that behaves as the last and of one that never "
+    "becomes Ready, where the old pods must keep serving: errors from the rollout on, available "
+    "replicas against replicas − maxUnavailable, and whether it completes (or, for the bad "
+    "release, stalls).",
     "Read which stress failed and why; probesim run the workload's scenario under it to see the timeline.",
 )  # fmt: skip
 def stress_failure(ctx: Context) -> Iterator[Finding]:

@@ -15,6 +15,16 @@ the whole run, and a workload that never has all replicas Ready fails. Stresses 
 itself fails requests (a dependency that hangs, one pod answering 500) are judged on what the
 probes do about it — restarts and readiness — not on those errors; one pod of one answering 500
 is not judged at all, since no probe setting can serve around it.
+
+Two stresses roll the workload out at 2m (a Deployment's or StatefulSet's rolling update; the
+others have none to stress): ``rollout``, a new version that behaves as the last (the template
+changed by an annotation), fails on requests failed from the rollout's start to the run's end
+(new pods still warming up after the rollout completes count), available replicas below the
+controller's floor (replicas − maxUnavailable, as it rounds), restarts, or a rollout that does not
+complete; ``rollout-never-ready``, a version whose readiness check answers 503 for good (one
+whose readiness cannot fail so — no readiness probe, or tcpSocket — never answers at all),
+fails on the same requests and floor — the old pods must keep serving while the rollout stalls —
+or if the release rolls out to every replica.
 """
 
 from __future__ import annotations
@@ -30,14 +40,16 @@ from pydantic import ValidationError
 
 from probesim.analysis.context import selects
 from probesim.analysis.defaults import default_rate, workload_behavior
+from probesim.analysis.rules import rolling_update
 from probesim.cost import DEFAULT_MAX_COST, run_cost
 from probesim.engine import simulate
 from probesim.manifests.kubernetes import SIMULATED_KINDS, Objects
 from probesim.model.duration import format_ms, parse_ms
-from probesim.model.kubernetes import Service, Workload
+from probesim.model.kubernetes import Probe, Service, Workload
 from probesim.model.scenario import Scenario
-from probesim.results.result import CAUSES
+from probesim.results.result import CAUSES, Result
 
+# The faults, judged after the start-up ramp (probesim tune judges a setting by these too).
 STRESSES = (
     "baseline",
     "traffic-x2",
@@ -50,6 +62,11 @@ STRESSES = (
 )
 # The fault itself fails requests: judged on restarts and readiness only.
 FAULT_ERRORS = ("dependency-hangs", "one-pod-500")
+# A rolling update at EVENT_AT_MS, of the same version and of one that never becomes Ready,
+# judged from its start on (_judge_rollout). Not in the tuner's runs: a release that never
+# becomes Ready may be restarted by liveness by design, which its objectives would count.
+ROLLOUTS = ("rollout", "rollout-never-ready")
+SUITE = (*STRESSES, *ROLLOUTS)
 DURATION_MS = 5 * 60_000
 EVENT_AT_MS = 2 * 60_000
 
@@ -186,15 +203,56 @@ def apply(base: dict[str, Any], w: Workload, stress: str) -> Scenario | None:
             cpu = (res.get("requests") or {}).get("cpu")
             if cpu is not None:
                 res.setdefault("limits", {})["cpu"] = cpu
+    elif stress in ROLLOUTS:
+        if rolling_update(w) is None:
+            return None
+        # A new version: the template changed by an annotation only (kubectl rollout restart's way).
+        action: dict[str, Any] = {
+            "kind": "rollout",
+            "workload": w.name,
+            "at": f"{EVENT_AT_MS}ms",
+            "template": {"metadata": {"annotations": {"probesim.dev/stress": stress}}},
+        }
+        if stress == "rollout-never-ready":
+            action["behavior"] = _never_ready(spec["behavior"][w.name], w)
+        spec.setdefault("actions", []).append(action)
     elif stress != "baseline":
         raise ValueError(stress)
     return Scenario.model_validate(doc)
+
+
+def _check_key(p: Probe | None) -> str | None:
+    """The behaviour key that fails a probe's check (errors episodes' ``paths``); None for a
+    tcpSocket probe or none."""
+    if p is None:
+        return None
+    if p.http_get is not None:
+        return p.http_get.path
+    return "exec" if p.exec is not None else "grpc" if p.grpc is not None else None
+
+
+def _never_ready(behavior: dict[str, Any], w: Workload) -> dict[str, Any]:
+    """The same app, released so that it never becomes Ready: its readiness check answers 503
+    for good; a container whose readiness cannot be failed so (no readiness probe, or tcpSocket)
+    never starts answering at all — the closest a release without a readiness check comes."""
+    beh = copy.deepcopy(behavior)
+    for c in w.pod_spec.containers:
+        b = beh.setdefault("containers", {}).setdefault(c.name, {})
+        key = _check_key(c.readiness_probe)
+        if key is None:
+            b["start"] = "1h"
+        else:
+            fail = {"kind": "errors", "after": "0s", "status": 503, "paths": [key]}
+            b["episodes"] = [*b.get("episodes", []), fail]
+    return beh
 
 
 _NOT_APPLIED = {
     "dependency-hangs": "no dependency calls to hang (give --scenario with dependencies)",
     "one-pod-500": "one pod of one answering 500: no probe setting can serve around it",
     "cpu-limit-at-request": "no CPU request to cap at",
+    "rollout": "no rolling update (Recreate, OnDelete, or a kind that does not roll out)",
+    "rollout-never-ready": "no rolling update (Recreate, OnDelete, or a kind that does not roll out)",
 }
 
 
@@ -225,16 +283,14 @@ def run_one(args: tuple[int, str, str, str, Scenario | None, StressThresholds, s
         return StressResult(index, shown, namespace, stress, 0.0, 0, 1.0, 0.0, "skipped", not_run)
     r = simulate(sc)
     w = sc.workloads[0]
+    if stress in ROLLOUTS:
+        return _judge_rollout(index, shown, namespace, stress, r, w, th)
     summary = r.workload(w.name)
     ready = r.series[f"workload.{w.name}.ready"]
     desired = np.maximum(r.series[f"workload.{w.name}.desired"], 1)
     ramp = summary.all_ready_ms if th.warm_up_ms is None else th.warm_up_ms
     judged = r.time_ms >= (ramp if ramp is not None else r.duration_ms)
-    ok = failed = 0
-    for route in r.routes:
-        ok += int(r.series[f"route.{route.name}.ok"][judged].sum())
-        failed += sum(int(r.series[f"route.{route.name}.{c}"][judged].sum()) for c in CAUSES)
-    errors = 100.0 * failed / (ok + failed) if ok + failed else 0.0
+    errors = _errors(r, judged)
     min_ready = float((ready[judged] / desired[judged]).min()) if judged.any() else 0.0
     gap = max((x.no_endpoint_s for x in r.routes), default=0.0)
     why = []
@@ -263,6 +319,65 @@ def run_one(args: tuple[int, str, str, str, Scenario | None, StressThresholds, s
     )
 
 
+def _errors(r: Result, judged: Any) -> float:
+    """Failed requests as a percentage of those answered, over the ``judged`` steps."""
+    ok = failed = 0
+    for route in r.routes:
+        ok += int(r.series[f"route.{route.name}.ok"][judged].sum())
+        failed += sum(int(r.series[f"route.{route.name}.{c}"][judged].sum()) for c in CAUSES)
+    return 100.0 * failed / (ok + failed) if ok + failed else 0.0
+
+
+def _judge_rollout(
+    index: int, shown: str, namespace: str, stress: str, r: Result, w: Workload, th: StressThresholds
+) -> StressResult:
+    """A rollout stress, judged from the rollout's start to the run's end (new pods still warming
+    up after ``kubectl rollout status`` says done count): failed requests, the fewest available
+    replicas against the controller's floor (replicas − maxUnavailable, as it rounds), and for a
+    release that behaves as the last one, restarts and whether it completed; a release that never
+    becomes Ready must stall, the old pods serving on."""
+    summary = r.workload(w.name)
+    ro = rolling_update(w)
+    assert ro is not None
+    floor = ro.replicas - ro.unavailable
+    rec = next(x for x in r.rollouts if x.workload == w.name)
+    judged = r.time_ms >= rec.start_ms
+    errors = _errors(r, judged)
+    ready = r.series[f"workload.{w.name}.ready"][judged]
+    min_ready = float(ready.min()) / max(ro.replicas, 1) if judged.any() else 0.0
+    at = f"from the rollout at {format_ms(rec.start_ms)} on"
+    why = []
+    if summary.all_ready_ms is None or summary.all_ready_ms > rec.start_ms:
+        why.append(f"never had all {w.spec.replicas} replicas Ready before the rollout")
+    if errors > th.max_error_percent:
+        why.append(f"errors {errors:.1f} % > {th.max_error_percent:g} % {at}")
+    if rec.min_available < floor:
+        why.append(f"available fell to {rec.min_available} < {floor} (replicas − maxUnavailable) during it")
+    if stress == "rollout":
+        if summary.total_restarts > th.max_restarts:
+            why.append(f"{summary.total_restarts} restarts > {th.max_restarts}")
+        if rec.outcome != "complete":
+            why.append(f"the rollout did not complete in {format_ms(r.duration_ms - rec.start_ms)}")
+    elif rec.outcome == "complete":
+        why.append("a release that never becomes Ready rolled out to every replica")
+    gap = max((x.no_endpoint_s for x in r.routes), default=0.0)
+    verdict = "fail" if why else "pass"
+    restarts = summary.total_restarts
+    return StressResult(
+        index,
+        shown,
+        namespace,
+        stress,
+        errors,
+        restarts,
+        min_ready,
+        gap,
+        verdict,
+        "; ".join(why),
+        rec.start_ms,
+    )
+
+
 def stress_suite(
     objects: Objects, given: Scenario | None, th: StressThresholds, processes: int | None = None
 ) -> list[StressResult]:
@@ -274,7 +389,7 @@ def stress_suite(
             continue
         base = base_scenario(w, selected, given)
         shown = f"{w.kind}/{w.name}"
-        for stress in STRESSES:
+        for stress in SUITE:
             sc, not_run = _not_run(base, w, stress)
             jobs.append((i, shown, w.metadata.namespace, stress, sc, th, not_run))
     workers = processes or min(len(jobs), os.cpu_count() or 1) or 1
