@@ -396,18 +396,23 @@ class MeshRoute:
         multiplier's decay."""
         d = self.detector
         assert d is not None
-        for h in np.flatnonzero(c.ejected):
-            if min(d.base * int(c.backoff[h]), d.max_time) <= now - int(c.ejected_at[h]):
-                c.ejected[h] = False
-                self.n_ejected -= 1
-                c.unejected_at[h] = now
-                c.c5xx[h] = c.cgw[h] = c.clocal[h] = 0
-                self._event(now, ci, int(h), "UNEJECT", "", False)  # Envoy prints false
-                self._changed(c, 2 * now)
-        ext = (c.rq.copy(), c.rq_failed)
-        c.rq[:] = 0  # in place: it is a row of the clients' array
-        c.rq_failed = np.zeros_like(c.rq)
-        self._success_rate(now, ci, c, d, *ext, "")
+        ej = np.flatnonzero(c.ejected)
+        # Each host's unejection reads only its own state: the due ones are found at once.
+        for h in ej[np.minimum(d.base * c.backoff[ej], d.max_time) <= now - c.ejected_at[ej]].tolist():
+            c.ejected[h] = False
+            self.n_ejected -= 1
+            c.unejected_at[h] = now
+            c.c5xx[h] = c.cgw[h] = c.clocal[h] = 0
+            self._event(now, ci, h, "UNEJECT", "", False)  # Envoy prints false
+            self._changed(c, 2 * now)
+        if c.rq.size and int(c.rq.max()) >= min(d.sr_volume, d.fp_volume):
+            ext = (c.rq.copy(), c.rq_failed)
+            c.rq[:] = 0  # in place: it is a row of the clients' array
+            c.rq_failed = np.zeros_like(c.rq)
+            self._success_rate(now, ci, c, d, *ext, "")
+        else:  # no host has the volume either check asks for: the buckets just restart
+            c.rq[:] = 0
+            c.rq_failed[:] = 0
         if self.split:  # without split mode the local-origin buckets stay empty: nothing to check
             local = (c.lrq, c.lrq_failed)
             c.lrq, c.lrq_failed = np.zeros_like(c.rq), np.zeros_like(c.rq)
