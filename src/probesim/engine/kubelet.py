@@ -75,6 +75,7 @@ class ProbeWorkers:
         self.probe_wall = np.array([c.wall for c in costs], np.float64)
         self.kind = kind
         self.title = kind.capitalize()
+        self._would_pass_at: tuple[int, npt.NDArray[np.bool_]] | None = None  # (behaviour epoch, mask)
         self._said: dict[tuple[str, int, int, int, int], str] = {}  # Unhealthy messages made
         self.spec = spec
         self.fleet = fleet
@@ -226,7 +227,6 @@ class ProbeWorkers:
 
     def _refresh_steady(self, t: int, ctr: Containers, started: npt.NDArray[np.bool_]) -> None:
         """Recompute which workers are steady at ``t`` if anything they depend on changed."""
-        beh = self.fleet.behaviors
         key = self._key(ctr, self.started_version if self.gate is not None else None)
         if not self.dirty and t < self._steady_until and key == self._steady_key:
             return
@@ -251,22 +251,10 @@ class ProbeWorkers:
         steady |= base & ~alive & (self.cached == FAILURE) & (ctr.state != EXITED)
         passing = np.zeros(base.size, bool)
         if self.kind != "startup":  # a startup pass that counts puts the worker on hold
-            n = s.target.size
-            tcp = s.handler == TCP
-            status = beh.status[s.target, np.arange(n)]
-            passes = tcp | ((status >= 200) & (status < 400))
-            loaded = self.capacity.loaded & ~tcp if self.capacity.any else np.zeros(n, bool)
-            offhost = (s.handler == HTTP) & beh.offhost[s.target, np.arange(n)]
             passing = (
                 probing
                 & gate
-                & beh.listening
-                & ~s.closed
-                & ~beh.hung
-                & ~s.port_error
-                & ~loaded
-                & passes
-                & ~offhost
+                & self._would_pass()
                 & self.last_passed
                 & (self.run > 0)
                 & (self.cached == SUCCESS)
@@ -280,6 +268,22 @@ class ProbeWorkers:
         step = self.step_ms
         self.lazy = self.steady & (s.period % step == 0) & (self.next_tick % step == 0)
         self.has_lazy = bool(self.lazy.any())
+
+    def _would_pass(self) -> npt.NDArray[np.bool_]:
+        """Workers whose probe the process answers with a pass, unloaded: what the processes
+        do (kept while ``Behaviors.epoch`` is the same) and the probes' fixed settings."""
+        beh, s = self.fleet.behaviors, self.spec
+        if self._would_pass_at is not None and self._would_pass_at[0] == beh.epoch:
+            return self._would_pass_at[1]
+        n = s.target.size
+        tcp = s.handler == TCP
+        status = beh.status[s.target, np.arange(n)]
+        passes = tcp | ((status >= 200) & (status < 400))
+        loaded = self.capacity.loaded & ~tcp if self.capacity.any else np.zeros(n, bool)
+        offhost = (s.handler == HTTP) & beh.offhost[s.target, np.arange(n)]
+        out = beh.listening & ~s.closed & ~beh.hung & ~s.port_error & ~loaded & passes & ~offhost
+        self._would_pass_at = (beh.epoch, out)
+        return out
 
     def trigger(
         self, idx: I64, t: int, ctr: Containers, started: npt.NDArray[np.bool_], log: EventLog
