@@ -936,7 +936,7 @@ def lab(
         typer.Option(
             "--compare",
             help="Also simulate the same span and compare, figure by figure: event times, "
-            "ejections, ready replicas each second, ReplicaSet sizes each second and rollouts' ends, "
+            "ejections, ready replicas each second, when ReplicaSets grew and shrank, rollouts' ends, "
             "restarts, failed requests by cause; exit 1 when a figure differs beyond its tolerance.",
         ),
     ] = False,
@@ -990,7 +990,7 @@ def lab(
     A Deployment's rollout, rollback, restart, scale, pause and resume actions run for real: its
     controller creates the new revision's pods (acting out that revision's behavior, or
     --command-for) and deletes old ones as maxSurge, maxUnavailable and minReadySeconds allow;
-    --compare then also compares the ReplicaSets' sizes each second and each rollout's end.
+    --compare then also compares when the ReplicaSets grew and shrank and each rollout's end.
 
     Limits, refused up front: at most 12 pods (during a rollout: replicas + maxSurge), 2000
     requests per second over all routes, 1 hour;

@@ -85,7 +85,7 @@ def test_rollout_runs_for_real_and_agrees_with_the_simulation() -> None:
     assert ro.revision == new and ro.end_ms is not None and ro.min_ready == 3
     rows = compare(sim, lab)
     reasons = {(r["object"], r["reason"]) for r in rows}
-    assert {(f"replicaset/{old}", "replicas"), (f"replicaset/{new}", "replicas")} <= reasons
+    assert {(f"replicaset/{old}", "replica removed"), (f"replicaset/{new}", "replica added")} <= reasons
     assert ("deployment/web", "rollout complete") in reasons
     assert ("route//", "failed requests") in reasons  # within 10 %
     assert agree(rows), [r for r in rows if not r["agree"]]
@@ -99,8 +99,14 @@ def test_replica_set_sizes_that_move_too_late_disagree() -> None:
     for key in [k for k in lab.series if k.startswith("replicaset.")]:
         v = lab.series[key]
         lab.series[key] = np.concatenate([np.full(3, v[0]), v[:-3]])  # 1 s steps: 3 s late
-    rows = [r for r in compare(sim, lab) if r["object"].startswith("replicaset/")]
-    assert len(rows) == 2 and not any(r["agree"] for r in rows)
+    old, new = sorted(sizes(sim), key=lambda k: sizes(sim)[k][0], reverse=True)
+    rows = {(r["object"], r["reason"]): r for r in compare(sim, lab) if r["object"].startswith("replicaset/")}
+    assert rows[(f"replicaset/{old}", "replica added")]["agree"]  # its 3 at the start
+    assert rows[(f"replicaset/{old}", "replica removed")]["simulated"] == [5000, 7000, 9000]
+    assert rows[(f"replicaset/{old}", "replica removed")]["measured"] == [8000, 10000]  # one past the end
+    assert not rows[(f"replicaset/{old}", "replica removed")]["agree"]
+    assert rows[(f"replicaset/{new}", "replica added")]["simulated"] == [3000, 5000, 7000]
+    assert not rows[(f"replicaset/{new}", "replica added")]["agree"]
 
 
 def test_more_pods_than_the_lab_runs_is_refused_up_front() -> None:

@@ -1,6 +1,6 @@
 """The simulation and the lab, figure by figure: event times per pod and per client sidecar
 (Envoy's outlier event log), first Ready and restarts per workload, ready replicas second by
-second, a Deployment's ReplicaSets' sizes second by second and its rollouts' ends, and per route
+second, the times each of a Deployment's ReplicaSets grew and shrank and its rollouts' ends, and per route
 the failed requests by what the client saw and the ejections. Each row says
 whether the two agree within its tolerance; the comparison agrees when every row does."""
 
@@ -147,17 +147,26 @@ def _ready_over_time(name: str, sim: Result, lab: Result) -> Row | None:
     return _row(f"workload/{name}", "ready replicas", "replicas", a, b, TIME_TOLERANCE_MS, agree)
 
 
-def _within(a: list[int], b: list[int], w: int) -> bool:
-    """Each of ``b``'s values lies between values ``a`` has within ``w`` samples of it (0 before
-    the run)."""
-    padded = [0] * w + a + [a[-1] if a else 0] * w
-    return all(min(padded[s : s + 2 * w + 1]) <= v <= max(padded[s : s + 2 * w + 1]) for s, v in enumerate(b))
+def replica_steps(result: Result, key: str) -> tuple[list[int], list[int]]:
+    """When a ReplicaSet's size went up and down, one time per replica added or removed (a move
+    from 3 to 1 is two removals at its time), from 0 before the first sample."""
+    if key not in result.series:
+        return [], []
+    v = result.series[key].astype(np.int64)
+    diff = np.diff(v, prepend=0)
+    up: list[int] = []
+    down: list[int] = []
+    for i in np.flatnonzero(diff).tolist():
+        t, d = int(result.time_ms[i]), int(diff[i])
+        (up if d > 0 else down).extend([t] * abs(d))
+    return up, down
 
 
 def _replica_sets(sim: Result, lab: Result) -> list[Row | None]:
-    """Each ReplicaSet of the workloads the lab ran: its size (spec.replicas) each second, within
-    ``ROLLOUT_TOLERANCE_MS`` of the simulated moves both ways (a ReplicaSet only one side has
-    shows as 0 on the other); then the rollouts' ends, paired in order."""
+    """Each ReplicaSet of the workloads the lab ran: the times a replica was added to it and
+    removed from it (its spec.replicas as the Deployment controller sets it), paired in order,
+    each within ``ROLLOUT_TOLERANCE_MS`` (one simulated move from 3 to 1 may be two moves a few ms
+    apart for real); then the rollouts' ends, paired in order."""
     ran = {w.name for w in lab.workloads}
 
     def sets(r: Result) -> list[str]:
@@ -169,14 +178,14 @@ def _replica_sets(sim: Result, lab: Result) -> list[Row | None]:
 
     # A lab without workload actions runs the pods without its Deployment controller.
     keys = sorted({*sets(sim), *sets(lab)}) if sets(lab) else []
-    n = lab.duration_ms // 1000
-    w = ROLLOUT_TOLERANCE_MS // 1000
     rows: list[Row | None] = []
+    end = lab.duration_ms
     for key in keys:
-        a = per_second(sim, key, n) if key in sim.series else [0] * n
-        b = per_second(lab, key, n) if key in lab.series else [0] * n
-        ok = _within(a, b, w) and _within(b, a, w)
-        rows.append(_row(f"replicaset/{key[11:-9]}", "replicas", "replicas", a, b, ROLLOUT_TOLERANCE_MS, ok))
+        obj = f"replicaset/{key[11:-9]}"
+        (a_up, a_down), (b_up, b_down) = replica_steps(sim, key), replica_steps(lab, key)
+        cut = [[t for t in x if t <= end] for x in (a_up, a_down, b_up, b_down)]
+        rows.append(_time_lists(obj, "replica added", cut[0], cut[2], ROLLOUT_TOLERANCE_MS, end))
+        rows.append(_time_lists(obj, "replica removed", cut[1], cut[3], ROLLOUT_TOLERANCE_MS, end))
     for name in sorted(ran):
         mine = [[r for r in res.rollouts if r.workload == name] for res in (sim, lab)]
         obj = f"deployment/{name}"
