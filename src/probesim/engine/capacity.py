@@ -173,7 +173,6 @@ class CapacityModel:
         self.throttled = np.zeros(n, bool)
         self.any = bool(self.loaded.any())
         self._leftover = np.zeros(n, np.int64)  # backlog left after the last step
-        self._age = np.zeros(n, np.int64)
         self.step_capacity = np.zeros(n)
         self._idle_capacity: F64 | None = None
         self._stable: B | None = None
@@ -382,8 +381,7 @@ class CapacityModel:
         queue wait and each (route, container)'s service time for what it served (only where
         it served)."""
         n = self.carry.size
-        self._age = t - started_at
-        held_all = self.backlog.sum(axis=0)
+        held_all = self.backlog[0] if self.backlog.shape[0] == 1 else self.backlog.sum(axis=0)
         if self._stable is None:
             self._stable = self._stable_when_idle(dt)
         # Containers that hold nothing, carry nothing and stay so are left out (every output 0).
@@ -391,7 +389,7 @@ class CapacityModel:
         held = held_all[a]
         backlog = self.backlog[:, a]
         leftover = np.minimum(self._leftover[a], held)
-        warm = np.where(self._age[a] < self.warm_for[a], self.warm_factor[a], 1.0)
+        warm = np.where(t - started_at[a] < self.warm_for[a], self.warm_factor[a], 1.0)
         cpu = self.cpu[:, a] * warm
         wall = self.wall[:, a]
         loaded = self.loaded[a]
