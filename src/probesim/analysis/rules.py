@@ -442,10 +442,10 @@ class Rolling:
         return self.surge or self.unavailable
 
 
-def rolling_update(w: Workload) -> Rolling | None:
-    """The workload's rolling update, or None when it has none (Recreate, OnDelete, a partition
-    above every ordinal, other kinds)."""
-    n = w.spec.replicas
+def rolling_update(w: Workload, replicas: int | None = None) -> Rolling | None:
+    """The workload's rolling update (with ``replicas`` instead of its own, if given), or None
+    when it has none (Recreate, OnDelete, a partition above every ordinal, other kinds)."""
+    n = w.spec.replicas if replicas is None else replicas
     if w.kind == "Deployment":
         strategy = w.spec.strategy
         ru = strategy.rolling_update if strategy is not None else None
@@ -543,7 +543,8 @@ class _Load:
         if serving <= 0:
             return math.inf
         k = (replicas or self.replicas) / self.replicas if self.per_replica else 1.0
-        return k * max(self.cpu_s / (serving * cores), self.busy_s / (serving * workers))
+        cpu = self.cpu_s / (serving * cores) if cores > 0 else 0.0
+        return k * max(cpu, self.busy_s / (serving * workers))
 
 
 def _peak(tr: Traffic) -> float:
@@ -589,10 +590,6 @@ def _pct(u: float) -> str:
 
 def _pods(n: int) -> str:
     return f"{n} pod" if n == 1 else f"{n} pods"
-
-
-def _with_replicas(w: Workload, n: int) -> Workload:
-    return w.model_copy(update={"spec": w.spec.model_copy(update={"replicas": n})})
 
 
 @rule(
@@ -681,8 +678,8 @@ def rollout_capacity(ctx: Context) -> Iterator[Finding]:
                     f"strategy.rollingUpdate: {{maxSurge: {max(ro.surge, 1)}, maxUnavailable: 0}} "
                     f"({_pods(ro.replicas)} serving throughout, at {100 * u:.0f} %)"
                 )
-            for n in range(ro.replicas + 1, 100 * ro.replicas + 2):
-                more = rolling_update(_with_replicas(w, n))
+            for n in range(ro.replicas + 1, ro.replicas + 1001):  # bounded: 100 % unavailable never fits
+                more = rolling_update(w, n)
                 if more is None:
                     continue
                 u = load.utilization(n - more.unavailable, cores, workers, n)
