@@ -180,6 +180,24 @@ def test_rollout_stresses_skip_what_does_not_roll() -> None:
     objs = k8s.parse(load_docs(recreate, "m.yaml"))
     w = objs.workloads[0]
     assert apply(base_scenario(w, objs.services, None), w, "rollout") is None
+    paused = deployment(GOOD).replace("  replicas: 2\n", "  replicas: 2\n  paused: true\n")
+    objs = k8s.parse(load_docs(paused, "m.yaml"))
+    w = objs.workloads[0]
+    assert apply(base_scenario(w, objs.services, None), w, "rollout-never-ready") is None
+
+
+def test_the_rollout_changes_the_template_even_when_it_carries_the_stress_annotation() -> None:
+    marked = deployment(GOOD).replace(
+        "metadata: {labels: {app: web}}",
+        "metadata: {labels: {app: web}, annotations: {probesim.dev/stress-rollout: '1'}}",
+    )
+    objs = k8s.parse(load_docs(marked, "m.yaml"))
+    w = objs.workloads[0]
+    sc = apply(base_scenario(w, objs.services, None), w, "rollout")
+    assert sc is not None
+    assert sc.spec.actions[0].template == {"metadata": {"annotations": {"probesim.dev/stress-rollout": "2"}}}  # type: ignore[union-attr]
+    r = run_one((0, "Deployment/web", "default", "rollout", sc, StressThresholds(), ""))
+    assert (r.verdict, r.why) == ("pass", "")
 
 
 def test_default_load_model_and_each_stress() -> None:

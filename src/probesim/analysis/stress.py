@@ -43,6 +43,7 @@ from probesim.analysis.defaults import default_rate, workload_behavior
 from probesim.analysis.rules import rolling_update
 from probesim.cost import DEFAULT_MAX_COST, run_cost
 from probesim.engine import simulate
+from probesim.engine.controllers.templates import PlanError
 from probesim.manifests.kubernetes import SIMULATED_KINDS, Objects
 from probesim.model.duration import format_ms, parse_ms
 from probesim.model.kubernetes import Probe, Service, Workload
@@ -204,14 +205,17 @@ def apply(base: dict[str, Any], w: Workload, stress: str) -> Scenario | None:
             if cpu is not None:
                 res.setdefault("limits", {})["cpu"] = cpu
     elif stress in ROLLOUTS:
-        if rolling_update(w) is None:
+        if rolling_update(w) is None or w.spec.paused:
             return None
-        # A new version: the template changed by an annotation only (kubectl rollout restart's way).
+        # A new version: the template changed by an annotation only (kubectl rollout restart's
+        # way), to a value it does not have yet.
+        key = "probesim.dev/stress-rollout"
+        value = "2" if w.spec.template.metadata.annotations.get(key) == "1" else "1"
         action: dict[str, Any] = {
             "kind": "rollout",
             "workload": w.name,
             "at": f"{EVENT_AT_MS}ms",
-            "template": {"metadata": {"annotations": {"probesim.dev/stress": stress}}},
+            "template": {"metadata": {"annotations": {key: value}}},
         }
         if stress == "rollout-never-ready":
             action["behavior"] = _never_ready(spec["behavior"][w.name], w)
@@ -251,8 +255,9 @@ _NOT_APPLIED = {
     "dependency-hangs": "no dependency calls to hang (give --scenario with dependencies)",
     "one-pod-500": "one pod of one answering 500: no probe setting can serve around it",
     "cpu-limit-at-request": "no CPU request to cap at",
-    "rollout": "no rolling update (Recreate, OnDelete, or a kind that does not roll out)",
-    "rollout-never-ready": "no rolling update (Recreate, OnDelete, or a kind that does not roll out)",
+    **dict.fromkeys(
+        ROLLOUTS, "no rolling update to run (Recreate, OnDelete, paused, or a kind that does not roll out)"
+    ),
 }
 
 
@@ -281,7 +286,10 @@ def run_one(args: tuple[int, str, str, str, Scenario | None, StressThresholds, s
     index, shown, namespace, stress, sc, th, not_run = args
     if sc is None:
         return StressResult(index, shown, namespace, stress, 0.0, 0, 1.0, 0.0, "skipped", not_run)
-    r = simulate(sc)
+    try:
+        r = simulate(sc)
+    except PlanError as e:  # a rollout the controllers would not start
+        return StressResult(index, shown, namespace, stress, 0.0, 0, 1.0, 0.0, "skipped", str(e))
     w = sc.workloads[0]
     if stress in ROLLOUTS:
         return _judge_rollout(index, shown, namespace, stress, r, w, th)
@@ -340,7 +348,11 @@ def _judge_rollout(
     ro = rolling_update(w)
     assert ro is not None
     floor = ro.replicas - ro.unavailable
-    rec = next(x for x in r.rollouts if x.workload == w.name)
+    rec = next((x for x in r.rollouts if x.workload == w.name), None)
+    if rec is None:
+        return StressResult(
+            index, shown, namespace, stress, 0.0, 0, 1.0, 0.0, "skipped", "no rollout started"
+        )
     judged = r.time_ms >= rec.start_ms
     errors = _errors(r, judged)
     ready = r.series[f"workload.{w.name}.ready"][judged]
