@@ -269,3 +269,17 @@ spec:
     doc = json.loads(r.output)
     assert {f["object"] for f in doc["findings"] if f["rule"] == "PS100"} == blamed
     assert len({s["workload"] for s in doc["stress"]}) == 11  # every workload behind a Service
+
+
+def test_a_statefulset_rolls_one_pod_at_a_time_and_stalls_with_the_others_serving() -> None:
+    text = (
+        deployment(CORRECT, replicas=3)
+        .replace("kind: Deployment", "kind: StatefulSet")
+        .replace("  replicas: 3\n", "  replicas: 3\n  serviceName: web\n")
+    )
+    objs = k8s.parse(load_docs(text, "m.yaml"))
+    w = objs.workloads[0]
+    base = base_scenario(w, objs.services, scenario_from_text(LOADED + "---\n" + text, "s.yaml", Path(".")))
+    for stress in ("rollout", "rollout-never-ready"):
+        r = run_one((0, "StatefulSet/web", "default", stress, apply(base, w, stress), StressThresholds(), ""))
+        assert (r.verdict, r.why, r.error_percent) == ("pass", "", 0.0), stress
