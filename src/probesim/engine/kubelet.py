@@ -439,8 +439,10 @@ class ProbeWorkers:
         s = self.spec
         f = self.fleet
         add, text = log.rows.append, log.text  # EventLog.add inlined: thousands a step when overloaded
-        for c, why, h, status, tmo in zip(
+        names = f.pod_names
+        for c, pod, why, h, status, tmo in zip(
             idx.tolist(),
+            f.container_pod[idx].tolist(),
             self.pending_why[idx].tolist(),
             s.handler[idx].tolist(),
             self.pending_status[idx].tolist(),
@@ -454,7 +456,7 @@ class ProbeWorkers:
             if said is None:
                 said = self._message(where, h, why, status, tmo)
                 said = self._said[key] = text.setdefault(said, said)
-            obj = "pod/" + f.pod_names[f.container_pod[c]]
+            obj = "pod/" + names[pod]
             add((t, "Warning", "Unhealthy", text.setdefault(obj, obj), said, "kubelet"))
 
     def _message(self, where: str, h: int, why: int, status: int, tmo: int) -> str:
