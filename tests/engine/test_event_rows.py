@@ -30,3 +30,12 @@ def test_events_can_be_replaced() -> None:
     log.add(5, "Normal", "Started", "pod/web-1", "Started container app")
     taken, log.events = log.events, []
     assert [e.time_ms for e in taken] == [5] and log.events == [] and log.rows == []
+
+
+def test_take_gives_every_event_in_order_and_empties_the_log() -> None:
+    log = EventLog()
+    for i in range(20_000):  # more than one slice
+        log.add(i, "Normal", "Started", f"pod/web-{i % 7}", "Started container app")
+    expected = [Event(*r) for r in log.rows]
+    assert log.take() == expected
+    assert log.rows == [] and log.take() == []

@@ -2,16 +2,34 @@
 
 Events are kept as plain tuples while the run goes (a long overloaded run writes over a hundred
 thousand; a frozen ``Event`` costs several times a tuple to create) and become ``Event``s once,
-at the end (``events``).
+at the end (``take``).
 """
 
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from probesim.results import Event
 
 Row = tuple[int, str, str, str, str, str]  # time_ms, type, reason, object, message, source
+
+
+_SLICE = 8192
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The garbage collector off: it would pass over the run's live objects again and again
+    while a hundred thousand Events are allocated (none of them in a cycle), three times the cost."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 class EventLog:
@@ -30,16 +48,20 @@ class EventLog:
     @property
     def events(self) -> list[Event]:
         """Every event written so far, in the order written (a new list each time)."""
-        # The collector would pass over the run's live objects again and again while a hundred
-        # thousand Events are allocated (none of them in a cycle): three times the cost.
-        was = gc.isenabled()
-        gc.disable()
-        try:
+        with _collector_paused():
             return Event.from_rows(self.rows)
-        finally:
-            if was:
-                gc.enable()
 
     @events.setter
     def events(self, events: list[Event]) -> None:
         self.rows = [(e.time_ms, e.type, e.reason, e.object, e.message, e.source) for e in events]
+
+    def take(self) -> list[Event]:
+        """Every event written, the log emptied: each slice of rows is let go once made, so
+        that the run's rows and Events are not both held whole."""
+        out: list[Event] = []
+        rows = self.rows
+        with _collector_paused():
+            while rows:
+                out += Event.from_rows(rows[:_SLICE])
+                del rows[:_SLICE]
+        return out

@@ -1225,7 +1225,7 @@ class _Run:
                 col[4][k] = max(0, self.controllers.spec_total(i) - available)
                 col[5][k] = restarts
         self.rec_ref = rec
-        self.events = self.log.events
+        self.events = self.log.take()
         for m in self.mesh.values():
             self.events.extend(m.events)
         self.events.sort(key=attrgetter("time_ms"))
