@@ -11,6 +11,7 @@ matplotlib.use("Agg")  # files only; never a window
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.figure import Figure
 
 from probesim.results import CAUSES, Result
 from probesim.safe import visible
@@ -23,6 +24,15 @@ def _plain(text: str) -> str:
 
 
 def plot_result(result: Result, path: Path, workload: str | None = None) -> None:
+    fig = figure(result, workload)
+    try:
+        fig.savefig(path)
+    finally:
+        plt.close(fig)
+
+
+def figure(result: Result, workload: str | None = None) -> Figure:
+    """The run's figure, drawn but not saved (the caller closes it: plt.close)."""
     w = result.workload(workload) if workload else result.workloads[0]
     t_min = result.time_ms / 60_000
     fig, ax = plt.subplots(figsize=(11, 5.5), dpi=110)
@@ -43,10 +53,14 @@ def plot_result(result: Result, path: Path, workload: str | None = None) -> None
     for i, ro in enumerate(r for r in result.rollouts if r.workload == w.name):
         stop = ro.end_ms if ro.end_ms is not None else ro.superseded_ms
         ax.axvspan(ro.start_ms / 60_000, end_min if stop is None else stop / 60_000, color="tab:purple",
-                   alpha=0.1, label="rollout" if i == 0 else None)  # fmt: skip
+                   alpha=0.1, label="rollout" if i == 0 else None, gid="rollout")  # fmt: skip
         if ro.stalled_ms is not None:
             ax.axvline(
-                ro.stalled_ms / 60_000, ls="--", color="tab:purple", label="progress deadline exceeded"
+                ro.stalled_ms / 60_000,
+                ls="--",
+                color="tab:purple",
+                label="progress deadline exceeded",
+                gid="rollout stalled",
             )
     ax2 = ax.twinx()
     per_min = max(1, 60_000 // result.step_ms)
@@ -64,5 +78,4 @@ def plot_result(result: Result, path: Path, workload: str | None = None) -> None
     ax.legend(lines + l2, labels + lb2, loc="upper left", fontsize=9)
     ax.set_title(f"{_plain(result.scenario)}: replicas and failures")
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    return fig
