@@ -1,5 +1,5 @@
 """The HTML report in a real headless Chromium, network off: it loads from a file URL, every
-chart has its data drawn, the event filter filters, nothing reaches the console, and hostile
+chart has its data drawn (a run's, a sweep's, a tune's), the table filters filter, nothing reaches the console, and hostile
 names stay text. A screenshot of each page is kept in artifacts/ (or $PROBESIM_ARTIFACTS).
 
 Needs Debian's chromium and chromium-driver (make test installs them: scripts/browser.sh)."""
@@ -18,10 +18,14 @@ import pytest
 
 from probesim.report.html import render_run
 from probesim.report.terminal import aggregate
+from probesim.report.tune_page import render_tune
 from probesim.results import Event
+from probesim.tune.report import patches
 from tests.report.pages import HOSTILE, extras, renamed, result_doc
 from tests.report.test_html import figures_of
 from tests.report.test_sweep_page import sweep_outputs
+from tests.report.test_tune_page import inputs as tune_inputs
+from tests.report.test_tune_page import outcome as tune_outcome
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -229,4 +233,38 @@ def test_sweep_page_in_chromium(browser: Any, tmp_path: Path) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     browser.set_window_size(1300, int(browser.execute_script("return document.body.scrollHeight")))
     assert browser.save_screenshot(str(ARTIFACTS / "report-sweep.png"))
+    assert console_errors(browser) == []
+
+
+def test_tune_page_in_chromium(browser: Any, tmp_path: Path) -> None:
+    """The page of test_tune_page.py's hand-made outcome (no trials run): both Pareto charts
+    drawn with a point per row, the current and recommended settings marked on each, the
+    recommended row highlighted. The page has no table filter (its table is the short front)."""
+    got = tune_inputs(tmp_path)
+    o = tune_outcome(got)
+    assert o.recommended is not None
+    page = render_tune(o, got, patches(got, o.current.setting, o.recommended.setting))
+    open_page(browser, tmp_path, page, "tune")
+    assert browser.execute_script("return performance.getEntriesByType('resource').length") == 0
+    charts = assert_every_chart_drawn(browser, 2)
+    assert [c["title"] for c in charts] == [
+        "Failed requests and hung-pod removal",
+        "Failed requests and needless restarts",
+    ]
+    for c in charts:
+        assert [(t["name"], t["mode"], t["points"]) for t in c["traces"]] == [
+            ("Pareto front", "markers", 1),  # trial 7; trial 3 is drawn as the recommended
+            ("current setting", "markers", 1),
+            ("recommended (trial 3)", "markers", 1),
+        ]
+        assert [d["points"] for d in c["drawn"]] == [1, 1, 1]
+    assert browser.execute_script("return document.querySelectorAll('input.filter').length") == 0
+    rows = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#front tbody tr')).map("
+        "function (tr) { return [tr.className, tr.cells[0].textContent]; })"
+    )
+    assert rows == [["", "current setting"], ["pass", "trial 3 (recommended)"], ["", "trial 7"]]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    browser.set_window_size(1300, int(browser.execute_script("return document.body.scrollHeight")))
+    assert browser.save_screenshot(str(ARTIFACTS / "report-tune.png"))
     assert console_errors(browser) == []
