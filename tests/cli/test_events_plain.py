@@ -1,7 +1,8 @@
-"""The events table written without rich's table renderer (issue 14: a big run's text output):
-byte for byte what rich writes, on every console width, with wide, combining and escaped
-characters, cut or whole; and the aggregation of events in time order equal to the general
-one (tests/cli/test_events.py checks what the timeline says)."""
+"""The events table and the run's summary tables written without rich's table renderer (issue
+14: a big run's text output): byte for byte what rich writes, on every console width, with
+wide, combining and escaped characters, cut or whole, columns dropped as they do not fit; and
+the aggregation of events in time order equal to the general one (tests/cli/test_events.py
+checks what the timeline says)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
+from rich.text import Text
 
 from probesim.report import terminal
 from probesim.results import Event
+from probesim.safe import cell
 
 TEXT = st.sampled_from(
     [
@@ -108,3 +111,49 @@ def test_aggregating_events_in_time_order_matches_any_order(events: list[Event],
     mixed = list(events)
     shuffle.shuffle(mixed)
     assert rows(terminal.aggregate(mixed)) == rows(terminal._aggregate_any_order(mixed))
+
+
+CELL = st.sampled_from(
+    ["", "0", "12", "1m30s", "never", "-", "4.4 ms", "complete", "日本", "a" * 40, "x[b]", "a:b"]
+)
+NAME = st.sampled_from(
+    ["web", "deployment/api-server", "日本語のサービス", "e\u0301", "n" * 70, "[bold]x[/bold]"]
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    data=st.data(),
+    width=st.sampled_from([30, 60, 80, 120, 160]),
+    terminal_colours=st.booleans(),
+)
+def test_summary_tables_written_plain_are_what_rich_writes(
+    data: st.DataObject, width: int, terminal_colours: bool
+) -> None:
+    n = data.draw(st.integers(1, 7))
+    columns = [("NAME", "left", 0)] + [
+        (data.draw(st.sampled_from(["SERVICE", "OK", "FAILED", "MIN AVAILABLE", "P99"])), j, p)
+        for j, p in data.draw(
+            st.lists(
+                st.tuples(st.sampled_from(["left", "right"]), st.integers(0, 4)),
+                min_size=n - 1,
+                max_size=n - 1,
+            )
+        )
+    ]
+    drawn = data.draw(st.lists(st.tuples(NAME, st.lists(CELL, min_size=n - 1, max_size=n - 1)), max_size=5))
+    rows: list[list[Text | str]] = [[cell(name), *cells] for name, cells in drawn]
+
+    def fit() -> str:
+        buffer = io.StringIO()
+        console = Console(file=buffer, width=width, emoji=False, force_terminal=terminal_colours)
+        terminal._fit(console, "Requests", columns, rows)
+        return buffer.getvalue()
+
+    fast = fit()
+    plain = terminal._plain_fit
+    terminal._plain_fit = lambda *_: None
+    try:
+        assert fast == fit()
+    finally:
+        terminal._plain_fit = plain

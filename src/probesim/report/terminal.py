@@ -66,6 +66,80 @@ def _fit(
     """A table as wide as the console allows: columns after the first are dropped from the
     least needed (highest ``priority``) until the rest fit unwrapped, and a line names those
     left out. Figures are never folded in the middle."""
+    shown = _plain_fit(console, title, columns, rows)
+    if shown is None:
+        shown = _rich_fit(console, title, columns, rows)
+    left = [columns[i][0] for i in range(len(columns)) if i not in shown]
+    if left:
+        console.print(
+            Text(f"(too narrow for {', '.join(left)}: a wider terminal or --json shows them)", style="dim")
+        )
+
+
+def _plain_fit(
+    console: Console,
+    title: str,
+    columns: Sequence[tuple[str, str, int]],
+    rows: Sequence[Sequence[Text | str]],
+) -> list[int] | None:
+    """``_fit``'s table written as rich lays it out (as ``_plain_events_table`` does), on a
+    console that writes no styles, when the columns kept fit at their natural widths; the
+    columns shown, or None for rich to draw it. Figures given as strings are markup to rich:
+    any with a '[' or an emoji code's ':' goes to rich too."""
+    if console.color_system is not None or console.record:
+        return None
+    plain = [[c.plain if isinstance(c, Text) else c for c in r] for r in rows]
+    if any(
+        "\n" in c or (isinstance(o, str) and ("[" in c or ":" in c))
+        for r, p in zip(rows, plain, strict=True)
+        for o, c in zip(r, p, strict=True)
+    ):
+        return None
+    widths = []
+    for i, (head, justify, priority) in enumerate(columns):
+        natural = max((cell_len(r[i]) for r in plain), default=0)
+        least = (
+            min(16, max((len(r[i]) for r in rows), default=0)) if justify == "left" and priority == 0 else 0
+        )
+        widths.append(max(cell_len(head), natural, least) + 2)
+    shown = list(range(len(columns)))
+
+    def total() -> int:
+        return sum(widths[i] for i in shown) + len(shown) + 1
+
+    for drop in sorted(range(1, len(columns)), key=lambda i: (-columns[i][2], -i)):
+        if total() <= console.width:
+            break
+        shown.remove(drop)
+    width = total()
+    if width > console.width or cell_len(title) > width:
+        return None
+
+    def line(cells: Sequence[str]) -> str:
+        out = []
+        for i, c in zip(shown, cells, strict=True):
+            room = " " * (widths[i] - 2 - cell_len(c))
+            out.append(f" {c}{room} " if columns[i][1] == "left" else f" {room}{c} ")
+        return " " + " ".join(out) + " "
+
+    edge = " " * width
+    body = [line([r[i] for i in shown]) for r in plain]
+    head = line([columns[i][0] for i in shown])
+    console.print(
+        _Lines(
+            [title + " " * (width - cell_len(title)), edge, head, " " + "─" * (width - 2) + " ", *body, edge]
+        )
+    )
+    return shown
+
+
+def _rich_fit(
+    console: Console,
+    title: str,
+    columns: Sequence[tuple[str, str, int]],
+    rows: Sequence[Sequence[Text | str]],
+) -> list[int]:
+    """``_fit``'s table drawn by rich; the columns shown."""
     shown = list(range(len(columns)))
 
     def build(keep: list[int]) -> Table:
@@ -96,11 +170,7 @@ def _fit(
         shown.remove(drop)
         table = build(shown)
     console.print(table)
-    left = [columns[i][0] for i in range(len(columns)) if i not in shown]
-    if left:
-        console.print(
-            Text(f"(too narrow for {', '.join(left)}: a wider terminal or --json shows them)", style="dim")
-        )
+    return shown
 
 
 def latency_text(v: float | None) -> str:
