@@ -1,0 +1,162 @@
+"""The run's summary, built once the loop is done: per route (counts by cause, latency
+quantiles of the run, time without a ready endpoint, the sidecars' stats), per workload
+(restarts, first and full readiness, minimum ready and available), per rollout (its span and the
+requests that failed during it), and the Result that carries them with the series and events.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from probesim.engine.behavior import INF
+from probesim.engine.capacity import grid_quantiles
+from probesim.engine.containers import Containers
+from probesim.engine.controllers.deployment import replica_set_name
+from probesim.engine.controllers.workloads import Controllers, size_series
+from probesim.engine.fleet import Fleet
+from probesim.engine.mesh import MeshRoute
+from probesim.model.scenario import Scenario, ScenarioSpec
+from probesim.results import CAUSES, Event, Result, RolloutSummary, RouteSummary, WorkloadSummary
+
+if TYPE_CHECKING:
+    from probesim.engine.loop import _Rollout
+
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+
+
+class RunSummary:
+    """The summary's builders (engine/loop.py's _Run inherits them), over the run's state."""
+
+    scenario: Scenario
+    spec: ScenarioSpec
+    fleet: Fleet
+    ctr: Containers
+    controllers: Controllers
+    mesh: dict[int, MeshRoute]
+    rollouts: list[_Rollout]
+    admitted_at: I64
+    first_ready: I64
+    latency_cdf: F64
+    rates: F64
+    rec_ref: dict[str, I64]
+    events: list[Event]
+
+    def _rollout_summaries(self, times: I64, rec: dict[str, I64]) -> list[RolloutSummary]:
+        f = self.fleet
+        out = []
+        for r in self.rollouts:
+            w = self.scenario.workloads[r.wi]
+            stop = r.end if r.end is not None else r.superseded
+            span = (times >= r.start) & (times <= stop if stop is not None else True)
+            key = f"workload.{w.name}"
+            failed: dict[str, int] = {}
+            for route in f.routes:
+                if not (route.selects & (f.pod_workload == r.wi)).any():
+                    continue
+                for c in CAUSES:
+                    failed[c] = failed.get(c, 0) + int(rec[f"route.{route.name}.{c}"][span].sum())
+            plan = f.plans[r.wi]
+            out.append(
+                RolloutSummary(
+                    workload=w.name,
+                    action=r.kind,
+                    revision=replica_set_name(w.name, plan.revisions[r.template].key),
+                    origin=plan.revisions[r.template].origin,
+                    start_ms=r.start,
+                    end_ms=r.end,
+                    stalled_ms=r.stalled,
+                    superseded_ms=r.superseded,
+                    min_ready=int(rec[f"{key}.ready"][span].min()) if span.any() else 0,
+                    min_available=int(rec[f"{key}.available"][span].min()) if span.any() else 0,
+                    failed={c: n for c, n in failed.items() if n},
+                )
+            )
+        return out
+
+    def _route_latency(self, ri: int, max_series: I64) -> dict[str, float]:
+        """p50/p90/p95/p99 of every answered request of the run, and the largest seen."""
+        cdf = self.latency_cdf[ri]
+        if cdf[-1] <= 0:
+            return {}
+        # As a load generator sees it: a request it gave up on took its timeout.
+        cap = float(self.fleet.routes[ri].timeout)
+        p50, p90, p95, p99 = (min(q, cap) for q in grid_quantiles(cdf / cdf[-1], (0.5, 0.9, 0.95, 0.99)))
+        return {
+            "p50": round(p50, 1),
+            "p90": round(p90, 1),
+            "p95": round(p95, 1),
+            "p99": round(p99, 1),
+            # Each step's max is read at its own count's top quantile: over many light steps the
+            # run's p99 can lie above all of them, and a max below p99 is no max.
+            "max": max(float(max_series.max()), round(p99, 1)),
+        }
+
+    def _no_endpoint_seconds(self, ri: int) -> float:
+        """How long route ``ri``'s Service had no ready endpoint while the route sent traffic."""
+        # By index: routes.index() compares Routes field by field, and two equal traffic
+        # entries reach their numpy fields, whose truth value is ambiguous.
+        route = self.fleet.routes[ri]
+        ready = self.rec_ref[f"service.{route.service.name}.ready"]
+        active = self.rates[ri] > 0
+        return float(((ready == 0) & active).sum() * self.spec.step / 1000)
+
+    def _result(self, times: I64, rec: dict[str, I64], wl_pods: list[I64]) -> Result:
+        f = self.fleet
+        spec = self.spec
+        routes = []
+        for ri, r in enumerate(f.routes):
+            key = f"route.{r.name}"
+            routes.append(
+                RouteSummary(
+                    name=r.name,
+                    service=r.service.name,
+                    offered=int(rec[f"{key}.offered"].sum()),
+                    ok=int(rec[f"{key}.ok"].sum()),
+                    failed={c: int(rec[f"{key}.{c}"].sum()) for c in CAUSES},
+                    dropped=int(rec[f"{key}.dropped"].sum()),
+                    interrupted=int(rec[f"{key}.interrupted"].sum()),
+                    in_flight=int(rec[f"{key}.inflight"][-1]) if times.size else 0,
+                    latency_ms=self._route_latency(ri, rec[f"{key}.max_ms"]),
+                    no_endpoint_s=self._no_endpoint_seconds(ri),
+                    envoy=dict(vars(self.mesh[ri].stats)) if ri in self.mesh else {},
+                )
+            )
+        workloads = []
+        pod_restarts = np.zeros(f.n_pods, np.int64)
+        np.add.at(pod_restarts, f.container_pod, self.ctr.restart_count)
+        for i, w in enumerate(self.scenario.workloads):
+            pods = wl_pods[i][self.admitted_at[wl_pods[i]] < INF]  # pods that existed
+            key = f"workload.{w.name}"
+            ready = rec[f"{key}.ready"]
+            full = np.flatnonzero(ready >= w.spec.replicas)
+            fr = self.first_ready[pods]
+            restarts = {f.pod_names[p]: int(pod_restarts[p]) for p in pods.tolist()}
+            workloads.append(
+                WorkloadSummary(
+                    name=w.name,
+                    kind=w.kind,
+                    replicas=w.spec.replicas,
+                    restarts=restarts,
+                    first_ready_ms=int(fr.min()) if fr.size and fr.min() < INF else None,
+                    all_ready_ms=int(times[full[0]]) if full.size and w.spec.replicas > 0 else None,
+                    min_ready=int(ready.min()) if ready.size else 0,
+                    avg_ready=float(ready.mean()) if ready.size else 0.0,
+                    min_available=int(rec[f"{key}.available"].min()) if ready.size else 0,
+                )
+            )
+        return Result(
+            rollouts=self._rollout_summaries(times, rec),
+            scenario=self.scenario.name,
+            seed=spec.seed,
+            step_ms=spec.step,
+            duration_ms=spec.duration,
+            time_ms=times,
+            series=rec | size_series(times, self.controllers.sizes),
+            events=self.events,
+            workloads=workloads,
+            routes=routes,
+        )

@@ -1,0 +1,589 @@
+"""Traffic and serving, the phases of a step after the endpoints are known: the requests each
+route sends over [t, t + step) (per request, or per kept-alive connection; SYNs waiting for an
+endpoint, ``noEndpoint: retransmit``), through the clients' sidecars when a mesh routes them,
+what each endpoint's container does with them (refused, queued on its backlog, answered now or
+later, timed out), the client's side of the backlog (given up at its deadline, lost when the
+container stops), and each step's latency quantiles. engine/loop.py's run holds the state and
+calls these in their order.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+import numpy.typing as npt
+
+from probesim.engine.behavior import INF
+from probesim.engine.capacity import GRID, CapacityModel, grid_quantiles, grouped_cdfs, mixture_cdf, timed_out
+from probesim.engine.containers import Containers
+from probesim.engine.fleet import RUNNING, Fleet, Route
+from probesim.engine.mesh import MeshRoute
+from probesim.model.scenario import ScenarioSpec
+
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+B = npt.NDArray[np.bool_]
+
+# When a client's TCP sends its SYN again, after the first, if nothing answers (Linux: initial
+# RTO 1 s, doubled each time, tcp_syn_retries 6); it gives up at 127 s.
+SYN_AT_MS = (0, 1_000, 3_000, 7_000, 15_000, 31_000, 63_000)
+SYN_GIVE_UP_MS = 127_000
+
+
+class _Connections:
+    """A route's client connections: with keep-alive, the open ones per pod (with the instance
+    of the container they reached) and the clients (k6 VUs) holding none; and the requests
+    whose connection is still being opened (``noEndpoint: retransmit``)."""
+
+    def __init__(self, n_pods: int) -> None:
+        self.open = np.zeros(n_pods, np.int64)
+        self.instance = np.full(n_pods, -1, np.int64)
+        self.loose = 0
+        self.connecting: list[list[int]] = []  # [first SYN ms, SYNs sent, requests]
+        self.waited: list[tuple[int, int]] = []  # this step's: (requests, ms they waited to connect)
+
+    @property
+    def waiting(self) -> int:
+        """Requests still waiting for their SYN to be answered."""
+        return sum(e[2] for e in self.connecting) if self.connecting else 0
+
+    def wait(self, t: int, n: int) -> None:
+        """``n`` requests sent a SYN at ``t`` that nothing answered."""
+        if n:
+            self.connecting.append([t, 1, n])
+
+    def due(self, t: int, ready: bool, timeout: int) -> tuple[int, int]:
+        """Requests whose SYN is resent now: how many get through (``ready``: an endpoint
+        answers) and how many the client gives up on (its timeout, or TCP's)."""
+        go = late = 0
+        keep = []
+        limit = min(timeout, SYN_GIVE_UP_MS)
+        for e in self.connecting:
+            first, sent, n = e
+            if t - first >= limit:
+                late += n
+            elif sent < len(SYN_AT_MS) and t >= first + SYN_AT_MS[sent]:
+                if ready:
+                    go += n
+                    self.waited.append((n, t - first))
+                    continue
+                e[1] += 1
+                keep.append(e)
+            else:
+                keep.append(e)
+        self.connecting = keep
+        return go, late
+
+
+class TrafficPhases:
+    """The traffic and serving phases of the run (engine/loop.py's _Run inherits them); the
+    state they read and write is the run's, set in its __init__ and run()."""
+
+    spec: ScenarioSpec
+    fleet: Fleet
+    rng: np.random.Generator
+    ctr: Containers
+    capacity: CapacityModel
+    mesh: dict[int, MeshRoute]
+    admitted: B
+    deleting: B
+    gone: B
+    version: int
+    visible_history: deque[tuple[int, B]]
+    route_cache: list[tuple[int, I64, I64]]
+    conns: list[_Connections]
+    uniform: list[int]
+    mesh_view: dict[int, tuple[B, I64, I64]]
+    rates: F64
+    cols: list[dict[str, I64]]
+    latency_cdf: F64
+    step_cdf: F64
+    pending: list[I64]
+    later_cdf: list[F64]
+    later_n: list[F64]
+    later_t: list[F64]
+    queued: list[I64]
+    orphans: list[I64]
+    pending_n: list[int]
+    queued_n: list[int]
+    queued_rows: list[I64]
+    touched: B
+
+    def _visible_ready(self, t: int) -> B:
+        """Pod Ready as clients see it, ``endpointDelay`` late."""
+        cutoff = t - self.spec.endpoint_delay
+        h = self.visible_history
+        while len(h) > 1 and h[1][0] <= cutoff:
+            h.popleft()
+            self.version += 1
+        return h[0][1]
+
+    def _traffic(self, t: int, k: int, rec: dict[str, I64]) -> None:
+        f = self.fleet
+        beh = f.behaviors
+        step = self.spec.step
+        visible = self._visible_ready(t)
+        for m in self.mesh.values():
+            m.tick(t)
+        if self.capacity.any:
+            # What containers that stopped or were replaced held is lost before new arrivals:
+            # queued requests and answers still on their way fail now (connection reset).
+            cap = self.capacity
+            alive = self.ctr.alive()
+            # Only containers that took requests may hold any (the rest stay out of the masks:
+            # the answer buffers are slots × containers).
+            gone = np.flatnonzero(self.touched & (~alive | (self.ctr.instance != cap.instance)))
+            self.touched[gone] = False
+            cap.drop(alive, self.ctr.instance)
+            for ri, route in enumerate(f.routes):
+                self.step_cdf[ri] = 0.0
+                self._give_up(ri, k, rec)  # their client gave up by now, before the stop was seen
+                if gone.size == 0:
+                    continue
+                pend = self.pending[ri][:, :, gone]
+                queued = self.queued[ri][:, gone].sum(axis=1)
+                n_pend, n_queued = int(pend.sum()), int(queued.sum())
+                self.queued_rows[ri] -= queued
+                self.pending_n[ri] -= n_pend
+                self.queued_n[ri] -= n_queued
+                rec[f"route.{route.name}.killed"][k] += n_queued + n_pend
+                self.pending[ri][:, :, gone] = 0
+                self.queued[ri][:, gone] = 0
+                self.orphans[ri][gone] = 0  # already timeouts
+                # The client sees those fail now, after waiting since they were sent.
+                per_slot = pend.sum(axis=(0, 2))
+                for slot in np.flatnonzero(per_slot):
+                    waited = t - self.later_t[ri][slot] / self.later_n[ri][slot]
+                    self.step_cdf[ri] += per_slot[slot] * (waited <= GRID)
+                for row in np.flatnonzero(queued):
+                    waited = ((k - row) % queued.size) * step
+                    self.step_cdf[ri] += queued[row] * (waited <= GRID)
+            self._deliver(t, k, rec)
+            cap.begin_step(float(step))
+        for ri, route in enumerate(f.routes):
+            key, col = f"route.{route.name}", self.cols[ri]
+            conns, end = self.conns[ri], route.traffic.end()
+            conns.waited.clear()
+            if conns.waiting and end is not None and t > end + route.traffic.graceful_stop:
+                col["interrupted"][k] += conns.waiting  # still connecting
+                conns.connecting.clear()
+            if route.mirror_of >= 0:
+                # The copies a client sidecar mirrored this step (fire and forget).
+                primary = self.mesh.get(route.mirror_of)
+                n = primary.mirrored_now if primary is not None else 0
+                if n == 0:
+                    continue
+            else:
+                rate = float(self.rates[ri, k])
+                if rate <= 0 and route.acc < 1 and not conns.waiting:
+                    continue
+                route.acc += rate * step / 1000
+                n = int(route.acc + 1e-9)
+                route.acc -= n
+            vus = route.traffic.max_vus
+            if vus is not None:
+                # k6 constant-arrival-rate: an iteration needs a free VU; requests still
+                # waiting for an answer hold theirs. The rest are dropped iterations.
+                busy = int(self._held(ri).sum()) + conns.waiting
+                sent = min(n, max(vus - busy, 0))
+                col["offered"][k] = n
+                col["dropped"][k] = n - sent
+                n = sent
+            else:
+                col["offered"][k] = n
+            if n == 0 and not conns.waiting:
+                continue
+            version, eps, cat = self.route_cache[ri]
+            mesh = self.mesh.get(ri)
+            if version != self.version:
+                publish = f.publish_not_ready.get(route.service.name, False)
+                ep_ready = (self.admitted & ~self.gone) if publish else (visible & ~self.deleting)
+                eps = np.flatnonzero(route.selects & ep_ready & (route.target_container >= 0))
+                cat = self._categories(route, eps)
+                self.route_cache[ri] = (self.version, eps, cat)
+                # All the endpoints in one category (a request's fate): its index, else -1.
+                self.uniform[ri] = int(cat[0]) if cat.size and bool((cat == cat[0]).all()) else -1
+                if mesh is not None:
+                    # The sidecars' view of the hosts: which are endpoints, what each answers.
+                    in_eps = np.isin(mesh.pods, eps)
+                    tc_all = route.target_container[mesh.pods]
+                    cat_pod = np.zeros(mesh.pods.size, np.int64)
+                    status_pod = np.zeros(mesh.pods.size, np.int64)
+                    pos = np.searchsorted(eps, mesh.pods[in_eps])
+                    cat_pod[in_eps] = cat[pos]
+                    status_pod[in_eps] = beh.status[route.target, tc_all[in_eps]]
+                    self.mesh_view[ri] = (in_eps, cat_pod, status_pod)
+            kk = eps.size
+            if mesh is not None:
+                # Through the clients' sidecars: their load balancing, ejections and faults.
+                in_eps, cat_pod, status_pod = self.mesh_view[ri]
+                got, aborted, uh = mesh.send(t, n, in_eps, cat_pod, status_pod)
+                per_ep = got[in_eps]
+                col["no_endpoint"][k] += uh
+                col["error_status"][k] += aborted  # FI: answered by the client's sidecar
+                col["fault_aborts"][k] += aborted
+                col["ejections_active"][k] = mesh.ejections_active()
+            elif route.traffic.keep_alive:
+                eps, per_ep = self._keep_alive(ri, n, eps, t, k, rec, key)
+                cat = self._categories(route, eps)
+                kk = eps.size
+            else:
+                if conns.waiting:
+                    go, late = conns.due(t, kk > 0, route.timeout)
+                    col["timeout"][k] += late
+                    n += go
+                if kk == 0:
+                    if route.traffic.no_endpoint == "retransmit":
+                        conns.wait(t, n)
+                    else:
+                        col["no_endpoint"][k] += n
+                    continue
+                if self.uniform[ri] >= 0 and not self.capacity.any:
+                    # Every endpoint in one category: the split changes no count.
+                    route.cursor = (route.cursor + n) % kk
+                    counts = np.zeros(5, np.int64)
+                    counts[self.uniform[ri]] = n
+                else:
+                    per_ep = np.full(kk, n // kk, np.int64)
+                    per_ep[(route.cursor + np.arange(n % kk)) % kk] += 1
+                    route.cursor = (route.cursor + n) % kk
+                    counts = np.bincount(cat, weights=per_ep, minlength=5).astype(np.int64)
+            if mesh is not None or route.traffic.keep_alive:
+                counts = (
+                    np.bincount(cat, weights=per_ep, minlength=5).astype(np.int64)
+                    if kk
+                    else np.zeros(5, np.int64)
+                )
+            col["restarting"][k] += counts[1]
+            col["not_answering"][k] += counts[2]
+            col["error_status"][k] += counts[3]
+            ok_now = int(counts[4])
+            cap = self.capacity
+            if cap.any and kk:
+                # Requests to loaded containers join their backlog; they finish (or time out)
+                # when served, in _serve. What does not fit is refused at once.
+                tc = route.target_container[eps]
+                queued = (cat == 4) & cap.loaded[tc] & (per_ep > 0)
+                if queued.any():
+                    qc = tc[queued]
+                    offered = per_ep[queued]
+                    took = cap.accept(ri, qc, offered, self.ctr.instance[qc])
+                    self.touched[qc] = True
+                    q = self.queued[ri]
+                    np.add.at(q, (k % q.shape[0], qc), took)
+                    self.queued_n[ri] += int(took.sum())
+                    self.queued_rows[ri][k % q.shape[0]] += int(took.sum())
+                    ok_now -= int(offered.sum())
+                    col["rejected"][k] += int(offered.sum() - took.sum())
+            col["ok"][k] += ok_now
+
+    def _held(self, ri: int) -> I64:
+        """Per container, route ``ri``'s requests in flight: queued, or served with the answer
+        (or the client's timeout) still to come. Each holds its client (a k6 VU) and its
+        connection; one the client gave up on holds neither."""
+        return self.pending[ri].sum(axis=(0, 1)) + self.queued[ri].sum(axis=0)
+
+    def _in_flight(self, ri: int) -> int:
+        """Route ``ri``'s requests whose client still waits: queued, answers (or timeouts) on
+        their way, and those still connecting."""
+        return self.queued_n[ri] + self.pending_n[ri] + self.conns[ri].waiting
+
+    def _queue_slots(self, route: Route) -> int:
+        """Arrival steps the client's side of a route's backlog keeps: up to its timeout (one,
+        ages untracked, without a timeout)."""
+        if route.timeout >= INF:
+            return 1
+        return -(-int(route.timeout) // self.spec.step) + 1
+
+    def _give_up(self, ri: int, k: int, rec: dict[str, I64]) -> None:
+        """Requests still queued at their client's deadline (sent ``timeout`` ago) are timeouts
+        now, whatever their container does with them later."""
+        q = self.queued[ri]
+        route = self.fleet.routes[ri]
+        if q.shape[0] == 1:
+            return
+        oldest = (k - (q.shape[0] - 1)) % q.shape[0]
+        if self.queued_rows[ri][oldest] == 0:
+            return
+        row = q[oldest]
+        n = int(row.sum())
+        rec[f"route.{route.name}.timeout"][k] += n
+        self.orphans[ri] += row
+        row[:] = 0
+        self.queued_n[ri] -= n
+        self.queued_rows[ri][oldest] = 0
+        self.step_cdf[ri] += n * (float(route.timeout) <= GRID)
+
+    def _cohorts(self, ri: int, k: int, srv: I64) -> tuple[I64, I64, I64, I64]:
+        """What route ``ri``'s containers served this step (``srv``: per outcome class and
+        container), oldest first: requests whose client gave up are dropped, the rest taken off
+        the client's side of the backlog by arrival step. Returns (class, container, steps
+        waited, count) per cohort, each class's count shared among the arrival steps in
+        proportion (the remainders by a north-west corner)."""
+        q = self.queued[ri]
+        s = q.shape[0]
+        tot = srv.sum(axis=0)
+        cols = np.flatnonzero(tot)
+        if cols.size == 0:
+            e = np.empty(0, np.int64)
+            return e, e, e, e
+        orph = np.minimum(self.orphans[ri][cols], tot[cols])
+        self.orphans[ri][cols] -= orph
+        need = tot[cols] - orph
+        ages = np.arange(s - 1, -1, -1)  # oldest first
+        rows = (k - ages) % s
+        # Only the arrival steps that still hold requests (FIFO: a few), and the newest, which
+        # takes what was untracked: the rest hold nothing to take (slots × containers per step).
+        held: B = (self.queued_rows[ri] > 0)[rows]
+        held[-1] = True
+        ages, rows = ages[held], rows[held]
+        at = np.ix_(rows, cols)
+        sub = q[at]
+        before = np.cumsum(sub, axis=0) - sub
+        take = np.minimum(sub, np.maximum(need - before, 0))
+        q[at] -= take
+        self.queued_n[ri] -= int(take.sum())
+        self.queued_rows[ri][rows] -= take.sum(axis=1)
+        take[-1] += need - take.sum(axis=0)  # none untracked, but fresh if there were
+        if srv.shape[0] == 1:
+            # One outcome class: each container's cohorts are its arrival steps' takes, in
+            # (container, age) order, what the general split below gives with one class.
+            cc, j = np.nonzero(take.T)
+            return np.zeros(cc.size, np.int64), cols[cc], ages[j], take[j, cc]
+        buckets = np.vstack([orph[None, :], take])  # (1 + s) × containers: orphans, then by age
+        waited = np.concatenate([[-1], ages])
+        part = srv[:, cols]
+        multi = (buckets > 0).sum(axis=0) > 1
+        one = np.flatnonzero(~multi)
+        vs, cc = np.nonzero(part[:, one])
+        cc = one[cc]
+        bs = np.argmax(buckets > 0, axis=0)[cc]
+        counts = part[vs, cc]
+        if multi.any():
+            m = np.flatnonzero(multi)
+            # Only the classes and arrival steps these containers hold (FIFO: a few steps).
+            kv = np.flatnonzero(part[:, m].any(axis=1))
+            kb = np.flatnonzero(buckets[:, m].any(axis=1))
+            n, b = part[np.ix_(kv, m)], buckets[np.ix_(kb, m)]
+            joint = n[:, None, :] * b[None, :, :] // b.sum(axis=0)
+            r, c = n - joint.sum(axis=1), b - joint.sum(axis=0)
+            rh, ch = np.cumsum(r, axis=0), np.cumsum(c, axis=0)
+            lo = np.maximum((rh - r)[:, None, :], (ch - c)[None, :, :])
+            joint += np.maximum(np.minimum(rh[:, None, :], ch[None, :, :]) - lo, 0)
+            jv, jb, jm = np.nonzero(joint)
+            vs = np.concatenate([vs, kv[jv]])
+            bs = np.concatenate([bs, kb[jb]])
+            cc = np.concatenate([cc, m[jm]])
+            counts = np.concatenate([counts, joint[jv, jb, jm]])
+            order = np.lexsort((bs, cc, vs))
+            vs, bs, cc, counts = vs[order], bs[order], cc[order], counts[order]
+        live = waited[bs] >= 0
+        return vs[live], cols[cc[live]], waited[bs][live], counts[live]
+
+    def _with_connect_wait(self, ri: int, mix: F64, n: int) -> F64:
+        """The weighted latency distribution of ``n`` answers given now (``mix``), the requests
+        that first waited for their SYN to be answered (``noEndpoint: retransmit``) taken out and
+        put back that much later, at the typical latency of the others."""
+        waited = self.conns[ri].waited
+        total = sum(c for c, _ in waited)
+        if total == 0 or n == 0:
+            return mix * n
+        share = min(total, n) / total
+        typical = grid_quantiles(mix, (0.5,))[0]
+        out = mix * (n - min(total, n))
+        for count, ms in waited:
+            out += count * share * (ms + typical <= GRID)
+        return out
+
+    def _categories(self, route: Route, pods: I64) -> I64:
+        """What a request meets on each of ``pods``: 1 nothing listening, 2 hung, 3 an error
+        status, 4 an answer (0 is unused)."""
+        beh = self.fleet.behaviors
+        tc = route.target_container[pods]
+        status = beh.status[route.target, tc]
+        return np.where(
+            ~beh.listening[tc] | route.closed[pods],
+            1,
+            np.where(beh.hung[tc], 2, np.where((status >= 400) | (status < 200), 3, 4)),
+        )
+
+    def _keep_alive(
+        self, ri: int, n: int, ready: I64, t: int, k: int, rec: dict[str, I64], key: str
+    ) -> tuple[I64, I64]:
+        """Spread ``n`` requests of a keep-alive route over the pods its clients hold connections
+        to; returns the pods and their counts. kube-proxy picks a pod per connection, so an open
+        connection stays with its pod whatever its readiness (kubernetes/kubernetes#100492).
+        Connections close when their pod goes, and when the container serving them stops or is
+        replaced, unless an Istio sidecar holds them (it answers 503 while the app is down).
+        Clients reuse idle connections first; a new one opens for each request that finds none
+        idle (k6 adds VUs only then) and for each client whose connection closed. Opening one
+        with no Ready endpoint is refused at once (kube-proxy's REJECT), or waits for the next
+        SYN (``noEndpoint: retransmit``)."""
+        f, c = self.fleet, self.conns[ri]
+        refused = rec[f"{key}.no_endpoint"]
+        route = f.routes[ri]
+        tc = route.target_container
+        has = tc >= 0
+        inst = np.full(f.n_pods, -1, np.int64)
+        running = np.zeros(f.n_pods, bool)
+        inst[has] = self.ctr.instance[tc[has]]
+        running[has] = self.ctr.state[tc[has]] == RUNNING
+        closed = self.gone | ~self.admitted | ~has | (~f.pod_sidecar & (~running | (inst != c.instance)))
+        c.loose += int(c.open[closed].sum())
+        c.open[closed] = 0
+        c.instance = inst
+        busy = np.bincount(f.container_pod, weights=self._held(ri), minlength=f.n_pods).astype(np.int64)
+        tr = route.traffic
+        want = int(busy.sum()) + c.waiting + min(n, tr.pre_allocated_vus or 1)
+        if tr.max_vus is not None:
+            want = min(want, tr.max_vus)
+        c.loose += max(want - int(c.open.sum()) - c.loose - c.waiting, 0)
+        per = np.zeros(f.n_pods, np.int64)
+
+        def connect(m: int) -> None:
+            """``m`` requests open a connection first (their clients hold none)."""
+            if ready.size:
+                got = np.full(ready.size, m // ready.size, np.int64)
+                got[(route.cursor + np.arange(m % ready.size)) % ready.size] += 1
+                route.cursor = (route.cursor + m) % ready.size
+                per[ready] += got
+                c.open[ready] += got
+            elif tr.no_endpoint == "retransmit":
+                c.wait(t, m)
+            else:
+                refused[k] += m
+                c.loose += m
+
+        go, late = c.due(t, ready.size > 0, route.timeout) if c.waiting else (0, 0)
+        rec[f"{key}.timeout"][k] += late
+        c.loose += late
+        opening = min(c.loose, n)
+        c.loose -= opening
+        if opening or go:
+            connect(opening + go)
+        rest = n - opening
+        idle = np.maximum(c.open - busy, 0)
+        weight = idle if idle.any() else c.open
+        if rest and not weight.any():
+            connect(rest)
+        elif rest:
+            share = rest * weight / weight.sum()
+            base = np.floor(share).astype(np.int64)
+            top = np.argsort(base - share, kind="stable")[: rest - int(base.sum())]
+            base[top] += 1
+            per += base
+        pods = np.flatnonzero(per)
+        return pods, per[pods]
+
+    def _deliver(self, t: int, k: int, rec: dict[str, I64]) -> None:
+        """Answers due now reach the client; after the load generator stopped waiting
+        (``stop`` + ``gracefulStop``) they are interrupted instead."""
+        for ri, route in enumerate(self.fleet.routes):
+            wheel = self.pending[ri]
+            col = self.cols[ri]
+            end = route.traffic.end()
+            if end is not None and t > end + route.traffic.graceful_stop:
+                # The load generator stopped waiting: every answer still to come is interrupted.
+                q = self.queued[ri]
+                if self.pending_n[ri] or self.queued_n[ri]:
+                    col["interrupted"][k] += self.pending_n[ri] + self.queued_n[ri]
+                    wheel[:] = 0
+                    self.orphans[ri] += q.sum(axis=0)  # the server still holds them
+                    q[:] = 0
+                    self.pending_n[ri] = self.queued_n[ri] = 0
+                    self.queued_rows[ri][:] = 0
+                    self.later_n[ri][:] = self.later_t[ri][:] = 0.0
+                    self.later_cdf[ri][:] = 0.0
+                continue
+            slot = k % wheel.shape[1]
+            due = wheel[:, slot].sum(axis=1)
+            recorded = self.later_n[ri][slot]
+            if recorded > 0 and due.any():
+                self.step_cdf[ri] += self.later_cdf[ri][slot] * (float(due.sum()) / recorded)
+            # The slot is free for the next round even when a kill took all it held.
+            self.later_n[ri][slot] = self.later_t[ri][slot] = 0.0
+            self.later_cdf[ri][slot] = 0.0
+            if not due.any():
+                continue
+            wheel[:, slot] = 0
+            self.pending_n[ri] -= int(due.sum())
+            col["ok"][k] += int(due[0])
+            col["error_status"][k] += int(due[1])
+            col["timeout"][k] += int(due[2])
+
+    def _serve(self, t: int, k: int, rec: dict[str, I64]) -> None:
+        """Loaded containers serve their backlog. Finished requests count as ok, as the route's
+        error status when a dependency call failed, or as timeouts when they took longer than
+        the client's timeout."""
+        cap = self.capacity
+        served, wait, service = cap.step(float(self.spec.step), self.ctr.started_at, t)
+        K = cap.k
+        step = float(self.spec.step)
+        for ri, route in enumerate(self.fleet.routes):
+            col = self.cols[ri]
+            sl = slice(ri * K, (ri + 1) * K)
+            vs, cs, ages, n_served = self._cohorts(ri, k, served[sl])
+            if cs.size == 0:
+                continue
+            sv = service[sl][vs, cs]
+            # Latency counts from the step a request was sent: those sent now waited for the
+            # backlog ahead of them; older ones, at the head of the queue, for their steps.
+            waited = ages * step
+            d = np.where(ages == 0, wait[cs], waited)
+            limit = float(route.timeout)
+            to = timed_out(n_served, d, sv, cap.sigma[cs], limit, self.rng)
+            failed = cap.failed[sl][vs, cs]
+            # The client sees each answer at min(latency, its timeout): those later than this
+            # step are delivered by _deliver when due (and lost if their container stops first).
+            seen = np.minimum(np.minimum(d + sv, limit) - waited, (self.pending[ri].shape[1] - 1) * step)
+            later = seen >= step
+            if later.any():
+                slots = (k + np.ceil(seen[later] / step).astype(np.int64)) % self.pending[ri].shape[1]
+                # Their latency counts when the client gets the answer (or loses it), in _deliver.
+                n_l = n_served[later]
+                used, group = np.unique(slots, return_inverse=True)
+                self.later_cdf[ri][used] += grouped_cdfs(
+                    n_l, d[later], sv[later], cap.sigma[cs][later], group, used.size
+                )
+                np.add.at(self.later_n[ri], slots, n_l)
+                np.add.at(self.later_t[ri], slots, (float(t) - waited[later]) * n_l)  # when sent
+                ok_later = n_served[later] - to[later]
+                np.add.at(
+                    self.pending[ri][0],
+                    (slots[~failed[later]], cs[later][~failed[later]]),
+                    ok_later[~failed[later]],
+                )
+                np.add.at(
+                    self.pending[ri][1],
+                    (slots[failed[later]], cs[later][failed[later]]),
+                    ok_later[failed[later]],
+                )
+                np.add.at(self.pending[ri][2], (slots, cs[later]), to[later])
+                self.pending_n[ri] += int(n_l.sum())
+            now = ~later
+            n_ok = int(n_served[now & ~failed].sum() - to[now & ~failed].sum())
+            col["ok"][k] += n_ok
+            col["timeout"][k] += int(to[now].sum())
+            col["error_status"][k] += int((n_served[now & failed] - to[now & failed]).sum())
+            # Answered within the step, and immediate answers (0 ms).
+            instant = max(int(col["ok"][k]) - n_ok, 0)
+            counts = np.append(n_served[now], instant)
+            sg = cap.sigma[cs][now]
+            mix = mixture_cdf(counts, np.append(d[now], 0.0), np.append(sv[now], 0.0), np.append(sg, 0.0))
+            self.step_cdf[ri] += self._with_connect_wait(ri, mix, int(counts.sum()))
+        for ri, route in enumerate(self.fleet.routes):
+            # Latency quantiles of what clients got (or lost) this step, and of the run so far.
+            seen_now = self.step_cdf[ri]
+            total = float(seen_now[-1])
+            if total <= 0:
+                continue
+            self.latency_cdf[ri] += seen_now
+            limit = float(route.timeout)
+            qs = grid_quantiles(seen_now / total, (0.5, 0.95, 0.99, 1 - 0.5 / max(round(total), 1)))
+            for name, v in zip(("p50_ms", "p95_ms", "p99_ms", "max_ms"), qs, strict=True):
+                self.cols[ri][name][k] = round(min(v, limit))
+        if cap.calls_any:
+            cap.load_dependencies(served, float(self.spec.step))
+            cap.breakers(t + self.spec.step, served)
+            cap.update_classes(t + self.spec.step)
