@@ -1135,7 +1135,6 @@ def version() -> None:
 
 def main() -> None:
     _import_typer_help()
-    _no_pydantic_plugins()
     _build_only_the_command_given()
     try:
         app()
@@ -1215,33 +1214,6 @@ def _build_only_the_command_given() -> None:
     ]
     if len(keep) == 2:
         app.registered_commands = keep
-
-
-def _no_pydantic_plugins() -> None:
-    """Build probesim's models without pydantic plugins, as PYDANTIC_DISABLE_PLUGINS=__all__
-    does (typer builds its parameters' validators so too), and without importing
-    importlib.metadata to look for them (about 0.02 s of ``probesim run``).
-
-    pydantic asks ``pydantic.plugin._loader.get_plugins()`` when it makes a validator; a
-    stand-in answers none. Any other name asked of it is the real module's, which then takes
-    its place. Done only if the real one is not loaded yet."""
-    name = "pydantic.plugin._loader"
-    if name in sys.modules:
-        return
-    import types
-
-    def real(attr: str) -> Any:
-        if attr.startswith("__"):  # the import system's questions (__path__): a plain module
-            raise AttributeError(attr)
-        import importlib
-
-        sys.modules.pop(name, None)
-        return getattr(importlib.import_module(name), attr)
-
-    module = types.ModuleType(name)
-    module.get_plugins = tuple  # type: ignore[attr-defined]
-    module.__getattr__ = real  # type: ignore[method-assign]
-    sys.modules[name] = module
 
 
 def _flush_stdout() -> None:
