@@ -19,7 +19,7 @@ from rich.text import Text
 
 from probesim import __version__
 from probesim.cost import DEFAULT_MAX_COST, DEFAULT_MAX_TOTAL_COST
-from probesim.errors import InputError, InputWarning
+from probesim.errors import InputError, InputWarning, check_writable
 from probesim.safe import MESSAGE_LIMIT, markup, visible
 
 if TYPE_CHECKING:
@@ -112,13 +112,7 @@ def _check_output_path(path: Path, what: str, suffix: str) -> None:
         raise InputError(
             f"{what} is written to a {suffix} file: give a file name ending in {suffix}", file=str(path)
         )
-    try:
-        if path.is_dir():
-            raise InputError(f"cannot write {what}: is a directory", file=str(path))
-        if not path.parent.is_dir():
-            raise InputError(f"cannot write {what}: no such folder", file=str(path))
-    except OSError as e:  # a name too long for the system
-        raise InputError(f"cannot write {what}: {e.strerror}", file=str(path)) from None
+    check_writable(path, what)
 
 
 def _check_plot_path(plot: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from probesim.safe import MESSAGE_LIMIT, NAME_LIMIT, cut
 
@@ -31,3 +32,15 @@ class InputError(Exception):
 
 class InputWarning(UserWarning):
     """Input probesim reads but does not simulate in full; the CLI prints each once on stderr."""
+
+
+def check_writable(path: Path, what: str) -> None:
+    """``path`` can be written as a file: not a folder, in a folder that exists. Checked before a
+    run, so that a long run does not end in a write error."""
+    try:
+        if path.is_dir():
+            raise InputError(f"cannot write {what}: is a directory", file=str(path))
+        if not path.parent.is_dir():
+            raise InputError(f"cannot write {what}: no such folder", file=str(path))
+    except OSError as e:  # a name too long for the system
+        raise InputError(f"cannot write {what}: {e.strerror}", file=str(path)) from None

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from probesim.cost import DEFAULT_MAX_TOTAL_COST
-from probesim.errors import InputError
+from probesim.errors import InputError, check_writable
 from probesim.overrides import Axis, show_value
 from probesim.runs import Task
 
@@ -61,13 +61,7 @@ def check_output(path: Path) -> None:
     if path.suffix.lower() not in FORMATS or path.name == path.suffix:
         raise InputError("rows are written as CSV or Parquet: give a file name ending in .csv or .parquet",
                          file=str(path))  # fmt: skip
-    try:
-        if path.is_dir():
-            raise InputError("cannot write the rows: is a directory", file=str(path))
-        if not path.parent.is_dir():
-            raise InputError("cannot write the rows: no such folder", file=str(path))
-    except OSError as e:  # a name too long for the system
-        raise InputError(f"cannot write the rows: {e.strerror}", file=str(path)) from None
+    check_writable(path, "the rows")
     if path.suffix.lower() == ".parquet":
         try:
             import pyarrow  # noqa: F401

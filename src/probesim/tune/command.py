@@ -12,7 +12,7 @@ from typing import TypeVar
 from rich.console import Console
 from rich.text import Text
 
-from probesim.errors import InputError
+from probesim.errors import InputError, check_writable
 from probesim.safe import visible
 from probesim.tune import inputs as tune_inputs
 from probesim.tune import report, study
@@ -29,16 +29,6 @@ class Pool:
 
     def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
         return list(self.ex.map(fn, items))
-
-
-def check_output(path: Path) -> None:
-    try:
-        if path.is_dir():
-            raise InputError("cannot write the patch: is a directory", file=str(path))
-        if not path.parent.is_dir():
-            raise InputError("cannot write the patch: no such folder", file=str(path))
-    except OSError as e:  # a name too long for the system
-        raise InputError(f"cannot write the patch: {e.strerror}", file=str(path)) from None
 
 
 def tune(
@@ -63,7 +53,7 @@ def tune(
     from probesim.runs import executor
 
     if output is not None:
-        check_output(output)
+        check_writable(output, "the patch")
     timeout_s = None if timeout is None else _seconds(timeout)
     got = tune_inputs.load(paths, scenario, workload)
     if got.given:
