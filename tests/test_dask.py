@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from probesim.cli import app
+from tests.dask_cluster import local_cluster
 
 distributed = pytest.importorskip("distributed")
 runner = CliRunner()
@@ -26,21 +27,7 @@ SWEEP = [
 
 @pytest.fixture(scope="module")
 def scheduler() -> Iterator[str]:
-    cluster = distributed.LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address=None,
-        worker_dashboard_address=None,
-        timeout=60,  # a bounded start, on a busy machine
-    )
-    try:
-        with distributed.Client(cluster, timeout=30) as client:
-            client.wait_for_workers(2, timeout=60)
-        yield str(cluster.scheduler_address)
-    finally:
-        cluster.close(timeout=30)
+    yield from local_cluster()
 
 
 def rows(path: Path) -> list[dict[str, str]]:
