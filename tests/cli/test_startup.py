@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -53,6 +54,26 @@ def test_a_plain_run_imports_no_plotting_parallel_tuning_or_manifest_analysis() 
         "print('loaded:', *sorted(m for m in sys.modules if m.split('.')[0] in "
         "('matplotlib', 'plotly', 'dask', 'distributed', 'optuna', 'numba', 'pyarrow') "
         "or m.startswith(('probesim.analysis', 'probesim.tune', 'probesim.report.html', 'rich.markdown'))))"
+    )
+    r = _py(code)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "loaded:"
+
+
+def test_a_scenario_files_run_imports_no_rules_or_stress_suite(tmp_path: Path) -> None:
+    """``probesim run scenario.yaml`` reads the file to see that it is no manifest, but runs it
+    without check's rules, its stress suite or concurrent.futures (about 0.08 s)."""
+    f = tmp_path / "demo.yaml"
+    f.write_text(scenarios.HERE.joinpath("seed000-demo.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    code = (
+        "import sys, io, contextlib\n"
+        f"sys.argv = ['probesim', 'run', {str(f)!r}]\n"
+        "from probesim.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        "    try:\n        main()\n    except SystemExit as e:\n        assert e.code in (0, None), e.code\n"
+        "assert 'Events' in out.getvalue()\n"
+        "print('loaded:', *sorted(m for m in sys.modules if m.startswith(('probesim.analysis.check', "
+        "'probesim.analysis.rules', 'probesim.analysis.stress', 'concurrent.futures'))))"
     )
     r = _py(code)
     assert r.returncode == 0, r.stderr
