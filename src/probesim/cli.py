@@ -1130,6 +1130,8 @@ def version() -> None:
 def main() -> None:
     _import_typer_help()
     _build_only_the_command_given()
+    if sys.argv[1:2] and sys.argv[1] in _SIMULATING and not {"--help", "-h"} & set(sys.argv[2:]):
+        _numpy_with_one_blas_thread()
     try:
         app()
     except SystemExit:
@@ -1140,6 +1142,28 @@ def main() -> None:
             raise
         _stdout_failed(e)
     _flush_stdout()
+
+
+# The commands that import numpy (they simulate, or read a run's series).
+_SIMULATING = frozenset({"run", "sweep", "compare", "report", "check", "tune", "lab", "demo"})
+
+
+def _numpy_with_one_blas_thread() -> None:
+    """Import numpy with its BLAS (OpenBLAS) on one thread.
+
+    OpenBLAS starts a thread per CPU as numpy loads, and they spin looking for work for a tenth
+    of a second or so: about a sixth of the CPU time of ``probesim run seed000-demo``, for a
+    library whose one matrix product here (a few hundred rows, results the same to the bit on
+    one thread: benchmarks/startup.py) does not need them. OpenBLAS reads the variable once,
+    as it loads, so it is removed at once: nothing probesim starts (the lab's apps, Envoy)
+    inherits it, and a user's own setting is left as it is."""
+    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import numpy  # noqa: F401
+    finally:
+        del os.environ["OPENBLAS_NUM_THREADS"]
 
 
 class _Markdown:

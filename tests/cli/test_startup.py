@@ -138,3 +138,30 @@ def test_find_reads_only_the_named_file(monkeypatch: pytest.MonkeyPatch) -> None
 )
 def test_find_refuses_what_is_not_a_builtin_name(name: str) -> None:
     assert find(name) is None
+
+
+def _threads_after(args: list[str], env: dict[str, str]) -> list[str]:
+    """The process's threads (the kernel's count) and its OPENBLAS_NUM_THREADS after ``probesim
+    <args>`` ran in it."""
+    code = (
+        "import os, sys, io, contextlib\n"
+        f"sys.argv = ['probesim', *{args!r}]\n"
+        "from probesim.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n        main()\n    except SystemExit as e:\n        assert e.code in (0, None), e.code\n"
+        "print(len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS'))"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60, check=False
+    )
+    assert r.returncode == 0, r.stderr
+    return r.stdout.split()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads in /proc")
+def test_a_run_loads_numpy_with_one_blas_thread_and_leaves_the_environment_as_it_was() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    assert _threads_after(["run", "seed000-demo"], env) == ["1", "None"]
+    # A user's own setting is theirs: kept, and numpy's BLAS takes it (up to one thread per CPU).
+    threads, setting = _threads_after(["run", "seed000-demo"], {**env, "OPENBLAS_NUM_THREADS": "2"})
+    assert (int(threads) > 1 or (os.cpu_count() or 1) < 2, setting) == (True, "2")
