@@ -26,8 +26,11 @@ from pathlib import Path
 
 RUNS = 7
 # The floor of any probesim run: the libraries it is built on (Typer, rich, pydantic, numpy,
-# PyYAML), imported and nothing done.
-FLOOR = "import typer, rich.console, rich.table, pydantic, numpy, yaml"
+# PyYAML), imported and nothing done; numpy's BLAS on one thread, as probesim loads it.
+FLOOR = (
+    "import os; os.environ['OPENBLAS_NUM_THREADS'] = '1'; "
+    "import typer, rich.console, rich.table, pydantic, numpy, yaml"
+)
 
 
 def probesim() -> str:
