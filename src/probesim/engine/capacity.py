@@ -176,6 +176,7 @@ class CapacityModel:
         self.step_capacity = np.zeros(n)
         self._idle_capacity: F64 | None = None
         self._stable: B | None = None
+        self.active = np.zeros(0, np.int64)  # the containers the last step served (the others: 0)
 
     def update_classes(self, t: int) -> None:
         """Outcome classes of every path at time ``t`` (faults, outages, open breakers)."""
@@ -385,7 +386,7 @@ class CapacityModel:
         if self._stable is None:
             self._stable = self._stable_when_idle(dt)
         # Containers that hold nothing, carry nothing and stay so are left out (every output 0).
-        a = np.flatnonzero((held_all > 0) | (self.carry != 0) | ~self._stable)
+        a = self.active = np.flatnonzero((held_all > 0) | (self.carry != 0) | ~self._stable)
         held = held_all[a]
         backlog = self.backlog[:, a]
         leftover = np.minimum(self._leftover[a], held)
@@ -465,16 +466,58 @@ def grouped_cdfs(counts: I64, d: F64, s: F64, sigma: F64, group: I64, n_groups: 
         return out
     counts, d, s, sigma, group = counts[keep], d[keep], s[keep], sigma[keep], group[keep]
     # Pods in the same state share one row: key on (d, s) to 0.1 ms and sigma to 0.001.
+    first, inv = _state_groups(d, s, sigma)
+    # bincount adds the weights in element order, as add.at would (same sums, to the bit).
+    w = np.bincount(group * first.size + inv, weights=counts, minlength=n_groups * first.size)
+    w = w.reshape(n_groups, first.size)
+    return np.asarray(w @ _cdf_rows(d[first], s[first], sigma[first]), np.float64)
+
+
+def _state_groups(d: F64, s: F64, sigma: F64) -> tuple[I64, I64]:
+    """Requests keyed on (d, s) to 0.1 ms and sigma to 0.001, in key order: each key's first
+    request and, per request, its key's index (np.unique's index and inverse)."""
     dk = np.minimum(np.round(d * 10), 2**24 - 1).astype(np.int64)
     sk = np.minimum(np.round(s * 10), 2**24 - 1).astype(np.int64)
     gk = np.round(sigma * 1000).astype(np.int64)
     key = (dk << 36) | (sk << 12) | gk
-    uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
-    # bincount adds the weights in element order, as add.at would (same sums, to the bit).
-    w = np.bincount(group * uniq.size + inv, weights=counts, minlength=n_groups * uniq.size)
-    w = w.reshape(n_groups, uniq.size)
-    cdf = lognormal_cdf(GRID[None, :], d[first][:, None], s[first][:, None], sigma[first][:, None])
-    return np.asarray(w @ cdf, np.float64)
+    srt = np.sort(key)
+    new = np.empty(srt.size, bool)
+    new[:1] = True
+    np.not_equal(srt[1:], srt[:-1], out=new[1:])
+    uniq = srt[new]
+    if uniq.size <= 16:
+        # A few states (the usual case): no stable argsort; a pass per key for its first.
+        inv = np.searchsorted(uniq, key)
+        first = np.array([int(np.argmax(inv == j)) for j in range(uniq.size)], np.int64)
+        return first, inv
+    order = np.argsort(key, kind="stable")
+    new = np.empty(key.size, bool)
+    new[:1] = True
+    np.not_equal(key[order[1:]], key[order[:-1]], out=new[1:])
+    inv = np.empty(key.size, np.int64)
+    inv[order] = np.cumsum(new) - 1
+    return order[new], inv
+
+
+# CDF rows on GRID by the exact bits of (d, s, sigma): the states of a run recur step after step.
+_CDF_ROWS: dict[tuple[int, int, int], F64] = {}
+_CDF_ROWS_MAX = 2048  # 281 floats each: a bounded 4.6 MB
+
+
+def _cdf_rows(d: F64, s: F64, sigma: F64) -> F64:
+    """lognormal_cdf(GRID) per (d, s, sigma), one row each, remembered across steps."""
+    bits = (d.view(np.int64).tolist(), s.view(np.int64).tolist(), sigma.view(np.int64).tolist())
+    keys = list(zip(*bits, strict=True))
+    rows = [_CDF_ROWS.get(key) for key in keys]
+    missing = [i for i, row in enumerate(rows) if row is None]
+    if missing:
+        m = np.array(missing, np.int64)
+        new = lognormal_cdf(GRID[None, :], d[m][:, None], s[m][:, None], sigma[m][:, None])
+        if len(_CDF_ROWS) + len(missing) > _CDF_ROWS_MAX:
+            _CDF_ROWS.clear()
+        for j, i in enumerate(missing):
+            rows[i] = _CDF_ROWS[keys[i]] = new[j]
+    return np.array(rows)
 
 
 def grid_quantiles(mix: F64, qs: tuple[float, ...]) -> list[float]:
@@ -504,8 +547,21 @@ def timed_out(counts: I64, d: F64, s: F64, sigma: F64, timeout: float, rng: np.r
     """How many of ``counts`` requests took longer than ``timeout`` (a binomial draw each)."""
     if not math.isfinite(timeout) or timeout >= INF:
         return np.zeros_like(counts)
-    p = 1.0 - lognormal_cdf(np.full(d.shape, timeout), d, s, sigma)
-    return rng.binomial(counts, np.clip(p, 0.0, 1.0)).astype(np.int64)
+    if d.size == 0:
+        return np.zeros(counts.shape, np.int64)
+    first, inv = _state_groups(d, s, sigma)
+    if all((x.view(np.int64) == x[first].view(np.int64)[inv]).all() for x in (d, s, sigma)):
+        # Requests in the same state (to the bit) share one probability: computed once each.
+        p = (1.0 - lognormal_cdf(np.full(first.size, timeout), d[first], s[first], sigma[first]))[inv]
+    else:
+        p = 1.0 - lognormal_cdf(np.full(d.shape, timeout), d, s, sigma)
+    p = np.clip(p, 0.0, 1.0)
+    # A zero probability draws nothing (numpy's binomial returns 0 at once), so only the rest
+    # are drawn, in order: the same draws.
+    out = np.zeros(counts.shape, np.int64)
+    draw = np.flatnonzero(p != 0.0)
+    out[draw] = rng.binomial(counts[draw], p[draw])
+    return out
 
 
 def _distinct(items: list[Any]) -> tuple[list[Any], I64]:

@@ -323,14 +323,17 @@ class TrafficPhases:
         proportion (the remainders by a north-west corner)."""
         q = self.queued[ri]
         s = q.shape[0]
-        tot = srv.sum(axis=0)
-        cols = np.flatnonzero(tot)
+        tot = srv[0] if srv.shape[0] == 1 else srv.sum(axis=0)
+        # Only the containers the capacity model stepped can have served.
+        act = self.capacity.active
+        cols = act[np.flatnonzero(tot[act])]
         if cols.size == 0:
             e = np.empty(0, np.int64)
             return e, e, e, e
-        orph = np.minimum(self.orphans[ri][cols], tot[cols])
+        tot = tot[cols]
+        orph = np.minimum(self.orphans[ri][cols], tot)
         self.orphans[ri][cols] -= orph
-        need = tot[cols] - orph
+        need = tot - orph
         ages = np.arange(s - 1, -1, -1)  # oldest first
         rows = (k - ages) % s
         # Only the arrival steps that still hold requests (FIFO: a few), and the newest, which
@@ -338,19 +341,32 @@ class TrafficPhases:
         held: B = (self.queued_rows[ri] > 0)[rows]
         held[-1] = True
         ages, rows = ages[held], rows[held]
-        at = np.ix_(rows, cols)
-        sub = q[at]
-        before = np.cumsum(sub, axis=0) - sub
-        take = np.minimum(sub, np.maximum(need - before, 0))
-        q[at] -= take
-        self.queued_n[ri] -= int(take.sum())
-        self.queued_rows[ri][rows] -= take.sum(axis=1)
-        take[-1] += need - take.sum(axis=0)  # none untracked, but fresh if there were
+        # Taken oldest first, each arrival step as much as it holds of what is still needed;
+        # once nothing is, the newer steps give nothing.
+        take = np.zeros((cols.size, rows.size), np.int64)  # container × arrival step
+        left = need.copy()
+        taken = 0
+        for i, r in enumerate(rows.tolist()):
+            qr = q[r]
+            sub = qr[cols]
+            tk = np.minimum(sub, left)
+            n_tk = int(tk.sum())
+            if n_tk:
+                qr[cols] = sub - tk
+                left -= tk
+                take[:, i] = tk
+                self.queued_rows[ri][r] -= n_tk
+                taken += n_tk
+                if not left.any():
+                    break
+        self.queued_n[ri] -= taken
+        take[:, -1] += left  # none untracked, but fresh if there were
         if srv.shape[0] == 1:
             # One outcome class: each container's cohorts are its arrival steps' takes, in
             # (container, age) order, what the general split below gives with one class.
-            cc, j = np.nonzero(take.T)
-            return np.zeros(cc.size, np.int64), cols[cc], ages[j], take[j, cc]
+            cc, j = np.nonzero(take)
+            return np.zeros(cc.size, np.int64), cols[cc], ages[j], take[cc, j]
+        take = take.T
         buckets = np.vstack([orph[None, :], take])  # (1 + s) × containers: orphans, then by age
         waited = np.concatenate([[-1], ages])
         part = srv[:, cols]
