@@ -449,33 +449,43 @@ class CapacityModel:
         return out
 
 
-def mixture_cdf(counts: I64, d: F64, s: F64, sigma: F64) -> F64:
-    """CDF on GRID of a mixture: ``counts[i]`` requests with latency d_i + s_i·X_i."""
+def mixture_cdf(counts: I64, d: F64, s: F64, sigma: F64, states: States | None = None) -> F64:
+    """CDF on GRID of a mixture: ``counts[i]`` requests with latency d_i + s_i·X_i (``states``:
+    their state_groups, if in hand)."""
     total = counts[counts > 0].sum()
     if total == 0:
         return np.ones(GRID.size)
-    return grouped_cdfs(counts, d, s, sigma, np.zeros(counts.size, np.int64), 1)[0] / total
+    return grouped_cdfs(counts, d, s, sigma, np.zeros(counts.size, np.int64), 1, states)[0] / total
 
 
-def grouped_cdfs(counts: I64, d: F64, s: F64, sigma: F64, group: I64, n_groups: int) -> F64:
+def grouped_cdfs(
+    counts: I64, d: F64, s: F64, sigma: F64, group: I64, n_groups: int, states: States | None = None
+) -> F64:
     """Per group g (rows): the sum over requests i of group g of ``counts[i]`` times the CDF on
-    GRID of latency d_i + s_i·X_i — unnormalized, so that groups add up."""
+    GRID of latency d_i + s_i·X_i — unnormalized, so that groups add up (``states``: the
+    requests' state_groups, if in hand)."""
     out = np.zeros((n_groups, GRID.size))
     keep = counts > 0
-    if not keep.any():
+    if keep.all() and states is not None:
+        first, inv = states
+    elif not keep.any():
         return out
-    counts, d, s, sigma, group = counts[keep], d[keep], s[keep], sigma[keep], group[keep]
-    # Pods in the same state share one row: key on (d, s) to 0.1 ms and sigma to 0.001.
-    first, inv = _state_groups(d, s, sigma)
+    else:
+        counts, d, s, sigma, group = counts[keep], d[keep], s[keep], sigma[keep], group[keep]
+        first, inv = state_groups(d, s, sigma)
     # bincount adds the weights in element order, as add.at would (same sums, to the bit).
     w = np.bincount(group * first.size + inv, weights=counts, minlength=n_groups * first.size)
     w = w.reshape(n_groups, first.size)
     return np.asarray(w @ _cdf_rows(d[first], s[first], sigma[first]), np.float64)
 
 
-def _state_groups(d: F64, s: F64, sigma: F64) -> tuple[I64, I64]:
-    """Requests keyed on (d, s) to 0.1 ms and sigma to 0.001, in key order: each key's first
-    request and, per request, its key's index (np.unique's index and inverse)."""
+States = tuple[I64, I64]  # per state, its first request; per request, its state
+
+
+def state_groups(d: F64, s: F64, sigma: F64) -> States:
+    """Requests in the same state share a latency distribution: keyed on (d, s) to 0.1 ms and
+    sigma to 0.001, in key order, each key's first request and, per request, its key's index
+    (np.unique's index and inverse)."""
     dk = np.minimum(np.round(d * 10), 2**24 - 1).astype(np.int64)
     sk = np.minimum(np.round(s * 10), 2**24 - 1).astype(np.int64)
     gk = np.round(sigma * 1000).astype(np.int64)
@@ -543,16 +553,40 @@ def quantiles(counts: I64, d: F64, s: F64, sigma: F64, qs: tuple[float, ...]) ->
     return grid_quantiles(mixture_cdf(counts, d, s, sigma), qs)
 
 
-def timed_out(counts: I64, d: F64, s: F64, sigma: F64, timeout: float, rng: np.random.Generator) -> I64:
-    """How many of ``counts`` requests took longer than ``timeout`` (a binomial draw each)."""
+# P(latency > timeout) by the exact bits of (d, s, sigma, timeout), as _CDF_ROWS.
+_LATE: dict[tuple[int, int, int, float], float] = {}
+
+
+def timed_out(
+    counts: I64,
+    d: F64,
+    s: F64,
+    sigma: F64,
+    timeout: float,
+    rng: np.random.Generator,
+    states: States | None = None,
+) -> I64:
+    """How many of ``counts`` requests took longer than ``timeout`` (a binomial draw each;
+    ``states``: the requests' state_groups, if in hand)."""
     if not math.isfinite(timeout) or timeout >= INF:
         return np.zeros_like(counts)
     if d.size == 0:
         return np.zeros(counts.shape, np.int64)
-    first, inv = _state_groups(d, s, sigma)
+    first, inv = state_groups(d, s, sigma) if states is None else states
     if all((x.view(np.int64) == x[first].view(np.int64)[inv]).all() for x in (d, s, sigma)):
         # Requests in the same state (to the bit) share one probability: computed once each.
-        p = (1.0 - lognormal_cdf(np.full(first.size, timeout), d[first], s[first], sigma[first]))[inv]
+        bits = (d[first].view(np.int64).tolist(), s[first].view(np.int64).tolist())
+        keys = list(zip(*bits, sigma[first].view(np.int64).tolist(), [timeout] * first.size, strict=True))
+        late = [_LATE.get(key) for key in keys]
+        missing = [i for i, x in enumerate(late) if x is None]
+        if missing:
+            m = first[missing]
+            new = (1.0 - lognormal_cdf(np.full(m.size, timeout), d[m], s[m], sigma[m])).tolist()
+            if len(_LATE) + len(missing) > _CDF_ROWS_MAX:
+                _LATE.clear()
+            for j, i in enumerate(missing):
+                late[i] = _LATE[keys[i]] = new[j]
+        p = np.array(late, np.float64)[inv]
     else:
         p = 1.0 - lognormal_cdf(np.full(d.shape, timeout), d, s, sigma)
     p = np.clip(p, 0.0, 1.0)

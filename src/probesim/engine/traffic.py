@@ -15,7 +15,15 @@ import numpy as np
 import numpy.typing as npt
 
 from probesim.engine.behavior import INF
-from probesim.engine.capacity import GRID, CapacityModel, grid_quantiles, grouped_cdfs, mixture_cdf, timed_out
+from probesim.engine.capacity import (
+    GRID,
+    CapacityModel,
+    grid_quantiles,
+    grouped_cdfs,
+    mixture_cdf,
+    state_groups,
+    timed_out,
+)
 from probesim.engine.containers import Containers
 from probesim.engine.fleet import RUNNING, Fleet, Route
 from probesim.engine.mesh import MeshRoute
@@ -548,7 +556,9 @@ class TrafficPhases:
             waited = ages * step
             d = np.where(ages == 0, wait[cs], waited)
             limit = float(route.timeout)
-            to = timed_out(n_served, d, sv, cap.sigma[cs], limit, self.rng)
+            sigma = cap.sigma[cs]
+            states = state_groups(d, sv, sigma)
+            to = timed_out(n_served, d, sv, sigma, limit, self.rng, states)
             failed = cap.failed[sl][vs, cs]
             # The client sees each answer at min(latency, its timeout): those later than this
             # step are delivered by _deliver when due (and lost if their container stops first).
@@ -560,7 +570,7 @@ class TrafficPhases:
                 n_l = n_served[later]
                 used, group = np.unique(slots, return_inverse=True)
                 self.later_cdf[ri][used] += grouped_cdfs(
-                    n_l, d[later], sv[later], cap.sigma[cs][later], group, used.size
+                    n_l, d[later], sv[later], sigma[later], group, used.size
                 )
                 np.add.at(self.later_n[ri], slots, n_l)
                 np.add.at(self.later_t[ri], slots, (float(t) - waited[later]) * n_l)  # when sent
@@ -584,10 +594,16 @@ class TrafficPhases:
             col["error_status"][k] += int((n_served[now & failed] - to[now & failed]).sum())
             # Answered within the step, and immediate answers (0 ms).
             instant = max(int(col["ok"][k]) - n_ok, 0)
-            counts = np.append(n_served[now], instant)
-            sg = cap.sigma[cs][now]
-            mix = mixture_cdf(counts, np.append(d[now], 0.0), np.append(sv[now], 0.0), np.append(sg, 0.0))
-            self.step_cdf[ri] += self._with_connect_wait(ri, mix, int(counts.sum()))
+            if instant == 0 and not later.any():
+                # All of them, no immediate answer: their states are in hand.
+                mix = mixture_cdf(n_served, d, sv, sigma, states)
+                n_now = int(n_served.sum())
+            else:
+                counts = np.append(n_served[now], instant)
+                sg = sigma[now]
+                mix = mixture_cdf(counts, np.append(d[now], 0.0), np.append(sv[now], 0.0), np.append(sg, 0.0))
+                n_now = int(counts.sum())
+            self.step_cdf[ri] += self._with_connect_wait(ri, mix, n_now)
         for ri, route in enumerate(self.fleet.routes):
             # Latency quantiles of what clients got (or lost) this step, and of the run so far.
             seen_now = self.step_cdf[ri]
