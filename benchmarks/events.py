@@ -1,7 +1,7 @@
 """Text output of a big run: 1,000 pods (benchmarks/engine.py's fleet: a tenth start slowly
 and hang once, so probes fail, kill and restart) rendered as ``probesim run`` prints it, in CPU
 seconds beside the run itself: the timeline aggregated as kubectl does and cut to its first and
-last lines (the default), every line (``--all-events``), and the events as JSON (all of them).
+last lines (the default), every line (``--events all``), and the events as JSON (all of them).
 
 Target (issue 14): the default text output at most 10 % of the run it reports (before: 9.4 s of
 text with events against 1.3 s without, for a run of about a second), written to a pipe as
@@ -84,7 +84,7 @@ def main() -> None:
         f"  events alone (default − none) {default - none:6.3f} s CPU   "
         f"{(default - none) / run:.2f} × the run (folding and writing the events table: {folding:.3f} s)"
     )
-    print(f"  text, --all-events           {every:6.3f} s CPU   every line: for reference")
+    print(f"  text, --events all           {every:6.3f} s CPU   every line: for reference")
     print(f"  --json events (no series)    {as_json:6.3f} s CPU   every event")
 
 

@@ -197,16 +197,15 @@ def run(
         bool, typer.Option("--json", help="Print the versioned JSON result instead of tables.")
     ] = False,
     events: Annotated[
-        bool,
+        str,
         typer.Option(
-            "--events/--no-events",
-            help="Show the events as kubectl does (a repeat is one line: x12 over 3m), the first and "
-            "last 20 lines of them.",
+            "--events",
+            metavar="LINES|all|none",
+            help="Which events to show, as kubectl shows them (a repeat is one line: x12 over 3m): the "
+            "first and last LINES lines, all, or none (--json keeps every event).",
         ),
-    ] = True,
-    all_events: Annotated[
-        bool, typer.Option("--all-events", help="Show every line of the events, not the first and last 20.")
-    ] = False,
+    ] = "20",
+    no_events: Annotated[bool, typer.Option("--no-events", help="Show no events: --events none.")] = False,
     series: Annotated[
         bool, typer.Option("--series/--no-series", help="Include per-tick series in --json.")
     ] = True,
@@ -304,13 +303,12 @@ def run(
         one_thread_per_worker()  # before numpy loads: the workers fork from this process
     from probesim.engine import simulate
     from probesim.model.threshold import judged_by
-    from probesim.report.terminal import EVENT_LINES, render_result
+    from probesim.report.terminal import render_result
     from probesim.report.thresholds import render_thresholds, to_junit
     from probesim.results.thresholds import EXIT_CROSSED, crossed, evaluate
 
     try:
-        if all_events and not events:
-            raise InputError("--all-events shows every event line, --no-events none: give one")
+        event_lines = _event_lines(events, no_events)
         if plot is not None:
             _check_plot_path(plot)
             if runs is not None:
@@ -367,10 +365,27 @@ def run(
         doc["thresholds"] = [v.to_json() for v in verdicts]
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
-        render_result(result, out, events=events, event_lines=None if all_events else EVENT_LINES)
+        render_result(result, out, events=event_lines != 0, event_lines=event_lines)
         render_thresholds(verdicts, out)
     if crossed(verdicts):
         raise typer.Exit(EXIT_CROSSED)
+
+
+def _event_lines(value: str, no_events: bool) -> int | None:
+    """run's --events (and --no-events): the event lines shown at each end of the timeline, None
+    for all of them, 0 for none."""
+    v = value.strip().lower()
+    if no_events:
+        if value != "20":
+            raise InputError(f"contradicts --events {visible(value)}: give one", field="--no-events")
+        return 0
+    if v in ("all", "none"):
+        return None if v == "all" else 0
+    if v.isascii() and v.isdigit() and len(v) <= 9:
+        return int(v)
+    raise InputError(
+        f"{visible(value)!r} is not a number of lines (0 to 999,999,999), all or none", field="--events"
+    )
 
 
 def _run_target(
@@ -1156,7 +1171,8 @@ def _numpy_with_one_blas_thread() -> None:
     library whose one matrix product here (a few hundred rows, results the same to the bit on
     one thread: benchmarks/startup.py) does not need them. OpenBLAS reads the variable once,
     as it loads, so it is removed at once: nothing probesim starts (the lab's apps, Envoy)
-    inherits it, and a user's own setting is left as it is."""
+    inherits it, and a user's own setting is left as it is (the worker processes of run --runs
+    and sweep keep it set: runs.one_thread_per_worker)."""
     if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
         return
     os.environ["OPENBLAS_NUM_THREADS"] = "1"

@@ -1,11 +1,12 @@
 """The text timeline of events (issue 14): kubectl's aggregation (a repeat of the same object,
 type, reason and message is one line, "(x12 over 3m)"), the first and last lines only unless
---all-events, user text shown as text. How fast a big run's text is: benchmarks/events.py."""
+--events all, user text shown as text. How fast a big run's text is: benchmarks/events.py."""
 
 from __future__ import annotations
 
 import io
 import json
+import re
 
 import pytest
 from rich.console import Console
@@ -110,7 +111,7 @@ def test_only_the_first_and_last_lines_unless_all_are_asked_for() -> None:
     # 51 lines: 0-19 shown, then 20-30 (11 lines, 11 events) left out, then 31-49 and p-10's repeat.
     assert rows[EVENT_LINES].startswith("…")
     assert (
-        "11 lines (11 events) left out: --all-events shows every line, --json every event"
+        "11 lines (11 events) left out: --events all shows every line, --json every event"
         in rows[EVENT_LINES]
     )
     assert "pod/p-20" not in "\n".join(rows) and "pod/p-30" not in "\n".join(rows)
@@ -121,10 +122,11 @@ def test_only_the_first_and_last_lines_unless_all_are_asked_for() -> None:
     assert len(_rows(_text(ev[:40]))) == 40  # exactly 2 × 20: nothing to leave out
 
 
-def test_run_cuts_by_default_all_events_shows_every_line_json_keeps_every_event() -> None:
+def test_run_cuts_by_default_events_all_shows_every_line_json_keeps_every_event() -> None:
     cut = runner.invoke(app, ["run", "gke-surge-tuned"])
-    every = runner.invoke(app, ["run", "gke-surge-tuned", "--all-events"])
-    assert cut.exit_code == every.exit_code == 0
+    every = runner.invoke(app, ["run", "gke-surge-tuned", "--events", "all"])
+    five = runner.invoke(app, ["run", "gke-surge-tuned", "--events", "5"])
+    assert cut.exit_code == every.exit_code == five.exit_code == 0
     result = simulate(_load("gke-surge-tuned"))
     lines = len(aggregate(result.events))
     assert lines > 2 * EVENT_LINES
@@ -133,19 +135,34 @@ def test_run_cuts_by_default_all_events_shows_every_line_json_keeps_every_event(
     assert every.output.count("\n") - cut.output.count("\n") >= lines - 2 * EVENT_LINES - 1
     doc = json.loads(runner.invoke(app, ["run", "gke-surge-tuned", "--json", "--no-series"]).output)
     assert len(doc["events"]) == len(result.events)
-    assert "Events" not in runner.invoke(app, ["run", "gke-surge-tuned", "--no-events"]).output
-    assert "Events" in runner.invoke(app, ["run", "gke-surge-tuned", "--events"]).output
+    assert f"{lines - 10:,} lines (" in five.output
+    # Rows start with their age (6m40s, 2s …); a long message's second line does not.
+    ages = re.compile(r"^  \d+[smhd]", re.M)
+    assert len(ages.findall(five.output)) == 10 and len(ages.findall(cut.output)) == 2 * EVENT_LINES
+    assert cut.output == runner.invoke(app, ["run", "gke-surge-tuned", "--events", str(EVENT_LINES)]).output
+    for none in (["--no-events"], ["--events", "none"], ["--events", "0"]):
+        assert "Events" not in runner.invoke(app, ["run", "gke-surge-tuned", *none]).output
 
 
-def test_all_events_and_no_events_contradict() -> None:
-    r = runner.invoke(app, ["run", "seed000-demo", "--all-events", "--no-events"])
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--events", "all", "--no-events"], "--no-events: contradicts --events all: give one"),
+        (["--events", "-1"], "'-1' is not a number of lines (0 to 999,999,999), all or none"),
+        (["--events", "9" * 400], "is not a number of lines"),
+        (["--events", "[red]x"], "'[red]x' is not a number"),
+    ],
+)
+def test_a_bad_events_value_is_an_input_error(args: list[str], said: str) -> None:
+    r = runner.invoke(app, ["run", "seed000-demo", *args])
     assert r.exit_code == 2
-    assert "--all-events" in r.output
+    assert said in " ".join(r.output.split())
 
 
-def test_help_says_how_many_lines_are_shown() -> None:
+def test_help_says_how_many_lines_are_shown_by_default() -> None:
     out = runner.invoke(app, ["run", "--help"], env={"COLUMNS": "200"}).output
-    assert f"first and last {EVENT_LINES}" in out and "--all-events" in out
+    flat = " ".join(out.replace("│", " ").split())
+    assert "--events LINES|all|none Which events to show" in flat and f"[default: {EVENT_LINES}]" in flat
 
 
 def test_event_text_stays_text() -> None:

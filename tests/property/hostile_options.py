@@ -319,6 +319,9 @@ def clean_case(rnd: random.Random, profile: Profile) -> Case:
     return Case(name, files, scenario, list(named))
 
 
+EVENTS = ["all", "none", "0", "3", "ALL", " 7 ", "-3", "1e3", "9" * 40, "٣", "[bold]x", ""]
+
+
 def run_command(rnd: random.Random, case: Case, profile: Profile) -> Command:
     """run SCENARIO with hostile --set, --threshold, --runs, --report (and --json)."""
     argv = ["run", ROOT + case.scenario]
@@ -333,6 +336,8 @@ def run_command(rnd: random.Random, case: Case, profile: Profile) -> Command:
         argv += ["--report", _root(rnd.choice(REPORTS) if rnd.random() < 0.4 else "r.html")]
     if rnd.random() < 0.1:
         argv += ["--junit", _root(rnd.choice(["j.xml", "j.html", "dir.html", "missing/j.xml"]))]
+    if rnd.random() < 0.15:
+        argv += ["--events", rnd.choice(EVENTS)]
     as_json = rnd.random() < 0.3
     if as_json:
         argv.append("--json")

@@ -32,8 +32,8 @@ def render_result(
     result: Result, console: Console, events: bool = True, event_lines: int | None = None
 ) -> None:
     """The run's summary tables and events (the first and last ``event_lines`` lines of the
-    timeline, every line if None: probesim run, whose --all-events the cut names, gives
-    EVENT_LINES). Names and messages are user text: shown through probesim.safe, never as
+    timeline, every line if None: probesim run, whose --events all the cut names, gives
+    EVENT_LINES unless told). Names and messages are user text: shown through probesim.safe, never as
     markup."""
     if result.source == "lab":
         what = f"  ran for real for {format_ms(result.duration_ms)}"
@@ -404,7 +404,7 @@ def render_events(events: Sequence[Event], console: Console, lines: int | None =
     entries = [_event_cells(a) for a in head]
     if left_lines:
         note = (
-            f"{left_lines:,} lines ({left_events:,} events) left out: --all-events shows every line, "
+            f"{left_lines:,} lines ({left_events:,} events) left out: --events all shows every line, "
             "--json every event"
         )
         entries.append((Text("…"), Text(), Text(), Text(), Text(note), "dim"))
