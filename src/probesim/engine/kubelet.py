@@ -77,6 +77,8 @@ class ProbeWorkers:
         self.title = kind.capitalize()
         self._would_pass_at: tuple[int, npt.NDArray[np.bool_]] | None = None  # (behaviour epoch, mask)
         self._said: dict[tuple[str, int, int, int, int], str] = {}  # Unhealthy messages made
+        self._said_by: dict[tuple[int, int, int], str] = {}  # the same, by (container, why, status)
+        self._objects: tuple[EventLog | None, list[str]] = (None, [])  # per pod: "pod/<name>"
         self.spec = spec
         self.fleet = fleet
         self.active = np.zeros(n, bool)
@@ -439,25 +441,29 @@ class ProbeWorkers:
         s = self.spec
         f = self.fleet
         add, text = log.rows.append, log.text  # EventLog.add inlined: thousands a step when overloaded
-        names = f.pod_names
-        for c, pod, why, h, status, tmo in zip(
+        if self._objects[0] is not log:
+            # Each pod's object name, made once (one copy in the log's text).
+            self._objects = (log, [text.setdefault(o, o) for o in ["pod/" + name for name in f.pod_names]])
+        objects = self._objects[1]
+        said_by = self._said_by
+        for c, pod, why, status in zip(
             idx.tolist(),
             f.container_pod[idx].tolist(),
             self.pending_why[idx].tolist(),
-            s.handler[idx].tolist(),
             self.pending_status[idx].tolist(),
-            (s.timeout[idx] // 1000).tolist(),
             strict=True,
         ):
-            where = s.describe[c]
-            # The wording is a function of these alone: each distinct message is made once.
-            key = (where, h, why, status, tmo)
-            said = self._said.get(key)
+            said = said_by.get((c, why, status))
             if said is None:
-                said = self._message(where, h, why, status, tmo)
-                said = self._said[key] = text.setdefault(said, said)
-            obj = "pod/" + names[pod]
-            add((t, "Warning", "Unhealthy", text.setdefault(obj, obj), said, "kubelet"))
+                # The wording is a function of these alone: each distinct message is made once.
+                where, h, tmo = s.describe[c], int(s.handler[c]), int(s.timeout[c] // 1000)
+                key = (where, h, why, status, tmo)
+                said = self._said.get(key)
+                if said is None:
+                    said = self._message(where, h, why, status, tmo)
+                    said = self._said[key] = text.setdefault(said, said)
+                said_by[(c, why, status)] = said
+            add((t, "Warning", "Unhealthy", objects[pod], said, "kubelet"))
 
     def _message(self, where: str, h: int, why: int, status: int, tmo: int) -> str:
         """An Unhealthy event's message, as the kubelet's prober words it."""
