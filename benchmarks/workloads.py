@@ -6,6 +6,8 @@
   optionally with the capacity model (route costs, workers) and kept-alive connections;
 - ``surge``: the built-in ``gke-surge-defaults`` (capacity model, CPU limits, HPA) scaled to
   ``pods`` replicas and its traffic to the same load per pod;
+- ``dependency``: the built-in ``patient-timeout-retry-3`` (a route calling a dependency that
+  delays half its answers, with a timeout and retries; keep-alive clients) scaled likewise;
 - ``outlier``: the built-in ``seed003-outlier`` (client sidecars, outlier detection) scaled to
   ``pods`` pods, ``clients`` client sidecars and 10 requests per second per pod.
 """
@@ -120,6 +122,9 @@ def _scaled(name: str, pods: int, rate_factor: float, seconds: int | None, clien
         for key in ("rate", "startRate"):
             if key in tr:
                 tr[key] *= rate_factor
+        for key in ("preAllocatedVUs", "maxVUs"):  # k6's virtual users, as many more as requests
+            if key in tr:
+                tr[key] = round(tr[key] * rate_factor)
         for stage in tr.get("stages", []):
             stage["target"] *= rate_factor
     if seconds is not None:
@@ -131,6 +136,13 @@ def _scaled(name: str, pods: int, rate_factor: float, seconds: int | None, clien
 def surge(pods: int, seconds: int | None = None) -> Scenario:
     """gke-surge-defaults (10 pods, HPA 10 → 20) scaled to ``pods`` (HPA ``pods`` → 2 × ``pods``)."""
     return _scaled("gke-surge-defaults", pods, pods / 10, seconds, None)
+
+
+def dependency(pods: int, seconds: int | None = None) -> Scenario:
+    """patient-timeout-retry-3 (2 pods whose route calls a dependency that delays half its
+    answers by 100 s, with a 200 ms timeout and 3 tries; keep-alive clients at 900 req/s a route)
+    scaled to ``pods`` at the same load a pod."""
+    return _scaled("patient-timeout-retry-3", pods, pods / 2, seconds, None)
 
 
 def outlier(pods: int, clients: int, seconds: int | None = None) -> Scenario:
