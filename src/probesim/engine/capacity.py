@@ -176,6 +176,8 @@ class CapacityModel:
         self.step_capacity = np.zeros(n)
         self._idle_capacity: F64 | None = None
         self._stable: B | None = None
+        self._unstable = np.zeros(0, bool)
+        self._all_loaded = False
         self.active = np.zeros(0, np.int64)  # the containers the last step served (the others: 0)
 
     def update_classes(self, t: int) -> None:
@@ -278,7 +280,7 @@ class CapacityModel:
     def begin_step(self, dt: float) -> None:
         """Before arrivals: how many requests each container will finish in this step, so that
         a full queue still takes in what the step's service frees up."""
-        held = self.backlog.sum(axis=0)
+        held = self._held()
         if self.calls_any:
             self.step_capacity = self._capacity(
                 dt, held, self.backlog, self.cpu, self.wall, self.cpu.mean(axis=0), self.wall.mean(axis=0)
@@ -330,7 +332,11 @@ class CapacityModel:
     def accept(self, ri: int, containers: I64, counts: I64, instance: I64) -> I64:
         """Arrivals of route ``ri``; returns how many each container took (the rest are refused).
         What is taken is split among the route's outcome classes by a multinomial draw."""
-        held = self.backlog[:, containers].sum(axis=0)
+        held = (
+            self.backlog[0, containers]
+            if self.backlog.shape[0] == 1
+            else self.backlog[:, containers].sum(axis=0)
+        )
         room = self.room[containers] + self.step_capacity[containers] - held
         take = np.minimum(counts, np.maximum(room, 0)).astype(np.int64)
         prob = self._class_prob[ri][:, containers]
@@ -349,9 +355,13 @@ class CapacityModel:
         self.instance[containers] = instance
         return take
 
+    def _held(self) -> I64:
+        """What each container holds, all routes and classes (one row: that row, not a copy)."""
+        return self.backlog[0] if self.backlog.shape[0] == 1 else self.backlog.sum(axis=0)
+
     def drop(self, alive: B, instance: I64) -> I64:
         """What containers that stopped or were replaced held: lost, per route."""
-        gone = (self.backlog.sum(axis=0) > 0) & (~alive | (instance != self.instance))
+        gone = (self._held() > 0) & (~alive | (instance != self.instance))
         if not gone.any():
             return np.zeros(self.backlog.shape[0], np.int64)
         lost = self.backlog[:, gone].sum(axis=1)
@@ -382,11 +392,14 @@ class CapacityModel:
         queue wait and each (route, container)'s service time for what it served (only where
         it served)."""
         n = self.carry.size
-        held_all = self.backlog[0] if self.backlog.shape[0] == 1 else self.backlog.sum(axis=0)
+        one = self.backlog.shape[0] == 1  # one route, one outcome class: no sums over rows
+        held_all = self.backlog[0] if one else self.backlog.sum(axis=0)
         if self._stable is None:
             self._stable = self._stable_when_idle(dt)
+            self._unstable = ~self._stable
+            self._all_loaded = bool(self.loaded.all())
         # Containers that hold nothing, carry nothing and stay so are left out (every output 0).
-        a = self.active = np.flatnonzero((held_all > 0) | (self.carry != 0) | ~self._stable)
+        a = self.active = np.flatnonzero((held_all > 0) | (self.carry != 0) | self._unstable)
         held = held_all[a]
         backlog = self.backlog[:, a]
         leftover = np.minimum(self._leftover[a], held)
@@ -396,8 +409,13 @@ class CapacityModel:
         loaded = self.loaded[a]
         limit_m = self.limit_m[a]
         with np.errstate(divide="ignore", invalid="ignore"):
-            mix_c = np.where(held > 0, (backlog * cpu).sum(axis=0) / held, cpu[0])
-            mix_w = np.where(held > 0, (backlog * wall).sum(axis=0) / held, wall[0])
+            # (A sum over one row is that row, to the bit.)
+            mix_c = np.where(
+                held > 0, (backlog[0] * cpu[0] if one else (backlog * cpu).sum(axis=0)) / held, cpu[0]
+            )
+            mix_w = np.where(
+                held > 0, (backlog[0] * wall[0] if one else (backlog * wall).sum(axis=0)) / held, wall[0]
+            )
             limit = limit_m / 1000.0  # cores = CPU-ms per ms
             mu_cpu = np.where(mix_c > 0, limit / mix_c, np.inf)
             mu_w = np.where(mix_c + mix_w > 0, self.workers[a] / (mix_c + mix_w), np.inf)
@@ -407,26 +425,34 @@ class CapacityModel:
             served_total = np.minimum(held, whole).astype(np.int64)
             self.carry[a] = np.where(held >= whole, cap - whole, 0.0)
             arrivals = held - leftover
-            rho = np.where(np.isfinite(mu), arrivals / (mu * dt), 0.0)
-            wait = np.where(np.isfinite(mu) & (mu > 0), leftover / mu, 0.0)
-            demand_m = np.where(np.isfinite(mu), held * mix_c / dt * 1000.0, 0.0)
-        throttled = loaded & (demand_m > limit_m)
-        rho = np.where(loaded, rho, 0.0)
+            finite = np.isfinite(mu)
+            rho = np.where(finite, arrivals / (mu * dt), 0.0)
+            wait = np.where(finite & (mu > 0), leftover / mu, 0.0)
+            demand_m = np.where(finite, held * mix_c / dt * 1000.0, 0.0)
+        throttled = demand_m > limit_m
+        used_m = np.minimum(served_total * mix_c / dt * 1000.0, limit_m)
+        cpu_rho = demand_m / limit_m
+        if not self._all_loaded:
+            throttled &= loaded
+            rho = np.where(loaded, rho, 0.0)
+            used_m = np.where(loaded, used_m, 0.0)
+            cpu_rho = np.where(loaded, cpu_rho, 0.0)
+            wait = np.where(loaded, wait, 0.0)
         self.throttled = np.zeros(n, bool)
         self.throttled[a] = throttled
         self.cpu_used_m = np.zeros(n)
-        self.cpu_used_m[a] = np.where(loaded, np.minimum(served_total * mix_c / dt * 1000.0, limit_m), 0.0)
+        self.cpu_used_m[a] = used_m
         self.cpu_rho = np.zeros(n)
-        self.cpu_rho[a] = np.where(loaded, demand_m / limit_m, 0.0)
+        self.cpu_rho[a] = cpu_rho
         self.rho = np.zeros(n)
         self.rho[a] = rho
         self.wait_ms = np.zeros(n)
-        self.wait_ms[a] = np.where(loaded, wait, 0.0)
+        self.wait_ms[a] = wait
         served_a = self._split(served_total, held, backlog)
         backlog -= served_a
         self.backlog[:, a] = backlog
         self._leftover = np.zeros(n, np.int64)
-        self._leftover[a] = backlog.sum(axis=0)
+        self._leftover[a] = backlog[0] if one else backlog.sum(axis=0)
         stretch = 1.0 / (1.0 - np.minimum(rho, MAX_RHO))
         service = np.zeros(self.wall.shape)
         service[:, a] = wall + cpu * stretch + np.where(throttled, QUOTA_PERIOD_MS / 2, 0.0)
