@@ -1,7 +1,5 @@
 """The ``probesim`` command line."""
 
-from __future__ import annotations
-
 import errno
 import io
 import os
@@ -93,7 +91,7 @@ SCHEDULER_OPTION = typer.Option(
 )
 
 
-def _check_cost(sc: Scenario, target: str, limit: int) -> None:
+def _check_cost(sc: "Scenario", target: str, limit: int) -> None:
     """Refuse, before it starts, a run that would take too long or too much memory."""
     from probesim.cost import run_cost
 
@@ -156,7 +154,7 @@ def _scenario_path(target: str) -> str:
     return str(b.path)
 
 
-def _load(target: str, manifests: Sequence[str] = (), sets: Sequence[str] = ()) -> Scenario:
+def _load(target: str, manifests: Sequence[str] = (), sets: Sequence[str] = ()) -> "Scenario":
     from probesim.manifests.scenario import load_scenario
     from probesim.overrides import parse_set
 
@@ -396,7 +394,7 @@ def _run_target(
     rate: float | None,
     duration: str | None,
     print_scenario: bool,
-) -> tuple[Scenario, Generated | None] | None:
+) -> "tuple[Scenario, Generated | None] | None":
     """run's scenario: the file or built-in named, or the one generated from manifests (with
     it); None once --print-scenario has printed it."""
     plain = (start, rate, duration) == (None, None, None) and not print_scenario
@@ -421,7 +419,7 @@ def _run_target(
     return sc, generated
 
 
-def _tell_generated(generated: Generated, sc: Scenario) -> None:
+def _tell_generated(generated: "Generated", sc: "Scenario") -> None:
     """On stderr, once the run is sure to start: what the generated scenario runs, and a line
     on what it does not (as check says it)."""
     from probesim.analysis.check import CheckReport
@@ -434,12 +432,12 @@ def _tell_generated(generated: Generated, sc: Scenario) -> None:
 
 
 def _monte_carlo(
-    sc: Scenario,
+    sc: "Scenario",
     runs: int,
     workers: int | None,
     scheduler: str | None,
     as_json: bool,
-    thresholds: Sequence[Threshold],
+    thresholds: "Sequence[Threshold]",
 ) -> None:
     """run --runs: the figures over ``runs`` seeds, as a table or --json; exit 99 when a run
     crossed a threshold, as a single run does."""
