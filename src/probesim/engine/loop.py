@@ -613,10 +613,13 @@ class _Run(TrafficPhases, RunSummary):
                 self._serve(t, k, rec)
                 used = self.capacity.cpu_used_m
                 self.cpu_window[k % self.cpu_window.shape[0]] = used
-                per_pod = np.bincount(f.container_pod, weights=used, minlength=f.n_pods)
-                throttled = (
-                    np.bincount(f.container_pod, weights=self.capacity.throttled, minlength=f.n_pods) > 0
-                )
+                # Only the containers the capacity model stepped use CPU or are throttled (the
+                # others' 0.0 adds nothing to a pod's sum, to the bit).
+                act = self.capacity.active
+                act_pod = f.container_pod[act]
+                per_pod = np.bincount(act_pod, weights=used[act], minlength=f.n_pods)
+                throttled = np.zeros(f.n_pods, bool)
+                throttled[act_pod[self.capacity.throttled[act]]] = True
                 for i, cols in enumerate(cpu_cols):
                     pods = wl_pods[i]
                     cols[0][k] = round(float(per_pod[pods].sum()))

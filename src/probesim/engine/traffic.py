@@ -521,8 +521,14 @@ class TrafficPhases:
                     self.later_cdf[ri][:] = 0.0
                 continue
             slot = k % wheel.shape[1]
-            due = wheel[:, slot].sum(axis=1)
             recorded = self.later_n[ri][slot]
+            if recorded == 0:
+                # Nothing was sent to this slot since it was last freed (what _serve puts in a
+                # slot it also records there): none due, and the slot is free.
+                self.later_t[ri][slot] = 0.0
+                self.later_cdf[ri][slot] = 0.0
+                continue
+            due = wheel[:, slot].sum(axis=1)
             if recorded > 0 and due.any():
                 self.step_cdf[ri] += self.later_cdf[ri][slot] * (float(due.sum()) / recorded)
             # The slot is free for the next round even when a kill took all it held.
