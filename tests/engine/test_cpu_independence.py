@@ -6,6 +6,7 @@ JSON, every series and event included."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -26,9 +27,8 @@ OFF = "AVX512_SPR AVX512_ICL X86_V4 X86_V3"
 
 def _found() -> list[str]:
     """The extensions numpy found on this CPU (none to switch off on an old one)."""
-    from numpy._core._multiarray_umath import __cpu_features__  # type: ignore[attr-defined]
-
-    return [f for f in OFF.split() if __cpu_features__.get(f)]
+    found = importlib.import_module("numpy._core._multiarray_umath").__cpu_features__
+    return [f for f in OFF.split() if found.get(f)]
 
 
 def _result(name: str) -> str:
