@@ -198,8 +198,11 @@ class Containers:
         self.started_at[c] = now
         self.next_start[c] = INF
         self.waiting_reason[c] = ""
-        when, code = self.fleet.behaviors.crash_at(np.array([c]), self.started_at)
-        self.crash_at[c], self.crash_code[c] = when[0], code[0]
+        if self.fleet.behaviors.any_crashes:
+            when, code = self.fleet.behaviors.crash_at(np.array([c]), self.started_at)
+            self.crash_at[c], self.crash_code[c] = when[0], code[0]
+        else:  # what crash_at gives when no profile crashes by itself
+            self.crash_at[c], self.crash_code[c] = INF, 0
         self.changed = True
         self.epoch += 1  # what probe workers depend on changed
         log.synced_pods.add(int(self.fleet.container_pod[c]))

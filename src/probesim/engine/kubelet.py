@@ -76,11 +76,20 @@ class ProbeWorkers:
         self.kind = kind
         self.title = kind.capitalize()
         self._would_pass_at: tuple[int, npt.NDArray[np.bool_]] | None = None  # (behaviour epoch, mask)
+        # What _would_pass reads of the probes' fixed settings: (columns, tcp, http, not closed,
+        # no port error and not loaded).
+        self._fixed: (
+            tuple[I64, npt.NDArray[np.bool_], npt.NDArray[np.bool_], npt.NDArray[np.bool_]] | None
+        ) = None
         self._said: dict[tuple[str, int, int, int, int], str] = {}  # Unhealthy messages made
         self._said_by: dict[tuple[int, int, int], str] = {}  # the same, by (container, why, status)
         self._objects: tuple[EventLog | None, list[str]] = (None, [])  # per pod: "pod/<name>"
         self.spec = spec
         self.fleet = fleet
+        # Fixed per worker: when its initial delay ends after a start, and whether its period
+        # is a whole number of steps (a deferred worker's ticks must fall on step times).
+        self._delay_ms = spec.delay_s * 1000
+        self._period_on_step = spec.period % step == 0
         self.active = np.zeros(n, bool)
         self.cached = np.full(n, INITIAL[kind], np.int64)
         self.seen = np.full(n, -1, np.int64)  # container instance the worker last observed
@@ -236,14 +245,13 @@ class ProbeWorkers:
             self._catch_up(np.flatnonzero(self.lazy), t)
         self.dirty = False
         self._steady_key = key
-        s = self.spec
         inst = ctr.instance
         base = self.active & (self.busy_until == INF) & ~self.buffered & (inst >= 0) & (self.seen == inst)
         steady = base & self.on_hold
         base &= ~self.on_hold
         alive = ctr.alive()
         # Within initialDelaySeconds: (t - start) // 1000 < delay, i.e. t < start + delay × 1000.
-        due_at = ctr.started_at + s.delay_s * 1000
+        due_at = ctr.started_at + self._delay_ms
         early = base & alive & (t < due_at)
         self._steady_until = np.int64(due_at[early].min()) if early.any() else INF
         gate = ~started if self.kind == "startup" else started
@@ -267,8 +275,9 @@ class ProbeWorkers:
         self.steady = steady | passing
         # Steady workers whose ticks fall on step times are not stepped at all until the set
         # changes: _catch_up counts their runs then.
-        step = self.step_ms
-        self.lazy = self.steady & (s.period % step == 0) & (self.next_tick % step == 0)
+        cand = np.flatnonzero(self.steady & self._period_on_step)
+        self.lazy = np.zeros(base.size, bool)
+        self.lazy[cand[self.next_tick[cand] % self.step_ms == 0]] = True
         self.has_lazy = bool(self.lazy.any())
 
     def _would_pass(self) -> npt.NDArray[np.bool_]:
@@ -278,12 +287,16 @@ class ProbeWorkers:
         if self._would_pass_at is not None and self._would_pass_at[0] == beh.epoch:
             return self._would_pass_at[1]
         n = s.target.size
-        tcp = s.handler == TCP
-        status = beh.status[s.target, np.arange(n)]
+        if self._fixed is None:
+            tcp = s.handler == TCP
+            loaded = self.capacity.loaded & ~tcp if self.capacity.any else np.zeros(n, bool)
+            self._fixed = (np.arange(n), tcp, s.handler == HTTP, ~s.closed & ~s.port_error & ~loaded)
+        cols, tcp, http, fixed = self._fixed
+        one = beh.status.shape[0] == 1  # one target: every worker's row is the first
+        status = beh.status[0] if one else beh.status[s.target, cols]
         passes = tcp | ((status >= 200) & (status < 400))
-        loaded = self.capacity.loaded & ~tcp if self.capacity.any else np.zeros(n, bool)
-        offhost = (s.handler == HTTP) & beh.offhost[s.target, np.arange(n)]
-        out = beh.listening & ~s.closed & ~beh.hung & ~s.port_error & ~loaded & passes & ~offhost
+        offhost = http & (beh.offhost[0] if one else beh.offhost[s.target, cols])
+        out = beh.listening & ~beh.hung & fixed & passes & ~offhost
         self._would_pass_at = (beh.epoch, out)
         return out
 
