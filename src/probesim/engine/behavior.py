@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from probesim.engine.arrays import distinct
 from probesim.model.scenario import ContainerBehavior, Crash, Deadlock, Errors, Hang, generic
 
 INF = np.int64(2**62)
@@ -173,7 +174,7 @@ class Behaviors:
         if not self.any_crashes:  # no profile crashes by itself
             return when, code
         prof_ids = self.profile_of[idx]
-        for k in np.unique(prof_ids):
+        for k in distinct(prof_ids):
             sel = prof_ids == k
             st = started_at[idx[sel]]
             w = np.full(st.size, INF, np.int64)

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from probesim.engine.arrays import distinct
 from probesim.engine.behavior import INF
 from probesim.engine.dependencies import chain, one_try, streak_probability, with_retries
 from probesim.engine.fleet import Fleet
@@ -188,7 +189,7 @@ class CapacityModel:
             extra = np.zeros((K, n))
             failed = np.zeros((K, n), bool)
             prob[0] = 1.0
-            for prof in np.unique(self.profile_of):
+            for prof in distinct(self.profile_of):
                 members = np.flatnonzero(self.profile_of == prof)
                 cost = probe_cost(self.behaviors[int(members[0])], path)
                 if not cost.calls:

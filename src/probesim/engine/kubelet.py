@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from probesim.consecutive import next_run, reaches_threshold
+from probesim.engine.arrays import distinct
 from probesim.engine.behavior import INF
 from probesim.engine.capacity import CapacityModel, probe_cost
 from probesim.engine.containers import Containers
@@ -385,7 +386,7 @@ class ProbeWorkers:
                 if cap.calls_any:
                     # A probe on a path that calls a dependency waits for that call too, and
                     # fails with the route's error status when the call fails (seed 004).
-                    for tgt in np.unique(s.target[li]):
+                    for tgt in distinct(s.target[li]):
                         sel = s.target[li] == tgt
                         extra, failed = cap.probe_call(li[sel], self.target_names[int(tgt)])
                         lat[sel] += extra

@@ -16,6 +16,7 @@ from operator import attrgetter
 import numpy as np
 import numpy.typing as npt
 
+from probesim.engine.arrays import distinct
 from probesim.engine.autoscaler import METRIC_WINDOW_MS, SYNC_PERIOD_MS, Autoscaler, PodViews
 from probesim.engine.behavior import INF
 from probesim.engine.capacity import GRID, CapacityModel
@@ -351,7 +352,7 @@ class _Run(TrafficPhases, RunSummary):
         for wi, hpa in self.autoscalers.items():
             pods = np.flatnonzero((f.pod_workload == wi) & self.admitted & ~self.gone)
             usage = np.full(pods.size, np.nan)
-            for nc in np.unique(n_cont[pods]).tolist():
+            for nc in distinct(n_cont[pods]).tolist():
                 sel = np.flatnonzero(n_cont[pods] == nc)
                 grp = pods[sel]
                 conts = first[grp][:, None] + np.arange(nc)[None, :]  # pods × containers

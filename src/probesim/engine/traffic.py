@@ -14,6 +14,7 @@ from collections import deque
 import numpy as np
 import numpy.typing as npt
 
+from probesim.engine.arrays import distinct_inverse
 from probesim.engine.behavior import INF
 from probesim.engine.capacity import (
     GRID,
@@ -574,7 +575,7 @@ class TrafficPhases:
                 slots = (k + np.ceil(seen[later] / step).astype(np.int64)) % self.pending[ri].shape[1]
                 # Their latency counts when the client gets the answer (or loses it), in _deliver.
                 n_l = n_served[later]
-                used, group = np.unique(slots, return_inverse=True)
+                used, group = distinct_inverse(slots)
                 self.later_cdf[ri][used] += grouped_cdfs(
                     n_l, d[later], sv[later], sigma[later], group, used.size
                 )
