@@ -501,7 +501,8 @@ def grouped_cdfs(
         counts, d, s, sigma, group = counts[keep], d[keep], s[keep], sigma[keep], group[keep]
         first, inv = state_groups(d, s, sigma)
     # bincount adds the weights in element order, as add.at would (same sums, to the bit).
-    w = np.bincount(group * first.size + inv, weights=counts, minlength=n_groups * first.size)
+    at = inv if n_groups == 1 else group * first.size + inv
+    w = np.bincount(at, weights=counts, minlength=n_groups * first.size)
     w = w.reshape(n_groups, first.size)
     return np.asarray(w @ _cdf_rows(d[first], s[first], sigma[first]), np.float64)
 
@@ -513,8 +514,7 @@ def state_groups(d: F64, s: F64, sigma: F64) -> States:
     """Requests in the same state share a latency distribution: keyed on (d, s) to 0.1 ms and
     sigma to 0.001, in key order, each key's first request and, per request, its key's index
     (np.unique's index and inverse)."""
-    dk = np.minimum(np.round(d * 10), 2**24 - 1).astype(np.int64)
-    sk = np.minimum(np.round(s * 10), 2**24 - 1).astype(np.int64)
+    dk, sk = np.minimum(np.round(np.stack([d, s]) * 10), 2**24 - 1).astype(np.int64)
     gk = np.round(sigma * 1000).astype(np.int64)
     key = (dk << 36) | (sk << 12) | gk
     srt = np.sort(key)
@@ -525,7 +525,7 @@ def state_groups(d: F64, s: F64, sigma: F64) -> States:
     if uniq.size <= 16:
         # A few states (the usual case): no stable argsort; a pass per key for its first.
         inv = np.searchsorted(uniq, key)
-        first = np.array([int(np.argmax(inv == j)) for j in range(uniq.size)], np.int64)
+        first = np.argmax(inv[None, :] == np.arange(uniq.size)[:, None], axis=1)
         return first, inv
     order = np.argsort(key, kind="stable")
     new = np.empty(key.size, bool)
@@ -600,10 +600,11 @@ def timed_out(
     if d.size == 0:
         return np.zeros(counts.shape, np.int64)
     first, inv = state_groups(d, s, sigma) if states is None else states
-    if all((x.view(np.int64) == x[first].view(np.int64)[inv]).all() for x in (d, s, sigma)):
+    bits = np.stack([d, s, sigma]).view(np.int64)
+    rep = bits[:, first]
+    if (bits == rep[:, inv]).all():
         # Requests in the same state (to the bit) share one probability: computed once each.
-        bits = (d[first].view(np.int64).tolist(), s[first].view(np.int64).tolist())
-        keys = list(zip(*bits, sigma[first].view(np.int64).tolist(), [timeout] * first.size, strict=True))
+        keys = list(zip(*rep.tolist(), [timeout] * first.size, strict=True))
         late = [_LATE.get(key) for key in keys]
         missing = [i for i, x in enumerate(late) if x is None]
         if missing:
@@ -613,14 +614,20 @@ def timed_out(
                 _LATE.clear()
             for j, i in enumerate(missing):
                 late[i] = _LATE[keys[i]] = new[j]
-        p = np.array(late, np.float64)[inv]
+        p_state = np.clip(np.array(late, np.float64), 0.0, 1.0)
+        some = p_state != 0.0
+        if not some.any():
+            return np.zeros(counts.shape, np.int64)
+        p = p_state[inv]
+        draw = None if some.all() else np.flatnonzero(some[inv])
     else:
-        p = 1.0 - lognormal_cdf(np.full(d.shape, timeout), d, s, sigma)
-    p = np.clip(p, 0.0, 1.0)
+        p = np.clip(1.0 - lognormal_cdf(np.full(d.shape, timeout), d, s, sigma), 0.0, 1.0)
+        draw = np.flatnonzero(p != 0.0)
+    if draw is None:
+        return np.asarray(rng.binomial(counts, p), np.int64)
     # A zero probability draws nothing (numpy's binomial returns 0 at once), so only the rest
     # are drawn, in order: the same draws.
     out = np.zeros(counts.shape, np.int64)
-    draw = np.flatnonzero(p != 0.0)
     out[draw] = rng.binomial(counts[draw], p[draw])
     return out
 

@@ -352,7 +352,7 @@ class TrafficPhases:
         ages, rows = ages[held], rows[held]
         # Taken oldest first, each arrival step as much as it holds of what is still needed;
         # once nothing is, the newer steps give nothing.
-        take = np.zeros((cols.size, rows.size), np.int64)  # container × arrival step
+        takes: list[tuple[int, I64]] = []  # (arrival step's index in rows, take per container)
         left = need.copy()
         taken = 0
         for i, r in enumerate(rows.tolist()):
@@ -363,19 +363,34 @@ class TrafficPhases:
             if n_tk:
                 qr[cols] = sub - tk
                 left -= tk
-                take[:, i] = tk
+                takes.append((i, tk))
                 self.queued_rows[ri][r] -= n_tk
                 taken += n_tk
                 if not left.any():
                     break
         self.queued_n[ri] -= taken
-        take[:, -1] += left  # none untracked, but fresh if there were
+        newest = rows.size - 1
+        if left.any():  # none untracked, but fresh if there were
+            if takes and takes[-1][0] == newest:
+                takes[-1] = (newest, takes[-1][1] + left)
+            else:
+                takes.append((newest, left))
         if srv.shape[0] == 1:
             # One outcome class: each container's cohorts are its arrival steps' takes, in
             # (container, age) order, what the general split below gives with one class.
-            cc, j = np.nonzero(take)
-            return np.zeros(cc.size, np.int64), cols[cc], ages[j], take[cc, j]
-        take = take.T
+            if not takes:
+                e = np.empty(0, np.int64)
+                return e, e, e, e
+            if len(takes) == 1:
+                i, tk = takes[0]
+                cc = np.flatnonzero(tk)
+                return np.zeros(cc.size, np.int64), cols[cc], np.full(cc.size, ages[i]), tk[cc]
+            steps = np.stack([tk for _, tk in takes], axis=1)  # container × arrival step taken from
+            cc, j = np.nonzero(steps)
+            return np.zeros(cc.size, np.int64), cols[cc], ages[[i for i, _ in takes]][j], steps[cc, j]
+        take = np.zeros((rows.size, cols.size), np.int64)  # arrival step × container
+        for i, tk in takes:
+            take[i] = tk
         buckets = np.vstack([orph[None, :], take])  # (1 + s) × containers: orphans, then by age
         waited = np.concatenate([[-1], ages])
         part = srv[:, cols]
