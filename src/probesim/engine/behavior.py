@@ -78,6 +78,7 @@ class Behaviors:
         n = len(profile_of)
         self.profile_of = profile_of
         self.ignores_sigterm = np.array([profiles[k].ignores_sigterm for k in profile_of], bool)
+        self.shutdown = np.array([p.shutdown for p in profiles], np.int64)  # per profile
         self.listening = np.zeros(n, bool)
         self.hung = np.zeros(n, bool)
         self.hang_end = np.zeros(n, np.int64)
@@ -188,10 +189,8 @@ class Behaviors:
 
     def stop_time(self, idx: I64, grace: I64) -> I64:
         """How long containers ``idx`` take to exit once killed with grace period ``grace``."""
-        out = np.empty(idx.size, np.int64)
-        for j, c in enumerate(idx):
-            out[j] = self.stop_time_of(int(c), int(grace[j]))
-        return out
+        shutdown = self.shutdown[self.profile_of[idx]]
+        return np.where(self.ignores_sigterm[idx], grace, np.minimum(shutdown, grace))
 
     def stop_time_of(self, c: int, grace: int) -> int:
         """``stop_time`` of one container (a kill at a time: no arrays)."""

@@ -56,6 +56,10 @@ class Containers:
         self.wakeup = INF
         self.changed = False  # any start, exit or kill since the flag was cleared
         self.epoch = 0  # bumps at every start, exit or kill
+        # Per pod: whether its restartPolicy restarts an exited container (Always; OnFailure
+        # when the exit code is not 0).
+        self._always = np.array([x == "Always" for x in fleet.pod_restart_policy], bool)
+        self._on_failure = np.array([x == "OnFailure" for x in fleet.pod_restart_policy], bool)
 
     def running(self) -> np.ndarray:
         return self.state == RUNNING
@@ -81,43 +85,41 @@ class Containers:
             if self.wakeup > t:
                 return
             done = np.flatnonzero((self.state == TERMINATING) & (self.stop_at <= t))
-            for c in done:
-                self._exit(int(c), t, int(self.stop_at[c]), int(self.stop_code[c]), log, killed=True)
+            if done.size:
+                self._killed_exit(done, log)
             crashed = np.flatnonzero((self.state == RUNNING) & (self.crash_at <= t))
             for c in crashed:
                 self._exit(int(c), t, int(self.crash_at[c]), int(self.crash_code[c]), log, killed=False)
             due = np.flatnonzero((self.state == WAITING) & (self.next_start <= t))
             # A start due within the step counts from its exact time (a restart's delay is
             # usually below the step): the next probe tick sees a container started before it.
-            if due.size > 1 and bool((self.decide_exit[due] < 0).all()):
-                self._start(due, log)  # no back-off to check: every one starts
-            else:
-                for c in due:
-                    self._try_start(int(c), int(self.next_start[c]), log)
+            if due.size:
+                self._try_start(due, log)
             self._rewake()
 
-    def kill(self, c: int, t: int, reason: str, probe_grace: int, log: EventLog) -> None:
-        """Kill a running container for a failed liveness or startup probe (``reason``)."""
-        pod, name = self.fleet.container_label(c)
-        p = int(self.fleet.container_pod[c])
-        grace = probe_grace if probe_grace >= 0 else int(self.fleet.pod_tgps[p])
-        grace = max(grace, MIN_GRACE)
-        stop = self.fleet.behaviors.stop_time_of(c, grace)
-        log.add(
-            t, "Normal", "Killing", f"pod/{pod}", f"Container {name} failed {reason} probe, will be restarted"
-        )
-        self.state[c] = TERMINATING
-        self.stop_at[c] = t + stop
-        self.stop_code[c] = 137 if stop >= grace and stop > 0 else 143
+    def kill(self, idx: np.ndarray, t: int, reason: str, probe_grace: np.ndarray, log: EventLog) -> None:
+        """Kill running containers ``idx`` for a failed liveness or startup probe (``reason``),
+        each with its probe's grace period (-1: the pod's)."""
+        f = self.fleet
+        pods = f.container_pod[idx]
+        grace = np.maximum(np.where(probe_grace >= 0, probe_grace, f.pod_tgps[pods]), MIN_GRACE)
+        stop = f.behaviors.stop_time(idx, grace)
+        names, cont = f.pod_names, f.container_name
+        for c, p in zip(idx.tolist(), pods.tolist(), strict=True):
+            msg = f"Container {cont[c]} failed {reason} probe, will be restarted"
+            log.add(t, "Normal", "Killing", f"pod/{names[p]}", msg)
+        self.state[idx] = TERMINATING
+        self.stop_at[idx] = t + stop
+        self.stop_code[idx] = np.where((stop >= grace) & (stop > 0), 137, 143)
         # The same sync restarts it; its back-off check still sees the runtime status read
         # before the kill, i.e. the previous exited instance (§3.8).
-        self.decide_exit[c] = self.last_exit[c]
+        self.decide_exit[idx] = self.last_exit[idx]
         self.changed = True
-        self.epoch += 1  # what probe workers depend on changed
-        log.synced_pods.add(p)
-        # Its exit is the one new time (the wake-up stays at most the earliest due: a step
+        self.epoch += idx.size  # what probe workers depend on changed
+        log.synced_pods.update(pods.tolist())
+        # Their exits are the new times (the wake-up stays at most the earliest due: a step
         # woken early finds nothing due and rewakes).
-        self.wakeup = min(self.wakeup, np.int64(t + stop))
+        self.wakeup = min(self.wakeup, np.int64(t + stop.min()))
 
     def stop_pod(self, p: int, t: int, log: EventLog) -> None:
         """Stop every container of a pod being deleted, with the pod's grace period; none restarts."""
@@ -167,51 +169,81 @@ class Containers:
         else:
             self.state[c] = EXITED
 
-    def _try_start(self, c: int, now: int, log: EventLog) -> None:
-        pod, name = self.fleet.container_label(c)
-        f = int(self.decide_exit[c])
-        if f >= 0:
-            allowed, backoff = back_off(now, f, int(self.backoff[c]), int(self.backoff_updated[c]))
-            if not allowed:
-                # Refused: retried when the back-off measured from the newest exit expires.
-                self.decide_exit[c] = self.last_exit[c]
-                # (the sync at expiry creates the container, taking the same restart delay)
-                self.next_start[c] = int(self.last_exit[c]) + int(self.backoff[c]) + self.restart_delay
-                self.waiting_reason[c] = "CrashLoopBackOff"
-                ns = self.fleet.scenario.workloads[int(self.fleet.pod_workload[self.fleet.container_pod[c]])]
-                log.add(
-                    now,
-                    "Warning",
-                    "BackOff",
-                    f"pod/{pod}",
-                    f"Back-off restarting failed container {name} in pod {pod}_{ns.metadata.namespace}",
-                )
-                return
-            self.backoff[c] = backoff
-            self.backoff_updated[c] = now
-        first = self.instance[c] < 0
-        self.instance[c] += 1
-        if not first:
-            self.restart_count[c] += 1
-            self.restarted_at[c] = now
-        self.state[c] = RUNNING
-        self.started_at[c] = now
-        self.next_start[c] = INF
-        self.waiting_reason[c] = ""
-        if self.fleet.behaviors.any_crashes:
-            when, code = self.fleet.behaviors.crash_at(np.array([c]), self.started_at)
-            self.crash_at[c], self.crash_code[c] = when[0], code[0]
-        else:  # what crash_at gives when no profile crashes by itself
-            self.crash_at[c], self.crash_code[c] = INF, 0
+    def _killed_exit(self, idx: np.ndarray, log: EventLog) -> None:
+        """``_exit`` for killed containers ``idx`` at once (a kill's exit writes no event)."""
+        finished = self.stop_at[idx]
+        pods = self.fleet.container_pod[idx]
+        self.last_exit[idx] = finished
+        self.stop_at[idx] = INF
+        self.crash_at[idx] = INF
         self.changed = True
-        self.epoch += 1  # what probe workers depend on changed
-        log.synced_pods.add(int(self.fleet.container_pod[c]))
-        log.add(now, "Normal", "Created", f"pod/{pod}", f"Created container: {name}")
-        log.add(now, "Normal", "Started", f"pod/{pod}", f"Started container {name}")
+        self.epoch += idx.size
+        log.synced_pods.update(pods.tolist())
+        code = self.stop_code[idx]
+        restart = ~self.pod_deleting[pods] & (self._always[pods] | (self._on_failure[pods] & (code != 0)))
+        self.state[idx] = np.where(restart, WAITING, EXITED)
+        self.next_start[idx[restart]] = finished[restart] + self.restart_delay
 
-    def _start(self, idx: np.ndarray, log: EventLog) -> None:
-        """``_try_start`` for containers ``idx`` at once, none of which has an exit to check."""
+    def _try_start(self, idx: np.ndarray, log: EventLog) -> None:
+        """Start attempts of containers ``idx``, each at its ``next_start``: ``doBackOff`` (as
+        ``back_off``) refuses those whose exited instance finished too recently."""
         now = self.next_start[idx]
+        finished = self.decide_exit[idx]
+        checked = finished >= 0
+        if not checked.any():
+            self._start(idx, now, log)  # no back-off to check: every one starts
+            return
+        backoff = self.backoff[idx]
+        expired = (backoff > 0) & (finished - self.backoff_updated[idx] > BACKOFF_RESET)
+        refused = checked & (backoff > 0) & ~expired & (now - finished < backoff)
+        allowed = checked & ~refused
+        if allowed.any():
+            b = backoff[allowed]
+            a = idx[allowed]
+            self.backoff[a] = np.where(
+                (b == 0) | expired[allowed], INITIAL_BACKOFF, np.minimum(2 * b, MAX_BACKOFF)
+            )
+            self.backoff_updated[a] = now[allowed]
+        if not refused.any():
+            self._start(idx, now, log)
+            return
+        # Refused: retried when the back-off measured from the newest exit expires (the sync at
+        # expiry creates the container, taking the same restart delay).
+        r = idx[refused]
+        self.decide_exit[r] = self.last_exit[r]
+        self.next_start[r] = self.last_exit[r] + self.backoff[r] + self.restart_delay
+        start = idx[~refused]
+        if start.size:
+            self._started(start, now[~refused], log)
+        f = self.fleet
+        names, cont = f.pod_names, f.container_name
+        workloads = f.scenario.workloads
+        for c, p, at, no in zip(
+            idx.tolist(), f.container_pod[idx].tolist(), now.tolist(), refused.tolist(), strict=True
+        ):
+            pod = names[p]
+            if no:
+                self.waiting_reason[c] = "CrashLoopBackOff"
+                ns = workloads[int(f.pod_workload[p])].metadata.namespace
+                msg = f"Back-off restarting failed container {cont[c]} in pod {pod}_{ns}"
+                log.add(at, "Warning", "BackOff", f"pod/{pod}", msg)
+            else:
+                self.waiting_reason[c] = ""
+                log.add(at, "Normal", "Created", f"pod/{pod}", f"Created container: {cont[c]}")
+                log.add(at, "Normal", "Started", f"pod/{pod}", f"Started container {cont[c]}")
+
+    def _start(self, idx: np.ndarray, now: np.ndarray, log: EventLog) -> None:
+        """Containers ``idx`` start at ``now``, none refused by a back-off."""
+        pods = self._started(idx, now, log)
+        names, cont = self.fleet.pod_names, self.fleet.container_name
+        for c, p, at in zip(idx.tolist(), pods, now.tolist(), strict=True):
+            self.waiting_reason[c] = ""
+            log.add(at, "Normal", "Created", f"pod/{names[p]}", f"Created container: {cont[c]}")
+            log.add(at, "Normal", "Started", f"pod/{names[p]}", f"Started container {cont[c]}")
+
+    def _started(self, idx: np.ndarray, now: np.ndarray, log: EventLog) -> list[int]:
+        """The state of containers ``idx`` starting at ``now`` (a new instance, a restart counted
+        if not the first); returns their pods. Their events are the caller's."""
         first = self.instance[idx] < 0
         self.instance[idx] += 1
         again = idx[~first]
@@ -223,14 +255,10 @@ class Containers:
         when, code = self.fleet.behaviors.crash_at(idx, self.started_at)
         self.crash_at[idx], self.crash_code[idx] = when, code
         self.changed = True
-        self.epoch += 1
-        pods = self.fleet.container_pod[idx].tolist()
+        self.epoch += idx.size
+        pods: list[int] = self.fleet.container_pod[idx].tolist()
         log.synced_pods.update(pods)
-        names, cont = self.fleet.pod_names, self.fleet.container_name
-        for c, p, at in zip(idx.tolist(), pods, now.tolist(), strict=True):
-            self.waiting_reason[c] = ""
-            log.add(at, "Normal", "Created", f"pod/{names[p]}", f"Created container: {cont[c]}")
-            log.add(at, "Normal", "Started", f"pod/{names[p]}", f"Started container {cont[c]}")
+        return pods
 
     def _rewake(self) -> None:
         w = INF

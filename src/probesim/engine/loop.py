@@ -428,9 +428,10 @@ class _Run(TrafficPhases, RunSummary):
         live = self.workers["liveness"]
         start = self.workers["startup"]
         for kind, w in (("liveness", live), ("startup", start)):
-            for c in np.flatnonzero(running & w.spec.has & (w.visible(inst) == FAILURE)):
-                if self.ctr.state[c] == RUNNING:
-                    self.ctr.kill(int(c), t, kind, int(w.spec.grace[c]), self.log)
+            kill = np.flatnonzero(running & w.spec.has & (w.visible(inst) == FAILURE))
+            kill = kill[self.ctr.state[kill] == RUNNING]  # (not killed for liveness just now)
+            if kill.size:
+                self.ctr.kill(kill, t, kind, w.spec.grace[kill], self.log)
         self._lifecycle(t)
 
     def _triggers(self, t: int) -> None:
