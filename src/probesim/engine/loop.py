@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 from operator import attrgetter
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -82,6 +83,11 @@ class _Run(TrafficPhases, RunSummary):
         self.rng = np.random.default_rng(self.spec.seed)  # every random draw of the run comes from here
         self.log = EventLog()
         self.ctr = Containers(f)
+        # One container per pod (pod p's is container p): a reduction over a pod's containers
+        # is that container's value.
+        self._one_per_pod = f.n_pods == f.n_containers and bool(
+            (f.pod_first_container == np.arange(f.n_pods)).all()
+        )
         self.capacity = CapacityModel(
             f, f.container_behavior, f.container_spec, self.rng, list(f.behaviors.targets)
         )
@@ -197,6 +203,12 @@ class _Run(TrafficPhases, RunSummary):
         self.dirty = True
         self.version += 1
 
+    def _per_pod(self, op: np.ufunc, x: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        """``op`` over each pod's containers of per-container ``x`` (its reduceat)."""
+        if self._one_per_pod:
+            return x.copy()
+        return np.asarray(op.reduceat(x, self.fleet.pod_first_container))
+
     def _containers_of(self, p: int) -> slice:
         """Pod ``p``'s containers (contiguous, from its first to the next pod's)."""
         first = self.fleet.pod_first_container
@@ -205,11 +217,10 @@ class _Run(TrafficPhases, RunSummary):
     def _view(self) -> PodArrays:
         """The pods as the controllers read them now."""
         f = self.fleet
-        first = f.pod_first_container
         if f.n_pods:
-            started = np.minimum.reduceat(self.ctr.instance >= 0, first)
-            restarts = np.maximum.reduceat(self.ctr.restart_count, first)
-            stopped = ~np.maximum.reduceat(self.ctr.alive(), first)
+            started = self._per_pod(np.minimum, self.ctr.instance >= 0)
+            restarts = self._per_pod(np.maximum, self.ctr.restart_count)
+            stopped = ~self._per_pod(np.maximum, self.ctr.alive())
         else:
             started, restarts, stopped = np.zeros(0, bool), np.zeros(0, np.int64), np.zeros(0, bool)
         return PodArrays(
@@ -341,12 +352,12 @@ class _Run(TrafficPhases, RunSummary):
         # Per pod, over its containers (contiguous from its first): all running, all sampled
         # over the metric window, all with a CPU request (and their sum), all created.
         alive = ctr.alive()
-        running = np.minimum.reduceat(alive.astype(np.int8), first).astype(bool)
-        old = np.minimum.reduceat((t - ctr.started_at >= METRIC_WINDOW_MS).astype(np.int8), first)
+        running = self._per_pod(np.minimum, alive.astype(np.int8)).astype(bool)
+        old = self._per_pod(np.minimum, (t - ctr.started_at >= METRIC_WINDOW_MS).astype(np.int8))
         sampled = running & old.astype(bool)
-        has_request = np.minimum.reduceat((cap.request_m > 0).astype(np.int8), first).astype(bool)
-        request = np.add.reduceat(cap.request_m, first)
-        created = np.minimum.reduceat((ctr.instance >= 0).astype(np.int8), first).astype(bool)
+        has_request = self._per_pod(np.minimum, (cap.request_m > 0).astype(np.int8)).astype(bool)
+        request = self._per_pod(np.add, cap.request_m)
+        created = self._per_pod(np.minimum, (ctr.instance >= 0).astype(np.int8)).astype(bool)
         n_cont = np.diff(np.append(first, f.n_containers))
         rows = self.cpu_window.shape[0]
         for wi, hpa in self.autoscalers.items():
@@ -459,7 +470,7 @@ class _Run(TrafficPhases, RunSummary):
         r = self.workers["readiness"]
         started = self._started()
         c_ready = started & (~r.spec.has | (r.visible(self.ctr.instance) == SUCCESS))
-        pod_ready = np.minimum.reduceat(c_ready.astype(np.int8), f.pod_first_container).astype(bool)
+        pod_ready = self._per_pod(np.minimum, c_ready.astype(np.int8)).astype(bool)
         pod_ready &= self.admitted & ~self.gone & (self.gates_at <= t)
         # A container replaced since the last step (an exit and a restart within one step) was
         # not ready in between: the kubelet reports the dead one not ready and the new one starts at
