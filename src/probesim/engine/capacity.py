@@ -560,17 +560,20 @@ def _cdf_rows(d: F64, s: F64, sigma: F64) -> F64:
 def grid_quantiles(mix: F64, qs: tuple[float, ...]) -> list[float]:
     """Quantiles (ms) read off a CDF on GRID, interpolated between grid points."""
     out = []
-    for q in qs:
-        i = int(np.searchsorted(mix, q))
-        if i >= GRID.size:
-            out.append(float(GRID[-1]))
+    g = _GRID
+    for q, i in zip(qs, np.searchsorted(mix, qs).tolist(), strict=True):
+        if i >= len(g):
+            out.append(g[-1])
         elif i == 0:
-            out.append(float(GRID[0]))
+            out.append(g[0])
         else:
-            lo, hi = mix[i - 1], mix[i]
+            lo, hi = float(mix[i - 1]), float(mix[i])
             frac = 0.0 if hi <= lo else (q - lo) / (hi - lo)
-            out.append(float(GRID[i - 1] + frac * (GRID[i] - GRID[i - 1])))
+            out.append(g[i - 1] + frac * (g[i] - g[i - 1]))
     return out
+
+
+_GRID: list[float] = GRID.tolist()
 
 
 def quantiles(counts: I64, d: F64, s: F64, sigma: F64, qs: tuple[float, ...]) -> list[float]:

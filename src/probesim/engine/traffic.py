@@ -572,7 +572,7 @@ class TrafficPhases:
             vs, cs, ages, n_served = self._cohorts(ri, k, served[sl])
             if cs.size == 0:
                 continue
-            sv = service[sl][vs, cs]
+            sv = service[ri][cs] if K == 1 else service[sl][vs, cs]
             # Latency counts from the step a request was sent: those sent now waited for the
             # backlog ahead of them; older ones, at the head of the queue, for their steps.
             waited = ages * step
@@ -581,12 +581,14 @@ class TrafficPhases:
             sigma = cap.sigma[cs]
             states = state_groups(d, sv, sigma)
             to = timed_out(n_served, d, sv, sigma, limit, self.rng, states)
-            failed = cap.failed[sl][vs, cs]
+            # (Without dependency calls no outcome class fails.)
+            failed = cap.failed[sl][vs, cs] if cap.calls_any else np.zeros(cs.size, bool)
             # The client sees each answer at min(latency, its timeout): those later than this
             # step are delivered by _deliver when due (and lost if their container stops first).
             seen = np.minimum(np.minimum(d + sv, limit) - waited, (self.pending[ri].shape[1] - 1) * step)
             later = seen >= step
-            if later.any():
+            later_any = bool(later.any())
+            if later_any:
                 slots = (k + np.ceil(seen[later] / step).astype(np.int64)) % self.pending[ri].shape[1]
                 # Their latency counts when the client gets the answer (or loses it), in _deliver.
                 n_l = n_served[later]
@@ -610,13 +612,19 @@ class TrafficPhases:
                 np.add.at(self.pending[ri][2], (slots, cs[later]), to[later])
                 self.pending_n[ri] += int(n_l.sum())
             now = ~later
-            n_ok = int(n_served[now & ~failed].sum() - to[now & ~failed].sum())
-            col["ok"][k] += n_ok
-            col["timeout"][k] += int(to[now].sum())
-            col["error_status"][k] += int((n_served[now & failed] - to[now & failed]).sum())
+            if not later_any and not cap.calls_any:  # all answered now, none failed
+                n_to = int(to.sum())
+                n_ok = int(n_served.sum()) - n_to
+                col["ok"][k] += n_ok
+                col["timeout"][k] += n_to
+            else:
+                n_ok = int(n_served[now & ~failed].sum() - to[now & ~failed].sum())
+                col["ok"][k] += n_ok
+                col["timeout"][k] += int(to[now].sum())
+                col["error_status"][k] += int((n_served[now & failed] - to[now & failed]).sum())
             # Answered within the step, and immediate answers (0 ms).
             instant = max(int(col["ok"][k]) - n_ok, 0)
-            if instant == 0 and not later.any():
+            if instant == 0 and not later_any:
                 # All of them, no immediate answer: their states are in hand.
                 mix = mixture_cdf(n_served, d, sv, sigma, states)
                 n_now = int(n_served.sum())
