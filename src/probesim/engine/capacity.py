@@ -360,9 +360,10 @@ class CapacityModel:
         """What each container holds, all routes and classes (one row: that row, not a copy)."""
         return self.backlog[0] if self.backlog.shape[0] == 1 else self.backlog.sum(axis=0)
 
-    def drop(self, alive: B, instance: I64) -> I64:
-        """What containers that stopped or were replaced held: lost, per route."""
-        gone = (self._held() > 0) & (~alive | (instance != self.instance))
+    def drop(self, stopped: B) -> I64:
+        """What containers that stopped or were replaced (``stopped``: not alive, or another
+        instance than the one that took the requests) held: lost, per route."""
+        gone = (self._held() > 0) & stopped
         if not gone.any():
             return np.zeros(self.backlog.shape[0], np.int64)
         lost = self.backlog[:, gone].sum(axis=1)

@@ -139,12 +139,12 @@ class TrafficPhases:
             # What containers that stopped or were replaced held is lost before new arrivals:
             # queued requests and answers still on their way fail now (connection reset).
             cap = self.capacity
-            alive = self.ctr.alive()
+            stopped = ~self.ctr.alive() | (self.ctr.instance != cap.instance)
             # Only containers that took requests may hold any (the rest stay out of the masks:
             # the answer buffers are slots × containers).
-            gone = np.flatnonzero(self.touched & (~alive | (self.ctr.instance != cap.instance)))
+            gone = np.flatnonzero(self.touched & stopped)
             self.touched[gone] = False
-            cap.drop(alive, self.ctr.instance)
+            cap.drop(stopped)
             for ri, route in enumerate(f.routes):
                 self.step_cdf[ri] = 0.0
                 self._give_up(ri, k, rec)  # their client gave up by now, before the stop was seen
@@ -280,7 +280,7 @@ class TrafficPhases:
                     took = cap.accept(ri, qc, offered, self.ctr.instance[qc])
                     self.touched[qc] = True
                     q = self.queued[ri]
-                    np.add.at(q, (k % q.shape[0], qc), took)
+                    q[k % q.shape[0], qc] += took  # (one endpoint per pod: no container twice)
                     self.queued_n[ri] += int(took.sum())
                     self.queued_rows[ri][k % q.shape[0]] += int(took.sum())
                     ok_now -= int(offered.sum())
