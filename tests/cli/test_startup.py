@@ -43,7 +43,8 @@ def test_help_imports_no_models_numpy_yaml_or_markdown() -> None:
 
 def test_a_plain_run_imports_no_plotting_parallel_tuning_or_manifest_analysis() -> None:
     """``probesim run <built-in>`` without --plot, --report, --json or --runs: matplotlib, plotly,
-    dask and optuna never load, nor the manifest analysis (probesim check, generated scenarios)."""
+    dask and optuna never load, nor the manifest analysis (probesim check, generated scenarios);
+    nor numpy.random for a run that draws nothing, nor numpy.ma (np.unique's import)."""
     code = (
         "import sys, io, contextlib\n"
         "sys.argv = ['probesim', 'run', 'seed000-demo']\n"
@@ -53,7 +54,8 @@ def test_a_plain_run_imports_no_plotting_parallel_tuning_or_manifest_analysis() 
         "assert 'Events' in out.getvalue()\n"
         "print('loaded:', *sorted(m for m in sys.modules if m.split('.')[0] in "
         "('matplotlib', 'plotly', 'dask', 'distributed', 'optuna', 'numba', 'pyarrow') "
-        "or m.startswith(('probesim.analysis', 'probesim.tune', 'probesim.report.html', 'rich.markdown'))))"
+        "or m.startswith(('probesim.analysis', 'probesim.tune', 'probesim.report.html', 'rich.markdown')) "
+        "or m in ('numpy.random', 'numpy.ma')))"
     )
     r = _py(code)
     assert r.returncode == 0, r.stderr

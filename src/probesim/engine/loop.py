@@ -24,6 +24,7 @@ from probesim.engine.capacity import GRID, CapacityModel
 from probesim.engine.containers import Containers
 from probesim.engine.controllers.deployment import TIMED_OUT_REASON
 from probesim.engine.controllers.workloads import Controllers, PodArrays
+from probesim.engine.draws import generator
 from probesim.engine.events import EventLog
 from probesim.engine.fleet import FAILURE, RUNNING, SUCCESS, TERMINATING, Fleet, build
 from probesim.engine.kubelet import ProbeWorkers
@@ -80,7 +81,7 @@ class _Run(TrafficPhases, RunSummary):
         self.spec = scenario.spec
         self.fleet: Fleet = build(scenario)
         f = self.fleet
-        self.rng = np.random.default_rng(self.spec.seed)  # every random draw of the run comes from here
+        self.rng = generator(self.spec.seed)  # every random draw of the run comes from here
         self.log = EventLog()
         self.ctr = Containers(f)
         # One container per pod (pod p's is container p): a reduction over a pod's containers
