@@ -419,6 +419,16 @@ def _run_target(
     return sc, generated
 
 
+def _generated_for_sweep(target: str, manifests: Sequence[str]) -> "Generated | None":
+    """The scenario run would generate when sweep's target is Kubernetes manifests (with -m
+    files added), else None."""
+    if target != "-" and not _exists(target):
+        return None  # a built-in's name, as for run
+    from probesim.analysis.default_scenario import from_arguments
+
+    return from_arguments([target], manifests, None, None, None, False)
+
+
 def _tell_generated(generated: "Generated", sc: "Scenario") -> None:
     """On stderr, once the run is sure to start: what the generated scenario runs, and a line
     on what it does not (as check says it)."""
@@ -462,7 +472,12 @@ def _monte_carlo(
 @app.command()
 def sweep(
     scenario: Annotated[
-        str, typer.Argument(help="Scenario file (YAML), '-' for standard input, or a built-in name.")
+        str,
+        typer.Argument(
+            help="Scenario file (YAML), '-' for standard input, or a built-in name. Or Kubernetes "
+            "manifests (a file or a directory): the scenario probesim run generates from them is swept "
+            "(probesim run --print-scenario shows it)."
+        ),
     ],
     output: Annotated[
         Path, typer.Option("--output", "-o", help="Write the rows to this file: .csv or .parquet.")
@@ -526,12 +541,14 @@ def sweep(
         if report is not None:
             _check_output_path(report, "the report", ".html")
         axes = [parse_axis(s) for s in sets or ()]
+        generated = _generated_for_sweep(scenario, manifests or ())
         with warnings.catch_warnings(record=True) as said:
             warnings.simplefilter("always", InputWarning)
             p = plan(
-                _scenario_path(scenario),
+                scenario if generated else _scenario_path(scenario),
                 axes,
-                manifests=manifests or (),
+                manifests=() if generated else manifests or (),
+                source=(generated.text, generated.shown, Path.cwd()) if generated else None,
                 runs=runs,
                 sample=sample,
                 sample_seed=seed,
@@ -540,6 +557,8 @@ def sweep(
                 thresholds=thresholds or (),
             )
         _warn(dict.fromkeys(str(w.message) for w in said if issubclass(w.category, InputWarning)))
+        if generated is not None:
+            _tell_generated(generated, generated.load()[0])
         rows = run_all(p.tasks, workers, scheduler, progress_bar(err))
         write_rows(rows, output)
         if report is not None:

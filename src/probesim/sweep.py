@@ -82,9 +82,12 @@ def plan(
     max_cost: int,
     max_total_cost: int = DEFAULT_MAX_TOTAL_COST,
     thresholds: Sequence[str] = (),
+    source: tuple[str, str, Path] | None = None,
 ) -> Plan:
     """Load and cost every point of the sweep; the tasks, one per point and run, each judged by
-    its scenario's thresholds and ``thresholds`` (lines of spec.thresholds)."""
+    its scenario's thresholds and ``thresholds`` (lines of spec.thresholds). ``source``: the
+    scenario's text, the name errors give it and the folder its manifests are relative to,
+    instead of reading the file ``scenario`` (a scenario generated from manifests)."""
     from probesim.cost import run_cost
     from probesim.manifests.scenario import scenario_from_text
     from probesim.manifests.yamlsrc import read_text
@@ -100,8 +103,11 @@ def plan(
     if min(total, sample or total) > MAX_POINTS:
         raise InputError(f"{total:,} points; at most {MAX_POINTS:,} (draw some with --sample K)")
     chosen = choose(total, sample, sample_seed)
-    text, shown = read_text(scenario)  # once: standard input can be read once
-    base = Path(scenario).parent if scenario != "-" else Path.cwd()
+    if source is not None:
+        text, shown, base = source
+    else:
+        text, shown = read_text(scenario)  # once: standard input can be read once
+        base = Path(scenario).parent if scenario != "-" else Path.cwd()
     loaded = []
     units = 0
     for point in chosen:
