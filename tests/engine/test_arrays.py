@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from probesim.engine import capacity
-from probesim.engine.arrays import distinct, distinct_inverse
+from probesim.engine.arrays import distinct, distinct_inverse, span
 from probesim.engine.capacity import GRID, grouped_cdfs, lognormal_cdf, state_groups, timed_out
 
 ints = hnp.arrays(np.int64, st.integers(0, 60), elements=st.integers(-5, 40))
@@ -21,6 +21,15 @@ def test_distinct_is_np_unique(x: np.ndarray) -> None:
     values, inverse = distinct_inverse(x)
     want, want_inverse = np.unique(x, return_inverse=True)
     assert np.array_equal(values, want) and np.array_equal(inverse, want_inverse)
+
+
+@given(st.sets(st.integers(0, 30)), st.integers(0, 20), st.integers(0, 12))
+def test_span_indexes_the_same_elements(members: set[int], lo: int, run: int) -> None:
+    x = np.arange(50) * 7
+    for idx in (np.array(sorted(members), np.int64), np.arange(lo, lo + run)):
+        ix = span(idx)
+        assert isinstance(ix, slice) == (idx.size > 0 and bool((np.diff(idx) == 1).all()))
+        assert np.array_equal(x[ix], x[idx])
 
 
 def _requests(seed: int, n: int, states: int) -> tuple[np.ndarray, ...]:

@@ -29,3 +29,12 @@ def distinct_inverse(x: npt.NDArray[np.int64]) -> tuple[I64, I64]:
     (``np.unique(x, return_inverse=True)``)."""
     values = distinct(x)
     return values, np.searchsorted(values, x)
+
+
+def span(idx: I64) -> slice | I64:
+    """``idx`` (ascending, distinct) as a slice when its elements are consecutive, so that
+    indexing with it is a view (no gather) and assigning through it a copy (no scatter);
+    otherwise ``idx`` itself. Either indexes the same elements."""
+    if idx.size and int(idx[-1]) - int(idx[0]) + 1 == idx.size:
+        return slice(int(idx[0]), int(idx[-1]) + 1)
+    return idx

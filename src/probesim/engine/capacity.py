@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from probesim.engine.arrays import distinct
+from probesim.engine.arrays import distinct, span
 from probesim.engine.behavior import INF
 from probesim.engine.dependencies import chain, one_try, streak_probability, with_retries
 from probesim.engine.fleet import Fleet
@@ -180,6 +180,8 @@ class CapacityModel:
         self._unstable = np.zeros(0, bool)
         self._all_loaded = False
         self.active = np.zeros(0, np.int64)  # the containers the last step served (the others: 0)
+        self.active_ix: slice | I64 = self.active  # the same, as a slice when consecutive
+        self.used_m = np.zeros(0)  # the last step's cpu_used_m of the active containers
 
     def update_classes(self, t: int) -> None:
         """Outcome classes of every path at time ``t`` (faults, outages, open breakers)."""
@@ -390,9 +392,10 @@ class CapacityModel:
         return np.asarray(ok, bool)
 
     def step(self, dt: float, started_at: I64, t: int) -> tuple[I64, F64, F64]:
-        """Serve one step. Returns the served count per (route, container), each container's
-        queue wait and each (route, container)'s service time for what it served (only where
-        it served)."""
+        """Serve one step. For the containers it steps (``active``, ascending; the others serve
+        nothing and every output of theirs is 0), returns the served count per (route,
+        container), each container's queue wait and each (route, container)'s service time for
+        what it served (only meaningful where it served)."""
         n = self.carry.size
         one = self.backlog.shape[0] == 1  # one route, one outcome class: no sums over rows
         held_all = self.backlog[0] if one else self.backlog.sum(axis=0)
@@ -402,14 +405,15 @@ class CapacityModel:
             self._all_loaded = bool(self.loaded.all())
         # Containers that hold nothing, carry nothing and stay so are left out (every output 0).
         a = self.active = np.flatnonzero((held_all > 0) | (self.carry != 0) | self._unstable)
-        held = held_all[a]
-        backlog = self.backlog[:, a]
-        leftover = np.minimum(self._leftover[a], held)
-        warm = np.where(t - started_at[a] < self.warm_for[a], self.warm_factor[a], 1.0)
-        cpu = self.cpu[:, a] * warm
-        wall = self.wall[:, a]
-        loaded = self.loaded[a]
-        limit_m = self.limit_m[a]
+        ix = self.active_ix = span(a)  # usually consecutive: views and copies, not gathers
+        held = held_all[ix]
+        backlog = self.backlog[:, ix]
+        leftover = np.minimum(self._leftover[ix], held)
+        warm = np.where(t - started_at[ix] < self.warm_for[ix], self.warm_factor[ix], 1.0)
+        cpu = self.cpu[:, ix] * warm
+        wall = self.wall[:, ix]
+        loaded = self.loaded[ix]
+        limit_m = self.limit_m[ix]
         with np.errstate(divide="ignore", invalid="ignore"):
             # (A sum over one row is that row, to the bit.)
             mix_c = np.where(
@@ -420,12 +424,12 @@ class CapacityModel:
             )
             limit = limit_m / 1000.0  # cores = CPU-ms per ms
             mu_cpu = np.where(mix_c > 0, limit / mix_c, np.inf)
-            mu_w = np.where(mix_c + mix_w > 0, self.workers[a] / (mix_c + mix_w), np.inf)
+            mu_w = np.where(mix_c + mix_w > 0, self.workers[ix] / (mix_c + mix_w), np.inf)
             mu = np.minimum(mu_cpu, mu_w)  # requests per ms
-            cap = mu * dt + self.carry[a]
+            cap = mu * dt + self.carry[ix]
             whole = np.floor(np.minimum(cap, 2**53))
             served_total = np.minimum(held, whole).astype(np.int64)
-            self.carry[a] = np.where(held >= whole, cap - whole, 0.0)
+            self.carry[ix] = np.where(held >= whole, cap - whole, 0.0)
             arrivals = held - leftover
             finite = np.isfinite(mu)
             rho = np.where(finite, arrivals / (mu * dt), 0.0)
@@ -441,26 +445,31 @@ class CapacityModel:
             cpu_rho = np.where(loaded, cpu_rho, 0.0)
             wait = np.where(loaded, wait, 0.0)
         self.throttled = np.zeros(n, bool)
-        self.throttled[a] = throttled
+        self.throttled[ix] = throttled
         self.cpu_used_m = np.zeros(n)
-        self.cpu_used_m[a] = used_m
+        self.cpu_used_m[ix] = used_m
         self.cpu_rho = np.zeros(n)
-        self.cpu_rho[a] = cpu_rho
+        self.cpu_rho[ix] = cpu_rho
         self.rho = np.zeros(n)
-        self.rho[a] = rho
+        self.rho[ix] = rho
         self.wait_ms = np.zeros(n)
-        self.wait_ms[a] = wait
-        served_a = self._split(served_total, held, backlog)
-        backlog -= served_a
-        self.backlog[:, a] = backlog
+        self.wait_ms[ix] = wait
+        served = self._split(served_total, held, backlog)
+        backlog -= served  # (held, a view of it with a slice, is not read again)
+        if not isinstance(ix, slice):
+            self.backlog[:, ix] = backlog
         self._leftover = np.zeros(n, np.int64)
-        self._leftover[a] = backlog[0] if one else backlog.sum(axis=0)
+        self._leftover[ix] = backlog[0] if one else backlog.sum(axis=0)
         stretch = 1.0 / (1.0 - np.minimum(rho, MAX_RHO))
-        service = np.zeros(self.wall.shape)
-        service[:, a] = wall + cpu * stretch + np.where(throttled, QUOTA_PERIOD_MS / 2, 0.0)
-        served = np.zeros(self.backlog.shape, np.int64)
-        served[:, a] = served_a
-        return served, self.wait_ms, service
+        service = wall + cpu * stretch + np.where(throttled, QUOTA_PERIOD_MS / 2, 0.0)
+        self.used_m = used_m
+        return served, wait, service
+
+    def served_all(self, served: I64) -> I64:
+        """A step's served counts (for the ``active`` containers) over every container."""
+        out = np.zeros(self.backlog.shape, np.int64)
+        out[:, self.active_ix] = served
+        return out
 
     def _split(self, total: I64, held: I64, backlog: I64) -> I64:
         """Share a container's served count among routes in proportion to what each holds."""

@@ -629,11 +629,10 @@ class _Run(TrafficPhases, RunSummary):
                 self.cpu_window[k % self.cpu_window.shape[0]] = used
                 # Only the containers the capacity model stepped use CPU or are throttled (the
                 # others' 0.0 adds nothing to a pod's sum, to the bit).
-                act = self.capacity.active
-                act_pod = f.container_pod[act]
-                per_pod = np.bincount(act_pod, weights=used[act], minlength=f.n_pods)
+                act_pod = f.container_pod[self.capacity.active]
+                per_pod = np.bincount(act_pod, weights=self.capacity.used_m, minlength=f.n_pods)
                 throttled = np.zeros(f.n_pods, bool)
-                throttled[act_pod[self.capacity.throttled[act]]] = True
+                throttled[act_pod[self.capacity.throttled[self.capacity.active_ix]]] = True
                 for i, cols in enumerate(cpu_cols):
                     pods = wl_pods[i]
                     cols[0][k] = round(float(per_pod[pods].sum()))

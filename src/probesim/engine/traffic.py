@@ -14,7 +14,7 @@ from collections import deque
 import numpy as np
 import numpy.typing as npt
 
-from probesim.engine.arrays import distinct_inverse
+from probesim.engine.arrays import distinct_inverse, span
 from probesim.engine.behavior import INF
 from probesim.engine.capacity import (
     GRID,
@@ -324,24 +324,25 @@ class TrafficPhases:
         self.queued_rows[ri][oldest] = 0
         self.step_cdf[ri] += n * (float(route.timeout) <= GRID)
 
-    def _cohorts(self, ri: int, k: int, srv: I64) -> tuple[I64, I64, I64, I64]:
+    def _cohorts(self, ri: int, k: int, srv: I64) -> tuple[I64, I64, I64, I64, I64]:
         """What route ``ri``'s containers served this step (``srv``: per outcome class and
-        container), oldest first: requests whose client gave up are dropped, the rest taken off
-        the client's side of the backlog by arrival step. Returns (class, container, steps
-        waited, count) per cohort, each class's count shared among the arrival steps in
-        proportion (the remainders by a north-west corner)."""
+        container the capacity model stepped, its ``active``), oldest first: requests whose
+        client gave up are dropped, the rest taken off the client's side of the backlog by
+        arrival step. Returns (class, container, its index in ``active``, steps waited, count)
+        per cohort, each class's count shared among the arrival steps in proportion (the
+        remainders by a north-west corner)."""
         q = self.queued[ri]
         s = q.shape[0]
         tot = srv[0] if srv.shape[0] == 1 else srv.sum(axis=0)
-        # Only the containers the capacity model stepped can have served.
-        act = self.capacity.active
-        cols = act[np.flatnonzero(tot[act])]
-        if cols.size == 0:
+        at = np.flatnonzero(tot)
+        if at.size == 0:
             e = np.empty(0, np.int64)
-            return e, e, e, e
-        tot = tot[cols]
-        orph = np.minimum(self.orphans[ri][cols], tot)
-        self.orphans[ri][cols] -= orph
+            return e, e, e, e, e
+        cols = self.capacity.active[at]
+        ci = span(cols)  # usually consecutive: views, not gathers
+        tot = tot[at]
+        orph = np.minimum(self.orphans[ri][ci], tot)
+        self.orphans[ri][ci] -= orph
         need = tot - orph
         ages = np.arange(s - 1, -1, -1)  # oldest first
         rows = (k - ages) % s
@@ -357,11 +358,11 @@ class TrafficPhases:
         taken = 0
         for i, r in enumerate(rows.tolist()):
             qr = q[r]
-            sub = qr[cols]
+            sub = qr[ci]
             tk = np.minimum(sub, left)
             n_tk = int(tk.sum())
             if n_tk:
-                qr[cols] = sub - tk
+                qr[ci] = sub - tk
                 left -= tk
                 takes.append((i, tk))
                 self.queued_rows[ri][r] -= n_tk
@@ -380,20 +381,22 @@ class TrafficPhases:
             # (container, age) order, what the general split below gives with one class.
             if not takes:
                 e = np.empty(0, np.int64)
-                return e, e, e, e
+                return e, e, e, e, e
             if len(takes) == 1:
                 i, tk = takes[0]
                 cc = np.flatnonzero(tk)
-                return np.zeros(cc.size, np.int64), cols[cc], np.full(cc.size, ages[i]), tk[cc]
+                z = np.zeros(cc.size, np.int64)
+                return z, cols[cc], at[cc], np.full(cc.size, ages[i]), tk[cc]
             steps = np.stack([tk for _, tk in takes], axis=1)  # container × arrival step taken from
             cc, j = np.nonzero(steps)
-            return np.zeros(cc.size, np.int64), cols[cc], ages[[i for i, _ in takes]][j], steps[cc, j]
+            z = np.zeros(cc.size, np.int64)
+            return z, cols[cc], at[cc], ages[[i for i, _ in takes]][j], steps[cc, j]
         take = np.zeros((rows.size, cols.size), np.int64)  # arrival step × container
         for i, tk in takes:
             take[i] = tk
         buckets = np.vstack([orph[None, :], take])  # (1 + s) × containers: orphans, then by age
         waited = np.concatenate([[-1], ages])
-        part = srv[:, cols]
+        part = srv[:, at]
         multi = (buckets > 0).sum(axis=0) > 1
         one = np.flatnonzero(~multi)
         vs, cc = np.nonzero(part[:, one])
@@ -419,7 +422,7 @@ class TrafficPhases:
             order = np.lexsort((bs, cc, vs))
             vs, bs, cc, counts = vs[order], bs[order], cc[order], counts[order]
         live = waited[bs] >= 0
-        return vs[live], cols[cc[live]], waited[bs][live], counts[live]
+        return vs[live], cols[cc[live]], at[cc[live]], waited[bs][live], counts[live]
 
     def _with_connect_wait(self, ri: int, mix: F64, n: int) -> F64:
         """The weighted latency distribution of ``n`` answers given now (``mix``), the requests
@@ -569,14 +572,14 @@ class TrafficPhases:
         for ri, route in enumerate(self.fleet.routes):
             col = self.cols[ri]
             sl = slice(ri * K, (ri + 1) * K)
-            vs, cs, ages, n_served = self._cohorts(ri, k, served[sl])
+            vs, cs, at, ages, n_served = self._cohorts(ri, k, served[sl])
             if cs.size == 0:
                 continue
-            sv = service[ri][cs] if K == 1 else service[sl][vs, cs]
+            sv = service[ri][at] if K == 1 else service[sl][vs, at]
             # Latency counts from the step a request was sent: those sent now waited for the
             # backlog ahead of them; older ones, at the head of the queue, for their steps.
             waited = ages * step
-            d = np.where(ages == 0, wait[cs], waited)
+            d = np.where(ages == 0, wait[at], waited)
             limit = float(route.timeout)
             sigma = cap.sigma[cs]
             states = state_groups(d, sv, sigma)
@@ -646,6 +649,7 @@ class TrafficPhases:
             for name, v in zip(("p50_ms", "p95_ms", "p99_ms", "max_ms"), qs, strict=True):
                 self.cols[ri][name][k] = round(min(v, limit))
         if cap.calls_any:
+            served = cap.served_all(served)
             cap.load_dependencies(served, float(self.spec.step))
             cap.breakers(t + self.spec.step, served)
             cap.update_classes(t + self.spec.step)
