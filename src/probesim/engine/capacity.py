@@ -524,9 +524,16 @@ def state_groups(d: F64, s: F64, sigma: F64) -> States:
     """Requests in the same state share a latency distribution: keyed on (d, s) to 0.1 ms and
     sigma to 0.001, in key order, each key's first request and, per request, its key's index
     (np.unique's index and inverse)."""
-    dk, sk = np.minimum(np.round(np.stack([d, s]) * 10), 2**24 - 1).astype(np.int64)
-    gk = np.round(sigma * 1000).astype(np.int64)
-    key = (dk << 36) | (sk << 12) | gk
+    # (np.rint is np.round to 0 decimals, without its Python wrapper; in place: no temporaries.)
+    ds = np.stack([d, s])
+    ds *= 10
+    np.rint(ds, out=ds)
+    np.minimum(ds, 2**24 - 1, out=ds)
+    key, sk = ds.astype(np.int64)
+    key <<= 36
+    sk <<= 12
+    key |= sk
+    key |= np.rint(sigma * 1000).astype(np.int64)
     srt = np.sort(key)
     new = np.empty(srt.size, bool)
     new[:1] = True
@@ -615,7 +622,7 @@ def timed_out(
     first, inv = state_groups(d, s, sigma) if states is None else states
     bits = np.stack([d, s, sigma]).view(np.int64)
     rep = bits[:, first]
-    if (bits == rep[:, inv]).all():
+    if (bits == rep.take(inv, axis=1)).all():  # (take: rep[:, inv], without fancy indexing's cost)
         # Requests in the same state (to the bit) share one probability: computed once each.
         keys = list(zip(*rep.tolist(), [timeout] * first.size, strict=True))
         late = [_LATE.get(key) for key in keys]
