@@ -285,47 +285,30 @@ class CapacityModel:
         a full queue still takes in what the step's service frees up."""
         held = self._held()
         if self.calls_any:
-            self.step_capacity = self._capacity(
-                dt, held, self.backlog, self.cpu, self.wall, self.cpu.mean(axis=0), self.wall.mean(axis=0)
-            )
+            with np.errstate(divide="ignore", invalid="ignore"):
+                c = np.where(held > 0, (self.backlog * self.cpu).sum(axis=0) / held, self.cpu.mean(axis=0))
+                w = np.where(held > 0, (self.backlog * self.wall).sum(axis=0) / held, self.wall.mean(axis=0))
+            self.step_capacity = self._capacity(dt, c, w)
             return
         if self._idle_capacity is None:
             # With nothing held a container serves at its routes' mean cost: fixed here.
-            none = np.zeros(held.size, np.int64)
-            self._idle_capacity = self._capacity(
-                dt, none, self.backlog, self.cpu, self.wall, self._mean_cpu, self._mean_wall
-            )
+            self._idle_capacity = self._capacity(dt, self._mean_cpu, self._mean_wall)
         self.step_capacity = self._idle_capacity.copy()
-        h = np.flatnonzero(held > 0)
-        if h.size:
-            self.step_capacity[h] = self._capacity(
-                dt,
-                held[h],
-                self.backlog[:, h],
-                self.cpu[:, h],
-                self.wall[:, h],
-                self._mean_cpu[h],
-                self._mean_wall[h],
-                h,
-            )
+        held_at = np.flatnonzero(held > 0)
+        if held_at.size:
+            h = span(held_at)  # usually consecutive: views, not gathers
+            backlog, hh = self.backlog[:, h], held[h]
+            one = backlog.shape[0] == 1  # (a sum over one row is that row, to the bit)
+            c = (backlog[0] * self.cpu[0, h] if one else (backlog * self.cpu[:, h]).sum(axis=0)) / hh
+            w = (backlog[0] * self.wall[0, h] if one else (backlog * self.wall[:, h]).sum(axis=0)) / hh
+            self.step_capacity[h] = self._capacity(dt, c, w, h)
 
-    def _capacity(
-        self,
-        dt: float,
-        held: I64,
-        backlog: I64,
-        cpu: F64,
-        wall: F64,
-        mean_c: F64,
-        mean_w: F64,
-        at: I64 | None = None,
-    ) -> F64:
-        """Requests each container (of ``at``, default all) can finish in a step."""
+    def _capacity(self, dt: float, c: F64, w: F64, at: slice | I64 | None = None) -> F64:
+        """Requests each container (of ``at``, default all) can finish in a step, ``c`` and
+        ``w`` the mean CPU and wait time per request of what it holds."""
         limit_m = self.limit_m if at is None else self.limit_m[at]
         workers = self.workers if at is None else self.workers[at]
         with np.errstate(divide="ignore", invalid="ignore"):
-            c = np.where(held > 0, (backlog * cpu).sum(axis=0) / held, mean_c)
-            w = np.where(held > 0, (backlog * wall).sum(axis=0) / held, mean_w)
             mu = np.minimum(
                 np.where(c > 0, limit_m / 1000.0 / c, np.inf),
                 np.where(c + w > 0, workers / (c + w), np.inf),
@@ -333,18 +316,16 @@ class CapacityModel:
             return np.asarray(np.floor(np.minimum(mu * dt, 2**53)), np.float64)
 
     def accept(self, ri: int, containers: I64, counts: I64, instance: I64) -> I64:
-        """Arrivals of route ``ri``; returns how many each container took (the rest are refused).
-        What is taken is split among the route's outcome classes by a multinomial draw."""
-        held = (
-            self.backlog[0, containers]
-            if self.backlog.shape[0] == 1
-            else self.backlog[:, containers].sum(axis=0)
-        )
-        room = self.room[containers] + self.step_capacity[containers] - held
+        """Arrivals of route ``ri`` at ``containers`` (ascending, as pods' containers are);
+        returns how many each container took (the rest are refused). What is taken is split
+        among the route's outcome classes by a multinomial draw."""
+        at = span(containers)  # usually consecutive: views, not gathers
+        held = self.backlog[0, at] if self.backlog.shape[0] == 1 else self.backlog[:, at].sum(axis=0)
+        room = self.room[at] + self.step_capacity[at] - held
         take = np.minimum(counts, np.maximum(room, 0)).astype(np.int64)
-        prob = self._class_prob[ri][:, containers]
-        left = take.copy()
-        rest = np.ones(containers.size)
+        prob = self._class_prob[ri][:, at]
+        left = take  # (never changed in place)
+        rest = np.ones(take.size)
         kk = self.k
         for k in range(kk):
             if k == kk - 1:
@@ -352,10 +333,10 @@ class CapacityModel:
             else:
                 p = np.clip(np.where(rest > 1e-12, prob[k] / np.maximum(rest, 1e-12), 0.0), 0.0, 1.0)
                 part = self.rng.binomial(left, p) if self.calls_any else np.where(k == 0, left, 0)
-            self.backlog[ri * kk + k, containers] += part
+            self.backlog[ri * kk + k, at] += part
             left = left - part
             rest = rest - prob[k]
-        self.instance[containers] = instance
+        self.instance[at] = instance
         return take
 
     def _held(self) -> I64:

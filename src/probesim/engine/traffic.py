@@ -276,11 +276,12 @@ class TrafficPhases:
                 queued = (cat == 4) & cap.loaded[tc] & (per_ep > 0)
                 if queued.any():
                     qc = tc[queued]
+                    qx = span(qc)  # usually consecutive: views, not gathers
                     offered = per_ep[queued]
-                    took = cap.accept(ri, qc, offered, self.ctr.instance[qc])
-                    self.touched[qc] = True
+                    took = cap.accept(ri, qc, offered, self.ctr.instance[qx])
+                    self.touched[qx] = True
                     q = self.queued[ri]
-                    q[k % q.shape[0], qc] += took  # (one endpoint per pod: no container twice)
+                    q[k % q.shape[0], qx] += took  # (one endpoint per pod: no container twice)
                     self.queued_n[ri] += int(took.sum())
                     self.queued_rows[ri][k % q.shape[0]] += int(took.sum())
                     ok_now -= int(offered.sum())
