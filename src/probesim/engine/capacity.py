@@ -178,6 +178,7 @@ class CapacityModel:
         self._idle_capacity: F64 | None = None
         self._stable: B | None = None
         self._unstable = np.zeros(0, bool)
+        self._any_unstable = False
         self._all_loaded = False
         self.active = np.zeros(0, np.int64)  # the containers the last step served (the others: 0)
         self.active_ix: slice | I64 = self.active  # the same, as a slice when consecutive
@@ -383,9 +384,13 @@ class CapacityModel:
         if self._stable is None:
             self._stable = self._stable_when_idle(dt)
             self._unstable = ~self._stable
+            self._any_unstable = bool(self._unstable.any())
             self._all_loaded = bool(self.loaded.all())
         # Containers that hold nothing, carry nothing and stay so are left out (every output 0).
-        a = self.active = np.flatnonzero((held_all > 0) | (self.carry != 0) | self._unstable)
+        step_them = (held_all > 0) | (self.carry != 0)
+        if self._any_unstable:
+            step_them |= self._unstable
+        a = self.active = np.flatnonzero(step_them)
         ix = self.active_ix = span(a)  # usually consecutive: views and copies, not gathers
         held = held_all[ix]
         backlog = self.backlog[:, ix]
@@ -397,23 +402,26 @@ class CapacityModel:
         limit_m = self.limit_m[ix]
         with np.errstate(divide="ignore", invalid="ignore"):
             # (A sum over one row is that row, to the bit.)
+            holds = held > 0
             mix_c = np.where(
-                held > 0, (backlog[0] * cpu[0] if one else (backlog * cpu).sum(axis=0)) / held, cpu[0]
+                holds, (backlog[0] * cpu[0] if one else (backlog * cpu).sum(axis=0)) / held, cpu[0]
             )
             mix_w = np.where(
-                held > 0, (backlog[0] * wall[0] if one else (backlog * wall).sum(axis=0)) / held, wall[0]
+                holds, (backlog[0] * wall[0] if one else (backlog * wall).sum(axis=0)) / held, wall[0]
             )
             limit = limit_m / 1000.0  # cores = CPU-ms per ms
             mu_cpu = np.where(mix_c > 0, limit / mix_c, np.inf)
-            mu_w = np.where(mix_c + mix_w > 0, self.workers[ix] / (mix_c + mix_w), np.inf)
+            per_request = mix_c + mix_w
+            mu_w = np.where(per_request > 0, self.workers[ix] / per_request, np.inf)
             mu = np.minimum(mu_cpu, mu_w)  # requests per ms
-            cap = mu * dt + self.carry[ix]
+            mu_dt = mu * dt
+            cap = mu_dt + self.carry[ix]
             whole = np.floor(np.minimum(cap, 2**53))
             served_total = np.minimum(held, whole).astype(np.int64)
             self.carry[ix] = np.where(held >= whole, cap - whole, 0.0)
             arrivals = held - leftover
             finite = np.isfinite(mu)
-            rho = np.where(finite, arrivals / (mu * dt), 0.0)
+            rho = np.where(finite, arrivals / mu_dt, 0.0)
             wait = np.where(finite & (mu > 0), leftover / mu, 0.0)
             demand_m = np.where(finite, held * mix_c / dt * 1000.0, 0.0)
         throttled = demand_m > limit_m
