@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from probesim.engine.arrays import distinct
+from probesim.engine.arrays import distinct, span
 from probesim.engine.autoscaler import METRIC_WINDOW_MS, SYNC_PERIOD_MS, Autoscaler, PodViews
 from probesim.engine.behavior import INF
 from probesim.engine.capacity import GRID, CapacityModel
@@ -564,6 +564,7 @@ class _Run(TrafficPhases, RunSummary):
         svc_counts: dict[str, tuple[int, int, int]] = {}
         wl_pods = [np.flatnonzero(f.pod_workload == i) for i in range(len(self.scenario.workloads))]
         wl_containers = [np.flatnonzero(f.pod_workload[f.container_pod] == i) for i in range(len(wl_pods))]
+        wl_span = [span(pods) for pods in wl_pods]  # (a workload's pods are usually consecutive: views)
         cpu_cols = [
             [
                 rec.setdefault(f"workload.{w.name}.{s}", np.zeros(ticks, np.int64))
@@ -634,10 +635,10 @@ class _Run(TrafficPhases, RunSummary):
                 throttled = np.zeros(f.n_pods, bool)
                 throttled[act_pod[self.capacity.throttled[self.capacity.active_ix]]] = True
                 for i, cols in enumerate(cpu_cols):
-                    pods = wl_pods[i]
-                    cols[0][k] = round(float(per_pod[pods].sum()))
-                    cols[1][k] = round(float(per_pod[pods].max())) if pods.size else 0
-                    cols[2][k] = int(throttled[pods].sum())
+                    at = wl_span[i]
+                    cols[0][k] = round(float(per_pod[at].sum()))
+                    cols[1][k] = round(float(per_pod[at].max())) if wl_pods[i].size else 0
+                    cols[2][k] = int(throttled[at].sum())
             for ri, column in enumerate(inflight_cols):
                 column[k] = self._in_flight(ri)
             if counted_version != self.version:
@@ -659,7 +660,7 @@ class _Run(TrafficPhases, RunSummary):
                         int((self.ready & active)[pods].sum()),
                         int(self.ctr.restart_count[wl_containers[i]].sum()),
                     )
-                    for i, pods in enumerate(wl_pods)
+                    for i, pods in enumerate(wl_span)
                 ]
             for wi, (d_col, u_col) in hpa_cols.items():
                 d_col[k] = self.desired[wi]
@@ -670,7 +671,7 @@ class _Run(TrafficPhases, RunSummary):
             for i in range(len(self.scenario.workloads)):
                 current, ready, restarts = counts[i]
                 if min_ready[i]:
-                    pods = wl_pods[i]
+                    pods = wl_span[i]
                     ready_pods = (
                         self.ready[pods] & ~self.deleting[pods] & (self.ready_since[pods] + min_ready[i] <= t)
                     )
