@@ -174,6 +174,9 @@ class CapacityModel:
         self.throttled = np.zeros(n, bool)
         self.any = bool(self.loaded.any())
         self._leftover = np.zeros(n, np.int64)  # backlog left after the last step
+        # Containers from this one on never took a request: they hold and carry nothing (HPAs
+        # reserve slots for 4 × maxReplicas, most of them never used).
+        self._hi = 0
         self.step_capacity = np.zeros(n)
         self._idle_capacity: F64 | None = None
         self._stable: B | None = None
@@ -295,7 +298,7 @@ class CapacityModel:
             # With nothing held a container serves at its routes' mean cost: fixed here.
             self._idle_capacity = self._capacity(dt, self._mean_cpu, self._mean_wall)
         self.step_capacity = self._idle_capacity.copy()
-        held_at = np.flatnonzero(held > 0)
+        held_at = np.flatnonzero(held[: self._hi] > 0)
         if held_at.size:
             h = span(held_at)  # usually consecutive: views, not gathers
             backlog, hh = self.backlog[:, h], held[h]
@@ -338,6 +341,8 @@ class CapacityModel:
             left = left - part
             rest = rest - prob[k]
         self.instance[at] = instance
+        if containers.size:
+            self._hi = max(self._hi, int(containers[-1]) + 1)
         return take
 
     def _held(self) -> I64:
@@ -347,12 +352,13 @@ class CapacityModel:
     def drop(self, stopped: B) -> I64:
         """What containers that stopped or were replaced (``stopped``: not alive, or another
         instance than the one that took the requests) held: lost, per route."""
-        gone = (self._held() > 0) & stopped
+        hi = self._hi
+        gone = (self._held()[:hi] > 0) & stopped[:hi]
         if not gone.any():
             return np.zeros(self.backlog.shape[0], np.int64)
-        lost = self.backlog[:, gone].sum(axis=1)
-        self.backlog[:, gone] = 0
-        self.carry[gone] = 0
+        lost = self.backlog[:, :hi][:, gone].sum(axis=1)
+        self.backlog[:, :hi][:, gone] = 0
+        self.carry[:hi][gone] = 0
         return lost
 
     def _stable_when_idle(self, dt: float) -> B:
@@ -387,9 +393,10 @@ class CapacityModel:
             self._any_unstable = bool(self._unstable.any())
             self._all_loaded = bool(self.loaded.all())
         # Containers that hold nothing, carry nothing and stay so are left out (every output 0).
-        step_them = (held_all > 0) | (self.carry != 0)
         if self._any_unstable:
-            step_them |= self._unstable
+            step_them = (held_all > 0) | (self.carry != 0) | self._unstable
+        else:
+            step_them = (held_all[: self._hi] > 0) | (self.carry[: self._hi] != 0)
         a = self.active = np.flatnonzero(step_them)
         ix = self.active_ix = span(a)  # usually consecutive: views and copies, not gathers
         held = held_all[ix]
