@@ -349,9 +349,15 @@ class CapacityModel:
         """What each container holds, all routes and classes (one row: that row, not a copy)."""
         return self.backlog[0] if self.backlog.shape[0] == 1 else self.backlog.sum(axis=0)
 
+    @property
+    def hi(self) -> int:
+        """Containers from this one on never took a request: they hold and carry nothing."""
+        return self._hi
+
     def drop(self, stopped: B) -> I64:
-        """What containers that stopped or were replaced (``stopped``: not alive, or another
-        instance than the one that took the requests) held: lost, per route."""
+        """What containers that stopped or were replaced (``stopped``, for each container below
+        ``hi`` at least: not alive, or another instance than the one that took the requests)
+        held: lost, per route."""
         hi = self._hi
         gone = (self._held()[:hi] > 0) & stopped[:hi]
         if not gone.any():

@@ -64,9 +64,11 @@ class Containers:
     def running(self) -> np.ndarray:
         return self.state == RUNNING
 
-    def alive(self) -> np.ndarray:
-        """Running as the runtime reports it: a container being killed is still running."""
-        return (self.state == RUNNING) | (self.state == TERMINATING)
+    def alive(self, below: int | None = None) -> np.ndarray:
+        """Running as the runtime reports it: a container being killed is still running (of
+        the containers below ``below``, default all)."""
+        state = self.state if below is None else self.state[:below]
+        return (state == RUNNING) | (state == TERMINATING)
 
     def admit(self, pods: np.ndarray, t: int) -> None:
         first = self.fleet.pod_first_container

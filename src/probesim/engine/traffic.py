@@ -139,10 +139,11 @@ class TrafficPhases:
             # What containers that stopped or were replaced held is lost before new arrivals:
             # queued requests and answers still on their way fail now (connection reset).
             cap = self.capacity
-            stopped = ~self.ctr.alive() | (self.ctr.instance != cap.instance)
             # Only containers that took requests may hold any (the rest stay out of the masks:
-            # the answer buffers are slots × containers).
-            gone = np.flatnonzero(self.touched & stopped)
+            # the answer buffers are slots × containers), all of them below cap.hi.
+            hi = cap.hi
+            stopped = ~self.ctr.alive(hi) | (self.ctr.instance[:hi] != cap.instance[:hi])
+            gone = np.flatnonzero(self.touched[:hi] & stopped)
             self.touched[gone] = False
             cap.drop(stopped)
             for ri, route in enumerate(f.routes):
