@@ -92,6 +92,9 @@ class ProbeWorkers:
         self._delay_ms = spec.delay_s * 1000
         self._period_on_step = spec.period % step == 0
         self.active = np.zeros(n, bool)
+        # Workers from this one on were never admitted: inactive, none of their state set (the
+        # per-step masks look below it only; an HPA reserves 4 × maxReplicas slots).
+        self.hi = 0
         self.cached = np.full(n, INITIAL[kind], np.int64)
         self.seen = np.full(n, -1, np.int64)  # container instance the worker last observed
         self.on_hold = np.zeros(n, bool)
@@ -131,6 +134,8 @@ class ProbeWorkers:
         so the first real tick is one period later (§2.1.2-3)."""
         has = containers[self.spec.has[containers]]
         self.active[has] = True
+        if has.size:
+            self.hi = max(self.hi, int(has.max()) + 1)
         self.next_tick[has] = t + self.spec.period[has]
         self.dirty = True
         self.version += 1
@@ -161,25 +166,26 @@ class ProbeWorkers:
         if not self.due(t, ctr):
             return np.empty(0, np.int64)
         changed: list[I64] = []
+        hi = self.hi
         if self.busy_min <= t:
-            done = np.flatnonzero(self.busy_until <= t)
+            done = np.flatnonzero(self.busy_until[:hi] <= t)
             if done.size:
                 self.busy_until[done] = INF
                 self.dirty = True
                 changed.append(self._apply(done, t, ctr, log))
-            self.busy_min = np.int64(self.busy_until.min())
+            self.busy_min = np.int64(self.busy_until[:hi].min()) if hi else INF
         self._refresh_steady(t, ctr, started)
-        fire = self.active & (self.next_tick <= t)
+        fire = self.active[:hi] & (self.next_tick[:hi] <= t)
         if self.has_lazy:
-            fire &= ~self.lazy
+            fire &= ~self.lazy[:hi]
         f = np.flatnonzero(fire)
         if f.size:
             per = self.spec.period[f]
             self.next_tick[f] += ((t - self.next_tick[f]) // per + 1) * per
         if self.buffered_any:
-            idle = self.busy_until == INF
-            self.buffered |= fire & ~idle  # at most one tick waits while a probe is in flight
-            runnable = np.flatnonzero((fire | self.buffered) & idle & self.active)
+            idle = self.busy_until[:hi] == INF
+            self.buffered[:hi] |= fire & ~idle  # at most one tick waits while a probe is in flight
+            runnable = np.flatnonzero((fire | self.buffered[:hi]) & idle & self.active[:hi])
         elif self.busy_min < INF:
             idle_f = self.busy_until[f] == INF
             busy = f[~idle_f]
@@ -242,44 +248,56 @@ class ProbeWorkers:
         key = self._key(ctr, self.started_version if self.gate is not None else None)
         if not self.dirty and t < self._steady_until and key == self._steady_key:
             return
+        hi = self.hi  # (the workers past it are inactive: none steady, passing or lazy)
         if self.has_lazy:
-            self._catch_up(np.flatnonzero(self.lazy), t)
+            self._catch_up(np.flatnonzero(self.lazy[:hi]), t)
         self.dirty = False
         self._steady_key = key
-        inst = ctr.instance
-        base = self.active & (self.busy_until == INF) & ~self.buffered & (inst >= 0) & (self.seen == inst)
-        steady = base & self.on_hold
-        base &= ~self.on_hold
-        alive = ctr.alive()
+        inst = ctr.instance[:hi]
+        base = (
+            self.active[:hi]
+            & (self.busy_until[:hi] == INF)
+            & ~self.buffered[:hi]
+            & (inst >= 0)
+            & (self.seen[:hi] == inst)
+        )
+        on_hold = self.on_hold[:hi]
+        steady = base & on_hold
+        base &= ~on_hold
+        alive = ctr.alive(hi)
         # Within initialDelaySeconds: (t - start) // 1000 < delay, i.e. t < start + delay × 1000.
-        due_at = ctr.started_at + self._delay_ms
+        due_at = ctr.started_at[:hi] + self._delay_ms[:hi]
         early = base & alive & (t < due_at)
         self._steady_until = np.int64(due_at[early].min()) if early.any() else INF
-        gate = ~started if self.kind == "startup" else started
+        gate = ~started[:hi] if self.kind == "startup" else started[:hi]
         probing = base & alive & ~early
         steady |= early | (probing & ~gate)
         # Not running (and not terminated for good): Failure again, already the cached result.
-        steady |= base & ~alive & (self.cached == FAILURE) & (ctr.state != EXITED)
-        passing = np.zeros(base.size, bool)
+        cached = self.cached[:hi]
+        steady |= base & ~alive & (cached == FAILURE) & (ctr.state[:hi] != EXITED)
+        passing = np.zeros(hi, bool)
         if self.kind != "startup":  # a startup pass that counts puts the worker on hold
             passing = (
                 probing
                 & gate
-                & self._would_pass()
-                & self.last_passed
-                & (self.run > 0)
-                & (self.cached == SUCCESS)
+                & self._would_pass()[:hi]
+                & self.last_passed[:hi]
+                & (self.run[:hi] > 0)
+                & (cached == SUCCESS)
             )
         if not SHORTCUTS:
-            steady = passing = np.zeros(base.size, bool)
-        self.passing = passing
-        self.steady = steady | passing
+            steady = passing = np.zeros(hi, bool)
+        n = self.active.size
+        self.passing = np.zeros(n, bool)
+        self.passing[:hi] = passing
+        self.steady = np.zeros(n, bool)
+        self.steady[:hi] = steady | passing
         # Steady workers whose ticks fall on step times are not stepped at all until the set
         # changes: _catch_up counts their runs then.
-        cand = np.flatnonzero(self.steady & self._period_on_step)
-        self.lazy = np.zeros(base.size, bool)
+        cand = np.flatnonzero(self.steady[:hi] & self._period_on_step[:hi])
+        self.lazy = np.zeros(n, bool)
         self.lazy[cand[self.next_tick[cand] % self.step_ms == 0]] = True
-        self.has_lazy = bool(self.lazy.any())
+        self.has_lazy = bool(self.lazy[:hi].any())
 
     def _would_pass(self) -> npt.NDArray[np.bool_]:
         """Workers whose probe the process answers with a pass, unloaded: what the processes
@@ -511,7 +529,9 @@ class ProbeWorkers:
         return f"{self.title} probe failed: {msg}"
 
     def _rewake(self) -> None:
-        nt = self.next_tick[self.active & ~self.lazy] if self.has_lazy else self.next_tick[self.active]
+        hi = self.hi
+        active = self.active[:hi]
+        nt = self.next_tick[:hi][active & ~self.lazy[:hi] if self.has_lazy else active]
         w = np.int64(nt.min()) if nt.size else INF
         # busy_min is at most the earliest completion (a step woken early finds nothing due).
         self.wakeup = min(w, self.busy_min)
