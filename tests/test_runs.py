@@ -21,6 +21,7 @@ from probesim.results.figures import figures
 from probesim.runs import run_all, with_seed
 from probesim.scenarios import find
 from probesim.sweep import choose, plan
+from tests.cli.test_run_manifests import deployment, service, write
 
 runner = CliRunner()
 # Seed-dependent (the capacity model's service times): each seed gives other figures.
@@ -171,39 +172,13 @@ def test_thresholds_over_runs_exit_99_and_in_sweep_rows(tmp_path: Path) -> None:
     assert "3 runs would cost about" in r.output and "more than --max-total-cost 1,000" in r.output
 
 
-MANIFESTS = """\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-        - name: app
-          image: nginx
-          ports: [{containerPort: 8080}]
-          readinessProbe: {httpGet: {path: /ready, port: 8080}, periodSeconds: 5, failureThreshold: 1}
-          livenessProbe: {httpGet: {path: /healthz, port: 8080}, periodSeconds: 2, failureThreshold: 1}
----
-apiVersion: v1
-kind: Service
-metadata: {name: web}
-spec:
-  selector: {app: web}
-  ports: [{port: 80, targetPort: 8080}]
-"""
-
-
 def test_a_sweep_of_manifests_sweeps_the_scenario_run_generates(tmp_path: Path) -> None:
     """sweep k8s/ runs the scenario `probesim run k8s/` generates: its rows are those of a sweep
     of the printed scenario, byte for byte; a --set on a manifest field and on the generated
     spec both reach it."""
     k8s = tmp_path / "k8s"
-    k8s.mkdir()
-    (k8s / "app.yaml").write_text(MANIFESTS, encoding="utf-8")
+    liveness = {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 2, "failureThreshold": 1}
+    write(k8s, "web.yaml", deployment(delay=0, livenessProbe=liveness), service())
     sets = [
         "--set",
         "deployment/web.spec.replicas=1,3",
