@@ -192,11 +192,6 @@ class Behaviors:
         shutdown = self.shutdown[self.profile_of[idx]]
         return np.where(self.ignores_sigterm[idx], grace, np.minimum(shutdown, grace))
 
-    def stop_time_of(self, c: int, grace: int) -> int:
-        """``stop_time`` of one container (a kill at a time: no arrays)."""
-        prof = self.profiles[int(self.profile_of[c])]
-        return grace if prof.ignores_sigterm else min(prof.shutdown, grace)
-
 
 _HOST = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 

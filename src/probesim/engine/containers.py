@@ -9,6 +9,8 @@ So the waits are 0, 10, 20, 40 … 300 s, measured from the previous instance's 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from probesim.engine.behavior import INF
@@ -21,14 +23,16 @@ BACKOFF_RESET = 600_000  # 2 × max in client-go; a flat 10 min in newer kubelet
 MIN_GRACE = 2_000  # minimumGracePeriodInSeconds (§2.4.32)
 
 
-def back_off(now: int, finished: int, backoff: int, updated: int) -> tuple[bool, int]:
-    """``doBackOff`` for one container: may it start at ``now``, given the exit it checks
-    (``finished``) and its back-off entry (``backoff`` ms, 0 for none, last ``updated``)? Returns
-    whether it may, and the entry after a start (``Next``). Shared by the engine and the lab."""
-    expired = backoff > 0 and finished - updated > BACKOFF_RESET
-    if backoff > 0 and not expired and now - finished < backoff:
-        return False, backoff
-    return True, INITIAL_BACKOFF if backoff == 0 or expired else min(2 * backoff, MAX_BACKOFF)
+def back_off(now: Any, finished: Any, backoff: Any, updated: Any) -> tuple[Any, Any]:
+    """``doBackOff``: may a container start at ``now``, given the exit it checks (``finished``)
+    and its back-off entry (``backoff`` ms, 0 for none, last ``updated``)? Returns whether it
+    may, and the entry after a start (``Next``), elementwise over arrays (the engine) or for one
+    container (the lab: 0-d arrays)."""
+    now, finished, backoff, updated = (np.asarray(x, np.int64) for x in (now, finished, backoff, updated))
+    expired = (backoff > 0) & (finished - updated > BACKOFF_RESET)
+    allowed = ~((backoff > 0) & ~expired & (now - finished < backoff))
+    later = np.where((backoff == 0) | expired, INITIAL_BACKOFF, np.minimum(2 * backoff, MAX_BACKOFF))
+    return allowed, np.where(allowed, later, backoff)
 
 
 class Containers:
@@ -91,7 +95,7 @@ class Containers:
                 self._killed_exit(done, log)
             crashed = np.flatnonzero((self.state == RUNNING) & (self.crash_at <= t))
             for c in crashed:
-                self._exit(int(c), t, int(self.crash_at[c]), int(self.crash_code[c]), log, killed=False)
+                self._exit(int(c), t, int(self.crash_at[c]), int(self.crash_code[c]), log)
             due = np.flatnonzero((self.state == WAITING) & (self.next_start <= t))
             # A start due within the step counts from its exact time (a restart's delay is
             # usually below the step): the next probe tick sees a container started before it.
@@ -132,7 +136,7 @@ class Containers:
         end = int(first[p + 1]) if p + 1 < first.size else self.fleet.n_containers
         for c in range(int(first[p]), end):  # a pod's containers are contiguous
             if self.state[c] == RUNNING:
-                stop = self.fleet.behaviors.stop_time_of(c, grace)
+                stop = int(self.fleet.behaviors.stop_time(np.array([c]), np.array([grace]))[0])
                 name = self.fleet.container_name[c]
                 log.add(t, "Normal", "Killing", f"pod/{pod}", f"Stopping container {name}")
                 self.state[c] = TERMINATING
@@ -146,7 +150,13 @@ class Containers:
         log.synced_pods.add(p)
         self._rewake()
 
-    def _exit(self, c: int, t: int, finished: int, code: int, log: EventLog, killed: bool) -> None:
+    def _restarts(self, pods: Any, code: Any) -> Any:
+        """Whether the restart policy of ``pods`` restarts a container that exited with ``code``
+        (Always; OnFailure when not 0; never in a pod being deleted): elementwise."""
+        return ~self.pod_deleting[pods] & (self._always[pods] | (self._on_failure[pods] & (code != 0)))
+
+    def _exit(self, c: int, t: int, finished: int, code: int, log: EventLog) -> None:
+        """Container ``c`` exited by itself (a crash) at ``finished``."""
         pod, name = self.fleet.container_label(c)
         p = int(self.fleet.container_pod[c])
         self.last_exit[c] = finished
@@ -155,15 +165,9 @@ class Containers:
         self.changed = True
         self.epoch += 1  # what probe workers depend on changed
         log.synced_pods.add(p)
-        if not killed:
-            self.decide_exit[c] = finished
-            log.add(
-                t, "Warning", "Exited", f"pod/{pod}", f"Container {name} exited with code {code}", "probesim"
-            )
-        policy = self.fleet.pod_restart_policy[p]
-        if self.pod_deleting[p]:
-            self.state[c] = EXITED
-        elif policy == "Always" or (policy == "OnFailure" and code != 0):
+        self.decide_exit[c] = finished
+        log.add(t, "Warning", "Exited", f"pod/{pod}", f"Container {name} exited with code {code}", "probesim")
+        if self._restarts(p, code):
             # Not at once: the kubelet sees the exit and the runtime creates the replacement
             # (spec.cluster.containerRestartDelay); meanwhile the container is not ready.
             self.state[c] = WAITING
@@ -182,7 +186,7 @@ class Containers:
         self.epoch += idx.size
         log.synced_pods.update(pods.tolist())
         code = self.stop_code[idx]
-        restart = ~self.pod_deleting[pods] & (self._always[pods] | (self._on_failure[pods] & (code != 0)))
+        restart = self._restarts(pods, code)
         self.state[idx] = np.where(restart, WAITING, EXITED)
         self.next_start[idx[restart]] = finished[restart] + self.restart_delay
 
@@ -195,17 +199,12 @@ class Containers:
         if not checked.any():
             self._start(idx, now, log)  # no back-off to check: every one starts
             return
-        backoff = self.backoff[idx]
-        expired = (backoff > 0) & (finished - self.backoff_updated[idx] > BACKOFF_RESET)
-        refused = checked & (backoff > 0) & ~expired & (now - finished < backoff)
-        allowed = checked & ~refused
+        may, later = back_off(now, finished, self.backoff[idx], self.backoff_updated[idx])
+        refused = checked & ~may
+        allowed = checked & may
         if allowed.any():
-            b = backoff[allowed]
-            a = idx[allowed]
-            self.backoff[a] = np.where(
-                (b == 0) | expired[allowed], INITIAL_BACKOFF, np.minimum(2 * b, MAX_BACKOFF)
-            )
-            self.backoff_updated[a] = now[allowed]
+            self.backoff[idx[allowed]] = later[allowed]
+            self.backoff_updated[idx[allowed]] = now[allowed]
         if not refused.any():
             self._start(idx, now, log)
             return

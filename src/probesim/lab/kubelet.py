@@ -385,7 +385,7 @@ class Lab:
             finished = round((decide - self.t0) * 1000)
             allowed, backoff = back_off(now, finished, pod.backoff, pod.backoff_updated)
             if allowed:
-                pod.backoff, pod.backoff_updated = backoff, now
+                pod.backoff, pod.backoff_updated = int(backoff), now
                 break
             self.event(
                 "Warning",
