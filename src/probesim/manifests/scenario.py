@@ -18,7 +18,6 @@ from probesim.manifests import kubernetes as k8s
 from probesim.manifests.actions import check_actions
 from probesim.manifests.errors import field_path, from_validation
 from probesim.manifests.yamlsrc import Doc, Path_, load_docs, read_text
-from probesim.mesh.istio import VirtualService
 from probesim.model.duration import format_ms
 from probesim.model.kubernetes import Workload
 from probesim.model.scenario import (
@@ -133,10 +132,12 @@ def _from_text(
     workloads = _simulated(objects)
     for sv in objects.services:
         _check_service_name(sv.name, kube_docs)
-    from probesim.mesh.load import istio_objects
+    from probesim.mesh.load import istio_objects, say_unsimulated_destinations
 
     rules, vss = istio_objects(objects)
-    _say_unsimulated_destinations(vss)
+    vs_docs = [(doc, base) for doc, base, data in objects.istio if data["kind"] == "VirtualService"]
+    for v, (doc, base) in zip(vss, vs_docs, strict=True):
+        say_unsimulated_destinations(v, doc, base)
     scenario = Scenario(
         name=sf.metadata.name,
         description=sf.metadata.description,
@@ -199,32 +200,6 @@ def _simulated(objects: k8s.Objects) -> list[Workload]:
             stacklevel=2,
         )
     return [w for w in objects.workloads if w.kind in k8s.SIMULATED_KINDS]
-
-
-def _say_unsimulated_destinations(vss: Sequence[VirtualService]) -> None:
-    """A VirtualService route that splits traffic (weights, subsets, another host) is said once
-    as a warning: the engine sends a traffic route's requests to the pods of the Service it
-    names, by readiness and the sidecars' balancing, whatever destinations the route lists."""
-    for v in vss:
-        hosts = {h.split(".")[0] for h in v.spec.hosts}
-        for i, r in enumerate(v.spec.http):
-            ds = [d.destination for d in r.route]
-            if len(ds) == 1 and ds[0].subset is None and ds[0].host.split(".")[0] in hosts:
-                continue
-            shown = ", ".join(
-                d.destination.host
-                + (f" subset {d.destination.subset}" if d.destination.subset else "")
-                + (f" weight {d.weight}" if d.weight is not None else "")
-                for d in r.route
-            )
-            warnings.warn(
-                InputWarning(
-                    f"VirtualService {v.metadata.name}: http[{i}] routes to {shown}: not simulated; "
-                    "its requests go to the pods of the Service the traffic names (no split by weight "
-                    "or subset, no other host)"
-                ),
-                stacklevel=2,
-            )
 
 
 def _with_series(sf: ScenarioFile, head: Doc, base_dir: Path) -> ScenarioFile:

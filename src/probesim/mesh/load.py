@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
+
 from pydantic import ValidationError
 
-from probesim.errors import InputError
+from probesim.errors import InputError, InputWarning
 from probesim.manifests import kubernetes as k8s
 from probesim.manifests.errors import from_validation
-from probesim.manifests.yamlsrc import load_docs, read_text
+from probesim.manifests.yamlsrc import Doc, Path_, load_docs, read_text
 from probesim.mesh.istio import DestinationRule, VirtualService
 
 
@@ -40,3 +42,29 @@ def istio_objects(objects: k8s.Objects) -> tuple[list[DestinationRule], list[Vir
             raise from_validation(e, doc, base, f"{kind} {name}", data) from None
         (rules if isinstance(obj, DestinationRule) else services).append(obj)  # type: ignore[arg-type]
     return rules, services
+
+
+def say_unsimulated_destinations(v: VirtualService, doc: Doc, base: Path_) -> None:
+    """For a simulation (envoy-config does follow them): a route that splits traffic (weights,
+    subsets) or sends it to another host is said once as a warning naming its file and line, as
+    the engine sends a traffic route's requests to the pods of the Service it names."""
+    hosts = {h.split(".")[0] for h in v.spec.hosts}
+    for i, r in enumerate(v.spec.http):
+        ds = [d.destination for d in r.route]
+        if len(ds) == 1 and ds[0].subset is None and ds[0].host.split(".")[0] in hosts:
+            continue
+        shown = ", ".join(
+            d.destination.host
+            + (f" subset {d.destination.subset}" if d.destination.subset else "")
+            + (f" weight {d.weight}" if d.weight is not None else "")
+            for d in r.route
+        )
+        line = doc.line_of((*base, "spec", "http", i, "route"))
+        warnings.warn(
+            InputWarning(
+                f"{doc.file}:{line}: VirtualService {v.metadata.name}: http[{i}] routes to {shown}: not "
+                "simulated; its requests go to the pods of the Service the traffic names (no split by "
+                "weight or subset, no other host)"
+            ),
+            stacklevel=2,
+        )
