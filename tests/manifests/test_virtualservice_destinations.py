@@ -56,9 +56,7 @@ def _said(tmp_path: Path, routes: str) -> list[str]:
 def test_a_split_or_another_destination_is_said(tmp_path: Path, routes: str, shown: str) -> None:
     said = _said(tmp_path, routes)
     # Named by its file and the line of the second http route's destinations.
-    assert len(said) == 1 and said[0].startswith(
-        f"{tmp_path / 'vs.yaml'}:9: VirtualService backend: {shown}"
-    )
+    assert len(said) == 1 and said[0].startswith(f"{tmp_path / 'vs.yaml'}:9: VirtualService backend: {shown}")
 
 
 def test_a_route_to_its_own_host_is_what_the_engine_runs(tmp_path: Path) -> None:
