@@ -1,0 +1,240 @@
+"""Rules on one container's probes: missing, misdirected, too strict, too slow, too short."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from probesim.analysis.context import Context
+from probesim.analysis.findings import REGISTRY, Finding
+from probesim.analysis.rules.timing import _probes
+from probesim.manifests.kubernetes import container_port
+from probesim.model.duration import format_ms
+
+rule = REGISTRY.rule
+
+# -- parity with existing linters, done right ------------------------------------------------
+
+
+@rule(
+    "PS001", "readiness-probe-missing", "warning",
+    "A container a Service sends traffic to has no readiness probe.",
+    "Without readiness, the Service sends requests to a pod as soon as its container runs: "
+    "still starting, warming up or shutting down (seed 000: 3 of 12 requests lost to a pod "
+    "that needed 3 s to start). Only containers whose port a Service targets (by number or "
+    "name) are checked — helper containers are not, nor are Jobs and CronJobs.",
+    "Add a readinessProbe on a cheap, local endpoint that answers only when the pod can serve.",
+)  # fmt: skip
+def readiness_missing(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        if t.serves and t.container.readiness_probe is None:
+            target = t.serves[0][2]
+            via = ", ".join(dict.fromkeys(f"{sv.name}:{p}" for sv, p, _ in t.serves))
+            msg = f"container {t.container.name} serves Service {via} with no readinessProbe"
+            port_text = f'"{target}"' if isinstance(target, str) else str(target)
+            fix = (f"add readinessProbe: {{httpGet: {{path: <a local readiness path>, port: {port_text}}}, "
+                   "periodSeconds: 5}")  # fmt: skip
+            yield ctx.finding("PS001", t, msg, fix=fix)
+
+
+@rule(
+    "PS002", "probe-port-not-declared", "error",
+    "A probe's named port is not a port of its container.",
+    "The kubelet cannot resolve the name, the probe errors, and the error is discarded: "
+    "readiness then never passes and liveness never fires (reference/kubelet.md §2.3.26).",
+    "Use a port name declared in the container's ports, or a number.",
+)  # fmt: skip
+def port_not_declared(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        for kind, p in _probes(t):
+            handler = p.http_get or p.tcp_socket
+            if handler is not None and container_port(t.container, handler.port) is None:
+                h = "httpGet" if p.http_get is not None else "tcpSocket"
+                names = [cp.name for cp in t.container.ports if cp.name]
+                fix = (f"use one of the declared port names ({', '.join(names)}) or a number" if names
+                       else "use the port number, or declare the name in the container's ports")  # fmt: skip
+                yield ctx.finding(
+                    "PS002",
+                    t,
+                    f"{kind}Probe port {handler.port!r} is not a named port of {t.container.name}",
+                    (f"{kind}Probe", h, "port"),
+                    fix,
+                )
+
+
+@rule(
+    "PS004", "probe-port-not-exposed", "info",
+    "A probe's port number is not among the ports its container declares.",
+    "The kubelet probes the pod IP and port directly, so an undeclared port still works; but the "
+    "probe often targets a port the app does not listen on after a port change (kube-linter's "
+    "liveness-port / readiness-port checks). Containers that declare no ports are not checked.",
+    "Declare the port in the container's ports, by name, and probe it by that name.",
+)  # fmt: skip
+def port_not_exposed(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        declared = {cp.container_port for cp in t.container.ports}
+        if not declared:
+            continue
+        for kind, p in _probes(t):
+            handler = p.http_get or p.tcp_socket
+            if handler is not None and isinstance(handler.port, int) and handler.port not in declared:
+                h = "httpGet" if p.http_get is not None else "tcpSocket"
+                msg = f"{kind}Probe port {handler.port} is not declared (ports: {sorted(declared)})"
+                fix = f"declare it: ports: [{{name: health, containerPort: {handler.port}}}]"
+                yield ctx.finding("PS004", t, msg, (f"{kind}Probe", h, "port"), fix)
+
+
+@rule(
+    "PS003", "liveness-as-strict-as-readiness", "warning",
+    "Liveness acts as fast as readiness on the same check: a pod that should leave rotation is restarted.",
+    "When liveness and readiness probe the same thing and liveness gives up no later than "
+    "readiness, every slow spell restarts the container instead of only taking it out of "
+    "rotation (seed 002). Identical probes are fine when liveness is more tolerant — the "
+    "false positive users report against kube-score — so this rule compares failure budgets.",
+    "Give liveness a larger failure budget (periodSeconds × failureThreshold) than readiness, or "
+    "point it at a cheaper, self-contained endpoint.",
+)  # fmt: skip
+def liveness_as_strict(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        live, ready = t.container.liveness_probe, t.container.readiness_probe
+        if live is None or ready is None:
+            continue
+        same = (live.http_get, live.tcp_socket, live.exec, live.grpc) == (
+            ready.http_get,
+            ready.tcp_socket,
+            ready.exec,
+            ready.grpc,
+        )
+        live_budget = live.period_seconds * live.failure_threshold
+        ready_budget = ready.period_seconds * ready.failure_threshold
+        if same and live_budget <= ready_budget:
+            threshold = -(-2 * ready_budget // live.period_seconds)  # liveness at twice readiness's budget
+            yield ctx.finding(
+                "PS003",
+                t,
+                f"liveness gives up after {live_budget}s, readiness after {ready_budget}s, on the same check",
+                ("livenessProbe",),
+                f"livenessProbe.failureThreshold: {threshold} (gives up after "
+                f"{threshold * live.period_seconds}s, readiness after {ready_budget}s)",
+            )
+
+
+# -- what none of them check -----------------------------------------------------------------
+
+
+@rule(
+    "PS010", "liveness-failure-threshold-one", "error",
+    "Liveness restarts the container on a single failed probe.",
+    "One GC pause, one slow answer under load, one dropped packet kills the container (seed 002; "
+    "seed 004: failureThreshold 1 on liveness turned a partial outage into a total one).",
+    "Use failureThreshold 3 or more; size period × threshold to how long a real hang may last.",
+)  # fmt: skip
+def liveness_threshold_one(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        p = t.container.liveness_probe
+        if p is not None and p.failure_threshold == 1:
+            msg = "livenessProbe.failureThreshold is 1"
+            if t.workload.kind == "DaemonSet":
+                msg += ": one slow answer kills this node's only pod of the DaemonSet"
+            fix = f"livenessProbe.failureThreshold: 3 (acts after {3 * p.period_seconds}s)"
+            yield ctx.finding("PS010", t, msg, ("livenessProbe", "failureThreshold"), fix)
+
+
+@rule(
+    "PS011", "probe-timeout-not-below-period", "warning",
+    "A probe's timeout is not shorter than its period.",
+    "The next tick comes while the probe still waits; the kubelet runs it once when the probe "
+    "returns, so checks bunch up and the period no longer means what it says (§2.1.7).",
+    "Keep timeoutSeconds below periodSeconds.",
+)  # fmt: skip
+def timeout_ge_period(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        for kind, p in _probes(t):
+            if p.timeout_seconds >= p.period_seconds:
+                fix = f"{kind}Probe.periodSeconds: {p.timeout_seconds + 1}"
+                if p.period_seconds > 1:
+                    fix = f"{kind}Probe.timeoutSeconds: {p.period_seconds - 1}, or " + fix
+                yield ctx.finding(
+                    "PS011",
+                    t,
+                    f"{kind}Probe timeoutSeconds {p.timeout_seconds} ≥ periodSeconds {p.period_seconds}",
+                    (f"{kind}Probe", "timeoutSeconds"),
+                    fix,
+                )
+
+
+@rule(
+    "PS014", "hang-detection-too-slow", "warning",
+    "A hung container is acted on, or back, later than thresholds.detectionTarget / restartTarget.",
+    "Worst-case detection is periodSeconds × failureThreshold + timeoutSeconds (seed 002); the "
+    "restart then waits for the kill's grace period (the probe-level one, else the pod's, at "
+    "least 2 s), and all that time the pod may still get traffic.",
+    "Shorten period or threshold, set a probe-level terminationGracePeriodSeconds, or raise the "
+    "targets in .probesim.yaml if the delay is intended.",
+)  # fmt: skip
+def detection(ctx: Context) -> Iterator[Finding]:
+    th = ctx.thresholds
+    for t in ctx.targets:
+        p = t.container.liveness_probe
+        if p is None:
+            continue
+        worst = (p.period_seconds * p.failure_threshold + p.timeout_seconds) * 1000
+        grace = p.termination_grace_period_seconds or t.workload.pod_spec.termination_grace_period_seconds
+        back = worst + max(grace, 2) * 1000
+        if worst > th.detection_target_ms or back > th.restart_target_ms:
+            targets = f"targets {format_ms(th.detection_target_ms)} / {format_ms(th.restart_target_ms)}"
+            msg = f"a hang is acted on after {format_ms(worst)}, the container back after {format_ms(back)}"
+            msg += f" ({targets})"
+            room = min(th.detection_target_ms, th.restart_target_ms - max(grace, 2) * 1000)
+            room -= p.timeout_seconds * 1000
+            threshold = room // (p.period_seconds * 1000)
+            if threshold >= 2:
+                fix = f"livenessProbe.failureThreshold: {min(threshold, p.failure_threshold - 1)}"
+            else:
+                fix = f"livenessProbe.periodSeconds: {max(1, room // 3000)} with failureThreshold: 3"
+            if back > th.restart_target_ms and p.termination_grace_period_seconds is None and grace > 10:
+                fix += ", and livenessProbe.terminationGracePeriodSeconds: 10"
+            yield ctx.finding("PS014", t, msg, ("livenessProbe",), fix)
+
+
+@rule(
+    "PS015", "exec-probe-default-timeout", "warning",
+    "An exec probe relies on the default 1 s timeout.",
+    "Exec probes start a process in the container; under load that alone can take over a second, "
+    "and since ExecProbeTimeout (v1.20+) a timed-out exec is a failure (reference §1.5.19).",
+    "Set timeoutSeconds explicitly for exec probes, above the command's real run time.",
+)  # fmt: skip
+def exec_timeout(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        for kind, p in _probes(t):
+            if p.exec is not None and "timeoutSeconds" not in t.raw_probe(kind):
+                yield ctx.finding(
+                    "PS015", t, f"{kind}Probe is exec with the default timeoutSeconds (1)", (f"{kind}Probe",),
+                    f"{kind}Probe.timeoutSeconds: {max(2, min(5, p.period_seconds - 1))} "
+                    "(above the command's real run time, below periodSeconds)",
+                )  # fmt: skip
+
+
+@rule(
+    "PS018", "long-grace-without-probe-grace", "info",
+    "A long pod grace period also delays restarts after a liveness failure.",
+    "A container killed for failing liveness gets the pod's terminationGracePeriodSeconds to stop; "
+    "a hung one uses all of it before the restart. The probe-level terminationGracePeriodSeconds "
+    "(GA in v1.28) shortens only that case (reference §1.1.3, §2.4.32).",
+    "Set livenessProbe.terminationGracePeriodSeconds to a few seconds.",
+)  # fmt: skip
+def long_grace(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        p = t.container.liveness_probe
+        grace = t.workload.pod_spec.termination_grace_period_seconds * 1000
+        if (
+            p is not None
+            and p.termination_grace_period_seconds is None
+            and grace >= ctx.thresholds.long_grace_ms
+        ):
+            yield ctx.finding(
+                "PS018",
+                t,
+                f"a hung container waits {format_ms(grace)} before its restart",
+                ("livenessProbe",),
+                "livenessProbe.terminationGracePeriodSeconds: 10",
+            )
