@@ -6,6 +6,9 @@ from collections.abc import Iterator
 
 from probesim.analysis.context import Context
 from probesim.analysis.findings import REGISTRY, Finding
+from probesim.analysis.patch import nest
+from probesim.analysis.rules.handlers import serves_nothing
+from probesim.analysis.rules.timing import plan, wants_readiness
 from probesim.manifests.yamlsrc import get_path
 
 rule = REGISTRY.rule
@@ -20,7 +23,8 @@ rule = REGISTRY.rule
     "next node when the new pod is available: Ready for minReadySeconds. With no readiness probe "
     "and minReadySeconds 0 the pod is Ready as soon as its containers run, so a release that "
     "crashes after a few seconds or never serves still rolls onto every node; and each node has "
-    "only this pod of the DaemonSet, so a bad one is that node's outage.",
+    "only this pod of the DaemonSet, so a bad one is that node's outage. DaemonSets whose "
+    "containers serve nothing (the pause image, sleep infinity) are not reported.",
     "Add a readinessProbe to the main container, or set minReadySeconds to how long a new pod "
     "must stay up before the update moves on.",
 )  # fmt: skip
@@ -32,12 +36,17 @@ def daemonset_rollout(ctx: Context) -> Iterator[Finding]:
         raw_strategy = get_path(t.doc.data, (*t.base, "spec", "updateStrategy", "type"))
         if raw_strategy == "OnDelete":
             continue
+        siblings = [u for u in ctx.targets if u.workload is w and u.group == "containers"]
+        if all(serves_nothing(u) for u in siblings):  # pause, sleep: nothing to roll out badly
+            continue
         if not any(c.readiness_probe for c in (*w.pod_spec.containers, *w.pod_spec.init_containers)):
-            yield ctx.finding(
-                "PS030", t,
-                f"{w.name} rolls node by node with no readiness probe and minReadySeconds 0",
-                (), "add a readinessProbe to this container, or spec.minReadySeconds: 30",
-            )  # fmt: skip
+            msg = f"{w.name} rolls node by node with no readiness probe and minReadySeconds 0"
+            if wants_readiness(t):  # a Service reaches it: the readiness probe PS001's fix adds
+                pl = plan(ctx, t)
+                yield ctx.finding("PS030", t, msg, **pl.fix("readiness"))
+            else:
+                note = "a new pod must stay up 30 s before the update moves to the next node"
+                yield ctx.finding("PS030", t, msg, patch={"spec": {"minReadySeconds": 30}}, note=note)
 
 
 @rule(
@@ -58,5 +67,6 @@ def job_liveness_never(ctx: Context) -> Iterator[Finding]:
             yield ctx.finding(
                 "PS031", t,
                 f"a liveness kill fails the {w.kind}'s pod (restartPolicy Never) and restarts its work",
-                ("livenessProbe",), "restartPolicy: OnFailure, or remove the livenessProbe",
+                ("livenessProbe",), patch=nest(tuple(str(k) for k in t.spec_path), {"restartPolicy": "OnFailure"}),
+                note="the container restarts in place; or remove the livenessProbe",
             )  # fmt: skip

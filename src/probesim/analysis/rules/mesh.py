@@ -7,7 +7,9 @@ from typing import Any
 
 from probesim.analysis.context import Context, selects
 from probesim.analysis.findings import REGISTRY, Finding
+from probesim.analysis.patch import apply, nest
 from probesim.manifests.yamlsrc import get_path
+from probesim.model.duration import parse_ms
 
 rule = REGISTRY.rule
 
@@ -28,6 +30,37 @@ def _policies(data: dict[str, Any]) -> Iterator[tuple[tuple[Any, ...], dict[str,
     for i, sub in enumerate(get_path(data, ("spec", "subsets")) or []):
         if isinstance(sub, dict) and isinstance(sub.get("trafficPolicy"), dict):
             yield ("spec", "subsets", i, "trafficPolicy"), sub["trafficPolicy"]
+
+
+def _policy_patch(data: dict[str, Any], path: tuple[Any, ...], change: dict[str, Any]) -> dict[str, Any]:
+    """A JSON merge patch that applies ``change`` to the traffic policy at ``path``: nested keys
+    for ``spec.trafficPolicy``, the whole ``subsets`` list (a merge patch replaces lists) for a
+    subset's."""
+    if path[:2] == ("spec", "subsets"):
+        subsets = list(get_path(data, ("spec", "subsets")) or [])
+        i = int(path[2])
+        subsets[i] = apply(subsets[i], {"trafficPolicy": change}, "merge")
+        return {"spec": {"subsets": subsets}}
+    return nest(tuple(str(k) for k in path), change)
+
+
+def _per_try(data: dict[str, Any], i: int, route: dict[str, Any], retries: dict[str, Any]) -> dict[str, Any]:
+    """PS024's patch: perTryTimeout, the route's timeout shared by its tries (the whole ``http``
+    list: a merge patch replaces lists); none when the route has no timeout to share."""
+    try:
+        total = parse_ms(route["timeout"]) if "timeout" in route else None
+    except (ValueError, TypeError):
+        total = None
+    tries = 1 + int(retries.get("attempts") or 0)
+    if not total or total // tries < 1:
+        return {}
+    routes = list(get_path(data, ("spec", "http")) or [])
+    per_try = f"{total // tries}ms"
+    routes[i] = apply(route, {"retries": {"perTryTimeout": per_try}}, "merge")
+    return {
+        "patch": {"spec": {"http": routes}},
+        "note": f"the route's {route['timeout']} shared by {tries} tries",
+    }
 
 
 def _endpoints(ctx: Context, host: str, namespace: str) -> int | None:
@@ -63,6 +96,8 @@ def max_ejection_default(ctx: Context) -> Iterator[Finding]:
                     obj,
                     (*path, "outlierDetection"),
                     f"{host} has {n} pods: 10 % of them is less than one, so no host is ever ejected",
+                    patch=_policy_patch(data, path, {"outlierDetection": {"maxEjectionPercent": 50}}),
+                    note="one of two hosts can be ejected, never all",
                 )
 
 
@@ -90,6 +125,8 @@ def eject_everything(ctx: Context) -> Iterator[Finding]:
                     obj,
                     (*path, "outlierDetection", "maxEjectionPercent"),
                     "every host can be ejected at once (maxEjectionPercent 100, minHealthPercent 0)",
+                    patch=_policy_patch(data, path, {"outlierDetection": {"maxEjectionPercent": 50}}),
+                    note="half the hosts at most are ejected, the rest keep serving",
                 )
 
 
@@ -112,6 +149,8 @@ def consecutive_one(ctx: Context) -> Iterator[Finding]:
                     obj,
                     (*path, "outlierDetection", "consecutive5xxErrors"),
                     "consecutive5xxErrors is 1",
+                    patch=_policy_patch(data, path, {"outlierDetection": {"consecutive5xxErrors": 3}}),
+                    note="one stray error no longer ejects a healthy pod",
                 )
 
 
@@ -178,4 +217,5 @@ def retries_per_try(ctx: Context) -> Iterator[Finding]:
                     obj,
                     ("spec", "http", i, "retries"),
                     f"{retries.get('attempts')} retries without perTryTimeout",
+                    **_per_try(data, i, r, retries),
                 )

@@ -6,7 +6,19 @@ from collections.abc import Iterator
 
 from probesim.analysis.context import Context
 from probesim.analysis.findings import REGISTRY, Finding
-from probesim.analysis.rules.timing import _probes
+from probesim.analysis.rules.handlers import serves_nothing
+from probesim.analysis.rules.timing import (
+    Timing,
+    _probes,
+    as_strict,
+    exec_timeout_short,
+    liveness_slow,
+    plan,
+    readiness_slow,
+    restart_grace,
+    timeout_not_below_period,
+)
+from probesim.analysis.rules.timing import long_grace as long_grace_rule
 from probesim.manifests.kubernetes import container_port
 from probesim.model.duration import format_ms
 
@@ -26,14 +38,11 @@ rule = REGISTRY.rule
 )  # fmt: skip
 def readiness_missing(ctx: Context) -> Iterator[Finding]:
     for t in ctx.targets:
-        if t.serves and t.container.readiness_probe is None:
-            target = t.serves[0][2]
+        if t.serves and t.container.readiness_probe is None and not serves_nothing(t):
             via = ", ".join(dict.fromkeys(f"{sv.name}:{p}" for sv, p, _ in t.serves))
             msg = f"container {t.container.name} serves Service {via} with no readinessProbe"
-            port_text = f'"{target}"' if isinstance(target, str) else str(target)
-            fix = (f"add readinessProbe: {{httpGet: {{path: <a local readiness path>, port: {port_text}}}, "
-                   "periodSeconds: 5}")  # fmt: skip
-            yield ctx.finding("PS001", t, msg, fix=fix)
+            pl = plan(ctx, t)
+            yield ctx.finding("PS001", t, msg, **pl.fix("readiness"))
 
 
 @rule(
@@ -79,8 +88,11 @@ def port_not_exposed(ctx: Context) -> Iterator[Finding]:
             if handler is not None and isinstance(handler.port, int) and handler.port not in declared:
                 h = "httpGet" if p.http_get is not None else "tcpSocket"
                 msg = f"{kind}Probe port {handler.port} is not declared (ports: {sorted(declared)})"
-                fix = f"declare it: ports: [{{name: health, containerPort: {handler.port}}}]"
-                yield ctx.finding("PS004", t, msg, (f"{kind}Probe", h, "port"), fix)
+                names = {cp.name for cp in t.container.ports}
+                name = "health" if "health" not in names else f"probe-{handler.port}"
+                port = {"name": name, "containerPort": handler.port}
+                yield ctx.finding("PS004", t, msg, (f"{kind}Probe", h, "port"), change={"ports": [port]},
+                                  note="then the probe can name it")  # fmt: skip
 
 
 @rule(
@@ -98,23 +110,15 @@ def liveness_as_strict(ctx: Context) -> Iterator[Finding]:
         live, ready = t.container.liveness_probe, t.container.readiness_probe
         if live is None or ready is None:
             continue
-        same = (live.http_get, live.tcp_socket, live.exec, live.grpc) == (
-            ready.http_get,
-            ready.tcp_socket,
-            ready.exec,
-            ready.grpc,
-        )
-        live_budget = live.period_seconds * live.failure_threshold
-        ready_budget = ready.period_seconds * ready.failure_threshold
-        if same and live_budget <= ready_budget:
-            threshold = -(-2 * ready_budget // live.period_seconds)  # liveness at twice readiness's budget
+        lt, rt = Timing.of(live), Timing.of(ready)
+        if as_strict(lt, rt):
+            pl = plan(ctx, t)
             yield ctx.finding(
                 "PS003",
                 t,
-                f"liveness gives up after {live_budget}s, readiness after {ready_budget}s, on the same check",
+                f"liveness gives up after {lt.budget}s, readiness after {rt.budget}s, on the same check",
                 ("livenessProbe",),
-                f"livenessProbe.failureThreshold: {threshold} (gives up after "
-                f"{threshold * live.period_seconds}s, readiness after {ready_budget}s)",
+                **pl.fix("liveness", "readiness"),
             )
 
 
@@ -135,8 +139,8 @@ def liveness_threshold_one(ctx: Context) -> Iterator[Finding]:
             msg = "livenessProbe.failureThreshold is 1"
             if t.workload.kind == "DaemonSet":
                 msg += ": one slow answer kills this node's only pod of the DaemonSet"
-            fix = f"livenessProbe.failureThreshold: 3 (acts after {3 * p.period_seconds}s)"
-            yield ctx.finding("PS010", t, msg, ("livenessProbe", "failureThreshold"), fix)
+            pl = plan(ctx, t)
+            yield ctx.finding("PS010", t, msg, ("livenessProbe", "failureThreshold"), **pl.fix("liveness"))  # fmt: skip
 
 
 @rule(
@@ -149,16 +153,14 @@ def liveness_threshold_one(ctx: Context) -> Iterator[Finding]:
 def timeout_ge_period(ctx: Context) -> Iterator[Finding]:
     for t in ctx.targets:
         for kind, p in _probes(t):
-            if p.timeout_seconds >= p.period_seconds:
-                fix = f"{kind}Probe.periodSeconds: {p.timeout_seconds + 1}"
-                if p.period_seconds > 1:
-                    fix = f"{kind}Probe.timeoutSeconds: {p.period_seconds - 1}, or " + fix
+            if timeout_not_below_period(Timing.of(p)):
+                pl = plan(ctx, t)
                 yield ctx.finding(
                     "PS011",
                     t,
                     f"{kind}Probe timeoutSeconds {p.timeout_seconds} ≥ periodSeconds {p.period_seconds}",
                     (f"{kind}Probe", "timeoutSeconds"),
-                    fix,
+                    **pl.fix(kind),
                 )
 
 
@@ -177,23 +179,38 @@ def detection(ctx: Context) -> Iterator[Finding]:
         p = t.container.liveness_probe
         if p is None:
             continue
-        worst = (p.period_seconds * p.failure_threshold + p.timeout_seconds) * 1000
-        grace = p.termination_grace_period_seconds or t.workload.pod_spec.termination_grace_period_seconds
-        back = worst + max(grace, 2) * 1000
-        if worst > th.detection_target_ms or back > th.restart_target_ms:
+        lt = Timing.of(p)
+        if liveness_slow(ctx, t, lt):
+            back = lt.act_s + restart_grace(t, lt)
             targets = f"targets {format_ms(th.detection_target_ms)} / {format_ms(th.restart_target_ms)}"
-            msg = f"a hang is acted on after {format_ms(worst)}, the container back after {format_ms(back)}"
-            msg += f" ({targets})"
-            room = min(th.detection_target_ms, th.restart_target_ms - max(grace, 2) * 1000)
-            room -= p.timeout_seconds * 1000
-            threshold = room // (p.period_seconds * 1000)
-            if threshold >= 2:
-                fix = f"livenessProbe.failureThreshold: {min(threshold, p.failure_threshold - 1)}"
-            else:
-                fix = f"livenessProbe.periodSeconds: {max(1, room // 3000)} with failureThreshold: 3"
-            if back > th.restart_target_ms and p.termination_grace_period_seconds is None and grace > 10:
-                fix += ", and livenessProbe.terminationGracePeriodSeconds: 10"
-            yield ctx.finding("PS014", t, msg, ("livenessProbe",), fix)
+            msg = f"a hang is acted on after {format_ms(lt.act_s * 1000)}, the container back after "
+            msg += f"{format_ms(back * 1000)} ({targets})"
+            pl = plan(ctx, t)
+            yield ctx.finding("PS014", t, msg, ("livenessProbe",), **pl.fix("liveness"))
+
+
+@rule(
+    "PS019", "readiness-removal-too-slow", "warning",
+    "A failing pod stays in the Service longer than thresholds.detectionTarget.",
+    "Readiness takes a pod out of its Service after periodSeconds × failureThreshold + "
+    "timeoutSeconds of failures; all that time the Service keeps sending it requests, which fail "
+    "(a router probed every 60 s, 30 failures allowed, serves errors for half an hour). A "
+    "liveness probe is no cure: it restarts the pod, it does not stop the traffic, and it should "
+    "be the more tolerant of the two (PS003).",
+    "Lower readiness's failureThreshold (or its period) so a failing pod leaves within the target.",
+)  # fmt: skip
+def readiness_slow_removal(ctx: Context) -> Iterator[Finding]:
+    th = ctx.thresholds
+    for t in ctx.targets:
+        p = t.container.readiness_probe
+        if p is None:
+            continue
+        rt = Timing.of(p)
+        if readiness_slow(ctx, rt):
+            msg = f"a failing pod is taken out of its Service after {format_ms(rt.act_s * 1000)} "
+            msg += f"(target {format_ms(th.detection_target_ms)})"
+            pl = plan(ctx, t)
+            yield ctx.finding("PS019", t, msg, ("readinessProbe",), **pl.fix("readiness"))
 
 
 @rule(
@@ -206,11 +223,16 @@ def detection(ctx: Context) -> Iterator[Finding]:
 def exec_timeout(ctx: Context) -> Iterator[Finding]:
     for t in ctx.targets:
         for kind, p in _probes(t):
-            if p.exec is not None and "timeoutSeconds" not in t.raw_probe(kind):
+            if exec_timeout_short(Timing.of(p)):
+                given = (
+                    "timeoutSeconds 1"
+                    if "timeoutSeconds" in t.raw_probe(kind)
+                    else "the default timeoutSeconds (1)"
+                )
+                pl = plan(ctx, t)
                 yield ctx.finding(
-                    "PS015", t, f"{kind}Probe is exec with the default timeoutSeconds (1)", (f"{kind}Probe",),
-                    f"{kind}Probe.timeoutSeconds: {max(2, min(5, p.period_seconds - 1))} "
-                    "(above the command's real run time, below periodSeconds)",
+                    "PS015", t, f"{kind}Probe is exec with {given}", (f"{kind}Probe",),
+                    **pl.fix(kind),
                 )  # fmt: skip
 
 
@@ -225,16 +247,10 @@ def exec_timeout(ctx: Context) -> Iterator[Finding]:
 def long_grace(ctx: Context) -> Iterator[Finding]:
     for t in ctx.targets:
         p = t.container.liveness_probe
-        grace = t.workload.pod_spec.termination_grace_period_seconds * 1000
-        if (
-            p is not None
-            and p.termination_grace_period_seconds is None
-            and grace >= ctx.thresholds.long_grace_ms
-        ):
+        if p is not None and long_grace_rule(ctx, t, Timing.of(p)):
+            grace = t.workload.pod_spec.termination_grace_period_seconds * 1000
+            pl = plan(ctx, t)
             yield ctx.finding(
-                "PS018",
-                t,
-                f"a hung container waits {format_ms(grace)} before its restart",
-                ("livenessProbe",),
-                "livenessProbe.terminationGracePeriodSeconds: 10",
-            )
+                "PS018", t, f"a hung container waits {format_ms(grace)} before its restart", ("livenessProbe",),
+                **pl.fix("liveness"),
+            )  # fmt: skip

@@ -5,10 +5,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from probesim.analysis.context import Context, Target, selects
 from probesim.analysis.defaults import default_rate, workload_behavior
 from probesim.analysis.findings import REGISTRY, Finding
+from probesim.analysis.patch import apply, container_patch
+from probesim.analysis.rules.timing import plan
 from probesim.engine.capacity import probe_cost
 from probesim.engine.controllers.deployment import DeploymentState
 from probesim.engine.controllers.statefulset import max_unavailable as sts_max_unavailable
@@ -243,7 +246,8 @@ def rollout_capacity(ctx: Context) -> Iterator[Finding]:
             continue
         where = f"a rollout ({ro.knob})"
         rel: tuple[str, ...] = ()
-        fix = ""
+        patch: dict[str, Any] = {}
+        notes: list[str] = []
         if cold:
             path = max(load.paths, key=lambda p: _ready_after(b, p, True))
             rp = t.container.readiness_probe
@@ -251,40 +255,48 @@ def rollout_capacity(ctx: Context) -> Iterator[Finding]:
                    f"{format_ms(int(serve))}: {where} sends them requests they fail")  # fmt: skip
             extra = (rp.success_threshold - 1) * rp.period_seconds * 1000 if rp is not None else 0
             delay = -(-(int(serve) - extra) // 1000)
-            if rp is None:
-                port = t.serves[0][2]
-                shown = port if isinstance(port, int) else f'"{port}"'
-                probe = f"httpGet: {{path: {path}, port: {shown}}}"
-                fix = f"add readinessProbe: {{{probe}, initialDelaySeconds: {delay}}}"
-            else:
-                rel = ("readinessProbe",)
-                alt = f"readinessProbe.httpGet.path: {path}, or " if rp.http_get is not None else ""
-                fix = f"{alt}readinessProbe.initialDelaySeconds: {delay}"
+            pl = plan(ctx, t)
+            change = pl.change("readiness")
+            change.setdefault("readinessProbe", {})["initialDelaySeconds"] = delay
+            rel = ("readinessProbe",) if rp is not None else ()
+            patch = container_patch(tuple(str(k) for k in t.spec_path), t.group, t.container.name, change)
+            notes.append(f"readiness not before {path} answers; {pl.note(change)}")
             if during >= 1:
                 msg += f"; meanwhile {serving} of {_pods(ro.replicas)} serving, at {_pct(during)}"
         else:
             rate = f"{load.rate:g} req/s"
             msg = f"{where} leaves {serving} of {_pods(ro.replicas)} to serve {rate}: {_pct(during)}"
-        more_pods: list[str] = []
         if load.utilization(ro.replicas - ro.unavailable, cores, workers) >= 1:  # even with warm pods
-            if w.kind == "Deployment":
-                u = load.utilization(ro.replicas, cores, workers)
-                more_pods.append(
-                    f"strategy.rollingUpdate: {{maxSurge: {max(ro.surge, 1)}, maxUnavailable: 0}} "
-                    f"({_pods(ro.replicas)} serving throughout, at {100 * u:.0f} %)"
-                )
-            for n in range(ro.replicas + 1, ro.replicas + 1001):  # bounded: 100 % unavailable never fits
-                more = rolling_update(w, n)
-                if more is None:
-                    continue
-                u = load.utilization(n - more.unavailable, cores, workers, n)
-                if u < 1:
-                    room = "" if w.kind == "Deployment" else ", if the app can run that many"
-                    left = n - more.unavailable
-                    more_pods.append(
-                        f"replicas: {n} ({left} serving during a rollout, at {100 * u:.0f} %{room})"
-                    )
-                    break
-        if more_pods:
-            fix += ("; and " if fix else "") + ", or ".join(more_pods)
-        yield ctx.finding("PS032", t, msg, rel, fix)
+            more, note = _more_capacity(w, ro, load, cores, workers)
+            patch = apply(patch, more)
+            notes.append(note)
+        yield ctx.finding("PS032", t, msg, rel, patch=patch, note="; ".join(notes))
+
+
+def _more_capacity(
+    w: Workload, ro: Rolling, load: _Load, cores: float, workers: float
+) -> tuple[dict[str, Any], str]:
+    """The patch that keeps capacity through a rollout, and why: a Deployment surges a pod
+    instead of taking one down; a StatefulSet of one replica (a single instance, which cannot
+    stay up through its own replacement) is updated OnDelete, when you choose; a larger one gets
+    the replicas whose survivors can carry the load."""
+    if w.kind == "Deployment":
+        u = load.utilization(ro.replicas, cores, workers)
+        surge = {"rollingUpdate": {"maxSurge": max(ro.surge, 1), "maxUnavailable": 0}}
+        return {"spec": {"strategy": surge}}, f"{_pods(ro.replicas)} serving throughout, at {100 * u:.0f} %"
+    if ro.replicas == 1:
+        strategy = {"updateStrategy": {"type": "OnDelete", "rollingUpdate": None}}
+        note = (f"a single instance is down while it is replaced: with OnDelete it restarts when you delete "
+                f"pod {w.name}-0, in a window you choose")  # fmt: skip
+        return {"spec": strategy}, note
+    for n in range(ro.replicas + 1, ro.replicas + 1001):  # bounded: 100 % unavailable never fits
+        more = rolling_update(w, n)
+        if more is None:
+            continue
+        u = load.utilization(n - more.unavailable, cores, workers, n)
+        if u < 1:
+            note = (
+                f"{n - more.unavailable} serving during a rollout, at {100 * u:.0f} %, if the app can run {n}"
+            )
+            return {"spec": {"replicas": n}}, note
+    return {}, ""

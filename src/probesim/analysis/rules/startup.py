@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from probesim.analysis.context import Context
 from probesim.analysis.findings import REGISTRY, Finding
-from probesim.analysis.rules.timing import _threshold_for
+from probesim.analysis.rules.timing import plan
 from probesim.model.duration import format_ms
 
 rule = REGISTRY.rule
@@ -27,14 +27,13 @@ def startup_budget(ctx: Context) -> Iterator[Finding]:
             continue
         budget = (p.initial_delay_seconds + p.failure_threshold * p.period_seconds) * 1000
         if budget <= t.behavior.start:
-            need = _threshold_for(t.behavior.start, p)
+            pl = plan(ctx, t)
             yield ctx.finding(
                 "PS012",
                 t,
                 f"startup budget {format_ms(budget)} ≤ start time {format_ms(t.behavior.start)}",
                 ("startupProbe", "failureThreshold"),
-                f"startupProbe.failureThreshold: {need} (a budget of "
-                f"{format_ms((p.initial_delay_seconds + need * p.period_seconds) * 1000)}, 1.5 × the start)",
+                **pl.fix("startup"),
             )
 
 
@@ -53,17 +52,11 @@ def slow_start(ctx: Context) -> Iterator[Finding]:
             continue
         grace = (p.initial_delay_seconds + p.failure_threshold * p.period_seconds) * 1000
         if grace <= t.behavior.start:
-            handler = {"httpGet": "httpGet", "tcpSocket": "tcpSocket", "grpc": "grpc", "exec": "exec"}[
-                p.handler_kind
-            ]
-            period = min(p.period_seconds, 10)
-            fresh = p.model_copy(update={"initial_delay_seconds": 0, "period_seconds": period})
-            need = _threshold_for(t.behavior.start, fresh)
+            pl = plan(ctx, t)
             yield ctx.finding(
                 "PS013",
                 t,
                 f"liveness acts after {format_ms(grace)}; the app needs {format_ms(t.behavior.start)}",
                 ("livenessProbe",),
-                f"add startupProbe: {{<the liveness {handler} check>, periodSeconds: {period}, "
-                f"failureThreshold: {need}}} (covers {format_ms(need * period * 1000)})",
+                **pl.fix("startup", "liveness"),
             )

@@ -1,0 +1,216 @@
+"""Fixes as data, re-checked: every finding's patch, applied to its object as the API server
+applies it (strategic merge; JSON merge for Istio), makes that finding go away and adds no
+warning — over every finding of every project of ../shared/realworld (read in place) and over
+generated manifests; and no two findings on one object ask for two values of one field."""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from probesim.analysis.check import read_manifests
+from probesim.analysis.context import Context
+from probesim.analysis.findings import REGISTRY, SEVERITY_RANK, Finding
+from probesim.analysis.patch import apply, describe, fix_line
+from probesim.manifests import kubernetes as k8s
+from probesim.manifests.kubernetes import obj_key
+from probesim.manifests.yamlsrc import Doc, get_path, load_docs
+from tests.analysis.realworld_expected import EXPECTED
+
+REALWORLD = Path(__file__).resolve().parents[2].parent / "shared" / "realworld"
+
+
+def _findings(docs: list[Doc]) -> list[Finding]:
+    ctx = Context(k8s.parse(docs))
+    return [f for rid in REGISTRY.rules for f in REGISTRY.checks[rid](ctx)]
+
+
+def _ident(f: Finding) -> tuple[str, str, str, str]:
+    return (f.rule.id, f.key, f.container, f.field)
+
+
+def _where(docs: list[Doc], key: str) -> tuple[int, tuple[Any, ...]]:
+    """The document (index) and path of the object ``key``."""
+    objects = k8s.parse(docs)
+    for w in objects.workloads:
+        if obj_key(w.kind, w.metadata.namespace, w.name) == key:
+            o = objects.origin(w)
+            return next(i for i, d in enumerate(docs) if d is o.doc), o.base
+    for doc, base, data in objects.istio:
+        meta = data.get("metadata") or {}
+        if obj_key(str(data.get("kind")), str(meta.get("namespace") or "default"), str(meta.get("name"))) == key:
+            return next(i for i, d in enumerate(docs) if d is doc), base
+    raise AssertionError(f"{key} not found")
+
+
+def _patched(docs: list[Doc], f: Finding) -> list[Doc]:
+    assert f.patch is not None
+    i, base = _where(docs, f.key)
+    data = copy.deepcopy(docs[i].data)
+    new = apply(get_path(data, base), f.patch, "merge" if f.patch_type == "merge" else "strategic")
+    if base:
+        get_path(data, base[:-1])[base[-1]] = new
+    else:
+        data = new
+    # The patched object passes through YAML as kubectl would send it.
+    data = yaml.safe_load(yaml.safe_dump(data))
+    return [*docs[:i], replace(docs[i], data=data), *docs[i + 1 :]]
+
+
+def _recheck(docs: list[Doc]) -> int:
+    """Every finding with a patch: applied alone, it removes the finding and adds no warning.
+    Returns how many were re-checked."""
+    before = _findings(docs)
+    idents = {_ident(f) for f in before}
+    n = 0
+    for f in before:
+        if f.patch is None:
+            continue
+        after = _findings(_patched(docs, f))
+        got = {_ident(g) for g in after}
+        assert _ident(f) not in got, f"{f.rule.id} on {f.key} stays after its fix {f.remediation}"
+        new = [g for g in after if _ident(g) not in idents and SEVERITY_RANK[g.severity] >= 1]
+        assert not new, f"{f.rule.id}'s fix {f.remediation} on {f.key} adds {[g.message for g in new]}"
+        n += 1
+    return n
+
+
+def _leaves(patch: Any, path: tuple[Any, ...] = ()) -> dict[tuple[Any, ...], Any]:
+    """A patch's leaf fields, containers named by name (as the merge does)."""
+    out: dict[tuple[Any, ...], Any] = {}
+    if isinstance(patch, dict):
+        for k, v in patch.items():
+            out.update(_leaves(v, (*path, k)))
+    elif isinstance(patch, list) and all(isinstance(x, dict) and ("name" in x or "containerPort" in x) for x in patch):
+        for x in patch:
+            mk = "name" if "name" in x else "containerPort"
+            out.update(_leaves({k: v for k, v in x.items() if k != mk}, (*path, x[mk])))
+    else:
+        out[path] = json.dumps(patch)
+    return out
+
+
+def _no_contradiction(findings: list[Finding]) -> None:
+    seen: dict[tuple[str, tuple[Any, ...]], tuple[str, Any]] = {}
+    for f in findings:
+        for path, value in _leaves(f.patch or {}).items():
+            other = seen.setdefault((f.key, path), (f.rule.id, value))
+            assert other[1] == value, f"{f.key} {path}: {other[0]} sets {other[1]}, {f.rule.id} sets {value}"
+
+
+skip_realworld = pytest.mark.skipif(not REALWORLD.is_dir(), reason="the shared real-world corpus is not beside the project")
+
+
+@skip_realworld
+@pytest.mark.parametrize("project", sorted(EXPECTED))
+def test_every_realworld_fix_removes_its_finding_and_adds_no_warning(project: str) -> None:
+    docs, _ = read_manifests([str(REALWORLD / project)])
+    findings = _findings(docs)
+    # Every finding there has its fix as a patch, and its fix line is said from it.
+    for f in findings:
+        assert f.patch is not None, f"{f.rule.id} on {f.key} has no patch"
+        assert f.remediation.startswith(", ".join(describe(f.patch, get_path(docs[_where(docs, f.key)[0]].data, _where(docs, f.key)[1]))))
+        assert not f.remediation.rstrip(" )").endswith((" and", ",", " or"))
+    assert _recheck(docs) == len(findings)
+    _no_contradiction(findings)
+
+
+def _manifest(draw: Any) -> str:
+    probe_kinds = draw(st.sets(st.sampled_from(["livenessProbe", "readinessProbe", "startupProbe"])))
+    handler = draw(st.sampled_from(["http", "tcp", "exec"]))
+    port = {"name": draw(st.sampled_from(["http", "web", "db", "grpc"])), "containerPort": 8080}
+    container: dict[str, Any] = {"name": "app", "image": draw(st.sampled_from(["app:1", "postgres:16", "redis:7"])),
+                                 "ports": [port]}  # fmt: skip
+    for k in sorted(probe_kinds):
+        h: dict[str, Any] = {
+            "http": {"httpGet": {"path": "/healthz", "port": 8080}},
+            "tcp": {"tcpSocket": {"port": 8080}},
+            "exec": {"exec": {"command": ["true"]}},
+        }[handler if draw(st.booleans()) else "tcp"]
+        p = {**h, "periodSeconds": draw(st.integers(1, 120)), "failureThreshold": draw(st.integers(1, 40))}
+        if draw(st.booleans()):
+            p["timeoutSeconds"] = draw(st.integers(1, 60))
+        if draw(st.booleans()):
+            p["initialDelaySeconds"] = draw(st.integers(0, 60))
+        container[k] = p
+    kind = draw(st.sampled_from(["Deployment", "StatefulSet", "DaemonSet"]))
+    spec: dict[str, Any] = {
+        "selector": {"matchLabels": {"app": "a"}},
+        "template": {"metadata": {"labels": {"app": "a"}},
+                     "spec": {"terminationGracePeriodSeconds": draw(st.sampled_from([0, 10, 30, 120, 600])),
+                              "containers": [container]}},
+    }  # fmt: skip
+    if kind != "DaemonSet":
+        spec["replicas"] = draw(st.integers(1, 4))
+    if kind == "Deployment" and draw(st.booleans()):
+        spec["strategy"] = {"rollingUpdate": {"maxSurge": draw(st.sampled_from([0, 1])), "maxUnavailable": 1}}
+    if kind == "StatefulSet":
+        spec["serviceName"] = "a"
+    w = {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": "a"}, "spec": spec}
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "a"},
+           "spec": {"selector": {"app": "a"}, "ports": [{"port": 80, "targetPort": 8080}]}}  # fmt: skip
+    docs = [w, svc] if draw(st.booleans()) else [w]
+    return yaml.safe_dump_all(docs)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_every_generated_fix_removes_its_finding_and_adds_no_warning(data: st.DataObject) -> None:
+    text = _manifest(data.draw)
+    docs = list(load_docs(text, "gen.yaml"))
+    _recheck(docs)
+    _no_contradiction(_findings(docs))
+
+
+def _one(text: str) -> list[Finding]:
+    return _findings(list(load_docs(text, "x.yaml")))
+
+
+ROUTER = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: mysql-router}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: r}}
+  template:
+    metadata: {labels: {app: r}}
+    spec:
+      containers:
+      - name: router
+        image: mysql/mysql-router:8.0
+        ports: [{name: mysql, containerPort: 6446}]
+        readinessProbe: {tcpSocket: {port: 6446}, periodSeconds: 60, failureThreshold: 30}
+        livenessProbe: {tcpSocket: {port: 6446}, periodSeconds: 60, failureThreshold: 30}
+"""
+
+
+def test_the_router_is_told_its_readiness_takes_half_an_hour_and_one_plan_fixes_both_probes() -> None:
+    found = {f.rule.id: f for f in _one(ROUTER)}
+    assert set(found) == {"PS003", "PS014", "PS019"}
+    assert "after 30m1s" in found["PS019"].message
+    # One plan: readiness 10 s × 3 (out within 31 s), liveness 10 s × 5 (acts within 51 s).
+    probes = found["PS003"].patch["spec"]["template"]["spec"]["containers"][0]  # type: ignore[index]
+    assert probes == {"name": "router", "readinessProbe": {"periodSeconds": 10, "failureThreshold": 3},
+                      "livenessProbe": {"periodSeconds": 10, "failureThreshold": 5}}  # fmt: skip
+    assert found["PS014"].patch == found["PS003"].patch == found["PS019"].patch
+    assert found["PS019"].remediation == (
+        "readinessProbe.periodSeconds: 10, readinessProbe.failureThreshold: 3, livenessProbe.periodSeconds: 10, "
+        "livenessProbe.failureThreshold: 5 (readiness takes a failing pod out within 31s, liveness acts on a hang "
+        "within 51s)"
+    )
+
+
+def test_fix_line_says_every_change_and_removals() -> None:
+    obj = {"spec": {"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}}}
+    patch = {"spec": {"updateStrategy": {"type": "OnDelete", "rollingUpdate": None}}}
+    assert fix_line(patch, obj, "why") == "spec.updateStrategy.type: OnDelete, remove spec.updateStrategy.rollingUpdate (why)"
+    assert apply(obj, patch) == {"spec": {"updateStrategy": {"type": "OnDelete"}}}
