@@ -46,7 +46,10 @@ def _where(docs: list[Doc], key: str) -> tuple[int, tuple[Any, ...]]:
             return next(i for i, d in enumerate(docs) if d is o.doc), o.base
     for doc, base, data in objects.istio:
         meta = data.get("metadata") or {}
-        if obj_key(str(data.get("kind")), str(meta.get("namespace") or "default"), str(meta.get("name"))) == key:
+        if (
+            obj_key(str(data.get("kind")), str(meta.get("namespace") or "default"), str(meta.get("name")))
+            == key
+        ):
             return next(i for i, d in enumerate(docs) if d is doc), base
     raise AssertionError(f"{key} not found")
 
@@ -89,7 +92,9 @@ def _leaves(patch: Any, path: tuple[Any, ...] = ()) -> dict[tuple[Any, ...], Any
     if isinstance(patch, dict):
         for k, v in patch.items():
             out.update(_leaves(v, (*path, k)))
-    elif isinstance(patch, list) and all(isinstance(x, dict) and ("name" in x or "containerPort" in x) for x in patch):
+    elif isinstance(patch, list) and all(
+        isinstance(x, dict) and ("name" in x or "containerPort" in x) for x in patch
+    ):
         for x in patch:
             mk = "name" if "name" in x else "containerPort"
             out.update(_leaves({k: v for k, v in x.items() if k != mk}, (*path, x[mk])))
@@ -106,7 +111,9 @@ def _no_contradiction(findings: list[Finding]) -> None:
             assert other[1] == value, f"{f.key} {path}: {other[0]} sets {other[1]}, {f.rule.id} sets {value}"
 
 
-skip_realworld = pytest.mark.skipif(not REALWORLD.is_dir(), reason="the shared real-world corpus is not beside the project")
+skip_realworld = pytest.mark.skipif(
+    not REALWORLD.is_dir(), reason="the shared real-world corpus is not beside the project"
+)
 
 
 @skip_realworld
@@ -117,7 +124,9 @@ def test_every_realworld_fix_removes_its_finding_and_adds_no_warning(project: st
     # Every finding there has its fix as a patch, and its fix line is said from it.
     for f in findings:
         assert f.patch is not None, f"{f.rule.id} on {f.key} has no patch"
-        assert f.remediation.startswith(", ".join(describe(f.patch, get_path(docs[_where(docs, f.key)[0]].data, _where(docs, f.key)[1]))))
+        assert f.remediation.startswith(
+            ", ".join(describe(f.patch, get_path(docs[_where(docs, f.key)[0]].data, _where(docs, f.key)[1])))
+        )
         assert not f.remediation.rstrip(" )").endswith((" and", ",", " or"))
     assert _recheck(docs) == len(findings)
     _no_contradiction(findings)
@@ -212,5 +221,103 @@ def test_the_router_is_told_its_readiness_takes_half_an_hour_and_one_plan_fixes_
 def test_fix_line_says_every_change_and_removals() -> None:
     obj = {"spec": {"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}}}
     patch = {"spec": {"updateStrategy": {"type": "OnDelete", "rollingUpdate": None}}}
-    assert fix_line(patch, obj, "why") == "spec.updateStrategy.type: OnDelete, remove spec.updateStrategy.rollingUpdate (why)"
+    assert (
+        fix_line(patch, obj, "why")
+        == "spec.updateStrategy.type: OnDelete, remove spec.updateStrategy.rollingUpdate (why)"
+    )
     assert apply(obj, patch) == {"spec": {"updateStrategy": {"type": "OnDelete"}}}
+
+
+def _server(image: str, port: str, probes: str = "", kind: str = "StatefulSet") -> str:
+    return f"""
+apiVersion: apps/v1
+kind: {kind}
+metadata: {{name: db}}
+spec:
+  replicas: 1
+  serviceName: db
+  selector: {{matchLabels: {{app: db}}}}
+  template:
+    metadata: {{labels: {{app: db}}}}
+    spec:
+      containers:
+      - name: db
+        image: {image}
+        ports: [{port}]
+        {probes}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: db}}
+spec:
+  selector: {{app: db}}
+  ports: [{{port: 1, targetPort: {port.split("containerPort: ")[1].rstrip("}")}}}]
+"""
+
+
+@pytest.mark.parametrize(
+    ("image", "port", "handler"),
+    [
+        ("postgres:16", "{name: tcp-postgresql, containerPort: 5432}",
+         "exec: {command: [pg_isready, -h, \"127.0.0.1\", -p, \"5432\"]}"),
+        ("docker.io/bitnami/redis:7.2", "{name: redis, containerPort: 6379}",
+         "exec: {command: [redis-cli, -p, \"6379\", ping]}"),
+        ("rabbitmq:3-management", "{name: amqp, containerPort: 5672}", "exec: {command: [rabbitmq-diagnostics, -q, ping]}"),
+        ("kbudde/rabbitmq-exporter", "{name: metrics, containerPort: 9419}", "tcpSocket: {port: metrics}"),
+        ("example/api:1", "{name: grpc, containerPort: 9000}", "grpc: {port: 9000}"),
+        ("example/web:1", "{name: http, containerPort: 8080}", "tcpSocket: {port: http}"),
+    ],
+)  # fmt: skip
+def test_the_readiness_a_fix_adds_fits_the_port(image: str, port: str, handler: str) -> None:
+    [f] = [f for f in _one(_server(image, port, kind="Deployment")) if f.rule.id == "PS001"]
+    assert f.remediation.startswith(f"add readinessProbe: {{{handler}, periodSeconds: ")
+    assert "httpGet" not in f.remediation.split(" (")[0]
+    if "exec" in handler:  # an exec check has 5 s, and a period above it
+        assert "periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 3}" in f.remediation
+        assert f.remediation.endswith(f"the {image.rsplit('/', 1)[-1].split(':')[0]} image's own client)")
+    if "http" in port:  # HTTP, but no path is known: an httpGet on a guessed path could never pass
+        assert "an httpGet on a path that answers only when the pod can serve is better" in f.remediation
+
+
+def test_a_probe_already_checking_the_port_is_reused_for_readiness() -> None:
+    live = "livenessProbe: {httpGet: {path: /healthz, port: http}, periodSeconds: 10}"
+    [f] = [f for f in _one(_server("example/web:1", "{name: http, containerPort: 8080}", live, "Deployment"))
+           if f.rule.id == "PS001"]  # fmt: skip
+    assert f.remediation.startswith(
+        "add readinessProbe: {httpGet: {path: /healthz, port: http}, periodSeconds: 5,"
+    )
+
+
+def test_a_single_instance_statefulset_is_not_asked_for_replicas() -> None:
+    [f] = [f for f in _one(_server("postgres:16", "{name: pg, containerPort: 5432}")) if f.rule.id == "PS032"]
+    assert f.patch == {"spec": {"updateStrategy": {"type": "OnDelete", "rollingUpdate": None}}}
+    assert "replicas" not in f.remediation.split(" (")[0]
+
+
+IDLE = """
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {{name: node-setup}}
+spec:
+  selector: {{matchLabels: {{app: n}}}}
+  template:
+    metadata: {{labels: {{app: n}}}}
+    spec:
+      initContainers: [{{name: setup, image: busybox, command: [sh, -c, "sysctl -w vm.max_map_count=262144"]}}]
+      containers: [{container}]
+"""
+
+
+@pytest.mark.parametrize(
+    "container",
+    [
+        "{name: pause, image: registry.k8s.io/pause:3.9}",
+        "{name: sleep, image: busybox, command: [sleep, infinity]}",
+        '{name: sleep, image: busybox, command: [/bin/sh, -c, "sleep infinity"]}',
+        "{name: tail, image: busybox, args: [tail, -f, /dev/null]}",
+    ],
+)
+def test_a_daemonset_that_serves_nothing_is_not_reported(container: str) -> None:
+    assert _one(IDLE.format(container=container)) == []
+    served = IDLE.format(container="{name: agent, image: example/agent:1}")
+    assert [f.rule.id for f in _one(served)] == ["PS030"]

@@ -14,11 +14,12 @@ from probesim.manifests.kubernetes import container_port
 
 # The image's own client, by the image's name (its last path component, before the tag): the
 # server's own image only (rabbitmq, not rabbitmq-exporter).
+LOCAL = "127.0.0.1"
 CLIENTS: tuple[tuple[re.Pattern[str], list[str]], ...] = (
-    (re.compile(r"(postgres|postgresql|postgis|timescaledb)"), ["pg_isready", "-h", "127.0.0.1", "-p", "{port}"]),
+    (re.compile(r"(postgres|postgresql|postgis|timescaledb)"), ["pg_isready", "-h", LOCAL, "-p", "{port}"]),
     (re.compile(r"(redis|valkey|keydb)"), ["redis-cli", "-p", "{port}", "ping"]),
     (re.compile(r"rabbitmq"), ["rabbitmq-diagnostics", "-q", "ping"]),
-    (re.compile(r"(mysql|mariadb|percona-server)"), ["mysqladmin", "ping", "-h", "127.0.0.1", "-P", "{port}"]),
+    (re.compile(r"(mysql|mariadb|percona-server)"), ["mysqladmin", "ping", "-h", LOCAL, "-P", "{port}"]),
 )  # fmt: skip
 _IDLE = re.compile(r"^(sleep\s+(infinity|inf|\d{4,})|tail\s+-f\s+/dev/null)$")
 

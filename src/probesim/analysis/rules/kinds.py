@@ -67,6 +67,7 @@ def job_liveness_never(ctx: Context) -> Iterator[Finding]:
             yield ctx.finding(
                 "PS031", t,
                 f"a liveness kill fails the {w.kind}'s pod (restartPolicy Never) and restarts its work",
-                ("livenessProbe",), patch=nest(tuple(str(k) for k in t.spec_path), {"restartPolicy": "OnFailure"}),
+                ("livenessProbe",),
+                patch=nest(tuple(str(k) for k in t.spec_path), {"restartPolicy": "OnFailure"}),
                 note="the container restarts in place; or remove the livenessProbe",
             )  # fmt: skip

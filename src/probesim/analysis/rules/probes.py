@@ -140,7 +140,7 @@ def liveness_threshold_one(ctx: Context) -> Iterator[Finding]:
             if t.workload.kind == "DaemonSet":
                 msg += ": one slow answer kills this node's only pod of the DaemonSet"
             pl = plan(ctx, t)
-            yield ctx.finding("PS010", t, msg, ("livenessProbe", "failureThreshold"), **pl.fix("liveness"))  # fmt: skip
+            yield ctx.finding("PS010", t, msg, ("livenessProbe", "failureThreshold"), **pl.fix("liveness"))
 
 
 @rule(
@@ -215,10 +215,13 @@ def readiness_slow_removal(ctx: Context) -> Iterator[Finding]:
 
 @rule(
     "PS015", "exec-probe-default-timeout", "warning",
-    "An exec probe relies on the default 1 s timeout.",
+    "An exec probe has 1 s to run: the default timeout, or one set to 1.",
     "Exec probes start a process in the container; under load that alone can take over a second, "
-    "and since ExecProbeTimeout (v1.20+) a timed-out exec is a failure (reference §1.5.19).",
-    "Set timeoutSeconds explicitly for exec probes, above the command's real run time.",
+    "and since ExecProbeTimeout (v1.20+) a timed-out exec is a failure (reference §1.5.19). A "
+    "timeoutSeconds of 1 written out is as short as the default (a `mysql -e \"SELECT 1\"` "
+    "readiness check times out and flaps under load).",
+    "Set timeoutSeconds for exec probes above the command's real run time (the fix sets 5, and "
+    "a period above it).",
 )  # fmt: skip
 def exec_timeout(ctx: Context) -> Iterator[Finding]:
     for t in ctx.targets:
@@ -251,6 +254,7 @@ def long_grace(ctx: Context) -> Iterator[Finding]:
             grace = t.workload.pod_spec.termination_grace_period_seconds * 1000
             pl = plan(ctx, t)
             yield ctx.finding(
-                "PS018", t, f"a hung container waits {format_ms(grace)} before its restart", ("livenessProbe",),
+                "PS018", t, f"a hung container waits {format_ms(grace)} before its restart",
+                ("livenessProbe",),
                 **pl.fix("liveness"),
             )  # fmt: skip

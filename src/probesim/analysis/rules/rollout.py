@@ -257,10 +257,16 @@ def rollout_capacity(ctx: Context) -> Iterator[Finding]:
             delay = -(-(int(serve) - extra) // 1000)
             pl = plan(ctx, t)
             change = pl.change("readiness")
-            change.setdefault("readinessProbe", {})["initialDelaySeconds"] = delay
+            if rp is not None and rp.http_get is not None and not probe_cost(b, path).calls:
+                # readiness on the path the traffic needs passes exactly when the app serves it
+                change.setdefault("readinessProbe", {})["httpGet"] = {"path": path}
+                alt = f"or readinessProbe.initialDelaySeconds: {delay}"
+            else:
+                change.setdefault("readinessProbe", {})["initialDelaySeconds"] = delay
+                alt = ""
             rel = ("readinessProbe",) if rp is not None else ()
             patch = container_patch(tuple(str(k) for k in t.spec_path), t.group, t.container.name, change)
-            notes.append(f"readiness not before {path} answers; {pl.note(change)}")
+            notes.append(f"readiness not before {path} answers{'; ' + alt if alt else ''}; {pl.note(change)}")
             if during >= 1:
                 msg += f"; meanwhile {serving} of {_pods(ro.replicas)} serving, at {_pct(during)}"
         else:
@@ -280,23 +286,27 @@ def _more_capacity(
     instead of taking one down; a StatefulSet of one replica (a single instance, which cannot
     stay up through its own replacement) is updated OnDelete, when you choose; a larger one gets
     the replicas whose survivors can carry the load."""
+    more: tuple[int, str] | None = None
+    for n in range(ro.replicas + 1, ro.replicas + 1001):  # bounded: 100 % unavailable never fits
+        rn = rolling_update(w, n)
+        if rn is None:
+            continue
+        u = load.utilization(n - rn.unavailable, cores, workers, n)
+        if u < 1:
+            more = n, f"{n - rn.unavailable} serving during a rollout, at {100 * u:.0f} %"
+            break
     if w.kind == "Deployment":
         u = load.utilization(ro.replicas, cores, workers)
         surge = {"rollingUpdate": {"maxSurge": max(ro.surge, 1), "maxUnavailable": 0}}
-        return {"spec": {"strategy": surge}}, f"{_pods(ro.replicas)} serving throughout, at {100 * u:.0f} %"
+        note = f"{_pods(ro.replicas)} serving throughout, at {100 * u:.0f} %"
+        if more is not None:
+            note += f"; or replicas: {more[0]} ({more[1]})"
+        return {"spec": {"strategy": surge}}, note
     if ro.replicas == 1:
         strategy = {"updateStrategy": {"type": "OnDelete", "rollingUpdate": None}}
         note = (f"a single instance is down while it is replaced: with OnDelete it restarts when you delete "
                 f"pod {w.name}-0, in a window you choose")  # fmt: skip
         return {"spec": strategy}, note
-    for n in range(ro.replicas + 1, ro.replicas + 1001):  # bounded: 100 % unavailable never fits
-        more = rolling_update(w, n)
-        if more is None:
-            continue
-        u = load.utilization(n - more.unavailable, cores, workers, n)
-        if u < 1:
-            note = (
-                f"{n - more.unavailable} serving during a rollout, at {100 * u:.0f} %, if the app can run {n}"
-            )
-            return {"spec": {"replicas": n}}, note
-    return {}, ""
+    if more is None:
+        return {}, ""
+    return {"spec": {"replicas": more[0]}}, f"{more[1]}, if the app can run that many"
