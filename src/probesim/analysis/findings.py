@@ -41,6 +41,9 @@ class Finding:
     # for Istio's), from which ``fix`` was said; None when the fix needs a change no patch makes.
     patch: dict[str, Any] | None = None
     patch_type: str = "strategic"
+    # The patch as text edits, when every change replaces a scalar the file already has:
+    # (line, key, old value, new value); SARIF's fixes are located from them.
+    edits: tuple[tuple[int, str, str, str], ...] = ()
 
     @property
     def severity(self) -> Severity:

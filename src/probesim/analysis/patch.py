@@ -10,7 +10,7 @@ import copy
 import json
 from typing import Any, Literal
 
-from probesim.manifests.yamlsrc import Path_
+from probesim.manifests.yamlsrc import Doc, Path_
 
 PatchType = Literal["strategic", "merge"]
 
@@ -113,3 +113,27 @@ def fix_line(patch: dict[str, Any], obj: Any, note: str = "") -> str:
     """The text ``fix:`` line of a patch of ``obj``: every change, then why (``note``)."""
     text = ", ".join(describe(patch, obj))
     return f"{text} ({note})" if note else text
+
+
+def scalar_edits(
+    doc: Doc, at: Path_, original: Any, change: dict[str, Any]
+) -> tuple[tuple[int, str, str, str], ...]:
+    """``change`` (of the mapping ``original`` at ``at`` in ``doc``) as text edits — (line, key,
+    old value, new value) — when every change replaces a scalar the document already has; ()
+    when one adds or removes a field (no text to replace)."""
+    out: list[tuple[int, str, str, str]] = []
+    for key, value in change.items():
+        old = original.get(key) if isinstance(original, dict) else None
+        if isinstance(value, dict) and isinstance(old, dict):
+            inner = scalar_edits(doc, (*at, key), old, value)
+            if not inner:
+                return ()
+            out += inner
+        elif isinstance(value, (int, str)) and isinstance(old, (int, str)) and not isinstance(old, bool):
+            line = doc.lines.get((*at, key))
+            if line is None:
+                return ()
+            out.append((line, key, str(old), str(value)))
+        else:
+            return ()
+    return tuple(out)
