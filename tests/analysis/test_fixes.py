@@ -367,3 +367,42 @@ def test_fixes_in_json_and_sarif_are_the_patch_and_its_exact_replacements(tmp_pa
     path.write_text("\n".join(lines) + "\n")
     left = json.loads(runner.invoke(app, ["check", str(path), "-f", "json"]).output)["findings"]
     assert [x["rule"] for x in left] == []
+
+
+MODEL_SERVER = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: torchserve}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: ts}}
+  template:
+    metadata: {labels: {app: ts}}
+    spec:
+      containers:
+      - name: ts
+        image: pytorch/torchserve:0.9.0
+        ports: [{name: http, containerPort: 8080}, {name: management, containerPort: 8081}]
+        readinessProbe: {httpGet: {path: /ping, port: http}, periodSeconds: 10, failureThreshold: 3}
+        livenessProbe: {httpGet: {path: /models, port: management}, periodSeconds: 5, failureThreshold: 3}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: ts}
+spec:
+  selector: {app: ts}
+  ports: [{port: 80, targetPort: http}]
+"""
+
+
+def test_liveness_on_a_management_api_stricter_than_readiness_is_named_and_fixed_by_the_plan() -> None:
+    [f] = _one(MODEL_SERVER)
+    assert f.rule.id == "PS005"
+    assert f.message == "liveness gives up after 15s, readiness only after 30s, and there is no startupProbe"
+    # Liveness raised past readiness's 30 s: twice it (12 × 5 s) would act after 61 s, past the 60 s
+    # target, so 11 × 5 s.
+    assert f.remediation == (
+        "livenessProbe.failureThreshold: 11 (readiness takes a failing pod out within 31s, liveness acts on a "
+        "hang within 56s)"
+    )
+    assert _recheck(list(load_docs(MODEL_SERVER, "ts.yaml"))) == 1

@@ -16,6 +16,7 @@ from probesim.analysis.rules.timing import (
     plan,
     readiness_slow,
     restart_grace,
+    stricter,
     timeout_not_below_period,
 )
 from probesim.analysis.rules.timing import long_grace as long_grace_rule
@@ -120,6 +121,31 @@ def liveness_as_strict(ctx: Context) -> Iterator[Finding]:
                 ("livenessProbe",),
                 **pl.fix("liveness", "readiness"),
             )
+
+
+@rule(
+    "PS005", "liveness-stricter-than-readiness", "warning",
+    "Liveness gives up sooner than readiness: a slow pod is restarted before it leaves the Service.",
+    "When liveness (on its own check, a management port or a /live path) tolerates less than "
+    "readiness, a slow spell — load, a long GC, a model still loading — restarts the container "
+    "while readiness would still be waiting, and the restart throws away whatever was warm; "
+    "without a startup probe a slow start is killed the same way. Readiness should act first "
+    "(the pod leaves the Service), liveness only on what a restart cures.",
+    "Give liveness a larger failure budget (periodSeconds × failureThreshold) than readiness, "
+    "and a startupProbe for a slow start.",
+)  # fmt: skip
+def liveness_stricter(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        live, ready = t.container.liveness_probe, t.container.readiness_probe
+        if live is None or ready is None:
+            continue
+        lt, rt = Timing.of(live), Timing.of(ready)
+        if stricter(lt, rt) and lt.failure > 1:  # at 1, PS010 says it, and its fix is this plan
+            msg = f"liveness gives up after {lt.budget}s, readiness only after {rt.budget}s"
+            if t.container.startup_probe is None:
+                msg += ", and there is no startupProbe"
+            pl = plan(ctx, t)
+            yield ctx.finding("PS005", t, msg, ("livenessProbe",), **pl.fix("liveness", "readiness"))
 
 
 # -- what none of them check -----------------------------------------------------------------

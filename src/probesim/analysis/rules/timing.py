@@ -107,6 +107,16 @@ def as_strict(live: Timing, ready: Timing) -> bool:
     return live.check == ready.check and live.budget <= ready.budget
 
 
+def stricter(live: Timing, ready: Timing) -> bool:
+    """Liveness gives up sooner than readiness on another check (PS005)."""
+    return live.check != ready.check and live.budget < ready.budget
+
+
+def outlasted(live: Timing, ready: Timing) -> bool:
+    """Liveness does not outlast readiness: PS003's case or PS005's."""
+    return as_strict(live, ready) or stricter(live, ready)
+
+
 def long_grace(ctx: Context, t: Target, live: Timing) -> bool:
     pod = t.workload.pod_spec.termination_grace_period_seconds * 1000
     return live.grace is None and pod >= ctx.thresholds.long_grace_ms
@@ -266,12 +276,12 @@ def plan(ctx: Context, t: Target) -> Plan:
         room = min(det_s, th.restart_target_ms // 1000 - restart_grace(t, live))
         live = _fit(live, room, 2)
         most = (room - live.timeout) // live.period
-        if r is not None and as_strict(live, r):
+        if r is not None and outlasted(live, r):
             want = max(r.budget // live.period + 1, -(-2 * r.budget // live.period))
             live = replace(live, failure=max(min(want, most), live.failure))
-            if as_strict(live, r):  # liveness cannot outlast readiness within the target: readiness yields
+            if outlasted(live, r):  # liveness cannot outlast readiness within the target: readiness yields
                 r = after["readiness"] = replace(r, failure=max(1, (live.budget - 1) // r.period))
-                if as_strict(live, r):
+                if outlasted(live, r):
                     r = after["readiness"] = replace(r, period=max(1, (live.budget - 1) // r.failure))
         after["liveness"] = live
     b = t.behavior
