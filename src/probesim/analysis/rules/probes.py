@@ -148,6 +148,39 @@ def liveness_stricter(ctx: Context) -> Iterator[Finding]:
             yield ctx.finding("PS005", t, msg, ("livenessProbe",), **pl.fix("liveness", "readiness"))
 
 
+@rule(
+    "PS006", "liveness-shares-readiness-path", "info",
+    "Liveness (and startup) probe the same HTTP path as readiness.",
+    "A readiness endpoint often checks what serving needs — the database, a cache, a downstream "
+    "API (Grafana's /api/health reports its database) — and then liveness on it restarts every "
+    "pod when that dependency fails, which cures nothing (seed 004; PS016 when a scenario says "
+    "the path calls a dependency). Not reported when the scenario's behaviour for the path "
+    "makes no call. No patch: the cure is an endpoint that checks only the process.",
+    "Point liveness (and the startup probe) at a self-contained path that checks only the "
+    "process (a /livez); if this path checks nothing outside it, say so with "
+    '`probesim.dev/ignore: "PS006=self-contained"`.',
+)  # fmt: skip
+def liveness_shares_path(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        live, ready = t.container.liveness_probe, t.container.readiness_probe
+        if live is None or ready is None or live.http_get is None or ready.http_get is None:
+            continue
+        lh, rh = live.http_get, ready.http_get
+        if lh.path != rh.path or container_port(t.container, lh.port) != container_port(t.container, rh.port):
+            continue
+        if t.behavior is not None:  # the scenario says what the path calls: PS016's business
+            continue
+        s = t.container.startup_probe
+        also = (
+            " (the startup probe too)"
+            if s is not None and s.http_get is not None and s.http_get.path == lh.path
+            else ""
+        )
+        msg = f"livenessProbe{also} and readinessProbe both probe {lh.path}: "
+        msg += "a dependency it checks restarts every pod"
+        yield ctx.finding("PS006", t, msg, ("livenessProbe", "httpGet", "path"))
+
+
 # -- what none of them check -----------------------------------------------------------------
 
 
