@@ -6,7 +6,6 @@ from collections.abc import Iterator
 
 from probesim.analysis.context import Context
 from probesim.analysis.findings import REGISTRY, Finding
-from probesim.analysis.rules.handlers import serves_nothing
 from probesim.analysis.rules.timing import (
     Timing,
     _probes,
@@ -18,6 +17,7 @@ from probesim.analysis.rules.timing import (
     restart_grace,
     stricter,
     timeout_not_below_period,
+    wants_readiness,
 )
 from probesim.analysis.rules.timing import long_grace as long_grace_rule
 from probesim.manifests.kubernetes import container_port
@@ -39,7 +39,7 @@ rule = REGISTRY.rule
 )  # fmt: skip
 def readiness_missing(ctx: Context) -> Iterator[Finding]:
     for t in ctx.targets:
-        if t.serves and t.container.readiness_probe is None and not serves_nothing(t):
+        if wants_readiness(t):
             via = ", ".join(dict.fromkeys(f"{sv.name}:{p}" for sv, p, _ in t.serves))
             msg = f"container {t.container.name} serves Service {via} with no readinessProbe"
             pl = plan(ctx, t)

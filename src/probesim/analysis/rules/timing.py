@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from probesim.analysis.context import Context, Target
-from probesim.analysis.rules.handlers import readiness_handler
+from probesim.analysis.rules.handlers import readiness_handler, serves_nothing
 from probesim.model.kubernetes import Probe, ProbeType
 
 KINDS: tuple[ProbeType, ...] = ("startup", "readiness", "liveness")
@@ -306,8 +306,9 @@ def plan(ctx: Context, t: Target) -> Plan:
 
 
 def wants_readiness(t: Target) -> bool:
-    """Whether the plan adds a readiness probe: a Service sends the container traffic."""
-    return bool(t.serves) and t.container.readiness_probe is None
+    """Whether the plan adds a readiness probe: a Service sends the container traffic (and it
+    serves something: not the pause image, not a sleep)."""
+    return bool(t.serves) and t.container.readiness_probe is None and not serves_nothing(t)
 
 
 def _check_of(t: Target, handler: dict[str, Any]) -> Any:
