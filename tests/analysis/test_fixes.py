@@ -428,3 +428,59 @@ def test_liveness_and_startup_on_readinesss_path_are_named_without_a_patch() -> 
     assert f.remediation.startswith("Point liveness (and the startup probe) at a self-contained path")
     own = probes.replace("livenessProbe: {httpGet: {path: /health", "livenessProbe: {httpGet: {path: /livez")
     assert _one(_server("example/api:1", "{name: http, containerPort: 8080}", own, "Deployment")) == []
+
+
+SLOW_CHECK = """\
+apiVersion: probesim.dev/v1alpha1
+kind: Scenario
+metadata: {name: s}
+spec:
+  duration: 1m
+  behavior:
+    web:
+      containers:
+        app:
+          routes:
+            /ready: {cpu: 300ms, wall: 500ms}
+"""
+WEB = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: app
+        ports: [{name: http, containerPort: 8080}]
+        readinessProbe: {httpGet: {path: /ready, port: http}, periodSeconds: 5}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  selector: {app: web}
+  ports: [{port: 80, targetPort: http}]
+"""
+
+
+def _with_scenario(tmp_path: Path, manifest: str) -> list[Finding]:
+    from probesim.analysis.check import check
+    from probesim.manifests.scenario import scenario_from_text
+
+    (tmp_path / "m.yaml").write_text(manifest)
+    sc = scenario_from_text(SLOW_CHECK + "---\n" + manifest, "s.yaml", tmp_path)
+    return check([str(tmp_path / "m.yaml")], sc).findings
+
+
+def test_a_timeout_below_the_checks_time_is_raised_over_its_tail(tmp_path: Path) -> None:
+    [f] = _with_scenario(tmp_path, WEB)
+    assert (f.rule.id, f.message) == ("PS007", "readinessProbe takes 800ms a check, timeoutSeconds is 1")
+    # 2 × 800 ms = 1.6 s: a timeout of 2 s, below the 5 s period.
+    assert f.remediation == "readinessProbe.timeoutSeconds: 2 (readiness takes a failing pod out within 17s)"
+    docs = list(load_docs(WEB, "m.yaml"))
+    patched = yaml.safe_dump_all([apply(docs[0].data, f.patch or {}), docs[1].data])
+    assert _with_scenario(tmp_path, patched) == []

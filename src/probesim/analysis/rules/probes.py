@@ -10,12 +10,14 @@ from probesim.analysis.rules.timing import (
     Timing,
     _probes,
     as_strict,
+    check_ms,
     exec_timeout_short,
     liveness_slow,
     plan,
     readiness_slow,
     restart_grace,
     stricter,
+    timeout_below_check,
     timeout_not_below_period,
     wants_readiness,
 )
@@ -179,6 +181,27 @@ def liveness_shares_path(ctx: Context) -> Iterator[Finding]:
         msg = f"livenessProbe{also} and readinessProbe both probe {lh.path}: "
         msg += "a dependency it checks restarts every pod"
         yield ctx.finding("PS006", t, msg, ("livenessProbe", "httpGet", "path"))
+
+
+@rule(
+    "PS007", "probe-timeout-below-check-time", "warning",
+    "A probe's timeout does not cover its check's time in the scenario, with room for the tail.",
+    "A check that takes as long as its timeout fails on a slow answer and under any load: the "
+    "probe flaps, readiness takes the pod out, liveness restarts it (what `probesim run` shows "
+    "as timeouts). The check's time is its path's (or exec command's) CPU and wait in the "
+    "scenario, unloaded; the tail is taken as twice that (a simplification: the load's own "
+    "latency is not counted). Needs the scenario's behaviour.",
+    "Raise timeoutSeconds above twice the check's time (and periodSeconds above the timeout), "
+    "or make the check cheaper.",
+)  # fmt: skip
+def timeout_below_check_time(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        for kind, p in _probes(t):
+            if timeout_below_check(t, p):
+                msg = f"{kind}Probe takes {format_ms(int(check_ms(t, p)))} a check, timeoutSeconds is "
+                msg += f"{p.timeout_seconds}"
+                pl = plan(ctx, t)
+                yield ctx.finding("PS007", t, msg, (f"{kind}Probe", "timeoutSeconds"), **pl.fix(kind))
 
 
 # -- what none of them check -----------------------------------------------------------------

@@ -15,6 +15,7 @@ from typing import Any
 
 from probesim.analysis.context import Context, Target
 from probesim.analysis.rules.handlers import readiness_handler, serves_nothing
+from probesim.engine.capacity import probe_cost
 from probesim.model.kubernetes import Probe, ProbeType
 
 KINDS: tuple[ProbeType, ...] = ("startup", "readiness", "liveness")
@@ -72,6 +73,31 @@ class Timing:
     def startup_s(self) -> int:
         """The start-up budget: how long after the container starts the probe gives up."""
         return self.delay + self.budget
+
+
+TAIL = 2.0  # the latency tail a timeout must cover, as a multiple of the check's own time
+
+
+def check_ms(t: Target, p: Probe) -> float:
+    """What one check of ``p`` takes in the scenario (its path's CPU + wait, unloaded; its
+    dependency calls are PS016/PS017's business), 0 without a scenario or for a tcpSocket."""
+    b = t.behavior
+    if b is None or p.tcp_socket is not None:
+        return 0.0
+    if p.http_get is not None:
+        key = p.http_get.path
+    elif p.exec is not None:
+        key = "exec:" + " ".join(p.exec.command)
+    else:
+        key = "grpc:" + (p.grpc.service or "" if p.grpc is not None else "")
+    cost = probe_cost(b, key)
+    return float(cost.cpu + cost.wall)
+
+
+def timeout_below_check(t: Target, p: Probe) -> bool:
+    """The check's own time, doubled for its tail, reaches the timeout (PS007)."""
+    need = check_ms(t, p)
+    return need > 0 and TAIL * need >= p.timeout_seconds * 1000
 
 
 def restart_grace(t: Target, live: Timing) -> int:
@@ -225,13 +251,18 @@ def _fit(p: Timing, target_s: int, min_failure: int = 1) -> Timing:
     return replace(p, period=period, timeout=timeout, failure=failure)
 
 
-def _sane_timeout(p: Timing, target_s: int) -> Timing:
-    """An exec probe's timeout at least EXEC_TIMEOUT; every timeout below its period (the period
-    raised when the detection target allows it, else the timeout lowered)."""
+def _sane_timeout(p: Timing, target_s: int, need_ms: float = 0.0) -> Timing:
+    """An exec probe's timeout at least EXEC_TIMEOUT, and every timeout above TAIL × the check's
+    own time (``need_ms``); every timeout below its period (the period raised when the detection
+    target allows it or the timeout was raised for the check, else the timeout lowered)."""
     if p.exec and p.timeout <= 1:
         p = replace(p, timeout=EXEC_TIMEOUT)
+    need_s = int(TAIL * need_ms // 1000) + 1 if need_ms > 0 else 0
+    raised = need_s > p.timeout
+    if raised:
+        p = replace(p, timeout=need_s)
     if p.timeout >= p.period:
-        if 2 * (p.timeout + 1) + p.timeout <= target_s or p.exec:
+        if 2 * (p.timeout + 1) + p.timeout <= target_s or p.exec or raised:
             p = replace(p, period=p.timeout + 1 if not p.exec else max(10, p.timeout + 1))
         else:
             p = replace(p, timeout=max(1, p.period - 1)) if p.period > 1 else replace(p, period=2, timeout=1)
@@ -259,7 +290,9 @@ def plan(ctx: Context, t: Target) -> Plan:
         added["readiness"] = handler
     for kind in KINDS:
         if kind in after:
-            after[kind] = _sane_timeout(after[kind], det_s)
+            probe = t.container.probe(kind)
+            need = check_ms(t, probe) if probe is not None else 0.0
+            after[kind] = _sane_timeout(after[kind], det_s, need)
     r = after.get("readiness")
     if r is not None:
         r = after["readiness"] = _fit(r, det_s, 2)
