@@ -169,8 +169,9 @@ def _manifest(draw: Any) -> str:
     if kind == "StatefulSet":
         spec["serviceName"] = "a"
     w = {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": "a"}, "spec": spec}
+    target = draw(st.sampled_from([8080, "http", "grpc"]))  # a name the container may not declare
     svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "a"},
-           "spec": {"selector": {"app": "a"}, "ports": [{"port": 80, "targetPort": 8080}]}}  # fmt: skip
+           "spec": {"selector": {"app": "a"}, "ports": [{"port": 80, "targetPort": target}]}}  # fmt: skip
     docs = [w, svc] if draw(st.booleans()) else [w]
     return yaml.safe_dump_all(docs)
 
@@ -484,3 +485,11 @@ def test_a_timeout_below_the_checks_time_is_raised_over_its_tail(tmp_path: Path)
     docs = list(load_docs(WEB, "m.yaml"))
     patched = yaml.safe_dump_all([apply(docs[0].data, f.patch or {}), docs[1].data])
     assert _with_scenario(tmp_path, patched) == []
+
+
+def test_no_readiness_is_patched_in_on_a_port_name_the_container_does_not_declare() -> None:
+    text = _server("example/web:1", "{name: http, containerPort: 8080}", kind="Deployment").replace(
+        "targetPort: 8080", "targetPort: web"
+    )
+    [f] = [f for f in _one(text) if f.rule.id == "PS001"]
+    assert f.patch is None and f.remediation == f.rule.fix  # a probe on "web" could not resolve it (PS002)

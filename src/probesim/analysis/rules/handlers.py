@@ -73,10 +73,13 @@ def _kind_of_port(t: Target, port: int | str) -> str:
     return ""
 
 
-def readiness_handler(t: Target) -> tuple[dict[str, Any], str]:
+def readiness_handler(t: Target) -> tuple[dict[str, Any], str] | None:
     """The handler of a readiness probe to add to ``t`` (raw, as in a manifest), and a note on
-    the choice when it is not the obvious one."""
+    the choice when it is not the obvious one; None when the port it serves is a name the
+    container does not declare (a probe could not name it: PS002)."""
     port = t.serves[0][2] if t.serves else (t.container.ports[0].container_port if t.container.ports else 80)
+    if container_port(t.container, port) is None:
+        return None
     shown = _port_text(t, port)
     number = container_port(t.container, port)
     for kind in ("liveness", "startup"):  # a probe already checking this port: the same check

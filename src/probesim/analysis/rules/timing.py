@@ -279,8 +279,9 @@ def plan(ctx: Context, t: Target) -> Plan:
     added: dict[ProbeType, dict[str, Any]] = {}
     handler_note = ""
     live = after.get("liveness")
-    if "readiness" not in after and wants_readiness(t):
-        handler, handler_note = readiness_handler(t)
+    chosen = readiness_handler(t) if "readiness" not in after and wants_readiness(t) else None
+    if chosen is not None:
+        handler, handler_note = chosen
         check = _check_of(t, handler)
         is_exec = "exec" in handler
         period = 10 if is_exec else 5
