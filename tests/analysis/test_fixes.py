@@ -493,3 +493,60 @@ def test_no_readiness_is_patched_in_on_a_port_name_the_container_does_not_declar
     )
     [f] = [f for f in _one(text) if f.rule.id == "PS001"]
     assert f.patch is None and f.remediation == f.rule.fix  # a probe on "web" could not resolve it (PS002)
+
+
+MESH = """
+apiVersion: networking.istio.io/v1beta1
+kind: DestinationRule
+metadata: {name: web}
+spec:
+  host: web
+  subsets:
+  - name: v1
+    labels: {version: v1}
+    trafficPolicy: {outlierDetection: {consecutive5xxErrors: 1, interval: 10s}}
+  - name: v2
+    labels: {version: v2}
+---
+apiVersion: networking.istio.io/v1beta1
+kind: VirtualService
+metadata: {name: web}
+spec:
+  hosts: [web]
+  http:
+  - route: [{destination: {host: web, subset: v2}}]
+  - timeout: 6s
+    retries: {attempts: 2, retryOn: 5xx}
+    route: [{destination: {host: web, subset: v1}}]
+"""
+
+
+def test_istio_fixes_are_merge_patches_that_keep_the_lists_they_replace() -> None:
+    text = WEB + "---" + MESH
+    docs = list(load_docs(text, "mesh.yaml"))
+    found = {f.rule.id: f for f in _findings(docs)}
+    assert {"PS020", "PS022", "PS024"} <= set(found)
+    assert {found[r].patch_type for r in ("PS020", "PS022", "PS024")} == {"merge"}
+    # A merge patch replaces a list whole: the other subset and the other route are kept.
+    subsets = found["PS022"].patch["spec"]["subsets"]  # type: ignore[index]
+    assert [s["name"] for s in subsets] == ["v1", "v2"]
+    # One plan for the rule's outlier detection: PS020's and PS022's findings share it.
+    assert subsets[0]["trafficPolicy"]["outlierDetection"] == {
+        "consecutive5xxErrors": 3,
+        "interval": "10s",
+        "maxEjectionPercent": 50,
+    }
+    assert found["PS020"].patch == found["PS022"].patch
+    assert found["PS022"].remediation == (
+        "spec.subsets[0].trafficPolicy.outlierDetection.consecutive5xxErrors: 3, "
+        "spec.subsets[0].trafficPolicy.outlierDetection.maxEjectionPercent: 50 "
+        "(consecutive5xxErrors 3: one stray error no longer ejects a healthy pod)"
+    )
+    routes = found["PS024"].patch["spec"]["http"]  # type: ignore[index]
+    assert len(routes) == 2 and routes[1]["retries"] == {
+        "attempts": 2,
+        "retryOn": "5xx",
+        "perTryTimeout": "2s",
+    }
+    assert _recheck(docs) == len([f for f in _findings(docs) if f.patch is not None])
+    _no_contradiction(_findings(docs))

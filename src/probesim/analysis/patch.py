@@ -102,10 +102,33 @@ def describe(patch: dict[str, Any], original: Any, prefix: str = "") -> list[str
                     out.append(f"add to {here}: {flow(item)}")
                 else:
                     out += describe(rest, match, "")
+        elif isinstance(value, list) and isinstance(old, list) and len(value) == len(old):
+            # A list a merge patch gives whole: say what changed in it, item by item.
+            for i, (new_item, old_item) in enumerate(zip(value, old, strict=True)):
+                if new_item != old_item:
+                    if isinstance(new_item, dict) and isinstance(old_item, dict):
+                        out += describe(_diff(new_item, old_item), old_item, f"{here}[{i}].")
+                    else:
+                        out.append(f"{here}[{i}]: {flow(new_item)}")
         elif old is None and isinstance(value, (dict, list)):
             out.append(f"add {here}: {flow(value)}")
         else:
             out.append(f"{here}: {flow(value)}")
+    return out
+
+
+def _diff(new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
+    """The merge patch that turns ``old`` into ``new``."""
+    out: dict[str, Any] = {k: None for k in old if k not in new}
+    for k, v in new.items():
+        if k not in old:
+            out[k] = v
+        elif isinstance(v, dict) and isinstance(old[k], dict):
+            d = _diff(v, old[k])
+            if d:
+                out[k] = d
+        elif v != old[k]:
+            out[k] = v
     return out
 
 

@@ -9,7 +9,7 @@ from probesim.analysis.context import Context, selects
 from probesim.analysis.findings import REGISTRY, Finding
 from probesim.analysis.patch import apply, nest
 from probesim.manifests.yamlsrc import get_path
-from probesim.model.duration import parse_ms
+from probesim.model.duration import format_ms, parse_ms
 
 rule = REGISTRY.rule
 
@@ -32,35 +32,60 @@ def _policies(data: dict[str, Any]) -> Iterator[tuple[tuple[Any, ...], dict[str,
             yield ("spec", "subsets", i, "trafficPolicy"), sub["trafficPolicy"]
 
 
-def _policy_patch(data: dict[str, Any], path: tuple[Any, ...], change: dict[str, Any]) -> dict[str, Any]:
-    """A JSON merge patch that applies ``change`` to the traffic policy at ``path``: nested keys
-    for ``spec.trafficPolicy``, the whole ``subsets`` list (a merge patch replaces lists) for a
-    subset's."""
-    if path[:2] == ("spec", "subsets"):
-        subsets = list(get_path(data, ("spec", "subsets")) or [])
-        i = int(path[2])
-        subsets[i] = apply(subsets[i], {"trafficPolicy": change}, "merge")
-        return {"spec": {"subsets": subsets}}
-    return nest(tuple(str(k) for k in path), change)
+def _outlier_plan(ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
+    """One JSON merge patch for every outlierDetection of a DestinationRule that PS020, PS021 or
+    PS022 would change — consecutive5xxErrors 3 for 1, maxEjectionPercent 50 for the default on
+    fewer than 10 pods or for 100 without minHealthPercent — so their findings share one fix.
+    A subset's policy is in the whole ``subsets`` list (a merge patch replaces lists)."""
+    host = str(get_path(data, ("spec", "host")) or "")
+    n = _endpoints(ctx, host, str(get_path(data, ("metadata", "namespace")) or "default"))
+    patch: dict[str, Any] = {}
+    subsets = list(get_path(data, ("spec", "subsets")) or [])
+    for path, tp in _policies(data):
+        od = tp.get("outlierDetection")
+        if not isinstance(od, dict):
+            continue
+        change: dict[str, Any] = {}
+        if od.get("consecutive5xxErrors") == 1:
+            change["consecutive5xxErrors"] = 3
+        if ("maxEjectionPercent" not in od and n is not None and n < 10) or (
+            od.get("maxEjectionPercent") == 100 and not od.get("minHealthPercent")
+        ):
+            change["maxEjectionPercent"] = 50
+        if not change:
+            continue
+        if path[:2] == ("spec", "subsets"):
+            i = int(path[2])
+            subsets[i] = apply(subsets[i], {"trafficPolicy": {"outlierDetection": change}}, "merge")
+            patch = apply(patch, {"spec": {"subsets": subsets}}, "merge")
+        else:
+            patch = apply(patch, nest(tuple(str(k) for k in path), {"outlierDetection": change}), "merge")
+    return patch
 
 
-def _per_try(data: dict[str, Any], i: int, route: dict[str, Any], retries: dict[str, Any]) -> dict[str, Any]:
-    """PS024's patch: perTryTimeout, the route's timeout shared by its tries (the whole ``http``
-    list: a merge patch replaces lists); none when the route has no timeout to share."""
-    try:
-        total = parse_ms(route["timeout"]) if "timeout" in route else None
-    except (ValueError, TypeError):
-        total = None
-    tries = 1 + int(retries.get("attempts") or 0)
-    if not total or total // tries < 1:
-        return {}
+def _retries_plan(data: dict[str, Any]) -> dict[str, Any]:
+    """PS024's patch, for every route of the VirtualService at once (the whole ``http`` list: a
+    merge patch replaces lists): perTryTimeout, the route's timeout shared by its tries; a route
+    with no timeout to share keeps its retries (its finding says what to set)."""
     routes = list(get_path(data, ("spec", "http")) or [])
-    per_try = f"{total // tries}ms"
-    routes[i] = apply(route, {"retries": {"perTryTimeout": per_try}}, "merge")
-    return {
-        "patch": {"spec": {"http": routes}},
-        "note": f"the route's {route['timeout']} shared by {tries} tries",
-    }
+    changed = False
+    for i, route in _routes(data):
+        retries = route.get("retries")
+        if not (
+            isinstance(retries, dict)
+            and (retries.get("attempts") or 0) > 0
+            and "perTryTimeout" not in retries
+        ):
+            continue
+        try:
+            total = parse_ms(route["timeout"]) if "timeout" in route else None
+        except (ValueError, TypeError):
+            total = None
+        tries = 1 + int(retries.get("attempts") or 0)
+        if total and total // tries >= 1:
+            routes[i] = apply(route, {"retries": {"perTryTimeout": format_ms(int(total // tries))}}, "merge")
+            changed = True
+    return {"spec": {"http": routes}} if changed else {}
 
 
 def _endpoints(ctx: Context, host: str, namespace: str) -> int | None:
@@ -96,8 +121,8 @@ def max_ejection_default(ctx: Context) -> Iterator[Finding]:
                     obj,
                     (*path, "outlierDetection"),
                     f"{host} has {n} pods: 10 % of them is less than one, so no host is ever ejected",
-                    patch=_policy_patch(data, path, {"outlierDetection": {"maxEjectionPercent": 50}}),
-                    note="one of two hosts can be ejected, never all",
+                    patch=_outlier_plan(ctx, data),
+                    note="maxEjectionPercent 50: one of two hosts can be ejected, never all",
                 )
 
 
@@ -125,8 +150,8 @@ def eject_everything(ctx: Context) -> Iterator[Finding]:
                     obj,
                     (*path, "outlierDetection", "maxEjectionPercent"),
                     "every host can be ejected at once (maxEjectionPercent 100, minHealthPercent 0)",
-                    patch=_policy_patch(data, path, {"outlierDetection": {"maxEjectionPercent": 50}}),
-                    note="half the hosts at most are ejected, the rest keep serving",
+                    patch=_outlier_plan(ctx, data),
+                    note="maxEjectionPercent 50: half the hosts at most are ejected, the rest keep serving",
                 )
 
 
@@ -149,8 +174,8 @@ def consecutive_one(ctx: Context) -> Iterator[Finding]:
                     obj,
                     (*path, "outlierDetection", "consecutive5xxErrors"),
                     "consecutive5xxErrors is 1",
-                    patch=_policy_patch(data, path, {"outlierDetection": {"consecutive5xxErrors": 3}}),
-                    note="one stray error no longer ejects a healthy pod",
+                    patch=_outlier_plan(ctx, data),
+                    note="consecutive5xxErrors 3: one stray error no longer ejects a healthy pod",
                 )
 
 
@@ -217,5 +242,6 @@ def retries_per_try(ctx: Context) -> Iterator[Finding]:
                     obj,
                     ("spec", "http", i, "retries"),
                     f"{retries.get('attempts')} retries without perTryTimeout",
-                    **_per_try(data, i, r, retries),
+                    patch=_retries_plan(data) if "timeout" in r else None,
+                    note=f"the route's {r.get('timeout')} shared by its tries",
                 )
