@@ -33,7 +33,8 @@ def serves_nothing(t: Target) -> bool:
     """A container that only holds the pod open: the pause image, or a command that sleeps."""
     if image_name(t) == "pause":
         return True
-    words = [str(w) for w in (*(t.raw.get("command") or ()), *(t.raw.get("args") or ()))]
+    parts = [t.raw.get("command"), t.raw.get("args")]
+    words = [str(w) for part in parts if isinstance(part, list) for w in part]
     if (
         words[:2] in (["sh", "-c"], ["/bin/sh", "-c"], ["bash", "-c"], ["/bin/bash", "-c"])
         and len(words) == 3
