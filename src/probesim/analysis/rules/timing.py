@@ -159,6 +159,7 @@ class Plan:
     after: dict[ProbeType, Timing]
     added: dict[ProbeType, dict[str, Any]] = field(default_factory=dict)  # whole new probes
     handler_note: str = ""
+    reasons: list[str] = field(default_factory=list)  # which constraint won, where two met
 
     def change(self, *kinds: ProbeType) -> dict[str, Any]:
         """The container's fields to patch for a finding on ``kinds`` (all probes when none is
@@ -210,6 +211,8 @@ class Plan:
         if live is not None:
             parts.append(f"liveness acts on a hang within {live.act_s}s")
         text = ", ".join(parts)
+        if self.reasons and (change is None or "readinessProbe" in change):
+            text += "; " + "; ".join(self.reasons)
         added = "readiness" in self.added and (change is None or "readinessProbe" in change)
         return f"{text}; {self.handler_note}" if self.handler_note and added else text
 
@@ -278,6 +281,7 @@ def plan(ctx: Context, t: Target) -> Plan:
     after = dict(before)
     added: dict[ProbeType, dict[str, Any]] = {}
     handler_note = ""
+    reasons: list[str] = []  # which constraint won where two met on one field
     live = after.get("liveness")
     chosen = readiness_handler(t) if "readiness" not in after and wants_readiness(t) else None
     if chosen is not None:
@@ -314,6 +318,7 @@ def plan(ctx: Context, t: Target) -> Plan:
             want = max(r.budget // live.period + 1, -(-2 * r.budget // live.period))
             live = replace(live, failure=max(min(want, most), live.failure))
             if outlasted(live, r):  # liveness cannot outlast readiness within the target: readiness yields
+                reasons.append("readiness below liveness, which the detection target caps")
                 r = after["readiness"] = replace(r, failure=max(1, (live.budget - 1) // r.period))
                 if outlasted(live, r):
                     r = after["readiness"] = replace(r, period=max(1, (live.budget - 1) // r.failure))
@@ -336,7 +341,7 @@ def plan(ctx: Context, t: Target) -> Plan:
         )
         raw = t.raw_probe("liveness")
         added["startup"] = {k: raw[k] for k in ("httpGet", "tcpSocket", "exec", "grpc") if k in raw}
-    return Plan(before, after, added, handler_note)
+    return Plan(before, after, added, handler_note, reasons)
 
 
 def wants_readiness(t: Target) -> bool:
