@@ -18,6 +18,8 @@ def test_cut_keeps_short_text_and_marks_a_cut() -> None:
 def test_control_and_bidi_characters_are_shown_as_escapes() -> None:
     assert visible("a\x1b[31mb\u202ec\x00d\x7f\u200be\n") == "a\\x1b[31mb\\u202ec\\x00d\\x7f\\u200be\\x0a"
     assert visible("héllo wörld ✓ 日本") == "héllo wörld ✓ 日本"  # printable text is left alone
+    # Text of several lines (an exec probe's script) keeps its line feeds when asked; nothing else.
+    assert visible("a\nb\r\x1b\u2028", newlines=True) == "a\nb\\x0d\\x1b\\u2028"
 
 
 def test_markup_and_emoji_codes_print_as_written() -> None:

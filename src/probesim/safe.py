@@ -32,23 +32,27 @@ def _escaped(c: str) -> str:
     return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}"
 
 
-def visible(s: str, limit: int = NAME_LIMIT) -> str:
-    """``s`` cut to ``limit``, with every control or format character written as an escape."""
+def visible(s: str, limit: int = NAME_LIMIT, newlines: bool = False) -> str:
+    """``s`` cut to ``limit``, with every control or format character written as an escape —
+    but, with ``newlines``, line feeds kept (text that is several lines, a script's lines in an
+    exec probe's command: shown as lines, not as ``\\x0a``; a CR is still escaped)."""
     s = cut(s, limit)
     if s.isascii() and s.isprintable():
         return s
-    return "".join(_escaped(c) if unicodedata.category(c) in _HIDDEN else c for c in s)
+    return "".join(
+        c if newlines and c == "\n" else _escaped(c) if unicodedata.category(c) in _HIDDEN else c for c in s
+    )
 
 
-def cell(s: str, limit: int = NAME_LIMIT, style: str | None = None) -> Text:
+def cell(s: str, limit: int = NAME_LIMIT, style: str | None = None, newlines: bool = False) -> Text:
     """User text for a table cell or a line: visible, and never read as markup or emoji."""
     from rich.text import Text
 
-    return Text(visible(s, limit), style=style or "")
+    return Text(visible(s, limit, newlines), style=style or "")
 
 
-def markup(s: str, limit: int = NAME_LIMIT) -> str:
+def markup(s: str, limit: int = NAME_LIMIT, newlines: bool = False) -> str:
     """User text to put inside a rich markup string (print with ``emoji=False``)."""
     from rich.markup import escape
 
-    return escape(visible(s, limit))
+    return escape(visible(s, limit, newlines))

@@ -8,7 +8,19 @@ its replacement is Ready, so every rollout leaves its Service with no endpoint �
 controller (maxUnavailable 1), kiali (maxSurge 1, maxUnavailable 1), sockshop's prometheus
 (maxSurge 0, maxUnavailable 1), and StatefulSets of one replica, which delete pod 0 before
 recreating it (argocd's application controller, loki, opensearch, podinfo's database primary).
-Deployments of one replica with the default 25 %/25 % surge a pod first and are not reported."""
+Deployments of one replica with the default 25 %/25 % surge a pod first and are not reported.
+
+PS019 (reviewed): argocd-server and kiali probe readiness every 30 s with failureThreshold 3, so a
+pod that stops answering keeps its Service's traffic for 91 s. PS015 (reviewed): the k8s-website
+MySQL StatefulSet's exec readiness (mysql -e "SELECT 1") sets timeoutSeconds: 1 explicitly, too
+short for a process start under load. PS030 is not reported on istio-samples' coredump DaemonSet:
+its only container runs `sleep infinity` and serves nothing.
+
+PS006 (reviewed, info): liveness and readiness on one HTTP path. Some of those paths check a
+dependency — Grafana's /api/health reports its database, sock-shop's catalogue and user /health
+report their databases — so a database outage restarts every pod; others (ingress-nginx's
+/healthz, jaeger's admin /) may be self-contained, which only the owner can say (the finding says
+how to record it)."""
 
 EXPECTED: dict[str, list[str]] = {
     "argocd": [
@@ -18,6 +30,7 @@ EXPECTED: dict[str, list[str]] = {
         "PS001 Deployment/default/argocd-redis redis install.yaml:32743",
         "PS014 Deployment/default/argocd-repo-server argocd-repo-server install.yaml:33112",
         "PS014 Deployment/default/argocd-server argocd-server install.yaml:33663",
+        "PS019 Deployment/default/argocd-server argocd-server install.yaml:33674",
         "PS032 StatefulSet/default/argocd-application-controller argocd-application-controller install.yaml:33794",
     ],
     "bookinfo": [
@@ -43,20 +56,26 @@ EXPECTED: dict[str, list[str]] = {
         "PS032 Deployment/ingress-nginx/ingress-nginx-controller controller deploy.yaml:425",
         "PS014 Deployment/ingress-nginx/ingress-nginx-controller controller deploy.yaml:453",
         "PS018 Deployment/ingress-nginx/ingress-nginx-controller controller deploy.yaml:453",
+        "PS006 Deployment/ingress-nginx/ingress-nginx-controller controller deploy.yaml:456",
         "PS004 Deployment/ingress-nginx/ingress-nginx-controller controller deploy.yaml:457",
         "PS004 Deployment/ingress-nginx/ingress-nginx-controller controller deploy.yaml:478",
     ],
     "istio-samples": [
         "PS014 Deployment/istio-system/grafana grafana addons/grafana.yaml:204",
+        "PS006 Deployment/istio-system/grafana grafana addons/grafana.yaml:207",
         "PS011 Deployment/istio-system/grafana grafana addons/grafana.yaml:210",
         "PS003 Deployment/istio-system/jaeger jaeger addons/jaeger.yaml:27",
+        "PS006 Deployment/istio-system/jaeger jaeger addons/jaeger.yaml:29",
         "PS032 Deployment/istio-system/kiali kiali addons/kiali.yaml:389",
+        "PS019 Deployment/istio-system/kiali kiali addons/kiali.yaml:412",
         "PS003 Deployment/istio-system/kiali kiali addons/kiali.yaml:419",
         "PS014 Deployment/istio-system/kiali kiali addons/kiali.yaml:419",
+        "PS006 Deployment/istio-system/kiali kiali addons/kiali.yaml:421",
         "PS032 StatefulSet/istio-system/loki loki addons/loki.yaml:286",
         "PS003 Deployment/istio-system/prometheus prometheus-server-configmap-reload addons/prometheus.yaml:486",
         "PS014 Deployment/istio-system/prometheus prometheus-server-configmap-reload addons/prometheus.yaml:486",
         "PS018 Deployment/istio-system/prometheus prometheus-server-configmap-reload addons/prometheus.yaml:486",
+        "PS006 Deployment/istio-system/prometheus prometheus-server-configmap-reload addons/prometheus.yaml:488",
         "PS014 Deployment/istio-system/prometheus prometheus-server addons/prometheus.yaml:526",
         "PS018 Deployment/istio-system/prometheus prometheus-server addons/prometheus.yaml:526",
         "PS001 Deployment/default/curl curl curl/curl.yaml:54",
@@ -71,7 +90,6 @@ EXPECTED: dict[str, list[str]] = {
         "PS001 Deployment/default/httpbin httpbin httpbin/httpbin.yaml:56",
         "PS001 Deployment/default/fortio-deploy fortio httpbin/sample-client/fortio-deploy.yaml:42",
         "PS014 Deployment/default/mtls-echo-v1 app mtls-echo/mtls-echo.yaml:56",
-        "PS030 DaemonSet/istio-system/enable-istio-coredumps sleepforever proxy-coredump/daemonset.yaml:35",
         "PS001 Deployment/default/redis redis ratelimit/rate-limit-service.yaml:67",
         "PS001 Deployment/default/ratelimit ratelimit ratelimit/rate-limit-service.yaml:116",
         "PS001 Deployment/default/tcp-echo tcp-echo tcp-echo/tcp-echo.yaml:52",
@@ -90,6 +108,7 @@ EXPECTED: dict[str, list[str]] = {
         "PS001 ReplicationController/default/meteor-controller meteor _archived_meteor_meteor-controller.json:20",
         "PS001 Pod/default/mongo mongo _archived_meteor_mongo-pod.json:22",
         "PS003 Deployment/default/selenium-hub selenium-hub _archived_selenium_selenium-hub-deployment.yaml:28",
+        "PS006 Deployment/default/selenium-hub selenium-hub _archived_selenium_selenium-hub-deployment.yaml:30",
         "PS001 Pod/default/nimbus nimbus _archived_storm_storm-nimbus.json:12",
         "PS001 Pod/default/zookeeper zookeeper _archived_storm_zookeeper.json:12",
         "PS014 StatefulSet/default/cassandra cassandra databases_cassandra_cassandra-statefulset.yaml:79",
@@ -97,6 +116,7 @@ EXPECTED: dict[str, list[str]] = {
         "PS001 Deployment/default/frontend php-redis web_guestbook_frontend-deployment.yaml:18",
     ],
     "k8s-website": [
+        "PS015 StatefulSet/default/mysql mysql application/mysql/mysql-statefulset.yaml:89",
         "PS001 Deployment/default/php-apache php-apache application/php-apache.yaml:15",
         "PS003 StatefulSet/default/zk kubernetes-zookeeper application/zookeeper/zookeeper.yaml:112",
         "PS030 DaemonSet/kube-system/fluentd-elasticsearch fluentd-elasticsearch controllers/daemonset.yaml:21",
@@ -125,6 +145,7 @@ EXPECTED: dict[str, list[str]] = {
         "PS001 Deployment/monitoring/prometheus-operator kube-rbac-proxy prometheusOperator-deployment.yaml:58",
     ],
     "msdemo": [
+        "PS006 Deployment/default/frontend server msdemo.yaml:67",
         "PS003 Deployment/default/adservice server msdemo.yaml:198",
         "PS003 Deployment/default/currencyservice server msdemo.yaml:267",
         "PS003 Deployment/default/cartservice server msdemo.yaml:346",
@@ -137,11 +158,14 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "otel-demo": [
         "PS014 Deployment/otel-demo/grafana grafana opentelemetry-demo.yaml:18169",
+        "PS006 Deployment/otel-demo/grafana grafana opentelemetry-demo.yaml:18172",
         "PS011 Deployment/otel-demo/grafana grafana opentelemetry-demo.yaml:18175",
         "PS014 Deployment/default/jaeger jaeger opentelemetry-demo.yaml:18278",
+        "PS006 Deployment/default/jaeger jaeger opentelemetry-demo.yaml:18281",
         "PS004 Deployment/default/jaeger jaeger opentelemetry-demo.yaml:18282",
         "PS004 Deployment/default/jaeger jaeger opentelemetry-demo.yaml:18292",
         "PS003 Deployment/otel-demo/otel-collector opentelemetry-collector opentelemetry-demo.yaml:18387",
+        "PS006 Deployment/otel-demo/otel-collector opentelemetry-collector opentelemetry-demo.yaml:18389",
         "PS004 Deployment/otel-demo/otel-collector opentelemetry-collector opentelemetry-demo.yaml:18390",
         "PS004 Deployment/otel-demo/otel-collector opentelemetry-collector opentelemetry-demo.yaml:18394",
         "PS014 Deployment/otel-demo/prometheus prometheus-server opentelemetry-demo.yaml:18469",
@@ -178,17 +202,21 @@ EXPECTED: dict[str, list[str]] = {
         "PS001 Deployment/sock-shop/carts carts complete-demo.yaml:25",
         "PS001 Deployment/sock-shop/carts-db carts-db complete-demo.yaml:93",
         "PS003 Deployment/sock-shop/catalogue catalogue complete-demo.yaml:173",
+        "PS006 Deployment/sock-shop/catalogue catalogue complete-demo.yaml:175",
         "PS001 Deployment/sock-shop/catalogue-db catalogue-db complete-demo.yaml:223",
         "PS003 Deployment/sock-shop/front-end front-end complete-demo.yaml:288",
+        "PS006 Deployment/sock-shop/front-end front-end complete-demo.yaml:290",
         "PS001 Deployment/sock-shop/orders orders complete-demo.yaml:339",
         "PS001 Deployment/sock-shop/orders-db orders-db complete-demo.yaml:407",
         "PS003 Deployment/sock-shop/payment payment complete-demo.yaml:484",
+        "PS006 Deployment/sock-shop/payment payment complete-demo.yaml:486",
         "PS001 Deployment/sock-shop/queue-master queue-master complete-demo.yaml:534",
         "PS001 Deployment/sock-shop/rabbitmq rabbitmq complete-demo.yaml:588",
         "PS001 Deployment/sock-shop/rabbitmq rabbitmq-exporter complete-demo.yaml:605",
         "PS001 Deployment/sock-shop/session-db session-db complete-demo.yaml:656",
         "PS001 Deployment/sock-shop/shipping shipping complete-demo.yaml:706",
         "PS003 Deployment/sock-shop/user user complete-demo.yaml:800",
+        "PS006 Deployment/sock-shop/user user complete-demo.yaml:802",
         "PS001 Deployment/sock-shop/user-db user-db complete-demo.yaml:851",
         "PS001 Deployment/kube-system/elasticsearch elasticsearch manifests-logging/elasticsearch.yml:20",
         "PS030 DaemonSet/kube-system/fluentd fluentd manifests-logging/fluentd-daemon.yml:21",

@@ -87,15 +87,17 @@ def test_survivors_of_a_rollout_cannot_take_the_default_load(
     assert msg == (
         f"a rollout (maxSurge {surge}, maxUnavailable {unavailable}) leaves {left} of {pods} to serve {load}: {share}"
     )
-    assert fix.startswith("strategy.rollingUpdate: {maxSurge: 1, maxUnavailable: 0} (")
+    assert fix.startswith(
+        "spec.strategy.rollingUpdate.maxSurge: 1, spec.strategy.rollingUpdate.maxUnavailable: 0 ("
+    )
 
 
 def test_the_fix_gives_the_replicas_the_rounding_needs(tmp_path: Path) -> None:
     [(_, fix)] = findings(tmp_path, workload(4, rolling("25%", "50%")))
     # 5 replicas: 50 % of 5 rounds down to 2, 3 serve 50 req/s at 83 %.
     assert fix == (
-        "strategy.rollingUpdate: {maxSurge: 1, maxUnavailable: 0} (4 pods serving throughout, at 50 %), "
-        "or replicas: 5 (3 serving during a rollout, at 83 %)"
+        "spec.strategy.rollingUpdate.maxSurge: 1, spec.strategy.rollingUpdate.maxUnavailable: 0 "
+        "(4 pods serving throughout, at 50 %; or replicas: 5 (3 serving during a rollout, at 83 %))"
     )
 
 
@@ -131,7 +133,7 @@ def test_a_statefulset_replaces_one_pod_at_a_time(tmp_path: Path) -> None:
         msg
         == "a rollout (one pod at a time) leaves 1 of 2 pods to serve 20 req/s: 100 % of what they can serve"
     )
-    assert fix == "replicas: 3 (2 serving during a rollout, at 75 %, if the app can run that many)"
+    assert fix == "spec.replicas: 3 (2 serving during a rollout, at 75 %, if the app can run that many)"
     sts = "  serviceName: web\n  updateStrategy: {rollingUpdate: {maxUnavailable: 50%}}\n"
     [(msg, _)] = findings(tmp_path, workload(4, kind="StatefulSet", extra=sts))
     assert (
@@ -181,9 +183,17 @@ def test_new_pods_ready_before_they_serve(tmp_path: Path, probes: str, ready: st
     )
     if probes.startswith("readinessProbe"):
         delay = 20 if "successThreshold" not in probes else 10  # 10 s + 2 more periods of 5 s
-        assert fix == f"readinessProbe.httpGet.path: /, or readinessProbe.initialDelaySeconds: {delay}"
-    else:
-        assert fix == 'add readinessProbe: {httpGet: {path: /, port: "http"}, initialDelaySeconds: 20}'
+        out = "7s" if "successThreshold" not in probes else "16s"
+        assert fix == (
+            f"readinessProbe.httpGet.path: / (readiness not before / answers; or readinessProbe.initialDelaySeconds: "
+            f"{delay}; readiness takes a failing pod out within {out})"
+        )
+    else:  # the liveness probe's check, less tolerant, not before / answers
+        assert fix == (
+            "add readinessProbe: {httpGet: {path: /healthz, port: http}, periodSeconds: 5, timeoutSeconds: 1, "
+            "failureThreshold: 3, initialDelaySeconds: 20} (readiness not before / answers; readiness takes a "
+            "failing pod out within 16s, liveness acts on a hang within 31s; the liveness probe's check, less tolerant)"
+        )
 
 
 @pytest.mark.parametrize(
@@ -205,12 +215,13 @@ def test_cold_pods_count_against_capacity_unless_min_ready_seconds_covers_them(t
     manifest = workload(4, resources=ONE_CORE)
     [(msg, fix)] = findings(tmp_path, manifest, COLD.format(rate=25))
     assert msg.endswith("requests they fail; meanwhile 2 of 4 pods serving, at 125 % of what they can serve")
-    assert fix == "readinessProbe.httpGet.path: /, or readinessProbe.initialDelaySeconds: 20"
+    assert fix.startswith(
+        "readinessProbe.httpGet.path: / (readiness not before / answers; or readinessProbe.initialDelaySeconds: 20;"
+    )
     # 35 req/s: even 3 warm pods are not enough (117 %), so the fix adds capacity too.
     [(msg, fix)] = findings(tmp_path, manifest, COLD.format(rate=35))
     assert fix.endswith(
-        "; and strategy.rollingUpdate: {maxSurge: 1, maxUnavailable: 0} (4 pods serving throughout, at 88 %), "
-        "or replicas: 5 (4 serving during a rollout, at 88 %)"
+        "; 4 pods serving throughout, at 88 %; or replicas: 5 (4 serving during a rollout, at 88 %))"
     )
     # minReadySeconds 15: a new pod is available at 20 s, when it serves; it still gets requests
     # while Ready and cold, but no warm pod leaves for it.

@@ -100,15 +100,28 @@ CASES = {
             GOOD + "startupProbe: {exec: {command: [check]}, failureThreshold: 30, timeoutSeconds: 5}"
         ),
     ),
+    "PS015 explicit": (  # timeoutSeconds: 1 written out is as short as the default
+        deployment(
+            GOOD + "startupProbe: {exec: {command: [check]}, failureThreshold: 30, timeoutSeconds: 1}"
+        ),
+        deployment(
+            GOOD + "startupProbe: {exec: {command: [check]}, failureThreshold: 30, timeoutSeconds: 2}"
+        ),
+    ),
     "PS018": (deployment(GOOD, pod="      terminationGracePeriodSeconds: 90\n"), deployment(GOOD)),
+    "PS019": (  # a failing pod keeps its traffic for 3 × 30 s + 1 s
+        deployment(GOOD.replace("periodSeconds: 5}", "periodSeconds: 30}")),
+        deployment(GOOD.replace("periodSeconds: 5}", "periodSeconds: 15}")),
+    ),
 }
 
 
 @pytest.mark.parametrize("rule", sorted(CASES))
 def test_rule_fires_on_the_bad_manifest_only(tmp_path: Path, rule: str) -> None:
     bad, good = CASES[rule]
-    assert rule in ids(tmp_path, bad)
-    assert rule not in ids(tmp_path, good)
+    rid = rule.split()[0]  # "PS015 explicit": a second case of PS015
+    assert rid in ids(tmp_path, bad)
+    assert rid not in ids(tmp_path, good)
 
 
 @pytest.mark.parametrize(
@@ -220,8 +233,8 @@ def test_retry_amplification_across_layers(tmp_path: Path) -> None:
 
 def test_every_rule_has_docs_and_a_fixture() -> None:
     covered = (
-        set(CASES)
-        | {"PS004"}
+        {c.split()[0] for c in CASES}
+        | {"PS004", "PS005", "PS006", "PS007"}  # PS005-PS007: tests/analysis/test_fixes.py
         | {
             "PS012",
             "PS013",

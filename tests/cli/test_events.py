@@ -175,3 +175,14 @@ def test_event_text_stays_text() -> None:
     assert "msg \\u202e [/] :fire:" in text and "[red]Un[/]" in text
     assert "\x1b" not in text and "\u202e" not in text
     assert "1s (x2 over 1s)" in text
+
+
+def test_an_exec_commands_lines_are_shown_as_lines_markup_and_controls_still_escaped() -> None:
+    # A readiness check written as a block scalar: bash -c "mysql …\necho ok"; its message
+    # keeps the script's lines (not \x0a), and markup, ESC and a CR are still shown as text.
+    script = 'bash -c mysql -uroot -e "SELECT 1"\necho [bold]ok[/bold]\r\x1b[2J'
+    msg = f'Readiness probe failed: command timed out: "{script}" timed out after 1s'
+    text = _text([Event(1000, "Warning", "Unhealthy", "pod/db-0", msg)])
+    assert "\\x0a" not in text
+    assert 'mysql -uroot -e "SELECT 1"' in text and "echo [bold]ok[/bold]\\x0d\\x1b[2J" in text
+    assert "\x1b" not in text and "\r" not in text

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from probesim.analysis.findings import REGISTRY, Finding
+from probesim.analysis.patch import container_patch, fix_line, scalar_edits
 from probesim.manifests.errors import field_path
 from probesim.manifests.kubernetes import Objects, container_port
 from probesim.manifests.yamlsrc import Doc, Path_, get_path
@@ -106,8 +107,26 @@ class Context:
             _route_service_ports(targets, services)
             self.targets += targets
 
-    def finding(self, rule_id: str, t: Target, message: str, rel: Path_ = (), fix: str = "") -> Finding:
+    def finding(
+        self,
+        rule_id: str,
+        t: Target,
+        message: str,
+        rel: Path_ = (),
+        fix: str = "",
+        change: dict[str, Any] | None = None,
+        patch: dict[str, Any] | None = None,
+        note: str = "",
+    ) -> Finding:
+        """A finding on ``t``; its fix a ``change`` of the container's fields or a ``patch`` of the
+        object, said as the fix line (with ``note``: why those values); else the text ``fix``."""
         path = (*t.path, *rel)
+        edits: tuple[tuple[int, str, str, str], ...] = ()
+        if change:
+            patch = container_patch(tuple(str(k) for k in t.spec_path), t.group, t.container.name, change)
+            edits = scalar_edits(t.doc, (*t.base, *t.path), t.raw, change)
+        if patch:
+            fix = fix_line(patch, get_path(t.doc.data, t.base), note)
         return Finding(
             rule=REGISTRY.rules[rule_id],
             message=message,
@@ -119,6 +138,8 @@ class Context:
             source=t.doc.source,
             namespace=t.namespace,
             fix=fix,
+            patch=patch or None,
+            edits=edits,
         )
 
     def raw_finding(
@@ -130,7 +151,11 @@ class Context:
         rel: Path_,
         message: str,
         namespace: str = "default",
+        patch: dict[str, Any] | None = None,
+        note: str = "",
     ) -> Finding:
+        """A finding on an object that is not a container (an Istio resource: its ``patch`` is a
+        JSON merge patch)."""
         return Finding(
             rule=REGISTRY.rules[rule_id],
             message=message,
@@ -140,6 +165,9 @@ class Context:
             field=field_path(rel),
             source=doc.source,
             namespace=namespace,
+            fix=fix_line(patch, get_path(doc.data, base), note) if patch else "",
+            patch=patch,
+            patch_type="merge",
         )
 
 

@@ -37,6 +37,13 @@ class Finding:
     source: str | None = None  # helm template the object came from
     namespace: str = "default"
     fix: str = ""  # what to change, with the value the rule computed; the rule's fix when empty
+    # The fix as data: a patch of the object (strategic merge for Kubernetes kinds, JSON merge
+    # for Istio's), from which ``fix`` was said; None when the fix needs a change no patch makes.
+    patch: dict[str, Any] | None = None
+    patch_type: str = "strategic"
+    # The patch as text edits, when every change replaces a scalar the file already has:
+    # (line, key, old value, new value); SARIF's fixes are located from them.
+    edits: tuple[tuple[int, str, str, str], ...] = ()
 
     @property
     def severity(self) -> Severity:
@@ -66,6 +73,8 @@ class Finding:
             "field": self.field or None,
             "source": self.source,
             "fix": self.remediation,
+            "patch": self.patch,
+            "patchType": self.patch_type if self.patch is not None else None,
             "help": self.rule.help_uri,
         }
 

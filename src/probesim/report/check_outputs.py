@@ -18,6 +18,7 @@ from probesim import __version__
 from probesim.analysis.check import CheckReport
 from probesim.analysis.findings import Finding, Rule
 from probesim.report.junit import Case, Failure, junit_xml
+from probesim.report.sarif_fixes import sarif_fix
 from probesim.safe import MESSAGE_LIMIT, markup
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -156,6 +157,11 @@ def _result(f: Finding, index: dict[str, int], reason: str | None = None) -> dic
         "locations": [{"physicalLocation": physical, "logicalLocations": [{"fullyQualifiedName": name}]}],
         "partialFingerprints": {"probesim/v1": _fingerprint(f)},
     }
+    if f.patch is not None:  # the fix as data (report/sarif_fixes.py)
+        out["properties"] = {"patch": f.patch, "patchType": f.patch_type}
+        fix = sarif_fix(f, physical["artifactLocation"]["uri"])
+        if fix is not None:
+            out["fixes"] = [fix]
     if reason is not None:
         out["suppressions"] = [{"kind": "inSource", "justification": reason}]
     return out

@@ -505,4 +505,11 @@ def _event_cells(a: _Agg) -> tuple[Text, Text, Text, Text, Text, str | None]:
     if a.count > 1:
         when += f" (x{a.count} over {human_duration(a.last - a.first)})"
     style = "yellow" if e.type == "Warning" else None
-    return Text(when), cell(e.type), cell(e.reason), cell(e.object), cell(e.message, MESSAGE_LIMIT), style
+    return (
+        Text(when),
+        cell(e.type),
+        cell(e.reason),
+        cell(e.object),
+        cell(e.message, MESSAGE_LIMIT, newlines=True),
+        style,
+    )  # an exec command's lines

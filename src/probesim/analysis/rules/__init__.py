@@ -1,0 +1,129 @@
+"""The check rules, in families (probes, start-up, dependencies, kinds, rollout, mesh), each with an
+ID, a severity, a one-line title and a docs entry (what goes wrong, the source, the fix);
+``docs/rules.md`` is generated from here."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from probesim.analysis.context import Context
+from probesim.analysis.findings import REGISTRY, Finding
+from probesim.analysis.rules import dependencies, kinds, mesh, probes, rollout, startup  # noqa: F401  (registers)
+from probesim.analysis.rules.rollout import Rolling, rolling_update
+
+__all__ = ["Rolling", "rolling_update", "rules_markdown"]
+
+rule = REGISTRY.rule
+
+__all__ = ["Rolling", "rolling_update", "rules_markdown"]
+
+
+@rule(
+    "PS100", "stress-failure", "error",
+    "The workload fails a simulated stress (probesim check --stress).",
+    "The stress suite simulates each workload behind a Service under doubled and tripled "
+    "traffic, a doubled start time, half of its dependency calls hanging, one pod answering "
+    "500, a 2 s stop-the-world pause and CPU throttled to the request, and compares error %, "
+    "restarts and the lowest ready fraction with thresholds (stress in .probesim.yaml); and "
+    "through a rolling update of a new version that behaves as the last and of one that never "
+    "becomes Ready, where the old pods must keep serving: errors from the rollout on, available "
+    "replicas against replicas − maxUnavailable, and whether it completes (or, for the bad "
+    "release, stalls).",
+    "Read which stress failed and why; probesim run the workload's scenario under it to see the timeline.",
+)  # fmt: skip
+def stress_failure(ctx: Context) -> Iterator[Finding]:
+    return iter(())  # findings come from the stress suite, not from reading manifests
+
+
+def rules_markdown() -> str:
+    """docs/rules.md, generated from the rules themselves (``make docs``)."""
+    lines = [
+        "# probesim check rules",
+        "",
+        "Generated from `src/probesim/analysis/rules/` by `make docs`; do not edit by hand.",
+        'Suppress a finding with the annotation `probesim.dev/ignore: "PS010=reason"` on the object',
+        "or its pod template (`probesim.dev/ignore-<container>` for one container), or exclude the",
+        "rule in `.probesim.yaml`. An unknown rule ID in the annotation is warned about.",
+        "",
+        "## What is read, and what is skipped",
+        "",
+        "- **Linted**: every pod template — Deployment, StatefulSet, DaemonSet, ReplicaSet,",
+        "  ReplicationController, Job, CronJob (its `jobTemplate`) and bare Pods — with init",
+        "  containers and native sidecars (`restartPolicy: Always`); older API versions of these",
+        "  kinds (`extensions/v1beta1`, `apps/v1beta1/2`, `batch/v1beta1`) are read with the same rules.",
+        "  Services (which containers their `targetPort` reaches, by number or name; only in the same",
+        "  namespace), HPAs (any metrics), and Istio DestinationRules and VirtualServices are read",
+        "  for the rules. A Job's or CronJob's pods are never behind a Service.",
+        "- **Identity**: objects are told apart by kind, namespace and name; the same name in two",
+        "  namespaces (or two folders of variants) is two objects, both linted.",
+        "- **As the API server reads them**: a field left empty (`annotations:`) is unset; CPU",
+        "  quantities take every form Kubernetes takes (`.5`, `500m`, `1e3`, `2Ki`); a YAML 1.1 `=`",
+        "  scalar is the string `=`; `kind: List` and every `<Kind>List` with `items` are read item by",
+        "  item.",
+        "- **Skipped, with a note** (one summary line in text, each with why under `-v`, `skipped` in",
+        "  JSON, `runs[0].properties.skipped` in SARIF, `system-out` in JUnit): kinds with no pod",
+        "  template (ConfigMap, RBAC, PodDisruptionBudget, …), custom resources and their definitions",
+        "  (including a Knative `serving.knative.dev` Service: its controller makes the pods), files that",
+        "  hold no Kubernetes object (Chart.yaml, values files, CI workflows, Compose files),",
+        "  kustomizations and the patches and plugin configs they name, files with Go template markers,",
+        "  and unrendered Helm chart folders (a `Chart.yaml`: pipe `helm template` output instead).",
+        "- **Exit 2** only for what you must fix: YAML that does not parse (outside templates), an",
+        "  invalid field in an object probesim reads (for example an apps/v1 Deployment without a",
+        "  selector, as in a kustomize base that relies on `commonLabels`), a misspelt kind in a",
+        "  built-in API group, or no Kubernetes object anywhere (an empty `helm template` pipe, a chart",
+        "  folder alone).",
+        "",
+        "## How fixes are computed and checked",
+        "",
+        "- **One probe-timing model** (`rules/timing.py`). A probe's fields are read as times: its",
+        "  budget (periodSeconds × failureThreshold, the failures it tolerates), the worst case from a",
+        "  hang to the kubelet acting (budget + timeoutSeconds), the start-up budget (initialDelaySeconds",
+        "  + budget) and, for liveness, the restart (the act + the probe's or the pod's grace, at least",
+        "  2 s). Every rule on a probe judges with these figures, and takes its fix from one plan per",
+        "  container that satisfies all of them at once, in this order: a readiness probe is added where",
+        "  a Service sends traffic (PS001); exec probes get 5 s, a timeout covers twice its check's time",
+        "  in a scenario (PS007, the latency tail), and every timeout stays below its period (PS015,",
+        "  PS011: the period is raised when the detection target still fits, else the timeout",
+        "  lowered); readiness takes a failing pod out within `detectionTarget` (PS019, failureThreshold",
+        "  lowered, or the period to a round value with failureThreshold 3); liveness gets",
+        "  failureThreshold 3 for 1 (PS010), a probe-level grace of 10 s for a long pod grace (PS018),",
+        "  acts within `detectionTarget` and is back within `restartTarget` (PS014); liveness outlasts",
+        "  readiness (PS003 on the same check, PS005 on another: twice readiness's budget where the",
+        "  target allows, else just above it — and when even that is past the target, readiness yields:",
+        "  the target wins, readiness is lowered below liveness); a startup probe covers 1.5 × a",
+        "  scenario's start (PS012, PS013). So two findings on one container never ask for two values of",
+        "  one field: they show the same plan, each with the probes it touches and those the plan chose",
+        "  against them (liveness with readiness, liveness with startup when both change).",
+        "- **Handlers that fit the container** (`rules/handlers.py`). A probe the fix adds reuses a",
+        "  probe already checking that port; else `grpc` where the port is gRPC (its name or the",
+        "  Service's appProtocol), the image's own client for postgres (`pg_isready`), redis",
+        "  (`redis-cli ping`), rabbitmq (`rabbitmq-diagnostics ping`) and mysql/mariadb (`mysqladmin",
+        "  ping`), and `tcpSocket` otherwise — an HTTP port with no known path too (an `httpGet` on a",
+        "  guessed path could never pass; the fix says an httpGet on a readiness path is better).",
+        "  Containers that serve nothing (the pause image, `sleep infinity`, `tail -f /dev/null`) are",
+        "  not asked for probes. A StatefulSet of one replica is not asked for replicas: its fix is",
+        "  `updateStrategy: OnDelete`, so the single instance restarts when you choose.",
+        "- **Fixes as data.** Each fix is a patch of its object: a strategic-merge patch for Kubernetes",
+        "  kinds (`kubectl patch --type strategic -p '<patch>'`: containers merged by name, ports by",
+        "  containerPort, `null` deletes), a JSON merge patch for Istio's resources (`--type merge`;",
+        "  lists such as `subsets` and `http` are given whole). JSON has it as `patch` and `patchType`;",
+        "  SARIF in the result's `properties`, and as `fixes` with exact replacements when every change",
+        "  replaces a value the file already has (SARIF requires located text edits; a field the fix",
+        "  adds has no text to replace, so its fix is the patch and the message). The text `fix:` line",
+        "  is said from the patch: every changed field (`livenessProbe.failureThreshold: 5`), `add` for",
+        "  a new probe or list item, `remove` for a deleted field, then why in parentheses. Findings",
+        "  whose cure is code (PS006, PS016, PS017, PS023, PS025, PS100) keep a text fix.",
+        "- **Checked.** `tests/analysis/test_fixes.py` applies every finding's patch alone, as the API",
+        "  server would, and checks again: the finding is gone and no warning or error is new — over",
+        "  every finding of the real-world corpus and over generated manifests (hypothesis); and no two",
+        "  findings on one object set one field to two values.",
+        "",
+        "| ID | name | severity | what it finds |",
+        "|---|---|---|---|",
+    ]
+    rules = sorted(REGISTRY.rules.values(), key=lambda r: r.id)
+    lines += [f"| [{r.id}](#{r.id.lower()}) | {r.name} | {r.severity} | {r.title} |" for r in rules]
+    for r in rules:
+        lines += ["", f"## {r.id}", "", f"**{r.name}** ({r.severity}) — {r.title}", ""]
+        lines += [f"What goes wrong: {r.why}", "", f"Fix: {r.fix}"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,86 @@
+"""Rules on dependencies: probes that call them, retries that multiply across layers (need a
+scenario)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from probesim.analysis.context import Context
+from probesim.analysis.findings import REGISTRY, Finding
+from probesim.analysis.rules.mesh import _istio, _routes
+from probesim.analysis.rules.timing import _path
+from probesim.engine.capacity import probe_cost
+
+rule = REGISTRY.rule
+
+
+@rule(
+    "PS016", "liveness-on-dependency", "error",
+    "Liveness probes a path that calls a dependency.",
+    "When the dependency is slow or down, every pod fails liveness at once and is restarted, "
+    "forever: restarts cure nothing (seed 004: 82 % errors, CrashLoopBackOff). Needs the "
+    "scenario's route calls.",
+    "Probe a self-contained endpoint for liveness; handle the dependency with timeouts, retries "
+    "and a circuit breaker.",
+)  # fmt: skip
+def liveness_dependency(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        p = t.container.liveness_probe
+        if p is None or t.behavior is None or _path(p) is None:
+            continue
+        calls = probe_cost(t.behavior, _path(p) or "/").calls
+        if calls:
+            deps = ", ".join(c.dependency for c in calls)
+            yield ctx.finding(
+                "PS016", t, f"livenessProbe {_path(p)} calls {deps}", ("livenessProbe", "httpGet", "path")
+            )
+
+
+@rule(
+    "PS017", "readiness-on-shared-dependency", "warning",
+    "Readiness probes a path that calls a dependency every replica shares.",
+    "When the shared dependency is slow, all replicas leave the Service together and it has no "
+    "endpoint left, even for requests that never needed the dependency (seed 004, seed 002).",
+    "Keep readiness to pod-local state; degrade the dependent routes instead.",
+)  # fmt: skip
+def readiness_dependency(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        p = t.container.readiness_probe
+        if p is None or t.behavior is None or _path(p) is None:
+            continue
+        calls = probe_cost(t.behavior, _path(p) or "/").calls
+        daemon = t.workload.kind == "DaemonSet"
+        if calls and (t.workload.spec.replicas > 1 or daemon):
+            deps = ", ".join(c.dependency for c in calls)
+            who = "every node's pod" if daemon else f"all {t.workload.spec.replicas} replicas"
+            yield ctx.finding(
+                "PS017", t, f"readinessProbe {_path(p)} calls {deps}, shared by {who}",
+                ("readinessProbe", "httpGet", "path"),
+            )  # fmt: skip
+
+
+@rule(
+    "PS025", "retry-amplification", "warning",
+    "Retries multiply across layers beyond thresholds.retryAmplification.",
+    "A mesh retry policy around an app that retries its own dependency multiplies the tries a "
+    "failing dependency receives: 3 × 3 tries is 9 calls for one user request, just when it is "
+    "least able to take them. Needs the scenario's route calls.",
+    "Retry at one layer only, with a budget.",
+)  # fmt: skip
+def retry_amplification(ctx: Context) -> Iterator[Finding]:
+    mesh = 1
+    for _doc, _base, data, _obj in _istio(ctx, "VirtualService"):
+        for _i, r in _routes(data):
+            retries = r.get("retries")
+            attempts = retries.get("attempts") if isinstance(retries, dict) else 2  # Istio's default: 2
+            mesh = max(mesh, 1 + int(attempts or 0))
+    for t in ctx.targets:
+        if t.behavior is None:
+            continue
+        for path, cost in t.behavior.routes.items():
+            for c in cost.calls:
+                total = mesh * c.retries.attempts
+                if total > ctx.thresholds.retry_amplification:
+                    tries = f"{mesh} mesh × {c.retries.attempts} app tries"
+                    msg = f"{path} → {c.dependency}: {tries} = {total} calls"
+                    yield ctx.finding("PS025", t, msg)

@@ -1,0 +1,342 @@
+"""Rules on one container's probes: missing, misdirected, too strict, too slow, too short."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from probesim.analysis.context import Context
+from probesim.analysis.findings import REGISTRY, Finding
+from probesim.analysis.rules.timing import (
+    Timing,
+    _probes,
+    as_strict,
+    check_ms,
+    exec_timeout_short,
+    liveness_slow,
+    plan,
+    readiness_slow,
+    restart_grace,
+    stricter,
+    timeout_below_check,
+    timeout_not_below_period,
+    wants_readiness,
+)
+from probesim.analysis.rules.timing import long_grace as long_grace_rule
+from probesim.manifests.kubernetes import container_port
+from probesim.model.duration import format_ms
+
+rule = REGISTRY.rule
+
+# -- parity with existing linters, done right ------------------------------------------------
+
+
+@rule(
+    "PS001", "readiness-probe-missing", "warning",
+    "A container a Service sends traffic to has no readiness probe.",
+    "Without readiness, the Service sends requests to a pod as soon as its container runs: "
+    "still starting, warming up or shutting down (seed 000: 3 of 12 requests lost to a pod "
+    "that needed 3 s to start). Only containers whose port a Service targets (by number or "
+    "name) are checked — helper containers are not, nor are Jobs and CronJobs.",
+    "Add a readinessProbe on a cheap, local endpoint that answers only when the pod can serve.",
+)  # fmt: skip
+def readiness_missing(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        if wants_readiness(t):
+            via = ", ".join(dict.fromkeys(f"{sv.name}:{p}" for sv, p, _ in t.serves))
+            msg = f"container {t.container.name} serves Service {via} with no readinessProbe"
+            pl = plan(ctx, t)
+            yield ctx.finding("PS001", t, msg, **pl.fix("readiness"))
+
+
+@rule(
+    "PS002", "probe-port-not-declared", "error",
+    "A probe's named port is not a port of its container.",
+    "The kubelet cannot resolve the name, the probe errors, and the error is discarded: "
+    "readiness then never passes and liveness never fires (reference/kubelet.md §2.3.26).",
+    "Use a port name declared in the container's ports, or a number.",
+)  # fmt: skip
+def port_not_declared(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        for kind, p in _probes(t):
+            handler = p.http_get or p.tcp_socket
+            if handler is not None and container_port(t.container, handler.port) is None:
+                h = "httpGet" if p.http_get is not None else "tcpSocket"
+                names = [cp.name for cp in t.container.ports if cp.name]
+                fix = (f"use one of the declared port names ({', '.join(names)}) or a number" if names
+                       else "use the port number, or declare the name in the container's ports")  # fmt: skip
+                yield ctx.finding(
+                    "PS002",
+                    t,
+                    f"{kind}Probe port {handler.port!r} is not a named port of {t.container.name}",
+                    (f"{kind}Probe", h, "port"),
+                    fix,
+                )
+
+
+@rule(
+    "PS004", "probe-port-not-exposed", "info",
+    "A probe's port number is not among the ports its container declares.",
+    "The kubelet probes the pod IP and port directly, so an undeclared port still works; but the "
+    "probe often targets a port the app does not listen on after a port change (kube-linter's "
+    "liveness-port / readiness-port checks). Containers that declare no ports are not checked.",
+    "Declare the port in the container's ports, by name, and probe it by that name.",
+)  # fmt: skip
+def port_not_exposed(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        declared = {cp.container_port for cp in t.container.ports}
+        if not declared:
+            continue
+        for kind, p in _probes(t):
+            handler = p.http_get or p.tcp_socket
+            if handler is not None and isinstance(handler.port, int) and handler.port not in declared:
+                h = "httpGet" if p.http_get is not None else "tcpSocket"
+                msg = f"{kind}Probe port {handler.port} is not declared (ports: {sorted(declared)})"
+                names = {cp.name for cp in t.container.ports}
+                name = "health" if "health" not in names else f"probe-{handler.port}"
+                port = {"name": name, "containerPort": handler.port}
+                yield ctx.finding("PS004", t, msg, (f"{kind}Probe", h, "port"), change={"ports": [port]},
+                                  note="then the probe can name it")  # fmt: skip
+
+
+@rule(
+    "PS003", "liveness-as-strict-as-readiness", "warning",
+    "Liveness acts as fast as readiness on the same check: a pod that should leave rotation is restarted.",
+    "When liveness and readiness probe the same thing and liveness gives up no later than "
+    "readiness, every slow spell restarts the container instead of only taking it out of "
+    "rotation (seed 002). Identical probes are fine when liveness is more tolerant — the "
+    "false positive users report against kube-score — so this rule compares failure budgets.",
+    "Give liveness a larger failure budget (periodSeconds × failureThreshold) than readiness, or "
+    "point it at a cheaper, self-contained endpoint.",
+)  # fmt: skip
+def liveness_as_strict(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        live, ready = t.container.liveness_probe, t.container.readiness_probe
+        if live is None or ready is None:
+            continue
+        lt, rt = Timing.of(live), Timing.of(ready)
+        if as_strict(lt, rt):
+            pl = plan(ctx, t)
+            yield ctx.finding(
+                "PS003",
+                t,
+                f"liveness gives up after {lt.budget}s, readiness after {rt.budget}s, on the same check",
+                ("livenessProbe",),
+                **pl.fix("liveness", "readiness"),
+            )
+
+
+@rule(
+    "PS005", "liveness-stricter-than-readiness", "warning",
+    "Liveness gives up sooner than readiness: a slow pod is restarted before it leaves the Service.",
+    "When liveness (on its own check, a management port or a /live path) tolerates less than "
+    "readiness, a slow spell — load, a long GC, a model still loading — restarts the container "
+    "while readiness would still be waiting, and the restart throws away whatever was warm; "
+    "without a startup probe a slow start is killed the same way. Readiness should act first "
+    "(the pod leaves the Service), liveness only on what a restart cures.",
+    "Give liveness a larger failure budget (periodSeconds × failureThreshold) than readiness, "
+    "and a startupProbe for a slow start.",
+)  # fmt: skip
+def liveness_stricter(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        live, ready = t.container.liveness_probe, t.container.readiness_probe
+        if live is None or ready is None:
+            continue
+        lt, rt = Timing.of(live), Timing.of(ready)
+        if stricter(lt, rt) and lt.failure > 1:  # at 1, PS010 says it, and its fix is this plan
+            msg = f"liveness gives up after {lt.budget}s, readiness only after {rt.budget}s"
+            if t.container.startup_probe is None:
+                msg += ", and there is no startupProbe"
+            pl = plan(ctx, t)
+            yield ctx.finding("PS005", t, msg, ("livenessProbe",), **pl.fix("liveness", "readiness"))
+
+
+@rule(
+    "PS006", "liveness-shares-readiness-path", "info",
+    "Liveness (and startup) probe the same HTTP path as readiness.",
+    "A readiness endpoint often checks what serving needs — the database, a cache, a downstream "
+    "API (Grafana's /api/health reports its database) — and then liveness on it restarts every "
+    "pod when that dependency fails, which cures nothing (seed 004; PS016 when a scenario says "
+    "the path calls a dependency). Not reported when the scenario's behaviour for the path "
+    "makes no call. No patch: the cure is an endpoint that checks only the process.",
+    "Point liveness (and the startup probe) at a self-contained path that checks only the "
+    "process (a /livez); if this path checks nothing outside it, say so with "
+    '`probesim.dev/ignore: "PS006=self-contained"`.',
+)  # fmt: skip
+def liveness_shares_path(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        live, ready = t.container.liveness_probe, t.container.readiness_probe
+        if live is None or ready is None or live.http_get is None or ready.http_get is None:
+            continue
+        lh, rh = live.http_get, ready.http_get
+        if lh.path != rh.path or container_port(t.container, lh.port) != container_port(t.container, rh.port):
+            continue
+        if t.behavior is not None:  # the scenario says what the path calls: PS016's business
+            continue
+        s = t.container.startup_probe
+        also = (
+            " (the startup probe too)"
+            if s is not None and s.http_get is not None and s.http_get.path == lh.path
+            else ""
+        )
+        msg = f"livenessProbe{also} and readinessProbe both probe {lh.path}: "
+        msg += "a dependency it checks restarts every pod"
+        yield ctx.finding("PS006", t, msg, ("livenessProbe", "httpGet", "path"))
+
+
+@rule(
+    "PS007", "probe-timeout-below-check-time", "warning",
+    "A probe's timeout does not cover its check's time in the scenario, with room for the tail.",
+    "A check that takes as long as its timeout fails on a slow answer and under any load: the "
+    "probe flaps, readiness takes the pod out, liveness restarts it (what `probesim run` shows "
+    "as timeouts). The check's time is its path's (or exec command's) CPU and wait in the "
+    "scenario, unloaded; the tail is taken as twice that (a simplification: the load's own "
+    "latency is not counted). Needs the scenario's behaviour.",
+    "Raise timeoutSeconds above twice the check's time (and periodSeconds above the timeout), "
+    "or make the check cheaper.",
+)  # fmt: skip
+def timeout_below_check_time(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        for kind, p in _probes(t):
+            if timeout_below_check(t, p):
+                msg = f"{kind}Probe takes {format_ms(int(check_ms(t, p)))} a check, timeoutSeconds is "
+                msg += f"{p.timeout_seconds}"
+                pl = plan(ctx, t)
+                yield ctx.finding("PS007", t, msg, (f"{kind}Probe", "timeoutSeconds"), **pl.fix(kind))
+
+
+# -- what none of them check -----------------------------------------------------------------
+
+
+@rule(
+    "PS010", "liveness-failure-threshold-one", "error",
+    "Liveness restarts the container on a single failed probe.",
+    "One GC pause, one slow answer under load, one dropped packet kills the container (seed 002; "
+    "seed 004: failureThreshold 1 on liveness turned a partial outage into a total one).",
+    "Use failureThreshold 3 or more; size period × threshold to how long a real hang may last.",
+)  # fmt: skip
+def liveness_threshold_one(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        p = t.container.liveness_probe
+        if p is not None and p.failure_threshold == 1:
+            msg = "livenessProbe.failureThreshold is 1"
+            if t.workload.kind == "DaemonSet":
+                msg += ": one slow answer kills this node's only pod of the DaemonSet"
+            pl = plan(ctx, t)
+            yield ctx.finding("PS010", t, msg, ("livenessProbe", "failureThreshold"), **pl.fix("liveness"))
+
+
+@rule(
+    "PS011", "probe-timeout-not-below-period", "warning",
+    "A probe's timeout is not shorter than its period.",
+    "The next tick comes while the probe still waits; the kubelet runs it once when the probe "
+    "returns, so checks bunch up and the period no longer means what it says (§2.1.7).",
+    "Keep timeoutSeconds below periodSeconds.",
+)  # fmt: skip
+def timeout_ge_period(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        for kind, p in _probes(t):
+            if timeout_not_below_period(Timing.of(p)):
+                pl = plan(ctx, t)
+                yield ctx.finding(
+                    "PS011",
+                    t,
+                    f"{kind}Probe timeoutSeconds {p.timeout_seconds} ≥ periodSeconds {p.period_seconds}",
+                    (f"{kind}Probe", "timeoutSeconds"),
+                    **pl.fix(kind),
+                )
+
+
+@rule(
+    "PS014", "hang-detection-too-slow", "warning",
+    "A hung container is acted on, or back, later than thresholds.detectionTarget / restartTarget.",
+    "Worst-case detection is periodSeconds × failureThreshold + timeoutSeconds (seed 002); the "
+    "restart then waits for the kill's grace period (the probe-level one, else the pod's, at "
+    "least 2 s), and all that time the pod may still get traffic.",
+    "Shorten period or threshold, set a probe-level terminationGracePeriodSeconds, or raise the "
+    "targets in .probesim.yaml if the delay is intended.",
+)  # fmt: skip
+def detection(ctx: Context) -> Iterator[Finding]:
+    th = ctx.thresholds
+    for t in ctx.targets:
+        p = t.container.liveness_probe
+        if p is None:
+            continue
+        lt = Timing.of(p)
+        if liveness_slow(ctx, t, lt):
+            back = lt.act_s + restart_grace(t, lt)
+            targets = f"targets {format_ms(th.detection_target_ms)} / {format_ms(th.restart_target_ms)}"
+            msg = f"a hang is acted on after {format_ms(lt.act_s * 1000)}, the container back after "
+            msg += f"{format_ms(back * 1000)} ({targets})"
+            pl = plan(ctx, t)
+            yield ctx.finding("PS014", t, msg, ("livenessProbe",), **pl.fix("liveness"))
+
+
+@rule(
+    "PS019", "readiness-removal-too-slow", "warning",
+    "A failing pod stays in the Service longer than thresholds.detectionTarget.",
+    "Readiness takes a pod out of its Service after periodSeconds × failureThreshold + "
+    "timeoutSeconds of failures; all that time the Service keeps sending it requests, which fail "
+    "(a router probed every 60 s, 30 failures allowed, serves errors for half an hour). A "
+    "liveness probe is no cure: it restarts the pod, it does not stop the traffic, and it should "
+    "be the more tolerant of the two (PS003).",
+    "Lower readiness's failureThreshold (or its period) so a failing pod leaves within the target.",
+)  # fmt: skip
+def readiness_slow_removal(ctx: Context) -> Iterator[Finding]:
+    th = ctx.thresholds
+    for t in ctx.targets:
+        p = t.container.readiness_probe
+        if p is None:
+            continue
+        rt = Timing.of(p)
+        if readiness_slow(ctx, rt):
+            msg = f"a failing pod is taken out of its Service after {format_ms(rt.act_s * 1000)} "
+            msg += f"(target {format_ms(th.detection_target_ms)})"
+            pl = plan(ctx, t)
+            yield ctx.finding("PS019", t, msg, ("readinessProbe",), **pl.fix("readiness"))
+
+
+@rule(
+    "PS015", "exec-probe-default-timeout", "warning",
+    "An exec probe has 1 s to run: the default timeout, or one set to 1.",
+    "Exec probes start a process in the container; under load that alone can take over a second, "
+    "and since ExecProbeTimeout (v1.20+) a timed-out exec is a failure (reference §1.5.19). A "
+    "timeoutSeconds of 1 written out is as short as the default (a `mysql -e \"SELECT 1\"` "
+    "readiness check times out and flaps under load).",
+    "Set timeoutSeconds for exec probes above the command's real run time (the fix sets 5, and "
+    "a period above it).",
+)  # fmt: skip
+def exec_timeout(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        for kind, p in _probes(t):
+            if exec_timeout_short(Timing.of(p)):
+                given = (
+                    "timeoutSeconds 1"
+                    if "timeoutSeconds" in t.raw_probe(kind)
+                    else "the default timeoutSeconds (1)"
+                )
+                pl = plan(ctx, t)
+                yield ctx.finding(
+                    "PS015", t, f"{kind}Probe is exec with {given}", (f"{kind}Probe",),
+                    **pl.fix(kind),
+                )  # fmt: skip
+
+
+@rule(
+    "PS018", "long-grace-without-probe-grace", "info",
+    "A long pod grace period also delays restarts after a liveness failure.",
+    "A container killed for failing liveness gets the pod's terminationGracePeriodSeconds to stop; "
+    "a hung one uses all of it before the restart. The probe-level terminationGracePeriodSeconds "
+    "(GA in v1.28) shortens only that case (reference §1.1.3, §2.4.32).",
+    "Set livenessProbe.terminationGracePeriodSeconds to a few seconds.",
+)  # fmt: skip
+def long_grace(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        p = t.container.liveness_probe
+        if p is not None and long_grace_rule(ctx, t, Timing.of(p)):
+            grace = t.workload.pod_spec.termination_grace_period_seconds * 1000
+            pl = plan(ctx, t)
+            yield ctx.finding(
+                "PS018", t, f"a hung container waits {format_ms(grace)} before its restart",
+                ("livenessProbe",),
+                **pl.fix("liveness"),
+            )  # fmt: skip

@@ -1,0 +1,356 @@
+"""The probe-timing model: what a container's probe fields mean in time — how long failures are
+tolerated (the budget, period × failureThreshold), the worst case from a hang to the kubelet acting
+(budget + timeout), the start-up budget (initialDelay + failureThreshold × period), the timeout
+against what the check needs — and the one plan of values that satisfies every probe rule at once.
+
+Every rule that reads a probe judges it with these figures, and every rule that fixes one takes
+its patch from :func:`plan`, so two findings on one container never ask for two values of one
+field: their patches are the same plan."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from probesim.analysis.context import Context, Target
+from probesim.analysis.rules.handlers import readiness_handler, serves_nothing
+from probesim.engine.capacity import probe_cost
+from probesim.model.kubernetes import Probe, ProbeType
+
+KINDS: tuple[ProbeType, ...] = ("startup", "readiness", "liveness")
+NICE_PERIODS = (30, 20, 15, 10, 5, 3, 2, 1)  # the period chosen when one must shrink
+EXEC_TIMEOUT = 5  # an exec probe's timeout: a process start under load fits (reference §1.5.19)
+PROBE_GRACE = 10  # livenessProbe.terminationGracePeriodSeconds a fix sets
+
+
+def _probes(t: Target) -> Iterator[tuple[ProbeType, Probe]]:
+    for kind in KINDS:
+        p = t.container.probe(kind)
+        if p is not None:
+            yield kind, p
+
+
+def _threshold_for(start_ms: int, p: Probe) -> int:
+    """The failureThreshold whose budget (initialDelay + threshold × period) is 1.5 × ``start_ms``."""
+    need_ms = 1.5 * start_ms - p.initial_delay_seconds * 1000
+    return max(3, -int(-need_ms // (p.period_seconds * 1000)))
+
+
+def _path(p: Probe) -> str | None:
+    return p.http_get.path if p.http_get is not None else None
+
+
+@dataclass(frozen=True)
+class Timing:
+    """One probe's timing fields (seconds), as they are or as a plan sets them."""
+
+    period: int
+    timeout: int
+    failure: int
+    delay: int = 0
+    grace: int | None = None  # the probe-level terminationGracePeriodSeconds
+    check: Any = None  # what it checks (handler), to tell two probes of the same check
+    exec: bool = False
+
+    @classmethod
+    def of(cls, p: Probe) -> Timing:
+        check = (p.http_get, p.tcp_socket, p.exec, p.grpc)
+        return cls(p.period_seconds, p.timeout_seconds, p.failure_threshold, p.initial_delay_seconds,
+                   p.termination_grace_period_seconds, check, p.exec is not None)  # fmt: skip
+
+    @property
+    def budget(self) -> int:
+        """Seconds of failures tolerated before the kubelet acts."""
+        return self.period * self.failure
+
+    @property
+    def act_s(self) -> int:
+        """The worst case from a hang to the kubelet acting: the budget, plus the last timeout."""
+        return self.budget + self.timeout
+
+    @property
+    def startup_s(self) -> int:
+        """The start-up budget: how long after the container starts the probe gives up."""
+        return self.delay + self.budget
+
+
+TAIL = 2.0  # the latency tail a timeout must cover, as a multiple of the check's own time
+
+
+def check_ms(t: Target, p: Probe) -> float:
+    """What one check of ``p`` takes in the scenario (its path's CPU + wait, unloaded; its
+    dependency calls are PS016/PS017's business), 0 without a scenario or for a tcpSocket."""
+    b = t.behavior
+    if b is None or p.tcp_socket is not None:
+        return 0.0
+    if p.http_get is not None:
+        key = p.http_get.path
+    elif p.exec is not None:
+        key = "exec:" + " ".join(p.exec.command)
+    else:
+        key = "grpc:" + (p.grpc.service or "" if p.grpc is not None else "")
+    cost = probe_cost(b, key)
+    return float(cost.cpu + cost.wall)
+
+
+def timeout_below_check(t: Target, p: Probe) -> bool:
+    """The check's own time, doubled for its tail, reaches the timeout (PS007)."""
+    need = check_ms(t, p)
+    return need > 0 and TAIL * need >= p.timeout_seconds * 1000
+
+
+def restart_grace(t: Target, live: Timing) -> int:
+    """The seconds a liveness kill waits before the restart: the probe's grace, else the pod's,
+    at least 2 s (the kubelet's minimum)."""
+    g = live.grace if live.grace is not None else t.workload.pod_spec.termination_grace_period_seconds
+    return max(g, 2)
+
+
+# -- what each rule judges -------------------------------------------------------------------
+
+
+def timeout_not_below_period(p: Timing) -> bool:
+    return p.timeout >= p.period
+
+
+def exec_timeout_short(p: Timing) -> bool:
+    return p.exec and p.timeout <= 1
+
+
+def liveness_slow(ctx: Context, t: Target, live: Timing) -> bool:
+    th = ctx.thresholds
+    back = live.act_s + restart_grace(t, live)
+    return live.act_s * 1000 > th.detection_target_ms or back * 1000 > th.restart_target_ms
+
+
+def readiness_slow(ctx: Context, ready: Timing) -> bool:
+    return ready.act_s * 1000 > ctx.thresholds.detection_target_ms
+
+
+def as_strict(live: Timing, ready: Timing) -> bool:
+    """Liveness gives up no later than readiness on the same check."""
+    return live.check == ready.check and live.budget <= ready.budget
+
+
+def stricter(live: Timing, ready: Timing) -> bool:
+    """Liveness gives up sooner than readiness on another check (PS005)."""
+    return live.check != ready.check and live.budget < ready.budget
+
+
+def outlasted(live: Timing, ready: Timing) -> bool:
+    """Liveness does not outlast readiness: PS003's case or PS005's."""
+    return as_strict(live, ready) or stricter(live, ready)
+
+
+def long_grace(ctx: Context, t: Target, live: Timing) -> bool:
+    pod = t.workload.pod_spec.termination_grace_period_seconds * 1000
+    return live.grace is None and pod >= ctx.thresholds.long_grace_ms
+
+
+# -- the plan ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    """The probe values of one container that satisfy every probe rule, and what they give."""
+
+    before: dict[ProbeType, Timing]
+    after: dict[ProbeType, Timing]
+    added: dict[ProbeType, dict[str, Any]] = field(default_factory=dict)  # whole new probes
+    handler_note: str = ""
+    reasons: list[str] = field(default_factory=list)  # which constraint won, where two met
+
+    def change(self, *kinds: ProbeType) -> dict[str, Any]:
+        """The container's fields to patch for a finding on ``kinds`` (all probes when none is
+        named): those probes' values in the plan, and with them every probe whose value the plan
+        chose against theirs — liveness and readiness when both change (liveness must outlast
+        readiness), liveness and startup when both change (startup covers what liveness no
+        longer does) — so that applying it alone adds no finding. A probe the plan adds is in
+        only when asked for."""
+        changed = {
+            k
+            for k in KINDS
+            if k in self.after and (k in self.added or _fields(self.after[k], self.before[k]))
+        }
+        want = set(kinds or KINDS) & changed
+        for _ in range(2):  # to a fixed point: startup pulls liveness in, which pulls readiness
+            for pair in (("liveness", "readiness"), ("liveness", "startup")):
+                if want & set(pair) and set(pair) <= changed:
+                    want |= {k for k in pair if k not in self.added or k in kinds or not kinds}
+        out: dict[str, Any] = {}
+        for kind in KINDS:
+            if kind not in want:
+                continue
+            a = self.after[kind]
+            if kind in self.added:
+                probe = dict(self.added[kind])
+                probe.update(_fields(a, None))
+                out[f"{kind}Probe"] = probe
+            else:
+                out[f"{kind}Probe"] = _fields(a, self.before[kind])
+        return out
+
+    def note(self, change: dict[str, Any] | None = None) -> str:
+        """What the plan gives, in the terms the rules judge: for each probe the container keeps
+        or ``change`` adds."""
+        parts = []
+
+        def kept(kind: ProbeType) -> Timing | None:
+            if kind in self.added and (change is None or f"{kind}Probe" not in change):
+                return None
+            if change is not None and f"{kind}Probe" not in change:
+                return self.before.get(kind)
+            return self.after.get(kind)
+
+        s, r, live = kept("startup"), kept("readiness"), kept("liveness")
+        if s is not None:
+            parts.append(f"startup allows {s.startup_s}s")
+        if r is not None:
+            parts.append(f"readiness takes a failing pod out within {r.act_s}s")
+        if live is not None:
+            parts.append(f"liveness acts on a hang within {live.act_s}s")
+        text = ", ".join(parts)
+        if self.reasons and (change is None or "readinessProbe" in change):
+            text += "; " + "; ".join(self.reasons)
+        added = "readiness" in self.added and (change is None or "readinessProbe" in change)
+        return f"{text}; {self.handler_note}" if self.handler_note and added else text
+
+    def fix(self, *kinds: ProbeType) -> dict[str, Any]:
+        """A finding's fix on ``kinds``: ``change`` and ``note``, as Context.finding takes them."""
+        change = self.change(*kinds)
+        return {"change": change, "note": self.note(change)}
+
+
+def _fields(a: Timing, b: Timing | None) -> dict[str, Any]:
+    names = (("periodSeconds", "period"), ("timeoutSeconds", "timeout"), ("failureThreshold", "failure"),
+             ("terminationGracePeriodSeconds", "grace"))  # fmt: skip
+    out: dict[str, Any] = {}
+    for raw, attr in names:
+        v = getattr(a, attr)
+        if v is not None and (b is None or getattr(b, attr) != v):
+            out[raw] = v
+    return out
+
+
+def _nice(seconds: int) -> int:
+    return next((p for p in NICE_PERIODS if p <= seconds), 1)
+
+
+def _fit(p: Timing, target_s: int, min_failure: int = 1) -> Timing:
+    """``p`` with its worst case to act within ``target_s``: failureThreshold lowered, and the
+    period too (to a round value, failureThreshold 3) when even ``min_failure`` does not fit."""
+    if p.act_s <= target_s:
+        return p
+    most = (target_s - p.timeout) // p.period
+    if most >= min_failure:
+        return replace(p, failure=most)
+    failure = max(min_failure, 3)
+    period = _nice(max(1, (target_s - 1) // (failure + 1)))
+    timeout = max(1, min(p.timeout, period - 1))
+    while period > 1 and failure * period + timeout > target_s:
+        period = _nice(period - 1)
+        timeout = max(1, min(timeout, period - 1))
+    return replace(p, period=period, timeout=timeout, failure=failure)
+
+
+def _sane_timeout(p: Timing, target_s: int, need_ms: float = 0.0) -> Timing:
+    """An exec probe's timeout at least EXEC_TIMEOUT, and every timeout above TAIL × the check's
+    own time (``need_ms``); every timeout below its period (the period raised when the detection
+    target allows it or the timeout was raised for the check, else the timeout lowered)."""
+    if p.exec and p.timeout <= 1:
+        p = replace(p, timeout=EXEC_TIMEOUT)
+    need_s = int(TAIL * need_ms // 1000) + 1 if need_ms > 0 else 0
+    raised = need_s > p.timeout
+    if raised:
+        p = replace(p, timeout=need_s)
+    if p.timeout >= p.period:
+        if 2 * (p.timeout + 1) + p.timeout <= target_s or p.exec or raised:
+            p = replace(p, period=p.timeout + 1 if not p.exec else max(10, p.timeout + 1))
+        else:
+            p = replace(p, timeout=max(1, p.period - 1)) if p.period > 1 else replace(p, period=2, timeout=1)
+    return p
+
+
+def plan(ctx: Context, t: Target) -> Plan:
+    """The one set of probe values for ``t`` that every probe rule accepts (documented in
+    docs/rules.md, "How fixes are computed")."""
+    th = ctx.thresholds
+    det_s = th.detection_target_ms // 1000
+    before = {kind: Timing.of(p) for kind, p in _probes(t)}
+    after = dict(before)
+    added: dict[ProbeType, dict[str, Any]] = {}
+    handler_note = ""
+    reasons: list[str] = []  # which constraint won where two met on one field
+    live = after.get("liveness")
+    chosen = readiness_handler(t) if "readiness" not in after and wants_readiness(t) else None
+    if chosen is not None:
+        handler, handler_note = chosen
+        check = _check_of(t, handler)
+        is_exec = "exec" in handler
+        period = 10 if is_exec else 5
+        if live is not None and live.check == check:
+            period = min(period, live.period)
+        after["readiness"] = Timing(period, EXEC_TIMEOUT if is_exec else 1, 3, 0, None, check, is_exec)
+        added["readiness"] = handler
+    for kind in KINDS:
+        if kind in after:
+            probe = t.container.probe(kind)
+            need = check_ms(t, probe) if probe is not None else 0.0
+            after[kind] = _sane_timeout(after[kind], det_s, need)
+    r = after.get("readiness")
+    if r is not None:
+        r = after["readiness"] = _fit(r, det_s, 2)
+    live = after.get("liveness")
+    if live is not None:
+        pod_grace = t.workload.pod_spec.termination_grace_period_seconds
+        # A probe-level grace when the pod's is long (PS018), or leaves liveness less room
+        # than the detection target before the restart target.
+        tight = th.restart_target_ms // 1000 - max(pod_grace, 2) < det_s and pod_grace > PROBE_GRACE
+        if live.grace is None and (pod_grace * 1000 >= th.long_grace_ms or tight):
+            live = replace(live, grace=PROBE_GRACE)
+        if live.failure == 1:
+            live = replace(live, failure=3)
+        room = min(det_s, th.restart_target_ms // 1000 - restart_grace(t, live))
+        live = _fit(live, room, 2)
+        most = (room - live.timeout) // live.period
+        if r is not None and outlasted(live, r):
+            want = max(r.budget // live.period + 1, -(-2 * r.budget // live.period))
+            live = replace(live, failure=max(min(want, most), live.failure))
+            if outlasted(live, r):  # liveness cannot outlast readiness within the target: readiness yields
+                reasons.append("readiness below liveness, which the detection target caps")
+                r = after["readiness"] = replace(r, failure=max(1, (live.budget - 1) // r.period))
+                if outlasted(live, r):
+                    r = after["readiness"] = replace(r, period=max(1, (live.budget - 1) // r.failure))
+        after["liveness"] = live
+    b = t.behavior
+    s = after.get("startup")
+    if b is not None and s is not None and s.startup_s * 1000 <= b.start:
+        p = t.container.startup_probe
+        assert p is not None
+        after["startup"] = replace(
+            s, failure=_threshold_for(b.start, p.model_copy(update={"period_seconds": s.period}))
+        )
+    elif b is not None and s is None and live is not None and live.startup_s * 1000 <= b.start:
+        lp = t.container.liveness_probe
+        assert lp is not None
+        period = min(live.period, 10)
+        fresh = lp.model_copy(update={"initial_delay_seconds": 0, "period_seconds": period})
+        after["startup"] = Timing(
+            period, live.timeout, _threshold_for(b.start, fresh), 0, None, live.check, live.exec
+        )
+        raw = t.raw_probe("liveness")
+        added["startup"] = {k: raw[k] for k in ("httpGet", "tcpSocket", "exec", "grpc") if k in raw}
+    return Plan(before, after, added, handler_note, reasons)
+
+
+def wants_readiness(t: Target) -> bool:
+    """Whether the plan adds a readiness probe: a Service sends the container traffic (and it
+    serves something: not the pause image, not a sleep)."""
+    return bool(t.serves) and t.container.readiness_probe is None and not serves_nothing(t)
+
+
+def _check_of(t: Target, handler: dict[str, Any]) -> Any:
+    """The check a raw handler makes, as Timing.check compares it (the parsed handlers)."""
+    probe = Probe.model_validate(handler)
+    return (probe.http_get, probe.tcp_socket, probe.exec, probe.grpc)
