@@ -10,6 +10,8 @@ population decides alone. Per client and step, counts only:
 - host health reaching the load balancer through the cluster manager's merge window: a change
   within a window of the last one waits for the window's end;
 - hosts that leave the cluster (out of the endpoints) lose their monitor and ejection;
+- a timed-out request reaching its host's monitor when the route's timer fires (the request's
+  time + the timeout), not when it was sent;
 - fault injection before sending (aborts never reach a host: no outlier update, no retry, §5.1);
 - retries of connect failures (Istio's default retry_on) onto other hosts;
 - mirroring as counted copies.
@@ -23,6 +25,7 @@ request that caused them whatever the step.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -147,6 +150,10 @@ class Client:
     last_update: int = LONG_AGO  # the last health delivery to the load balancer
     pending: int | None = None  # when merged health changes are delivered
     seen: bool = False  # membership known (the route has sent)
+    # Detections caused by a timeout, waiting for the route's timer: (time, check order, host,
+    # kind), a heap; ``waiting`` marks their hosts (no new detection is looked for meanwhile).
+    due: list[tuple[int, int, int, str]] = field(default_factory=list)
+    waiting: B = field(init=False)
     # The endpoints array ``member`` was last checked against (the loop makes a new one when
     # they change), and _plain's (view, visible, healthy hosts, every bad host ejected).
     member_of: B | None = None
@@ -155,6 +162,7 @@ class Client:
     def __post_init__(self) -> None:
         n = self.n
         self.member, self.ejected, self.visible = np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, bool)
+        self.waiting = np.zeros(n, bool)
         for name in (
             "c5xx",
             "cgw",
@@ -178,6 +186,14 @@ class Client:
         for a in (self.rq, self.rq_failed, self.lrq, self.lrq_failed):
             a[hosts] = 0
         self.ejected_at[hosts] = self.unejected_at[hosts] = -1
+        if self.waiting[hosts].any():  # a timeout still to fire finds no monitor
+            self.due = [d for d in self.due if not hosts[d[2]]]
+            heapq.heapify(self.due)
+            self.waiting[hosts] = False
+
+    def due_at(self) -> int | None:
+        """The time of the next timeout detection (it happens just after requests of that ms)."""
+        return self.due[0][0] if self.due else None
 
 
 @dataclass
@@ -315,6 +331,18 @@ class MeshRoute:
             route.timeout if route else None
         )
         self.times_out = timeout is not None and ms(timeout) not in (None, 0)
+        # When a timed-out request reaches outlier detection: the router's timer fires
+        # onResponseTimeout (global timeout, armed at onRequestComplete) or the per-try timeout,
+        # whichever is first; both call updateOutlierDetection(LocalOriginTimeout) (router.cc).
+        limits = [
+            ms(x)
+            for x in (
+                route.retries.per_try_timeout if route and route.retries else None,
+                route.timeout if route else None,
+            )
+            if x
+        ]
+        self.timeout_ms = min((v for v in limits if v), default=0)
         mirror = 0.0
         if route is not None:
             if route.mirror is not None:
@@ -380,15 +408,24 @@ class MeshRoute:
         """In time order: merged deliveries before ``until`` (a request sent at the timer's
         instant was picked before it fires), interval ticks at or before it."""
         while True:
-            deliver = c.pending is not None and c.pending <= 2 * until
-            tick = c.next_tick is not None and c.next_tick <= until
-            if deliver and (not tick or c.pending <= 2 * c.next_tick):  # type: ignore[operator]
+            # Keys 2 × ms + lag: a timeout's detection comes just after requests of its ms.
+            keys = []
+            if c.pending is not None and c.pending <= 2 * until:
+                keys.append((c.pending, 0))
+            if c.next_tick is not None and c.next_tick <= until:
+                keys.append((2 * c.next_tick, 1))
+            if c.due and c.due[0][0] < until:
+                keys.append((2 * c.due[0][0] + 1, 2))
+            if not keys:
+                return
+            which = min(keys)[1]
+            if which == 0:
                 self._deliver(c)
-            elif tick:
+            elif which == 1:
                 assert c.next_tick is not None
                 self._tick(ci, c, c.next_tick)
             else:
-                return
+                self._timed_out(ci, c, *heapq.heappop(c.due))
 
     def _tick(self, ci: int, c: Client, now: int) -> None:
         """One run of the interval timer (``onIntervalTimer``): unejections, success rate and
@@ -561,6 +598,8 @@ class MeshRoute:
             return False
         if c.pending is not None and first((c.pending + 1) // 2) < m:
             return False
+        if c.due and first(c.due[0][0] + 1) < m:
+            return False
         view = self._view
         members = view.members
         if members.size == 0:
@@ -663,6 +702,7 @@ class MeshRoute:
             self._advance(ci, c, at(0))
             ticks = c.next_tick is not None and first(c.next_tick) < m
             delivers = c.pending is not None and first((c.pending + 1) // 2) < m
+            delivers |= bool(c.due) and first(c.due[0][0] + 1) < m
             if not ticks and not delivers:
                 hosts, panic = self._hosts(c, in_eps)
                 if hosts.size and not panic and not self._view.bad[hosts].any():
@@ -685,6 +725,8 @@ class MeshRoute:
                 limit = min(limit, first(c.next_tick))
             if c.pending is not None:
                 limit = min(limit, first((c.pending + 1) // 2))  # a lagged delivery follows its ms
+            if c.due:
+                limit = min(limit, first(c.due[0][0] + 1))
             avail = max(limit - j, 1)
             hosts, panic = self._hosts(c, in_eps)
             if hosts.size == 0:
@@ -792,7 +834,7 @@ class MeshRoute:
             )
             if d.consecutive_local == 1:
                 need = np.minimum(need, np.where(timed_out, 1, never))
-        return np.where(c.ejected[hosts], never, need)
+        return np.where(c.ejected[hosts] | c.waiting[hosts], never, need)
 
     def _report(
         self,
@@ -846,7 +888,40 @@ class MeshRoute:
         d = self.detector
         if d is None:
             return
-        thresholds = {
+        thresholds = self._thresholds(c)
+        hits = (bad_code & (st >= 502) & (st <= 504), bad_code, sent & (refused | timed_out) & self.split)
+        found: list[tuple[int, int, int, str]] = []  # (time, check order, host index, kind)
+        for rank, (kind, hit) in enumerate(zip(thresholds, hits, strict=True)):
+            counter, threshold, _ = thresholds[kind]
+            if threshold <= 0:
+                continue
+            for i in np.flatnonzero(
+                hit & (counter[hosts] >= threshold) & ~c.ejected[hosts] & ~c.waiting[hosts]
+            ):
+                v, p = int(counter[hosts[i]]), int(per[i])
+                # The x-th of the host's requests made the counter equal the threshold; then
+                # every threshold more while the detection does not eject.
+                for x in range(max(1, p - (v - threshold)), p + 1, threshold):
+                    found.append((when(int(i), x), rank, int(i), kind))
+        found.sort()
+        for te, rank, hi, kind in found:
+            h = int(hosts[hi])
+            if c.ejected[h]:
+                continue  # §2.3.2: ignored while ejected, the counter not reset
+            if hung[hi] and self.timeout_ms:
+                # A timeout reaches the monitor when the router's timer fires, not when the
+                # request was sent (router.cc: onResponseTimeout -> updateOutlierDetection(
+                # LocalOriginTimeout)): the host keeps getting requests until then.
+                heapq.heappush(c.due, (te + self.timeout_ms, rank, h, kind))
+                c.waiting[h] = True
+                continue
+            self._detected(te, ci, c, h, kind)
+
+    def _thresholds(self, c: Client) -> dict[str, tuple[I64, int, int]]:
+        """Each consecutive check: its counter, threshold and enforcement, in Envoy's order."""
+        d = self.detector
+        assert d is not None
+        return {
             "CONSECUTIVE_GATEWAY_FAILURE": (c.cgw, d.consecutive_gateway, d.enforce_gateway),
             "CONSECUTIVE_5XX": (c.c5xx, d.consecutive_5xx, d.enforce_5xx),
             "CONSECUTIVE_LOCAL_ORIGIN_FAILURE": (
@@ -855,31 +930,23 @@ class MeshRoute:
                 d.enforce_local,
             ),
         }
-        hits = (bad_code & (st >= 502) & (st <= 504), bad_code, sent & (refused | timed_out) & self.split)
-        found: list[tuple[int, int, int, str]] = []  # (time, check order, host index, kind)
-        for rank, (kind, hit) in enumerate(zip(thresholds, hits, strict=True)):
-            counter, threshold, _ = thresholds[kind]
-            if threshold <= 0:
-                continue
-            for i in np.flatnonzero(hit & (counter[hosts] >= threshold) & ~c.ejected[hosts]):
-                v, p = int(counter[hosts[i]]), int(per[i])
-                # The x-th of the host's requests made the counter equal the threshold; then
-                # every threshold more while the detection does not eject.
-                for x in range(max(1, p - (v - threshold)), p + 1, threshold):
-                    found.append((when(int(i), x), rank, int(i), kind))
-        found.sort()
-        for te, _, hi, kind in found:
-            h = int(hosts[hi])
-            if c.ejected[h]:
-                continue  # §2.3.2: ignored while ejected, the counter not reset
-            if kind == "CONSECUTIVE_5XX":
-                self.stats.ejections_consecutive_5xx += 1
-            counter, threshold, enforce = thresholds[kind]
-            # The counter restarts after a detection, whether it ejects or not.
-            if self._eject_or_not(te, ci, c, h, enforce, kind, lag=1):
-                counter[h] = 0
-            else:
-                counter[h] = max(int(counter[h]) - int(threshold), 0)
+
+    def _detected(self, te: int, ci: int, c: Client, h: int, kind: str) -> None:
+        """A consecutive counter reached its threshold at ``te``: the detection, then the
+        counter restarts, whether it ejects or not."""
+        if kind == "CONSECUTIVE_5XX":
+            self.stats.ejections_consecutive_5xx += 1
+        counter, threshold, enforce = self._thresholds(c)[kind]
+        if self._eject_or_not(te, ci, c, h, enforce, kind, lag=1):
+            counter[h] = 0
+        else:
+            counter[h] = max(int(counter[h]) - int(threshold), 0)
+
+    def _timed_out(self, ci: int, c: Client, te: int, rank: int, h: int, kind: str) -> None:
+        """A waiting timeout detection fires (its request's time + the route's timeout)."""
+        c.waiting[h] = any(d[2] == h for d in c.due)
+        if not c.ejected[h]:
+            self._detected(te, ci, c, h, kind)
 
     def _event(self, t: int, ci: int, h: int, action: str, kind: str, enforced: bool) -> None:
         """A line of Envoy's outlier detection event log (§2.12), from client ``ci``'s sidecar."""
