@@ -14,7 +14,10 @@ population decides alone. Per client and step, counts only:
   time + the timeout), not when it was sent;
 - fault injection before sending (aborts never reach a host: no outlier update, no retry, §5.1);
 - retries of connect failures (Istio's default retry_on) onto other hosts;
-- mirroring as counted copies.
+- mirroring as counted copies;
+- traffic splits (a VirtualService route's weighted destinations: subsets of a DestinationRule,
+  other hosts): a cluster per destination, each with its sidecars' own load balancer and
+  detector (SplitRoute), the requests of a step shared out by weight deterministically.
 
 A client's requests in a step are spread evenly over it (the route's k-th request of the step at
 ``t + k × step / n``, client ``k mod clients``), and the step is cut at each change a request can
@@ -26,16 +29,18 @@ request that caused them whatever the step.
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
-from probesim.engine.fleet import Fleet
+from probesim.engine.fleet import Fleet, Route
 from probesim.manifests.kubernetes import container_port
 from probesim.mesh.envoy import DEFAULT_RETRY_ON, cluster_name
-from probesim.mesh.istio import DestinationRule, HTTPRoute, OutlierDetection, find_route, ms
+from probesim.mesh.istio import DestinationRule, HTTPRoute, OutlierDetection, TrafficPolicy, find_route, ms
+from probesim.model.kubernetes import Service
 from probesim.model.scenario import Scenario, Traffic
 from probesim.results import Event
 
@@ -964,6 +969,98 @@ class MeshRoute:
         return self.n_ejected
 
 
+def _stride(total: int) -> int:
+    """The step through 0 .. total - 1 that spreads the weighted picks: coprime with the total
+    (so every value comes once in each ``total`` requests), near total × 0.618 (the golden
+    ratio's, so that consecutive values fall far apart)."""
+    p = max(1, round(total * 0.6180339887))
+    for d in range(total):
+        for c in (p - d, p + d):
+            if 1 <= c < total and math.gcd(c, total) == 1:
+                return c
+    return 1
+
+
+def weighted_counts(weights: list[int], before: int, n: int) -> list[int]:
+    """Requests ``before`` .. ``before + n`` of a route shared among its weighted clusters.
+    Envoy draws each request's cluster from the stream's random value: ``random % total``
+    against the running sum of the weights (config_impl.cc, WeightedClusterEntry /
+    pickWeightedCluster). Here the k-th request's value is ``k × stride % total`` instead, a
+    deterministic sequence that takes every value once in each ``total`` requests: after any
+    whole number of ``total`` requests each cluster has exactly its weight's share, and in
+    between it is within a few requests of it (under 3 for Istio's total of 100)."""
+    total = sum(weights)
+    if total <= 0:
+        return [0] * len(weights)
+    cum = np.cumsum(weights)
+    whole, rem = divmod(n, total)
+    k = before + whole * total + np.arange(rem, dtype=np.int64)
+    picked = np.searchsorted(cum, (k * _stride(total)) % total, side="right")
+    extra = np.bincount(picked, minlength=len(weights))
+    return [int(whole * w + e) for w, e in zip(weights, extra, strict=True)]
+
+
+class SplitRoute:
+    """The sidecars of a traffic route whose VirtualService route splits it: one MeshRoute per
+    destination cluster (its own hosts, load balancer and outlier detection, as Envoy has a
+    cluster per subset), behind one ``send`` over the union of their hosts."""
+
+    def __init__(self, parts: list[MeshRoute], weights: list[int]) -> None:
+        self.parts, self.weights = parts, weights
+        self.pods = np.unique(np.concatenate([m.pods for m in parts])) if parts else np.zeros(0, np.int64)
+        self.index = [np.searchsorted(self.pods, m.pods) for m in parts]
+        by_pod = {int(p): u for m in parts for p, u in zip(m.pods, m.upstreams, strict=True)}
+        self.upstreams = [by_pod[int(p)] for p in self.pods]  # "ip:port" per host
+        self.sent = 0
+        self.mirrored_now = 0
+        self._views: tuple[object, object, object, list[tuple[B, I64, I64]]] | None = None
+
+    @property
+    def stats(self) -> Stats:
+        out = Stats()
+        for m in self.parts:
+            for k, v in vars(m.stats).items():
+                out.bump(k, v)
+        return out
+
+    @property
+    def events(self) -> list[Event]:
+        return [e for m in self.parts for e in m.events]
+
+    def tick(self, t: int) -> None:
+        for m in self.parts:
+            m.tick(t)
+
+    def ejections_active(self) -> int:
+        return sum(m.ejections_active() for m in self.parts)
+
+    def send(self, t: int, n: int, in_eps: B, cat_by_pod: I64, status_by_pod: I64) -> tuple[I64, int, int]:
+        """As MeshRoute.send, each destination getting its share of the ``n`` requests."""
+        kept = self._views
+        if kept is None or kept[0] is not in_eps or kept[1] is not cat_by_pod or kept[2] is not status_by_pod:
+            # The same arrays for the parts while the loop passes the same (their caches hold).
+            views = [(in_eps[i], cat_by_pod[i], status_by_pod[i]) for i in self.index]
+            kept = self._views = (in_eps, cat_by_pod, status_by_pod, views)
+        counts = np.zeros(self.pods.size, np.int64)
+        aborted = uh = 0
+        self.mirrored_now = 0
+        shares = weighted_counts(self.weights, self.sent, n)
+        self.sent += n
+        for m, idx, share, (e, c, st) in zip(self.parts, self.index, shares, kept[3], strict=True):
+            if share == 0:
+                m.mirrored_now = 0
+                continue
+            got, a, u = m.send(t, share, e, c, st)
+            np.add.at(counts, idx, got)
+            aborted += a
+            uh += u
+            self.mirrored_now += m.mirrored_now
+        return counts, aborted, uh
+
+
+Sidecars = MeshRoute | SplitRoute  # what a traffic route's requests go through
+
+
 def istio_for(scenario: Scenario, host: str, t: Traffic) -> tuple[DestinationRule | None, HTTPRoute | None]:
     """The DestinationRule for a Service and the VirtualService route a request matches; with
     neither, the request does not go through a sidecar's Envoy."""
@@ -971,9 +1068,71 @@ def istio_for(scenario: Scenario, host: str, t: Traffic) -> tuple[DestinationRul
     return rule, find_route(list(scenario.virtual_services), host, t.path, dict(t.headers), t.method)
 
 
-def build_mesh(scenario: Scenario, fleet: Fleet, rng: np.random.Generator) -> dict[int, MeshRoute]:
-    """A MeshRoute for each traffic route whose Service has a DestinationRule or VirtualService."""
-    out: dict[int, MeshRoute] = {}
+def _rule_for(scenario: Scenario, host: str) -> DestinationRule | None:
+    return next((r for r in scenario.destination_rules if r.spec.host.split(".")[0] == host), None)
+
+
+def _subset_rule(rule: DestinationRule | None, subset: str | None) -> DestinationRule | None:
+    """The DestinationRule as a subset's cluster gets it: the subset's trafficPolicy fields
+    replace the rule's (Istio merges them field by field)."""
+    if rule is None or subset is None:
+        return rule
+    sub = next((s for s in rule.spec.subsets if s.name == subset), None)
+    if sub is None or sub.traffic_policy is None:
+        return rule
+    base = rule.spec.traffic_policy or TrafficPolicy()
+    over = {
+        k: v for k, v in vars(sub.traffic_policy).items() if v is not None and k in TrafficPolicy.model_fields
+    }
+    policy = base.model_copy(update=over)
+    return rule.model_copy(update={"spec": rule.spec.model_copy(update={"traffic_policy": policy})})
+
+
+def subset_selects(fleet: Fleet, rule: DestinationRule | None, subset: str | None) -> B:
+    """The pods whose labels (their revision's template's) carry a subset's labels; every pod
+    without a subset, none for a subset no DestinationRule of the host defines."""
+    labels = fleet.pod_labels
+    if subset is None or labels is None:
+        return np.ones(fleet.n_pods, bool)
+    sub = next((s for s in rule.spec.subsets if s.name == subset), None) if rule else None
+    if sub is None:
+        return np.zeros(fleet.n_pods, bool)
+    hit = np.array([all(g.get(k) == v for k, v in sub.labels.items()) for g in labels.groups], bool)
+    return hit[labels.group_of] if labels.group_of.size else np.zeros(0, bool)
+
+
+def splits(route: HTTPRoute | None, host: str) -> bool:
+    """Whether a VirtualService route sends a traffic route's requests elsewhere than its own
+    Service's pods: several destinations, a subset, or another host."""
+    if route is None:
+        return False
+    ds = [d.destination for d in route.route]
+    return len(ds) > 1 or ds[0].subset is not None or ds[0].host.split(".")[0] != host
+
+
+def route_weights(route: HTTPRoute) -> list[int]:
+    """Each destination's weight: as written; all unset, an even split; one unset among set
+    ones, 0 (Istio's validation asks for all or none)."""
+    ws = [d.weight for d in route.route]
+    if all(w is None for w in ws):
+        return [1] * len(ws)
+    return [w or 0 for w in ws]
+
+
+def _lb(rule: DestinationRule | None) -> str:
+    policy = rule.spec.traffic_policy if rule else None
+    return (
+        policy.load_balancer.simple
+        if policy and policy.load_balancer and policy.load_balancer.simple
+        else "LEAST_REQUEST"
+    )
+
+
+def build_mesh(scenario: Scenario, fleet: Fleet, rng: np.random.Generator) -> dict[int, Sidecars]:
+    """A MeshRoute for each traffic route whose Service has a DestinationRule or VirtualService;
+    a SplitRoute of one per destination where the VirtualService route splits it."""
+    out: dict[int, Sidecars] = {}
+    services = {s.name: s for s in scenario.services}
     for ri, route in enumerate(fleet.routes):
         if route.mirror_of >= 0:
             continue  # copies go straight to the mirror's endpoints
@@ -982,22 +1141,65 @@ def build_mesh(scenario: Scenario, fleet: Fleet, rng: np.random.Generator) -> di
         rule, vroute = istio_for(scenario, host, t)
         if rule is None and vroute is None:
             continue
-        policy = rule.spec.traffic_policy if rule else None
-        lb = (
-            policy.load_balancer.simple
-            if policy and policy.load_balancer and policy.load_balancer.simple
-            else "LEAST_REQUEST"
-        )
+        if vroute is not None and splits(vroute, host):
+            parts = []
+            for d in vroute.route:
+                dhost = d.destination.host.split(".")[0]
+                svc = services.get(dhost)
+                drule = _rule_for(scenario, dhost)
+                sub = d.destination.subset
+                if svc is None:  # not a Service of the scenario: no hosts (said at load)
+                    pods = np.zeros(0, np.int64)
+                    port = d.destination.port.number if d.destination.port else 80
+                else:
+                    selects = fleet.service_pods.get(dhost, np.zeros(fleet.n_pods, bool))
+                    selects = selects & subset_selects(fleet, drule, sub) & (route.target_container >= 0)
+                    pods = np.flatnonzero(selects)
+                    port = svc.spec.ports[0].port if svc.spec.ports else 80
+                    if d.destination.port is not None:
+                        port = d.destination.port.number
+                prule = _subset_rule(drule, sub)
+                cluster = cluster_name(dhost, port, sub, svc.metadata.namespace if svc else "default")
+                parts.append(
+                    MeshRoute(
+                        route.name,
+                        pods,
+                        _upstreams(fleet, route, pods, svc),
+                        cluster,
+                        t.clients,
+                        prule,
+                        vroute,
+                        _lb(prule),
+                        rng,
+                        scenario.spec.step,
+                    )
+                )
+            out[ri] = SplitRoute(parts, route_weights(vroute))
+            continue
         pods = np.flatnonzero(route.selects & (route.target_container >= 0))
         port = route.service.spec.ports[0].port if route.service.spec.ports else 80
-        target = route.service.spec.ports[0].effective_target if route.service.spec.ports else port
-        specs = [fleet.container_spec[int(route.target_container[p])] for p in pods]
-        upstreams = [
-            f"{fleet.pod_ip[p]}:{container_port(c, target) or target}"
-            for p, c in zip(pods, specs, strict=True)
-        ]
         cluster = cluster_name(host, port, None, route.service.metadata.namespace)
         out[ri] = MeshRoute(
-            route.name, pods, upstreams, cluster, t.clients, rule, vroute, lb, rng, scenario.spec.step
+            route.name,
+            pods,
+            _upstreams(fleet, route, pods, route.service),
+            cluster,
+            t.clients,
+            rule,
+            vroute,
+            _lb(rule),
+            rng,
+            scenario.spec.step,
         )
+    return out
+
+
+def _upstreams(fleet: Fleet, route: Route, pods: I64, svc: Service | None) -> list[str]:
+    """ "ip:port" per host, for the event log: the port its serving container declares."""
+    out = []
+    svc_ports = svc.spec.ports if svc else ()
+    target = svc_ports[0].effective_target if svc_ports else 80
+    for p in pods.tolist():
+        c = fleet.container_spec[int(route.target_container[p])]
+        out.append(f"{fleet.pod_ip[p]}:{container_port(c, target) or target}")
     return out
