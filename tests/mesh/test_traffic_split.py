@@ -248,3 +248,20 @@ spec:
     shadow = copied.route("/>mirror:shadow")
     assert shadow.failed["error_status"] == shadow.offered == c.envoy["mirrored"]
     assert 430 <= shadow.offered <= 570  # a binomial draw per client and step: 500 ± 4.5 sd
+
+
+def test_a_simulated_split_is_not_said_as_unsimulated_and_an_unknown_subset_still_is() -> None:
+    from probesim.scenarios import find
+
+    b = find("canary-split")
+    assert b is not None
+    text = b.path.read_text(encoding="utf-8")
+    _sc(text)  # subsets the DestinationRule defines: nothing said
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always", InputWarning)
+        sc = scenario_from_text(text.replace("subset: v2}", "subset: v3}"), "canary.yaml", Path("."))
+    (w,) = [str(x.message) for x in said if issubclass(x.category, InputWarning)]
+    assert "not simulated for subset v3 of backend" in w and w.startswith("canary.yaml:")
+    split, _, r = _parts(sc)
+    assert split.parts[1].pods.size == 0  # no hosts: its 10 % is 503 no healthy upstream
+    assert r.route("/").envoy["no_healthy_upstream"] == 550  # type: ignore[attr-defined]

@@ -1005,11 +1005,14 @@ class SplitRoute:
     destination cluster (its own hosts, load balancer and outlier detection, as Envoy has a
     cluster per subset), behind one ``send`` over the union of their hosts."""
 
-    def __init__(self, parts: list[MeshRoute], weights: list[int]) -> None:
+    def __init__(self, parts: list[MeshRoute], weights: list[int], pods: I64, upstreams: list[str]) -> None:
+        """``pods``: every pod the route's endpoints may hold (in no cluster: never picked), with
+        ``upstreams`` for the event log."""
         self.parts, self.weights = parts, weights
-        self.pods = np.unique(np.concatenate([m.pods for m in parts])) if parts else np.zeros(0, np.int64)
+        self.pods = np.unique(np.concatenate([pods, *(m.pods for m in parts)]))
         self.index = [np.searchsorted(self.pods, m.pods) for m in parts]
-        by_pod = {int(p): u for m in parts for p, u in zip(m.pods, m.upstreams, strict=True)}
+        by_pod = dict(zip(pods.tolist(), upstreams, strict=True))
+        by_pod |= {int(p): u for m in parts for p, u in zip(m.pods, m.upstreams, strict=True)}
         self.upstreams = [by_pod[int(p)] for p in self.pods]  # "ip:port" per host
         self.sent = 0
         self.mirrored_now = 0
@@ -1174,7 +1177,10 @@ def build_mesh(scenario: Scenario, fleet: Fleet, rng: np.random.Generator) -> di
                         scenario.spec.step,
                     )
                 )
-            out[ri] = SplitRoute(parts, route_weights(vroute))
+            every = np.flatnonzero(route.selects & (route.target_container >= 0))
+            out[ri] = SplitRoute(
+                parts, route_weights(vroute), every, _upstreams(fleet, route, every, route.service)
+            )
             continue
         pods = np.flatnonzero(route.selects & (route.target_container >= 0))
         port = route.service.spec.ports[0].port if route.service.spec.ports else 80
