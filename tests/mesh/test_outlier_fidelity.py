@@ -112,14 +112,14 @@ HANG = {"ordinals": [2], "containers": {"app": {"episodes": [{"kind": "hang", "a
 
 def test_split_mode_a_route_timeout_is_a_local_origin_failure_not_a_5xx() -> None:
     # A hung pod behind a 1 s route timeout: without split mode each 504 feeds consecutive 5xx
-    # (ejected at 31 s); with it the timeout is a local-origin failure, and the connection
+    # (the second timeout, of the request sent at 31 s, fires at 32 s: ejected then); with it the timeout is a local-origin failure, and the connection
     # established before it resets that counter (LocalOriginConnectSuccess at onPoolReady), so
     # with 2 consecutive local-origin failures it is never ejected.
     base = with_vs(with_pods(builtin("seed003-outlier"), HANG, duration=60_000), timeout="1s")
     plain = simulate(
         with_od(base, consecutive5xxErrors=2, interval="2s", baseEjectionTime="60s", maxEjectionPercent=50)
     )
-    assert times(plain, "client-0") == [31]
+    assert times(plain, "client-0") == [32]
     split = simulate(
         with_od(
             base,
@@ -135,7 +135,8 @@ def test_split_mode_a_route_timeout_is_a_local_origin_failure_not_a_5xx() -> Non
     assert split.events_for(reason="OutlierEject") == []
     assert envoy["ejections_detected_consecutive_5xx"] == 0
     assert envoy["ejections_detected_consecutive_local_origin_failure"] == 0
-    # With a threshold of 1 the first timeout is enough: ejected at the request's time.
+    # With a threshold of 1 the first timeout is enough: ejected when it fires, 1 s after the
+    # request sent at 30 s.
     one = simulate(
         with_od(
             base,
@@ -147,9 +148,29 @@ def test_split_mode_a_route_timeout_is_a_local_origin_failure_not_a_5xx() -> Non
         )
     )
     first = one.events_for("sidecar/client-0", "OutlierEject")
-    assert [e.time_ms for e in first] == [30_000]
+    assert [e.time_ms for e in first] == [31_000]
     assert '"type":"CONSECUTIVE_LOCAL_ORIGIN_FAILURE"' in first[0].message
     assert one.route("/").envoy["ejections_enforced_consecutive_local_origin_failure"] == 2
+
+
+def test_a_timeout_reaches_outlier_detection_when_the_route_timer_fires() -> None:
+    # Envoy's router arms the route's timer with the global timeout when the request is
+    # complete (router.cc, Filter::onRequestComplete: response_timeout_->enableTimer(
+    # timeout_.global_timeout_)), and only Filter::onResponseTimeout reports the timeout to the
+    # host's monitor (updateOutlierDetection(LocalOriginTimeout, ...)). backend-2 hangs from
+    # 30 s behind a 3 s timeout; each client sends it one request a second (3 pods, round robin,
+    # 3 requests a second): the 2nd timeout is of the request sent at 31 s, it fires at 34 s, so
+    # the requests of 32, 33 and 34 s (sent before or at the timer's instant) reach the hung pod
+    # too and fail: 5 failed per client (30 to 34 s), not 2.
+    base = with_vs(with_pods(builtin("seed003-outlier"), HANG, duration=60_000), timeout="3s")
+    r = simulate(
+        with_od(base, consecutive5xxErrors=2, interval="2s", baseEjectionTime="60s", maxEjectionPercent=50)
+    )
+    assert times(r, "client-0") == [34]
+    assert times(r, "client-1") == [34.5]
+    assert r.route("/").failed_total == 10
+    assert r.route("/").envoy["ejections_enforced_total"] == 2
+    assert r.route("/").envoy["ejections_detected_consecutive_5xx"] == 2
 
 
 def _route(split: bool, threshold: int = 2) -> mesh.MeshRoute:

@@ -349,12 +349,13 @@ def test_gateway_errors_eject_when_configured() -> None:
 def test_slow_hosts_are_ejected_only_with_a_timeout() -> None:
     # A pod hangs from 30 s (readiness needs three 5 s periods to notice): without a route
     # timeout (Istio's default) the sidecar waits and reports nothing; with one, each request
-    # ends in a 504 that counts toward consecutive errors: errors at 30 and 31, ejected at 31.
+    # ends in a 504 that counts toward consecutive errors: requests at 30 and 31 s time out,
+    # ejected when the second's timer fires, at 32 s (router.cc, onResponseTimeout).
     hang = {"episodes": [{"kind": "hang", "at": "30s", "for": "60s"}]}
     waits = _variant(hang, {"consecutive5xxErrors": 2})
     assert waits.events_for(reason="OutlierEject") == []
     timed = _variant(hang, {"consecutive5xxErrors": 2}, {"timeout": "1s"})
-    assert [e.time_ms / 1000 for e in timed.events_for("sidecar/client-0", "OutlierEject")] == [31]
+    assert [e.time_ms / 1000 for e in timed.events_for("sidecar/client-0", "OutlierEject")] == [32]
 
 
 def test_mirrored_copies_are_balanced_per_request_whatever_the_clients_do() -> None:

@@ -94,6 +94,7 @@ class Fleet:
         default_factory=lambda: np.zeros(0, bool)
     )  # an Istio sidecar takes inbound traffic
     service_pods: dict[str, B] = field(default_factory=dict)
+    pod_labels: PodLabels | None = None  # every pod's labels (its revision's template's)
 
     @property
     def n_pods(self) -> int:
@@ -272,6 +273,9 @@ def build(scenario: Scenario) -> Fleet:
         _route(scenario, t, selected, first, cont_spec, cont_behavior, behaviors)
         for t in scenario.spec.traffic
     ]
+    routes = [
+        _with_destinations(scenario, r, selected, first, cont_spec, cont_behavior, behaviors) for r in routes
+    ]
     routes += _mirror_routes(scenario, routes, selected, first, cont_spec, cont_behavior, behaviors)
     return Fleet(
         scenario=scenario,
@@ -303,6 +307,7 @@ def build(scenario: Scenario) -> Fleet:
         publish_not_ready={s.name: s.spec.publish_not_ready_addresses for s in scenario.services},
         service_pods={s.name: service_selects(s, selected) for s in scenario.services},
         pod_sidecar=np.array(pod_sidecar, bool),
+        pod_labels=selected,
     )
 
 
@@ -443,6 +448,38 @@ def _mirror_routes(
             m.mirror_of, m.mirror_fraction = ri, fraction
             out.append(m)
     return out
+
+
+def _with_destinations(
+    scenario: Scenario,
+    r: Route,
+    pods: PodLabels,
+    first: list[int],
+    specs: list[Container],
+    beh: list[ContainerBehavior],
+    behaviors: Behaviors,
+) -> Route:
+    """A route whose VirtualService route sends requests to other Services of the scenario
+    (a traffic split across hosts) also holds their pods, each with the container serving
+    that Service's port: the client sidecars pick among them (engine/mesh.py)."""
+    t = r.traffic
+    vroute = find_route(list(scenario.virtual_services), r.service.name, t.path, dict(t.headers), t.method)
+    if vroute is None:
+        return r
+    names = {s.name for s in scenario.services}
+    for d in vroute.route:
+        host = d.destination.host.split(".")[0]
+        if host == r.service.name or host not in names:
+            continue
+        port = d.destination.port.number if d.destination.port else None
+        other = _route(
+            scenario, t.model_copy(update={"service": host, "port": port}), pods, first, specs, beh, behaviors
+        )
+        new = other.selects & ~r.selects
+        r.target_container[new] = other.target_container[new]
+        r.closed[new] = other.closed[new]
+        r.selects = r.selects | other.selects
+    return r
 
 
 def _route(

@@ -10,9 +10,14 @@ population decides alone. Per client and step, counts only:
 - host health reaching the load balancer through the cluster manager's merge window: a change
   within a window of the last one waits for the window's end;
 - hosts that leave the cluster (out of the endpoints) lose their monitor and ejection;
+- a timed-out request reaching its host's monitor when the route's timer fires (the request's
+  time + the timeout), not when it was sent;
 - fault injection before sending (aborts never reach a host: no outlier update, no retry, §5.1);
 - retries of connect failures (Istio's default retry_on) onto other hosts;
-- mirroring as counted copies.
+- mirroring as counted copies;
+- traffic splits (a VirtualService route's weighted destinations: subsets of a DestinationRule,
+  other hosts): a cluster per destination, each with its sidecars' own load balancer and
+  detector (SplitRoute), the requests of a step shared out by weight deterministically.
 
 A client's requests in a step are spread evenly over it (the route's k-th request of the step at
 ``t + k × step / n``, client ``k mod clients``), and the step is cut at each change a request can
@@ -23,16 +28,19 @@ request that caused them whatever the step.
 
 from __future__ import annotations
 
+import heapq
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
-from probesim.engine.fleet import Fleet
+from probesim.engine.fleet import Fleet, Route
 from probesim.manifests.kubernetes import container_port
 from probesim.mesh.envoy import DEFAULT_RETRY_ON, cluster_name
-from probesim.mesh.istio import DestinationRule, HTTPRoute, OutlierDetection, find_route, ms
+from probesim.mesh.istio import DestinationRule, HTTPRoute, OutlierDetection, TrafficPolicy, find_route, ms
+from probesim.model.kubernetes import Service
 from probesim.model.scenario import Scenario, Traffic
 from probesim.results import Event
 
@@ -147,6 +155,10 @@ class Client:
     last_update: int = LONG_AGO  # the last health delivery to the load balancer
     pending: int | None = None  # when merged health changes are delivered
     seen: bool = False  # membership known (the route has sent)
+    # Detections caused by a timeout, waiting for the route's timer: (time, check order, host,
+    # kind), a heap; ``waiting`` marks their hosts (no new detection is looked for meanwhile).
+    due: list[tuple[int, int, int, str]] = field(default_factory=list)
+    waiting: B = field(init=False)
     # The endpoints array ``member`` was last checked against (the loop makes a new one when
     # they change), and _plain's (view, visible, healthy hosts, every bad host ejected).
     member_of: B | None = None
@@ -155,6 +167,7 @@ class Client:
     def __post_init__(self) -> None:
         n = self.n
         self.member, self.ejected, self.visible = np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, bool)
+        self.waiting = np.zeros(n, bool)
         for name in (
             "c5xx",
             "cgw",
@@ -178,6 +191,14 @@ class Client:
         for a in (self.rq, self.rq_failed, self.lrq, self.lrq_failed):
             a[hosts] = 0
         self.ejected_at[hosts] = self.unejected_at[hosts] = -1
+        if self.waiting[hosts].any():  # a timeout still to fire finds no monitor
+            self.due = [d for d in self.due if not hosts[d[2]]]
+            heapq.heapify(self.due)
+            self.waiting[hosts] = False
+
+    def due_at(self) -> int | None:
+        """The time of the next timeout detection (it happens just after requests of that ms)."""
+        return self.due[0][0] if self.due else None
 
 
 @dataclass
@@ -315,6 +336,18 @@ class MeshRoute:
             route.timeout if route else None
         )
         self.times_out = timeout is not None and ms(timeout) not in (None, 0)
+        # When a timed-out request reaches outlier detection: the router's timer fires
+        # onResponseTimeout (global timeout, armed at onRequestComplete) or the per-try timeout,
+        # whichever is first; both call updateOutlierDetection(LocalOriginTimeout) (router.cc).
+        limits = [
+            ms(x)
+            for x in (
+                route.retries.per_try_timeout if route and route.retries else None,
+                route.timeout if route else None,
+            )
+            if x
+        ]
+        self.timeout_ms = min((v for v in limits if v), default=0)
         mirror = 0.0
         if route is not None:
             if route.mirror is not None:
@@ -380,15 +413,24 @@ class MeshRoute:
         """In time order: merged deliveries before ``until`` (a request sent at the timer's
         instant was picked before it fires), interval ticks at or before it."""
         while True:
-            deliver = c.pending is not None and c.pending <= 2 * until
-            tick = c.next_tick is not None and c.next_tick <= until
-            if deliver and (not tick or c.pending <= 2 * c.next_tick):  # type: ignore[operator]
+            # Keys 2 × ms + lag: a timeout's detection comes just after requests of its ms.
+            keys = []
+            if c.pending is not None and c.pending <= 2 * until:
+                keys.append((c.pending, 0))
+            if c.next_tick is not None and c.next_tick <= until:
+                keys.append((2 * c.next_tick, 1))
+            if c.due and c.due[0][0] < until:
+                keys.append((2 * c.due[0][0] + 1, 2))
+            if not keys:
+                return
+            which = min(keys)[1]
+            if which == 0:
                 self._deliver(c)
-            elif tick:
+            elif which == 1:
                 assert c.next_tick is not None
                 self._tick(ci, c, c.next_tick)
             else:
-                return
+                self._timed_out(ci, c, *heapq.heappop(c.due))
 
     def _tick(self, ci: int, c: Client, now: int) -> None:
         """One run of the interval timer (``onIntervalTimer``): unejections, success rate and
@@ -561,6 +603,8 @@ class MeshRoute:
             return False
         if c.pending is not None and first((c.pending + 1) // 2) < m:
             return False
+        if c.due and first(c.due[0][0] + 1) < m:
+            return False
         view = self._view
         members = view.members
         if members.size == 0:
@@ -663,6 +707,7 @@ class MeshRoute:
             self._advance(ci, c, at(0))
             ticks = c.next_tick is not None and first(c.next_tick) < m
             delivers = c.pending is not None and first((c.pending + 1) // 2) < m
+            delivers |= bool(c.due) and first(c.due[0][0] + 1) < m
             if not ticks and not delivers:
                 hosts, panic = self._hosts(c, in_eps)
                 if hosts.size and not panic and not self._view.bad[hosts].any():
@@ -685,6 +730,8 @@ class MeshRoute:
                 limit = min(limit, first(c.next_tick))
             if c.pending is not None:
                 limit = min(limit, first((c.pending + 1) // 2))  # a lagged delivery follows its ms
+            if c.due:
+                limit = min(limit, first(c.due[0][0] + 1))
             avail = max(limit - j, 1)
             hosts, panic = self._hosts(c, in_eps)
             if hosts.size == 0:
@@ -792,7 +839,7 @@ class MeshRoute:
             )
             if d.consecutive_local == 1:
                 need = np.minimum(need, np.where(timed_out, 1, never))
-        return np.where(c.ejected[hosts], never, need)
+        return np.where(c.ejected[hosts] | c.waiting[hosts], never, need)
 
     def _report(
         self,
@@ -846,7 +893,40 @@ class MeshRoute:
         d = self.detector
         if d is None:
             return
-        thresholds = {
+        thresholds = self._thresholds(c)
+        hits = (bad_code & (st >= 502) & (st <= 504), bad_code, sent & (refused | timed_out) & self.split)
+        found: list[tuple[int, int, int, str]] = []  # (time, check order, host index, kind)
+        for rank, (kind, hit) in enumerate(zip(thresholds, hits, strict=True)):
+            counter, threshold, _ = thresholds[kind]
+            if threshold <= 0:
+                continue
+            for i in np.flatnonzero(
+                hit & (counter[hosts] >= threshold) & ~c.ejected[hosts] & ~c.waiting[hosts]
+            ):
+                v, p = int(counter[hosts[i]]), int(per[i])
+                # The x-th of the host's requests made the counter equal the threshold; then
+                # every threshold more while the detection does not eject.
+                for x in range(max(1, p - (v - threshold)), p + 1, threshold):
+                    found.append((when(int(i), x), rank, int(i), kind))
+        found.sort()
+        for te, rank, hi, kind in found:
+            h = int(hosts[hi])
+            if c.ejected[h]:
+                continue  # §2.3.2: ignored while ejected, the counter not reset
+            if hung[hi] and self.timeout_ms:
+                # A timeout reaches the monitor when the router's timer fires, not when the
+                # request was sent (router.cc: onResponseTimeout -> updateOutlierDetection(
+                # LocalOriginTimeout)): the host keeps getting requests until then.
+                heapq.heappush(c.due, (te + self.timeout_ms, rank, h, kind))
+                c.waiting[h] = True
+                continue
+            self._detected(te, ci, c, h, kind)
+
+    def _thresholds(self, c: Client) -> dict[str, tuple[I64, int, int]]:
+        """Each consecutive check: its counter, threshold and enforcement, in Envoy's order."""
+        d = self.detector
+        assert d is not None
+        return {
             "CONSECUTIVE_GATEWAY_FAILURE": (c.cgw, d.consecutive_gateway, d.enforce_gateway),
             "CONSECUTIVE_5XX": (c.c5xx, d.consecutive_5xx, d.enforce_5xx),
             "CONSECUTIVE_LOCAL_ORIGIN_FAILURE": (
@@ -855,31 +935,23 @@ class MeshRoute:
                 d.enforce_local,
             ),
         }
-        hits = (bad_code & (st >= 502) & (st <= 504), bad_code, sent & (refused | timed_out) & self.split)
-        found: list[tuple[int, int, int, str]] = []  # (time, check order, host index, kind)
-        for rank, (kind, hit) in enumerate(zip(thresholds, hits, strict=True)):
-            counter, threshold, _ = thresholds[kind]
-            if threshold <= 0:
-                continue
-            for i in np.flatnonzero(hit & (counter[hosts] >= threshold) & ~c.ejected[hosts]):
-                v, p = int(counter[hosts[i]]), int(per[i])
-                # The x-th of the host's requests made the counter equal the threshold; then
-                # every threshold more while the detection does not eject.
-                for x in range(max(1, p - (v - threshold)), p + 1, threshold):
-                    found.append((when(int(i), x), rank, int(i), kind))
-        found.sort()
-        for te, _, hi, kind in found:
-            h = int(hosts[hi])
-            if c.ejected[h]:
-                continue  # §2.3.2: ignored while ejected, the counter not reset
-            if kind == "CONSECUTIVE_5XX":
-                self.stats.ejections_consecutive_5xx += 1
-            counter, threshold, enforce = thresholds[kind]
-            # The counter restarts after a detection, whether it ejects or not.
-            if self._eject_or_not(te, ci, c, h, enforce, kind, lag=1):
-                counter[h] = 0
-            else:
-                counter[h] = max(int(counter[h]) - int(threshold), 0)
+
+    def _detected(self, te: int, ci: int, c: Client, h: int, kind: str) -> None:
+        """A consecutive counter reached its threshold at ``te``: the detection, then the
+        counter restarts, whether it ejects or not."""
+        if kind == "CONSECUTIVE_5XX":
+            self.stats.ejections_consecutive_5xx += 1
+        counter, threshold, enforce = self._thresholds(c)[kind]
+        if self._eject_or_not(te, ci, c, h, enforce, kind, lag=1):
+            counter[h] = 0
+        else:
+            counter[h] = max(int(counter[h]) - int(threshold), 0)
+
+    def _timed_out(self, ci: int, c: Client, te: int, rank: int, h: int, kind: str) -> None:
+        """A waiting timeout detection fires (its request's time + the route's timeout)."""
+        c.waiting[h] = any(d[2] == h for d in c.due)
+        if not c.ejected[h]:
+            self._detected(te, ci, c, h, kind)
 
     def _event(self, t: int, ci: int, h: int, action: str, kind: str, enforced: bool) -> None:
         """A line of Envoy's outlier detection event log (§2.12), from client ``ci``'s sidecar."""
@@ -897,6 +969,101 @@ class MeshRoute:
         return self.n_ejected
 
 
+def _stride(total: int) -> int:
+    """The step through 0 .. total - 1 that spreads the weighted picks: coprime with the total
+    (so every value comes once in each ``total`` requests), near total × 0.618 (the golden
+    ratio's, so that consecutive values fall far apart)."""
+    p = max(1, round(total * 0.6180339887))
+    for d in range(total):
+        for c in (p - d, p + d):
+            if 1 <= c < total and math.gcd(c, total) == 1:
+                return c
+    return 1
+
+
+def weighted_counts(weights: list[int], before: int, n: int) -> list[int]:
+    """Requests ``before`` .. ``before + n`` of a route shared among its weighted clusters.
+    Envoy draws each request's cluster from the stream's random value: ``random % total``
+    against the running sum of the weights (config_impl.cc, WeightedClusterEntry /
+    pickWeightedCluster). Here the k-th request's value is ``k × stride % total`` instead, a
+    deterministic sequence that takes every value once in each ``total`` requests: after any
+    whole number of ``total`` requests each cluster has exactly its weight's share, and in
+    between it is within a few requests of it (under 3 for Istio's total of 100)."""
+    total = sum(weights)
+    if total <= 0:
+        return [0] * len(weights)
+    cum = np.cumsum(weights)
+    whole, rem = divmod(n, total)
+    k = before + whole * total + np.arange(rem, dtype=np.int64)
+    picked = np.searchsorted(cum, (k * _stride(total)) % total, side="right")
+    extra = np.bincount(picked, minlength=len(weights))
+    return [int(whole * w + e) for w, e in zip(weights, extra, strict=True)]
+
+
+class SplitRoute:
+    """The sidecars of a traffic route whose VirtualService route splits it: one MeshRoute per
+    destination cluster (its own hosts, load balancer and outlier detection, as Envoy has a
+    cluster per subset), behind one ``send`` over the union of their hosts."""
+
+    def __init__(self, parts: list[MeshRoute], weights: list[int], pods: I64, upstreams: list[str]) -> None:
+        """``pods``: every pod the route's endpoints may hold (in no cluster: never picked), with
+        ``upstreams`` for the event log."""
+        self.parts, self.weights = parts, weights
+        self.pods = np.unique(np.concatenate([pods, *(m.pods for m in parts)]))
+        self.index = [np.searchsorted(self.pods, m.pods) for m in parts]
+        by_pod = dict(zip(pods.tolist(), upstreams, strict=True))
+        by_pod |= {int(p): u for m in parts for p, u in zip(m.pods, m.upstreams, strict=True)}
+        self.upstreams = [by_pod[int(p)] for p in self.pods]  # "ip:port" per host
+        self.sent = 0
+        self.mirrored_now = 0
+        self._views: tuple[object, object, object, list[tuple[B, I64, I64]]] | None = None
+
+    @property
+    def stats(self) -> Stats:
+        out = Stats()
+        for m in self.parts:
+            for k, v in vars(m.stats).items():
+                out.bump(k, v)
+        return out
+
+    @property
+    def events(self) -> list[Event]:
+        return [e for m in self.parts for e in m.events]
+
+    def tick(self, t: int) -> None:
+        for m in self.parts:
+            m.tick(t)
+
+    def ejections_active(self) -> int:
+        return sum(m.ejections_active() for m in self.parts)
+
+    def send(self, t: int, n: int, in_eps: B, cat_by_pod: I64, status_by_pod: I64) -> tuple[I64, int, int]:
+        """As MeshRoute.send, each destination getting its share of the ``n`` requests."""
+        kept = self._views
+        if kept is None or kept[0] is not in_eps or kept[1] is not cat_by_pod or kept[2] is not status_by_pod:
+            # The same arrays for the parts while the loop passes the same (their caches hold).
+            views = [(in_eps[i], cat_by_pod[i], status_by_pod[i]) for i in self.index]
+            kept = self._views = (in_eps, cat_by_pod, status_by_pod, views)
+        counts = np.zeros(self.pods.size, np.int64)
+        aborted = uh = 0
+        self.mirrored_now = 0
+        shares = weighted_counts(self.weights, self.sent, n)
+        self.sent += n
+        for m, idx, share, (e, c, st) in zip(self.parts, self.index, shares, kept[3], strict=True):
+            if share == 0:
+                m.mirrored_now = 0
+                continue
+            got, a, u = m.send(t, share, e, c, st)
+            np.add.at(counts, idx, got)
+            aborted += a
+            uh += u
+            self.mirrored_now += m.mirrored_now
+        return counts, aborted, uh
+
+
+Sidecars = MeshRoute | SplitRoute  # what a traffic route's requests go through
+
+
 def istio_for(scenario: Scenario, host: str, t: Traffic) -> tuple[DestinationRule | None, HTTPRoute | None]:
     """The DestinationRule for a Service and the VirtualService route a request matches; with
     neither, the request does not go through a sidecar's Envoy."""
@@ -904,9 +1071,71 @@ def istio_for(scenario: Scenario, host: str, t: Traffic) -> tuple[DestinationRul
     return rule, find_route(list(scenario.virtual_services), host, t.path, dict(t.headers), t.method)
 
 
-def build_mesh(scenario: Scenario, fleet: Fleet, rng: np.random.Generator) -> dict[int, MeshRoute]:
-    """A MeshRoute for each traffic route whose Service has a DestinationRule or VirtualService."""
-    out: dict[int, MeshRoute] = {}
+def _rule_for(scenario: Scenario, host: str) -> DestinationRule | None:
+    return next((r for r in scenario.destination_rules if r.spec.host.split(".")[0] == host), None)
+
+
+def _subset_rule(rule: DestinationRule | None, subset: str | None) -> DestinationRule | None:
+    """The DestinationRule as a subset's cluster gets it: the subset's trafficPolicy fields
+    replace the rule's (Istio merges them field by field)."""
+    if rule is None or subset is None:
+        return rule
+    sub = next((s for s in rule.spec.subsets if s.name == subset), None)
+    if sub is None or sub.traffic_policy is None:
+        return rule
+    base = rule.spec.traffic_policy or TrafficPolicy()
+    over = {
+        k: v for k, v in vars(sub.traffic_policy).items() if v is not None and k in TrafficPolicy.model_fields
+    }
+    policy = base.model_copy(update=over)
+    return rule.model_copy(update={"spec": rule.spec.model_copy(update={"traffic_policy": policy})})
+
+
+def subset_selects(fleet: Fleet, rule: DestinationRule | None, subset: str | None) -> B:
+    """The pods whose labels (their revision's template's) carry a subset's labels; every pod
+    without a subset, none for a subset no DestinationRule of the host defines."""
+    labels = fleet.pod_labels
+    if subset is None or labels is None:
+        return np.ones(fleet.n_pods, bool)
+    sub = next((s for s in rule.spec.subsets if s.name == subset), None) if rule else None
+    if sub is None:
+        return np.zeros(fleet.n_pods, bool)
+    hit = np.array([all(g.get(k) == v for k, v in sub.labels.items()) for g in labels.groups], bool)
+    return hit[labels.group_of] if labels.group_of.size else np.zeros(0, bool)
+
+
+def splits(route: HTTPRoute | None, host: str) -> bool:
+    """Whether a VirtualService route sends a traffic route's requests elsewhere than its own
+    Service's pods: several destinations, a subset, or another host."""
+    if route is None:
+        return False
+    ds = [d.destination for d in route.route]
+    return len(ds) > 1 or ds[0].subset is not None or ds[0].host.split(".")[0] != host
+
+
+def route_weights(route: HTTPRoute) -> list[int]:
+    """Each destination's weight: as written; all unset, an even split; one unset among set
+    ones, 0 (Istio's validation asks for all or none)."""
+    ws = [d.weight for d in route.route]
+    if all(w is None for w in ws):
+        return [1] * len(ws)
+    return [w or 0 for w in ws]
+
+
+def _lb(rule: DestinationRule | None) -> str:
+    policy = rule.spec.traffic_policy if rule else None
+    return (
+        policy.load_balancer.simple
+        if policy and policy.load_balancer and policy.load_balancer.simple
+        else "LEAST_REQUEST"
+    )
+
+
+def build_mesh(scenario: Scenario, fleet: Fleet, rng: np.random.Generator) -> dict[int, Sidecars]:
+    """A MeshRoute for each traffic route whose Service has a DestinationRule or VirtualService;
+    a SplitRoute of one per destination where the VirtualService route splits it."""
+    out: dict[int, Sidecars] = {}
+    services = {s.name: s for s in scenario.services}
     for ri, route in enumerate(fleet.routes):
         if route.mirror_of >= 0:
             continue  # copies go straight to the mirror's endpoints
@@ -915,22 +1144,68 @@ def build_mesh(scenario: Scenario, fleet: Fleet, rng: np.random.Generator) -> di
         rule, vroute = istio_for(scenario, host, t)
         if rule is None and vroute is None:
             continue
-        policy = rule.spec.traffic_policy if rule else None
-        lb = (
-            policy.load_balancer.simple
-            if policy and policy.load_balancer and policy.load_balancer.simple
-            else "LEAST_REQUEST"
-        )
+        if vroute is not None and splits(vroute, host):
+            parts = []
+            for d in vroute.route:
+                dhost = d.destination.host.split(".")[0]
+                svc = services.get(dhost)
+                drule = _rule_for(scenario, dhost)
+                sub = d.destination.subset
+                if svc is None:  # not a Service of the scenario: no hosts (said at load)
+                    pods = np.zeros(0, np.int64)
+                    port = d.destination.port.number if d.destination.port else 80
+                else:
+                    selects = fleet.service_pods.get(dhost, np.zeros(fleet.n_pods, bool))
+                    selects = selects & subset_selects(fleet, drule, sub) & (route.target_container >= 0)
+                    pods = np.flatnonzero(selects)
+                    port = svc.spec.ports[0].port if svc.spec.ports else 80
+                    if d.destination.port is not None:
+                        port = d.destination.port.number
+                prule = _subset_rule(drule, sub)
+                cluster = cluster_name(dhost, port, sub, svc.metadata.namespace if svc else "default")
+                parts.append(
+                    MeshRoute(
+                        route.name,
+                        pods,
+                        _upstreams(fleet, route, pods, svc),
+                        cluster,
+                        t.clients,
+                        prule,
+                        vroute,
+                        _lb(prule),
+                        rng,
+                        scenario.spec.step,
+                    )
+                )
+            every = np.flatnonzero(route.selects & (route.target_container >= 0))
+            out[ri] = SplitRoute(
+                parts, route_weights(vroute), every, _upstreams(fleet, route, every, route.service)
+            )
+            continue
         pods = np.flatnonzero(route.selects & (route.target_container >= 0))
         port = route.service.spec.ports[0].port if route.service.spec.ports else 80
-        target = route.service.spec.ports[0].effective_target if route.service.spec.ports else port
-        specs = [fleet.container_spec[int(route.target_container[p])] for p in pods]
-        upstreams = [
-            f"{fleet.pod_ip[p]}:{container_port(c, target) or target}"
-            for p, c in zip(pods, specs, strict=True)
-        ]
         cluster = cluster_name(host, port, None, route.service.metadata.namespace)
         out[ri] = MeshRoute(
-            route.name, pods, upstreams, cluster, t.clients, rule, vroute, lb, rng, scenario.spec.step
+            route.name,
+            pods,
+            _upstreams(fleet, route, pods, route.service),
+            cluster,
+            t.clients,
+            rule,
+            vroute,
+            _lb(rule),
+            rng,
+            scenario.spec.step,
         )
+    return out
+
+
+def _upstreams(fleet: Fleet, route: Route, pods: I64, svc: Service | None) -> list[str]:
+    """ "ip:port" per host, for the event log: the port its serving container declares."""
+    out = []
+    svc_ports = svc.spec.ports if svc else ()
+    target = svc_ports[0].effective_target if svc_ports else 80
+    for p in pods.tolist():
+        c = fleet.container_spec[int(route.target_container[p])]
+        out.append(f"{fleet.pod_ip[p]}:{container_port(c, target) or target}")
     return out

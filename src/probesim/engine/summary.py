@@ -17,7 +17,7 @@ from probesim.engine.containers import Containers
 from probesim.engine.controllers.deployment import replica_set_name
 from probesim.engine.controllers.workloads import Controllers, size_series
 from probesim.engine.fleet import Fleet
-from probesim.engine.mesh import MeshRoute
+from probesim.engine.mesh import Sidecars
 from probesim.model.scenario import Scenario, ScenarioSpec
 from probesim.results import CAUSES, Event, Result, RolloutSummary, RouteSummary, WorkloadSummary
 
@@ -36,7 +36,7 @@ class RunSummary:
     fleet: Fleet
     ctr: Containers
     controllers: Controllers
-    mesh: dict[int, MeshRoute]
+    mesh: dict[int, Sidecars]
     rollouts: list[_Rollout]
     admitted_at: I64
     first_ready: I64

@@ -27,7 +27,7 @@ from probesim.engine.capacity import (
 )
 from probesim.engine.containers import Containers
 from probesim.engine.fleet import RUNNING, Fleet, Route
-from probesim.engine.mesh import MeshRoute
+from probesim.engine.mesh import Sidecars
 from probesim.model.scenario import ScenarioSpec
 
 I64 = npt.NDArray[np.int64]
@@ -94,7 +94,7 @@ class TrafficPhases:
     rng: np.random.Generator
     ctr: Containers
     capacity: CapacityModel
-    mesh: dict[int, MeshRoute]
+    mesh: dict[int, Sidecars]
     admitted: B
     deleting: B
     gone: B

@@ -149,12 +149,14 @@ class Envoy:
         tmp.write_text(json.dumps(doc))
         tmp.replace(path)  # Envoy watches for a file moved into place
 
-    def set_endpoints(self, endpoints: list[tuple[str, int]]) -> None:
-        """The endpoints of every cluster (the lab runs one workload behind one Service)."""
+    def set_endpoints(self, endpoints: list[tuple[str, int]] | dict[str, list[tuple[str, int]]]) -> None:
+        """The endpoints of every cluster: the same for all, or per cluster name (a subset's
+        cluster has the pods with its labels; a cluster not named gets none)."""
         for name, path in self.eds.items():
+            these = endpoints.get(name, []) if isinstance(endpoints, dict) else endpoints
             lb = [
                 {"endpoint": {"address": {"socket_address": {"address": a, "port_value": p}}}}
-                for a, p in endpoints
+                for a, p in these
             ]
             self._write(path, {"cluster_name": name, "endpoints": [{"lb_endpoints": lb}]})
 

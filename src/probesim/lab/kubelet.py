@@ -130,6 +130,8 @@ class Pod:
     deleting: bool = False
     gone: bool = False
     tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+    workload: str = ""  # a companion workload's name (behind the same Service); "" the lab's own
+    labels: dict[str, str] | None = None  # a companion's pod labels
 
 
 class Lab:
@@ -204,6 +206,40 @@ class Lab:
                 if i in ov.ordinals and c.name in ov.containers:
                     b = ov.containers[c.name]
             self.pods.append(self._new_pod(name, i, c, b, command))
+        # A canary: the other Deployments whose pods the routes' Services also select run beside
+        # it (their own pods, labels and behaviour), so that a split by subset finds them.
+        for other in self.companions():
+            ob = scenario.behavior(other.name)
+            oc = other.pod_spec.containers[0]
+            for i, name in enumerate(pod_names_of(other)):
+                b = ob.containers.get(oc.name, ContainerBehavior())
+                for ov in ob.pods:
+                    if i in ov.ordinals and oc.name in ov.containers:
+                        b = ov.containers[oc.name]
+                pod = self._new_pod(name, i, oc, b, command)
+                pod.workload, pod.labels = other.name, other.pod_labels
+                pod.grace_s = other.pod_spec.termination_grace_period_seconds
+                self.pods.append(pod)
+        if len(self.pods) > MAX_PODS:
+            names = ", ".join(w.name for w in (self.workload, *self.companions()))
+            raise InputError(
+                f"workloads {names} behind one Service: {len(self.pods)} pods: the lab runs at most "
+                f"{MAX_PODS} pods (processes on this machine); lower their replicas"
+            )
+
+    def companions(self) -> list[Workload]:
+        """Deployments without actions beside the lab's workload whose pods a Service of its
+        routes selects too (v2 beside v1), in the order of the manifests."""
+        if self.deployment is not None:
+            return []
+        services = {self.scenario.service_for(t).name for t in self.routes}
+        return [
+            w
+            for w in self.scenario.workloads
+            if w is not self.workload
+            and w.kind == "Deployment"
+            and any(self._selects_of(self.scenario, w, sv) for sv in services)
+        ]
 
     def _new_pod(
         self, name: str, ordinal: int, c: Container, b: ContainerBehavior, command: list[str] | None
@@ -536,7 +572,7 @@ class Lab:
                 changed = True
         if changed:
             for envoy in self.envoys:
-                envoy.set_endpoints(self.endpoints())
+                envoy.set_endpoints(self.cluster_endpoints(list(envoy.eds)))
 
     def is_ready(self, pod: Pod) -> bool:
         r = pod.workers.get("readiness")
@@ -579,6 +615,39 @@ class Lab:
             if not p.gone and (everyone or (p.ready and not p.deleting))
         ]
 
+    def pod_labels(self, pod: Pod) -> dict[str, str]:
+        """A pod's labels: its revision's template's under the lab's Deployment controller."""
+        fleet = self.deployment.fleet if self.deployment is not None else None
+        if fleet is not None and fleet.pod_labels is not None and pod.slot >= 0:
+            return fleet.pod_labels.groups[int(fleet.pod_labels.group_of[pod.slot])]
+        return pod.labels if pod.labels is not None else self.workload.pod_labels
+
+    def cluster_endpoints(self, clusters: list[str]) -> dict[str, list[tuple[str, int]]]:
+        """Each Envoy cluster's endpoints (``outbound|port|subset|host``): the Service's
+        endpoints whose pods carry the labels of the cluster's host's selector and subset (a
+        subset no DestinationRule defines has none), as Istio's EDS gives them."""
+        svc = next((v for v in self.scenario.services if self._selects(v.name)), None)
+        everyone = svc is not None and svc.spec.publish_not_ready_addresses
+        live = [p for p in self.pods if not p.gone and (everyone or (p.ready and not p.deleting))]
+        out: dict[str, list[tuple[str, int]]] = {}
+        for name in clusters:
+            _, _, subset, fqdn_ = name.split("|", 3)
+            host = fqdn_.split(".")[0]
+            service = next((v for v in self.scenario.services if v.name == host), None)
+            want = dict(service.spec.selector) if service is not None and service.spec.selector else None
+            if want is not None and subset:
+                rule = next(
+                    (r for r in self.scenario.destination_rules if r.spec.host.split(".")[0] == host), None
+                )
+                sub = next((x for x in rule.spec.subsets if x.name == subset), None) if rule else None
+                want = {**want, **sub.labels} if sub is not None else None
+            out[name] = [
+                (HOST, p.inbound or p.port)
+                for p in live
+                if want is not None and all(self.pod_labels(p).get(k) == v for k, v in want.items())
+            ]
+        return out
+
     def urls(self, path: str) -> list[str]:
         return [f"http://{HOST}:{port}{path}" for _, port in self.endpoints()]
 
@@ -607,6 +676,7 @@ class Lab:
         envoy = Envoy(bootstrap, self.run_folder().sub(f"client-{len(self.envoys)}"))
         self.envoys.append(envoy)
         self.listen.append(listen)
+        envoy.set_endpoints(self.cluster_endpoints(list(envoy.eds)))  # per subset, not the Service's all
         await envoy.start()
 
     def _outlier_events(self, client: int, envoy: Envoy) -> list[Event]:
@@ -773,7 +843,7 @@ class Lab:
                 task.cancel()
         self.update_ready()
         for envoy in self.envoys:  # a terminating pod leaves the endpoints even while Ready
-            envoy.set_endpoints(self.endpoints())
+            envoy.set_endpoints(self.cluster_endpoints(list(envoy.eds)))
         proc = pod.proc
         if proc is not None and proc.returncode is None:
             pod.killing = True  # its exit is not a crash to restart
@@ -836,6 +906,7 @@ class Lab:
         tasks = self.tasks
         # time, ready pods, restarts, available pods; and the requests failed so far by cause
         samples: list[tuple[int, int, int, int]] = []
+        beside: dict[str, list[tuple[int, int]]] = {w.name: [] for w in self.companions()}  # ready, restarts
         failed_so_far: list[dict[str, int]] = []
         ready: list[int] = []
         all_ready: int | None = None
@@ -867,10 +938,14 @@ class Lab:
                 if self.deployment is not None:
                     self.control()
                 now = self.now_ms()
-                active = [p for p in self.pods if not p.deleting and not p.gone]
+                active = [p for p in self.pods if not p.deleting and not p.gone and not p.workload]
                 ready.append(sum(p.ready for p in active))
                 available = sum(p.ready and p.ready_since + min_ready_ms <= now for p in active)
-                samples.append((now, ready[-1], sum(p.restarts for p in self.pods), available))
+                own = sum(p.restarts for p in self.pods if not p.workload)
+                samples.append((now, ready[-1], own, available))
+                for name, rows in beside.items():
+                    theirs = [p for p in self.pods if p.workload == name]
+                    rows.append((sum(p.ready for p in theirs), sum(p.restarts for p in theirs)))
                 failed_so_far.append(self._failed_so_far())
                 if all_ready is None and ready[-1] >= self.workload.spec.replicas:
                     all_ready = self.now_ms()
@@ -914,7 +989,7 @@ class Lab:
             name=w.name,
             kind=w.kind,
             replicas=w.spec.replicas,
-            restarts={p.name: p.restarts for p in self.pods},
+            restarts={p.name: p.restarts for p in self.pods if not p.workload},
             first_ready_ms=min((e.time_ms for e in self.events if e.reason == "PodReady"), default=None),
             all_ready_ms=all_ready,
             min_ready=min(ready, default=0),
@@ -927,9 +1002,17 @@ class Lab:
             service = self._target(next(t for t in self.routes if t.label == name))[0]
             od: dict[str, int] = {}  # the simulation's names: Envoy's outlier_detection.* counters
             for k, v in self.envoy_stats.items():
-                if f"||{service}." in k and ".outlier_detection." in k and k.startswith("cluster."):
+                if (
+                    k.startswith("cluster.outbound|")
+                    and ".outlier_detection." in k
+                    and k.split("|")[3].startswith(f"{service}.")
+                ):
                     stat = k.split(".outlier_detection.")[-1]
                     od[stat] = od.get(stat, 0) + v
+                if k.startswith("cluster.outbound|") and k.endswith(".upstream_rq_total"):
+                    _, _, subset, rest = k.split("|", 3)
+                    if subset and rest.startswith(f"{service}."):  # a split's share, per subset
+                        od[f"{subset}.upstream_rq_total"] = od.get(f"{subset}.upstream_rq_total", 0) + v
             # As the simulation counts them: offered includes the iterations dropped for want of
             # a VU; what is neither answered, failed nor interrupted was still awaited at the end.
             waiting = res.sent - res.ok - sum(failed.values()) - res.interrupted
@@ -954,6 +1037,30 @@ class Lab:
             f"workload.{w.name}.restarts": np.array([s[2] for s in samples], dtype=np.int64),
             f"workload.{w.name}.available": np.array([s[3] for s in samples], dtype=np.int64),
         }
+        for name, rows in beside.items():
+            series[f"workload.{name}.ready"] = np.array([r[0] for r in rows], dtype=np.int64)
+            series[f"workload.{name}.restarts"] = np.array([r[1] for r in rows], dtype=np.int64)
+        others = [
+            WorkloadSummary(
+                name=o.name,
+                kind=o.kind,
+                replicas=o.spec.replicas,
+                restarts={p.name: p.restarts for p in self.pods if p.workload == o.name},
+                first_ready_ms=min(
+                    (
+                        e.time_ms
+                        for e in self.events
+                        if e.reason == "PodReady" and e.object.removeprefix("pod/") in pod_names_of(o)
+                    ),
+                    default=None,
+                ),
+                all_ready_ms=None,
+                min_ready=min((r[0] for r in beside[o.name]), default=0),
+                avg_ready=float(np.mean([r[0] for r in beside[o.name]])) if beside[o.name] else 0.0,
+                min_available=0,
+            )
+            for o in self.companions()
+        ]
         rollouts = []
         if self.deployment is not None:
             series |= self.deployment.series(times)
@@ -972,7 +1079,7 @@ class Lab:
             series=series,
             rollouts=rollouts,
             events=self.events,
-            workloads=[summary],
+            workloads=[summary, *others],
             routes=routes,
             source="lab",
             # As the client sidecars' outlier log names them: a pod's port, or its sidecar's.

@@ -137,7 +137,7 @@ def _from_text(
     rules, vss = istio_objects(objects)
     vs_docs = [(doc, base) for doc, base, data in objects.istio if data["kind"] == "VirtualService"]
     for v, (doc, base) in zip(vss, vs_docs, strict=True):
-        say_unsimulated_destinations(v, doc, base)
+        say_unsimulated_destinations(v, doc, base, {sv.name for sv in objects.services}, rules)
     scenario = Scenario(
         name=sf.metadata.name,
         description=sf.metadata.description,

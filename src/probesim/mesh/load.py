@@ -44,14 +44,25 @@ def istio_objects(objects: k8s.Objects) -> tuple[list[DestinationRule], list[Vir
     return rules, services
 
 
-def say_unsimulated_destinations(v: VirtualService, doc: Doc, base: Path_) -> None:
-    """For a simulation (envoy-config does follow them): a route that splits traffic (weights,
-    subsets) or sends it to another host is said once as a warning naming its file and line, as
-    the engine sends a traffic route's requests to the pods of the Service it names."""
-    hosts = {h.split(".")[0] for h in v.spec.hosts}
+def say_unsimulated_destinations(
+    v: VirtualService, doc: Doc, base: Path_, services: set[str], rules: list[DestinationRule]
+) -> None:
+    """For a simulation: a route whose destinations the engine cannot follow (a host that is no
+    Service of the scenario, a subset no DestinationRule of its host defines) is said once as a
+    warning naming its file and line. Splits by weight and subset and other Services of the
+    scenario are simulated (engine/mesh.py, SplitRoute)."""
+    subsets = {(r.spec.host.split(".")[0], s.name) for r in rules for s in r.spec.subsets}
     for i, r in enumerate(v.spec.http):
-        ds = [d.destination for d in r.route]
-        if len(ds) == 1 and ds[0].subset is None and ds[0].host.split(".")[0] in hosts:
+        missing = [
+            d.destination
+            for d in r.route
+            if d.destination.host.split(".")[0] not in services
+            or (
+                d.destination.subset is not None
+                and (d.destination.host.split(".")[0], d.destination.subset) not in subsets
+            )
+        ]
+        if not missing:
             continue
         shown = ", ".join(
             d.destination.host
@@ -59,12 +70,16 @@ def say_unsimulated_destinations(v: VirtualService, doc: Doc, base: Path_) -> No
             + (f" weight {d.weight}" if d.weight is not None else "")
             for d in r.route
         )
+        what = ", ".join(
+            (f"subset {d.subset} of {d.host}" if d.host.split(".")[0] in services else d.host)
+            for d in missing
+        )
         line = doc.line_of((*base, "spec", "http", i, "route"))
         warnings.warn(
             InputWarning(
                 f"{doc.file}:{line}: VirtualService {v.metadata.name}: http[{i}] routes to {shown}: not "
-                "simulated; its requests go to the pods of the Service the traffic names (no split by "
-                "weight or subset, no other host)"
+                f"simulated for {what} (no Service of the scenario, or no DestinationRule subset of "
+                "that name): its share of the requests finds no host (503)"
             ),
             stacklevel=2,
         )
