@@ -705,7 +705,9 @@ def check(
     kinds, custom resources, kustomizations and unrendered Helm charts, saying so (-v lists them).
 
     Exit codes: 0 clean, 1 findings at or above --fail-on, 2 input error (YAML that does not
-    parse, an invalid field in an object probesim reads, or no Kubernetes object at all).
+    parse, an invalid field in an object probesim reads, or no Kubernetes object at all). Every
+    file is read first: each error is reported (in every format, -o written too) with the
+    findings of the rest, then the check exits 2.
     Suppress a finding with the annotation [bold]probesim.dev/ignore: "PS010=reason"[/bold]
     (or [bold]probesim.dev/ignore-<container>[/bold]) on the object or its pod template.
 
@@ -752,6 +754,11 @@ def check(
             raise _fail(InputError(f"cannot write the report: {e.strerror}", file=str(output))) from None
     elif text is not None:
         sys.stdout.write(text)
+    if report.errors:
+        if output is not None:  # the report went to a file: say its errors here too
+            for entry in report.errors:
+                _fail(entry)
+        raise typer.Exit(2)
     if report.fails(fail_on or cfg.fail_on):  # type: ignore[arg-type]
         raise typer.Exit(1)
 

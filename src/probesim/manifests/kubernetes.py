@@ -16,6 +16,7 @@ from probesim.manifests.errors import field_path, from_validation
 from probesim.manifests.yamlsrc import Doc, Path_, get_path
 from probesim.model.base import NonNegInt32, OpenModel
 from probesim.model.kubernetes import (
+    GENERATED,
     Container,
     HorizontalPodAutoscaler,
     ObjectMeta,
@@ -41,6 +42,8 @@ WORKLOAD_VERSIONS: dict[str, tuple[str, ...]] = {
 }
 # Before apps/v1 a missing selector defaulted to the template's labels.
 SELECTOR_DEFAULTED = {"extensions/v1beta1", "apps/v1beta1"}
+# Kinds probesim reads (a document of one of them without apiVersion is an error, not another file).
+READ_KINDS = frozenset({*WORKLOAD_VERSIONS, "Service", "HorizontalPodAutoscaler"})
 SIMULATED_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController", "Pod")
 HPA_VERSIONS = ("autoscaling/v2", "autoscaling/v1", "autoscaling/v2beta2", "autoscaling/v2beta1")
 # Built-in API groups whose kinds are all known here: any other kind in them is a typo (the API
@@ -178,14 +181,28 @@ def _items(doc: Doc, data: Any) -> Iterable[tuple[Path_, Any]]:
         yield (), data
 
 
-def parse(docs: Iterable[Doc], unique: bool = False) -> Objects:
+def parse(docs: Iterable[Doc], unique: bool = False, errors: list[InputError] | None = None) -> Objects:
     """The objects of ``docs``. ``unique``: two objects of one kind, namespace and name are an
-    error (a scenario names workloads by name); ``probesim check`` lints both instead."""
+    error (a scenario names workloads by name); ``probesim check`` lints both instead. With
+    ``errors``, an invalid object (or List) is noted there and the others still read."""
     out = Objects()
     seen: dict[str, Origin] = {}
     for doc in docs:
-        for base, data in _items(doc, doc.data):
-            model = _parse_object(doc, base, data, out)
+        try:
+            items = list(_items(doc, doc.data))
+        except InputError as e:
+            if errors is None:
+                raise
+            errors.append(e)
+            continue
+        for base, data in items:
+            try:
+                model = _parse_object(doc, base, data, out)
+            except InputError as e:
+                if errors is None:
+                    raise
+                errors.append(e)
+                continue
             if model is None:
                 continue
             key = obj_key(model.kind, model.metadata.namespace, model.metadata.name)
@@ -232,6 +249,8 @@ def _parse_object(
     api = data.get("apiVersion")
     meta = data.get("metadata")
     name = meta.get("name") if isinstance(meta, dict) else None
+    if not name and isinstance(meta, dict) and isinstance(meta.get("generateName"), str):
+        name = meta["generateName"] + GENERATED
     obj = f"{kind} {name}" if isinstance(name, str) else kind
     reads = kind in WORKLOAD_VERSIONS or kind in ("Service", "HorizontalPodAutoscaler")
     if not isinstance(api, str) or not api:
@@ -534,7 +553,13 @@ def _v2beta1_metrics(data: dict[str, Any]) -> dict[str, Any]:
 
 def _service(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> Service:
     s: Service = _validate(Service, doc, base, data, obj)
-    if s.spec.type != "ExternalName" and not s.spec.ports:
+    # ValidateService: ports are required unless the Service is headless (type ClusterIP and
+    # clusterIP None: DNS names the pods, no port is proxied) or an ExternalName.
+    spec = data["spec"]  # a mapping: the model has read it
+    ips = spec.get("clusterIPs")
+    ip = ips[0] if isinstance(ips, list) and ips else spec.get("clusterIP")
+    headless = s.spec.type == "ClusterIP" and ip == "None"
+    if s.spec.type != "ExternalName" and not headless and not s.spec.ports:
         raise _err(doc, base, ("spec", "ports"), obj, "required value: a Service needs at least one port")
     return s
 
