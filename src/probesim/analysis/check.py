@@ -338,7 +338,8 @@ def check(
     errors: list[InputError] = []
     docs, inputs = read_manifests(paths, errors) if paths else ([], Inputs())
     docs += scenario_docs or []
-    objects = k8s.parse(docs, errors=errors)
+    # A scenario that carries the objects of the paths given (--print-scenario's output): each once.
+    objects = k8s.parse(docs, errors=errors, once=bool(scenario_docs))
     skipped = inputs.skipped + objects.skipped
     if (
         not errors

@@ -4,6 +4,7 @@ the fields probesim reads (reference/kubelet.md §1.1), with errors that name fi
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -151,6 +152,13 @@ class Objects:
     def _add(self, obj: Workload | Service | HorizontalPodAutoscaler, origin: Origin) -> None:
         self._origins[id(obj)] = origin
 
+    def drop(self, obj: Workload | Service | HorizontalPodAutoscaler) -> None:
+        """Forget ``obj`` (the last object read: a copy of one read before)."""
+        for group in (self.workloads, self.services, self.hpas):
+            if group and group[-1] is obj:
+                group.pop()
+        self._origins.pop(id(obj), None)
+
 
 def obj_key(kind: str, namespace: str, name: str) -> str:
     """How objects are identified: kind, namespace and name (``Deployment/monitoring/grafana``)."""
@@ -181,10 +189,13 @@ def _items(doc: Doc, data: Any) -> Iterable[tuple[Path_, Any]]:
         yield (), data
 
 
-def parse(docs: Iterable[Doc], unique: bool = False, errors: list[InputError] | None = None) -> Objects:
+def parse(
+    docs: Iterable[Doc], unique: bool = False, errors: list[InputError] | None = None, once: bool = False
+) -> Objects:
     """The objects of ``docs``. ``unique``: two objects of one kind, namespace and name are an
     error (a scenario names workloads by name); ``probesim check`` lints both instead. With
-    ``errors``, an invalid object (or List) is noted there and the others still read."""
+    ``errors``, an invalid object (or List) is noted there and the others still read. With
+    ``unique`` or ``once``, an object given twice with the same content is read once."""
     out = Objects()
     seen: dict[str, Origin] = {}
     for doc in docs:
@@ -206,12 +217,43 @@ def parse(docs: Iterable[Doc], unique: bool = False, errors: list[InputError] | 
             if model is None:
                 continue
             key = obj_key(model.kind, model.metadata.namespace, model.metadata.name)
+            if (unique or once) and key in seen and _same(seen[key], doc, base):
+                out.drop(model)  # the same object given twice (a printed scenario and its folder)
+                continue
             if unique and key in seen:
-                first = seen[key].doc
-                raise _err(doc, base, ("metadata", "name"), f"{model.kind} {model.metadata.name}",
-                           f"defined twice (first in {first.file}:{first.line})")  # fmt: skip
+                raise _twice(seen[key], doc, base, f"{model.kind} {model.metadata.name}")
             seen.setdefault(key, out.origin(model))
     return out
+
+
+def _same(first: Origin, doc: Doc, base: Path_) -> bool:
+    """Whether an object at ``base`` in ``doc`` has the content of ``first`` (as the API server
+    would read them: null fields left out; a List's item filled with its apiVersion and kind)."""
+    return bool(_pruned(_filled(first.doc, first.base)) == _pruned(_filled(doc, base)))
+
+
+def _filled(doc: Doc, base: Path_) -> Any:
+    data = get_path(doc.data, base)
+    if base and isinstance(doc.data, dict) and isinstance(data, dict):
+        fill = {
+            "apiVersion": doc.data.get("apiVersion"),
+            "kind": str(doc.data.get("kind", "")).removesuffix("List"),
+        }
+        data = {**{k: v for k, v in fill.items() if k not in data and v}, **data}
+    return data
+
+
+def _twice(first: Origin, doc: Doc, base: Path_, obj: str) -> InputError:
+    """Two objects of one kind and name: in one file a mistake; in two files two variants (a base
+    and its overlay, two environments), which a run takes one at a time."""
+    d = first.doc
+    if d.file == doc.file or doc.file.startswith("<"):
+        return _err(doc, base, ("metadata", "name"), obj, f"defined twice (first in {d.file}:{d.line})")
+    folder = os.path.dirname(doc.file) or "."
+    return InputError(
+        f"{obj} is defined in {d.file}:{d.line_of(first.base)} and {doc.file}:{doc.line_of(base)}, "
+        f"with different content (two variants?): run one at a time, e.g. probesim run {folder}/"
+    )
 
 
 def _err(doc: Doc, base: Path_, rel: Path_, obj: str | None, msg: str) -> InputError:
