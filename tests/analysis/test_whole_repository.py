@@ -11,6 +11,8 @@ from xml.etree import ElementTree as ET
 
 import jsonschema
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from probesim.analysis.check import check
@@ -204,3 +206,34 @@ def test_what_the_api_server_refuses_stays_an_error(tmp_path: Path, text: str, m
     p.write_text(text)
     report = check([str(p)])
     assert [message in str(e) for e in report.errors] == [True], [str(e) for e in report.errors]
+
+
+KINDS = {
+    "valid": (BAD, "finding"),
+    "headless": (HEADLESS, "clean"),
+    "broken": ("apiVersion: v1\nkind: [\n", "error"),
+    "invalid": (INVALID, "error"),
+    "jsonc": (JSONC, "skipped"),
+    "config": ('{"name": "x", "scripts": {}}\n', "skipped"),
+}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(sorted(KINDS)), min_size=1, max_size=8))
+def test_each_file_is_judged_on_its_own_whatever_the_mix(tmp_path_factory: pytest.TempPathFactory,
+                                                         kinds: list[str]) -> None:  # fmt: skip
+    root = tmp_path_factory.mktemp("mix")
+    want: dict[str, set[str]] = {"finding": set(), "error": set(), "skipped": set(), "clean": set()}
+    for i, kind in enumerate(kinds):
+        text, outcome = KINDS[kind]
+        name = f"f{i}.json" if kind in ("jsonc", "config") else f"f{i}.yaml"
+        (root / name).write_text(text)
+        want[outcome].add(name)
+    if not want["finding"] and not want["error"] and not want["clean"]:
+        return  # nothing to lint: the one-line "no Kubernetes object" stop
+    report = check([str(root)])
+    assert {Path(e.file or "").name for e in report.errors} == want["error"]
+    assert {Path(f.file).name for f in report.findings if f.rule.id == "PS010"} == want["finding"]
+    assert {Path(s.file).name for s in report.skipped if not s.kind} == want["skipped"]
+    # Every copy of Deployment/web is its own object: counted once per file.
+    assert len({(f.key, f.file) for f in report.findings if f.rule.id == "PS010"}) == len(want["finding"])
