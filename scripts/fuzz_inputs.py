@@ -204,7 +204,7 @@ def _parses(out: str, fmt: str) -> bool:
         elif fmt == "junit":
             ET.fromstring(out)
         else:
-            return out.startswith("error: ")
+            return bool(out.strip())
     except (ValueError, ET.ParseError, IndexError):
         return False
     return True
@@ -234,11 +234,11 @@ def classify(o: Outcome) -> list[str]:
         return tags
     if o.code == 2:
         lines = err.strip().splitlines()
-        if len(lines) == 1 and lines[0].startswith("error: "):
-            tags.append("clean error")
-        elif o.job.command == "check" and not lines and out.strip():
-            # check's error entries (issue 27): the report on stdout, every error in it, exit 2.
+        if o.job.command == "check" and out.strip() and all(ln.startswith("error: ") for ln in lines):
+            # check's error entries (issue 27): one line each on stderr, and the report on stdout.
             tags.append("error entries" if _parses(out, o.job.fmt) else "malformed output")
+        elif len(lines) == 1 and lines[0].startswith("error: "):
+            tags.append("clean error")
         else:
             tags.append("malformed output")  # an input error that is not one line
         return tags
@@ -359,6 +359,7 @@ def main() -> int:
     per_command: Counter[tuple[str, str]] = Counter()
     bad: list[dict[str, Any]] = []
     slow: list[tuple[float, str, str]] = []
+    peak: dict[str, int] = {}  # command → largest peak RSS of its runs (bytes)
     batch = 200
     try:
         for first in range(0, a.n, batch):
@@ -392,6 +393,8 @@ def main() -> int:
             for o in run_all(jobs, a.workers, a.timeout, a.exec_mode, a.cpu_limit):
                 tags = classify(o)
                 counts.update(tags)
+                name = o.job.command.split(":")[0]
+                peak[name] = max(peak.get(name, 0), o.maxrss)
                 for t in tags:
                     per_command[(o.job.command.split(":")[0], t)] += 1
                 if o.cpu_s > 3:
@@ -433,6 +436,7 @@ def main() -> int:
         "counts": dict(counts),
         "per_command": {f"{c} {t}": n for (c, t), n in sorted(per_command.items())},
         "slowest": [f"{s:.1f} s {w} {m}" for s, w, m in sorted(slow, reverse=True)[:15]],
+        "peak_rss_mb": {c: n >> 20 for c, n in sorted(peak.items())},
         "bad": bad,
     }
     (a.out / "report.json").write_text(json.dumps(report, indent=2))

@@ -745,8 +745,12 @@ def check(
     except InputError as e:
         raise _fail(e) from None
     _warn(report.warnings)
+    for entry in report.errors:  # first, one line each on stderr; the report carries them too
+        _fail(entry)
     buffer = io.StringIO()
-    text = render(report, fmt, out if output is None else Console(file=buffer, width=160), verbose)
+    console = out if output is None else Console(file=buffer, width=160)
+    # Text on the terminal: the errors are on it already (above).
+    text = render(report, fmt, console, verbose, with_errors=output is not None)
     if output is not None:
         try:
             output.write_text(text if text is not None else buffer.getvalue(), encoding="utf-8")
@@ -755,9 +759,6 @@ def check(
     elif text is not None:
         sys.stdout.write(text)
     if report.errors:
-        if output is not None:  # the report went to a file: say its errors here too
-            for entry in report.errors:
-                _fail(entry)
         raise typer.Exit(2)
     if report.fails(fail_on or cfg.fail_on):  # type: ignore[arg-type]
         raise typer.Exit(1)

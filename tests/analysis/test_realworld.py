@@ -74,4 +74,4 @@ def test_the_whole_corpus_as_one_directory_finishes_in_one_run() -> None:
     assert got == want
     r = runner.invoke(app, ["check", str(REALWORLD), "-f", "sarif"])
     assert r.exit_code == 2
-    assert r.output.startswith("{")  # the report is written on exit 2 too
+    assert r.stdout.startswith("{") and r.stderr.startswith("error: ")  # the report on exit 2 too

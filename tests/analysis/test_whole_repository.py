@@ -130,13 +130,19 @@ def test_text_lists_the_errors_first_then_findings_by_file(tmp_path: Path) -> No
     assert base < overlay and r.output.count("Deployment/web") == 2
     assert "in 3 objects" in r.output  # the base, the overlay and the Job
     assert "3 input errors" in r.output
+    assert not [ln for ln in r.stdout.splitlines() if ln.startswith("error:")]  # said once, on stderr
+    out = tmp_path / "report.txt"
+    assert runner.invoke(app, ["check", str(root), "-o", str(out)]).exit_code == 2
+    written = out.read_text().splitlines()
+    assert [ln.split(":", 1)[0] for ln in written[:3]] == ["error"] * 3  # the file has them first
 
 
 def test_json_carries_the_errors(tmp_path: Path) -> None:
     root = repo(tmp_path)
     r = runner.invoke(app, ["check", str(root), "-f", "json"])
     assert r.exit_code == 2
-    doc = json.loads(r.output)
+    assert [ln.startswith("error: ") for ln in r.stderr.splitlines()] == [True] * 3
+    doc = json.loads(r.stdout)
     assert sorted((Path(e["file"]).relative_to(root).as_posix(), e["line"]) for e in doc["errors"]) == ERRORS
     assert {(Path(f["file"]).parent.name, f["rule"]) for f in doc["findings"]} >= {
         ("base", "PS010"),
@@ -173,7 +179,7 @@ def test_junit_has_an_errored_case_per_file(tmp_path: Path) -> None:
     root = repo(tmp_path)
     r = runner.invoke(app, ["check", str(root), "-f", "junit"])
     assert r.exit_code == 2
-    xml = ET.fromstring(r.output.split("\n", 1)[1])
+    xml = ET.fromstring(r.stdout.split("\n", 1)[1])
     errored = [c for c in xml.iter("testcase") if c.find("error") is not None]
     assert sorted(Path(c.get("classname", "")).name for c in errored) == [f for f, _ in ERRORS]
     assert xml.get("errors") == "3"

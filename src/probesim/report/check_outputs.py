@@ -46,8 +46,10 @@ def _objects(findings: list[Finding]) -> set[tuple[str, str]]:
     return {(f.key, f.file) for f in findings}
 
 
-def render_text(report: CheckReport, console: Console, verbose: bool = False) -> None:
-    for e in report.errors:
+def render_text(
+    report: CheckReport, console: Console, verbose: bool = False, with_errors: bool = True
+) -> None:
+    for e in report.errors if with_errors else []:
         console.print(f"[red]error:[/red] {_safe(str(e))}", highlight=False, emoji=False, soft_wrap=True)
     # Grouped by file, then object: a base and its overlay of one name are shown apart.
     by_obj = sorted(report.findings, key=lambda f: (f.file, f.obj, f.namespace, f.line))
@@ -266,10 +268,13 @@ def to_junit(report: CheckReport) -> str:
     return junit_xml("probesim check", cases, skipped)
 
 
-def render(report: CheckReport, fmt: str, console: Console, verbose: bool = False) -> str | None:
-    """The report in ``fmt``; text is printed on ``console`` and returns None."""
+def render(
+    report: CheckReport, fmt: str, console: Console, verbose: bool = False, with_errors: bool = True
+) -> str | None:
+    """The report in ``fmt``; text is printed on ``console`` and returns None (``with_errors``:
+    its error entries first, unless they were said already)."""
     if fmt == "text":
-        render_text(report, console, verbose)
+        render_text(report, console, verbose, with_errors)
         return None
     if fmt == "json":
         return json.dumps(to_json(report), indent=2) + "\n"
