@@ -8,7 +8,8 @@ The inputs come from tests/property/hostile.py (the generator the CI fuzz test u
 ``--options K`` (default 2) each input also gets K hostile command lines of issue 16's commands
 and options from tests/property/hostile_options.py: ``--set``, ``--threshold``, ``--runs``,
 ``--report``, ``sweep``, ``report`` (a run's JSON, a sweep's CSV or Parquet), ``run`` on
-manifests and ``tune``; ``--only-options`` runs those alone. Each process
+manifests and ``tune``; ``--only-options`` runs those alone. ``--streams`` (issue 27) runs
+and checks manifest streams whose documents are of every YAML type instead. Each process
 has an address-space limit (RLIMIT_AS, 3 GiB), a CPU limit and a wall-clock timeout; its CPU
 time and peak memory come from wait4's rusage.
 
@@ -196,6 +197,19 @@ def run_all(jobs: list[Job], workers: int, timeout: float, exec_mode: bool, cpu_
     return done
 
 
+def _parses(out: str, fmt: str) -> bool:
+    try:
+        if fmt in ("json", "sarif"):
+            json.loads(out)
+        elif fmt == "junit":
+            ET.fromstring(out)
+        else:
+            return bool(out.strip())
+    except (ValueError, ET.ParseError, IndexError):
+        return False
+    return True
+
+
 def classify(o: Outcome) -> list[str]:
     """The counts this run adds to."""
     out, err = o.stdout.decode("utf-8", "replace"), o.stderr.decode("utf-8", "replace")
@@ -220,7 +234,10 @@ def classify(o: Outcome) -> list[str]:
         return tags
     if o.code == 2:
         lines = err.strip().splitlines()
-        if len(lines) == 1 and lines[0].startswith("error: "):
+        if o.job.command == "check" and out.strip() and all(ln.startswith("error: ") for ln in lines):
+            # check's error entries (issue 27): one line each on stderr, and the report on stdout.
+            tags.append("error entries" if _parses(out, o.job.fmt) else "malformed output")
+        elif len(lines) == 1 and lines[0].startswith("error: "):
             tags.append("clean error")
         else:
             tags.append("malformed output")  # an input error that is not one line
@@ -237,6 +254,64 @@ def classify(o: Outcome) -> list[str]:
         tags.append("raw escape in text")  # counted apart: shown, not fatal
     tags.append("success")
     return tags
+
+
+# --streams (issue 27): run straight from a manifest stream whose documents are of every YAML
+# type, beside a valid Deployment and Service: scalars, lists, nulls, tagged values, mappings
+# without kind, Lists of scalars, objects with hostile timings (a probe period or a client
+# timeout of a year). ``probesim run m.yaml`` (the generated scenario) and ``probesim check``.
+_VALID = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - name: app
+          image: x
+          ports: [{name: http, containerPort: 8080}]
+          readinessProbe:
+            {httpGet: {path: /ready, port: http}, periodSeconds: %(period)s, timeoutSeconds: %(timeout)s}
+          livenessProbe: {httpGet: {path: /live, port: http}, initialDelaySeconds: %(delay)s}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec: {selector: {app: web}, ports: [{port: 80, targetPort: http}]}
+"""
+_DOCS = [
+    "5", "-1", "3.5", ".inf", ".nan", "true", "false", "null", "~", "hello", "'quoted'", "[]", "{}",
+    "[1, 2, 3]", "[[1], [2, [3]]]", "- a\n- b", "!!binary aGVsbG8=", "2024-01-01", "!!str 12",
+    "!!int '7'", "!!float 1e400", "0x1F", "0o17", "123456789012345678901234567890",
+    "{kind: 5}", "{kind: [Deployment]}", "{apiVersion: 5, kind: Deployment}", "{metadata: {name: x}}",
+    "{apiVersion: v1, kind: List, items: [1, two, null, [3]]}",
+    "{apiVersion: v1, kind: List, items: 7}",
+    "{apiVersion: v1, kind: Namespace, metadata: 5}",
+    "{apiVersion: v1, kind: Namespace, metadata: {name: default, labels: [a]}}",
+    "{apiVersion: v1, kind: Service, metadata: {name: web2}, spec: {clusterIP: None, selector: {app: web}}}",
+    "{apiVersion: batch/v1, kind: Job, metadata: {generateName: j-}, spec: {template: {spec: "
+    "{restartPolicy: Never, containers: [{name: c, image: x}]}}}}",
+    "&a [*a]", "{a: &x 1, b: *x}", "? [a, b]\n: c", "'\\u202e'", "- !!null ''",
+]  # fmt: skip
+_TIMINGS = ["1", "10", "0", "2147483647", "31536000", "-1", "1.5", "'5'", "null"]
+
+
+def make_stream_case(rnd: random.Random) -> Case:
+    """A manifest stream: the valid pair (with random probe timings) and 1-6 documents of any
+    YAML type, shuffled."""
+    timing = {k: rnd.choice(_TIMINGS) for k in ("period", "timeout", "delay")}
+    docs = [_VALID % timing, *rnd.choices(_DOCS, k=rnd.randint(1, 6))]
+    rnd.shuffle(docs)
+    text = "\n---\n".join(d.strip("\n") for d in docs) + "\n"
+    mutations = [f"{k}={v}" for k, v in timing.items()] + [
+        f"doc {d[:30]!r}" for d in docs if d not in (_VALID % timing,)
+    ]
+    return Case("streams", {"m.yaml": text.encode()}, "m.yaml", ["m.yaml"], mutations,
+                run_json=rnd.random() < 0.5, fmt=rnd.choice(["text", "json", "sarif", "junit"]))  # fmt: skip
 
 
 def _option_job(i: int, k: int, c: Command, folder: Path, case: Case) -> Job:
@@ -265,7 +340,13 @@ def main() -> int:
     ap.add_argument("--profile", choices=["ci", "full"], default="full")
     ap.add_argument("--options", type=int, default=2, help="hostile command lines of issue 16 per input")
     ap.add_argument("--only-options", action="store_true", help="run the option command lines alone")
+    ap.add_argument(
+        "--streams", action="store_true",
+        help="run and check straight from manifest streams of every YAML type (issue 27; no --options)",
+    )  # fmt: skip
     a = ap.parse_args()
+    if a.streams:
+        a.options = 0
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     os.environ["COLUMNS"] = "160"
@@ -278,6 +359,7 @@ def main() -> int:
     per_command: Counter[tuple[str, str]] = Counter()
     bad: list[dict[str, Any]] = []
     slow: list[tuple[float, str, str]] = []
+    peak: dict[str, int] = {}  # command → largest peak RSS of its runs (bytes)
     batch = 200
     try:
         for first in range(0, a.n, batch):
@@ -285,7 +367,13 @@ def main() -> int:
             for i in range(first, min(first + batch, a.n)):
                 folder = work / f"{i:05d}"
                 folder.mkdir()
-                if not a.only_options:
+                if a.streams:
+                    case = make_stream_case(random.Random(a.seed + i))
+                    case.write(folder)
+                    run_args = ["run", str(folder / "m.yaml"), *(["--json"] if case.run_json else [])]
+                    jobs.append(Job(i, "run", run_args, "json" if case.run_json else "text", folder, case))
+                    jobs.append(Job(i, "check", case.check_args(folder), case.fmt, folder, case))
+                elif not a.only_options:
                     case = make_case(random.Random(a.seed + i), a.profile)
                     case.write(folder)
                     jobs.append(
@@ -305,6 +393,8 @@ def main() -> int:
             for o in run_all(jobs, a.workers, a.timeout, a.exec_mode, a.cpu_limit):
                 tags = classify(o)
                 counts.update(tags)
+                name = o.job.command.split(":")[0]
+                peak[name] = max(peak.get(name, 0), o.maxrss)
                 for t in tags:
                     per_command[(o.job.command.split(":")[0], t)] += 1
                 if o.cpu_s > 3:
@@ -346,6 +436,7 @@ def main() -> int:
         "counts": dict(counts),
         "per_command": {f"{c} {t}": n for (c, t), n in sorted(per_command.items())},
         "slowest": [f"{s:.1f} s {w} {m}" for s, w, m in sorted(slow, reverse=True)[:15]],
+        "peak_rss_mb": {c: n >> 20 for c, n in sorted(peak.items())},
         "bad": bad,
     }
     (a.out / "report.json").write_text(json.dumps(report, indent=2))

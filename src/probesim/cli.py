@@ -705,7 +705,9 @@ def check(
     kinds, custom resources, kustomizations and unrendered Helm charts, saying so (-v lists them).
 
     Exit codes: 0 clean, 1 findings at or above --fail-on, 2 input error (YAML that does not
-    parse, an invalid field in an object probesim reads, or no Kubernetes object at all).
+    parse, an invalid field in an object probesim reads, or no Kubernetes object at all). Every
+    file is read first: each error is reported (in every format, -o written too) with the
+    findings of the rest, then the check exits 2.
     Suppress a finding with the annotation [bold]probesim.dev/ignore: "PS010=reason"[/bold]
     (or [bold]probesim.dev/ignore-<container>[/bold]) on the object or its pod template.
 
@@ -743,8 +745,12 @@ def check(
     except InputError as e:
         raise _fail(e) from None
     _warn(report.warnings)
+    for entry in report.errors:  # first, one line each on stderr; the report carries them too
+        _fail(entry)
     buffer = io.StringIO()
-    text = render(report, fmt, out if output is None else Console(file=buffer, width=160), verbose)
+    console = out if output is None else Console(file=buffer, width=160)
+    # Text on the terminal: the errors are on it already (above).
+    text = render(report, fmt, console, verbose, with_errors=output is not None)
     if output is not None:
         try:
             output.write_text(text if text is not None else buffer.getvalue(), encoding="utf-8")
@@ -752,6 +758,8 @@ def check(
             raise _fail(InputError(f"cannot write the report: {e.strerror}", file=str(output))) from None
     elif text is not None:
         sys.stdout.write(text)
+    if report.errors:
+        raise typer.Exit(2)
     if report.fails(fail_on or cfg.fail_on):  # type: ignore[arg-type]
         raise typer.Exit(1)
 

@@ -10,14 +10,16 @@ each route's rate schedule row by row::
 
     units = steps × (100 + containers + Σ routes (500 + pods × (1 + calls) + rate rows)
                      + loaded routes × containers × slots / 20)
-            + 100 × containers
+            + 100 × containers + (3 × routes × slots + queue slots) × containers / 8
 
-The last term is the set-up (building the fleet, admitting and starting each pod: about 85 µs a
-container; 100,000 pods for 12 s ran 15 s of CPU, which the steps alone put at 2 s). A loaded
-route is one whose containers have route costs (the capacity model), and
-``slots`` the steps an answer may be due later (the longest client timeout, at least 60 s, over
-the step): its answers on their way are kept per slot and container (gke-surge-defaults with an
-HPA of 20,000 pods: 58 s of CPU, which the estimate without that term put at 7 s).
+The ``100 × containers`` term is the set-up (building the fleet, admitting and starting each
+pod: about 85 µs a container; 100,000 pods for 12 s ran 15 s of CPU, which the steps alone put
+at 2 s); the last counts the answer and backlog buffers the engine allocates per route and
+container. A loaded route is one whose containers have route costs (the capacity model), and
+``slots`` the steps an answer may be due later (the longest client timeout or dependency call's
+timeout × tries, at least 60 s, at most the run's duration, over the step): its answers on their
+way are kept per slot and container (gke-surge-defaults with an HPA of 20,000 pods: 58 s of CPU,
+which the estimate without that term put at 7 s).
 ``pods`` counts each workload at its largest size (replicas, its HPA's maxReplicas, or a scale
 action's) plus the replacements deletePod actions start, the largest size per scale action, and
 for a rollout, restart or rollback about three times the largest size (the new ReplicaSet's
@@ -35,6 +37,26 @@ if TYPE_CHECKING:  # the CLI imports this module for its default; models load wi
 
 DEFAULT_MAX_COST = 10_000_000  # about 10 s of engine time at most; the built-ins are below 3M
 DEFAULT_MAX_TOTAL_COST = 1_000_000_000  # many runs together (run --runs, a sweep): about 17 min
+
+
+MIN_HORIZON_MS = 60_000  # answers are kept at least this far ahead (runs of a minute or less: the run)
+
+
+def answer_slots(waits_ms: list[int], duration: int, step: int) -> int:
+    """The steps ahead the engine keeps answers on their way (engine/loop.py): up to the longest
+    wait (a client timeout, a dependency call's timeout × its tries), at least a minute, and
+    never past the run's end: an answer due later is never delivered within the run, so a
+    timeout of a year sizes nothing by a year."""
+    return min(max([MIN_HORIZON_MS, *waits_ms]), max(duration, 0)) // max(step, 1) + 2
+
+
+def queue_slots(timeout: int | None, duration: int, step: int) -> int:
+    """The arrival steps a route's client-side backlog keeps (engine/traffic.py): up to its
+    timeout (one without a timeout), never past the run's end (a request then times out after
+    the run)."""
+    if timeout is None:
+        return 1
+    return min(-(-timeout // max(step, 1)) + 1, max(duration, 0) // max(step, 1) + 2)
 
 
 @dataclass(frozen=True)
@@ -99,9 +121,20 @@ def run_cost(s: Scenario) -> RunCost:
         for cb in cbs.values()
     ]
     loaded = any(cb.loaded for cb in behaviors)
-    timeouts = [t.timeout for t in s.spec.traffic if t.timeout is not None]
-    slots = max([60_000, *timeouts]) // max(s.spec.step, 1) + 2
+    timeouts = [int(t.timeout) for t in s.spec.traffic if t.timeout is not None]
+    call_waits = [
+        int(c.timeout or 0) * c.retries.attempts
+        for cb in behaviors
+        for r in cb.routes.values()
+        for c in r.calls
+        if c.timeout is not None
+    ]
+    slots = answer_slots([*timeouts, *call_waits], s.spec.duration, s.spec.step)
     per_step = 100 + containers + routes * (500 + pods * (1 + calls)) + rows
     per_step += routes * containers * slots // 20 if loaded else 0
-    setup = 100 * containers
+    # What the engine allocates for answers on their way and the client-side backlog, per route
+    # (3 outcome classes × slots × containers, and queue slots × containers, 8 bytes a cell):
+    # a unit per 8 cells, about what zeroing and summing them costs.
+    queued = sum(queue_slots(t, s.spec.duration, s.spec.step) for t in timeouts) + routes - len(timeouts)
+    setup = 100 * containers + (routes * 3 * slots + queued) * containers // 8
     return RunCost(steps, pods, containers, routes, calls, rows, steps * per_step + setup)

@@ -233,3 +233,12 @@ STOPS: dict[str, str] = {
     "metrics-server": "spec.selector: required field is missing (apps/v1 needs a selector); a kustomize base?",
     "podinfo-chart": "is an unrendered Helm chart: run `helm template",
 }
+
+# Checked as one directory, all projects are one cluster's objects: sockshop's kube-state-metrics
+# Service (namespace monitoring, ports 8080 and 8081, selecting app.kubernetes.io/name:
+# kube-state-metrics) then also selects both kube-prometheus copies' kube-state-metrics pods, whose
+# container of that name has no readinessProbe.
+WHOLE_EXTRA: list[str] = [
+    "PS001 Deployment/monitoring/kube-state-metrics kube-state-metrics kube-prometheus-kp2/kubeStateMetrics-deployment.yaml:30",
+    "PS001 Deployment/monitoring/kube-state-metrics kube-state-metrics kube-prometheus/kubeStateMetrics-deployment.yaml:30",
+]

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from probesim.analysis.check import check
 from probesim.cli import app
 from probesim.errors import InputError
-from tests.analysis.realworld_expected import EXPECTED, STOPS
+from tests.analysis.realworld_expected import EXPECTED, STOPS, WHOLE_EXTRA
 
 REALWORLD = Path(__file__).resolve().parents[2].parent / "shared" / "realworld"
 pytestmark = pytest.mark.skipif(
@@ -32,14 +32,18 @@ def test_findings_equal_the_reviewed_expectations(project: str) -> None:
     assert got == EXPECTED[project]
 
 
-@pytest.mark.parametrize("project", sorted(STOPS))
-def test_only_the_unrendered_chart_and_the_selectorless_base_stop(project: str) -> None:
+def test_only_the_unrendered_chart_stops_and_the_selectorless_base_is_an_error_entry() -> None:
     with pytest.raises(InputError) as e:
-        check([str(REALWORLD / project)])
-    assert STOPS[project] in str(e.value)
-    r = runner.invoke(app, ["check", str(REALWORLD / project)])
+        check([str(REALWORLD / "podinfo-chart")])
+    assert STOPS["podinfo-chart"] in str(e.value)
+    r = runner.invoke(app, ["check", str(REALWORLD / "podinfo-chart")])
     assert r.exit_code == 2
     assert r.output.startswith("error: ") and r.output.count("\n") == 1 and "Traceback" not in r.output
+    # The kustomize base is read whole: its one invalid object is an error entry (exit 2).
+    report = check([str(REALWORLD / "metrics-server")])
+    assert [STOPS["metrics-server"] in str(e) for e in report.errors] == [True]
+    r = runner.invoke(app, ["check", str(REALWORLD / "metrics-server")])
+    assert r.exit_code == 2 and r.output.startswith("error: ") and "Traceback" not in r.output
 
 
 def test_every_project_is_covered() -> None:
@@ -51,3 +55,23 @@ def test_the_whole_corpus_in_one_run_exits_on_findings_not_on_input() -> None:
     paths = [str(REALWORLD / p) for p in sorted(EXPECTED)]
     r = runner.invoke(app, ["check", *paths, "-f", "json", "--fail-on", "warning"])
     assert r.exit_code == 1, r.output[-500:]
+
+
+def test_the_whole_corpus_as_one_directory_finishes_in_one_run() -> None:
+    # One argument, every project: the selectorless base is the one error entry, the chart is
+    # read past, and the findings are each project's own, in its own files, plus WHOLE_EXTRA.
+    report = check([str(REALWORLD)])
+    assert [STOPS["metrics-server"] in str(e) for e in report.errors] == [True]
+    assert any(s.file == str(REALWORLD / "podinfo-chart") for s in report.skipped)
+    got = sorted(
+        f"{f.rule.id} {f.key} {f.container or '-'} {Path(f.file).relative_to(REALWORLD)}:{f.line}"
+        for f in report.findings
+    )
+    want = sorted(
+        [" ".join([*e.split(" ")[:3], f"{p}/{e.split(' ')[3]}"]) for p in EXPECTED for e in EXPECTED[p]]
+        + WHOLE_EXTRA
+    )
+    assert got == want
+    r = runner.invoke(app, ["check", str(REALWORLD), "-f", "sarif"])
+    assert r.exit_code == 2
+    assert r.stdout.startswith("{") and r.stderr.startswith("error: ")  # the report on exit 2 too

@@ -58,6 +58,9 @@ class CheckReport:
     skipped: list[Skipped] = field(default_factory=list)
     stress: list[StressResult] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # said on stderr: unknown rules in annotations, …
+    # Files that do not parse and objects the API server would refuse: each reported, the rest
+    # still linted; the check then exits 2.
+    errors: list[InputError] = field(default_factory=list)
 
     def worst(self) -> Severity | None:
         if not self.findings:
@@ -172,7 +175,19 @@ def _nothing_found(paths: list[str], inputs: Inputs) -> InputError:
     return InputError(f"no Kubernetes object found in {shown}{hint}")
 
 
-def _why_not_manifest(file: str) -> str:
+_COMPOSE = re.compile(r"^(docker-)?compose([.-][\w.-]+)?\.ya?ml$")
+# Package and tool configs that are JSON or YAML (a repository's root holds several).
+_TOOL_CONFIGS = re.compile(
+    r"^(package(-lock)?|composer|tsconfig[\w.-]*|jsconfig|babel\.config|\.babelrc|devcontainer|"
+    r"\.eslintrc|\.prettierrc|renovate|lerna|nx|angular|tslint|\.stylelintrc|manifest|app|"
+    r"\.?markdownlint|\.pre-commit-config|\.golangci|codecov|\.?goreleaser|mkdocs|dependabot)"
+    r"(\.[\w-]+)?\.(json|ya?ml)$"
+)
+_JSON_KEYS = re.compile(r'"(apiVersion|kind)"\s*:')
+
+
+def _why_not_manifest(file: str, data: Any = None) -> str:
+    """Why a file without a Kubernetes object (its documents lack apiVersion and kind) is read past."""
     name = Path(file).name
     if name == "Chart.yaml":
         return "Helm chart metadata, not a Kubernetes object"
@@ -180,34 +195,78 @@ def _why_not_manifest(file: str) -> str:
         return "Helm values, not a Kubernetes object"
     if "/.github/workflows/" in file.replace(os.sep, "/"):
         return "a CI workflow, not a Kubernetes object"
-    if "compose" in name:
+    if _COMPOSE.match(name):
         return "a Compose file, not a Kubernetes object"
-    return "no Kubernetes object (no kind)"
+    if _TOOL_CONFIGS.match(name) or "/.devcontainer/" in file.replace(os.sep, "/"):
+        return "a package or tool config, not a Kubernetes object"
+    if isinstance(data, dict) and ("panels" in data or "dashboard" in data):
+        return "a dashboard, not a Kubernetes object"
+    return "no Kubernetes object (no document has apiVersion and kind)"
 
 
-def read_manifests(paths: list[str]) -> tuple[list[Doc], Inputs]:
-    """Every document to lint, with the files read past noted in the returned inputs."""
+def _is_manifest(data: Any) -> bool:
+    """A document is a Kubernetes object when it has apiVersion and kind (or names a kind probesim
+    reads, whose missing apiVersion is then an error)."""
+    if not isinstance(data, dict):
+        return False
+    kind = data.get("kind")
+    return isinstance(kind, str) and bool(kind) and (bool(data.get("apiVersion")) or kind in k8s.READ_KINDS)
+
+
+def _unreadable_json(shown: str, text: str) -> str | None:
+    """Why a .json file that does not parse is not a manifest: JSON with comments or trailing
+    commas (a dashboard export, devcontainer.json, babel.config.json) that names no apiVersion and
+    kind. None when it may be a broken manifest (then it is an error)."""
+    if not shown.endswith(".json") or len(_JSON_KEYS.findall(text)) >= 2:
+        return None
+    if re.search(r"(^|\s)(//|/\*)", text):
+        return f"JSON with comments: {_why_not_manifest(shown)}"
+    return f"not plain JSON, and no apiVersion and kind: {_why_not_manifest(shown)}"
+
+
+def _read_file(name: str, inputs: Inputs, errors: list[InputError] | None) -> list[Doc]:
+    """The documents of one file; a file that cannot be read or parsed is an error entry in
+    ``errors`` (raised when None), keeping the documents before the error."""
+    try:
+        text, shown = read_text(name)
+    except InputError as e:
+        if errors is None:
+            raise
+        errors.append(e)
+        return []
+    found: list[Doc] = []
+    try:
+        for d in load_docs(text, shown):
+            found.append(d)
+    except InputError as e:
+        if _TEMPLATE.search(text):
+            why = "Go template markers ({{ }}): render it first (helm template)"
+            inputs.skipped.append(_file_note(shown, why))
+            return []
+        if (json_why := _unreadable_json(shown, text)) is not None:
+            inputs.skipped.append(_file_note(shown, json_why))
+            return []
+        if errors is None:
+            raise
+        errors.append(e)
+    # Scenario files among the inputs are skipped (their objects come in with --scenario).
+    found = [d for d in found if not (isinstance(d.data, dict) and d.data.get("kind") == "Scenario")]
+    if found and not any(_is_manifest(d.data) for d in found):
+        inputs.skipped.append(_file_note(shown, _why_not_manifest(shown, found[0].data)))
+        return []
+    return found
+
+
+def read_manifests(paths: list[str], errors: list[InputError] | None = None) -> tuple[list[Doc], Inputs]:
+    """Every document to lint, with the files read past noted in the returned inputs. With
+    ``errors``, a file that cannot be read or parsed is noted there and the others still read."""
     inputs = discover(paths)
     docs: list[Doc] = []
     for name in inputs.files:
         if name != "-" and os.path.realpath(name) in inputs.patches:
             inputs.skipped.append(_file_note(name, "a kustomize patch or plugin config, not a whole object"))
             continue
-        text, shown = read_text(name)
-        try:
-            found = list(load_docs(text, shown))
-        except InputError:
-            if not _TEMPLATE.search(text):
-                raise
-            why = "Go template markers ({{ }}): render it first (helm template)"
-            inputs.skipped.append(_file_note(shown, why))
-            continue
-        # Scenario files among the inputs are skipped (their objects come in with --scenario).
-        found = [d for d in found if not (isinstance(d.data, dict) and d.data.get("kind") == "Scenario")]
-        if found and not any(isinstance(d.data, dict) and d.data.get("kind") for d in found):
-            inputs.skipped.append(_file_note(shown, _why_not_manifest(shown)))
-            continue
-        docs += found
+        docs += _read_file(name, inputs, errors)
     return docs, inputs
 
 
@@ -276,19 +335,23 @@ def check(
     """Lint the manifests in ``paths`` (and ``scenario_docs``, the objects a scenario file holds
     itself); with ``stress``, also run the stress suite."""
     cfg = config or CheckConfig()
-    docs, inputs = read_manifests(paths) if paths else ([], Inputs())
+    errors: list[InputError] = []
+    docs, inputs = read_manifests(paths, errors) if paths else ([], Inputs())
     docs += scenario_docs or []
-    objects = k8s.parse(docs)
+    # A scenario that carries the objects of the paths given (--print-scenario's output): each once.
+    objects = k8s.parse(docs, errors=errors, once=bool(scenario_docs))
     skipped = inputs.skipped + objects.skipped
-    if not any(s.kind for s in skipped) and not (
-        objects.workloads or objects.services or objects.hpas or objects.istio
+    if (
+        not errors
+        and not any(s.kind for s in skipped)
+        and not (objects.workloads or objects.services or objects.hpas or objects.istio)
     ):
         raise _nothing_found(paths, inputs)
     ctx = Context(objects, scenario, Thresholds.from_dict(cfg.thresholds))
     files = inputs.files + [
         f for f in dict.fromkeys(d.file for d in scenario_docs or []) if f not in inputs.files
     ]
-    report = CheckReport(rules=selected_rules(cfg), files=files, skipped=skipped)
+    report = CheckReport(rules=selected_rules(cfg), files=files, skipped=skipped, errors=errors)
     annotations: dict[str, dict[str, str]] = {}
     for w in objects.workloads:
         a = {**w.metadata.annotations, **w.spec.template.metadata.annotations}

@@ -411,7 +411,8 @@ def _namespaces(docs: list[Doc], names: set[str]) -> list[dict[str, Any]]:
         items = data.get("items") if isinstance(data, dict) and data.get("kind") == "List" else [data]
         for item in items if isinstance(items, list) else []:
             meta = item.get("metadata") if isinstance(item, dict) else None
-            if item.get("kind") == "Namespace" and isinstance(meta, dict) and meta.get("name") in names:
+            # A stream may hold scalar or list documents: only mappings are objects.
+            if isinstance(meta, dict) and item.get("kind") == "Namespace" and meta.get("name") in names:
                 out.append(item)
     return out
 

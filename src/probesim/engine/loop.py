@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from probesim.cost import answer_slots
 from probesim.engine.arrays import distinct, span
 from probesim.engine.autoscaler import METRIC_WINDOW_MS, SYNC_PERIOD_MS, Autoscaler, PodViews
 from probesim.engine.behavior import INF
@@ -520,17 +521,14 @@ class _Run(TrafficPhases, RunSummary):
         self.latency_cdf = np.zeros((len(f.routes), GRID.size))
         self.step_cdf = np.zeros((len(f.routes), GRID.size))  # what clients saw answered this step
         # Answers on their way to clients, per route: (ok, error status, timeout) × due step × container.
-        horizon = max(
-            [int(r.timeout) for r in f.routes if r.timeout < INF]
-            + [
-                int(c.timeout or 0) * c.retries.attempts
-                for b in f.container_behavior
-                for rc in b.routes.values()
-                for c in rc.calls
-            ]
-            + [60_000]
-        )
-        slots = horizon // spec.step + 2
+        # Bounded by the run (cost.answer_slots): an answer due after its end is never delivered.
+        waits = [int(r.timeout) for r in f.routes if r.timeout < INF] + [
+            int(c.timeout or 0) * c.retries.attempts
+            for b in f.container_behavior
+            for rc in b.routes.values()
+            for c in rc.calls
+        ]
+        slots = answer_slots(waits, spec.duration, spec.step)
         self.pending = [np.zeros((3, slots, f.n_containers), np.int64) for _ in f.routes]
         # Per due slot: the latency distribution of those answers (weighted), how many, and the
         # sum of the times they were served (ms).

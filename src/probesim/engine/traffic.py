@@ -14,6 +14,7 @@ from collections import deque
 import numpy as np
 import numpy.typing as npt
 
+from probesim.cost import queue_slots
 from probesim.engine.arrays import distinct_inverse, span
 from probesim.engine.behavior import INF
 from probesim.engine.capacity import (
@@ -302,10 +303,9 @@ class TrafficPhases:
 
     def _queue_slots(self, route: Route) -> int:
         """Arrival steps the client's side of a route's backlog keeps: up to its timeout (one,
-        ages untracked, without a timeout)."""
-        if route.timeout >= INF:
-            return 1
-        return -(-int(route.timeout) // self.spec.step) + 1
+        ages untracked, without a timeout), bounded by the run (cost.queue_slots)."""
+        timeout = None if route.timeout >= INF else int(route.timeout)
+        return queue_slots(timeout, self.spec.duration, self.spec.step)
 
     def _give_up(self, ri: int, k: int, rec: dict[str, I64]) -> None:
         """Requests still queued at their client's deadline (sent ``timeout`` ago) are timeouts

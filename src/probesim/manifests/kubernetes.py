@@ -4,6 +4,7 @@ the fields probesim reads (reference/kubelet.md §1.1), with errors that name fi
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,7 @@ from probesim.manifests.errors import field_path, from_validation
 from probesim.manifests.yamlsrc import Doc, Path_, get_path
 from probesim.model.base import NonNegInt32, OpenModel
 from probesim.model.kubernetes import (
+    GENERATED,
     Container,
     HorizontalPodAutoscaler,
     ObjectMeta,
@@ -41,6 +43,8 @@ WORKLOAD_VERSIONS: dict[str, tuple[str, ...]] = {
 }
 # Before apps/v1 a missing selector defaulted to the template's labels.
 SELECTOR_DEFAULTED = {"extensions/v1beta1", "apps/v1beta1"}
+# Kinds probesim reads (a document of one of them without apiVersion is an error, not another file).
+READ_KINDS = frozenset({*WORKLOAD_VERSIONS, "Service", "HorizontalPodAutoscaler"})
 SIMULATED_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController", "Pod")
 HPA_VERSIONS = ("autoscaling/v2", "autoscaling/v1", "autoscaling/v2beta2", "autoscaling/v2beta1")
 # Built-in API groups whose kinds are all known here: any other kind in them is a typo (the API
@@ -148,6 +152,13 @@ class Objects:
     def _add(self, obj: Workload | Service | HorizontalPodAutoscaler, origin: Origin) -> None:
         self._origins[id(obj)] = origin
 
+    def drop(self, obj: Workload | Service | HorizontalPodAutoscaler) -> None:
+        """Forget ``obj`` (the last object read: a copy of one read before)."""
+        for group in (self.workloads, self.services, self.hpas):
+            if group and group[-1] is obj:
+                group.pop()
+        self._origins.pop(id(obj), None)
+
 
 def obj_key(kind: str, namespace: str, name: str) -> str:
     """How objects are identified: kind, namespace and name (``Deployment/monitoring/grafana``)."""
@@ -178,23 +189,71 @@ def _items(doc: Doc, data: Any) -> Iterable[tuple[Path_, Any]]:
         yield (), data
 
 
-def parse(docs: Iterable[Doc], unique: bool = False) -> Objects:
+def parse(
+    docs: Iterable[Doc], unique: bool = False, errors: list[InputError] | None = None, once: bool = False
+) -> Objects:
     """The objects of ``docs``. ``unique``: two objects of one kind, namespace and name are an
-    error (a scenario names workloads by name); ``probesim check`` lints both instead."""
+    error (a scenario names workloads by name); ``probesim check`` lints both instead. With
+    ``errors``, an invalid object (or List) is noted there and the others still read. With
+    ``unique`` or ``once``, an object given twice with the same content is read once."""
     out = Objects()
     seen: dict[str, Origin] = {}
     for doc in docs:
-        for base, data in _items(doc, doc.data):
-            model = _parse_object(doc, base, data, out)
+        try:
+            items = list(_items(doc, doc.data))
+        except InputError as e:
+            if errors is None:
+                raise
+            errors.append(e)
+            continue
+        for base, data in items:
+            try:
+                model = _parse_object(doc, base, data, out)
+            except InputError as e:
+                if errors is None:
+                    raise
+                errors.append(e)
+                continue
             if model is None:
                 continue
             key = obj_key(model.kind, model.metadata.namespace, model.metadata.name)
+            if (unique or once) and key in seen and _same(seen[key], doc, base):
+                out.drop(model)  # the same object given twice (a printed scenario and its folder)
+                continue
             if unique and key in seen:
-                first = seen[key].doc
-                raise _err(doc, base, ("metadata", "name"), f"{model.kind} {model.metadata.name}",
-                           f"defined twice (first in {first.file}:{first.line})")  # fmt: skip
+                raise _twice(seen[key], doc, base, f"{model.kind} {model.metadata.name}")
             seen.setdefault(key, out.origin(model))
     return out
+
+
+def _same(first: Origin, doc: Doc, base: Path_) -> bool:
+    """Whether an object at ``base`` in ``doc`` has the content of ``first`` (as the API server
+    would read them: null fields left out; a List's item filled with its apiVersion and kind)."""
+    return bool(_pruned(_filled(first.doc, first.base)) == _pruned(_filled(doc, base)))
+
+
+def _filled(doc: Doc, base: Path_) -> Any:
+    data = get_path(doc.data, base)
+    if base and isinstance(doc.data, dict) and isinstance(data, dict):
+        fill = {
+            "apiVersion": doc.data.get("apiVersion"),
+            "kind": str(doc.data.get("kind", "")).removesuffix("List"),
+        }
+        data = {**{k: v for k, v in fill.items() if k not in data and v}, **data}
+    return data
+
+
+def _twice(first: Origin, doc: Doc, base: Path_, obj: str) -> InputError:
+    """Two objects of one kind and name: in one file a mistake; in two files two variants (a base
+    and its overlay, two environments), which a run takes one at a time."""
+    d = first.doc
+    if d.file == doc.file or doc.file.startswith("<"):
+        return _err(doc, base, ("metadata", "name"), obj, f"defined twice (first in {d.file}:{d.line})")
+    folder = os.path.dirname(doc.file) or "."
+    return InputError(
+        f"{obj} is defined in {d.file}:{d.line_of(first.base)} and {doc.file}:{doc.line_of(base)}, "
+        f"with different content (two variants?): run one at a time, e.g. probesim run {folder}/"
+    )
 
 
 def _err(doc: Doc, base: Path_, rel: Path_, obj: str | None, msg: str) -> InputError:
@@ -232,6 +291,8 @@ def _parse_object(
     api = data.get("apiVersion")
     meta = data.get("metadata")
     name = meta.get("name") if isinstance(meta, dict) else None
+    if not name and isinstance(meta, dict) and isinstance(meta.get("generateName"), str):
+        name = meta["generateName"] + GENERATED
     obj = f"{kind} {name}" if isinstance(name, str) else kind
     reads = kind in WORKLOAD_VERSIONS or kind in ("Service", "HorizontalPodAutoscaler")
     if not isinstance(api, str) or not api:
@@ -534,7 +595,13 @@ def _v2beta1_metrics(data: dict[str, Any]) -> dict[str, Any]:
 
 def _service(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> Service:
     s: Service = _validate(Service, doc, base, data, obj)
-    if s.spec.type != "ExternalName" and not s.spec.ports:
+    # ValidateService: ports are required unless the Service is headless (type ClusterIP and
+    # clusterIP None: DNS names the pods, no port is proxied) or an ExternalName.
+    spec = data["spec"]  # a mapping: the model has read it
+    ips = spec.get("clusterIPs")
+    ip = ips[0] if isinstance(ips, list) and ips else spec.get("clusterIP")
+    headless = s.spec.type == "ClusterIP" and ip == "None"
+    if s.spec.type != "ExternalName" and not headless and not s.spec.ports:
         raise _err(doc, base, ("spec", "ports"), obj, "required value: a Service needs at least one port")
     return s
 

@@ -14,7 +14,14 @@ import re
 from fractions import Fraction
 from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, Field, PlainSerializer, field_validator, model_validator
+from pydantic import (
+    BeforeValidator,
+    Field,
+    PlainSerializer,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from probesim.model.base import Int32, Model, NonNegInt32, OpenModel, SBool, SInt
 
@@ -189,6 +196,7 @@ class PodSpec(OpenModel):
 
 _DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS1123_SUBDOMAIN = re.compile(rf"{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*")
+GENERATED = "…"  # ends the name of an object that has generateName and no name
 
 
 class ObjectMeta(OpenModel):
@@ -196,14 +204,35 @@ class ObjectMeta(OpenModel):
     most; a Service's a label of 63, checked by the loader, which knows the kind), ``namespace``
     a DNS-1123 label."""
 
+    # Declared before name, which is checked with it. The API server names an object that has
+    # generateName and no name by appending 5 random characters; probesim shows the prefix and
+    # "…", as a reader of kubectl's output would recognise it (job-team-a-…).
+    generate_name: str | None = None
     name: str
     namespace: str = "default"
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _generated_name(cls, data: object) -> object:
+        if isinstance(data, dict) and not data.get("name") and isinstance(data.get("generateName"), str):
+            return {**data, "name": data["generateName"] + GENERATED}
+        return data
+
     @field_validator("name")
     @classmethod
-    def _subdomain(cls, v: str) -> str:
+    def _subdomain(cls, v: str, info: ValidationInfo) -> str:
+        prefix: str | None = info.data.get("generate_name")
+        if prefix and v == prefix + GENERATED:
+            # ValidateObjectMeta checks a generateName as a name prefix: a trailing '-' is allowed.
+            v = prefix[:-1] + "a" if prefix.endswith("-") else prefix
+            ObjectMeta._subdomain_of(v)
+            return prefix + GENERATED
+        return ObjectMeta._subdomain_of(v)
+
+    @staticmethod
+    def _subdomain_of(v: str) -> str:
         # Length first: the pattern is never run on a huge value.
         if not v or len(v) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(v):
             raise ValueError(

@@ -17,6 +17,7 @@ from rich.table import Table
 from probesim import __version__
 from probesim.analysis.check import CheckReport
 from probesim.analysis.findings import Finding, Rule
+from probesim.errors import InputError
 from probesim.report.junit import Case, Failure, junit_xml
 from probesim.report.sarif_fixes import sarif_fix
 from probesim.safe import MESSAGE_LIMIT, markup
@@ -35,9 +36,25 @@ def _where(f: Finding) -> str:
     return f"{f.source} (rendered line {f.line} of {f.file})" if f.source else f"{f.file}"
 
 
-def render_text(report: CheckReport, console: Console, verbose: bool = False) -> None:
-    by_obj = sorted(report.findings, key=lambda f: (f.obj, f.namespace, f.file, f.line))
-    for (obj, ns), group in groupby(by_obj, key=lambda f: (f.obj, f.namespace)):
+def _error_json(e: InputError) -> dict[str, Any]:
+    return {"file": e.file, "line": e.line, "object": e.obj, "field": e.field, "message": e.message,
+            "text": str(e)}  # fmt: skip
+
+
+def _objects(findings: list[Finding]) -> set[tuple[str, str]]:
+    """The distinct objects of ``findings``: an object is its kind, namespace and name in its file
+    (a base and its overlay are two)."""
+    return {(f.key, f.file) for f in findings}
+
+
+def render_text(
+    report: CheckReport, console: Console, verbose: bool = False, with_errors: bool = True
+) -> None:
+    for e in report.errors if with_errors else []:
+        console.print(f"[red]error:[/red] {_safe(str(e))}", highlight=False, emoji=False, soft_wrap=True)
+    # Grouped by file, then object: a base and its overlay of one name are shown apart.
+    by_obj = sorted(report.findings, key=lambda f: (f.file, f.obj, f.namespace, f.line))
+    for (_file, obj, ns), group in groupby(by_obj, key=lambda f: (f.file, f.obj, f.namespace)):
         items = list(group)
         shown_ns = f"  -n {ns}" if ns != "default" else ""
         console.print(f"[bold]{_safe(obj)}[/bold]{_safe(shown_ns)}  [dim]{_safe(_where(items[0]))}[/dim]",
@@ -69,12 +86,14 @@ def render_text(report: CheckReport, console: Console, verbose: bool = False) ->
         console.print(t, emoji=False)
     render_skipped(report, console, verbose)
     counts = {s: sum(1 for f in report.findings if f.severity == s) for s in ("error", "warning", "info")}
-    objs = len({f.key for f in report.findings})
+    objs = len(_objects(report.findings))
     summary = ", ".join(f"{n} {s}{'s' if n != 1 and s != 'info' else ''}" for s, n in counts.items())
+    n_err = len(report.errors)
     console.print(
         f"{summary} in {objs} object{'s' if objs != 1 else ''}; {len(report.rules)} rules ran over "
         f"{len(report.files)} file{'s' if len(report.files) != 1 else ''}"
-        + (f"; {len(report.suppressed)} suppressed" if report.suppressed else ""),
+        + (f"; {len(report.suppressed)} suppressed" if report.suppressed else "")
+        + (f"; {n_err} input error{'s' if n_err != 1 else ''} (listed first)" if n_err else ""),
         highlight=False,
     )
 
@@ -127,11 +146,14 @@ def to_json(report: CheckReport) -> dict[str, Any]:
         "skipped": [s.to_json() for s in report.skipped],
         "warnings": report.warnings,
         "stress": [r.to_json() for r in report.stress],
+        "errors": [_error_json(e) for e in report.errors],
     }
 
 
 def _fingerprint(f: Finding) -> str:
-    return hashlib.sha256(f"{f.rule.id}|{f.key}|{f.container}|{f.field}".encode()).hexdigest()[:32]
+    # The file is part of it: one object name in a base and an overlay is two alerts.
+    where = f.source or f.file
+    return hashlib.sha256(f"{f.rule.id}|{where}|{f.key}|{f.container}|{f.field}".encode()).hexdigest()[:32]
 
 
 def _uri(path: str) -> str:
@@ -175,6 +197,20 @@ def _help(r: Rule) -> dict[str, str]:
     }
 
 
+def _invocation(report: CheckReport) -> dict[str, Any]:
+    """How the run went: each input error a notification at its file and line."""
+    notes = []
+    for e in report.errors:
+        note: dict[str, Any] = {"level": "error", "message": {"text": str(e)}}
+        if e.file:
+            physical: dict[str, Any] = {"artifactLocation": {"uri": _uri(e.file)}}
+            if e.line:
+                physical["region"] = {"startLine": e.line}
+            note["locations"] = [{"physicalLocation": physical}]
+        notes.append(note)
+    return {"executionSuccessful": not report.errors, "toolExecutionNotifications": notes}
+
+
 def to_sarif(report: CheckReport) -> dict[str, Any]:
     index = {r.id: i for i, r in enumerate(report.rules)}
     rules = []
@@ -198,6 +234,7 @@ def to_sarif(report: CheckReport) -> dict[str, Any]:
         "runs": [
             {
                 "tool": {"driver": {"name": "probesim", "version": __version__, "rules": rules}},
+                "invocations": [_invocation(report)],
                 "results": results,
                 "properties": {
                     "skipped": [s.to_json() for s in report.skipped],
@@ -211,16 +248,24 @@ def to_sarif(report: CheckReport) -> dict[str, Any]:
 def to_junit(report: CheckReport) -> str:
     """One test case per object and rule that ran; a finding is a failure. Skipped objects are
     listed in the suite's system-out."""
-    objects = sorted({f.key for f in report.findings} | {s.finding.key for s in report.suppressed})
+    objects = sorted(_objects(report.findings) | _objects([s.finding for s in report.suppressed]),
+                     key=lambda o: (o[1], o[0]))  # fmt: skip
     cases = []
-    for obj in objects or ["(no findings)"]:
+    for e_file in dict.fromkeys(e.file or "(input)" for e in report.errors):
+        errs = [
+            Failure(e.message, "input error", str(e))
+            for e in report.errors
+            if (e.file or "(input)") == e_file
+        ]
+        cases.append(Case(e_file, "input", errors=errs))
+    for key, file in objects or [("(no findings)", "")]:
         for r in report.rules:
             fails = [
                 Failure(f.message, f.severity, f"{f.file}:{f.line} {f.field}\n{r.why}\nFix: {f.remediation}")
                 for f in report.findings
-                if f.key == obj and f.rule.id == r.id
+                if f.key == key and f.file == file and f.rule.id == r.id
             ]
-            cases.append(Case(obj, f"{r.id} {r.name}", fails))
+            cases.append(Case(f"{key} ({file})" if file else key, f"{r.id} {r.name}", fails))
     skipped = None
     if report.skipped:
         skipped = "Skipped (not linted):\n" + "\n".join(
@@ -229,10 +274,13 @@ def to_junit(report: CheckReport) -> str:
     return junit_xml("probesim check", cases, skipped)
 
 
-def render(report: CheckReport, fmt: str, console: Console, verbose: bool = False) -> str | None:
-    """The report in ``fmt``; text is printed on ``console`` and returns None."""
+def render(
+    report: CheckReport, fmt: str, console: Console, verbose: bool = False, with_errors: bool = True
+) -> str | None:
+    """The report in ``fmt``; text is printed on ``console`` and returns None (``with_errors``:
+    its error entries first, unless they were said already)."""
     if fmt == "text":
-        render_text(report, console, verbose)
+        render_text(report, console, verbose, with_errors)
         return None
     if fmt == "json":
         return json.dumps(to_json(report), indent=2) + "\n"

@@ -29,24 +29,30 @@ class Case:
     classname: str
     name: str
     failures: list[Failure] = field(default_factory=list)
+    errors: list[Failure] = field(default_factory=list)  # the case could not run (input errors)
 
 
 def junit_xml(suite_name: str, cases: Sequence[Case], system_out: str | None = None) -> str:
     """One test suite of ``cases`` in a testsuites root, counts on both."""
     suite = ET.Element("testsuite", name=xml_text(suite_name))
-    failures = 0
+    failures = errors = 0
     for c in cases:
         case = ET.SubElement(suite, "testcase", classname=xml_text(c.classname), name=xml_text(c.name))
         for f in c.failures:
             failures += 1
             fail = ET.SubElement(case, "failure", message=xml_text(f.message), type=xml_text(f.type))
             fail.text = xml_text(f.text)
+        for f in c.errors:
+            errors += 1
+            error = ET.SubElement(case, "error", message=xml_text(f.message), type=xml_text(f.type))
+            error.text = xml_text(f.text)
     if system_out is not None:
         out = ET.SubElement(suite, "system-out")
         out.text = xml_text(system_out)
     suite.set("tests", str(len(cases)))
     suite.set("failures", str(failures))
-    root = ET.Element("testsuites", tests=str(len(cases)), failures=str(failures))
+    suite.set("errors", str(errors))
+    root = ET.Element("testsuites", tests=str(len(cases)), failures=str(failures), errors=str(errors))
     root.append(suite)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
