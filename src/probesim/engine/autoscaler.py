@@ -157,10 +157,17 @@ class Autoscaler:
     up_events: list[tuple[int, int]] = field(default_factory=list)  # (time, replicas added)
     down_events: list[tuple[int, int]] = field(default_factory=list)
     last_utilization: int = 0
+    synced: bool = False
 
     def sync(self, pods: list[PodView] | PodViews, current: int, t: int) -> tuple[int, str]:
         """The new scale for the target and why (an empty reason: unchanged or not computable)."""
         spec = self.hpa.spec
+        if not self.synced:
+            # reconcileAutoscaler's recordInitialRecommendation (horizontal.go): the first sync
+            # records the target's current size, so the scale-down stabilization window keeps
+            # it from shrinking for that window after the HPA first acts.
+            self.synced = True
+            self.recommendations.append((t, current))
         if current == 0 and spec.min_replicas != 0:
             return current, ""
         if current > spec.max_replicas:
