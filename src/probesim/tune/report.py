@@ -18,7 +18,7 @@ from rich.text import Text
 from probesim.safe import visible
 from probesim.tune.inputs import TuneInputs
 from probesim.tune.objective import DETECTION_CAP_MS, Figures
-from probesim.tune.patch import kubectl_command, rule_patch, workload_patch
+from probesim.tune.patch import kubectl_command, rule_patch, workload_patch, wrapped_command
 from probesim.tune.space import FIELD_OF, Setting, Space
 from probesim.tune.study import Outcome
 
@@ -211,7 +211,7 @@ def render_patches(ps: list[PatchOut], inputs: TuneInputs, files: list[str], out
         if p.kind == "Pod":
             out.print("A Pod's probes cannot be changed in place: edit the manifest and recreate the Pod.")
         else:
-            out.print(Text(p.command()), highlight=False, soft_wrap=True)
+            out.print(Text(wrapped_command(p.command())), highlight=False, soft_wrap=True)
     if inputs.source is not None:
         out.print(Text(f"\n{inputs.workload.name} was rendered by Helm from {visible(inputs.source)}: "
                        "a kubectl patch lasts until the next helm upgrade."))  # fmt: skip
