@@ -777,7 +777,7 @@ def tune(
     ] = None,
     trials: Annotated[
         int, typer.Option(help="Trials to add to the study in this run.", min=1, max=10_000)
-    ] = 24,
+    ] = 80,
     seed: Annotated[
         int, typer.Option(help="The sampler's seed: same inputs and seed, same trials.", min=0)
     ] = 0,

@@ -31,21 +31,16 @@ import yaml
 from probesim.analysis.findings import SEVERITY_RANK
 from probesim.errors import InputError
 from probesim.tune.inputs import TuneInputs
-from probesim.tune.objective import OBJECTIVES, Executor, Figures, evaluate, plan
+from probesim.tune.objective import OBJECTIVES, Executor, Figures, budget_cost, evaluate, plan
 from probesim.tune.patch import patched_rule, patched_workload
 from probesim.tune.space import TIMINGS, Setting, Space
 
-SPACE_VERSION = 2  # bump when the space or the objectives change: older studies are not mixed in
+SPACE_VERSION = 4  # bump when the space or the objectives change: older studies are not mixed in
 STARTUP_TRIALS = 10
-DEFAULT_TRIALS = 24
+DEFAULT_TRIALS = 80
 DEFAULT_STORAGE = ".probesim/tune.db"
 FAILURE_TOLERANCE = 0.01  # failures within 1 % (or 5 requests) of the fewest count as equal
 FAILURE_SLACK = 5
-# What an SRE asks of a setting once it fails no more requests and restarts nothing for nothing:
-# a hung pod's replicas all Ready again within 90 s, a new pod Ready within 10 s of its app
-# answering, at most a probe a second per pod. Among the rest, the setting that spends least of
-# these budgets together (each figure over its budget, summed) is recommended.
-BUDGETS = {"recovery_s": 90.0, "ready_s": 10.0, "probe_rps": 1.0}
 
 
 @dataclass(frozen=True)
@@ -169,15 +164,17 @@ def run(
             on_trial(added, Row(trial.number, setting, figures))
     now = Row(None, current, evaluate(plan(inputs, space, current), executor))
     done = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
-    front = pareto([now, *(_row(t) for t in done)])
-    warned = check_findings(inputs, space, current)  # what the current setting is warned of
+    # What check warns of today that is not about probes (a missing CPU request, say): no probe
+    # setting causes or cures it. A patch passes when check warns of nothing else: no warning on
+    # a probe, none new; on a workload clean but for its probes, check --fail-on warning passes.
+    warned = {f for f in check_findings(inputs, space, current) if not _about_probes(f)}
 
     def passes(r: Row) -> bool:
-        # Nothing check warns of beyond what it warns of today (what no probe setting causes or
-        # cures: a missing CPU request, say): on a clean workload, check --fail-on warning passes.
         return check_findings(inputs, space, r.setting) <= warned
 
-    recommended, why = recommend(front, passes)
+    # Only settings whose patch check passes are offered: the front is theirs (and the current's).
+    front = pareto([now, *(r for r in (_row(t) for t in done) if passes(r))])
+    recommended, why = recommend(front)
     trials_front = [r for r in front if r.number is not None]
     on_front = len(trials_front) < len(front)
     reasons = justify(inputs, space, recommended, now, executor) if recommended is not None else []
@@ -301,7 +298,7 @@ API_VERSIONS = {
 }
 
 
-def check_findings(inputs: TuneInputs, space: Space, setting: Setting) -> set[tuple[str, str, str]]:
+def check_findings(inputs: TuneInputs, space: Space, setting: Setting) -> set[tuple[str, str, str, str, str]]:
     """What ``probesim check`` (its public entry point, every rule as it stands) warns of, or
     worse, on the workload patched to ``setting`` beside its Services and DestinationRule: the
     (rule, object, container) of each finding."""
@@ -322,10 +319,14 @@ def check_findings(inputs: TuneInputs, space: Space, setting: Setting) -> set[tu
         [], scenario_docs=list(load_docs(yaml.safe_dump_all(docs, sort_keys=False), "patched.yaml"))
     )
     return {
-        (f.rule.id, f.obj, f.container)
+        (f.rule.id, f.obj, f.container, f.field, f.message)
         for f in report.findings
         if SEVERITY_RANK[f.severity] >= SEVERITY_RANK["warning"]
     }
+
+
+def _about_probes(finding: tuple[str, str, str, str, str]) -> bool:
+    return "Probe" in finding[3] or "Probe" in finding[4] or "probe" in finding[4]
 
 
 def _dominates(a: Row, b: Row) -> bool:
@@ -338,15 +339,6 @@ def pareto(rows: list[Row]) -> list[Row]:
     setting among them when nothing beats it), by failures, restarts, removal time, trial."""
     front = [r for r in rows if not any(_dominates(o, r) for o in rows)]
     return sorted(front, key=lambda r: (*r.figures.values(), -1 if r.number is None else r.number))
-
-
-def budget_cost(f: Figures) -> float:
-    """How much of the SRE's budgets (BUDGETS) a setting spends, summed: 3 spends each fully."""
-    return float(sum(getattr(f, k) / v for k, v in BUDGETS.items()))
-
-
-def within_budgets(f: Figures) -> bool:
-    return all(getattr(f, k) <= v for k, v in BUDGETS.items())
 
 
 def recommend(front: list[Row], passes: Callable[[Row], bool] | None = None) -> tuple[Row | None, str]:
@@ -369,13 +361,14 @@ def recommend(front: list[Row], passes: Callable[[Row], bool] | None = None) -> 
     if best.number is None:
         return None, (
             f"no trial beats the current setting on failed requests (within {slack}), then needless "
-            "restarts, then the budgets (replicas back within 90 s of a hang, Ready within 10 s, a "
-            "probe a second) with a patch probesim check passes: keep it"
+            "restarts, then the budgets (a hung pod out within 30 s and replicas back within 90 s, Ready "
+            "within 10 s, a probe a second) with a patch probesim check passes: keep it"
         )
     return best, (
         f"of the Pareto front, the fewest failed requests (within {slack} of the fewest, {fewest}), "
         f"then the fewest needless restarts ({least}), then the least spent of the budgets: a hung "
-        "pod's replicas all Ready again within 90 s, a new pod Ready within 10 s of its app "
+        "pod out of service within 30 s and its replicas all Ready again within 90 s, a new pod "
+        "Ready within 10 s of its app "
         "answering, a probe a second per pod (each figure over its budget, summed: "
         f"{budget_cost(best.figures):.2f}); its patch passes probesim check --fail-on warning"
     )
