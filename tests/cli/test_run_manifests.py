@@ -120,6 +120,8 @@ def test_a_folder_runs_each_workload_behind_a_service_for_five_minutes(k8s: Path
     # stderr says what runs and what does not (check's skipped line)
     assert (route["ramp"]["end"], route["ramp"]["failed"], route["steady"]["failed"]) == (10, 200, 0)
     assert (route["steady"]["offered"], route["steady"]["errorRate"]) == (5800, 0.0)
+    for k in ("offered", "ok", "failed"):  # the two parts make the run, whose figures keep their meaning
+        assert route["ramp"][k] + route["steady"][k] == route[k]
     assert "Service web: 20 requests/s → Deployment web (2 replicas), the app answers at once" in r.stderr
     assert "skipped 2 objects (1 ConfigMap, 1 CronJob): not simulated" in r.stderr
 
