@@ -259,13 +259,14 @@ def run(
         str | None,
         typer.Option(
             help="Manifests only: every app answers this long after its container starts, e.g. 20s "
-            "(default: its readiness probe's initialDelaySeconds, else at once)."
+            "(default: at once)."
         ),
     ] = None,
     rate: Annotated[
         float | None,
         typer.Option(
-            help="Manifests only: requests per second to each Service (default: 10 per replica behind it).",
+            help="Manifests only: requests per second to each Service (default: half the CPU request "
+            "of each replica behind it, at 5 ms a request).",
             min=0,
             max=1e9,
         ),
@@ -286,8 +287,9 @@ def run(
     and the scenario's thresholds (with --threshold's).
 
     Given Kubernetes manifests instead, each workload behind a Service runs healthy for 5 minutes
-    under constant traffic: its app answers after its readiness probe's initialDelaySeconds (or
-    --start), 10 requests per second per replica (or --rate). Example: [bold]probesim run k8s/[/bold]
+    under constant traffic: its app answers at once (or after --start), and takes 100 requests per
+    second per core of CPU request per replica, 5 ms of CPU each (or --rate); the headline is the
+    steady state, after the start-up ramp. Example: [bold]probesim run k8s/[/bold]
 
     Exit codes: 0 done (every threshold holds), 2 bad input, 99 a threshold crossed (as k6).
 
@@ -783,7 +785,7 @@ def tune(
     ] = None,
     trials: Annotated[
         int, typer.Option(help="Trials to add to the study in this run.", min=1, max=10_000)
-    ] = 24,
+    ] = 80,
     seed: Annotated[
         int, typer.Option(help="The sampler's seed: same inputs and seed, same trials.", min=0)
     ] = 0,

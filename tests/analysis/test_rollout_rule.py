@@ -62,7 +62,7 @@ def findings(tmp_path: Path, manifest: str, scenario: str | None = None) -> list
     ]
 
 
-# The default load model: 10 req/s a replica at 50 % of a pod's CPU (its limit = its request).
+# The default load model: 50 req/s a replica of 500m (5 ms each) at 50 % of a pod's CPU (its limit = its request).
 @pytest.mark.parametrize(
     ("replicas", "surge", "unavailable", "left"),
     [
@@ -77,7 +77,7 @@ def test_survivors_of_a_rollout_cannot_take_the_default_load(
     tmp_path: Path, replicas: int, surge: str, unavailable: str, left: int
 ) -> None:
     [(msg, fix)] = findings(tmp_path, workload(replicas, rolling(surge, unavailable)))
-    load = f"{10 * replicas} req/s"
+    load = f"{50 * replicas} req/s"
     share = (
         "no pod is left to serve them"
         if left == 0
@@ -94,7 +94,7 @@ def test_survivors_of_a_rollout_cannot_take_the_default_load(
 
 def test_the_fix_gives_the_replicas_the_rounding_needs(tmp_path: Path) -> None:
     [(_, fix)] = findings(tmp_path, workload(4, rolling("25%", "50%")))
-    # 5 replicas: 50 % of 5 rounds down to 2, 3 serve 50 req/s at 83 %.
+    # 5 replicas: 50 % of 5 rounds down to 2, 3 serve 250 req/s at 83 %.
     assert fix == (
         "spec.strategy.rollingUpdate.maxSurge: 1, spec.strategy.rollingUpdate.maxUnavailable: 0 "
         "(4 pods serving throughout, at 50 %; or replicas: 5 (3 serving during a rollout, at 83 %))"
@@ -131,14 +131,14 @@ def test_a_statefulset_replaces_one_pod_at_a_time(tmp_path: Path) -> None:
     [(msg, fix)] = findings(tmp_path, workload(2, kind="StatefulSet", extra="  serviceName: web\n"))
     assert (
         msg
-        == "a rollout (one pod at a time) leaves 1 of 2 pods to serve 20 req/s: 100 % of what they can serve"
+        == "a rollout (one pod at a time) leaves 1 of 2 pods to serve 100 req/s: 100 % of what they can serve"
     )
     assert fix == "spec.replicas: 3 (2 serving during a rollout, at 75 %, if the app can run that many)"
     sts = "  serviceName: web\n  updateStrategy: {rollingUpdate: {maxUnavailable: 50%}}\n"
     [(msg, _)] = findings(tmp_path, workload(4, kind="StatefulSet", extra=sts))
     assert (
         msg
-        == "a rollout (maxUnavailable 50%) leaves 2 of 4 pods to serve 40 req/s: 100 % of what they can serve"
+        == "a rollout (maxUnavailable 50%) leaves 2 of 4 pods to serve 200 req/s: 100 % of what they can serve"
     )
     # 40 % of 4 rounds down to 1: 3 serve at 67 %.
     assert findings(tmp_path, workload(4, kind="StatefulSet", extra=sts.replace("50%", "40%"))) == []

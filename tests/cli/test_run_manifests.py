@@ -39,7 +39,8 @@ def deployment(name: str = "web", replicas: int = 2, delay: int = 10, **containe
                             "name": "app",
                             "image": "example.com/app:1",
                             "ports": [{"containerPort": 8080}],
-                            "resources": {"requests": {"cpu": "200m"}},
+                            # 100m: the default load model's 10 requests/s per replica
+                            "resources": {"requests": {"cpu": "100m"}},
                             "readinessProbe": {
                                 "httpGet": {"path": "/ready", "port": 8080},
                                 "initialDelaySeconds": delay,
@@ -110,14 +111,18 @@ def test_a_folder_runs_each_workload_behind_a_service_for_five_minutes(k8s: Path
     assert doc["scenario"] == "k8s"
     assert doc["duration"] == 300
     route = doc["summary"]["routes"][0]
-    # 2 replicas: 20 requests/s for 300 s. Both apps answer at 10 s, when the readiness probe
-    # first looks: the 10 s before have no endpoint.
+    # 2 replicas: 20 requests/s for 300 s. Both apps answer at once, and the readiness probe
+    # first looks at 10 s: the 10 s before have no endpoint, the start-up ramp's, apart.
     assert (route["name"], route["offered"], route["ok"], route["failed"]) == ("web", 6000, 5800, 200)
     assert {c: n for c, n in route["failedByCause"].items() if n} == {"no_endpoint": 200}
     w = doc["summary"]["workloads"][0]
     assert (w["name"], w["firstReady"], w["restarts"]) == ("web", 10, 0)
     # stderr says what runs and what does not (check's skipped line)
-    assert "Service web: 20 requests/s → Deployment web (2 replicas), the app answers after 10s" in r.stderr
+    assert (route["ramp"]["end"], route["ramp"]["failed"], route["steady"]["failed"]) == (10, 200, 0)
+    assert (route["steady"]["offered"], route["steady"]["errorRate"]) == (5800, 0.0)
+    for k in ("offered", "ok", "failed"):  # the two parts make the run, whose figures keep their meaning
+        assert route["ramp"][k] + route["steady"][k] == route[k]
+    assert "Service web: 20 requests/s → Deployment web (2 replicas), the app answers at once" in r.stderr
     assert "skipped 2 objects (1 ConfigMap, 1 CronJob): not simulated" in r.stderr
 
 
@@ -307,3 +312,27 @@ def test_traffic_goes_to_the_first_tcp_port_and_target_port_0_is_the_port(tmp_pa
     assert sc.spec.traffic[0].port == 8080
     route = simulate(sc).to_json(series=False)["summary"]["routes"][0]
     assert (route["offered"], route["ok"]) == (200, 200)
+
+
+def test_a_healthy_apps_headline_is_the_steady_state_with_no_errors(tmp_path: Path) -> None:
+    """3 replicas of 500m whose readiness first looks at 10 s: the 10 s without an endpoint are
+    the start-up ramp's, reported apart; the headline (after it) has no error, and a request
+    costs the same 5 ms of CPU at 500m as at 3 cores: its median is a few ms at both (it was
+    117 ms at 2 cores when the cost grew with the request), only the node's contention apart."""
+    p50 = []
+    for cpu in ("500m", "3"):
+        dep = deployment(replicas=3, delay=10)
+        dep["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": cpu}}
+        d = tmp_path / cpu
+        write(d, "web.yaml", dep, service())
+        r = runner.invoke(app, ["run", str(d), "--no-events"], terminal_width=200)
+        assert r.exit_code == 0, r.output
+        head = r.stdout.split("Start-up ramp")[0]
+        assert "Requests after the start-up ramp (the steady state)" in head
+        [row] = [line.split() for line in head.splitlines() if line.strip().startswith("web ")]
+        rate = 150 if cpu == "500m" else 900  # half the request at 5 ms a request, per replica
+        assert row[2:6] == [str(rate * 290), str(rate * 290), "0", "0.0"]
+        assert f"web: 0s to 10s, {rate * 10} offered, {rate * 10} failed (100.0 %): no_endpoint" in r.stdout
+        assert row[7] == "ms"
+        p50.append(float(row[6]))
+    assert p50 == [4.7, 7.1]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from probesim.report.html import render_run
 from probesim.report.terminal import aggregate
@@ -264,6 +265,18 @@ def test_tune_page_in_chromium(browser: Any, tmp_path: Path) -> None:
         "function (tr) { return [tr.className, tr.cells[0].textContent]; })"
     )
     assert rows == [["", "current setting"], ["pass", "trial 3 (recommended)"], ["", "trial 7"]]
+    # The patch block, as a person copies it from the page, is the patch as YAML (newlines kept,
+    # no \x0a), and the kubectl command wraps inside the page instead of running off it.
+    [shown] = browser.execute_script(
+        "return Array.from(document.querySelectorAll('pre.patch')).map(p => p.innerText)"
+    )
+    assert "\\x0a" not in shown
+    assert yaml.safe_load(shown) == patches(got, o.current.setting, o.recommended.setting)[0].patch
+    fits = browser.execute_script(
+        "return Array.from(document.querySelectorAll('pre.command')).map(p => [p.scrollWidth <= p.clientWidth, p.innerText])"
+    )
+    assert fits and all(ok for ok, _ in fits)
+    assert fits[0][1].startswith("kubectl patch deployment") and "\\\n  -p '" in fits[0][1]
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     browser.set_window_size(1300, int(browser.execute_script("return document.body.scrollHeight")))
     assert browser.save_screenshot(str(ARTIFACTS / "report-tune.png"))

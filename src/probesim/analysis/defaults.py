@@ -1,13 +1,18 @@
 """The default load model: what probesim assumes of an app it knows only from its manifests.
-One model, used by the stress suite (``probesim check --stress``) and by the scenario
-``probesim run`` generates from manifests (analysis/default_scenario.py).
+One model, used by the stress suite (``probesim check --stress``), by the scenario
+``probesim run`` generates from manifests (analysis/default_scenario.py) and by the runs
+``probesim tune`` judges settings on.
 
-- Start: each container answers once its readiness probe's ``initialDelaySeconds`` have passed
-  (the author's own estimate of when it is worth looking at); at once without a readiness probe.
-- Traffic: 10 requests per second per replica on "/" (at most 1e8, so that a rate tripled by
-  the stress suite is still a valid rate).
-- Cost: a request to "/" costs a container 50 ms of CPU per core of its CPU request (its
-  limit when it requests none, else 100m): half its request at 10 requests per second.
+- Start: each container's app answers at once. No field of a manifest says when an app is
+  warm, and the ones that look like it (a probe's ``initialDelaySeconds``) are what the tuner and
+  the checker's fixes change: patched manifests must run as the tuner simulated them.
+  ``--start`` (run) or a scenario's behaviour says otherwise.
+- Cost: a fixed service time: a request to "/" costs 5 ms of CPU, any other path (a probe's)
+  1 ms, whatever the CPU request.
+- Traffic: sized to the request instead, so that base load uses half of it: 100 requests per
+  second per core of the first container's CPU request (its limit when it requests none, else
+  100m: 10 per replica) per replica, at least 0.1 per replica; at most 1e8, so that a rate
+  tripled by the stress suite is still a valid rate.
 - Ports: a container that declares ports listens on them and on the port numbers its probes
   and its Services' targetPorts use (the kubelet and kube-proxy reach undeclared ports: a
   healthy app answers there); one that declares none listens on every port.
@@ -20,33 +25,50 @@ from typing import Any
 
 from probesim.model.kubernetes import Container, Service, Workload
 
-RATE_PER_REPLICA = 10.0
+REQUEST_CPU_MS = 5.0  # CPU per request to "/"
+PROBE_CPU_MS = 1.0  # CPU per request to any other path (health handlers are cheap)
+BASE_LOAD = 0.5  # the share of the CPU request base traffic uses
+MIN_RATE_PER_REPLICA = 0.1
 MAX_DEFAULT_RATE = 1e8
+DEFAULT_CPU_M = 100  # what a container that requests no CPU is taken to have
 
 
 def start_seconds(c: Container) -> int:
-    """When the container's app answers, in seconds after it starts: its readiness probe's
-    initialDelaySeconds, 0 without a readiness probe."""
-    return c.readiness_probe.initial_delay_seconds if c.readiness_probe else 0
+    """When the container's app answers, in seconds after it starts: at once (see above)."""
+    del c
+    return 0
+
+
+def cpu_cores(c: Container) -> float:
+    """The container's CPU request in cores (its limit when it requests none, else 100m)."""
+    return (c.resources.requests.cpu or c.resources.limits.cpu or DEFAULT_CPU_M) / 1000
+
+
+def rate_per_replica(w: Workload) -> float:
+    """Requests per second one replica takes: half its first container's CPU request at the
+    fixed service time."""
+    cs = w.pod_spec.containers
+    cores = cpu_cores(cs[0]) if cs else DEFAULT_CPU_M / 1000
+    return max(BASE_LOAD * cores * 1000 / REQUEST_CPU_MS, MIN_RATE_PER_REPLICA)
 
 
 def default_rate(w: Workload) -> float:
-    """Requests per second the workload takes: 10 per replica (at least one replica)."""
-    return min(RATE_PER_REPLICA * max(w.spec.replicas, 1), MAX_DEFAULT_RATE)
+    """Requests per second the workload takes: ``rate_per_replica`` per replica (at least one)."""
+    return min(rate_per_replica(w) * max(w.spec.replicas, 1), MAX_DEFAULT_RATE)
 
 
 def workload_behavior(
     w: Workload, services: Sequence[Service] = (), start: str | None = None
 ) -> dict[str, Any]:
     """The workload's behaviour, as a scenario writes it (``spec.behavior.<workload>``): each
-    container starts after ``start`` (default: ``start_seconds``), costs CPU per request and
+    container starts after ``start`` (default: at once), costs its fixed CPU per request and
     listens where its probes and ``services`` reach it."""
     containers: dict[str, dict[str, Any]] = {}
     extra = _undeclared_ports(w, services)
     for c in w.pod_spec.containers:
-        request = (c.resources.requests.cpu or c.resources.limits.cpu or 100) / 1000
         begin = start if start is not None else f"{start_seconds(c)}s"
-        containers[c.name] = {"start": begin, "routes": {"/": {"cpu": f"{50 * request:g}ms"}}}
+        routes = {"/": {"cpu": f"{REQUEST_CPU_MS:g}ms"}, "*": {"cpu": f"{PROBE_CPU_MS:g}ms"}}
+        containers[c.name] = {"start": begin, "routes": routes}
         if extra[c.name]:
             containers[c.name]["ports"] = sorted({p.container_port for p in c.ports} | extra[c.name])
     return {"containers": containers}

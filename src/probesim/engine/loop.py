@@ -506,6 +506,15 @@ class _Run(TrafficPhases, RunSummary):
 
     # -- the loop ----------------------------------------------------------------------------
 
+    def _end_ramps(self, t: int, route_wls: list[list[int]], wl_span: list[Any], want: list[int]) -> None:
+        """Close the start-up ramp of each route whose workloads all have every replica Ready at
+        ``t`` (counted as the workload series count Ready); requests from ``t`` on are steady."""
+        ready = self.ready & self.admitted & ~self.deleting
+        for ri in np.flatnonzero(self.ramp_open).tolist():
+            if all(int(ready[wl_span[i]].sum()) >= want[i] for i in route_wls[ri]):
+                self.ramp_open[ri] = False
+                self.ramp_end[ri] = t
+
     def run(self) -> Result:
         f = self.fleet
         spec = self.spec
@@ -594,6 +603,13 @@ class _Run(TrafficPhases, RunSummary):
                 actions.setdefault(a.at, []).append(f.pod_names.index(a.pod))
             else:
                 others.setdefault(a.at, []).append(i)
+        # The start-up ramp, per route: open until every workload behind it first has all its
+        # replicas Ready (as WorkloadSummary.all_ready_ms has it); its answers' latency apart.
+        route_wls = [np.unique(f.pod_workload[r.selects]).tolist() for r in f.routes]
+        want = [w.spec.replicas for w in self.scenario.workloads]
+        self.ramp_open = np.array([bool(ws) and all(want[i] > 0 for i in ws) for ws in route_wls], bool)
+        self.ramp_end: list[int | None] = [None] * len(f.routes)
+        self.ramp_cdf = np.zeros((len(f.routes), GRID.size))
         for k in range(ticks):
             t = int(times[k])
             self.log.synced_pods.clear()
@@ -621,6 +637,8 @@ class _Run(TrafficPhases, RunSummary):
                 self._reconcile(t, sets=False)
             if self.rollouts:
                 self._track_rollouts(t)
+            if self.ramp_open.any():
+                self._end_ramps(t, route_wls, wl_span, want)
             self._traffic(t, k, rec)
             if self.capacity.any:
                 self._serve(t, k, rec)

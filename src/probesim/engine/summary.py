@@ -19,7 +19,7 @@ from probesim.engine.controllers.workloads import Controllers, size_series
 from probesim.engine.fleet import Fleet
 from probesim.engine.mesh import Sidecars
 from probesim.model.scenario import Scenario, ScenarioSpec
-from probesim.results import CAUSES, Event, Result, RolloutSummary, RouteSummary, WorkloadSummary
+from probesim.results import CAUSES, Event, Result, RolloutSummary, RouteSummary, Span, WorkloadSummary
 
 if TYPE_CHECKING:
     from probesim.engine.loop import _Rollout
@@ -41,6 +41,8 @@ class RunSummary:
     admitted_at: I64
     first_ready: I64
     latency_cdf: F64
+    ramp_cdf: F64
+    ramp_end: list[int | None]
     rates: F64
     rec_ref: dict[str, I64]
     events: list[Event]
@@ -77,10 +79,37 @@ class RunSummary:
             )
         return out
 
-    def _route_latency(self, ri: int, max_series: I64) -> dict[str, float]:
-        """p50/p90/p95/p99 of every answered request of the run, and the largest seen."""
-        cdf = self.latency_cdf[ri]
-        if cdf[-1] <= 0:
+    def _spans(self, ri: int, times: I64, rec: dict[str, I64]) -> tuple[Span, Span | None]:
+        """Route ``ri``'s start-up ramp and steady state (None: the ramp never ended)."""
+        key = f"route.{self.fleet.routes[ri].name}"
+        end = self.ramp_end[ri]
+        cut = self.spec.duration if end is None else end
+        ramp_cdf = self.ramp_cdf[ri] if end is not None else self.latency_cdf[ri]
+        out = []
+        parts = ((0, cut, ramp_cdf), (cut, self.spec.duration, self.latency_cdf[ri] - ramp_cdf))
+        for start, stop, cdf in parts:
+            part = (times >= start) & (times < stop)
+            out.append(
+                Span(
+                    start_ms=start,
+                    end_ms=stop,
+                    offered=int(rec[f"{key}.offered"][part].sum()),
+                    ok=int(rec[f"{key}.ok"][part].sum()),
+                    failed={c: int(rec[f"{key}.{c}"][part].sum()) for c in CAUSES},
+                    dropped=int(rec[f"{key}.dropped"][part].sum()),
+                    interrupted=int(rec[f"{key}.interrupted"][part].sum()),
+                    in_flight=int(rec[f"{key}.inflight"][-1]) if start == cut and part.any() else 0,
+                    latency_ms=self._route_latency(ri, rec[f"{key}.max_ms"][part], cdf),
+                )
+            )
+        return out[0], (out[1] if end is not None else None)
+
+    def _route_latency(self, ri: int, max_series: I64, cdf: F64 | None = None) -> dict[str, float]:
+        """p50/p90/p95/p99 of every answered request of the run (or of ``cdf``, a part of it),
+        and the largest seen."""
+        if cdf is None:
+            cdf = self.latency_cdf[ri]
+        if cdf[-1] <= 1e-9 or not max_series.size:
             return {}
         # As a load generator sees it: a request it gave up on took its timeout.
         cap = float(self.fleet.routes[ri].timeout)
@@ -110,6 +139,7 @@ class RunSummary:
         routes = []
         for ri, r in enumerate(f.routes):
             key = f"route.{r.name}"
+            ramp, steady = self._spans(ri, times, rec)
             routes.append(
                 RouteSummary(
                     name=r.name,
@@ -123,6 +153,8 @@ class RunSummary:
                     latency_ms=self._route_latency(ri, rec[f"{key}.max_ms"]),
                     no_endpoint_s=self._no_endpoint_seconds(ri),
                     envoy=dict(vars(self.mesh[ri].stats)) if ri in self.mesh else {},
+                    ramp=ramp,
+                    steady=steady,
                 )
             )
         workloads = []

@@ -108,6 +108,8 @@ class TrafficPhases:
     rates: F64
     cols: list[dict[str, I64]]
     latency_cdf: F64
+    ramp_cdf: F64  # the part of latency_cdf answered during each route's start-up ramp
+    ramp_open: B
     step_cdf: F64
     pending: list[I64]
     later_cdf: list[F64]
@@ -646,6 +648,8 @@ class TrafficPhases:
             if total <= 0:
                 continue
             self.latency_cdf[ri] += seen_now
+            if self.ramp_open[ri]:
+                self.ramp_cdf[ri] += seen_now
             limit = float(route.timeout)
             qs = grid_quantiles(seen_now / total, (0.5, 0.95, 0.99, 1 - 0.5 / max(round(total), 1)))
             for name, v in zip(("p50_ms", "p95_ms", "p99_ms", "max_ms"), qs, strict=True):

@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from probesim.model.duration import format_ms
-from probesim.results import CAUSES, Event, Result
+from probesim.results import CAUSES, Event, Result, RouteSummary, Span
 from probesim.safe import MESSAGE_LIMIT, cell, visible
 
 
@@ -181,11 +181,14 @@ def latency_text(v: float | None) -> str:
 
 
 def _requests(result: Result, console: Console) -> None:
-    routes = result.routes
+    """The Requests table: the steady state's (after the start-up ramp) where the run was split,
+    the start-up ramp's requests on a line of their own; the whole run's otherwise."""
+    split = [r.steady is not None for r in result.routes]
+    spans: list[RouteSummary | Span] = [r.steady or r for r in result.routes]
     extra = [
         (h, attr)
         for h, attr in (("DROPPED", "dropped"), ("INTERRUPTED", "interrupted"), ("IN FLIGHT", "in_flight"))
-        if any(getattr(r, attr) for r in routes)
+        if any(getattr(s, attr) for s in spans)
     ]
     columns = [
         ("ROUTE", "left", 0),
@@ -197,29 +200,44 @@ def _requests(result: Result, console: Console) -> None:
         *((h, "right", 2) for h, _ in extra),
     ]
     # Latency where it is modelled (a route with a cost) or measured (the lab).
-    quantiles = ("p50", "p95", "p99", "max") if any(r.latency_ms for r in routes) else ()
+    quantiles = ("p50", "p95", "p99", "max") if any(r.latency_ms for r in result.routes) else ()
     columns += [(q.upper(), "right", {"p50": 2, "p95": 0, "p99": 1, "max": 3}[q]) for q in quantiles]
     rows: list[list[Text | str]] = [
         [
-            cell(r.name),
+            cell(r.name) if ok or r.ramp is None else cell(f"{r.name} (never all Ready)"),
             cell(r.service),
-            str(r.offered),
-            str(r.ok),
-            str(r.failed_total),
-            f"{100 * r.error_rate:.1f}",
-            *(str(getattr(r, attr)) for _, attr in extra),
-            *(latency_text(r.latency_ms.get(q)) for q in quantiles),
+            str(s.offered),
+            str(s.ok),
+            str(s.failed_total),
+            f"{100 * s.error_rate:.1f}",
+            *(str(getattr(s, attr)) for _, attr in extra),
+            *(latency_text(s.latency_ms.get(q)) for q in quantiles),
         ]
-        for r in routes
+        for r, s, ok in zip(result.routes, spans, split, strict=True)
     ]
     # OFFERED = OK + FAILED + DROPPED + INTERRUPTED + IN FLIGHT (still awaited at the end).
-    _fit(console, "Requests", columns, rows)
-    failed = [r for r in routes if r.failed_total]
+    title = "Requests"
+    if any(split):
+        title += " after the start-up ramp (the steady state)"
+    _fit(console, title, columns, rows)
+    failed = [(r, s) for r, s in zip(result.routes, spans, strict=True) if s.failed_total]
     if failed:
         console.print(Text("Failed requests by cause:"))
-        for r in failed:
-            causes = ", ".join(f"{c} {r.failed[c]}" for c in CAUSES if r.failed.get(c))
+        for r, s in failed:
+            causes = ", ".join(f"{c} {s.failed[c]}" for c in CAUSES if s.failed.get(c))
             console.print(Padding(Text.assemble(cell(r.name), f": {causes}"), (0, 0, 0, 2), expand=False))
+    ramps = [r for r in result.routes if r.ramp is not None and r.steady is not None and r.ramp.offered]
+    if ramps:
+        console.print(Text("Start-up ramp (until every replica behind the route was first Ready), apart:"))
+        for r in ramps:
+            ramp = r.ramp
+            assert ramp is not None
+            causes = ", ".join(f"{c} {ramp.failed[c]}" for c in CAUSES if ramp.failed.get(c))
+            line = (
+                f": 0s to {format_ms(ramp.end_ms)}, {ramp.offered} offered, {ramp.failed_total} failed"
+                f" ({100 * ramp.error_rate:.1f} %)" + (f": {causes}" if causes else "")
+            )
+            console.print(Padding(Text.assemble(cell(r.name), line), (0, 0, 0, 2), expand=False))
 
 
 def _workloads(result: Result, console: Console) -> None:

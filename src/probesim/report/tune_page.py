@@ -9,9 +9,11 @@ probesim.tune.report), with html.py's blocks; every name is user text and escape
 
 from __future__ import annotations
 
+import html as _html
 from typing import TYPE_CHECKING, Any
 
 from probesim.report.html import Cell, Figure, Html, Section, chart, label, page, table, tag
+from probesim.safe import MESSAGE_LIMIT, visible
 
 if TYPE_CHECKING:
     from probesim.tune.inputs import TuneInputs
@@ -19,6 +21,19 @@ if TYPE_CHECKING:
     from probesim.tune.report import PatchOut
     from probesim.tune.space import Setting, Space
     from probesim.tune.study import Outcome, Row
+
+
+# Long lines of a patch or a command wrap inside the page (the copy keeps them whole).
+WRAP = "white-space:pre-wrap;overflow-wrap:anywhere"
+
+
+def lines_pre(text: str, **attrs: str) -> Html:
+    """Multi-line text probesim wrote (a patch's YAML, a command) in a ``<pre>``: each line made
+    safe on its own (markup and control characters escaped) and the newlines kept, so that the
+    block reads back as the YAML it is (``visible`` alone would show each newline as \\x0a)."""
+    body = "\n".join(_html.escape(visible(line, MESSAGE_LIMIT), quote=True) for line in text.split("\n"))
+    shown = "".join(f' {k.rstrip("_")}="{_html.escape(v, quote=True)}"' for k, v in attrs.items())
+    return Html(f'<pre{shown} style="{WRAP}">{body}</pre>')
 
 
 def removal(f: Figures) -> str:
@@ -98,6 +113,9 @@ def _front_table(o: Outcome, space: Space) -> Html:
         "failed",
         "needless restarts",
         "hung pod out after",
+        "all replicas back after",
+        "Ready after app answers",
+        "probes/s per pod",
         "flaps",
         "readiness",
         "liveness",
@@ -113,29 +131,45 @@ def _front_table(o: Outcome, space: Space) -> Html:
         chosen = r.number is not None and r.number == rec
         on_front = r.number is None and (o.current_on_front or any(t.number is None for t in o.front))
         name: Cell = _name(r) + (" (recommended)" if chosen else " (on the front)" if on_front else "")
-        rows.append([name, f.failed, f.restarts, removal(f), f.flaps, *setting_cells(r.setting, space)])
+        figs: list[Cell] = [f.failed, f.restarts, removal(f), _secs(f.recovery_s), _secs(f.ready_s)]
+        rows.append([name, *figs, round(f.probe_rps, 3), f.flaps, *setting_cells(r.setting, space)])
         classes.append("pass" if chosen else None)
-    return table(heads, rows, numeric=[1, 2, 4], row_class=classes, text=range(5, len(heads)))
+    return table(heads, rows, numeric=[1, 2, 6, 7], row_class=classes, text=range(8, len(heads)))
+
+
+def _secs(v: float) -> str:
+    from probesim.tune.objective import DETECTION_CAP_MS
+
+    return f"never (within {DETECTION_CAP_MS // 1000} s)" if v >= DETECTION_CAP_MS / 1000 else f"{v:g} s"
 
 
 def tune_sections(o: Outcome, inputs: TuneInputs, patches: list[PatchOut]) -> list[Section]:
+    from probesim.tune.patch import wrapped_command
     from probesim.tune.space import Space
 
     space = Space(inputs.workload, inputs.rule)
     objectives = (
         "Objectives, each over the stress suite" + (" and the scenario" if inputs.given else "") + ": failed "
-        "requests, needless restarts, and how long a pod that hangs for good stays in service. Probe "
-        "cells: period/timeout ×failures (✓successes) +initial delay."
+        "requests, needless restarts; for a pod that hangs for good (a restart cures it), how long it stays "
+        "in service and how long until all replicas are Ready again; how long a new pod takes to be "
+        "Ready once its app answers; probe requests per second per pod. Probe cells: period/timeout "
+        "×failures (✓successes) +initial delay."
     )
     front = Section("front", "Pareto front", [*_front_figures(o, space), tag("p", objectives, class_="note"),
                                               _front_table(o, space)])  # fmt: skip
     blocks: list[Html | Figure] = [tag("p", ("Chosen: " if o.recommended else "") + o.why)]
+    if o.reasons:
+        blocks.append(tag("p", "Why each value (the figure that would be worse with it as it is now):"))
+        blocks.append(tag("ul", *(tag("li", line) for line in o.reasons)))
+    if o.worse:
+        blocks.append(tag("p", "Worse than the current setting on:"))
+        blocks.append(tag("ul", *(tag("li", line) for line in o.worse), class_="warn"))
     for p in patches:
         how = "strategic-merge" if p.strategic else "JSON merge (a custom resource)"
         blocks.append(tag("h3", f"Patch of {p.kind}/{p.name} ({how})"))
-        blocks.append(tag("pre", p.yaml()))
+        blocks.append(lines_pre(p.yaml().rstrip("\n"), class_="patch"))
         if p.kind != "Pod":
-            blocks.append(tag("pre", p.command()))
+            blocks.append(lines_pre(wrapped_command(p.command()), class_="command"))
     return [front, Section("recommendation", "Recommendation", blocks)]
 
 

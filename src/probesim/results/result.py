@@ -64,6 +64,49 @@ class Event:
 
 
 @dataclass
+class Span:
+    """A route's requests over one part of the run: the start-up ramp (from the run's start to
+    the first time every workload behind the route had all its replicas Ready) or the steady
+    state (from then to the end). Counts by the step the requests were settled in, as the
+    series have them; latency of what was answered in it."""
+
+    start_ms: int
+    end_ms: int
+    offered: int
+    ok: int
+    failed: dict[str, int]
+    dropped: int = 0
+    interrupted: int = 0
+    in_flight: int = 0  # the steady state's: still awaited at the run's end
+    latency_ms: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def failed_total(self) -> int:
+        return sum(self.failed.values())
+
+    @property
+    def error_rate(self) -> float:
+        """Failed share of the requests that got an answer or failed (as RouteSummary's)."""
+        done = self.ok + self.failed_total
+        return self.failed_total / done if done else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "start": self.start_ms / 1000,
+            "end": self.end_ms / 1000,
+            "offered": self.offered,
+            "ok": self.ok,
+            "failed": self.failed_total,
+            "failedByCause": self.failed,
+            "dropped": self.dropped,
+            "interrupted": self.interrupted,
+            "inFlight": self.in_flight,
+            "errorRate": round(self.error_rate, 6),
+            "latencyMs": self.latency_ms,
+        }
+
+
+@dataclass
 class RouteSummary:
     name: str
     service: str
@@ -79,6 +122,11 @@ class RouteSummary:
     envoy: dict[str, int] = field(default_factory=dict)  # the clients' sidecar stats, Envoy's names
     no_endpoint_s: float = 0.0  # time the Service had no ready endpoint while sending
     statuses: dict[int, int] = field(default_factory=dict)  # answers by HTTP status (the lab's)
+    # The run split at the end of the start-up ramp (None: not split, e.g. a lab result; steady
+    # None with a ramp: the workloads behind the route never all had their replicas Ready, and
+    # the whole run is the ramp). The fields above stay the whole run's.
+    ramp: Span | None = None
+    steady: Span | None = None
 
     @property
     def failed_total(self) -> int:
@@ -230,6 +278,14 @@ class Result:
                         "envoy": r.envoy,
                         "errorRate": round(r.error_rate, 6),
                     }
+                    | (
+                        # Added in place (the fields above keep their whole-run meaning): the
+                        # start-up ramp's requests, and the steady state's after it (null: the
+                        # ramp never ended).
+                        {"ramp": r.ramp.to_json(), "steady": None if r.steady is None else r.steady.to_json()}
+                        if r.ramp is not None
+                        else {}
+                    )
                     | (
                         {"statusCodes": {str(k): v for k, v in sorted(r.statuses.items())}}
                         if r.statuses

@@ -1,6 +1,6 @@
 """The tuner's objectives: what one setting costs, simulated.
 
-A setting is judged on three figures, each to be minimised:
+A setting is judged on the figures an SRE weighs, each to be minimised:
 
 - **failed requests**, summed over the stress suite (``probesim check --stress``'s stresses,
   each workload alone behind its Services) and, when one is given, the user's scenario;
@@ -8,11 +8,21 @@ A setting is judged on three figures, each to be minimised:
   process that only a restart cures, so every restart there is one a probe caused for nothing
   (when the scenario scripts deadlocks or crashes for the workload, which the stresses run too,
   restarts are left out of the count);
-- **hung-pod removal**: the tuner scripts a deadlock — pod 0's containers hang for good at a set
-  time, after the start-up ramp, while traffic runs — and measures how long until the pod is
-  out of service: it leaves the Service's endpoints (NotReady), a probe kills its container, or
-  every client's sidecar has ejected it. Capped at ``DETECTION_CAP_MS`` (a setting that never
-  notices scores the cap).
+- **hung pod out of service**: the tuner scripts a deadlock — pod 0's containers hang for good
+  at a set age, after the start-up ramp, while traffic runs; a restart cures it — and measures
+  how long until the pod is out of service: it leaves the Service's endpoints (NotReady), a probe kills its
+  container, or every client's sidecar has ejected it;
+- **replicas back**: in that same run, how long until the workload has all its replicas Ready
+  again. Only a restart cures a deadlock, so a setting whose liveness never acts scores the cap
+  here however fast readiness takes the pod out: liveness is priced for what it cures, not only
+  for the restarts it costs;
+- **time to Ready**: in the stress suite's baseline, how long after its app answers the last of
+  the workload's first pods becomes Ready (what every rollout and scale-up waits for);
+- **probe load**: probe requests per second per pod once started (readiness and liveness,
+  every container; a startup probe stops once it passes), and the CPU they cost at the app's
+  cost for the probe's path (``probe_cpu_m``, reported beside it).
+
+Times are capped at ``DETECTION_CAP_MS`` (never scores the cap).
 
 Each run is an independent simulation, so the runs of one setting fan out over an executor
 (local processes or a Dask cluster) and are summed in a fixed order: the figures do not depend on
@@ -23,21 +33,30 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal, Protocol, TypeVar
 
 from probesim.analysis.stress import STRESSES, _not_run, base_scenario
 from probesim.engine import simulate
+from probesim.engine.capacity import probe_cost
 from probesim.model.duration import parse_ms
-from probesim.model.kubernetes import pod_names_of
-from probesim.model.scenario import Scenario
+from probesim.model.kubernetes import Workload, pod_names_of
+from probesim.model.scenario import ContainerBehavior, Scenario
 from probesim.tune.inputs import TuneInputs
 from probesim.tune.patch import patched_rule, patched_workload
 from probesim.tune.space import Setting, Space
 
 HANG_AT_MS = 2 * 60_000  # at least; later when the app starts slower than a minute
 DETECTION_CAP_MS = 5 * 60_000
-OBJECTIVES = ("failed requests", "needless restarts", "hung-pod removal (s)")
+# What an SRE asks of a setting once it fails no more requests and restarts nothing for nothing:
+# a hung pod out of service within 30 s and its replicas all Ready again within 90 s, a new pod
+# Ready within 10 s of its app answering, at most a probe a second per pod. Among the rest, the
+# setting that spends least of these budgets together (each figure over its budget, summed) is
+# recommended.
+BUDGETS = {"detection_s": 30.0, "recovery_s": 90.0, "ready_s": 10.0, "probe_rps": 1.0}
+# What the search minimises: the first two as counted, the others as the budgets they spend
+# together (budget_cost), the figure the recommendation is chosen by; each is in Figures.
+OBJECTIVES = ("failed requests", "needless restarts", "budgets spent")
 
 RunKind = Literal["stress", "scenario", "hung"]
 
@@ -52,6 +71,9 @@ class Run:
     count_restarts: bool = True
     hosts: tuple[tuple[str, str], ...] = ()  # sidecar upstream address → pod (hung run, with a mesh)
     clients: int = 0  # client sidecars that could eject it (hung run, with a mesh)
+    app_start_ms: int = 0  # when the slowest container's app answers (baseline: time to Ready)
+    probe_rps: float = 0.0  # the setting's probe load (on every run, read from the first)
+    probe_cpu_m: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -64,6 +86,8 @@ class RunFigures:
     counted_restarts: int  # those counted as needless
     flaps: int  # NotReady transitions of its pods after all were first Ready
     detection_ms: int | None = None  # hung run only; None: not out of service within the cap
+    recovery_ms: int | None = None  # hung run only: all replicas Ready again after the hang's cure
+    all_ready_ms: int | None = None  # all replicas first Ready (None: never)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -77,9 +101,13 @@ class Figures:
     detected: bool
     flaps: int
     runs: tuple[RunFigures, ...]
+    recovery_s: float = DETECTION_CAP_MS / 1000  # the cap when never
+    ready_s: float = DETECTION_CAP_MS / 1000  # the cap when never
+    probe_rps: float = 0.0
+    probe_cpu_m: float = 0.0
 
-    def values(self) -> tuple[float, float, float]:
-        return (float(self.failed), float(self.restarts), self.detection_s)
+    def values(self) -> tuple[float, ...]:
+        return (float(self.failed), float(self.restarts), round(budget_cost(self), 6))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -87,6 +115,10 @@ class Figures:
             "restarts": self.restarts,
             "detectionSeconds": self.detection_s,
             "detected": self.detected,
+            "allReadyAgainSeconds": self.recovery_s,
+            "readySeconds": self.ready_s,
+            "probesPerSecond": self.probe_rps,
+            "probeCpuMillicores": self.probe_cpu_m,
             "flaps": self.flaps,
             "runs": [r.to_json() for r in self.runs],
         }
@@ -94,7 +126,45 @@ class Figures:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Figures:
         runs = tuple(RunFigures(**r) for r in d["runs"])
-        return cls(d["failed"], d["restarts"], d["detectionSeconds"], d["detected"], d["flaps"], runs)
+        return cls(
+            d["failed"],
+            d["restarts"],
+            d["detectionSeconds"],
+            d["detected"],
+            d["flaps"],
+            runs,
+            d["allReadyAgainSeconds"],
+            d["readySeconds"],
+            d["probesPerSecond"],
+            d["probeCpuMillicores"],
+        )
+
+
+def budget_cost(f: Figures) -> float:
+    """How much of the SRE's budgets (BUDGETS) a setting spends, summed: 4 spends each fully."""
+    return float(sum(getattr(f, k) / v for k, v in BUDGETS.items()))
+
+
+def within_budgets(f: Figures) -> bool:
+    return all(getattr(f, k) <= v for k, v in BUDGETS.items())
+
+
+def probe_load(w: Workload, behavior: dict[str, Any]) -> tuple[float, float]:
+    """Probe requests per second per pod once started (readiness and liveness of every
+    container), and the CPU they cost in millicores, at the behaviour's cost for each probe's
+    path (``behavior``: the workload's, as a scenario writes it)."""
+    rps = cpu = 0.0
+    containers = behavior.get("containers", {})
+    for c in w.pod_spec.containers:
+        b = ContainerBehavior.model_validate(containers.get(c.name, {}))
+        for p in (c.readiness_probe, c.liveness_probe):
+            if p is None:
+                continue
+            rate = 1 / p.period_seconds
+            rps += rate
+            path = p.http_get.path if p.http_get is not None else "exec" if p.exec is not None else "grpc"
+            cpu += rate * probe_cost(b, path).cpu
+    return round(rps, 4), round(cpu, 3)
 
 
 T = TypeVar("T")
@@ -125,20 +195,27 @@ def plan(inputs: TuneInputs, space: Space, setting: Setting) -> list[Run]:
     w = patched_workload(inputs.workload, current, setting)
     rule = patched_rule(inputs.rule, current, setting) if inputs.rule is not None else None
     given = inputs.with_objects(w, rule)
-    # The app's behaviour comes from the current manifests: without a scenario the default load
-    # model takes the app's start from readiness's initialDelaySeconds, which a setting changes.
+    # The app's behaviour comes from the current manifests (the default load model reads no field
+    # a setting changes: the patched manifests run as simulated here).
     base = base_scenario(inputs.workload, inputs.services, given)
     base["workloads"] = [w.model_dump(mode="json", by_alias=True, exclude_none=True)]
     # The stresses run the scenario's behaviour for the workload: its scripted crashes too.
     needless = not scripts_restarts(given, w.name)
+    behavior = base["spec"].get("behavior", {}).get(w.name, {})
+    rps, cpu = probe_load(w, behavior)
+    start = max(
+        (parse_ms(str(b.get("start", "0s"))) for b in behavior.get("containers", {}).values()), default=0
+    )
+    load = {"probe_rps": rps, "probe_cpu_m": cpu, "app_start_ms": start}
     runs = []
     for stress in STRESSES:
         sc, _why = _not_run(base, w, stress)
         if sc is not None:
-            runs.append(Run(f"stress {stress}", "stress", sc, w.name, 0, needless))
+            runs.append(Run(f"stress {stress}", "stress", sc, w.name, 0, needless, **load))  # type: ignore[arg-type]
     if inputs.given:
-        runs.append(Run("scenario", "scenario", given, w.name, 0, needless))
-    runs.append(_hung(base, w.name, [c.name for c in w.pod_spec.containers], rule is not None))
+        runs.append(Run("scenario", "scenario", given, w.name, 0, needless, **load))  # type: ignore[arg-type]
+    hung = _hung(base, w.name, [c.name for c in w.pod_spec.containers], rule is not None)
+    runs.append(replace(hung, **load))  # type: ignore[arg-type]
     return runs
 
 
@@ -156,7 +233,11 @@ def _hung(base: dict[str, Any], workload: str, containers: list[str], mesh: bool
     hang_at = max(HANG_AT_MS, slowest + 60_000)
     hang_at -= hang_at % 1000
     for b in mine.values():
-        b["episodes"] = [*b.get("episodes", []), {"kind": "deadlock", "at": f"{hang_at}ms"}]
+        # At a container age, not a scenario time: a deadlock scripted ``at`` a time holds every
+        # container instance from then on, which no restart cures; one ``after`` an age is what
+        # a restart cures (the fresh process runs that long again before it deadlocks anew, past
+        # the figures read here). Pod 0's container starts at 0 s: it hangs at ``hang_at``.
+        b["episodes"] = [*b.get("episodes", []), {"kind": "deadlock", "after": f"{hang_at}ms"}]
     wb["pods"] = [*wb.get("pods", []), {"ordinals": [0], "containers": mine}]
     spec["duration"] = f"{(hang_at + DETECTION_CAP_MS) // 1000}s"
     sc = Scenario.model_validate(doc)
@@ -180,14 +261,32 @@ def measure(run: Run) -> RunFigures:
     flaps = sum(
         1 for e in r.events if e.reason == "PodNotReady" and e.object in pods and e.time_ms > ready_from
     )
-    detection = None
+    detection = recovery = None
     if run.kind == "hung":
         w = next(x for x in run.scenario.workloads if x.name == run.workload)
         pod = f"pod/{pod_names_of(w)[0]}"
         detection = _out_of_service(r.events, pod, run.hang_at_ms, dict(run.hosts), run.clients)
+        recovery = _all_ready_again(r, run.workload, pod, run.hang_at_ms, w.spec.replicas)
     restarts = ws.total_restarts
     counted = restarts if run.count_restarts else 0
-    return RunFigures(run.label, run.kind, offered, failed, restarts, counted, flaps, detection)
+    return RunFigures(
+        run.label, run.kind, offered, failed, restarts, counted, flaps, detection, recovery, ws.all_ready_ms
+    )
+
+
+def _all_ready_again(r: Any, workload: str, pod: str, at: int, replicas: int) -> int | None:
+    """Time from ``at`` until the workload has all its replicas Ready again once the hung
+    ``pod``'s container was killed (a deadlock has no other cure); None: never within the run."""
+    kills = [
+        e.time_ms
+        for e in r.events
+        if e.time_ms >= at and e.object == pod and e.reason == "Killing" and "probe" in e.message
+    ]
+    if not kills:
+        return None
+    ready = r.series[f"workload.{workload}.ready"]
+    back = (r.time_ms >= min(kills)) & (ready >= replicas)
+    return int(r.time_ms[back.argmax()]) - at if back.any() else None
 
 
 def _out_of_service(
@@ -224,12 +323,23 @@ def evaluate(runs: Sequence[Run], executor: Executor) -> Figures:
     got = executor.map(measure, list(runs))
     hung = [x for x in got if x.kind == "hung"]
     detection = hung[0].detection_ms if hung else None
+    recovery = hung[0].recovery_ms if hung else None
     judged = [x for x in got if x.kind != "hung"]
+    base = next((x for x in got if x.label == "stress baseline"), None)
+    first = runs[0] if runs else None
+    ready = None
+    if base is not None and base.all_ready_ms is not None and first is not None:
+        ready = max(base.all_ready_ms - first.app_start_ms, 0)
+    cap = DETECTION_CAP_MS
     return Figures(
         failed=sum(x.failed for x in judged),
         restarts=sum(x.counted_restarts for x in judged),
-        detection_s=(DETECTION_CAP_MS if detection is None else detection) / 1000,
+        detection_s=(cap if detection is None else detection) / 1000,
         detected=detection is not None,
         flaps=sum(x.flaps for x in judged),
         runs=tuple(got),
+        recovery_s=(cap if recovery is None else min(recovery, cap)) / 1000,
+        ready_s=(cap if ready is None else min(ready, cap)) / 1000,
+        probe_rps=first.probe_rps if first is not None else 0.0,
+        probe_cpu_m=first.probe_cpu_m if first is not None else 0.0,
     )

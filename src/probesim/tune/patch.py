@@ -136,3 +136,16 @@ def kubectl_command(kind: str, name: str, namespace: str, patch: dict[str, Any],
         words += ["-n", namespace]
     words += ["--type", "strategic" if strategic else "merge", "-p", json.dumps(patch, separators=(",", ":"))]
     return shlex.join(words)
+
+
+def wrapped_command(command: str) -> str:
+    """A shell command one argument group a line (`` \\`` continuations), as a person copies it:
+    ``kubectl patch KIND NAME [-n NS] --type T`` then ``-p '…'``."""
+    words = shlex.split(command)
+    if "-p" not in words:
+        return command
+    i = words.index("-p")
+    head = " ".join(shlex.quote(w) for w in words[:i])
+    return f"{head} \\\n  -p {shlex.quote(words[i + 1])}" + "".join(
+        f" {shlex.quote(w)}" for w in words[i + 2 :]
+    )

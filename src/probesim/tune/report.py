@@ -18,7 +18,7 @@ from rich.text import Text
 from probesim.safe import visible
 from probesim.tune.inputs import TuneInputs
 from probesim.tune.objective import DETECTION_CAP_MS, Figures
-from probesim.tune.patch import kubectl_command, rule_patch, workload_patch
+from probesim.tune.patch import kubectl_command, rule_patch, workload_patch, wrapped_command
 from probesim.tune.space import FIELD_OF, Setting, Space
 from probesim.tune.study import Outcome
 
@@ -86,21 +86,25 @@ def render(o: Outcome, inputs: TuneInputs, out: Console) -> None:
     out.print(
         "Objectives, each over the stress suite"
         + (" and the scenario" if inputs.given else "")
-        + ": failed requests, needless restarts, and how long a pod that hangs for good stays in "
-        "service. Probe cells: period/timeout ×failures (✓successes) +initial delay.",
+        + ": failed requests, needless restarts; for a pod that hangs for good, how long it stays in "
+        "service and how long until all replicas are Ready again (only a restart cures it); how long "
+        "a new pod takes to be Ready once its app answers; probe requests per second per pod. "
+        "Probe cells: period/timeout ×failures (✓successes) +initial delay.",
         highlight=False,
     )
     t = Table(title="Pareto front", title_justify="left", box=box.SIMPLE)
-    heads = ["TRIAL", "FAILED", "RESTARTS", "HUNG POD OUT", "FLAPS", "READINESS", "LIVENESS", "STARTUP"]
+    heads = ["TRIAL", "FAILED", "RESTARTS", "HUNG POD OUT", "ALL BACK", "READY", "PROBES/S", "READINESS"]
+    heads += ["LIVENESS", "STARTUP"]
     if space.rule is not None:
         heads.append("OUTLIER DETECTION")
     for h in heads:
-        t.add_column(h, justify="right" if h in ("TRIAL", "FAILED", "RESTARTS", "FLAPS") else "left")
+        t.add_column(h, justify="right" if h in ("TRIAL", "FAILED", "RESTARTS", "PROBES/S") else "left")
     for r in ([o.current] if o.current_on_front else []) + o.front[:FRONT_ROWS]:
         chosen = r.number == (None if o.recommended is None else o.recommended.number)
         f = r.figures
         label = "current" if r.number is None else str(r.number)
-        cells = [label + (" ◀" if chosen else ""), str(f.failed), str(f.restarts), _removal(f), str(f.flaps)]
+        cells = [label + (" ◀" if chosen else ""), str(f.failed), str(f.restarts), _removal(f)]
+        cells += [_secs(f.recovery_s), _secs(f.ready_s), f"{f.probe_rps:.3g}"]
         t.add_row(*cells, *_setting_cells(r.setting, space))
     out.print(t)
     if len(o.front) > FRONT_ROWS:
@@ -120,6 +124,17 @@ def _compare(o: Outcome, space: Space, out: Console) -> None:
     rows.append(("failed requests", str(cf.failed), str(rf.failed) if rf else ""))
     rows.append(("needless restarts", str(cf.restarts), str(rf.restarts) if rf else ""))
     rows.append(("hung pod out of service after", _removal(cf), _removal(rf) if rf else ""))
+    rows.append(
+        ("all replicas Ready again after the hang", _secs(cf.recovery_s), _secs(rf.recovery_s) if rf else "")
+    )
+    rows.append(("new pod Ready after its app answers", _secs(cf.ready_s), _secs(rf.ready_s) if rf else ""))
+    rows.append(
+        (
+            "probe requests/s per pod (CPU)",
+            f"{cf.probe_rps:.3g} ({cf.probe_cpu_m:g}m)",
+            f"{rf.probe_rps:.3g} ({rf.probe_cpu_m:g}m)" if rf else "",
+        )
+    )
     rows.append(("readiness flaps after the ramp", str(cf.flaps), str(rf.flaps) if rf else ""))
     for i, run in enumerate(cf.runs):
         other = rf.runs[i] if rf else None
@@ -143,6 +158,14 @@ def _compare(o: Outcome, space: Space, out: Console) -> None:
         t.add_row(label, a, *([b] if rec is not None else []))
     out.print(t)
     out.print(Text(("Chosen: " if rec else "") + o.why))
+    if o.reasons:
+        out.print(Text("Why each value (the figure that would be worse with it as it is now):"))
+        for line in o.reasons:
+            out.print(Text(f"  {visible(line, 1000)}"))
+    if o.worse:
+        out.print(Text("Worse than the current setting on:", style="yellow"))
+        for line in o.worse:
+            out.print(Text(f"  {line}"))
 
 
 @dataclass(frozen=True)
@@ -188,7 +211,7 @@ def render_patches(ps: list[PatchOut], inputs: TuneInputs, files: list[str], out
         if p.kind == "Pod":
             out.print("A Pod's probes cannot be changed in place: edit the manifest and recreate the Pod.")
         else:
-            out.print(Text(p.command()), highlight=False, soft_wrap=True)
+            out.print(Text(wrapped_command(p.command())), highlight=False, soft_wrap=True)
     if inputs.source is not None:
         out.print(Text(f"\n{inputs.workload.name} was rendered by Helm from {visible(inputs.source)}: "
                        "a kubectl patch lasts until the next helm upgrade."))  # fmt: skip
@@ -235,4 +258,12 @@ def values_paths(inputs: TuneInputs) -> list[tuple[str, str, str]]:
 
 
 def render_figures_note(f: Figures) -> str:
-    return f"{f.failed} failed, {f.restarts} restarts, hung pod out after {_removal(f)}"
+    return (
+        f"{f.failed} failed, {f.restarts} restarts, hung pod out after {_removal(f)}, replicas back "
+        f"after {_secs(f.recovery_s)}, Ready {_secs(f.ready_s)} after the app answers, "
+        f"{f.probe_rps:.3g} probes/s per pod"
+    )
+
+
+def _secs(v: float) -> str:
+    return f"never ≤{DETECTION_CAP_MS // 1000}s" if v >= DETECTION_CAP_MS / 1000 else f"{v:g}s"

@@ -5,7 +5,8 @@ the DestinationRule in front of the workload's Service.
 A setting is sampled define-by-run from an Optuna trial (or an ``optuna.trial.FixedTrial`` to
 replay stored parameters), so one function both searches and rebuilds. Constraints the API
 server and the kubelet impose hold by construction: ``timeoutSeconds`` is sampled on its own and
-used as ``min(timeout, period)`` (a probe that outlives its period only delays the next one), the
+used as ``min(timeout, period - 1)`` (at least 1: a probe that outlives its period only delays
+the next one, and probesim check warns of it), the
 liveness and startup ``successThreshold`` stay 1, a new startup probe copies the liveness probe's
 handler (the same check, now gating liveness until the app has started).
 """
@@ -181,7 +182,8 @@ def _probe(
     out: dict[str, Any] = dict(current)
     for name, b in PROBE_BOUNDS[kind].items():
         out[name] = _suggest(trial, f"{prefix}.{name}", b)
-    out["timeoutSeconds"] = min(out["timeoutSeconds"], out["periodSeconds"])
+    # Below the period where it can be (probesim check warns of a timeout not below it).
+    out["timeoutSeconds"] = min(out["timeoutSeconds"], max(out["periodSeconds"] - 1, 1))
     if kind != "readiness":
         out["successThreshold"] = 1
     return out

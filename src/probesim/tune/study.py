@@ -21,20 +21,23 @@ import json
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import optuna
+import yaml
 
+from probesim.analysis.findings import SEVERITY_RANK
 from probesim.errors import InputError
 from probesim.tune.inputs import TuneInputs
-from probesim.tune.objective import Executor, Figures, evaluate, plan
-from probesim.tune.space import Setting, Space
+from probesim.tune.objective import OBJECTIVES, Executor, Figures, budget_cost, evaluate, plan
+from probesim.tune.patch import patched_rule, patched_workload
+from probesim.tune.space import TIMINGS, Setting, Space
 
-SPACE_VERSION = 1  # bump when the space or the objectives change: older studies are not mixed in
+SPACE_VERSION = 4  # bump when the space or the objectives change: older studies are not mixed in
 STARTUP_TRIALS = 10
-DEFAULT_TRIALS = 24
+DEFAULT_TRIALS = 80
 DEFAULT_STORAGE = ".probesim/tune.db"
 FAILURE_TOLERANCE = 0.01  # failures within 1 % (or 5 requests) of the fewest count as equal
 FAILURE_SLACK = 5
@@ -59,6 +62,8 @@ class Outcome:
     recommended: Row | None  # None: keep the current setting
     why: str
     current_on_front: bool = False  # no trial beats the current setting
+    reasons: list[str] = field(default_factory=list)  # per recommended value: the figure it decided
+    worse: list[str] = field(default_factory=list)  # objectives the recommendation is worse on
 
 
 def storage_url(given: str | None) -> str:
@@ -104,7 +109,7 @@ def open_study(name: str, storage: str) -> optuna.Study:
         return optuna.create_study(
             study_name=name,
             storage=storage,
-            directions=["minimize"] * 3,
+            directions=["minimize"] * len(OBJECTIVES),
             load_if_exists=True,
         )
     except (ValueError, ImportError, optuna.exceptions.StorageInternalError, SQLAlchemyError) as e:
@@ -159,11 +164,169 @@ def run(
             on_trial(added, Row(trial.number, setting, figures))
     now = Row(None, current, evaluate(plan(inputs, space, current), executor))
     done = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
-    front = pareto([now, *(_row(t) for t in done)])
+    # What check warns of today that is not about probes (a missing CPU request, say): no probe
+    # setting causes or cures it. A patch passes when check warns of nothing else: no warning on
+    # a probe, none new; on a workload clean but for its probes, check --fail-on warning passes.
+    warned = {f for f in check_findings(inputs, space, current) if not _about_probes(f)}
+
+    def passes(r: Row) -> bool:
+        return check_findings(inputs, space, r.setting) <= warned
+
+    # Only settings whose patch check passes are offered: the front is theirs (and the current's).
+    front = pareto([now, *(r for r in (_row(t) for t in done) if passes(r))])
     recommended, why = recommend(front)
     trials_front = [r for r in front if r.number is not None]
     on_front = len(trials_front) < len(front)
-    return Outcome(name, storage, len(done), added, timed_out, now, trials_front, recommended, why, on_front)
+    reasons = justify(inputs, space, recommended, now, executor) if recommended is not None else []
+    worse = worse_than(recommended.figures, now.figures) if recommended is not None else []
+    return Outcome(
+        name,
+        storage,
+        len(done),
+        added,
+        timed_out,
+        now,
+        trials_front,
+        recommended,
+        why,
+        on_front,
+        reasons,
+        worse,
+    )
+
+
+# The objectives as the report names them, in the order a reason looks for the deciding one,
+# with how much worse counts (failed requests: the recommendation's slack).
+FIGURES: tuple[tuple[str, str, str, float], ...] = (
+    ("failed", "failed requests", "", FAILURE_SLACK),
+    ("restarts", "needless restarts", "", 0),
+    ("recovery_s", "all replicas Ready again after the hang", " s", 0.5),
+    ("ready_s", "a new pod Ready after its app answers", " s", 0.5),
+    ("probe_rps", "probe requests per second per pod", "/s", 1e-3),
+    ("detection_s", "the hung pod out of service", " s", 0.5),
+)
+
+
+def _fig(f: Figures, key: str, unit: str) -> str:
+    v = getattr(f, key)
+    return f"{v:g}{unit}" if key != "probe_rps" else f"{v:.3g}{unit}"
+
+
+def worse_than(rec: Figures, now: Figures) -> list[str]:
+    """The objectives on which ``rec`` is worse than the current setting's ``now``, said."""
+    return [
+        f"{label}: {_fig(rec, key, unit)} against {_fig(now, key, unit)} now"
+        for key, label, unit, _tol in FIGURES
+        if getattr(rec, key) > getattr(now, key) + (1e-9 if key != "failed" else 0)
+    ]
+
+
+def _changes(current: Setting, setting: Setting) -> list[tuple[str, str, str | None, Any, Any]]:
+    """Each changed value: (container, probe field, timing or None for a probe added, now, new)."""
+    out: list[tuple[str, str, str | None, Any, Any]] = []
+    for c, probes in setting.probes.items():
+        for fname, new in probes.items():
+            now = current.probes.get(c, {}).get(fname)
+            if now is None:
+                out.append((c, fname, None, None, new))
+                continue
+            out += [(c, fname, k, now.get(k), v) for k, v in new.items() if k in TIMINGS and now.get(k) != v]
+    if setting.outlier != current.outlier:
+        for k, v in (setting.outlier or {}).items():
+            if (current.outlier or {}).get(k) != v:
+                out.append(("", "outlierDetection", k, (current.outlier or {}).get(k), v))
+    return out
+
+
+def _reverted(setting: Setting, change: tuple[str, str, str | None, Any, Any]) -> Setting:
+    c, fname, key, now, _new = change
+    probes = {n: {f: dict(t) for f, t in ps.items()} for n, ps in setting.probes.items()}
+    outlier = dict(setting.outlier) if setting.outlier is not None else None
+    if fname == "outlierDetection" and outlier is not None and key is not None:
+        if now is None:
+            outlier.pop(key, None)
+        else:
+            outlier[key] = now
+    elif key is None:
+        del probes[c][fname]
+    else:
+        probes[c][fname][key] = now
+        if key == "periodSeconds":  # timeoutSeconds is used as min(timeout, period)
+            probes[c][fname]["timeoutSeconds"] = min(probes[c][fname]["timeoutSeconds"], now)
+    return Setting(probes, outlier)
+
+
+def justify(inputs: TuneInputs, space: Space, rec: Row, now: Row, executor: Executor) -> list[str]:
+    """One line per recommended value: the run and figure that decided it, found by simulating
+    the recommendation with that value alone put back as it is now and naming the first
+    objective (FIGURES' order) it would then be worse on."""
+    lines = []
+    for change in _changes(now.setting, rec.setting):
+        c, fname, key, old, new = change
+        what = f"{c + ' ' if c else ''}{fname}" + (f".{key} {old} → {new}" if key else " added")
+        back = evaluate(plan(inputs, space, _reverted(rec.setting, change)), executor)
+        why = f"{what}: without it no figure is worse (either value serves; the search's pick)"
+        for k, label, unit, tol in FIGURES:
+            a, b = getattr(rec.figures, k), getattr(back, k)
+            if b > a + tol:
+                run = ""
+                if k in ("failed", "restarts"):
+                    attr = "failed" if k == "failed" else "counted_restarts"
+                    diffs = [
+                        (getattr(y, attr) - getattr(x, attr), x.label)
+                        for x, y in zip(rec.figures.runs, back.runs, strict=True)
+                        if x.kind != "hung"
+                    ]
+                    top = max(diffs, default=(0, ""))
+                    run = f" ({top[1]}: {top[0]:+d})" if top[0] > 0 else ""
+                elif k in ("recovery_s", "detection_s"):
+                    run = " (hung pod run)"
+                elif k == "ready_s":
+                    run = " (stress baseline)"
+                was = "without it" if key is None else f"with {old}"
+                why = f"{what}: {label} {_fig(rec.figures, k, unit)}, {_fig(back, k, unit)} {was}{run}"
+                break
+        lines.append(why)
+    return lines
+
+
+API_VERSIONS = {
+    "Deployment": "apps/v1",
+    "StatefulSet": "apps/v1",
+    "ReplicaSet": "apps/v1",
+    "DaemonSet": "apps/v1",
+}
+
+
+def check_findings(inputs: TuneInputs, space: Space, setting: Setting) -> set[tuple[str, str, str, str, str]]:
+    """What ``probesim check`` (its public entry point, every rule as it stands) warns of, or
+    worse, on the workload patched to ``setting`` beside its Services and DestinationRule: the
+    (rule, object, container) of each finding."""
+    from probesim.analysis.check import check
+    from probesim.manifests.yamlsrc import load_docs
+
+    current = space.current()
+    w = patched_workload(inputs.workload, current, setting)
+    rule = patched_rule(inputs.rule, current, setting) if inputs.rule is not None else None
+    docs: list[dict[str, Any]] = []
+    for o in [w, *inputs.services]:
+        d = o.model_dump(mode="json", by_alias=True, exclude_none=True)
+        docs.append({"apiVersion": API_VERSIONS.get(str(d.get("kind")), "v1"), **d})
+    if rule is not None:
+        d = rule.model_dump(mode="json", by_alias=True, exclude_none=True)
+        docs.append({"apiVersion": "networking.istio.io/v1", "kind": "DestinationRule", **d})
+    report = check(
+        [], scenario_docs=list(load_docs(yaml.safe_dump_all(docs, sort_keys=False), "patched.yaml"))
+    )
+    return {
+        (f.rule.id, f.obj, f.container, f.field, f.message)
+        for f in report.findings
+        if SEVERITY_RANK[f.severity] >= SEVERITY_RANK["warning"]
+    }
+
+
+def _about_probes(finding: tuple[str, str, str, str, str]) -> bool:
+    return "Probe" in finding[3] or "Probe" in finding[4] or "probe" in finding[4]
 
 
 def _dominates(a: Row, b: Row) -> bool:
@@ -178,26 +341,36 @@ def pareto(rows: list[Row]) -> list[Row]:
     return sorted(front, key=lambda r: (*r.figures.values(), -1 if r.number is None else r.number))
 
 
-def recommend(front: list[Row]) -> tuple[Row | None, str]:
+def recommend(front: list[Row], passes: Callable[[Row], bool] | None = None) -> tuple[Row | None, str]:
     """The front's setting with the fewest failed requests (within 1 % or 5 requests of the
-    fewest), then the fewest needless restarts, then the fastest hung-pod removal (the current
-    setting first on a tie); None when that is the current setting."""
+    fewest), then the fewest needless restarts, then the least spent of the budgets for a hung
+    pod's recovery, a new pod's time to Ready and probe load (``budget_cost``), among those whose
+    patch ``passes`` (probesim check: the current setting always does, as it is what is
+    deployed); None when that is the current setting."""
     fewest = min(r.figures.failed for r in front)
     slack = max(FAILURE_SLACK, int(FAILURE_TOLERANCE * fewest))
     close = [r for r in front if r.figures.failed <= fewest + slack]
-    best = min(
+    least = min(r.figures.restarts for r in close)
+    close = [r for r in close if r.figures.restarts == least]
+    order = sorted(
         close,
-        key=lambda r: (r.figures.restarts, r.figures.detection_s, r.figures.failed, r.number is not None,
-                       r.number or 0),
+        key=lambda r: (round(budget_cost(r.figures), 6), r.figures.detection_s, r.figures.failed,
+                       r.number is not None, r.number or 0),
     )  # fmt: skip
+    best = next((r for r in order if r.number is None or passes is None or passes(r)), order[0])
     if best.number is None:
         return None, (
-            "no trial beats the current setting on failed requests (within "
-            f"{slack}), then needless restarts, then hung-pod removal: keep it"
+            f"no trial beats the current setting on failed requests (within {slack}), then needless "
+            "restarts, then the budgets (a hung pod out within 30 s and replicas back within 90 s, Ready "
+            "within 10 s, a probe a second) with a patch probesim check passes: keep it"
         )
     return best, (
         f"of the Pareto front, the fewest failed requests (within {slack} of the fewest, {fewest}), "
-        "then the fewest needless restarts, then the fastest removal of a hung pod"
+        f"then the fewest needless restarts ({least}), then the least spent of the budgets: a hung "
+        "pod out of service within 30 s and its replicas all Ready again within 90 s, a new pod "
+        "Ready within 10 s of its app "
+        "answering, a probe a second per pod (each figure over its budget, summed: "
+        f"{budget_cost(best.figures):.2f}); its patch passes probesim check --fail-on warning"
     )
 
 
@@ -220,5 +393,7 @@ def to_json(o: Outcome, extra: dict[str, Any] | None = None) -> dict[str, Any]:
         "currentOnFront": o.current_on_front,
         "recommended": None if o.recommended is None else row(o.recommended),
         "why": o.why,
+        "reasons": o.reasons,
+        "worseThanCurrent": o.worse,
         **(extra or {}),
     }
