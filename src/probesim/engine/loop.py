@@ -605,7 +605,7 @@ class _Run(TrafficPhases, RunSummary):
                 others.setdefault(a.at, []).append(i)
         # The start-up ramp, per route: open until every workload behind it first has all its
         # replicas Ready (as WorkloadSummary.all_ready_ms has it); its answers' latency apart.
-        route_wls = [np.unique(f.pod_workload[r.selects]).tolist() for r in f.routes]
+        route_wls = [distinct(f.pod_workload[r.selects]).tolist() for r in f.routes]
         want = [w.spec.replicas for w in self.scenario.workloads]
         self.ramp_open = np.array([bool(ws) and all(want[i] > 0 for i in ws) for ws in route_wls], bool)
         self.ramp_end: list[int | None] = [None] * len(f.routes)
