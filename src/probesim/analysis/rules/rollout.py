@@ -175,7 +175,7 @@ def _load(ctx: Context, t: Target, b: ContainerBehavior) -> _Load:
 
 def _behavior(ctx: Context, t: Target) -> ContainerBehavior:
     """What the app does: the scenario's behaviour for the workload, or the default load model's
-    (its app answers once readiness first looks: analysis/defaults.py), as the stress suite has it."""
+    (its app answers at once: analysis/defaults.py), as the stress suite has it."""
     if ctx.scenario is not None and t.workload.name in ctx.scenario.spec.behavior:
         return t.behavior or ContainerBehavior()
     raw = workload_behavior(t.workload, t.services)["containers"].get(t.container.name, {})
@@ -208,12 +208,13 @@ def _pods(n: int) -> str:
     "pods counted Ready (maxSurge of them, or maxUnavailable without surge) each let a warm pod go: "
     "replicas − maxUnavailable − that many serve meanwhile (more are lost if the warm-up outlasts "
     "the next pods' start). The load is the scenario's traffic to the workload's Services (each "
-    "route at its peak sustained rate), or the default load model's (10 requests per second per "
-    "replica, 50 ms of CPU per core of its request: see docs/scenarios.md) when it sends none; a "
+    "route at its peak sustained rate), or the default load model's (100 requests per second per "
+    "core of CPU request per replica, 5 ms of CPU each: half the request; see docs/scenarios.md) "
+    "when it sends none; a "
     "pod serves what its CPU limit (the node's CPU without one) and workers allow at its route "
     "costs; the survivors are short when they would need 100 % of that or more (route costs only: "
     "probes and dependency calls' waits are not counted). With the default load model an app "
-    "answers once readiness first looks, so only capacity is judged. A workload overloaded with "
+    "answers at once, so only capacity is judged. A workload overloaded with "
     "every pod serving is not reported here, nor Recreate and OnDelete strategies (no rolling "
     "update).",
     "Make readiness pass only once the app serves (a path that needs what requests need, or "
