@@ -111,29 +111,36 @@ def test_readiness_flaps_once_liveness_lets_it_start(inputs: TuneInputs) -> None
 
 def test_recommendation_removes_both_problems(outcome: study.Outcome) -> None:
     rec = outcome.recommended
-    assert rec is not None and rec.number == 16
+    # Of 24 trials only trial 11's patch passes probesim check: the others have liveness
+    # tolerating less than readiness on another check (PS005), readiness keeping a failing pod in
+    # service past a minute (PS019), a timeout not below its period (PS011), a hang acted on late
+    # (PS014) or a rollout one pod short (PS010).
+    assert rec is not None and rec.number == 11
     f = rec.figures
-    assert f.values() == (3100.0, 0.0, 3.099967)
-    # 24 trials find liveness waiting 260 s (the slow start no longer killed) at the price of a
-    # hang cured late: all replicas back after 159 s, over its 90 s budget; probes 0.83 a second.
-    assert (f.detection_s, f.recovery_s, f.ready_s, f.probe_rps) == (9.0, 159.0, 2.0, 0.8333)
+    assert f.values() == (4160.0, 0.0, 2.837344)
+    # Liveness 95 s + 7 × 7 s lets the 8 s start live; readiness 4 s × 7 no longer flaps on the
+    # 1 s blips. The hung pod is out after 27 s and all replicas back after 67 s; a new pod Ready
+    # 8 s after its app answers; 0.39 probes a second.
+    assert (f.detection_s, f.recovery_s, f.ready_s, f.probe_rps) == (27.0, 67.0, 8.0, 0.3929)
     assert f.flaps == 0
     runs = {r.label: (r.failed, r.restarts, r.flaps) for r in f.runs}
-    assert runs["scenario"] == (0, 0, 0)
+    # The scenario's traffic starts at 10 s, before readiness (initialDelaySeconds 10, two
+    # successes 4 s apart) first passes: 120 requests find no endpoint; no restart, no flap.
+    assert runs["scenario"] == (120, 0, 0)
     # What no probe can prevent: one pod of two answering 500 (half the requests), a start twice
     # as slow as the scenario's while traffic already runs, a 2 s pause.
-    assert runs["stress one-pod-500"] == (2900, 0, 0)
-    assert runs["stress start-x2"] == (160, 0, 0)
-    assert runs["stress stop-the-world-2s"] == (40, 0, 0)
+    assert runs["stress one-pod-500"] == (2960, 0, 0)
+    assert runs["stress start-x2"] == (200, 0, 0)
+    assert runs["stress stop-the-world-2s"] == (160, 0, 0)
     probes = rec.setting.probes["app"]
     assert probes["readinessProbe"]["failureThreshold"] >= 2  # a 1 s blip no longer removes it
     assert rec in outcome.front
-    assert [r.number for r in outcome.front] == [16, 12]
+    assert [r.number for r in outcome.front] == [11]
     # Each changed value with what decided it: the figure worse with the value put back.
-    assert "app livenessProbe.initialDelaySeconds 2 → 260: failed requests 3100, 58000 with 2 " in "\n".join(
-        outcome.reasons
+    assert (
+        "app readinessProbe.periodSeconds 1 → 4: probe requests per second per pod 0.393/s, 1.14/s with 1"
+        in "\n".join(outcome.reasons)
     )
-    assert outcome.worse == []
 
 
 def test_patch_applied_to_the_manifest_gives_the_reported_figures(
@@ -200,7 +207,16 @@ def _cli(args: list[str]) -> Any:
 def test_cli_prints_front_patch_and_kubectl_command(case: Path, tmp_path: Path) -> None:
     out = tmp_path / "patch.yaml"
     storage = f"sqlite:///{tmp_path / 't.db'}"
-    args = [str(case / "web.yaml"), "--scenario", str(case / "s.yaml"), "--trials", "1", "--storage", storage]
+    # 12 trials: trial 11 is the first whose patch probesim check passes.
+    args = [
+        str(case / "web.yaml"),
+        "--scenario",
+        str(case / "s.yaml"),
+        "--trials",
+        "12",
+        "--storage",
+        storage,
+    ]
     r = _cli([*args, "--workers", "1", "-o", str(out)])
     assert r.exit_code == 0, r.output
     assert "Pareto front" in r.output and "Current and recommended" in r.output
@@ -211,7 +227,7 @@ def test_cli_prints_front_patch_and_kubectl_command(case: Path, tmp_path: Path) 
     assert patch["spec"]["template"]["spec"]["containers"][0]["name"] == "app"
     again = _cli([*args, "--workers", "1", "--json"])
     doc = json.loads(again.stdout)
-    assert (doc["trials"], doc["added"]) == (2, 1)
+    assert (doc["trials"], doc["added"]) == (24, 12)
     assert doc["patches"][0]["command"].startswith("kubectl patch deployment web -n shop --type strategic")
 
 
