@@ -145,3 +145,15 @@ def test_per_hpa_tolerance() -> None:
     assert a.sync([pod(56)] * 4, 4, T + 15_000)[0] == 5
     strict = Autoscaler(hpa(behavior={"scaleUp": {"tolerance": "0.01"}}))
     assert strict.sync([pod(52)] * 4, 4, T)[0] == 5
+
+
+def test_no_scale_down_in_the_first_stabilization_window() -> None:
+    # reconcileAutoscaler → recordInitialRecommendation (pkg/controller/podautoscaler/
+    # horizontal.go): the first sync records the current size (5) as a recommendation, so an
+    # idle target keeps 5 for the whole 300 s window in both paths, then drops.
+    for spec in ({}, {"behavior": {}}):
+        a = Autoscaler(hpa(minReplicas=1, **spec))
+        assert a.sync([pod(30)] * 5, 5, T)[0] == 5  # wants 3 at once
+        assert a.sync([pod(30)] * 5, 5, T + 15_000)[0] == 5
+        assert a.sync([pod(30)] * 5, 5, T + 285_000)[0] == 5
+        assert a.sync([pod(30)] * 5, 5, T + 300_000)[0] == 3

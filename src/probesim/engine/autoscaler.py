@@ -161,6 +161,10 @@ class Autoscaler:
     def sync(self, pods: list[PodView] | PodViews, current: int, t: int) -> tuple[int, str]:
         """The new scale for the target and why (an empty reason: unchanged or not computable)."""
         spec = self.hpa.spec
+        if not self.recommendations:
+            # recordInitialRecommendation (horizontal.go, reconcileAutoscaler): the first sync
+            # records the current size, so no scale-down in the first stabilization window.
+            self.recommendations.append((t, current))
         if current == 0 and spec.min_replicas != 0:
             return current, ""
         if current > spec.max_replicas:
