@@ -419,3 +419,26 @@ def test_replica_set_sizes_are_series() -> None:
 
     assert [at(old, s) for s in (0, 9.9, 10, 12.9, 13, 15.9, 16, 29)] == [4, 4, 3, 3, 1, 1, 0, 0]
     assert [at(new, s) for s in (0, 9.9, 10, 12.9, 13, 29)] == [0, 0, 2, 2, 4, 4]
+
+
+def test_undo_after_a_failed_to_revision_goes_to_the_previous_existing_revision() -> None:
+    """kubectl's deploymentRevision / previousReplicaSet (staging/src/k8s.io/kubectl/pkg/
+    polymorphichelpers/rollback.go): undo takes the second-highest revision among the
+    ReplicaSets that still exist. With revisionHistoryLimit 1, revision 1 is gone once v3 is
+    out, so --to-revision 1 at 20 s fails and changes nothing; the plain undo at 25 s then goes
+    to revision 2 (v2), not to the current v3 as if the failed undo had made v1 revision 4."""
+    r = simulate(
+        scenario(
+            replicas=1, probes=READY_1S, duration="35s", workload_spec={"revisionHistoryLimit": 1},
+            spec={"actions": [
+                rollout("5s", "2"), rollout("10s", "3"),
+                {"kind": "rollback", "workload": "web", "at": "20s", "toRevision": 1},
+                {"kind": "rollback", "workload": "web", "at": "25s"},
+            ]},
+        )
+    )  # fmt: skip
+    (warning,) = r.events_for("deployment/web", "RollbackRevisionNotFound")
+    assert warning.time_ms == 20_000
+    v2 = r.rollouts[0].revision
+    ups = [(s, m.split()[4]) for s, m in scaling(r) if m.startswith("Scaled up") and s >= 25]
+    assert ups and ups[0] == (25.0, v2)

@@ -200,14 +200,20 @@ class Controllers:
             d.paused = isinstance(a, Pause)
             return
         target = self.plans[wi].template_of[index]
-        if isinstance(a, Rollback) and not any(r.template == target for r in d.rs):
-            msg = (
-                f"unable to find specified revision {a.to_revision} in history"
-                if a.to_revision
-                else "the previous revision's ReplicaSet was deleted (revisionHistoryLimit)"
-            )
-            self.log.add(t, "Warning", "RollbackRevisionNotFound", f"deployment/{d.name}", msg, "kubectl")
-            return
+        if isinstance(a, Rollback):
+            # kubectl's deploymentRevision / previousReplicaSet (polymorphichelpers/rollback.go):
+            # the revision among the ReplicaSets that exist now, not the plan's numbering,
+            # which knows neither revisionHistoryLimit's cleanup nor a failed --to-revision.
+            rs = d.revision_rs(a.to_revision or 0)
+            if rs is None:
+                msg = (
+                    f"unable to find specified revision {a.to_revision} in history"
+                    if a.to_revision
+                    else "the previous revision's ReplicaSet was deleted (revisionHistoryLimit)"
+                )
+                self.log.add(t, "Warning", "RollbackRevisionNotFound", f"deployment/{d.name}", msg, "kubectl")
+                return
+            target = rs.template
         d.template = target
 
     # -- the step -------------------------------------------------------------------------
