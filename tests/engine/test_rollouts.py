@@ -390,9 +390,12 @@ def test_revision_history_limit_zero_leaves_nothing_to_roll_back_to() -> None:
 
 
 def test_min_ready_seconds_paces_the_rollout() -> None:
-    """minReadySeconds 5: a new pod counts as available 5 s after it is Ready (Ready at 12 s,
-    available at 17 s; the second Ready at 19 s, available at 24 s), and only then may an old
-    one go (surge 1, unavailable 0)."""
+    """minReadySeconds 5: a new pod is available once Ready + 5 s is strictly before now
+    (IsPodAvailable, pkg/api/v1/pod/util.go), and the ReplicaSet controller sees it when it
+    requeues the set MinReadySeconds + 1 s after the pod turned Ready (enqueueRSAfter in
+    updatePod, pkg/controller/replicaset/replica_set.go): Ready at 12 s, available at 18 s; the
+    second Ready at 20 s, available at 26 s; only then may an old one go (surge 1, unavailable
+    0). Issue 22 item 1: each step came 1 s early before (17, 24)."""
     r = simulate(
         scenario(
             replicas=2, probes=READY_1S, behavior={"start": "2s"}, duration="30s",
@@ -400,8 +403,8 @@ def test_min_ready_seconds_paces_the_rollout() -> None:
             spec={"actions": [rollout("10s")]},
         )
     )  # fmt: skip
-    assert [t for t, _ in scaling(r)] == [10.0, 17.0, 17.0, 24.0]
-    assert r.rollouts[0].end_ms == 24_000
+    assert [t for t, _ in scaling(r)] == [10.0, 18.0, 18.0, 26.0]
+    assert r.rollouts[0].end_ms == 26_000
 
 
 def test_replica_set_sizes_are_series() -> None:

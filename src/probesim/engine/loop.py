@@ -673,7 +673,7 @@ class _Run(TrafficPhases, RunSummary):
                 if min_ready[i]:
                     pods = wl_span[i]
                     ready_pods = (
-                        self.ready[pods] & ~self.deleting[pods] & (self.ready_since[pods] + min_ready[i] <= t)
+                        self.ready[pods] & ~self.deleting[pods] & (self.ready_since[pods] + min_ready[i] < t)
                     )
                     available = int(ready_pods.sum())
                 else:

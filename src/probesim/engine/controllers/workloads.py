@@ -380,10 +380,14 @@ class Controllers:
             r.status_replicas = int(active.sum())
             r.ready = int(ready.sum())
             if min_ready:
+                # IsPodAvailable (pkg/api/v1/pod/util.go): LastTransitionTime + minReadySeconds
+                # strictly before now; the ReplicaSet controller's updatePod requeues the set
+                # MinReadySeconds*time.Second + time.Second after the pod turns Ready
+                # (enqueueRSAfter, replica_set.go), when it first sees the pod available.
                 at = s.ready_since[pods][ready] + min_ready
-                r.available = int((at <= t).sum())
-                if (at > t).any():
-                    self.wake = min(self.wake, int(at[at > t].min()))
+                r.available = int((at < t).sum())
+                if (at >= t).any():
+                    self.wake = min(self.wake, int(at[at >= t].min()) + 1000)
             else:
                 r.available = r.ready
             r.pods = int((s.admitted[pods] & ~s.gone[pods] & ~(s.deleting[pods] & s.stopped[pods])).sum())
