@@ -445,3 +445,25 @@ def test_undo_after_a_failed_to_revision_goes_to_the_previous_existing_revision(
     v2 = r.rollouts[0].revision
     ups = [(s, m.split()[4]) for s, m in scaling(r) if m.startswith("Scaled up") and s >= 25]
     assert ups and ups[0] == (25.0, v2)
+
+
+def test_progress_counts_a_deleted_old_pod_in_the_same_instant() -> None:
+    """Issue 22 item 2. The first new pod is Ready at 12 s and the same sync scales the old
+    ReplicaSet down: its pod being deleted leaves the counts at once (IsPodActive,
+    DeletionTimestamp == nil, pkg/controller/controller_utils.go), so the status change
+    (DeploymentProgressing, pkg/controller/deployment/util/deployment_util.go) is progress at
+    12 s. The second new pod never becomes Ready (500 from 13 s), and the deadline of 10 s is
+    from.Add(delta).Before(now) with the Deployment requeued after + 1 s (DeploymentTimedOut,
+    progress.go): it fires at 23 s (it came at 24 s, the deletion counted a step late)."""
+    broken = {"start": "2s", "episodes": [{"kind": "errors", "at": "13s", "for": "100s", "status": 500}]}
+    r = simulate(
+        scenario(
+            replicas=2, probes=READY_1S, behavior={"start": "2s"}, duration="40s",
+            workload_spec={"progressDeadlineSeconds": 10,
+                           "strategy": {"rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}},
+            spec={"actions": [rollout("10s", behavior={"containers": {"app": broken}})]},
+        )
+    )  # fmt: skip
+    assert [t for t, _ in scaling(r)] == [10.0, 12.0, 12.0]
+    assert times(r, "ProgressDeadlineExceeded", "deployment/web") == [23]
+    assert r.rollouts[0].stalled_ms == 23_000

@@ -249,6 +249,15 @@ class _Run(TrafficPhases, RunSummary):
             self._create(np.array(create, np.int64), t)
         if delete:
             self._delete(t, delete)
+            # IsPodActive: a pod being deleted leaves its ReplicaSet's status at once, and the
+            # Deployment sees that status change (its progress) in the same instant.
+            for _ in range(4):
+                create, delete = self.controllers.reconcile(t, self._view, self.version)
+                if create:
+                    self._create(np.array(create, np.int64), t)
+                if not delete:
+                    break
+                self._delete(t, delete)
 
     def _act(self, t: int, indices: list[int]) -> None:
         """Workload actions (rollout, rollback, restart, scale, pause, resume) and readiness-gate
