@@ -153,6 +153,30 @@ def test_scaled_mid_rollout_proportionally() -> None:
     assert series(r, "workload.web.desired")[30] == 15
 
 
+def test_scaled_down_mid_rollout_never_scales_an_old_replica_set_up() -> None:
+    """Issue 22 item 3. Old 8, new 5 (never Ready), scaled to 5: proportionally old 5, new 3.
+    The next sync still sees the old ReplicaSet's 8 available pods: cleanupUnhealthyReplicas
+    (pkg/controller/deployment/rolling.go) refuses to scale it from 5 up ("got invalid request
+    to scale down") and the sync fails; with the fresh status the old one goes to 3 and the new
+    one back to 5. probesim scaled the old one 5 → 8 → 3 before."""
+    r = simulate(
+        scenario(
+            replicas=10, probes=READY_1S, duration="35s",
+            workload_spec={"strategy": {"rollingUpdate": {"maxSurge": 3, "maxUnavailable": 2}}},
+            spec={"actions": [rollout("10s", behavior={"containers": {"app": {"paths": {"/healthz": 500}}}}),
+                              {"kind": "scale", "workload": "web", "at": "30s", "replicas": 5}]},
+        )
+    )  # fmt: skip
+    old, new = names(r)
+    assert [m for t, m in scaling(r) if t == 30] == [
+        f"Scaled down replica set {old} from 8 to 5",
+        f"Scaled down replica set {new} from 5 to 3",
+        f"Scaled down replica set {old} from 5 to 3",
+        f"Scaled up replica set {new} from 3 to 5",
+    ]
+    assert series(r, "workload.web.current")[30] == 8
+
+
 def test_paused_rollout_waits_for_resume() -> None:
     r = simulate(
         scenario(
