@@ -81,18 +81,6 @@ def test_legacy_scale_up_limit_and_downscale_stabilization() -> None:
     assert a.sync([pod(1)] * 16, 16, T + 301_000)[0] == 1
 
 
-def test_first_sync_records_the_current_size_so_no_scale_down_in_the_first_window() -> None:
-    # horizontal.go reconcileAutoscaler → recordInitialRecommendation: the first sync stores
-    # {currentReplicas, now} before any proposal, so an idle target of 5 (the metric wants 1)
-    # keeps 5 for the 300 s downscale window from that sync, both without and with behavior.
-    for spec in ({}, {"behavior": {}}):
-        a = Autoscaler(hpa(**spec))
-        first = 15_000
-        assert a.sync([pod(10)] * 5, 5, first)[0] == 5
-        assert a.sync([pod(10)] * 5, 5, first + 285_000)[0] == 5  # ts > now - 300 s: still held
-        assert a.sync([pod(10)] * 5, 5, first + 300_000)[0] == 1  # the initial record expired
-
-
 def test_behavior_policies_limit_the_rate() -> None:
     # Default scale-up policies: max(4 pods, 100 %) per 15 s.
     a = Autoscaler(hpa(behavior={}))
@@ -157,3 +145,15 @@ def test_per_hpa_tolerance() -> None:
     assert a.sync([pod(56)] * 4, 4, T + 15_000)[0] == 5
     strict = Autoscaler(hpa(behavior={"scaleUp": {"tolerance": "0.01"}}))
     assert strict.sync([pod(52)] * 4, 4, T)[0] == 5
+
+
+def test_no_scale_down_in_the_first_stabilization_window() -> None:
+    # reconcileAutoscaler → recordInitialRecommendation (pkg/controller/podautoscaler/
+    # horizontal.go): the first sync records the current size (5) as a recommendation, so an
+    # idle target keeps 5 for the whole 300 s window in both paths, then drops.
+    for spec in ({}, {"behavior": {}}):
+        a = Autoscaler(hpa(minReplicas=1, **spec))
+        assert a.sync([pod(30)] * 5, 5, T)[0] == 5  # wants 3 at once
+        assert a.sync([pod(30)] * 5, 5, T + 15_000)[0] == 5
+        assert a.sync([pod(30)] * 5, 5, T + 285_000)[0] == 5
+        assert a.sync([pod(30)] * 5, 5, T + 300_000)[0] == 3

@@ -188,11 +188,12 @@ def test_endpoint_delay_keeps_a_hung_pod_in_rotation() -> None:
 
 
 def test_min_ready_seconds_makes_available_lag_ready() -> None:
-    # §5.1-5.2: available once Ready for minReadySeconds (lastTransitionTime + 5 ≤ now).
+    # §5.1-5.2: available once Ready for minReadySeconds, lastTransitionTime + 5 strictly
+    # before now (IsPodAvailable, pkg/api/v1/pod/util.go; was ≤ until issue 22 item 1).
     r = run(replicas=2, workload_spec={"minReadySeconds": 5}, duration="8s")
     assert series(r, "workload.web.ready") == [2] * 8
-    assert series(r, "workload.web.available") == [0] * 5 + [2] * 3
-    assert series(r, "workload.web.unavailable") == [2] * 5 + [0] * 3
+    assert series(r, "workload.web.available") == [0] * 6 + [2] * 2
+    assert series(r, "workload.web.unavailable") == [2] * 6 + [0] * 2
     assert r.workload("web").min_available == 0
 
 

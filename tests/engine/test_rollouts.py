@@ -153,6 +153,30 @@ def test_scaled_mid_rollout_proportionally() -> None:
     assert series(r, "workload.web.desired")[30] == 15
 
 
+def test_scaled_down_mid_rollout_never_scales_an_old_replica_set_up() -> None:
+    """Issue 22 item 3. Old 8, new 5 (never Ready), scaled to 5: proportionally old 5, new 3.
+    The next sync still sees the old ReplicaSet's 8 available pods: cleanupUnhealthyReplicas
+    (pkg/controller/deployment/rolling.go) refuses to scale it from 5 up ("got invalid request
+    to scale down") and the sync fails; with the fresh status the old one goes to 3 and the new
+    one back to 5. probesim scaled the old one 5 → 8 → 3 before."""
+    r = simulate(
+        scenario(
+            replicas=10, probes=READY_1S, duration="35s",
+            workload_spec={"strategy": {"rollingUpdate": {"maxSurge": 3, "maxUnavailable": 2}}},
+            spec={"actions": [rollout("10s", behavior={"containers": {"app": {"paths": {"/healthz": 500}}}}),
+                              {"kind": "scale", "workload": "web", "at": "30s", "replicas": 5}]},
+        )
+    )  # fmt: skip
+    old, new = names(r)
+    assert [m for t, m in scaling(r) if t == 30] == [
+        f"Scaled down replica set {old} from 8 to 5",
+        f"Scaled down replica set {new} from 5 to 3",
+        f"Scaled down replica set {old} from 5 to 3",
+        f"Scaled up replica set {new} from 3 to 5",
+    ]
+    assert series(r, "workload.web.current")[30] == 8
+
+
 def test_paused_rollout_waits_for_resume() -> None:
     r = simulate(
         scenario(
@@ -390,9 +414,12 @@ def test_revision_history_limit_zero_leaves_nothing_to_roll_back_to() -> None:
 
 
 def test_min_ready_seconds_paces_the_rollout() -> None:
-    """minReadySeconds 5: a new pod counts as available 5 s after it is Ready (Ready at 12 s,
-    available at 17 s; the second Ready at 19 s, available at 24 s), and only then may an old
-    one go (surge 1, unavailable 0)."""
+    """minReadySeconds 5: a new pod is available once Ready + 5 s is strictly before now
+    (IsPodAvailable, pkg/api/v1/pod/util.go), and the ReplicaSet controller sees it when it
+    requeues the set MinReadySeconds + 1 s after the pod turned Ready (enqueueRSAfter in
+    updatePod, pkg/controller/replicaset/replica_set.go): Ready at 12 s, available at 18 s; the
+    second Ready at 20 s, available at 26 s; only then may an old one go (surge 1, unavailable
+    0). Issue 22 item 1: each step came 1 s early before (17, 24)."""
     r = simulate(
         scenario(
             replicas=2, probes=READY_1S, behavior={"start": "2s"}, duration="30s",
@@ -400,8 +427,8 @@ def test_min_ready_seconds_paces_the_rollout() -> None:
             spec={"actions": [rollout("10s")]},
         )
     )  # fmt: skip
-    assert [t for t, _ in scaling(r)] == [10.0, 17.0, 17.0, 24.0]
-    assert r.rollouts[0].end_ms == 24_000
+    assert [t for t, _ in scaling(r)] == [10.0, 18.0, 18.0, 26.0]
+    assert r.rollouts[0].end_ms == 26_000
 
 
 def test_replica_set_sizes_are_series() -> None:
@@ -419,3 +446,48 @@ def test_replica_set_sizes_are_series() -> None:
 
     assert [at(old, s) for s in (0, 9.9, 10, 12.9, 13, 15.9, 16, 29)] == [4, 4, 3, 3, 1, 1, 0, 0]
     assert [at(new, s) for s in (0, 9.9, 10, 12.9, 13, 29)] == [0, 0, 2, 2, 4, 4]
+
+
+def test_undo_after_a_failed_to_revision_goes_to_the_previous_existing_revision() -> None:
+    """kubectl's deploymentRevision / previousReplicaSet (staging/src/k8s.io/kubectl/pkg/
+    polymorphichelpers/rollback.go): undo takes the second-highest revision among the
+    ReplicaSets that still exist. With revisionHistoryLimit 1, revision 1 is gone once v3 is
+    out, so --to-revision 1 at 20 s fails and changes nothing; the plain undo at 25 s then goes
+    to revision 2 (v2), not to the current v3 as if the failed undo had made v1 revision 4."""
+    r = simulate(
+        scenario(
+            replicas=1, probes=READY_1S, duration="35s", workload_spec={"revisionHistoryLimit": 1},
+            spec={"actions": [
+                rollout("5s", "2"), rollout("10s", "3"),
+                {"kind": "rollback", "workload": "web", "at": "20s", "toRevision": 1},
+                {"kind": "rollback", "workload": "web", "at": "25s"},
+            ]},
+        )
+    )  # fmt: skip
+    (warning,) = r.events_for("deployment/web", "RollbackRevisionNotFound")
+    assert warning.time_ms == 20_000
+    v2 = r.rollouts[0].revision
+    ups = [(s, m.split()[4]) for s, m in scaling(r) if m.startswith("Scaled up") and s >= 25]
+    assert ups and ups[0] == (25.0, v2)
+
+
+def test_progress_counts_a_deleted_old_pod_in_the_same_instant() -> None:
+    """Issue 22 item 2. The first new pod is Ready at 12 s and the same sync scales the old
+    ReplicaSet down: its pod being deleted leaves the counts at once (IsPodActive,
+    DeletionTimestamp == nil, pkg/controller/controller_utils.go), so the status change
+    (DeploymentProgressing, pkg/controller/deployment/util/deployment_util.go) is progress at
+    12 s. The second new pod never becomes Ready (500 from 13 s), and the deadline of 10 s is
+    from.Add(delta).Before(now) with the Deployment requeued after + 1 s (DeploymentTimedOut,
+    progress.go): it fires at 23 s (it came at 24 s, the deletion counted a step late)."""
+    broken = {"start": "2s", "episodes": [{"kind": "errors", "at": "13s", "for": "100s", "status": 500}]}
+    r = simulate(
+        scenario(
+            replicas=2, probes=READY_1S, behavior={"start": "2s"}, duration="40s",
+            workload_spec={"progressDeadlineSeconds": 10,
+                           "strategy": {"rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}},
+            spec={"actions": [rollout("10s", behavior={"containers": {"app": broken}})]},
+        )
+    )  # fmt: skip
+    assert [t for t, _ in scaling(r)] == [10.0, 12.0, 12.0]
+    assert times(r, "ProgressDeadlineExceeded", "deployment/web") == [23]
+    assert r.rollouts[0].stalled_ms == 23_000

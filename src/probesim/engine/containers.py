@@ -129,6 +129,9 @@ class Containers:
 
     def stop_pod(self, p: int, t: int, log: EventLog) -> None:
         """Stop every container of a pod being deleted, with the pod's grace period; none restarts."""
+        # What fell due inside the step before this boundary happened before the deletion (a
+        # container started at 10.5 s is running when the pod is deleted at 11 s).
+        self.step(t - 1, log)
         self.pod_deleting[p] = True
         grace = max(int(self.fleet.pod_tgps[p]), MIN_GRACE)
         pod = self.fleet.pod_names[p]
@@ -166,7 +169,8 @@ class Containers:
         self.epoch += 1  # what probe workers depend on changed
         log.synced_pods.add(p)
         self.decide_exit[c] = finished
-        log.add(t, "Warning", "Exited", f"pod/{pod}", f"Container {name} exited with code {code}", "probesim")
+        msg = f"Container {name} exited with code {code}"
+        log.add(finished, "Warning", "Exited", f"pod/{pod}", msg, "probesim")  # when it exited
         if self._restarts(p, code):
             # Not at once: the kubelet sees the exit and the runtime creates the replacement
             # (spec.cluster.containerRestartDelay); meanwhile the container is not ready.

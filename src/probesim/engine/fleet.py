@@ -16,7 +16,7 @@ from probesim.engine.controllers.templates import WorkloadPlan, plan
 from probesim.manifests.kubernetes import container_port
 from probesim.mesh.istio import find_route
 from probesim.model.kubernetes import Container, Probe, ProbeType, Service, Workload, pod_names_of
-from probesim.model.scenario import ContainerBehavior, DeletePod, Scale, Scenario, Traffic
+from probesim.model.scenario import ContainerBehavior, DeletePod, Rollback, Scale, Scenario, Traffic
 
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
@@ -569,7 +569,9 @@ def _rollout_slots(scenario: Scenario, w: Workload, p: WorkloadPlan | None, t: i
     if w.spec.strategy is not None and w.spec.strategy.rolling_update is not None:
         ru = w.spec.strategy.rolling_update
         surge = resolve_fenceposts(ru.max_surge, ru.max_unavailable, n)[0]
-    times = sum(1 for target in p.template_of.values() if target == t)
+    # A rollback's revision is chosen when it runs (among the ReplicaSets then): any may be it.
+    actions = scenario.spec.actions
+    times = sum(1 for i, target in p.template_of.items() if target == t or isinstance(actions[i], Rollback))
     slots = times * (n + surge) + n + extra
     if t > 0:
         deleted_or_hpa = max(hpa.spec.max_replicas, n) * 4 if hpa else 0

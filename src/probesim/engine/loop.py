@@ -250,6 +250,15 @@ class _Run(TrafficPhases, RunSummary):
             self._create(np.array(create, np.int64), t)
         if delete:
             self._delete(t, delete)
+            # IsPodActive: a pod being deleted leaves its ReplicaSet's status at once, and the
+            # Deployment sees that status change (its progress) in the same instant.
+            for _ in range(4):
+                create, delete = self.controllers.reconcile(t, self._view, self.version)
+                if create:
+                    self._create(np.array(create, np.int64), t)
+                if not delete:
+                    break
+                self._delete(t, delete)
 
     def _act(self, t: int, indices: list[int]) -> None:
         """Workload actions (rollout, rollback, restart, scale, pause, resume) and readiness-gate
@@ -689,7 +698,7 @@ class _Run(TrafficPhases, RunSummary):
                 if min_ready[i]:
                     pods = wl_span[i]
                     ready_pods = (
-                        self.ready[pods] & ~self.deleting[pods] & (self.ready_since[pods] + min_ready[i] <= t)
+                        self.ready[pods] & ~self.deleting[pods] & (self.ready_since[pods] + min_ready[i] < t)
                     )
                     available = int(ready_pods.sum())
                 else:

@@ -420,7 +420,13 @@ class DeploymentController:
         new = self._sync_revision(now, create=True)
         assert new is not None
         all_rs = d.rs
-        if self._reconcile_new(all_rs, new) or self._reconcile_old(all_rs, new):
+        if self._reconcile_new(all_rs, new):
+            self._status(now, rollout=True)
+            return
+        scaled_old = self._reconcile_old(all_rs, new)
+        if scaled_old is None:
+            return  # the sync failed (cleanupUnhealthyReplicas); requeued with fresh status
+        if scaled_old:
             self._status(now, rollout=True)
             return
         if self._complete(d.status):
@@ -435,11 +441,13 @@ class DeploymentController:
             return self._scale(new, d.replicas)
         return self._scale(new, self._new_rs_replicas(all_rs, new))
 
-    def _reconcile_old(self, all_rs: list[ReplicaSetState], new: ReplicaSetState) -> bool:
+    def _reconcile_old(self, all_rs: list[ReplicaSetState], new: ReplicaSetState) -> bool | None:
         """``reconcileOldReplicaSets``: at most ``all − (replicas − maxUnavailable) − the new
         ReplicaSet's unavailable`` come down: first old pods that are not available
         (``cleanupUnhealthyReplicas``), then available ones while the available count stays
-        above ``replicas − maxUnavailable``, oldest ReplicaSet first."""
+        above ``replicas − maxUnavailable``, oldest ReplicaSet first. None: the sync failed, as
+        when a stale available count above an old ReplicaSet's size (it was just scaled down
+        proportionally) would scale it up ("got invalid request to scale down")."""
         d = self.d
         old = sorted((r for r in d.rs if r is not new and r.replicas > 0), key=lambda r: (r.created, r.name))
         if sum(r.replicas for r in old) == 0:
@@ -457,6 +465,8 @@ class DeploymentController:
             if r.replicas == 0 or r.replicas == r.available:
                 continue
             n = min(max_scaled_down - cleaned, r.replicas - r.available)
+            if n < 0:
+                return None  # cleanupUnhealthyReplicas never scales an old ReplicaSet up
             self._scale(r, r.replicas - n)
             cleaned += n
         # scaleDownOldReplicaSetsForRollingUpdate

@@ -200,14 +200,20 @@ class Controllers:
             d.paused = isinstance(a, Pause)
             return
         target = self.plans[wi].template_of[index]
-        if isinstance(a, Rollback) and not any(r.template == target for r in d.rs):
-            msg = (
-                f"unable to find specified revision {a.to_revision} in history"
-                if a.to_revision
-                else "the previous revision's ReplicaSet was deleted (revisionHistoryLimit)"
-            )
-            self.log.add(t, "Warning", "RollbackRevisionNotFound", f"deployment/{d.name}", msg, "kubectl")
-            return
+        if isinstance(a, Rollback):
+            # kubectl's deploymentRevision / previousReplicaSet (polymorphichelpers/rollback.go):
+            # the revision among the ReplicaSets that exist now, not the plan's numbering,
+            # which knows neither revisionHistoryLimit's cleanup nor a failed --to-revision.
+            rs = d.revision_rs(a.to_revision or 0)
+            if rs is None:
+                msg = (
+                    f"unable to find specified revision {a.to_revision} in history"
+                    if a.to_revision
+                    else "the previous revision's ReplicaSet was deleted (revisionHistoryLimit)"
+                )
+                self.log.add(t, "Warning", "RollbackRevisionNotFound", f"deployment/{d.name}", msg, "kubectl")
+                return
+            target = rs.template
         d.template = target
 
     # -- the step -------------------------------------------------------------------------
@@ -374,10 +380,14 @@ class Controllers:
             r.status_replicas = int(active.sum())
             r.ready = int(ready.sum())
             if min_ready:
+                # IsPodAvailable (pkg/api/v1/pod/util.go): LastTransitionTime + minReadySeconds
+                # strictly before now; the ReplicaSet controller's updatePod requeues the set
+                # MinReadySeconds*time.Second + time.Second after the pod turns Ready
+                # (enqueueRSAfter, replica_set.go), when it first sees the pod available.
                 at = s.ready_since[pods][ready] + min_ready
-                r.available = int((at <= t).sum())
-                if (at > t).any():
-                    self.wake = min(self.wake, int(at[at > t].min()))
+                r.available = int((at < t).sum())
+                if (at >= t).any():
+                    self.wake = min(self.wake, int(at[at >= t].min()) + 1000)
             else:
                 r.available = r.ready
             r.pods = int((s.admitted[pods] & ~s.gone[pods] & ~(s.deleting[pods] & s.stopped[pods])).sum())
