@@ -37,10 +37,25 @@ def demo(
 
 
 @command()
-def schema() -> None:
-    """Print the JSON Schema of scenario files (for editor completion and validation)."""
+def schema(
+    result: Annotated[
+        bool,
+        typer.Option(
+            "--result",
+            help="The JSON Schema of the result probesim run --json and lab --json write instead (for "
+            "whatever reads results: a dashboard, a CI step).",
+        ),
+    ] = False,
+) -> None:
+    """Print the JSON Schema of scenario files (for editor completion and validation), or with
+    --result of the result documents."""
     import json
 
+    if result:
+        from probesim.results.document import json_schema
+
+        sys.stdout.write(json.dumps(json_schema(), indent=2) + "\n")
+        return
     from probesim.model.scenario import API_VERSION, ScenarioFile
 
     doc = ScenarioFile.model_json_schema(by_alias=True)

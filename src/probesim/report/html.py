@@ -24,11 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
-
 from probesim.errors import InputError
 from probesim.results import CAUSES, Event
-from probesim.results.result import RESULT_VERSION
+from probesim.results.document import EventDoc, ResultDoc, WorkloadDoc, parse_result
 from probesim.safe import MESSAGE_LIMIT, NAME_LIMIT, visible
 
 # -- markup -----------------------------------------------------------------------------------
@@ -277,120 +275,6 @@ def page(title: str, sections: Sequence[Section], subtitle: str = "") -> str:
 # -- the result document ----------------------------------------------------------------------
 
 
-class _Doc(BaseModel):
-    # Strict types; unknown fields are kept (newer results add rollouts, thresholds, …).
-    model_config = ConfigDict(extra="allow", strict=True)
-
-    @property
-    def extra(self) -> dict[str, Any]:
-        return self.model_extra or {}
-
-
-class _Route(_Doc):
-    name: str
-    service: str
-    offered: int
-    ok: int
-    failed: int
-    failedByCause: dict[str, int]
-    dropped: int = 0
-    interrupted: int = 0
-    inFlight: int = 0
-    latencyMs: dict[str, float] = {}
-    noEndpointSeconds: float = 0.0
-    errorRate: float
-
-
-class _Workload(_Doc):
-    name: str
-    kind: str
-    replicas: int
-    restarts: int
-    restartsByPod: dict[str, int]
-    firstReady: float | None
-    allReady: float | None
-    minReady: int
-    avgReady: float
-    minAvailable: int
-
-
-class _Summary(_Doc):
-    routes: list[_Route]
-    workloads: list[_Workload]
-
-
-class _Event(_Doc):
-    time: float
-    type: str
-    reason: str
-    object: str
-    message: str
-    source: str = ""
-
-
-class ResultDoc(_Doc):
-    """What the report reads of a result (``probesim run --json``), checked field by field."""
-
-    apiVersion: str
-    kind: str
-    scenario: str
-    source: str = "simulation"
-    seed: int
-    step: float
-    duration: float
-    summary: _Summary
-    events: list[_Event]
-    series: dict[str, list[float | None]] | None = None
-
-    @model_validator(mode="after")
-    def _series_line_up(self) -> ResultDoc:
-        if self.series is None:
-            return self
-        if "time" not in self.series:
-            raise ValueError("series has no 'time'")
-        n = len(self.series["time"])
-        for k, v in self.series.items():
-            if len(v) != n:
-                raise ValueError(f"series {k!r} has {len(v)} values, series 'time' {n}: they must line up")
-        return self
-
-
-def parse_result(doc: Any, file: str | None = None) -> ResultDoc:
-    """A result document checked: the kind and version first, then each field (the error names
-    the first wrong one, as ``summary.routes[0].name``)."""
-    where = "the result"
-    if not isinstance(doc, dict):
-        raise InputError(
-            f"not a probesim result: {where} is a JSON {type(doc).__name__}, not an object "
-            "(write one with probesim run --json)",
-            file=file,
-        )
-    if doc.get("kind") != "Result":
-        raise InputError(
-            f'not a probesim result: kind is {json.dumps(doc.get("kind"))[:NAME_LIMIT]}, not "Result" '
-            "(write one with probesim run --json)",
-            file=file,
-            field="kind",
-        )
-    if doc.get("apiVersion") != RESULT_VERSION:
-        raise InputError(
-            f"written by another version of probesim: apiVersion "
-            f"{json.dumps(doc.get('apiVersion'))[:NAME_LIMIT]}; this probesim reads {RESULT_VERSION} "
-            "(run the scenario again with this version's probesim run --json)",
-            file=file,
-            field="apiVersion",
-        )
-    try:
-        return ResultDoc.model_validate(doc)
-    except ValidationError as e:
-        first = e.errors()[0]
-        path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"]).lstrip(".")
-        msg = "missing" if first["type"] == "missing" else first["msg"]
-        raise InputError(
-            f"{msg} (is this a probesim run --json result?)", file=file, field=path or None
-        ) from None
-
-
 MAX_INPUT_BYTES = 128 << 20  # a result or a sweep's rows: parsed, more takes gigabytes
 
 
@@ -593,36 +477,13 @@ def _restart_marks(axis: _Axis, cumulative: Sequence[float | None], y: float) ->
     return _marks(xs, y, "container restart", texts, "triangle-down", "#cf222e") if xs else None
 
 
-def _first(d: dict[str, Any], *keys: str) -> Any:
-    return next((d[k] for k in keys if k in d and d[k] is not None), None)
-
-
 def _rollouts(doc: ResultDoc) -> list[dict[str, Any]]:
-    """The result's rollouts, each as {workload, start, end, text}, when it has any.
-
-    The place rollouts enter the page: a ``rollouts`` list in the result, each item with a
-    start time (``time``/``start``, seconds), optionally an end (``end``/``finished``) and the
-    workload it belongs to; other fields go in its hover text."""
-    items = doc.extra.get("rollouts")
-    if not isinstance(items, list):
-        return []
+    """The result's rollouts (``summary.rollouts``), each as {workload, start, end, text}: a
+    band from its start to its end, what it was and how it ended in its hover text."""
     out = []
-    for item in items:
-        if not isinstance(item, dict):
-            continue
-        start = _first(item, "time", "start", "started", "startedAt")
-        if not isinstance(start, int | float) or isinstance(start, bool):
-            continue
-        end = _first(item, "end", "finished", "completed", "finishedAt")
-        text = ", ".join(f"{k} {v}" for k, v in item.items() if not isinstance(v, dict | list))
-        out.append(
-            {
-                "workload": _first(item, "workload", "name", "object"),
-                "start": float(start),
-                "end": float(end) if isinstance(end, int | float) and not isinstance(end, bool) else None,
-                "text": f"rollout: {text}",
-            }
-        )
+    for r in doc.summary.rollouts:
+        text = ", ".join(f"{k} {v}" for k, v in r.model_dump().items() if not isinstance(v, dict | list))
+        out.append({"workload": r.workload, "start": r.start, "end": r.end, "text": f"rollout: {text}"})
     return out
 
 
@@ -653,7 +514,7 @@ def _rollout_marks(axis: _Axis, rollouts: list[dict[str, Any]], workload: str, y
     return [shapes, trace]
 
 
-def _ejection_marks(axis: _Axis, events: Sequence[_Event], y: float) -> dict[str, Any] | None:
+def _ejection_marks(axis: _Axis, events: Sequence[EventDoc], y: float) -> dict[str, Any] | None:
     xs, texts = [], []
     for e in events:
         if e.reason != "OutlierEject":
@@ -834,11 +695,11 @@ def _summary_tables(doc: ResultDoc) -> list[Html | Figure]:
     return blocks
 
 
-def _after_ramp(w: _Workload, key: str) -> Cell:
-    if key not in w.extra:
+def _after_ramp(w: WorkloadDoc, key: str) -> Cell:
+    if key not in w.model_fields_set:
         return "–"
-    v = w.extra[key]
-    return "never all ready" if v is None else v if isinstance(v, int | float) else str(v)
+    v = getattr(w, key)
+    return "never all ready" if v is None else int(v)
 
 
 def _never(seconds: float | None) -> Cell:
@@ -853,31 +714,6 @@ def _verdict(value: Any) -> Html | None:
     return None
 
 
-def _plain_cell(value: Any) -> Cell:
-    if value is None or isinstance(value, str | int | float):
-        return _verdict(value) if isinstance(value, bool) else value
-    return json.dumps(value, ensure_ascii=False)
-
-
-def _generic_table(items: Any) -> Html | None:
-    """A list of objects (or an object of objects) as a table: a column per field, in order of
-    first appearance; true/false as ✓ pass / ✗ fail. For parts of the result whose shape the
-    page does not know yet."""
-    if isinstance(items, dict):
-        items = [
-            {"name": k, **v} if isinstance(v, dict) else {"name": k, "value": v} for k, v in items.items()
-        ]
-    if not isinstance(items, list) or not items:
-        return None
-    rows_in = [i if isinstance(i, dict) else {"value": i} for i in items]
-    heads = list(dict.fromkeys(k for i in rows_in for k in i))
-    failed = [
-        "fail" if any(v is False for v in i.values()) or i.get("verdict") in ("fail", "crossed") else None
-        for i in rows_in
-    ]
-    return table(heads, [[_plain_cell(i.get(h)) for h in heads] for i in rows_in], row_class=failed)
-
-
 def _value_cell(value: Any, unit: Any) -> Cell:
     if not isinstance(value, int | float) or isinstance(value, bool):
         return "not measured"
@@ -889,25 +725,19 @@ def _value_cell(value: Any, unit: Any) -> Cell:
 
 
 def _thresholds_section(doc: ResultDoc) -> Section | None:
-    """The thresholds and their verdicts, when the result has them (``thresholds``: each
-    verdict as results/thresholds.py writes it; another shape is shown field by field)."""
-    items = doc.extra.get("thresholds")
-    if isinstance(items, list) and items and all(isinstance(i, dict) and "threshold" in i for i in items):
-        rows: list[list[Cell]] = [
-            [_verdict(i.get("ok")), i.get("threshold"), i.get("of"),
-             _value_cell(i.get("value"), i.get("unit")), i.get("note")]
-            for i in items
-        ]  # fmt: skip
-        classes = [None if i.get("ok") is True else "fail" for i in items]
-        crossed = sum(1 for i in items if i.get("ok") is not True)
-        note = f"{crossed} of {len(items)} crossed" if crossed else f"all {len(items)} hold"
-        heads = ["verdict", "threshold", "of", "value", "note"]
-        verdicts = table(heads, rows, row_class=classes, text=[1, 2, 4])
-        return Section("thresholds", f"Thresholds: {note}", [verdicts])
-    body = _generic_table(items)
-    if body is None:
+    """The thresholds and their verdicts, when the result has them."""
+    items = doc.thresholds
+    if not items:
         return None
-    return Section("thresholds", "Thresholds", [body])
+    rows: list[list[Cell]] = [
+        [_verdict(i.ok), i.threshold, i.of, _value_cell(i.value, i.unit), i.note] for i in items
+    ]
+    classes = [None if i.ok else "fail" for i in items]
+    crossed = sum(1 for i in items if not i.ok)
+    note = f"{crossed} of {len(items)} crossed" if crossed else f"all {len(items)} hold"
+    heads = ["verdict", "threshold", "of", "value", "note"]
+    verdicts = table(heads, rows, row_class=classes, text=[1, 2, 4])
+    return Section("thresholds", f"Thresholds: {note}", [verdicts])
 
 
 def _findings_section(check: Any) -> Section | None:
