@@ -14,19 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from probesim.errors import InputError
-from probesim.report.html import (
-    Html,
-    Section,
-    _Axis,
-    _changes,
-    chart,
-    esc,
-    label,
-    load_result,
-    page,
-    render_run,
-    table,
-)
+from probesim.report.html import Html, Section, chart, esc, label, load_result, page, table
+from probesim.report.run_page import _Axis, _changes, render_run
 from probesim.results.document import parse_result
 from probesim.results.result import RESULT_VERSION
 from tests.report.pages import HOSTILE, extras, renamed, result_doc, with_rollout

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from probesim.report.html import render_run
+from probesim.report.run_page import render_run
 from probesim.report.terminal import aggregate
 from probesim.report.tune_page import render_tune
 from probesim.results import Event

@@ -36,7 +36,8 @@ def report(
 
     Example: [bold]probesim run s.yaml --json > r.json; probesim report r.json -o report.html[/bold]
     """
-    from probesim.report.html import load_check, render_run, write_page
+    from probesim.report.html import load_check, write_page
+    from probesim.report.run_page import render_run
     from probesim.report.sweep_page import SweepRows, load_page_input, render_sweep
 
     check_output_path(output, "the report", ".html")

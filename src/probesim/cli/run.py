@@ -210,7 +210,8 @@ def run(
             raise InputError(f"cannot write the plot: {e.strerror}", file=str(plot)) from None
     if report is not None:
         # The page reads what --json prints (with the series), so run --report and report agree.
-        from probesim.report.html import render_run, write_page
+        from probesim.report.html import write_page
+        from probesim.report.run_page import render_run
 
         write_page(render_run(result.to_json() | {"thresholds": [v.to_json() for v in verdicts]}), report)
     if as_json:
