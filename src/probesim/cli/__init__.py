@@ -1,18 +1,25 @@
 """The ``probesim`` command line: the app and its entry point (cli.program), what commands share
 (cli.common), and one module per command, imported here in the order ``--help`` lists them."""
 
-from probesim.cli import (  # noqa: F401  (each registers its command)
-    app_server,
-    check,
-    compare,
-    envoy_config,
-    info,
-    lab,
-    report,
-    run,
-    sweep,
-    tune,
-)
+from importlib import import_module
+
 from probesim.cli.program import app, main
+
+# Each registers its command as it is imported: this order is --help's.
+COMMANDS = (
+    "run",
+    "sweep",
+    "compare",
+    "report",
+    "check",
+    "tune",
+    "fit",
+    "envoy_config",
+    "app_server",
+    "lab",
+    "info",
+)
+for _module in COMMANDS:
+    import_module(f"probesim.cli.{_module}")
 
 __all__ = ["app", "main"]

@@ -1,0 +1,411 @@
+"""``probesim fit``'s work: read the telemetry, fit each value, write the scenario (and its
+traffic series), and with ``--compare`` simulate it beside what the telemetry recorded.
+
+The scenario starts as the one ``probesim run`` generates for the manifests (the objects copied
+in, docs/scenarios.md "Generated scenarios"); fit replaces the workload's behaviour by what it
+fitted and the traffic by what was recorded, and says in a comment on top where each value
+came from. A value the data cannot determine keeps the generated default and is listed as not
+fitted, with why.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from probesim.errors import InputError
+from probesim.fit import estimate as est
+from probesim.fit.prometheus import Live, Saved, Series
+from probesim.fit.queries import Mapping, queries
+from probesim.model.duration import format_ms
+from probesim.safe import visible
+
+
+@dataclass
+class Request:
+    """What the user asked: the manifests, the workload, and where the telemetry is."""
+
+    manifests: list[str]
+    output: Path
+    workload: str | None = None
+    container: str | None = None
+    prometheus: str | None = None
+    saved: str | None = None
+    start: float | None = None
+    end: float | None = None
+    step: float = 15.0
+    window: str = "1m"
+    pods: str | None = None
+    k6: str | None = None
+    mapping: Mapping = field(default_factory=Mapping)
+
+
+@dataclass
+class Outcome:
+    """What fit found: the values, what it could not fit and why, and the telemetry's figures."""
+
+    scenario: str
+    files: dict[Path, str]
+    fitted: list[est.Fitted]
+    not_fitted: list[tuple[str, str]]
+    telemetry: dict[str, Any]
+    workload: str
+    service: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": "FitReport",
+            "workload": self.workload,
+            "fitted": [f.to_json() for f in self.fitted],
+            "notFitted": [{"field": k, "why": v} for k, v in self.not_fitted],
+            "files": [str(p) for p in [*self.files]],
+        }
+
+
+def _answers(r: Request, qs: dict[str, str]) -> dict[str, list[Series] | None]:
+    if (r.prometheus is None) == (r.saved is None):
+        raise InputError("give the telemetry: --prometheus URL (with --start, --end) or --from FOLDER")
+    if r.prometheus is not None:
+        if r.start is None or r.end is None:
+            raise InputError("--prometheus queries a period: give --start and --end", field="--start")
+        source: Live | Saved = Live(r.prometheus, r.start, r.end, r.step)
+    else:
+        assert r.saved is not None
+        source = Saved(r.saved)
+    return {name: source.answer(name, q) for name, q in qs.items()}
+
+
+def _one(series: list[Series] | None) -> Series | None:
+    """The one series of a sum() query (none: None)."""
+    if not series:
+        return None
+    return series[0]
+
+
+@dataclass
+class _Target:
+    generated: Any
+    scenario: Any
+    workload: Any
+    container: Any
+    pods: str  # a regular expression of its pods' names
+    queries: dict[str, str]
+
+
+def _target(r: Request) -> _Target:
+    """The workload and container to fit, in the scenario generated from the manifests."""
+    from probesim.analysis.default_scenario import Options, generate
+
+    generated = generate(r.manifests, Options())
+    sc, _ = generated.load()
+    names = [w.name for w in sc.workloads]
+    if r.workload is None and len(names) != 1:
+        raise InputError(f"the manifests run {len(names)} workloads ({', '.join(names)}): give --workload")
+    name = r.workload or names[0]
+    w = next((x for x in sc.workloads if x.name == name), None)
+    if w is None:
+        raise InputError(f"no workload {name!r} behind a Service in the manifests (run: {', '.join(names)})",
+                         field="--workload")  # fmt: skip
+    containers = [c.name for c in w.pod_spec.containers]
+    container = r.container or containers[0]
+    if container not in containers:
+        raise InputError(f"{w.kind} {name} has no container {container!r} ({', '.join(containers)})",
+                         field="--container")  # fmt: skip
+    c = next(x for x in w.pod_spec.containers if x.name == container)
+    pods_re = f"{name}-.*"
+    qs = queries(r.mapping, w.metadata.namespace, pods_re, container, r.window)
+    return _Target(generated, sc, w, c, pods_re, qs)
+
+
+def target_queries(r: Request) -> dict[str, str]:
+    """The queries fit runs for this request (what --print-queries prints)."""
+    return _target(r).queries
+
+
+def fit(r: Request) -> Outcome:
+    """Fit the workload's behaviour and traffic; the scenario text and its series files."""
+    from probesim.fit.kubectl import read_pods
+
+    tg = _target(r)
+    generated, sc, w, c, pods_re, qs = (
+        tg.generated,
+        tg.scenario,
+        tg.workload,
+        tg.container,
+        tg.pods,
+        tg.queries,
+    )
+    name, container = w.name, c.name
+    got = _answers(r, qs)
+    fitted: list[est.Fitted] = []
+    not_fitted: list[tuple[str, str]] = []
+
+    def attempt(path: str, run: Any) -> Any:
+        try:
+            return run()
+        except InputError as e:
+            not_fitted.append((path, e.message))
+            return None
+
+    if r.pods is not None:
+        pods = read_pods(r.pods, pods_re, container)
+        start = attempt(f"containers.{container}.start",
+                        lambda: est.fit_start(pods, c.readiness_probe, container, str(r.pods)))  # fmt: skip
+        if start is not None:
+            fitted.append(start)
+    else:
+        not_fitted.append(
+            (f"containers.{container}.start", "no pods given (--pods, kubectl get pods -o json)")
+        )
+
+    label = r.mapping.route_label
+    requests = est.by_label(_need(got, "requests", qs), label)
+    cpu = _one(got.get("cpu"))
+    costs: dict[str, float] = {}
+    if cpu is None:
+        not_fitted.append((f"containers.{container}.routes.*.cpu", f"no answer to {qs['cpu']!r}"))
+    else:
+        found = attempt(
+            f"containers.{container}.routes.*.cpu", lambda: est.fit_costs(requests, cpu, container)[0]
+        )
+        for f in found or []:
+            fitted.append(f)
+            costs[f.path.split(".routes.", 1)[1].rsplit(".", 1)[0]] = f.value
+    sums = got.get("latency_sum")
+    limit_m = c.resources.limits.cpu or sc.spec.cluster.node_cpu
+    walls: dict[str, float] = {}
+    if sums:
+        for f in est.fit_wall(requests, est.by_label(sums, label), cpu, _one(got.get("ready")), costs,
+                              limit_m / 1000, container) if cpu is not None else []:  # fmt: skip
+            fitted.append(f)
+            walls[f.path.split(".routes.", 1)[1].rsplit(".", 1)[0]] = f.value
+    else:
+        not_fitted.append((f"containers.{container}.routes.*.wall", f"no answer to {qs['latency_sum']!r}"))
+    busiest = max(requests, key=lambda k: float(requests[k].v.sum()))
+    variability = None
+    buckets = got.get("buckets")
+    if buckets and busiest in costs and cpu is not None:
+        mine = [s for s in buckets if (s.labels.get(label, "") or "*") == busiest]
+        cost_s = (costs[busiest] / 1000, walls.get(busiest, 0.0) / 1000)
+        scale = 1.0 if r.mapping.unit == "seconds" else 0.001
+        if sum(cost_s) > 0:
+            variability = est.fit_variability(
+                mine, cpu, _one(got.get("ready")), cost_s, limit_m / 1000, scale
+            )
+        if variability is not None:
+            fitted.append(variability)
+    if variability is None:
+        not_fitted.append(
+            ("variability", f"no latency buckets of {busiest} (query 'buckets') to fit its spread")
+        )
+    errors = est.by_label(got.get("errors") or [], label)
+    for route, s in requests.items():
+        total = float(s.v.sum())
+        failed = float(errors[route].v.sum()) if route in errors else 0.0
+        if total > 0 and failed > 0:
+            share = f"{100 * failed / total:.2f} %"
+            why = f"{share} of answers were 5xx: measured, but scenarios hold no error fraction yet"
+            not_fitted.append((f"routes.{route}.errorRate", why + " (docs/fidelity.md)"))
+    traffic_src = "k6 --out json" if r.k6 else f"the answer to {qs['requests']!r}"
+    rates = _traffic(r, requests)
+    svc = sc.service_for(sc.spec.traffic[0]).name if sc.spec.traffic else name
+    files: dict[Path, str] = {}
+    traffic = []
+    t0 = min(rows[0][0] for rows in rates.values())
+    t1 = max(rows[-1][0] for rows in rates.values())
+    for i, (route, rows) in enumerate(sorted(rates.items())):
+        csv = r.output.with_name(f"{r.output.stem}-traffic-{i}.csv")
+        files[csv] = "".join(f"{t - t0:g},{v:.6g}\n" for t, v in rows)
+        traffic.append(
+            {"name": route, "service": svc, "path": "/" if route == "*" else route, "series": csv.name}
+        )
+        mean = sum(v for _, v in rows) / len(rows)
+        fitted.append(est.Fitted(f"traffic.{route}", round(mean, 3), "requests/s (mean)", traffic_src,
+                                 f"{len(rows)} rows written to {csv.name}"))  # fmt: skip
+    duration_ms = math.ceil(t1 - t0 + (r.step if not r.k6 else 1)) * 1000
+    text = _scenario_text(
+        generated.text, name, container, fitted, not_fitted, traffic, duration_ms, variability
+    )
+    telemetry = _telemetry(
+        got, requests, errors, est.by_label(sums or [], label), buckets or [], label, r.mapping
+    )
+    return Outcome(text, files, fitted, not_fitted, telemetry, name, svc)
+
+
+def _need(got: dict[str, list[Series] | None], name: str, qs: dict[str, str]) -> list[Series]:
+    s = got.get(name)
+    if not s:
+        raise InputError(f"no series answer {qs[name]!r} (saved as {name}.json): fit needs the requests")
+    return s
+
+
+def _traffic(r: Request, requests: dict[str, Series]) -> dict[str, list[tuple[float, float]]]:
+    """Each route's rate over time: what k6 sent when its output is given, else what the app
+    counted."""
+    if r.k6 is not None:
+        from probesim.fit.k6 import request_rates
+
+        return request_rates(r.k6)
+    return {k: list(zip(s.t.tolist(), s.v.tolist(), strict=True)) for k, s in requests.items() if s.t.size}
+
+
+def _scenario_text(
+    generated: str,
+    workload: str,
+    container: str,
+    fitted: list[est.Fitted],
+    not_fitted: list[tuple[str, str]],
+    traffic: list[dict[str, Any]],
+    duration_ms: int,
+    variability: est.Fitted | None,
+) -> str:
+    doc = yaml.safe_load(generated)
+    spec = doc["spec"]
+    spec["duration"] = format_ms(duration_ms)
+    spec.pop("step", None)
+    behavior = spec["behavior"][workload]["containers"].setdefault(container, {})
+    routes: dict[str, dict[str, str]] = {"*": behavior.get("routes", {}).get("*", {"cpu": "0.5ms"})}
+    for f in fitted:
+        if f.path == f"containers.{container}.start":
+            behavior["start"] = f"{f.value:g}s"
+        elif f.path.startswith(f"containers.{container}.routes."):
+            route, what = f.path.split(".routes.", 1)[1].rsplit(".", 1)
+            routes.setdefault(route, {})[what] = f"{f.value:g}ms"
+    if len(routes) > 1:
+        behavior["routes"] = routes
+    if variability is not None:
+        behavior["variability"] = variability.value
+    spec["traffic"] = traffic
+    doc["metadata"]["name"] = f"{workload}-fitted"
+    doc["metadata"]["description"] = (
+        f"{workload}'s behaviour and traffic fitted by probesim fit to its telemetry."
+    )
+    head = ["Written by probesim fit: each value below fitted to the telemetry.", "Fitted:"]
+    head += [f"  {f.path} = {f.value:g} {f.unit}: from {f.source}; {f.fit}" for f in fitted]
+    if not_fitted:
+        head.append("Not fitted (the generated default kept):")
+        head += [f"  {k}: {why}" for k, why in not_fitted]
+    comment = "".join(f"# {visible(line, 1000)}\n" for line in head)
+    return comment + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
+
+
+def _telemetry(
+    got: dict[str, list[Series] | None],
+    requests: dict[str, Series],
+    errors: dict[str, Series],
+    sums: dict[str, Series],
+    buckets: list[Series],
+    label: str,
+    m: Mapping,
+) -> dict[str, Any]:
+    """What the telemetry recorded, as --compare sets it beside the simulation."""
+    out: dict[str, Any] = {"routes": {}}
+    ready = _one(got.get("ready"))
+    if ready is not None and ready.v.size:
+        out["ready"] = {"mean": float(ready.v.mean()), "min": float(ready.v.min())}
+    restarts = _one(got.get("restarts"))
+    if restarts is not None and restarts.v.size:
+        out["restarts"] = float(restarts.v[-1] - restarts.v[0])
+    scale = 1.0 if m.unit == "seconds" else 0.001
+    for route, s in requests.items():
+        total = float(s.v.sum())
+        row: dict[str, Any] = {"rate": float(s.v.mean())}
+        if total > 0:
+            row["errorRate"] = float(errors[route].v.sum()) / total if route in errors else 0.0
+            if route in sums:
+                row["meanMs"] = 1000 * float(sums[route].v.sum()) / total * scale
+        cum: dict[float, float] = {}
+        for b in buckets:
+            if (b.labels.get(label, "") or "*") != route or "le" not in b.labels:
+                continue
+            le = math.inf if b.labels["le"] in ("+Inf", "Inf") else float(b.labels["le"]) * scale * 1000
+            cum[le] = cum.get(le, 0.0) + float(b.v.sum())
+        if cum.get(math.inf, 0) > 0:
+            row["buckets"] = sorted(cum.items())
+        out["routes"][route] = row
+    return out
+
+
+def quantile_bucket(buckets: list[tuple[float, float]], q: float) -> tuple[float, float]:
+    """The bucket (lower, upper bound in ms) holding quantile ``q`` of a cumulative histogram."""
+    total = buckets[-1][1]
+    lower = 0.0
+    for le, n in buckets:
+        if n >= q * total:
+            return lower, le
+        lower = le
+    return lower, math.inf
+
+
+def compare(outcome: Outcome, scenario_path: Path) -> list[dict[str, Any]]:
+    """The fitted scenario simulated, each figure beside the telemetry's, with a tolerance."""
+    from probesim.engine import simulate
+    from probesim.manifests.scenario import load_scenario
+
+    result = simulate(load_scenario(str(scenario_path)))
+    rows: list[dict[str, Any]] = []
+
+    def row(obj: str, figure: str, sim: float | None, measured: float, tol: float, agree: bool) -> None:
+        rows.append({"object": obj, "figure": figure, "simulated": sim, "measured": measured,
+                     "tolerance": tol, "agree": agree})  # fmt: skip
+
+    tel = outcome.telemetry
+    w = next(x for x in result.workloads if x.name == outcome.workload)
+    if "ready" in tel:
+        ready = result.series[f"workload.{w.name}.ready"]
+        after = result.time_ms >= (w.all_ready_ms or 0)  # as the routes: after the start-up ramp
+        sim = float(ready[after].mean()) if after.any() else float(ready.mean())
+        tol = max(0.5, 0.1 * tel["ready"]["mean"])
+        row(
+            f"workload/{w.name}",
+            "ready pods (mean)",
+            sim,
+            tel["ready"]["mean"],
+            tol,
+            abs(sim - tel["ready"]["mean"]) <= tol,
+        )
+    if "restarts" in tel:
+        tol = max(1.0, 0.1 * tel["restarts"])
+        row(f"workload/{w.name}", "restarts", float(w.total_restarts), tel["restarts"], tol,
+            abs(w.total_restarts - tel["restarts"]) <= tol)  # fmt: skip
+    for rt in result.routes:
+        t = tel["routes"].get(rt.name)
+        if t is None:
+            continue
+        # The telemetry is of pods already running; the simulation starts them: compare the
+        # steady state after its start-up ramp (the whole run when there is none).
+        span: Any = rt.steady if rt.steady is not None else rt
+        seconds = (span.end_ms - span.start_ms) / 1000 if rt.steady is not None else result.duration_ms / 1000
+        done = span.ok + span.failed_total
+        rate = done / max(seconds, 1e-9)
+        row(f"route/{rt.name}", "answered requests/s", rate, t["rate"], 0.05 * t["rate"],
+            abs(rate - t["rate"]) <= 0.05 * t["rate"] + 1e-9)  # fmt: skip
+        if "errorRate" in t:
+            tol = max(0.01, 0.15 * t["errorRate"])
+            err = span.error_rate
+            row(f"route/{rt.name}", "error rate", err, t["errorRate"], tol, abs(err - t["errorRate"]) <= tol)
+        for q in ("p50", "p95"):
+            if "buckets" in t and q in span.latency_ms:
+                lo, hi = quantile_bucket(t["buckets"], int(q[1:]) / 100)
+                sim_q = span.latency_ms[q]
+                # The histogram tells only the bucket holding the quantile: agreeing is landing in it.
+                row(f"route/{rt.name}", f"latency {q} (ms)", sim_q, hi, hi - lo, lo <= sim_q <= hi)
+    return rows
+
+
+def agree(rows: list[dict[str, Any]]) -> bool:
+    return all(r["agree"] for r in rows)
+
+
+def write(outcome: Outcome, path: Path) -> None:
+    """The scenario and its series files."""
+    try:
+        path.write_text(outcome.scenario, encoding="utf-8")
+        for p, text in outcome.files.items():
+            p.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"cannot write the fitted scenario: {e.strerror}", file=str(path)) from None

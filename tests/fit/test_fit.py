@@ -1,0 +1,226 @@
+"""probesim fit on telemetry of a known behaviour (tests/fit/telemetry.py): each value recovered
+within 15 % of the truth, saying where it came from; what the data cannot determine refused with
+why; bad or missing series one-line errors naming the query; --compare agreeing on what the
+scenario holds and disagreeing on what it cannot (an error fraction)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.parse
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from probesim.cli import app
+from probesim.fit.command import Request, fit
+from probesim.fit.queries import Mapping, queries
+from tests.fit.telemetry import DEPLOYMENT, T0, Truth, write_pods, write_saved
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def inputs(tmp_path: Path) -> Path:
+    (tmp_path / "k8s").mkdir()
+    (tmp_path / "k8s" / "web.yaml").write_text(DEPLOYMENT, encoding="utf-8")
+    write_saved(tmp_path / "saved", Truth())
+    write_pods(tmp_path / "pods.json", Truth())
+    return tmp_path
+
+
+def _values(report: dict[str, Any]) -> dict[str, float]:
+    return {f["field"]: f["value"] for f in report["fitted"]}
+
+
+def test_each_value_is_recovered_within_15_percent(inputs: Path) -> None:
+    out = inputs / "fitted.yaml"
+    r = runner.invoke(app, ["fit", str(inputs / "k8s"), "--from", str(inputs / "saved"), "--pods",
+                            str(inputs / "pods.json"), "-o", str(out), "--json"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.stdout)
+    v = _values(report)
+    truth = Truth()
+    assert v["containers.app.start"] == pytest.approx(truth.start_s, rel=0.15)
+    assert v["containers.app.routes./api.cpu"] == pytest.approx(truth.cpu_s * 1000, rel=0.15)
+    assert v["containers.app.routes./api.wall"] == pytest.approx(truth.wall_s * 1000, rel=0.15)
+    assert v["variability"] == pytest.approx(truth.sigma, rel=0.15)
+    assert v["traffic./api"] == pytest.approx(30, rel=0.05)  # the mean of 30 + 20 sin over two periods
+    # Where each came from.
+    by = {f["field"]: f for f in report["fitted"]}
+    assert "3 pods' container start → Ready (readiness every 1 s" in by["containers.app.start"]["source"]
+    assert "120 samples" in by["containers.app.routes./api.cpu"]["source"]
+    # The scenario holds them, and runs.
+    doc = next(iter(yaml.safe_load_all(out.read_text(encoding="utf-8"))))
+    app_ = doc["spec"]["behavior"]["web"]["containers"]["app"]
+    assert app_["start"] == f"{v['containers.app.start']:g}s"
+    assert app_["routes"]["/api"] == {"cpu": f"{v['containers.app.routes./api.cpu']:g}ms",
+                                      "wall": f"{v['containers.app.routes./api.wall']:g}ms"}  # fmt: skip
+    assert doc["spec"]["traffic"] == [{"name": "/api", "service": "web", "path": "/api",
+                                       "series": "fitted-traffic-0.csv"}]  # fmt: skip
+    rows = (inputs / "fitted-traffic-0.csv").read_text(encoding="utf-8").splitlines()
+    assert len(rows) == 120 and rows[0].startswith("0,") and rows[1].startswith("15,")
+    assert doc["spec"]["duration"] == "30m"
+    run = runner.invoke(app, ["run", str(out), "--json", "--no-series"])
+    assert run.exit_code == 0, run.output
+    assert json.loads(run.stdout)["summary"]["routes"][0]["name"] == "/api"
+
+
+def test_compare_agrees_on_what_the_scenario_holds(inputs: Path) -> None:
+    r = runner.invoke(app, ["fit", str(inputs / "k8s"), "--from", str(inputs / "saved"), "--pods",
+                            str(inputs / "pods.json"), "-o", str(inputs / "f.yaml"), "--compare", "--json"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)["comparison"]["rows"]
+    figures = {(x["object"], x["figure"]): x for x in rows}
+    assert figures[("workload/web", "ready pods (mean)")]["agree"]
+    assert figures[("workload/web", "restarts")]["simulated"] == 0
+    assert figures[("route//api", "error rate")]["measured"] == 0
+    assert figures[("route//api", "latency p50 (ms)")]["agree"]
+    assert all(x["agree"] for x in rows), rows
+
+
+def test_an_error_fraction_is_measured_but_not_simulated_and_compare_says_so(inputs: Path) -> None:
+    write_saved(inputs / "saved", Truth(error_share=0.05))
+    r = runner.invoke(app, ["fit", str(inputs / "k8s"), "--from", str(inputs / "saved"), "-o",
+                            str(inputs / "f.yaml"), "--compare", "--json"])  # fmt: skip
+    assert r.exit_code == 1, r.output
+    report = json.loads(r.stdout)
+    why = {x["field"]: x["why"] for x in report["notFitted"]}
+    assert why["routes./api.errorRate"].startswith("5.00 % of answers were 5xx")
+    assert why["containers.app.start"] == "no pods given (--pods, kubectl get pods -o json)"
+    bad = [x for x in report["comparison"]["rows"] if not x["agree"]]
+    assert [(x["figure"], x["measured"]) for x in bad] == [("error rate", pytest.approx(0.05))]
+
+
+def test_a_start_the_data_cannot_tell_is_refused_with_why(inputs: Path) -> None:
+    # Every pod Ready at the first probe: the app answered by then, but when is unknown.
+    (inputs / "k8s" / "web.yaml").write_text(
+        DEPLOYMENT.replace("periodSeconds: 1", "periodSeconds: 1\n            initialDelaySeconds: 30"),
+        encoding="utf-8",
+    )
+    write_pods(inputs / "pods.json", Truth(), ready_after=(30.0, 30.0, 30.0))
+    r = fit(
+        Request(
+            [str(inputs / "k8s")],
+            inputs / "f.yaml",
+            saved=str(inputs / "saved"),
+            pods=str(inputs / "pods.json"),
+        )
+    )
+    why = dict(r.not_fitted)["containers.app.start"]
+    assert why.startswith("every pod was Ready at its first counted readiness probe (30 s after its start)")
+    assert "containers.app.start" not in {f.path for f in r.fitted}
+
+
+def test_a_missing_or_failed_query_is_one_line_naming_it(inputs: Path) -> None:
+    (inputs / "saved" / "requests.json").unlink()
+    r = runner.invoke(
+        app, ["fit", str(inputs / "k8s"), "--from", str(inputs / "saved"), "-o", str(inputs / "f.yaml")]
+    )
+    assert r.exit_code == 2
+    assert r.output.count("\n") == 1 and r.output.startswith("error: no series answer 'sum by (http_route)")
+    (inputs / "saved" / "requests.json").write_text(json.dumps(
+        {"status": "error", "errorType": "bad_data", "error": "1:6: parse error: unclosed left parenthesis"}))  # fmt: skip
+    r = runner.invoke(
+        app, ["fit", str(inputs / "k8s"), "--from", str(inputs / "saved"), "-o", str(inputs / "f.yaml")]
+    )
+    assert r.exit_code == 2
+    assert "requests.json: the answer to 'sum by (http_route)" in r.output
+    assert "Prometheus said bad_data: 1:6: parse error: unclosed left parenthesis" in r.output
+
+
+def test_print_queries_names_each_with_the_mapping_applied(inputs: Path) -> None:
+    (inputs / "map.yaml").write_text("histogram: http_request_duration_seconds\nrouteLabel: handler\n")
+    r = runner.invoke(app, ["fit", str(inputs / "k8s"), "-o", "x.yaml", "--print-queries", "--mapping",
+                            str(inputs / "map.yaml")])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert (
+        'sum by (handler) (rate(http_request_duration_seconds_count{namespace="shop",pod=~"web-.*"}[1m]))'
+        in r.output
+    )
+    assert (
+        'sum(rate(container_cpu_usage_seconds_total{namespace="shop",pod=~"web-.*",container="app"}[1m]))'
+        in r.output
+    )
+    (inputs / "map.yaml").write_text("histogam: x\n")
+    r = runner.invoke(app, ["fit", str(inputs / "k8s"), "-o", "x.yaml", "--print-queries", "--mapping",
+                            str(inputs / "map.yaml")])  # fmt: skip
+    assert (
+        r.exit_code == 2
+        and "map.yaml: histogam: Extra inputs are not permitted (fields: histogram" in r.output
+    )
+
+
+class _Prometheus(BaseHTTPRequestHandler):
+    """Answers query_range from the saved answers, by the query's text (what a server does)."""
+
+    answers: ClassVar[dict[str, bytes]] = {}
+    seen: ClassVar[list[dict[str, str]]] = []
+
+    def do_POST(self) -> None:
+        form = dict(urllib.parse.parse_qsl(self.rfile.read(int(self.headers["Content-Length"])).decode()))
+        self.seen.append(form)
+        body = self.answers.get(form["query"])
+        code = 200 if body is not None else 400
+        if body is None:
+            body = json.dumps({"status": "error", "errorType": "bad_data", "error": "unknown"}).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def server(inputs: Path) -> Iterator[str]:
+    qs = queries(Mapping(), "shop", "web-.*", "app", "1m")
+    _Prometheus.answers = {q: (inputs / "saved" / f"{n}.json").read_bytes() for n, q in qs.items()}
+    _Prometheus.seen = []
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Prometheus)
+    t = threading.Thread(target=httpd.serve_forever, daemon=True)
+    t.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_a_live_prometheus_is_queried_over_the_period(inputs: Path, server: str) -> None:
+    end = T0 + 30 * 60
+    r = runner.invoke(app, ["fit", str(inputs / "k8s"), "--prometheus", server, "--start", str(T0), "--end",
+                            "2025-11-24T16:30:00Z", "--step", "15", "-o", str(inputs / "f.yaml"), "--json"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert _values(json.loads(r.stdout))["containers.app.routes./api.cpu"] == pytest.approx(20, rel=0.15)
+    assert {s["start"] for s in _Prometheus.seen} == {str(T0)}
+    assert {float(s["end"]) for s in _Prometheus.seen} == {end}
+    assert len(_Prometheus.seen) == 7  # each query once
+
+
+def test_k6_output_gives_the_traffic_as_sent(inputs: Path) -> None:
+    lines = [
+        json.dumps(
+            {"type": "Metric", "metric": "http_reqs", "data": {"name": "http_reqs", "type": "counter"}}
+        )
+    ]
+    for s in range(10):
+        for _ in range(5 + s):
+            lines.append(json.dumps({"type": "Point", "metric": "http_reqs", "data": {
+                "time": f"2025-11-24T16:10:{s:02d}.5Z", "value": 1,
+                "tags": {"url": "http://web.shop/api?x=1", "name": "http://web.shop/api?x=1", "method": "GET"}}}))  # fmt: skip
+    (inputs / "k6.json").write_text("\n".join(lines) + "\n")
+    r = fit(
+        Request(
+            [str(inputs / "k8s")], inputs / "f.yaml", saved=str(inputs / "saved"), k6=str(inputs / "k6.json")
+        )
+    )
+    assert next(f for f in r.fitted if f.path == "traffic./api").source == "k6 --out json"
+    csv = next(iter(r.files.values())).splitlines()
+    assert csv == [f"{s},{5 + s}" for s in range(10)]
