@@ -29,7 +29,7 @@ from probesim.engine.draws import generator
 from probesim.engine.events import EventLog
 from probesim.engine.fleet import FAILURE, RUNNING, SUCCESS, TERMINATING, Fleet, build
 from probesim.engine.kubelet import ProbeWorkers
-from probesim.engine.mesh import build_mesh
+from probesim.engine.sidecar.build import build_mesh
 from probesim.engine.summary import RunSummary
 from probesim.engine.traffic import TrafficPhases, _Connections
 from probesim.model.scenario import (

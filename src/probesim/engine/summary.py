@@ -17,7 +17,7 @@ from probesim.engine.containers import Containers
 from probesim.engine.controllers.deployment import replica_set_name
 from probesim.engine.controllers.workloads import Controllers, size_series
 from probesim.engine.fleet import Fleet
-from probesim.engine.mesh import Sidecars
+from probesim.engine.sidecar.split import Sidecars
 from probesim.model.scenario import Scenario, ScenarioSpec
 from probesim.results import CAUSES, Event, Result, RolloutSummary, RouteSummary, Span, WorkloadSummary
 

@@ -28,7 +28,7 @@ from probesim.engine.capacity import (
 )
 from probesim.engine.containers import Containers
 from probesim.engine.fleet import RUNNING, Fleet, Route
-from probesim.engine.mesh import Sidecars
+from probesim.engine.sidecar.split import Sidecars
 from probesim.model.scenario import ScenarioSpec
 
 I64 = npt.NDArray[np.int64]
