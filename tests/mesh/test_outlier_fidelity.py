@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from probesim.engine import simulate
+from probesim.engine.outcomes import Outcome
 from probesim.engine.sidecar import ejection
-from probesim.engine.sidecar.route import ERROR, REFUSED, MeshRoute
+from probesim.engine.sidecar.route import MeshRoute
 from probesim.mesh.istio import DestinationRule, OutlierDetection, VirtualService
 from probesim.model.scenario import PodOverride, Scenario
 from probesim.results import Result
@@ -214,7 +215,7 @@ def test_split_mode_an_answered_500_resets_the_local_origin_counter() -> None:
     # second consecutive local-origin failure; the fourth request is.
     r = _route(split=True)
     eps = np.ones(1, bool)
-    steps = [(REFUSED, 0), (ERROR, 500), (REFUSED, 0), (REFUSED, 0)]
+    steps = [(Outcome.REFUSED, 0), (Outcome.ERROR_STATUS, 500), (Outcome.REFUSED, 0), (Outcome.REFUSED, 0)]
     for s, (cat, code) in enumerate(steps):
         r.send(s * 1000, 1, eps, np.array([cat]), np.array([code]))
     assert [e.time_ms for e in r.events] == [3000]

@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
+from probesim.engine.outcomes import Outcome
 from probesim.engine.sidecar.ejection import OutlierMonitor
 from probesim.engine.sidecar.outlier import Client, Detector, SidecarStats
 from probesim.mesh.envoy import DEFAULT_RETRY_ON
@@ -23,9 +24,6 @@ from probesim.results import Event
 
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
-
-# Endpoint categories from the traffic step: 1 refused, 2 hung, 3 error status, 4 ok (3 may be < 500).
-REFUSED, HUNG, ERROR, OK = 1, 2, 3, 4
 
 
 def _rr_times(at: Callable[[int], int], start: int, order: I64, k: int) -> Callable[[int, int], int]:
@@ -45,11 +43,11 @@ class _HostView:
 
     def __init__(self, route: MeshRoute, in_eps: B, cat: I64, status: I64) -> None:
         self.members = np.flatnonzero(in_eps)
-        self.refused = cat == REFUSED
+        self.refused = cat == Outcome.REFUSED
         # A hung host answers nothing: with a route or per-try timeout the sidecar gives up
         # with 504 (reported as a local-origin timeout, §2.1.3); without one it just waits.
-        self.hung = cat == HUNG
-        st = np.where(self.refused, 503, np.where(cat == ERROR, status, 200))
+        self.hung = cat == Outcome.NO_ANSWER
+        st = np.where(self.refused, 503, np.where(cat == Outcome.ERROR_STATUS, status, 200))
         self.st = np.where(self.hung, 504 if route.times_out else 0, st)  # 0: no answer, nothing reported
         self.retriable = route._retriable(self.refused, self.hung, self.st)
         self.retries = bool(self.retriable[self.members].any())  # any host's failure retried
