@@ -42,7 +42,7 @@ SYN_AT_MS = (0, 1_000, 3_000, 7_000, 15_000, 31_000, 63_000)
 SYN_GIVE_UP_MS = 127_000
 
 
-class _Connections:
+class Connections:
     """A route's client connections: with keep-alive, the open ones per pod (with the instance
     of the container they reached) and the clients (k6 VUs) holding none; and the requests
     whose connection is still being opened (``noEndpoint: retransmit``)."""
@@ -103,7 +103,7 @@ class TrafficPhases:
     version: int
     visible_history: deque[tuple[int, B]]
     route_cache: list[tuple[int, I64, I64]]
-    conns: list[_Connections]
+    conns: list[Connections]
     uniform: list[int]
     mesh_view: dict[int, tuple[B, I64, I64]]
     rates: F64
