@@ -210,7 +210,7 @@ def test_no_module_imports_another_modules_private_names() -> None:
     mods = modules()
     for importer, path in mods.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-        aliases = {}
+        aliases: dict[str, str] = {}
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 aliases |= {a.asname: a.name for a in node.names if a.asname and a.name in mods}
