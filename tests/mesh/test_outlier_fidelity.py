@@ -204,8 +204,8 @@ def _route(split: bool, threshold: int = 2) -> MeshRoute:
     r = MeshRoute(
         "/", np.arange(1), ["10.0.0.1:80"], "c", 1, dr, None, "ROUND_ROBIN", np.random.default_rng(0)
     )
-    r.retries = 0
-    r.retry_connect = False
+    r.policy.retries = 0
+    r.policy.retry_connect = False
     return r
 
 

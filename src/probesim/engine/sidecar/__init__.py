@@ -32,8 +32,10 @@ The modules, by what they own:
   the route's Envoy counters (SidecarStats);
 - ejection.py: the detection over those states (OutlierMonitor): counters, the interval timer,
   the cap and enforcement, the merge window, the event log;
-- route.py: one cluster's sidecars (MeshRoute): load balancing, panic, faults, retries,
-  timeouts, mirroring, and each step's requests (the per-step driver);
+- policy.py: what the VirtualService route asks (RoutePolicy): faults, retries, timeouts,
+  mirroring;
+- route.py: one cluster's sidecars (MeshRoute), the per-step driver: load balancing, panic, and
+  each step's requests through the policy and the monitor;
 - split.py: weighted destinations (SplitRoute, weighted_counts);
 - build.py: the sidecars of a scenario's routes from its Istio objects (build_mesh, istio_for).
 

@@ -4,8 +4,9 @@ an even or drawn split) with the panic threshold (§3.2-3.3); fault injection be
 (aborts never reach a host: no outlier update, no retry, §5.1); retries of the failures the
 route's retry_on names onto other hosts; timeouts; mirroring as counted copies. The step is cut
 at each change a request can see (an ejection, a tick, a delivered health update), so a host
-gets exactly the errors it returns before its ejection reaches the load balancer. Outlier
-detection is ejection.py's (OutlierMonitor).
+gets exactly the errors it returns before its ejection reaches the load balancer. What the
+VirtualService route asks (faults, retry_on, timeouts, mirroring) is policy.py's (RoutePolicy),
+outlier detection ejection.py's (OutlierMonitor).
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ import numpy.typing as npt
 from probesim.engine.outcomes import Outcome
 from probesim.engine.sidecar.ejection import OutlierMonitor
 from probesim.engine.sidecar.outlier import Client, Detector, SidecarStats
-from probesim.mesh.envoy import DEFAULT_RETRY_ON
-from probesim.mesh.istio import DestinationRule, HTTPRoute, ms
+from probesim.engine.sidecar.policy import RoutePolicy
+from probesim.mesh.istio import DestinationRule, HTTPRoute
 from probesim.results import Event
 
 I64 = npt.NDArray[np.int64]
@@ -48,8 +49,9 @@ class _HostView:
         # with 504 (reported as a local-origin timeout, §2.1.3); without one it just waits.
         self.hung = cat == Outcome.NO_ANSWER
         st = np.where(self.refused, 503, np.where(cat == Outcome.ERROR_STATUS, status, 200))
-        self.st = np.where(self.hung, 504 if route.times_out else 0, st)  # 0: no answer, nothing reported
-        self.retriable = route._retriable(self.refused, self.hung, self.st)
+        # 0: no answer, nothing reported.
+        self.st = np.where(self.hung, 504 if route.policy.times_out else 0, st)
+        self.retriable = route.policy.retriable(self.refused, self.hung, self.st)
         self.retries = bool(self.retriable[self.members].any())  # any host's failure retried
         self.good = (self.st > 0) & (self.st < 500)
         # A 5xx, a connect failure or a timeout: a host that can move an outlier counter.
@@ -101,52 +103,10 @@ class MeshRoute:
             c.cursor = int(rng.integers(0, max(host_pods.size, 1)))  # Envoy seeds the index at random
             c.next_tick = self.detector.interval if self.detector else None
         self.route = route
-        f = route.fault if route else None
-        self.abort = (
-            (f.abort.percentage.value / 100 if f and f.abort and f.abort.percentage else 0.0) if f else 0.0
-        )
-        self.delay = (
-            (f.delay.percentage.value / 100 if f and f.delay and f.delay.percentage else 0.0) if f else 0.0
-        )
-        retries = route.retries if route else None
-        self.retries = 2 if retries is None else max(retries.attempts, 0)
-        retry_on = [
-            x.strip()
-            for x in (retries.retry_on if retries and retries.retry_on else DEFAULT_RETRY_ON).split(",")
-        ]
-        self.retry_connect = self.retries > 0 and bool(
-            {"connect-failure", "reset", "5xx", "gateway-error"} & set(retry_on)
-        )
-        self.retry_5xx = self.retries > 0 and "5xx" in retry_on
-        self.retry_gateway = self.retries > 0 and ("gateway-error" in retry_on or self.retry_5xx)
-        self.retry_codes = {int(x) for x in retry_on if x.isdigit()} if self.retries > 0 else set()
-        # A per-try timeout is retried only as a reset (§5.5.4).
-        self.retry_timeout = self.retries > 0 and bool({"5xx", "gateway-error", "reset"} & set(retry_on))
-        timeout = (route.retries.per_try_timeout if route and route.retries else None) or (
-            route.timeout if route else None
-        )
-        self.times_out = timeout is not None and ms(timeout) not in (None, 0)
-        # When a timed-out request reaches outlier detection: the router's timer fires
-        # onResponseTimeout (global timeout, armed at onRequestComplete) or the per-try timeout,
-        # whichever is first; both call updateOutlierDetection(LocalOriginTimeout) (router.cc).
-        limits = [
-            ms(x)
-            for x in (
-                route.retries.per_try_timeout if route and route.retries else None,
-                route.timeout if route else None,
-            )
-            if x
-        ]
-        self.timeout_ms = min((v for v in limits if v), default=0)
-        mirror = 0.0
-        if route is not None:
-            if route.mirror is not None:
-                mirror = route.mirror_percentage.value / 100 if route.mirror_percentage else 1.0
-            mirror += sum((m.percentage.value / 100 if m.percentage else 1.0) for m in route.mirrors)
-        self.mirror = mirror
+        self.policy = RoutePolicy.of(route)
         self.stats = SidecarStats()
         self.outlier = OutlierMonitor(
-            self.detector, self.clients, self.stats, rng, cluster, upstreams, self.timeout_ms
+            self.detector, self.clients, self.stats, rng, cluster, upstreams, self.policy.timeout_ms
         )
         self._last_view: _HostView | None = None  # kept while the loop passes the same arrays
         # _batch's (view, clients' visible arrays, hosts, host counts, places), kept while the same.
@@ -189,7 +149,8 @@ class MeshRoute:
         # Clients whose step is one plain round robin pass step together (_batch); from the
         # first that is not, each steps alone, in order (a batched step writes no event and
         # draws nothing, so the events and draws come in the same order).
-        batching = self.lb == "ROUND_ROBIN" and not (self.split or self.delay or self.abort or self.mirror)
+        pol = self.policy
+        batching = self.lb == "ROUND_ROBIN" and not (self.split or pol.delay or pol.abort or pol.mirror)
         batch: list[tuple[int, int]] = []
         for ci, c in enumerate(self.clients):
             self.outlier.members(t, c, in_eps)
@@ -204,15 +165,15 @@ class MeshRoute:
                 batching = False
                 counts += self._batch(batch)
                 batch = []
-            if self.delay:
-                self.stats.delays_injected += int(self.rng.binomial(m, self.delay))
-            if self.abort:
-                a = int(self.rng.binomial(m, self.abort))
+            if pol.delay:
+                self.stats.delays_injected += int(self.rng.binomial(m, pol.delay))
+            if pol.abort:
+                a = int(self.rng.binomial(m, pol.abort))
                 aborted += a
                 self.stats.aborts_injected += a
                 m -= a
-            if self.mirror:
-                copies = int(self.rng.binomial(m, min(self.mirror, 1.0)))
+            if pol.mirror:
+                copies = int(self.rng.binomial(m, min(pol.mirror, 1.0)))
                 self.stats.mirrored += copies
                 self.mirrored_now += copies
             got, lost = self._client_step(t, n, ci, k0, c, m, in_eps, cat_by_pod, status_by_pod)
@@ -425,16 +386,3 @@ class MeshRoute:
                 per[others[: moved % others.size]] += 1
             got[hosts] += per
         return got, uh
-
-    def _retriable(
-        self, refused: npt.NDArray[np.bool_], hung: npt.NDArray[np.bool_], st: I64
-    ) -> npt.NDArray[np.bool_]:
-        """Which hosts' failures the route's retry_on retries."""
-        out = refused & self.retry_connect
-        out |= hung & (st == 504) & self.retry_timeout
-        answered = ~refused & ~hung
-        out |= answered & (st >= 500) & self.retry_5xx
-        out |= answered & (st >= 502) & (st <= 504) & self.retry_gateway
-        if self.retry_codes:
-            out |= answered & np.isin(st, list(self.retry_codes))
-        return out
