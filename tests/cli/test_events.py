@@ -12,7 +12,8 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from probesim.cli import _load, app
+from probesim.cli import app
+from probesim.cli.common import load as _load
 from probesim.engine import simulate
 from probesim.report.terminal import EVENT_LINES, aggregate, human_duration, render_events
 from probesim.results import Event

@@ -63,11 +63,10 @@ def verdicts(name: str) -> list[dict[str, Any]]:
 
 
 def extras() -> dict[str, Any]:
-    """Thresholds (judged on patient-delays-liveness), rollouts and check findings as a newer
-    result or ``probesim check`` gives them, with hostile text in every string."""
+    """Thresholds (judged on patient-delays-liveness) and check findings as ``run --threshold``
+    and ``probesim check`` give them, with hostile text in every string."""
     return {
         "thresholds": verdicts("patient-delays-liveness"),
-        "rollouts": [{"workload": None, "time": 20.0, "end": 35.0, "revision": HOSTILE}],
         "check": {
             "kind": "CheckReport",
             "findings": [
@@ -85,3 +84,15 @@ def extras() -> dict[str, Any]:
             ],
         },
     }
+
+
+def with_rollout(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` with a rollout of its first workload from 20 s to 35 s in its summary, shaped as
+    Result.to_json writes one, its template's name hostile text."""
+    w = doc["summary"]["workloads"][0]["name"]
+    rollout = {
+        "workload": w, "action": "rollout", "replicaSet": f"{w}-5d4588bb9d", "template": HOSTILE,
+        "outcome": "complete", "start": 20.0, "end": 35.0, "seconds": 15.0, "stalled": None,
+        "superseded": None, "minReady": 2, "minAvailable": 2, "failedByCause": {}, "failed": 0,
+    }  # fmt: skip
+    return doc | {"summary": doc["summary"] | {"rollouts": [rollout]}}

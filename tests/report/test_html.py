@@ -14,22 +14,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from probesim.errors import InputError
-from probesim.report.html import (
-    Html,
-    Section,
-    _Axis,
-    _changes,
-    chart,
-    esc,
-    label,
-    load_result,
-    page,
-    parse_result,
-    render_run,
-    table,
-)
+from probesim.report.html import Html, Section, chart, esc, label, load_result, page, table
+from probesim.report.run_page import _Axis, _changes, render_run
+from probesim.results.document import parse_result
 from probesim.results.result import RESULT_VERSION
-from tests.report.pages import HOSTILE, extras, renamed, result_doc
+from tests.report.pages import HOSTILE, extras, renamed, result_doc, with_rollout
 
 
 def figures_of(text: str) -> list[dict[str, Any]]:
@@ -43,7 +32,9 @@ def section_ids(text: str) -> list[str]:
 
 
 def test_hostile_names_are_text_everywhere() -> None:
-    doc = renamed(result_doc("patient-delays-liveness"), "patient", HOSTILE, route=HOSTILE) | extras()
+    doc = with_rollout(
+        renamed(result_doc("patient-delays-liveness"), "patient", HOSTILE, route=HOSTILE) | extras()
+    )
     text = render_run(doc)
     # Exactly our three script elements: plotly.js, the figures' JSON, the page's script.
     assert text.count("<script") == 3
@@ -127,7 +118,7 @@ def test_step_series_keep_only_their_changes() -> None:
 
 
 def test_extras_are_shown_when_present() -> None:
-    doc = result_doc("patient-delays-liveness") | extras()
+    doc = with_rollout(result_doc("patient-delays-liveness") | extras())
     text = render_run(doc)
     assert section_ids(text) == [
         "summary",

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 import yaml
 
-from probesim.report.html import render_run
+from probesim.report.run_page import render_run
 from probesim.report.terminal import aggregate
 from probesim.report.tune_page import render_tune
 from probesim.results import Event
 from probesim.tune.report import patches
-from tests.report.pages import HOSTILE, extras, renamed, result_doc
+from tests.report.pages import HOSTILE, extras, renamed, result_doc, with_rollout
 from tests.report.test_html import figures_of
 from tests.report.test_sweep_page import sweep_outputs
 from tests.report.test_tune_page import inputs as tune_inputs
@@ -140,7 +140,9 @@ def visible_rows(browser: Any) -> int:
 
 
 def test_run_page_in_chromium(browser: Any, tmp_path: Path) -> None:
-    doc = renamed(result_doc("patient-delays-liveness"), "patient", HOSTILE, route=HOSTILE) | extras()
+    doc = with_rollout(
+        renamed(result_doc("patient-delays-liveness"), "patient", HOSTILE, route=HOSTILE) | extras()
+    )
     open_page(browser, tmp_path, doc, "run")
     # Offline and self-contained: the page asked the network for nothing.
     assert browser.execute_script("return performance.getEntriesByType('resource').length") == 0

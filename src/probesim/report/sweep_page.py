@@ -22,7 +22,6 @@ from probesim.report.html import (
     Cell,
     Figure,
     Html,
-    ResultDoc,
     Section,
     chart,
     esc,
@@ -30,11 +29,11 @@ from probesim.report.html import (
     label,
     page,
     parse_json,
-    parse_result,
     read_input,
     table,
     tag,
 )
+from probesim.results.document import ResultDoc, parse_result
 from probesim.results.figures import Stats, stats
 from probesim.runs import threshold_names
 from probesim.safe import MESSAGE_LIMIT, NAME_LIMIT

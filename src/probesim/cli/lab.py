@@ -1,0 +1,149 @@
+"""``probesim lab``: a scenario's workload run for real on 127.0.0.1, and compared with its
+simulation."""
+
+import sys
+from typing import Annotated
+
+import typer
+
+from probesim.cli.common import command, load
+from probesim.cli.program import err, out
+from probesim.errors import InputError
+from probesim.safe import markup
+
+
+def _lab_seconds(given: str, option: str) -> float:
+    """A lab option's duration in seconds (scenario units: 20s, 2m), bounded to 1 s-1 h."""
+    from probesim.model.duration import parse_ms  # imports pydantic: not at start-up
+
+    try:
+        seconds = parse_ms(given) / 1000
+    except ValueError as e:
+        raise InputError(str(e), field=option) from None
+    if not 1 <= seconds <= 3600:
+        raise InputError(f"{given} is outside 1s to 1h", field=option)
+    return seconds
+
+
+@command()
+def lab(
+    scenario: Annotated[
+        str, typer.Argument(help="Scenario file or built-in name; one of its workloads runs for real.")
+    ],
+    duration: Annotated[
+        str | None,
+        typer.Option(
+            help="How long to run, e.g. 20s or 2m, from 1s to 1h (default: the scenario's duration)."
+        ),
+    ] = None,
+    compare_sim: Annotated[
+        bool,
+        typer.Option(
+            "--compare",
+            help="Also simulate the same span and compare, figure by figure: event times, "
+            "ejections, ready replicas each second, when ReplicaSets grew and shrank, rollouts' ends, "
+            "restarts, failed requests by cause; exit 1 when a figure differs beyond its tolerance.",
+        ),
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    command: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Run this command per pod instead of the test app. It must serve HTTP on 127.0.0.1:$PORT "
+            "(and gRPC health on $GRPC_PORT when a probe uses gRPC). It runs without a shell, as you: "
+            "give the program and each argument as a --command of its own "
+            "(--command python3 --command server.py); nothing is expanded or piped."
+        ),
+    ] = None,
+    command_for: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="REVISION=COMMAND: run COMMAND for the pods of one revision of a rolled-out Deployment "
+            "instead of the test app (or --command): REVISION is 1 for the manifest's template, 2 for "
+            "the first rollout's or restart's, and so on, or the ReplicaSet's name (web-5d4588bb9d). "
+            "COMMAND is split into words as a shell would (quotes group them) and runs without a shell, "
+            "like --command: --command-for '2=python3 server.py --v2'. Repeat it per revision."
+        ),
+    ] = None,
+    allow_exec: Annotated[
+        bool,
+        typer.Option(
+            "--allow-exec",
+            help="Run the manifest's exec probes: their commands run on this machine, as you, without "
+            "a shell (there is no container). Without it a scenario with exec probes is refused.",
+        ),
+    ] = False,
+    workload: Annotated[
+        str | None,
+        typer.Option(help="The workload to run for real (default: the first); the lab runs one."),
+    ] = None,
+    listen_timeout: Annotated[
+        str,
+        typer.Option(
+            help="How long a --command may take to listen on $PORT before the lab stops with an "
+            "error (the startup probe's budget if longer)."
+        ),
+    ] = "30s",
+) -> None:
+    """Run a scenario's workload for real on 127.0.0.1: its pods as processes, probed as the
+    kubelet probes them, restarted with CrashLoopBackOff; its traffic sent open-loop, through one
+    real Envoy per client pod when DestinationRules or VirtualServices name the Service (the
+    configuration of probesim envoy-config), with endpoints following readiness. With --compare,
+    side by side with the simulation. Every child process is stopped when it ends, fails or is
+    interrupted (Ctrl-C, SIGTERM, SIGHUP), and dies with the lab if it is killed.
+
+    A Deployment's rollout, rollback, restart, scale, pause and resume actions run for real: its
+    controller creates the new revision's pods (acting out that revision's behavior, or
+    --command-for) and deletes old ones as maxSurge, maxUnavailable and minReadySeconds allow;
+    --compare then also compares when the ReplicaSets grew and shrank and each rollout's end.
+
+    Limits, refused up front: at most 12 pods (during a rollout: replicas + maxSurge), 2000
+    requests per second over all routes, 1 hour;
+    exec probes only with --allow-exec. Envoy's admin interface is a Unix socket for you only.
+
+    Exit codes: 0 done (with --compare: every figure agrees within its tolerance), 1 the lab and
+    the simulation disagree on a figure beyond its tolerance, 2 bad input.
+
+    Example: probesim lab seed003-outlier --duration 20s --compare
+    """
+    import json
+
+    from probesim.engine import simulate
+    from probesim.lab.compare import agree, compare, outlier_interval_ms, simulated_hosts
+    from probesim.lab.kubelet import Stopped, run_lab
+    from probesim.lab.progress import Progress
+    from probesim.report.compare import render_lab_comparison
+    from probesim.report.terminal import render_result
+
+    sc = load(scenario)
+    try:
+        run_s = None if duration is None else _lab_seconds(duration, "--duration")
+        listen_s = _lab_seconds(listen_timeout, "--listen-timeout")
+        others = [w.name for w in sc.workloads if w.name != (workload or sc.workloads[0].name)]
+        if others and len(others) == len(sc.workloads) - 1:
+            err.print(
+                f"[yellow]the lab runs one workload; not run: {markup(', '.join(others))} (see --workload), "
+                "nor the traffic to their Services[/]",
+                emoji=False,
+            )
+        with Progress(err, run_s if run_s is not None else sc.spec.duration / 1000) as progress:
+            result = run_lab(sc, run_s, command, progress, listen_s, workload, allow_exec, command_for)
+    except Stopped as e:
+        err.print(f"[yellow]{e}: every child process stopped[/]", highlight=False)
+        raise typer.Exit(128 + e.signum) from None
+    rows = []
+    if compare_sim:
+        span = sc.cut_to(result.duration_ms)
+        hosts = {**simulated_hosts(span), **result.hosts}  # ejections compared per pod, by name
+        rows = compare(simulate(span), result, outlier_interval_ms(sc), hosts=hosts)
+    if as_json:
+        doc = result.to_json(series=False)
+        if compare_sim:
+            doc["comparison"] = {"rows": rows, "agree": agree(rows)}
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        render_result(result, out)
+        if compare_sim:
+            render_lab_comparison(rows, out)
+    if compare_sim and not agree(rows):
+        raise typer.Exit(1)
