@@ -91,7 +91,7 @@ def plan(
     from probesim.cost import run_cost
     from probesim.manifests.scenario import scenario_from_text
     from probesim.manifests.yamlsrc import read_text
-    from probesim.model.threshold import judged_by
+    from probesim.model.judged import judged_by
 
     paths = [a.path for a in axes]
     for p in paths:

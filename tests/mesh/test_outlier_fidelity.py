@@ -7,7 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from probesim.engine import mesh, simulate
+from probesim.engine import simulate
+from probesim.engine.outcomes import Outcome
+from probesim.engine.sidecar import ejection
+from probesim.engine.sidecar.route import MeshRoute
 from probesim.mesh.istio import DestinationRule, OutlierDetection, VirtualService
 from probesim.model.scenario import PodOverride, Scenario
 from probesim.results import Result
@@ -173,7 +176,7 @@ def test_a_timeout_reaches_outlier_detection_when_the_route_timer_fires() -> Non
     assert r.route("/").envoy["ejections_detected_consecutive_5xx"] == 2
 
 
-def _route(split: bool, threshold: int = 2) -> mesh.MeshRoute:
+def _route(split: bool, threshold: int = 2) -> MeshRoute:
     od = OutlierDetection.model_validate(
         {
             "consecutive5xxErrors": 100,
@@ -198,11 +201,11 @@ def _route(split: bool, threshold: int = 2) -> mesh.MeshRoute:
             },
         }
     )
-    r = mesh.MeshRoute(
+    r = MeshRoute(
         "/", np.arange(1), ["10.0.0.1:80"], "c", 1, dr, None, "ROUND_ROBIN", np.random.default_rng(0)
     )
-    r.retries = 0
-    r.retry_connect = False
+    r.policy.retries = 0
+    r.policy.retry_connect = False
     return r
 
 
@@ -212,7 +215,7 @@ def test_split_mode_an_answered_500_resets_the_local_origin_counter() -> None:
     # second consecutive local-origin failure; the fourth request is.
     r = _route(split=True)
     eps = np.ones(1, bool)
-    steps = [(mesh.REFUSED, 0), (mesh.ERROR, 500), (mesh.REFUSED, 0), (mesh.REFUSED, 0)]
+    steps = [(Outcome.REFUSED, 0), (Outcome.ERROR_STATUS, 500), (Outcome.REFUSED, 0), (Outcome.REFUSED, 0)]
     for s, (cat, code) in enumerate(steps):
         r.send(s * 1000, 1, eps, np.array([cat]), np.array([code]))
     assert [e.time_ms for e in r.events] == [3000]
@@ -257,7 +260,7 @@ def test_merge_window_keeps_a_second_ejection_in_the_load_balancer_for_a_second(
     # in the lab: 15 (one of the 12.333 requests lost the race to the timer).
     sc = builtin("seed003-all-eject").cut_to(20_000)
     assert simulate(sc).route("/").failed["error_status"] == 16
-    monkeypatch.setattr(mesh, "MERGE_WINDOW_MS", 0)  # update_merge_window: 0s
+    monkeypatch.setattr(ejection, "MERGE_WINDOW_MS", 0)  # update_merge_window: 0s
     assert simulate(sc).route("/").failed["error_status"] == 12
 
 
@@ -268,7 +271,7 @@ def test_merge_window_delays_a_reejection_right_after_an_unejection(monkeypatch:
     r = simulate(builtin("seed003-all-eject"))
     assert times(r, "client-0") == [11, 11.333, 11.666, 72.333, 73.666, 74]
     assert r.route("/").failed["error_status"] == 30  # Envoy 1.40 in the lab: 30
-    monkeypatch.setattr(mesh, "MERGE_WINDOW_MS", 0)
+    monkeypatch.setattr(ejection, "MERGE_WINDOW_MS", 0)
     r0 = simulate(builtin("seed003-all-eject"))
     assert r0.route("/").failed["error_status"] == 24
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from probesim.engine import simulate
 from probesim.engine.loop import _Run
-from probesim.engine.mesh import SplitRoute, weighted_counts
+from probesim.engine.sidecar.split import SplitRoute, weighted_counts
 from probesim.errors import InputWarning
 from probesim.manifests.scenario import scenario_from_text
 from probesim.model.scenario import Scenario

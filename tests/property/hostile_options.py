@@ -167,7 +167,7 @@ def _real_outputs() -> tuple[bytes, bytes, bytes]:
         for point, rate in enumerate((5, 40)):
             s = load_scenario(str(root / "s.yaml"), (), [parse_set("spec.duration=15s"),
                               parse_set(f"spec.traffic[0].rate={rate}")])  # fmt: skip
-            from probesim.model.threshold import judged_by
+            from probesim.model.judged import judged_by
 
             judged = tuple(judged_by(s, ["restarts: ==0", "errors: rate<0.5"]))
             for run in range(2):

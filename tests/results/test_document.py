@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from probesim.cli import app
 from probesim.engine import simulate
 from probesim.manifests.scenario import load_scenario
-from probesim.model.threshold import judged_by
+from probesim.model.judged import judged_by
 from probesim.results.document import ResultDoc, parse_result
 from probesim.results.thresholds import evaluate
 from probesim.scenarios import builtins

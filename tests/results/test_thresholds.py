@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
 from probesim.engine import simulate
-from probesim.model.threshold import METRICS, OPS, ThresholdLine, parse, unknown_name
+from probesim.model.judged import unknown_name
+from probesim.model.threshold import METRICS, OPS, ThresholdLine, parse
 from probesim.results import Result
 from probesim.results.thresholds import crossed, evaluate, judge
 from tests.builders import builtin

@@ -164,7 +164,7 @@ def _walk(root: Path, inputs: Inputs) -> None:
                     inputs.files.append(str(f))
 
 
-def _nothing_found(paths: list[str], inputs: Inputs) -> InputError:
+def nothing_found(paths: list[str], inputs: Inputs) -> InputError:
     if inputs.charts:
         chart = inputs.charts[0]
         return InputError(
@@ -346,7 +346,7 @@ def check(
         and not any(s.kind for s in skipped)
         and not (objects.workloads or objects.services or objects.hpas or objects.istio)
     ):
-        raise _nothing_found(paths, inputs)
+        raise nothing_found(paths, inputs)
     ctx = Context(objects, scenario, Thresholds.from_dict(cfg.thresholds))
     files = inputs.files + [
         f for f in dict.fromkeys(d.file for d in scenario_docs or []) if f not in inputs.files

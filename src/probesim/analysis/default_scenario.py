@@ -42,7 +42,7 @@ from probesim.analysis.defaults import default_rate, workload_behavior
 from probesim.errors import InputError, InputWarning
 from probesim.manifests import kubernetes as k8s
 from probesim.manifests.kubernetes import SIMULATED_KINDS, Origin, Skipped
-from probesim.manifests.scenario import MAX_RATE, _check_service_name, scenario_from_text
+from probesim.manifests.scenario import MAX_RATE, check_service_name, scenario_from_text
 from probesim.manifests.yamlsrc import Doc, Path_, get_path, load_docs, read_text
 from probesim.mesh.load import istio_objects
 from probesim.model.duration import format_ms, parse_ms
@@ -224,7 +224,7 @@ def generate(paths: Sequence[str], options: Options) -> Generated:
     """The default scenario for the manifests in ``paths`` (files, directories, '-')."""
     # Here, not at the top: a scenario file's run imports this module only to see that it is
     # no manifest, and check's rules and stress suite cost it about 0.08 s of start-up.
-    from probesim.analysis.check import _nothing_found, read_manifests
+    from probesim.analysis.check import nothing_found, read_manifests
 
     docs, inputs = read_manifests(list(dict.fromkeys(paths)))
     objects = k8s.parse(docs, unique=True)  # errors name the user's file and line
@@ -235,7 +235,7 @@ def generate(paths: Sequence[str], options: Options) -> Generated:
             raise InputError(
                 f"{chart} is an unrendered Helm chart: run `helm template {chart} | probesim run -`"
             )
-        e = _nothing_found(list(paths), inputs)
+        e = nothing_found(list(paths), inputs)
         e.message += f"; nor a probesim Scenario ({API_VERSION}, kind: Scenario)"
         raise e
     sel = _Selection(objects, skipped)
@@ -244,7 +244,7 @@ def generate(paths: Sequence[str], options: Options) -> Generated:
         raise InputError(_nothing_to_run(paths, objects, skipped))
     services = sel.services(run, routes)
     for s in services:
-        _check_service_name(s.name, docs)
+        check_service_name(s.name, docs)
     hpas = sel.hpas(run)
     istio = sel.istio(services)
     istio_objects(k8s.Objects(istio=istio))  # errors name the user's file and line

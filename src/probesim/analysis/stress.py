@@ -261,7 +261,7 @@ _NOT_APPLIED = {
 }
 
 
-def _not_run(base: dict[str, Any], w: Workload, stress: str) -> tuple[Scenario | None, str]:
+def stress_scenario(base: dict[str, Any], w: Workload, stress: str) -> tuple[Scenario | None, str]:
     """The stress's scenario, or why it is not run: it does not apply, the workload's values make
     no valid scenario (a rate of 10 per replica over the limit), or it would cost more than
     ``probesim run`` allows by default (checked before it starts, as run does)."""
@@ -402,7 +402,7 @@ def stress_suite(
         base = base_scenario(w, selected, given)
         shown = f"{w.kind}/{w.name}"
         for stress in SUITE:
-            sc, not_run = _not_run(base, w, stress)
+            sc, not_run = stress_scenario(base, w, stress)
             jobs.append((i, shown, w.metadata.namespace, stress, sc, th, not_run))
     workers = processes or min(len(jobs), os.cpu_count() or 1) or 1
     if workers <= 1 or len(jobs) <= 1:

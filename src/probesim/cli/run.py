@@ -159,7 +159,7 @@ def run(
 
         one_thread_per_worker()  # before numpy loads: the workers fork from this process
     from probesim.engine import simulate
-    from probesim.model.threshold import judged_by
+    from probesim.model.judged import judged_by
     from probesim.report.terminal import render_result
     from probesim.report.thresholds import render_thresholds, to_junit
     from probesim.results.thresholds import EXIT_CROSSED, crossed, evaluate

@@ -461,7 +461,7 @@ def _with_destinations(
 ) -> Route:
     """A route whose VirtualService route sends requests to other Services of the scenario
     (a traffic split across hosts) also holds their pods, each with the container serving
-    that Service's port: the client sidecars pick among them (engine/mesh.py)."""
+    that Service's port: the client sidecars pick among them (engine/sidecar/)."""
     t = r.traffic
     vroute = find_route(list(scenario.virtual_services), r.service.name, t.path, dict(t.headers), t.method)
     if vroute is None:

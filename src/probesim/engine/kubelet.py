@@ -34,6 +34,7 @@ from probesim.engine.fleet import (
     Fleet,
     ProbeSpecArrays,
 )
+from probesim.engine.outcomes import Outcome
 from probesim.model.scenario import ContainerBehavior, RouteCost
 
 I64 = npt.NDArray[np.int64]
@@ -41,8 +42,6 @@ INITIAL = {"startup": UNKNOWN, "readiness": FAILURE, "liveness": SUCCESS}
 # Steady workers skip the full path (and, on the step grid, are not stepped at all); False runs
 # every worker through it, as a check that the shortcut changes nothing (tests).
 SHORTCUTS = True
-# Why a run failed, for the Unhealthy event.
-OK, REFUSED, TIMEOUT, STATUS, ERROR = 0, 1, 2, 3, 4
 
 
 class ProbeWorkers:
@@ -416,8 +415,12 @@ class ProbeWorkers:
                 lat_ms = np.where(slow, timeout[loaded], np.ceil(lat)).astype(np.int64)
                 latency[loaded] = np.where(lat_ms >= self.step_ms, lat_ms, 0)
         passed = np.where(tcp, listening, listening & ~timed_out & (status >= 200) & (status < 400))
-        why = np.where(~listening, REFUSED, np.where(timed_out, TIMEOUT, np.where(passed, OK, STATUS)))
-        why = np.where(s.port_error[idx], ERROR, why)
+        why = np.where(
+            ~listening,
+            Outcome.REFUSED,
+            np.where(timed_out, Outcome.NO_ANSWER, np.where(passed, Outcome.OK, Outcome.ERROR_STATUS)),
+        )
+        why = np.where(s.port_error[idx], Outcome.HANDLER_ERROR, why)
         latency = np.where(s.port_error[idx], 0, latency)  # the port is resolved before connecting
         self.pending_passed[idx] = passed
         self.pending_instance[idx] = ctr.instance[idx]
@@ -434,11 +437,12 @@ class ProbeWorkers:
     def _apply(self, idx: I64, t: int, ctr: Containers, log: EventLog) -> I64:
         """Count finished runs toward the thresholds and write verdicts (§2.2.17-19)."""
         why = self.pending_why[idx]
-        for c in idx[why == ERROR]:
+        for c in idx[why == Outcome.HANDLER_ERROR]:
             pod, _ = self.fleet.container_label(int(c))
             msg = f"{self.title} probe errored and resulted in unknown state: {self.spec.error[int(c)]}"
             log.add(t, "Warning", "Unhealthy", f"pod/{pod}", msg)
-        idx = idx[why != ERROR]  # a handler error is thrown away: counters and cache unchanged
+        # A handler error is thrown away: counters and cache unchanged.
+        idx = idx[why != Outcome.HANDLER_ERROR]
         if idx.size == 0:
             return idx
         for c in idx[self.pending_warn[idx]]:
@@ -500,9 +504,9 @@ class ProbeWorkers:
     def _message(self, where: str, h: int, why: int, status: int, tmo: int) -> str:
         """An Unhealthy event's message, as the kubelet's prober words it."""
         if h == HTTP:
-            if why == REFUSED:
+            if why == Outcome.REFUSED:
                 msg = f'Get "{where}": dial tcp {where.split("/")[2]}: connect: connection refused'
-            elif why == TIMEOUT:
+            elif why == Outcome.NO_ANSWER:
                 msg = (
                     f'Get "{where}": context deadline exceeded '
                     "(Client.Timeout exceeded while awaiting headers)"
@@ -515,17 +519,17 @@ class ProbeWorkers:
             msg = f"dial tcp {where}: connect: connection refused"
         elif h == GRPC:
             msg = {
-                REFUSED: f'timeout: failed to connect service "{where}" within {tmo}s',
-                TIMEOUT: f"timeout: health rpc did not complete within {tmo}s",
-                STATUS: 'service unhealthy (responded with "NOT_SERVING")',
-            }[why]
+                Outcome.REFUSED: f'timeout: failed to connect service "{where}" within {tmo}s',
+                Outcome.NO_ANSWER: f"timeout: health rpc did not complete within {tmo}s",
+                Outcome.ERROR_STATUS: 'service unhealthy (responded with "NOT_SERVING")',
+            }[Outcome(why)]
         else:
             assert h == EXEC
             msg = {
-                REFUSED: f'command "{where}" exited with code 1',
-                TIMEOUT: f'command timed out: "{where}" timed out after {tmo}s',
-                STATUS: f'command "{where}" exited with code 1',
-            }[why]
+                Outcome.REFUSED: f'command "{where}" exited with code 1',
+                Outcome.NO_ANSWER: f'command timed out: "{where}" timed out after {tmo}s',
+                Outcome.ERROR_STATUS: f'command "{where}" exited with code 1',
+            }[Outcome(why)]
         return f"{self.title} probe failed: {msg}"
 
     def _rewake(self) -> None:

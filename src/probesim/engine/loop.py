@@ -10,7 +10,6 @@ engine/traffic.py, the summary built after the loop in engine/summary.py (both i
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
@@ -29,9 +28,9 @@ from probesim.engine.draws import generator
 from probesim.engine.events import EventLog
 from probesim.engine.fleet import FAILURE, RUNNING, SUCCESS, TERMINATING, Fleet, build
 from probesim.engine.kubelet import ProbeWorkers
-from probesim.engine.mesh import build_mesh
-from probesim.engine.summary import RunSummary
-from probesim.engine.traffic import TrafficPhases, _Connections
+from probesim.engine.sidecar.build import build_mesh
+from probesim.engine.summary import RunSummary, TrackedRollout
+from probesim.engine.traffic import Connections, TrafficPhases
 from probesim.model.scenario import (
     DeletePod,
     Scenario,
@@ -61,19 +60,6 @@ ROUTE_SERIES = (
 def simulate(scenario: Scenario) -> Result:
     """Run ``scenario``; the same scenario (including its seed) always gives the same Result."""
     return _Run(scenario).run()
-
-
-@dataclass
-class _Rollout:
-    """A rollout under way: what started it, toward which template, and how it went."""
-
-    wi: int
-    kind: str  # the action that started it
-    template: int
-    start: int
-    end: int | None = None
-    stalled: int | None = None
-    superseded: int | None = None
 
 
 class _Run(TrafficPhases, RunSummary):
@@ -112,7 +98,7 @@ class _Run(TrafficPhases, RunSummary):
             scenario, f.pod_workload, f.pod_template, f.pod_ordinal, f.plans, f.replica_set, self.log
         )
         self.desired = self.controllers.desired  # spec.replicas, which the HPA and scale actions set
-        self.rollouts: list[_Rollout] = []
+        self.rollouts: list[TrackedRollout] = []
         self.rolled_to: dict[int, int] = {}  # per Deployment: the template its last rollout went to
         # Readiness gates set by actions: per condition type, when it is True on each pod (INF:
         # False); None until an action sets one (then gates_at follows these).
@@ -143,7 +129,7 @@ class _Run(TrafficPhases, RunSummary):
         self.route_cache: list[tuple[int, I64, I64]] = [
             (-1, np.empty(0, np.int64), np.empty(0, np.int64))
         ] * len(f.routes)
-        self.conns = [_Connections(n) for _ in f.routes]
+        self.conns = [Connections(n) for _ in f.routes]
         self.uniform = [-1] * len(f.routes)
         self.mesh_view: dict[int, tuple[B, I64, I64]] = {}
 
@@ -284,7 +270,7 @@ class _Run(TrafficPhases, RunSummary):
             for r in self.rollouts:
                 if r.wi == wi and r.end is None and r.superseded is None:
                     r.superseded = t
-            self.rollouts.append(_Rollout(wi, a.kind, target, t))
+            self.rollouts.append(TrackedRollout(wi, a.kind, target, t))
             self.rolled_to[wi] = target
 
     def _track_rollouts(self, t: int) -> None:

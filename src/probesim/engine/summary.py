@@ -6,7 +6,7 @@ requests that failed during it), and the Result that carries them with the serie
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -17,15 +17,26 @@ from probesim.engine.containers import Containers
 from probesim.engine.controllers.deployment import replica_set_name
 from probesim.engine.controllers.workloads import Controllers, size_series
 from probesim.engine.fleet import Fleet
-from probesim.engine.mesh import Sidecars
+from probesim.engine.sidecar.split import Sidecars
 from probesim.model.scenario import Scenario, ScenarioSpec
 from probesim.results import CAUSES, Event, Result, RolloutSummary, RouteSummary, Span, WorkloadSummary
 
-if TYPE_CHECKING:
-    from probesim.engine.loop import _Rollout
-
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
+
+
+@dataclass
+class TrackedRollout:
+    """A rollout under way: what started it, toward which template, and how it went (the loop
+    tracks it, the summary reports it)."""
+
+    wi: int
+    kind: str  # the action that started it
+    template: int
+    start: int
+    end: int | None = None
+    stalled: int | None = None
+    superseded: int | None = None
 
 
 class RunSummary:
@@ -37,7 +48,7 @@ class RunSummary:
     ctr: Containers
     controllers: Controllers
     mesh: dict[int, Sidecars]
-    rollouts: list[_Rollout]
+    rollouts: list[TrackedRollout]
     admitted_at: I64
     first_ready: I64
     latency_cdf: F64

@@ -28,7 +28,8 @@ from probesim.engine.capacity import (
 )
 from probesim.engine.containers import Containers
 from probesim.engine.fleet import RUNNING, Fleet, Route
-from probesim.engine.mesh import Sidecars
+from probesim.engine.outcomes import REQUEST_CODES, Outcome
+from probesim.engine.sidecar.split import Sidecars
 from probesim.model.scenario import ScenarioSpec
 
 I64 = npt.NDArray[np.int64]
@@ -41,7 +42,7 @@ SYN_AT_MS = (0, 1_000, 3_000, 7_000, 15_000, 31_000, 63_000)
 SYN_GIVE_UP_MS = 127_000
 
 
-class _Connections:
+class Connections:
     """A route's client connections: with keep-alive, the open ones per pod (with the instance
     of the container they reached) and the clients (k6 VUs) holding none; and the requests
     whose connection is still being opened (``noEndpoint: retransmit``)."""
@@ -102,7 +103,7 @@ class TrafficPhases:
     version: int
     visible_history: deque[tuple[int, B]]
     route_cache: list[tuple[int, I64, I64]]
-    conns: list[_Connections]
+    conns: list[Connections]
     uniform: list[int]
     mesh_view: dict[int, tuple[B, I64, I64]]
     rates: F64
@@ -255,29 +256,29 @@ class TrafficPhases:
                 if self.uniform[ri] >= 0 and not self.capacity.any:
                     # Every endpoint in one category: the split changes no count.
                     route.cursor = (route.cursor + n) % kk
-                    counts = np.zeros(5, np.int64)
+                    counts = np.zeros(REQUEST_CODES, np.int64)
                     counts[self.uniform[ri]] = n
                 else:
                     per_ep = np.full(kk, n // kk, np.int64)
                     per_ep[(route.cursor + np.arange(n % kk)) % kk] += 1
                     route.cursor = (route.cursor + n) % kk
-                    counts = np.bincount(cat, weights=per_ep, minlength=5).astype(np.int64)
+                    counts = np.bincount(cat, weights=per_ep, minlength=REQUEST_CODES).astype(np.int64)
             if mesh is not None or route.traffic.keep_alive:
                 counts = (
-                    np.bincount(cat, weights=per_ep, minlength=5).astype(np.int64)
+                    np.bincount(cat, weights=per_ep, minlength=REQUEST_CODES).astype(np.int64)
                     if kk
-                    else np.zeros(5, np.int64)
+                    else np.zeros(REQUEST_CODES, np.int64)
                 )
-            col["restarting"][k] += counts[1]
-            col["not_answering"][k] += counts[2]
-            col["error_status"][k] += counts[3]
-            ok_now = int(counts[4])
+            col["restarting"][k] += counts[Outcome.REFUSED]
+            col["not_answering"][k] += counts[Outcome.NO_ANSWER]
+            col["error_status"][k] += counts[Outcome.ERROR_STATUS]
+            ok_now = int(counts[Outcome.OK])
             cap = self.capacity
             if cap.any and kk:
                 # Requests to loaded containers join their backlog; they finish (or time out)
                 # when served, in _serve. What does not fit is refused at once.
                 tc = route.target_container[eps]
-                queued = (cat == 4) & cap.loaded[tc] & (per_ep > 0)
+                queued = (cat == Outcome.OK) & cap.loaded[tc] & (per_ep > 0)
                 if queued.any():
                     qc = tc[queued]
                     qx = span(qc)  # usually consecutive: views, not gathers
@@ -444,15 +445,19 @@ class TrafficPhases:
         return out
 
     def _categories(self, route: Route, pods: I64) -> I64:
-        """What a request meets on each of ``pods``: 1 nothing listening, 2 hung, 3 an error
-        status, 4 an answer (0 is unused)."""
+        """What a request meets on each of ``pods`` (an Outcome): nothing listening, hung, an
+        error status, an answer."""
         beh = self.fleet.behaviors
         tc = route.target_container[pods]
         status = beh.status[route.target, tc]
         return np.where(
             ~beh.listening[tc] | route.closed[pods],
-            1,
-            np.where(beh.hung[tc], 2, np.where((status >= 400) | (status < 200), 3, 4)),
+            Outcome.REFUSED,
+            np.where(
+                beh.hung[tc],
+                Outcome.NO_ANSWER,
+                np.where((status >= 400) | (status < 200), Outcome.ERROR_STATUS, Outcome.OK),
+            ),
         )
 
     def _keep_alive(

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from probesim.engine.mesh import Detector
+from probesim.engine.sidecar.outlier import Detector
 from probesim.model.scenario import Scenario
 from probesim.results import Event, Result
 
@@ -265,7 +265,7 @@ def compare(
 def simulated_hosts(scenario: Scenario) -> dict[str, str]:
     """The simulation's upstream addresses (as its sidecars log them) → pod names."""
     from probesim.engine.fleet import build
-    from probesim.engine.mesh import build_mesh
+    from probesim.engine.sidecar.build import build_mesh
 
     fleet = build(scenario)
     out: dict[str, str] = {}

@@ -36,7 +36,7 @@ import numpy as np
 from probesim.consecutive import next_run, reaches_threshold
 from probesim.engine.containers import MIN_GRACE, back_off
 from probesim.engine.fleet import injected
-from probesim.engine.mesh import istio_for
+from probesim.engine.sidecar.build import istio_for
 from probesim.errors import InputError
 from probesim.lab.dependency import DependencyServer, env_name
 from probesim.lab.envoy import Envoy, inbound_bootstrap
@@ -662,7 +662,7 @@ class Lab:
 
     def _target(self, t: Traffic) -> tuple[str, bool]:
         """The Service a traffic route calls, and whether its requests go through Envoy: the
-        simulation's rule (``engine.mesh.istio_for``)."""
+        simulation's rule (``engine.sidecar.build.istio_for``)."""
         service = self.scenario.service_for(t).name
         rule, vroute = istio_for(self.scenario, service, t)
         return service, rule is not None or vroute is not None

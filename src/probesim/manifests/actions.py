@@ -10,6 +10,7 @@ from typing import Any
 
 from probesim.errors import InputError
 from probesim.manifests import kubernetes as k8s
+from probesim.manifests.durations import durations
 from probesim.manifests.yamlsrc import Doc, Path_
 from probesim.model.duration import format_ms
 from probesim.model.kubernetes import Workload
@@ -84,7 +85,7 @@ def _plan(s: Scenario, head: Doc, fail: Fail, w: Workload) -> None:
         doc = Doc(file=head.file, data=data, line=head.line_of(prefix), lines=lines)
         obj = f"{a.kind} of {w.kind} {w.name} at {format_ms(a.at)}"
         full = {"apiVersion": "apps/v1", **data}
-        new, _ = k8s._workload(doc, (), full, obj)
+        new, _ = k8s.read_workload(doc, (), full, obj)
         return new
 
     # Imported here: the engine (numpy) loads only for scenarios that roll something out.
@@ -94,7 +95,6 @@ def _plan(s: Scenario, head: Doc, fail: Fail, w: Workload) -> None:
         p = plan(s, w.name, build)
     except PlanError as e:
         raise fail(("spec", "actions", e.action, *e.path), e.message) from None
-    from probesim.manifests.scenario import _durations  # the scenario loader imports this module
 
     step = s.spec.step
     for i, t in p.template_of.items():
@@ -110,7 +110,7 @@ def _plan(s: Scenario, head: Doc, fail: Fail, w: Workload) -> None:
                     f"the rolled-out template has no container {cname!r}; containers: {', '.join(cnames)}",
                 )
         alone = s.spec.model_copy(update={"behavior": {w.name: a.behavior}, "actions": (), "traffic": ()})
-        for path, ms in _durations(alone):
+        for path, ms in durations(alone):
             if path[:2] == ("spec", "behavior") and ms % step:
                 where = ("spec", "actions", i, "behavior", *path[3:])
                 raise fail(where, f"{format_ms(ms)} is not a multiple of the step ({format_ms(step)})")

@@ -315,7 +315,7 @@ def _parse_object(
         hint = f"; did you mean {near[0]!r}?" if near else f"; {api} serves: {', '.join(sorted(known))}"
         raise _err(doc, base, ("kind",), obj, f"unknown kind {kind!r} for {api}{hint}")
     if kind in WORKLOAD_VERSIONS and api in WORKLOAD_VERSIONS[kind]:
-        w, spec_path = _workload(doc, base, _pruned(data), obj)
+        w, spec_path = read_workload(doc, base, _pruned(data), obj)
         out.workloads.append(w)
         out._add(w, Origin(doc, base, spec_path))
         return w
@@ -364,7 +364,7 @@ class _Counts(OpenModel):
     selector: dict[str, str] | None = None  # ReplicationController: a plain label map
 
 
-def _workload(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> tuple[Workload, Path_]:
+def read_workload(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> tuple[Workload, Path_]:
     """A workload and the path of its pod spec inside ``data``."""
     kind = data["kind"]
     if kind == "Pod":

@@ -16,9 +16,11 @@ from pydantic import ValidationError
 from probesim.errors import InputError, InputWarning
 from probesim.manifests import kubernetes as k8s
 from probesim.manifests.actions import check_actions
+from probesim.manifests.durations import durations
 from probesim.manifests.errors import field_path, from_validation
 from probesim.manifests.yamlsrc import Doc, Path_, load_docs, read_text
 from probesim.model.duration import format_ms
+from probesim.model.judged import unknown_name
 from probesim.model.kubernetes import Workload
 from probesim.model.scenario import (
     API_VERSION,
@@ -29,7 +31,6 @@ from probesim.model.scenario import (
     WorkloadBehavior,
 )
 from probesim.model.threshold import parse as parse_threshold
-from probesim.model.threshold import unknown_name
 from probesim.overrides import Applied, Override, apply_to_manifests, apply_to_scenario, attribute
 
 MAX_TEXT = 4096  # characters in a key or value of the scenario document
@@ -131,7 +132,7 @@ def _from_text(
     objects = k8s.parse(kube_docs, unique=True)
     workloads = _simulated(objects)
     for sv in objects.services:
-        _check_service_name(sv.name, kube_docs)
+        check_service_name(sv.name, kube_docs)
     from probesim.mesh.load import istio_objects, say_unsimulated_destinations
 
     rules, vss = istio_objects(objects)
@@ -265,7 +266,7 @@ def _series_points(path: Path) -> list[tuple[int, float]]:
     return points
 
 
-def _check_service_name(name: str, docs: Sequence[Doc]) -> None:
+def check_service_name(name: str, docs: Sequence[Doc]) -> None:
     """A Service's name is a DNS label (its DNS name is <name>.<namespace>.svc), as the API
     server checks; ObjectMeta has checked it is a subdomain."""
     if len(name) <= 63 and "." not in name:
@@ -330,7 +331,7 @@ def _cross_check(s: Scenario, head: Doc) -> None:
     step = spec.step
     if step <= 0 or 1000 % step:
         raise fail(("spec", "step"), f"step {format_ms(step)} must divide 1s (e.g. 1s, 500ms, 100ms, 10ms)")
-    for path, ms in _durations(spec):
+    for path, ms in durations(spec):
         if ms % step:
             raise fail(
                 path,
@@ -460,29 +461,3 @@ def _is_pod(s: Scenario, name: str) -> bool:
         if digits and str(int(ordinal)) == ordinal and int(ordinal) < w.spec.replicas:
             return True
     return False
-
-
-def _durations(spec: ScenarioSpec) -> list[tuple[Path_, int]]:
-    """Every time value of the scenario spec, with its path in the file."""
-    out: list[tuple[Path_, int]] = [
-        (("spec", "duration"), spec.duration),
-        (("spec", "endpointDelay"), spec.endpoint_delay),
-        *((("spec", "actions", i, "at"), a.at) for i, a in enumerate(spec.actions)),
-    ]
-    for i, t in enumerate(spec.traffic):
-        out += [(("spec", "traffic", i, "start"), t.start)]
-        out += [(("spec", "traffic", i, "stop"), t.stop)] if t.stop is not None else []
-    for wname, wb in spec.behavior.items():
-        base: Path_ = ("spec", "behavior", wname)
-        out += [((*base, "readinessGates", g), ms) for g, ms in wb.readiness_gates.items()]
-        groups = [((*base, "containers"), wb.containers)]
-        groups += [((*base, "pods", i, "containers"), ov.containers) for i, ov in enumerate(wb.pods)]
-        for gpath, containers in groups:
-            for cname, cb in containers.items():
-                cpath = (*gpath, cname)
-                out += [((*cpath, "start"), cb.start), ((*cpath, "shutdown"), cb.shutdown)]
-                for j, ep in enumerate(cb.episodes):
-                    for key, ms in (("after", ep.after), ("at", ep.at), ("for", getattr(ep, "for_", None))):
-                        if ms is not None:
-                            out.append(((*cpath, "episodes", j, key), ms))
-    return out

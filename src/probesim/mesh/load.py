@@ -50,7 +50,7 @@ def say_unsimulated_destinations(
     """For a simulation: a route whose destinations the engine cannot follow (a host that is no
     Service of the scenario, a subset no DestinationRule of its host defines) is said once as a
     warning naming its file and line. Splits by weight and subset and other Services of the
-    scenario are simulated (engine/mesh.py, SplitRoute)."""
+    scenario are simulated (engine/sidecar/split.py, SplitRoute)."""
     subsets = {(r.spec.host.split(".")[0], s.name) for r in rules for s in r.spec.subsets}
     for i, r in enumerate(v.spec.http):
         missing = [

@@ -2,7 +2,7 @@
 (``errors: rate<0.01``, ``p95{route:/api}: <500ms``, ``restarts: ==0``, ``ready: min>=2``).
 
 This module reads a line into a ``Threshold`` and says clearly what is wrong with one it
-cannot read; the names a tag gives are checked against the scenario (``unknown_name``).
+cannot read; the names a tag gives are checked against a scenario in probesim.model.judged.
 What a threshold measures on a run is probesim.results.thresholds'.
 """
 
@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
 from probesim.model.duration import parse_ms_float
-
-if TYPE_CHECKING:
-    from probesim.model.scenario import Scenario
 
 Op = Literal["<", "<=", ">", ">=", "==", "!="]
 Kind = Literal["rate", "count", "duration", "replicas"]  # how a value is written and shown
@@ -229,24 +225,6 @@ def _value(kind: Kind, text: str, line: str) -> tuple[float, bool]:
     return value, False
 
 
-def unknown_name(th: Threshold, scenario: Scenario) -> str | None:
-    """Why the name a threshold's tag gives is not in the scenario, or None."""
-    if th.tag is None:
-        return None
-    key, value = th.tag
-    known: list[str]
-    if key == "route":
-        known = [t.label for t in scenario.spec.traffic]
-    elif key == "service":
-        known = [s.name for s in scenario.services]
-    else:
-        known = [w.name for w in scenario.workloads]
-    if value in known:
-        return None
-    shown = ", ".join(known[:20]) + (", …" if len(known) > 20 else "")
-    return f"{th.text!r}: no {key} {value!r} in this scenario; {key}s: {shown or '(none)'}"
-
-
 def _line(value: Any) -> str:
     """A line, or the one-key mapping YAML makes of an unquoted ``- errors: rate<0.01``."""
     if isinstance(value, dict) and len(value) == 1:
@@ -280,25 +258,3 @@ ThresholdLine = Annotated[
         "as its own."
     ),
 ]
-
-
-def judged_by(scenario: Scenario, extra: Sequence[str], file: str | None = None) -> list[Threshold]:
-    """The thresholds a run of ``scenario`` (read from ``file``) is judged by: its
-    spec.thresholds, then ``extra`` (--threshold lines); InputError for a line that does not
-    read or names what the scenario does not have."""
-    from probesim.errors import InputError
-
-    own = len(scenario.spec.thresholds)
-    out = []
-    for i, line in enumerate((*scenario.spec.thresholds, *extra)):
-        mine = i < own
-        field = f"spec.thresholds[{i}]" if mine else "--threshold"
-        try:
-            th = parse(line)
-        except ValueError as e:
-            raise InputError(str(e), file=file if mine else None, field=field) from None
-        problem = unknown_name(th, scenario)
-        if problem is not None:
-            raise InputError(problem, file=file if mine else None, field=field)
-        out.append(th)
-    return out

@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal, Protocol, TypeVar
 
-from probesim.analysis.stress import STRESSES, _not_run, base_scenario
+from probesim.analysis.stress import STRESSES, base_scenario, stress_scenario
 from probesim.engine import simulate
 from probesim.engine.capacity import probe_cost
 from probesim.model.duration import parse_ms
@@ -209,7 +209,7 @@ def plan(inputs: TuneInputs, space: Space, setting: Setting) -> list[Run]:
     load = {"probe_rps": rps, "probe_cpu_m": cpu, "app_start_ms": start}
     runs = []
     for stress in STRESSES:
-        sc, _why = _not_run(base, w, stress)
+        sc, _why = stress_scenario(base, w, stress)
         if sc is not None:
             runs.append(Run(f"stress {stress}", "stress", sc, w.name, 0, needless, **load))  # type: ignore[arg-type]
     if inputs.given:

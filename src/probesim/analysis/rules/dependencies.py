@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 from probesim.analysis.context import Context
 from probesim.analysis.findings import REGISTRY, Finding
-from probesim.analysis.rules.mesh import _istio, _routes
-from probesim.analysis.rules.timing import _path
+from probesim.analysis.rules.mesh import http_routes, istio_docs
+from probesim.analysis.rules.timing import http_path
 from probesim.engine.capacity import probe_cost
 
 rule = REGISTRY.rule
@@ -26,13 +26,13 @@ rule = REGISTRY.rule
 def liveness_dependency(ctx: Context) -> Iterator[Finding]:
     for t in ctx.targets:
         p = t.container.liveness_probe
-        if p is None or t.behavior is None or _path(p) is None:
+        if p is None or t.behavior is None or http_path(p) is None:
             continue
-        calls = probe_cost(t.behavior, _path(p) or "/").calls
+        calls = probe_cost(t.behavior, http_path(p) or "/").calls
         if calls:
             deps = ", ".join(c.dependency for c in calls)
             yield ctx.finding(
-                "PS016", t, f"livenessProbe {_path(p)} calls {deps}", ("livenessProbe", "httpGet", "path")
+                "PS016", t, f"livenessProbe {http_path(p)} calls {deps}", ("livenessProbe", "httpGet", "path")
             )
 
 
@@ -46,15 +46,15 @@ def liveness_dependency(ctx: Context) -> Iterator[Finding]:
 def readiness_dependency(ctx: Context) -> Iterator[Finding]:
     for t in ctx.targets:
         p = t.container.readiness_probe
-        if p is None or t.behavior is None or _path(p) is None:
+        if p is None or t.behavior is None or http_path(p) is None:
             continue
-        calls = probe_cost(t.behavior, _path(p) or "/").calls
+        calls = probe_cost(t.behavior, http_path(p) or "/").calls
         daemon = t.workload.kind == "DaemonSet"
         if calls and (t.workload.spec.replicas > 1 or daemon):
             deps = ", ".join(c.dependency for c in calls)
             who = "every node's pod" if daemon else f"all {t.workload.spec.replicas} replicas"
             yield ctx.finding(
-                "PS017", t, f"readinessProbe {_path(p)} calls {deps}, shared by {who}",
+                "PS017", t, f"readinessProbe {http_path(p)} calls {deps}, shared by {who}",
                 ("readinessProbe", "httpGet", "path"),
             )  # fmt: skip
 
@@ -69,8 +69,8 @@ def readiness_dependency(ctx: Context) -> Iterator[Finding]:
 )  # fmt: skip
 def retry_amplification(ctx: Context) -> Iterator[Finding]:
     mesh = 1
-    for _doc, _base, data, _obj in _istio(ctx, "VirtualService"):
-        for _i, r in _routes(data):
+    for _doc, _base, data, _obj in istio_docs(ctx, "VirtualService"):
+        for _i, r in http_routes(data):
             retries = r.get("retries")
             attempts = retries.get("attempts") if isinstance(retries, dict) else 2  # Istio's default: 2
             mesh = max(mesh, 1 + int(attempts or 0))

@@ -16,7 +16,7 @@ rule = REGISTRY.rule
 # -- Istio ------------------------------------------------------------------------------------
 
 
-def _istio(ctx: Context, kind: str) -> Iterator[tuple[Any, Any, dict[str, Any], str]]:
+def istio_docs(ctx: Context, kind: str) -> Iterator[tuple[Any, Any, dict[str, Any], str]]:
     for doc, base, data in ctx.objects.istio:
         if data.get("kind") == kind:
             name = get_path(data, ("metadata", "name"))
@@ -69,7 +69,7 @@ def _retries_plan(data: dict[str, Any]) -> dict[str, Any]:
     with no timeout to share keeps its retries (its finding says what to set)."""
     routes = list(get_path(data, ("spec", "http")) or [])
     changed = False
-    for i, route in _routes(data):
+    for i, route in http_routes(data):
         retries = route.get("retries")
         if not (
             isinstance(retries, dict)
@@ -108,7 +108,7 @@ def _endpoints(ctx: Context, host: str, namespace: str) -> int | None:
     "Set maxEjectionPercent explicitly (for example 50).",
 )  # fmt: skip
 def max_ejection_default(ctx: Context) -> Iterator[Finding]:
-    for doc, base, data, obj in _istio(ctx, "DestinationRule"):
+    for doc, base, data, obj in istio_docs(ctx, "DestinationRule"):
         host = str(get_path(data, ("spec", "host")) or "")
         n = _endpoints(ctx, host, str(get_path(data, ("metadata", "namespace")) or "default"))
         for path, tp in _policies(data):
@@ -135,7 +135,7 @@ def max_ejection_default(ctx: Context) -> Iterator[Finding]:
     "Keep maxEjectionPercent below 100, or set minHealthPercent so the panic mode can help.",
 )  # fmt: skip
 def eject_everything(ctx: Context) -> Iterator[Finding]:
-    for doc, base, data, obj in _istio(ctx, "DestinationRule"):
+    for doc, base, data, obj in istio_docs(ctx, "DestinationRule"):
         for path, tp in _policies(data):
             od = tp.get("outlierDetection")
             if (
@@ -163,7 +163,7 @@ def eject_everything(ctx: Context) -> Iterator[Finding]:
     "Use consecutive5xxErrors of 3 or more.",
 )  # fmt: skip
 def consecutive_one(ctx: Context) -> Iterator[Finding]:
-    for doc, base, data, obj in _istio(ctx, "DestinationRule"):
+    for doc, base, data, obj in istio_docs(ctx, "DestinationRule"):
         for path, tp in _policies(data):
             od = tp.get("outlierDetection")
             if isinstance(od, dict) and od.get("consecutive5xxErrors") == 1:
@@ -179,7 +179,7 @@ def consecutive_one(ctx: Context) -> Iterator[Finding]:
                 )
 
 
-def _routes(data: dict[str, Any]) -> Iterator[tuple[int, dict[str, Any]]]:
+def http_routes(data: dict[str, Any]) -> Iterator[tuple[int, dict[str, Any]]]:
     for i, r in enumerate(get_path(data, ("spec", "http")) or []):
         if isinstance(r, dict):
             yield i, r
@@ -204,8 +204,8 @@ def _only_reads(route: dict[str, Any]) -> bool:
     "Mirror only GET/HEAD routes (match on method), or make the mirror target side-effect free.",
 )  # fmt: skip
 def mirror_writes(ctx: Context) -> Iterator[Finding]:
-    for doc, base, data, obj in _istio(ctx, "VirtualService"):
-        for i, r in _routes(data):
+    for doc, base, data, obj in istio_docs(ctx, "VirtualService"):
+        for i, r in http_routes(data):
             if ("mirror" in r or "mirrors" in r) and not _only_reads(r):
                 key = "mirror" if "mirror" in r else "mirrors"
                 yield ctx.raw_finding(
@@ -227,8 +227,8 @@ def mirror_writes(ctx: Context) -> Iterator[Finding]:
     "Set perTryTimeout below the client's timeout, and retryOn to include the failures to retry.",
 )  # fmt: skip
 def retries_per_try(ctx: Context) -> Iterator[Finding]:
-    for doc, base, data, obj in _istio(ctx, "VirtualService"):
-        for i, r in _routes(data):
+    for doc, base, data, obj in istio_docs(ctx, "VirtualService"):
+        for i, r in http_routes(data):
             retries = r.get("retries")
             if (
                 isinstance(retries, dict)

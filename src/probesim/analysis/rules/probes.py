@@ -8,12 +8,12 @@ from probesim.analysis.context import Context
 from probesim.analysis.findings import REGISTRY, Finding
 from probesim.analysis.rules.timing import (
     Timing,
-    _probes,
     as_strict,
     check_ms,
     exec_timeout_short,
     liveness_slow,
     plan,
+    probes_of,
     readiness_slow,
     restart_grace,
     stricter,
@@ -57,7 +57,7 @@ def readiness_missing(ctx: Context) -> Iterator[Finding]:
 )  # fmt: skip
 def port_not_declared(ctx: Context) -> Iterator[Finding]:
     for t in ctx.targets:
-        for kind, p in _probes(t):
+        for kind, p in probes_of(t):
             handler = p.http_get or p.tcp_socket
             if handler is not None and container_port(t.container, handler.port) is None:
                 h = "httpGet" if p.http_get is not None else "tcpSocket"
@@ -86,7 +86,7 @@ def port_not_exposed(ctx: Context) -> Iterator[Finding]:
         declared = {cp.container_port for cp in t.container.ports}
         if not declared:
             continue
-        for kind, p in _probes(t):
+        for kind, p in probes_of(t):
             handler = p.http_get or p.tcp_socket
             if handler is not None and isinstance(handler.port, int) and handler.port not in declared:
                 h = "httpGet" if p.http_get is not None else "tcpSocket"
@@ -196,7 +196,7 @@ def liveness_shares_path(ctx: Context) -> Iterator[Finding]:
 )  # fmt: skip
 def timeout_below_check_time(ctx: Context) -> Iterator[Finding]:
     for t in ctx.targets:
-        for kind, p in _probes(t):
+        for kind, p in probes_of(t):
             if timeout_below_check(t, p):
                 msg = f"{kind}Probe takes {format_ms(int(check_ms(t, p)))} a check, timeoutSeconds is "
                 msg += f"{p.timeout_seconds}"
@@ -234,7 +234,7 @@ def liveness_threshold_one(ctx: Context) -> Iterator[Finding]:
 )  # fmt: skip
 def timeout_ge_period(ctx: Context) -> Iterator[Finding]:
     for t in ctx.targets:
-        for kind, p in _probes(t):
+        for kind, p in probes_of(t):
             if timeout_not_below_period(Timing.of(p)):
                 pl = plan(ctx, t)
                 yield ctx.finding(
@@ -307,7 +307,7 @@ def readiness_slow_removal(ctx: Context) -> Iterator[Finding]:
 )  # fmt: skip
 def exec_timeout(ctx: Context) -> Iterator[Finding]:
     for t in ctx.targets:
-        for kind, p in _probes(t):
+        for kind, p in probes_of(t):
             if exec_timeout_short(Timing.of(p)):
                 given = (
                     "timeoutSeconds 1"

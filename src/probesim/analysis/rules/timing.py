@@ -24,7 +24,7 @@ EXEC_TIMEOUT = 5  # an exec probe's timeout: a process start under load fits (re
 PROBE_GRACE = 10  # livenessProbe.terminationGracePeriodSeconds a fix sets
 
 
-def _probes(t: Target) -> Iterator[tuple[ProbeType, Probe]]:
+def probes_of(t: Target) -> Iterator[tuple[ProbeType, Probe]]:
     for kind in KINDS:
         p = t.container.probe(kind)
         if p is not None:
@@ -37,7 +37,7 @@ def _threshold_for(start_ms: int, p: Probe) -> int:
     return max(3, -int(-need_ms // (p.period_seconds * 1000)))
 
 
-def _path(p: Probe) -> str | None:
+def http_path(p: Probe) -> str | None:
     return p.http_get.path if p.http_get is not None else None
 
 
@@ -277,7 +277,7 @@ def plan(ctx: Context, t: Target) -> Plan:
     docs/rules.md, "How fixes are computed")."""
     th = ctx.thresholds
     det_s = th.detection_target_ms // 1000
-    before = {kind: Timing.of(p) for kind, p in _probes(t)}
+    before = {kind: Timing.of(p) for kind, p in probes_of(t)}
     after = dict(before)
     added: dict[ProbeType, dict[str, Any]] = {}
     handler_note = ""

@@ -1,0 +1,104 @@
+"""What a VirtualService route asks of the sidecars that send its requests (RoutePolicy):
+fault injection (aborts and delays, as shares of the requests), retries (attempts and the
+failures retry_on names, Istio's default without a retries block), the timeouts (when a
+hung host's request ends with a 504, and when it reaches outlier detection) and mirroring.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from probesim.mesh.envoy import DEFAULT_RETRY_ON
+from probesim.mesh.istio import HTTPRoute, ms
+
+I64 = npt.NDArray[np.int64]
+
+
+@dataclass
+class RoutePolicy:
+    abort: float  # the share of requests fault injection aborts
+    delay: float  # the share it delays (counted only)
+    retries: int  # attempts
+    retry_connect: bool
+    retry_5xx: bool
+    retry_gateway: bool
+    retry_codes: set[int]
+    retry_timeout: bool
+    times_out: bool  # a hung host's request ends with a 504 (a route or per-try timeout)
+    timeout_ms: int  # when a timed-out request reaches its host's monitor (0: never)
+    mirror: float  # copies per request
+
+    @classmethod
+    def of(cls, route: HTTPRoute | None) -> RoutePolicy:
+        """The policy of a VirtualService route (None: Istio's defaults)."""
+        f = route.fault if route else None
+        abort = (
+            (f.abort.percentage.value / 100 if f and f.abort and f.abort.percentage else 0.0) if f else 0.0
+        )
+        delay = (
+            (f.delay.percentage.value / 100 if f and f.delay and f.delay.percentage else 0.0) if f else 0.0
+        )
+        retries = route.retries if route else None
+        retries_n = 2 if retries is None else max(retries.attempts, 0)
+        retry_on = [
+            x.strip()
+            for x in (retries.retry_on if retries and retries.retry_on else DEFAULT_RETRY_ON).split(",")
+        ]
+        retry_connect = retries_n > 0 and bool(
+            {"connect-failure", "reset", "5xx", "gateway-error"} & set(retry_on)
+        )
+        retry_5xx = retries_n > 0 and "5xx" in retry_on
+        retry_gateway = retries_n > 0 and ("gateway-error" in retry_on or retry_5xx)
+        retry_codes = {int(x) for x in retry_on if x.isdigit()} if retries_n > 0 else set()
+        # A per-try timeout is retried only as a reset (§5.5.4).
+        retry_timeout = retries_n > 0 and bool({"5xx", "gateway-error", "reset"} & set(retry_on))
+        timeout = (route.retries.per_try_timeout if route and route.retries else None) or (
+            route.timeout if route else None
+        )
+        times_out = timeout is not None and ms(timeout) not in (None, 0)
+        # When a timed-out request reaches outlier detection: the router's timer fires
+        # onResponseTimeout (global timeout, armed at onRequestComplete) or the per-try timeout,
+        # whichever is first; both call updateOutlierDetection(LocalOriginTimeout) (router.cc).
+        limits = [
+            ms(x)
+            for x in (
+                route.retries.per_try_timeout if route and route.retries else None,
+                route.timeout if route else None,
+            )
+            if x
+        ]
+        timeout_ms = min((v for v in limits if v), default=0)
+        mirror = 0.0
+        if route is not None:
+            if route.mirror is not None:
+                mirror = route.mirror_percentage.value / 100 if route.mirror_percentage else 1.0
+            mirror += sum((m.percentage.value / 100 if m.percentage else 1.0) for m in route.mirrors)
+        return cls(
+            abort,
+            delay,
+            retries_n,
+            retry_connect,
+            retry_5xx,
+            retry_gateway,
+            retry_codes,
+            retry_timeout,
+            times_out,
+            timeout_ms,
+            mirror,
+        )
+
+    def retriable(
+        self, refused: npt.NDArray[np.bool_], hung: npt.NDArray[np.bool_], st: I64
+    ) -> npt.NDArray[np.bool_]:
+        """Which hosts' failures the route's retry_on retries."""
+        out = refused & self.retry_connect
+        out |= hung & (st == 504) & self.retry_timeout
+        answered = ~refused & ~hung
+        out |= answered & (st >= 500) & self.retry_5xx
+        out |= answered & (st >= 502) & (st <= 504) & self.retry_gateway
+        if self.retry_codes:
+            out |= answered & np.isin(st, list(self.retry_codes))
+        return out
