@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("lab", ("probesim.lab",)),
     ("inputs", ("probesim.manifests", "probesim.mesh.load", "probesim.overrides", "probesim.scenarios")),
     ("batch", ("probesim.runs", "probesim.montecarlo", "probesim.sweep")),
-    ("analysis", ("probesim.analysis", "probesim.tune")),
+    ("analysis", ("probesim.analysis", "probesim.tune", "probesim.fit")),
     ("outputs", ("probesim.report",)),
     ("cli", ("probesim.cli",)),
 )
