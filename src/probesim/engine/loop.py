@@ -34,6 +34,7 @@ from probesim.engine.summary import RunSummary
 from probesim.engine.traffic import TrafficPhases, _Connections
 from probesim.model.scenario import (
     DeletePod,
+    Partition,
     Scenario,
     SetReadinessGate,
 )
@@ -205,6 +206,23 @@ class _Run(TrafficPhases, RunSummary):
         self.dirty = True
         self.version += 1
 
+    def _named(self, t: int, names: list[str]) -> list[int]:
+        """``kubectl delete pod NAME``: the pod of that name that exists now — a StatefulSet's
+        replacement keeps its predecessor's name, so after a rollout (or an earlier deletion)
+        the name is the live replacement's. None: ``pods "NAME" not found``."""
+        f = self.fleet
+        out = []
+        for name in names:
+            live = [
+                p for p, n in enumerate(f.pod_names) if n == name and self.admitted[p] and not self.gone[p]
+            ]
+            if live:
+                out.append(live[-1])
+                continue
+            msg = f'Error from server (NotFound): pods "{name}" not found'
+            self.log.add(t, "Warning", "NotFound", f"pod/{name}", msg, "kubectl")
+        return out
+
     def _per_pod(self, op: np.ufunc, x: npt.NDArray[Any]) -> npt.NDArray[Any]:
         """``op`` over each pod's containers of per-container ``x`` (its reduceat)."""
         if self._one_per_pod:
@@ -279,7 +297,10 @@ class _Run(TrafficPhases, RunSummary):
                 target = st.update_revision
             else:
                 continue
-            if target == self.rolled_to.get(wi, 0):
+            # A partition lowered (or raised) while pods wait for the update revision: kubectl
+            # rollout status waits again, for the ordinals from the new partition up.
+            repartition = isinstance(a, Partition) and st is not None and st.current_revision != target
+            if target == self.rolled_to.get(wi, 0) and not repartition:
                 continue
             for r in self.rollouts:
                 if r.wi == wi and r.end is None and r.superseded is None:
@@ -605,11 +626,11 @@ class _Run(TrafficPhases, RunSummary):
         counted_version = -1
         admit_version, to_admit = -1, False
         counts: list[tuple[int, int, int]] = []  # per workload: current, ready, restarts
-        actions: dict[int, list[int]] = {}
+        actions: dict[int, list[str]] = {}
         others: dict[int, list[int]] = {}
         for i, a in enumerate(spec.actions):
             if isinstance(a, DeletePod):
-                actions.setdefault(a.at, []).append(f.pod_names.index(a.pod))
+                actions.setdefault(a.at, []).append(a.pod)
             else:
                 others.setdefault(a.at, []).append(i)
         # The start-up ramp, per route: open until every workload behind it first has all its
@@ -625,7 +646,7 @@ class _Run(TrafficPhases, RunSummary):
             if t in others:
                 self._act(t, others[t])
             if t in actions:
-                self._delete(t, actions[t])
+                self._delete(t, self._named(t, actions[t]))
             if self.any_deleting:
                 self._reap()
             if self.autoscalers:

@@ -22,6 +22,7 @@ from probesim.errors import InputError
 from probesim.model.kubernetes import Container, Workload
 from probesim.model.scenario import (
     ContainerBehavior,
+    Partition,
     Pause,
     Restart,
     Resume,
@@ -33,7 +34,7 @@ from probesim.model.scenario import (
 )
 from probesim.results import CAUSES, Event, RolloutSummary
 
-WORKLOAD_ACTIONS = (Rollout, Rollback, Restart, Scale, Pause, Resume)
+WORKLOAD_ACTIONS = (Rollout, Rollback, Restart, Scale, Pause, Resume, Partition)  # partition: refused below
 
 
 @dataclass

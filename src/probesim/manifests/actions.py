@@ -1,5 +1,5 @@
 """Checks of a scenario's workload actions (rollout, rollback, restart, scale, pause, resume,
-readinessGate) against its workloads: names, kinds, what kubectl would refuse, and every
+partition, readinessGate) against its workloads: names, kinds, what kubectl would refuse, and every
 rolled-out pod template validated as the API server validates a Deployment's, with the file and
 line of the action that made it."""
 
@@ -14,6 +14,7 @@ from probesim.manifests.yamlsrc import Doc, Path_
 from probesim.model.duration import format_ms
 from probesim.model.kubernetes import Workload
 from probesim.model.scenario import (
+    Partition,
     Pause,
     Restart,
     Resume,
@@ -48,11 +49,14 @@ def check_actions(s: Scenario, head: Doc, fail: Fail, is_pod: Callable[[str], bo
                     f"(spec.template.spec.readinessGates: {listed})",
                 )
             continue
-        if not isinstance(a, Rollout | Rollback | Restart | Scale | Pause | Resume):
+        if not isinstance(a, Rollout | Rollback | Restart | Scale | Pause | Resume | Partition):
             continue
         if a.workload not in names:
             raise fail((*base, "workload"), f"no workload named {a.workload!r}; known: {known}")
         w = names[a.workload]
+        if isinstance(a, Partition):
+            _check_partition(w, fail, base)
+            continue
         if isinstance(a, Scale):
             if w.kind not in ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController"):
                 raise fail((*base, "workload"), f"a {w.kind} does not scale (kubectl scale takes a "
@@ -61,6 +65,18 @@ def check_actions(s: Scenario, head: Doc, fail: Fail, is_pod: Callable[[str], bo
         if a.workload not in planned:
             planned.add(a.workload)
             _plan(s, head, fail, w)
+
+
+def _check_partition(w: Workload, fail: Fail, base: Path_) -> None:
+    """A partition belongs to a StatefulSet's RollingUpdate strategy (the API server refuses
+    rollingUpdate with OnDelete: "only allowed for updateStrategy 'RollingUpdate'")."""
+    if w.kind != "StatefulSet":
+        raise fail((*base, "workload"), f"a partition is a StatefulSet's (spec.updateStrategy.rollingUpdate."
+                   f"partition); {w.name} is a {w.kind}")  # fmt: skip
+    us = w.spec.update_strategy
+    if us is not None and us.type != "RollingUpdate":
+        raise fail((*base, "workload"), f"StatefulSet {w.name} has updateStrategy {us.type}: a partition "
+                   "applies to the RollingUpdate strategy only")  # fmt: skip
 
 
 def _owner(s: Scenario, pod: str) -> str:

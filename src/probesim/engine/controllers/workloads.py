@@ -1,7 +1,7 @@
 """The controllers run over the fleet: each step the loop hands them its pods' state; the
 Deployment controller syncs (``deployment``), then each ReplicaSet's controller creates pods from
 its pool of slots or deletes the pods ``replicasets.pods_to_delete`` ranks first. Scenario
-actions on workloads (rollout, rollback, restart, scale, pause, resume) change the Deployments'
+actions on workloads (rollout, rollback, restart, scale, pause, resume, partition) change their
 specs here. The loop keeps the kubelet's side: creating a pod's containers, stopping a deleted
 pod's.
 """
@@ -28,7 +28,7 @@ from probesim.engine.controllers.replicaset import PENDING, RUNNING, PodRank, po
 from probesim.engine.controllers.statefulset import SetPod, StatefulSetState, reconcile
 from probesim.engine.controllers.templates import WorkloadPlan
 from probesim.engine.events import EventLog
-from probesim.model.scenario import Pause, Restart, Resume, Rollback, Rollout, Scale, Scenario
+from probesim.model.scenario import Partition, Pause, Restart, Resume, Rollback, Rollout, Scale, Scenario
 
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
@@ -181,7 +181,9 @@ class Controllers:
 
     # -- actions --------------------------------------------------------------------------
 
-    def act(self, t: int, index: int, a: Rollout | Rollback | Restart | Scale | Pause | Resume) -> None:
+    def act(
+        self, t: int, index: int, a: Rollout | Rollback | Restart | Scale | Pause | Resume | Partition
+    ) -> None:
         """An action of spec.actions (``index``) on workload ``a.workload``."""
         wi = next(i for i, w in enumerate(self.scenario.workloads) if w.name == a.workload)
         self.dirty = self.sets_dirty = True
@@ -189,7 +191,11 @@ class Controllers:
             self.desired[wi] = a.replicas
             return
         if wi in self.sets:
-            if not isinstance(a, Pause | Resume):
+            if isinstance(a, Partition):
+                # The next sync reads it: ordinals from it up go to the update revision
+                # (updateStatefulSet's loop down to updateMin), those below stay.
+                self.sets[wi].partition = a.partition
+            elif not isinstance(a, Pause | Resume):
                 self.sets[wi].update_revision = self.plans[wi].template_of[index]
             return
         ctl = self.deployments.get(wi)
