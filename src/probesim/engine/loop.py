@@ -115,6 +115,9 @@ class _Run(TrafficPhases, RunSummary):
         self.desired = self.controllers.desired  # spec.replicas, which the HPA and scale actions set
         self.rollouts: list[_Rollout] = []
         self.rolled_to: dict[int, int] = {}  # per Deployment: the template its last rollout went to
+        for wi in self.controllers.adopting:
+            # Created next to an adopted ReplicaSet of another template: it rolls out from it.
+            self.rollouts.append(_Rollout(wi, "adopt", 0, 0))
         # Readiness gates set by actions: per condition type, when it is True on each pod (INF:
         # False); None until an action sets one (then gates_at follows these).
         self.gate_true: dict[str, I64] | None = None
@@ -599,8 +602,12 @@ class _Run(TrafficPhases, RunSummary):
             for name in f.service_pods
         }
         svc_counts: dict[str, tuple[int, int, int]] = {}
-        wl_pods = [np.flatnonzero(f.pod_workload == i) for i in range(len(self.scenario.workloads))]
-        wl_containers = [np.flatnonzero(f.pod_workload[f.container_pod] == i) for i in range(len(wl_pods))]
+        # A Deployment's pods are its ReplicaSets' (status.replicas counts them), adopted ones too.
+        family = [[i] for i in range(len(self.scenario.workloads))]
+        for rw, (dw, _) in self.controllers.adopted_as.items():
+            family[dw].append(rw)
+        wl_pods = [np.flatnonzero(np.isin(f.pod_workload, ws)) for ws in family]
+        wl_containers = [np.flatnonzero(np.isin(f.pod_workload[f.container_pod], ws)) for ws in family]
         wl_span = [span(pods) for pods in wl_pods]  # (a workload's pods are usually consecutive: views)
         cpu_cols = [
             [

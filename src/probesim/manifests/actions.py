@@ -61,10 +61,24 @@ def check_actions(s: Scenario, head: Doc, fail: Fail, is_pod: Callable[[str], bo
             if w.kind not in ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController"):
                 raise fail((*base, "workload"), f"a {w.kind} does not scale (kubectl scale takes a "
                            "Deployment, ReplicaSet or StatefulSet)")  # fmt: skip
+            if w.kind == "ReplicaSet":
+                _check_not_adopted(s, w, fail, base)
             continue
         if a.workload not in planned:
             planned.add(a.workload)
             _plan(s, head, fail, w)
+
+
+def _check_not_adopted(s: Scenario, w: Workload, fail: Fail, base: Path_) -> None:
+    """A ReplicaSet its Deployment adopts is sized by the Deployment's controller, which would
+    scale it straight back: the scale belongs to the Deployment."""
+    from probesim.engine.controllers.adoption import adoptions  # the engine loads numpy
+
+    a = next((a for a in adoptions(s).values() if s.workloads[a.replica_set] is w), None)
+    if a is not None:
+        d = s.workloads[a.deployment].name
+        raise fail((*base, "workload"), f"ReplicaSet {w.name} is Deployment {d}'s (it adopts it: its "
+                   f"selector matches the ReplicaSet's labels): scale the Deployment")  # fmt: skip
 
 
 def _check_partition(w: Workload, fail: Fail, base: Path_) -> None:
