@@ -16,10 +16,13 @@ controller ownerReference; ``getNewReplicaSet`` (sync.go) gives the new ReplicaS
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from probesim.engine.loop import _Run
 from probesim.errors import InputError
@@ -65,7 +68,7 @@ def replica_set(
     }
 
 
-def deployment(replicas: int = 1, image: str = "agnhost:2.4") -> dict[str, Any]:
+def deployment(replicas: int = 1, image: str = "agnhost:2.4", **spec: Any) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -74,6 +77,7 @@ def deployment(replicas: int = 1, image: str = "agnhost:2.4") -> dict[str, Any]:
             "replicas": replicas,
             "selector": {"matchLabels": D_LABELS},
             "template": template(image, D_LABELS),
+            **spec,
         },
     }
 
@@ -265,3 +269,34 @@ def test_the_lab_refuses_an_adoption() -> None:
     for w in s.workloads:
         with pytest.raises(InputError, match=f"Deployment {DEPLOY} adopts ReplicaSet {RS}"):
             check_actions(s, w, 12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    old=st.integers(0, 6),
+    replicas=st.integers(1, 6),
+    surge=st.integers(0, 2),
+    unavailable=st.integers(0, 2),
+)
+def test_any_rollout_from_an_adopted_replica_set_ends_on_the_new_one(
+    old: int, replicas: int, surge: int, unavailable: int
+) -> None:
+    """Whatever the sizes and fenceposts: the adopted ReplicaSet ends at 0 and the new one at the
+    Deployment's replicas, the ReplicaSets' sizes never add up to more than the larger of what
+    the adopted one had and replicas + maxSurge (NewRSNewReplicas creates nothing beyond it,
+    reconcileOldReplicaSets only scales down), and the adopted one never grows."""
+    if surge == 0 and unavailable == 0:
+        unavailable = 1  # the API server refuses both 0
+    strategy = {"rollingUpdate": {"maxSurge": surge, "maxUnavailable": unavailable}}
+    r, state = run(load(replica_set(replicas=old), deployment(replicas, strategy=strategy), duration="40s"))
+    d = state.controllers.deployments[1].d
+    new = d.new_rs()
+    assert new is not None and new.name != RS
+    mine, theirs = series(r, f"replicaset.{new.name}.replicas"), series(r, f"replicaset.{RS}.replicas")
+    assert (mine[-1], theirs[-1]) == (replicas, 0)
+    assert all(a + b <= max(old, replicas + surge) for a, b in zip(mine, theirs, strict=True))
+    assert all(b <= a for a, b in itertools.pairwise(theirs))
+    assert series(r, f"workload.{DEPLOY}.ready")[-1] == replicas
+    if old:
+        (ro,) = r.rollouts
+        assert ro.outcome == "complete"
