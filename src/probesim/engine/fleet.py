@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from probesim.engine.behavior import INF, Behaviors, Profile, redirect_targets
+from probesim.engine.controllers.adoption import adoptions
 from probesim.engine.controllers.deployment import replica_set_name, resolve_fenceposts
 from probesim.engine.controllers.templates import WorkloadPlan, plan
 from probesim.manifests.kubernetes import container_port
@@ -161,10 +162,14 @@ def build(scenario: Scenario) -> Fleet:
         return profile_keys[key]
 
     plans = {wi: plan(scenario, w.name) for wi, w in enumerate(scenario.workloads) if _rolls(scenario, w)}
+    adopted = adoptions(scenario)
+    # (Deployment, template) → the adopted ReplicaSet that is that template's: its pods, not
+    # the Deployment's own, are that revision's (FindNewReplicaSet finds the adopted one).
+    taken = {(di, t): ri for di, p_ in plans.items() for ri, t in p_.adopted.items()}
     pod_template: list[int] = []
     labels: dict[tuple[int, int], dict[str, str]] = {}
     for wi, w in enumerate(scenario.workloads):
-        names = pod_names_of(w)
+        names = pod_names_of(w) if (wi, 0) not in taken else []
         slots = [(ordinal, name, -1) for ordinal, name in enumerate(names)]
         deleted = [
             a.pod
@@ -198,12 +203,24 @@ def build(scenario: Scenario) -> Fleet:
             hpa = scenario.autoscaler_for(w)
             extra = len(deleted) + (max(hpa.spec.max_replicas, len(names)) * 4 if hpa else 0)
             extra += _rollout_slots(scenario, w, plans.get(wi), 0)
+            if wi in adopted:
+                # Its Deployment's now: the slots one of the Deployment's own ReplicaSets has.
+                a = adopted[wi]
+                d = scenario.workloads[a.deployment]
+                at = plans[a.deployment].adopted[wi]
+                d_hpa = scenario.autoscaler_for(d)
+                extra += max(d.spec.replicas - len(names), 0) + _rollout_slots(
+                    scenario, d, plans[a.deployment], at
+                )
+                extra += max(d_hpa.spec.max_replicas, d.spec.replicas) * 4 if d_hpa and at == 0 else 0
+            if (wi, 0) in taken:
+                extra = 0
             slots += [(i, f"{w.name}-{i}", -1) for i in range(len(names), len(names) + extra)]
             if wi in plans:
                 # Later revisions' pods, named after their ReplicaSet as kubectl shows them.
                 for tpl, rev in enumerate(plans[wi].revisions[1:], start=1):
                     rs = replica_set_name(w.name, rev.key)
-                    n = _rollout_slots(scenario, w, plans[wi], tpl)
+                    n = _rollout_slots(scenario, w, plans[wi], tpl) if (wi, tpl) not in taken else 0
                     pools.append([(i, f"{rs}-{i}", -1) for i in range(n)])
         revisions = plans[wi].revisions if wi in plans else None
         for tpl, pool in enumerate(pools):

@@ -33,6 +33,7 @@ from probesim.engine.summary import RunSummary, TrackedRollout
 from probesim.engine.traffic import Connections, TrafficPhases
 from probesim.model.scenario import (
     DeletePod,
+    Partition,
     Scenario,
     SetReadinessGate,
 )
@@ -100,6 +101,9 @@ class _Run(TrafficPhases, RunSummary):
         self.desired = self.controllers.desired  # spec.replicas, which the HPA and scale actions set
         self.rollouts: list[TrackedRollout] = []
         self.rolled_to: dict[int, int] = {}  # per Deployment: the template its last rollout went to
+        for wi in self.controllers.adopting:
+            # Created next to an adopted ReplicaSet of another template: it rolls out from it.
+            self.rollouts.append(TrackedRollout(wi, "adopt", 0, 0))
         # Readiness gates set by actions: per condition type, when it is True on each pod (INF:
         # False); None until an action sets one (then gates_at follows these).
         self.gate_true: dict[str, I64] | None = None
@@ -191,6 +195,23 @@ class _Run(TrafficPhases, RunSummary):
         self.dirty = True
         self.version += 1
 
+    def _named(self, t: int, names: list[str]) -> list[int]:
+        """``kubectl delete pod NAME``: the pod of that name that exists now — a StatefulSet's
+        replacement keeps its predecessor's name, so after a rollout (or an earlier deletion)
+        the name is the live replacement's. None: ``pods "NAME" not found``."""
+        f = self.fleet
+        out = []
+        for name in names:
+            live = [
+                p for p, n in enumerate(f.pod_names) if n == name and self.admitted[p] and not self.gone[p]
+            ]
+            if live:
+                out.append(live[-1])
+                continue
+            msg = f'Error from server (NotFound): pods "{name}" not found'
+            self.log.add(t, "Warning", "NotFound", f"pod/{name}", msg, "kubectl")
+        return out
+
     def _per_pod(self, op: np.ufunc, x: npt.NDArray[Any]) -> npt.NDArray[Any]:
         """``op`` over each pod's containers of per-container ``x`` (its reduceat)."""
         if self._one_per_pod:
@@ -265,7 +286,10 @@ class _Run(TrafficPhases, RunSummary):
                 target = st.update_revision
             else:
                 continue
-            if target == self.rolled_to.get(wi, 0):
+            # A partition lowered (or raised) while pods wait for the update revision: kubectl
+            # rollout status waits again, for the ordinals from the new partition up.
+            repartition = isinstance(a, Partition) and st is not None and st.current_revision != target
+            if target == self.rolled_to.get(wi, 0) and not repartition:
                 continue
             for r in self.rollouts:
                 if r.wi == wi and r.end is None and r.superseded is None:
@@ -564,8 +588,12 @@ class _Run(TrafficPhases, RunSummary):
             for name in f.service_pods
         }
         svc_counts: dict[str, tuple[int, int, int]] = {}
-        wl_pods = [np.flatnonzero(f.pod_workload == i) for i in range(len(self.scenario.workloads))]
-        wl_containers = [np.flatnonzero(f.pod_workload[f.container_pod] == i) for i in range(len(wl_pods))]
+        # A Deployment's pods are its ReplicaSets' (status.replicas counts them), adopted ones too.
+        family = [[i] for i in range(len(self.scenario.workloads))]
+        for rw, (dw, _) in self.controllers.adopted_as.items():
+            family[dw].append(rw)
+        wl_pods = [np.flatnonzero(np.isin(f.pod_workload, ws)) for ws in family]
+        wl_containers = [np.flatnonzero(np.isin(f.pod_workload[f.container_pod], ws)) for ws in family]
         wl_span = [span(pods) for pods in wl_pods]  # (a workload's pods are usually consecutive: views)
         cpu_cols = [
             [
@@ -591,11 +619,11 @@ class _Run(TrafficPhases, RunSummary):
         counted_version = -1
         admit_version, to_admit = -1, False
         counts: list[tuple[int, int, int]] = []  # per workload: current, ready, restarts
-        actions: dict[int, list[int]] = {}
+        actions: dict[int, list[str]] = {}
         others: dict[int, list[int]] = {}
         for i, a in enumerate(spec.actions):
             if isinstance(a, DeletePod):
-                actions.setdefault(a.at, []).append(f.pod_names.index(a.pod))
+                actions.setdefault(a.at, []).append(a.pod)
             else:
                 others.setdefault(a.at, []).append(i)
         # The start-up ramp, per route: open until every workload behind it first has all its
@@ -611,7 +639,7 @@ class _Run(TrafficPhases, RunSummary):
             if t in others:
                 self._act(t, others[t])
             if t in actions:
-                self._delete(t, actions[t])
+                self._delete(t, self._named(t, actions[t]))
             if self.any_deleting:
                 self._reap()
             if self.autoscalers:

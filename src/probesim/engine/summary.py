@@ -73,11 +73,12 @@ class RunSummary:
                 for c in CAUSES:
                     failed[c] = failed.get(c, 0) + int(rec[f"route.{route.name}.{c}"][span].sum())
             plan = f.plans[r.wi]
+            run = self.controllers.rs.get((r.wi, r.template))  # a Deployment's (adopted or not)
             out.append(
                 RolloutSummary(
                     workload=w.name,
                     action=r.kind,
-                    revision=replica_set_name(w.name, plan.revisions[r.template].key),
+                    revision=run.name if run else replica_set_name(w.name, plan.revisions[r.template].key),
                     origin=plan.revisions[r.template].origin,
                     start_ms=r.start,
                     end_ms=r.end,

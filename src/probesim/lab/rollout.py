@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from probesim.engine.behavior import INF
+from probesim.engine.controllers.adoption import adoptions
 from probesim.engine.controllers.deployment import TIMED_OUT_REASON, replica_set_name, resolve_fenceposts
 from probesim.engine.controllers.workloads import Controllers, PodArrays, size_series
 from probesim.engine.events import EventLog
@@ -22,6 +23,7 @@ from probesim.errors import InputError
 from probesim.model.kubernetes import Container, Workload
 from probesim.model.scenario import (
     ContainerBehavior,
+    Partition,
     Pause,
     Restart,
     Resume,
@@ -33,7 +35,7 @@ from probesim.model.scenario import (
 )
 from probesim.results import CAUSES, Event, RolloutSummary
 
-WORKLOAD_ACTIONS = (Rollout, Rollback, Restart, Scale, Pause, Resume)
+WORKLOAD_ACTIONS = (Rollout, Rollback, Restart, Scale, Pause, Resume, Partition)  # partition: refused below
 
 
 @dataclass
@@ -80,6 +82,14 @@ def has_actions(scenario: Scenario) -> bool:
 def check_actions(scenario: Scenario, workload: Workload, max_pods: int) -> None:
     """What the lab's controller runs: a Deployment's rollout, rollback, restart, scale, pause and
     resume, with at most ``max_pods`` pods at once (replicas + maxSurge at the largest size)."""
+    for claim in adoptions(scenario).values():
+        d, rs = scenario.workloads[claim.deployment], scenario.workloads[claim.replica_set]
+        if workload in (d, rs):
+            raise InputError(
+                f"Deployment {d.name} adopts ReplicaSet {rs.name} (its selector matches the ReplicaSet's "
+                "labels): the lab does not run an adoption; probesim run simulates it",
+                field="manifests",
+            )
     for i, a in enumerate(scenario.spec.actions):
         where = f"spec.actions[{i}]"
         if isinstance(a, SetReadinessGate):

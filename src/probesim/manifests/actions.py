@@ -1,5 +1,5 @@
 """Checks of a scenario's workload actions (rollout, rollback, restart, scale, pause, resume,
-readinessGate) against its workloads: names, kinds, what kubectl would refuse, and every
+partition, readinessGate) against its workloads: names, kinds, what kubectl would refuse, and every
 rolled-out pod template validated as the API server validates a Deployment's, with the file and
 line of the action that made it."""
 
@@ -15,6 +15,7 @@ from probesim.manifests.yamlsrc import Doc, Path_
 from probesim.model.duration import format_ms
 from probesim.model.kubernetes import Workload
 from probesim.model.scenario import (
+    Partition,
     Pause,
     Restart,
     Resume,
@@ -49,19 +50,48 @@ def check_actions(s: Scenario, head: Doc, fail: Fail, is_pod: Callable[[str], bo
                     f"(spec.template.spec.readinessGates: {listed})",
                 )
             continue
-        if not isinstance(a, Rollout | Rollback | Restart | Scale | Pause | Resume):
+        if not isinstance(a, Rollout | Rollback | Restart | Scale | Pause | Resume | Partition):
             continue
         if a.workload not in names:
             raise fail((*base, "workload"), f"no workload named {a.workload!r}; known: {known}")
         w = names[a.workload]
+        if isinstance(a, Partition):
+            _check_partition(w, fail, base)
+            continue
         if isinstance(a, Scale):
             if w.kind not in ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController"):
                 raise fail((*base, "workload"), f"a {w.kind} does not scale (kubectl scale takes a "
                            "Deployment, ReplicaSet or StatefulSet)")  # fmt: skip
+            if w.kind == "ReplicaSet":
+                _check_not_adopted(s, w, fail, base)
             continue
         if a.workload not in planned:
             planned.add(a.workload)
             _plan(s, head, fail, w)
+
+
+def _check_not_adopted(s: Scenario, w: Workload, fail: Fail, base: Path_) -> None:
+    """A ReplicaSet its Deployment adopts is sized by the Deployment's controller, which would
+    scale it straight back: the scale belongs to the Deployment."""
+    from probesim.engine.controllers.adoption import adoptions  # the engine loads numpy
+
+    a = next((a for a in adoptions(s).values() if s.workloads[a.replica_set] is w), None)
+    if a is not None:
+        d = s.workloads[a.deployment].name
+        raise fail((*base, "workload"), f"ReplicaSet {w.name} is Deployment {d}'s (it adopts it: its "
+                   f"selector matches the ReplicaSet's labels): scale the Deployment")  # fmt: skip
+
+
+def _check_partition(w: Workload, fail: Fail, base: Path_) -> None:
+    """A partition belongs to a StatefulSet's RollingUpdate strategy (the API server refuses
+    rollingUpdate with OnDelete: "only allowed for updateStrategy 'RollingUpdate'")."""
+    if w.kind != "StatefulSet":
+        raise fail((*base, "workload"), f"a partition is a StatefulSet's (spec.updateStrategy.rollingUpdate."
+                   f"partition); {w.name} is a {w.kind}")  # fmt: skip
+    us = w.spec.update_strategy
+    if us is not None and us.type != "RollingUpdate":
+        raise fail((*base, "workload"), f"StatefulSet {w.name} has updateStrategy {us.type}: a partition "
+                   "applies to the RollingUpdate strategy only")  # fmt: skip
 
 
 def _owner(s: Scenario, pod: str) -> str:

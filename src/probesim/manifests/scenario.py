@@ -382,7 +382,7 @@ def _cross_check(s: Scenario, head: Doc) -> None:
                 ", …" if sum(w.spec.replicas for w in s.workloads) > 20 else ""
             )
             raise fail(("spec", "actions", i, "pod"), f"no pod {a.pod!r} when the run starts; pods: {known}")
-        if a.pod in deleted:
+        if a.pod in deleted and not _stateful(s, a.pod):
             raise fail(
                 ("spec", "actions", i, "pod"), f"pod {a.pod!r} is already deleted by an earlier action"
             )
@@ -449,15 +449,27 @@ def _pod_names(w: Workload) -> Iterator[str]:
         yield from (f"{w.name}-{i}" for i in range(w.spec.replicas))
 
 
+def _stateful(s: Scenario, name: str) -> bool:
+    """Whether ``name`` is a StatefulSet's pod: its replacement keeps the name, so it may be
+    deleted again (each time the pod of that name that exists then)."""
+    w = _pod_owner(s, name)
+    return w is not None and w.kind == "StatefulSet"
+
+
 def _is_pod(s: Scenario, name: str) -> bool:
     """Whether ``name`` is one of the pods the run starts with (see ``pod_names_of``)."""
+    return _pod_owner(s, name) is not None
+
+
+def _pod_owner(s: Scenario, name: str) -> Workload | None:
+    """The workload whose pod ``name`` is when the run starts, if any."""
     for w in s.workloads:
         if w.kind == "Pod":
             if name == w.name:
-                return True
+                return w
             continue
         ordinal = name.removeprefix(f"{w.name}-")
         digits = ordinal != name and ordinal.isascii() and ordinal.isdigit()
         if digits and str(int(ordinal)) == ordinal and int(ordinal) < w.spec.replicas:
-            return True
-    return False
+            return w
+    return None

@@ -199,6 +199,14 @@ _DNS1123_SUBDOMAIN = re.compile(rf"{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*")
 GENERATED = "…"  # ends the name of an object that has generateName and no name
 
 
+class OwnerReference(OpenModel):
+    """What probesim reads of a metadata.ownerReferences item: whose controller the object is."""
+
+    kind: str = ""
+    name: str = ""
+    controller: SBool = False
+
+
 class ObjectMeta(OpenModel):
     """Names as the API server checks them: ``name`` a DNS-1123 subdomain (253 characters at
     most; a Service's a label of 63, checked by the loader, which knows the kind), ``namespace``
@@ -212,6 +220,7 @@ class ObjectMeta(OpenModel):
     namespace: str = "default"
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
+    owner_references: tuple[OwnerReference, ...] = ()
 
     @model_validator(mode="before")
     @classmethod

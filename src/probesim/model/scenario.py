@@ -412,6 +412,19 @@ class Resume(_WorkloadAction):
     kind: Literal["resume"]
 
 
+class Partition(_WorkloadAction):
+    """``kubectl patch statefulset <name> -p '{"spec": {"updateStrategy": {"rollingUpdate":
+    {"partition": N}}}}'``: a StatefulSet's RollingUpdate partition changes during the run (a
+    phased update lowers it step by step). Ordinals from ``partition`` up are updated to the
+    update revision, highest first; those below keep the current revision, and a pod below it that
+    is deleted comes back at the current revision."""
+
+    kind: Literal["partition"]
+    partition: Annotated[SInt, Field(ge=0, le=2**31 - 1)] = Field(
+        description="spec.updateStrategy.rollingUpdate.partition from then on (an integer, 0 or more)."
+    )
+
+
 class SetReadinessGate(Model):
     """A controller (a load balancer's, say) sets a readiness-gate condition of a workload's
     pods, or of one pod, to True or back to False."""
@@ -434,7 +447,7 @@ WorkloadAction = Rollout | Rollback | Restart | Scale | Pause | Resume
 
 
 Action = Annotated[
-    DeletePod | Rollout | Rollback | Restart | Scale | Pause | Resume | SetReadinessGate,
+    DeletePod | Rollout | Rollback | Restart | Scale | Pause | Resume | Partition | SetReadinessGate,
     Field(discriminator="kind"),
 ]
 

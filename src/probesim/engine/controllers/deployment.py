@@ -140,7 +140,7 @@ class DeploymentStatus:
 
 
 @dataclass
-class Event:
+class ControllerEvent:
     type: Literal["Normal", "Warning"]
     reason: str
     message: str
@@ -205,7 +205,7 @@ class DeploymentController:
     def __init__(self, d: DeploymentState, name_of: dict[int, str]) -> None:
         self.d = d
         self.name_of = name_of
-        self.events: list[Event] = []
+        self.events: list[ControllerEvent] = []
 
     # -- scaling --------------------------------------------------------------------------
 
@@ -220,7 +220,7 @@ class DeploymentController:
             return False
         verb = "up" if rs.replicas < n else "down"
         self.events.append(
-            Event(
+            ControllerEvent(
                 "Normal",
                 "ScalingReplicaSet",
                 f"Scaled {verb} replica set {rs.name} from {rs.replicas} to {n}",
@@ -279,7 +279,7 @@ class DeploymentController:
         d.revision = new_revision
         if rs.replicas > 0:
             self.events.append(
-                Event(
+                ControllerEvent(
                     "Normal", "ScalingReplicaSet", f"Scaled up replica set {rs.name} from 0 to {rs.replicas}"
                 )
             )
@@ -293,7 +293,7 @@ class DeploymentController:
 
     # -- syncDeployment -------------------------------------------------------------------
 
-    def sync(self, now: int) -> list[Event]:
+    def sync(self, now: int) -> list[ControllerEvent]:
         """One ``syncDeployment`` at ``now`` (ms); returns the events it recorded."""
         self.events = []
         d = self.d

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from probesim.engine.controllers.adoption import REVISION, adoptions, annotation_int
 from probesim.model.kubernetes import Workload
 from probesim.model.scenario import (
     Pause,
@@ -126,6 +127,9 @@ class WorkloadPlan:
     # Per action index (of spec.actions): the template it makes current (rollout, restart,
     # rollback), the revision number it targets (rollback), in the Deployment's numbering.
     template_of: dict[int, int] = field(default_factory=dict)
+    # Per ReplicaSet the Deployment adopts (adoption.py, its workload index): its template here,
+    # 0 when it is the manifest's, else a revision of its own, numbered by its annotation.
+    adopted: dict[int, int] = field(default_factory=dict)
 
 
 Build = Callable[[dict[str, Any], int], Workload]
@@ -150,6 +154,8 @@ def plan(scenario: Scenario, name: str, build: Build = _default_build) -> Worklo
     paused = bool(w.spec.paused) if w.kind == "Deployment" else False
     # Template → its ReplicaSet's revision number; a Deployment created paused has none yet.
     numbers: dict[int, int] = {} if paused else {0: 1}
+    if w.kind == "Deployment":
+        _adopt(scenario, w, out, numbers)
     pending: int | None = 0 if paused else None  # a template changed while paused: on resume
     actions: list[tuple[int, int, WorkloadAction]] = []
     for i, any_action in enumerate(scenario.spec.actions):
@@ -248,6 +254,33 @@ def plan(scenario: Scenario, name: str, build: Build = _default_build) -> Worklo
         out.template_of[i] = len(out.revisions) - 1
         make_current(len(out.revisions) - 1)
     return out
+
+
+def _adopt(scenario: Scenario, w: Workload, out: WorkloadPlan, numbers: dict[int, int]) -> None:
+    """The ReplicaSets ``w`` adopts when the run starts: one of the manifest's template is its
+    new ReplicaSet (its revision kept if higher: ``SetNewReplicaSetAnnotations``), another is
+    an old revision with the number its annotation gives (0 without one, as ``Revision`` reads
+    it) — so a later rollout to that template, or a rollback, finds it. The Deployment's own
+    first ReplicaSet takes the revision after the highest (``getNewReplicaSet``)."""
+    wi = next(i for i, x in enumerate(scenario.workloads) if x is w)
+    first = out.revisions[0].key
+    own: int | None = None
+    for a in adoptions(scenario).values():
+        if a.deployment != wi:
+            continue
+        rs = scenario.workloads[a.replica_set]
+        number = annotation_int(rs, REVISION, 64) or 0
+        if a.key == first and 0 not in out.adopted.values():
+            out.adopted[a.replica_set] = 0
+            own = number
+            continue
+        origin = f"adopted ReplicaSet {rs.name}"
+        out.revisions.append(Revision(rs, scenario.behavior(rs.name), a.key, origin))
+        out.adopted[a.replica_set] = len(out.revisions) - 1
+        numbers[len(out.revisions) - 1] = number
+    if 0 in numbers:
+        after = max((n for t, n in numbers.items() if t), default=0) + 1
+        numbers[0] = max(after, own or 0)
 
 
 def _rollback_target(numbers: dict[int, int], a: Rollback, i: int, name: str, out: WorkloadPlan) -> int:

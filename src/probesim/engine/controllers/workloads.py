@@ -1,7 +1,7 @@
 """The controllers run over the fleet: each step the loop hands them its pods' state; the
 Deployment controller syncs (``deployment``), then each ReplicaSet's controller creates pods from
 its pool of slots or deletes the pods ``replicasets.pods_to_delete`` ranks first. Scenario
-actions on workloads (rollout, rollback, restart, scale, pause, resume) change the Deployments'
+actions on workloads (rollout, rollback, restart, scale, pause, resume, partition) change their
 specs here. The loop keeps the kubelet's side: creating a pod's containers, stopping a deleted
 pod's.
 """
@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from probesim.engine.behavior import INF
+from probesim.engine.controllers.adoption import DESIRED, MAX, REVISION, adoptions, annotation_int
 from probesim.engine.controllers.deployment import (
     NEW_RS_REASON,
     TIMED_OUT_REASON,
@@ -28,7 +29,8 @@ from probesim.engine.controllers.replicaset import PENDING, RUNNING, PodRank, po
 from probesim.engine.controllers.statefulset import SetPod, StatefulSetState, reconcile
 from probesim.engine.controllers.templates import WorkloadPlan
 from probesim.engine.events import EventLog
-from probesim.model.scenario import Pause, Restart, Resume, Rollback, Rollout, Scale, Scenario
+from probesim.model.kubernetes import Workload
+from probesim.model.scenario import Partition, Pause, Restart, Resume, Rollback, Rollout, Scale, Scenario
 
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
@@ -99,16 +101,29 @@ class Controllers:
         self.min_ready = [w.spec.min_ready_seconds * 1000 for w in scenario.workloads]
         self.deployments: dict[int, DeploymentController] = {}
         self.rs: dict[tuple[int, int], _ReplicaSetRun] = {}  # (workload, template) → its ReplicaSet
+        # ReplicaSets their Deployment claims (adoption.py): run as its own, under its key.
+        self.adopted = adoptions(scenario)
+        self.adopted_as: dict[int, tuple[int, int]] = {}  # ReplicaSet → (Deployment, template)
+        self.adopting: list[int] = []  # Deployments whose run starts rolling from an adopted one
         for wi, w in enumerate(scenario.workloads):
-            if not replica_set[wi]:
+            if not replica_set[wi] or wi in self.adopted:
                 continue
+            claimed: list[tuple[int, int]] = []  # (ReplicaSet, template)
             if w.kind == "Deployment":
                 revisions = plans[wi].revisions
                 names = {t: replica_set_name(w.name, r.key) for t, r in enumerate(revisions)}
+                for rw, t in plans[wi].adopted.items():
+                    names[t] = scenario.workloads[rw].name
+                    claimed.append((rw, t))
+                    self.adopted_as[rw] = (wi, t)
             else:
                 names = {0: w.name}
             for t, name in names.items():
-                pool = np.flatnonzero((pod_workload == wi) & (pod_template == t))
+                owner = next((r for r, tt in claimed if tt == t), None)
+                if owner is None:
+                    pool = np.flatnonzero((pod_workload == wi) & (pod_template == t))
+                else:
+                    pool = np.flatnonzero(pod_workload == owner)
                 self.rs[(wi, t)] = _ReplicaSetRun(wi, pool, name)
             if w.kind == "Deployment":
                 strategy = w.spec.strategy
@@ -127,6 +142,16 @@ class Controllers:
                     revision=1,
                 )
                 self.deployments[wi] = DeploymentController(d, names)
+                for rw, t in claimed:
+                    d.rs.append(_adopted_state(scenario.workloads[rw], t))
+                if claimed:
+                    # Its first sync (at 0) goes on from them: the adopted one of its template
+                    # is scaled to the Deployment's replicas, or a new ReplicaSet is created with
+                    # the revision after theirs and the old ones are scaled down as it comes up.
+                    d.revision = 0
+                    if not d.paused and any(r.template != 0 and r.replicas > 0 for r in d.rs):
+                        self.adopting.append(wi)
+                    continue
                 if d.paused:
                     # Created paused: no ReplicaSet until it is resumed.
                     d.revision = 0
@@ -181,7 +206,9 @@ class Controllers:
 
     # -- actions --------------------------------------------------------------------------
 
-    def act(self, t: int, index: int, a: Rollout | Rollback | Restart | Scale | Pause | Resume) -> None:
+    def act(
+        self, t: int, index: int, a: Rollout | Rollback | Restart | Scale | Pause | Resume | Partition
+    ) -> None:
         """An action of spec.actions (``index``) on workload ``a.workload``."""
         wi = next(i for i, w in enumerate(self.scenario.workloads) if w.name == a.workload)
         self.dirty = self.sets_dirty = True
@@ -189,7 +216,11 @@ class Controllers:
             self.desired[wi] = a.replicas
             return
         if wi in self.sets:
-            if not isinstance(a, Pause | Resume):
+            if isinstance(a, Partition):
+                # The next sync reads it: ordinals from it up go to the update revision
+                # (updateStatefulSet's loop down to updateMin), those below stay.
+                self.sets[wi].partition = a.partition
+            elif not isinstance(a, Pause | Resume):
                 self.sets[wi].update_revision = self.plans[wi].template_of[index]
             return
         ctl = self.deployments.get(wi)
@@ -326,6 +357,10 @@ class Controllers:
             if deadline is not None:
                 self.wake = min(self.wake, deadline + 1)
         self._note_sizes(t)
+        for rw, (dw, tpl) in self.adopted_as.items():
+            # An adopted ReplicaSet's spec.replicas is its Deployment's to set.
+            r = next((r for r in self.deployments[dw].d.rs if r.template == tpl), None)
+            self.desired[rw] = self.seen_desired[rw] = r.replicas if r is not None else 0
         wanted = {(wi, r.template): r.replicas for wi, ctl in self.deployments.items() for r in ctl.d.rs}
         for (wi, tpl), run in self.rs.items():
             want = wanted.get((wi, tpl), 0) if wi in self.deployments else self.desired[wi]
@@ -391,6 +426,22 @@ class Controllers:
             else:
                 r.available = r.ready
             r.pods = int((s.admitted[pods] & ~s.gone[pods] & ~(s.deleting[pods] & s.stopped[pods])).sum())
+
+
+def _adopted_state(w: Workload, template: int) -> ReplicaSetState:
+    """An adopted ReplicaSet as the Deployment controller reads it: its spec.replicas, its
+    revision annotation (0 when it has none, as ``Revision`` reads a missing one) and the
+    replicas annotations a Deployment left on it, if any. It existed before the run."""
+    revision = annotation_int(w, REVISION, 64)
+    return ReplicaSetState(
+        name=w.name,
+        template=template,
+        revision=revision if revision is not None else 0,
+        created=-1,
+        replicas=w.spec.replicas,
+        desired_annotation=annotation_int(w, DESIRED, 32),
+        max_annotation=annotation_int(w, MAX, 32),
+    )
 
 
 def size_series(times: I64, sizes: list[tuple[int, str, int]]) -> dict[str, I64]:
