@@ -10,14 +10,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from probesim.engine.controllers.deployment import (
-    DeploymentController,
-    DeploymentState,
-    ReplicaSetState,
-    resolve_fenceposts,
-    scaled_value,
-    template_hash,
-)
+from probesim.engine.controllers.arithmetic import resolve_fenceposts, scaled_value, template_hash
+from probesim.engine.controllers.deployment import DeploymentController, DeploymentState, ReplicaSetState
 
 NAMES = {0: "web-old", 1: "web-new", 2: "web-third"}
 

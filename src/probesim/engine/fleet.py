@@ -12,7 +12,7 @@ import numpy.typing as npt
 
 from probesim.engine.behavior import INF, Behaviors, Profile, redirect_targets
 from probesim.engine.controllers.adoption import adoptions
-from probesim.engine.controllers.deployment import replica_set_name, resolve_fenceposts
+from probesim.engine.controllers.arithmetic import replica_set_name, resolve_fenceposts
 from probesim.engine.controllers.templates import WorkloadPlan, plan
 from probesim.manifests.kubernetes import container_port
 from probesim.mesh.istio import find_route

@@ -14,7 +14,7 @@ import numpy.typing as npt
 from probesim.engine.behavior import INF
 from probesim.engine.capacity import grid_quantiles
 from probesim.engine.containers import Containers
-from probesim.engine.controllers.deployment import replica_set_name
+from probesim.engine.controllers.arithmetic import replica_set_name
 from probesim.engine.controllers.workloads import Controllers, size_series
 from probesim.engine.fleet import Fleet
 from probesim.engine.sidecar.split import Sidecars

@@ -11,11 +11,15 @@ on the Deployment as kubectl shows them.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Literal
 
-IntOrPercent = int | str
+from probesim.engine.controllers.arithmetic import (
+    IntOrPercent,
+    resolve_fenceposts,
+    round_to_int,
+)
+from probesim.engine.controllers.conditions import Condition, DeploymentStatus
 
 # Condition reasons (deployment_util.go).
 NEW_RS_REASON = "NewReplicaSetCreated"
@@ -27,52 +31,6 @@ PAUSED_REASON = "DeploymentPaused"
 RESUMED_REASON = "DeploymentResumed"
 MIN_AVAILABLE_REASON = "MinimumReplicasAvailable"
 MIN_UNAVAILABLE_REASON = "MinimumReplicasUnavailable"
-
-
-def scaled_value(v: IntOrPercent, total: int, round_up: bool) -> int:
-    """``intstr.GetScaledValueFromIntOrPercent``: an integer as is, a percentage of ``total``
-    rounded up or down (exactly, in integers: Go's float product never misrounds at these
-    sizes)."""
-    if isinstance(v, int):
-        return v
-    pct = int(v.rstrip("%"))
-    return -(-pct * total // 100) if round_up else pct * total // 100
-
-
-def resolve_fenceposts(
-    max_surge: IntOrPercent, max_unavailable: IntOrPercent, desired: int
-) -> tuple[int, int]:
-    """``ResolveFenceposts``: maxSurge rounds **up**, maxUnavailable rounds **down**, and when
-    both come to 0 (e.g. 10 % of 5 each: 1 and 0 — no; 0 % and 1 % of 50: 0 and 0) maxUnavailable
-    becomes 1, "on the theory that surge might not work due to quota"."""
-    surge = scaled_value(max_surge, desired, True)
-    unavailable = scaled_value(max_unavailable, desired, False)
-    if surge == 0 and unavailable == 0:
-        unavailable = 1
-    return surge, unavailable
-
-
-_SAFE = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand alphanums
-
-
-def template_hash(text: str) -> str:
-    """A pod-template-hash as the controller renders one (``rand.SafeEncodeString`` of the
-    decimal FNV-32a sum), here of probesim's own serialisation of the template: it looks like
-    the real one and is stable across runs, but is not the value a cluster would compute."""
-    h = 0x811C9DC5
-    for b in text.encode():
-        h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
-    return "".join(_SAFE[ord(ch) % len(_SAFE)] for ch in str(h))
-
-
-def replica_set_name(deployment: str, template_key: str) -> str:
-    """``<deployment>-<pod-template-hash>``."""
-    return f"{deployment}-{template_hash(template_key)}"
-
-
-def round_to_int(x: float) -> int:
-    """``integer.RoundToInt32``: Go's ``math.Round``, halves away from zero."""
-    return math.floor(x + 0.5) if x >= 0 else -math.floor(-x + 0.5)
 
 
 @dataclass
@@ -91,52 +49,6 @@ class ReplicaSetState:
     ready: int = 0
     available: int = 0
     pods: int = 0  # pods that exist, terminating ones included (Recreate waits for them)
-
-
-@dataclass
-class Condition:
-    type: str
-    status: Literal["True", "False", "Unknown"]
-    reason: str
-    message: str
-    last_update: int
-    last_transition: int
-
-
-@dataclass
-class DeploymentStatus:
-    replicas: int = 0
-    updated: int = 0
-    ready: int = 0
-    available: int = 0
-    unavailable: int = 0
-    conditions: list[Condition] = field(default_factory=list)
-
-    def condition(self, kind: str) -> Condition | None:
-        return next((c for c in self.conditions if c.type == kind), None)
-
-    def set_condition(self, c: Condition) -> None:
-        """``SetDeploymentCondition``: no change if status and reason are the same; the
-        transition time kept if only the reason changes."""
-        cur = self.condition(c.type)
-        if cur is not None and cur.status == c.status and cur.reason == c.reason:
-            return
-        if cur is not None and cur.status == c.status:
-            c.last_transition = cur.last_transition
-        self.conditions = [x for x in self.conditions if x.type != c.type] + [c]
-
-    def remove_condition(self, kind: str) -> None:
-        self.conditions = [x for x in self.conditions if x.type != kind]
-
-    def copy(self) -> DeploymentStatus:
-        return DeploymentStatus(
-            self.replicas,
-            self.updated,
-            self.ready,
-            self.available,
-            self.unavailable,
-            [Condition(**vars(c)) for c in self.conditions],
-        )
 
 
 @dataclass

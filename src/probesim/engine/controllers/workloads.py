@@ -16,14 +16,14 @@ import numpy.typing as npt
 
 from probesim.engine.behavior import INF
 from probesim.engine.controllers.adoption import DESIRED, MAX, REVISION, adoptions, annotation_int
+from probesim.engine.controllers.arithmetic import replica_set_name
+from probesim.engine.controllers.conditions import Condition
 from probesim.engine.controllers.deployment import (
     NEW_RS_REASON,
     TIMED_OUT_REASON,
-    Condition,
     DeploymentController,
     DeploymentState,
     ReplicaSetState,
-    replica_set_name,
 )
 from probesim.engine.controllers.replicaset import PENDING, RUNNING, PodRank, pods_to_delete
 from probesim.engine.controllers.statefulset import SetPod, StatefulSetState, reconcile
