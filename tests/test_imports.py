@@ -43,6 +43,7 @@ ALLOWED_UPWARD: frozenset[tuple[str, str]] = frozenset(
         # Container ports (a named port resolved in a container spec) are Kubernetes semantics
         # read where the manifests are: the semantics layer is to hold them.
         ("probesim.engine.fleet", "probesim.manifests.kubernetes"),
+        ("probesim.engine.routing", "probesim.manifests.kubernetes"),
         ("probesim.engine.sidecar.build", "probesim.manifests.kubernetes"),
         ("probesim.lab.kubelet", "probesim.manifests.kubernetes"),
         # tune writes its HTML page itself (write_page, render_tune): the command is to move to

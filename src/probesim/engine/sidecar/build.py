@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from probesim.engine.fleet import Fleet, Route
+from probesim.engine.fleet import Fleet
+from probesim.engine.routing import Route
 from probesim.engine.sidecar.route import MeshRoute
 from probesim.engine.sidecar.split import Sidecars, SplitRoute
 from probesim.manifests.kubernetes import container_port
