@@ -8,8 +8,9 @@ from typing import Any
 
 from probesim.analysis.findings import REGISTRY, Finding
 from probesim.analysis.patch import container_patch, fix_line, scalar_edits
+from probesim.kube.ports import container_port
 from probesim.manifests.errors import field_path
-from probesim.manifests.kubernetes import Objects, container_port
+from probesim.manifests.kubernetes import Objects
 from probesim.manifests.yamlsrc import Doc, Path_, get_path
 from probesim.model.duration import parse_ms
 from probesim.model.kubernetes import Container, ProbeType, Service, Workload

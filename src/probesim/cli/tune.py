@@ -2,7 +2,7 @@
 patch."""
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -80,12 +80,19 @@ def tune(
     """
     from probesim.tune.command import tune as run_tune
 
+    def write_report(outcome: Any, got: Any, patches: Any) -> None:
+        from probesim.report.html import write_page
+        from probesim.report.tune_page import render_tune
+
+        assert report is not None
+        write_page(render_tune(outcome, got, patches), report)
+
     try:
         if report is not None:
             check_output_path(report, "the report", ".html")
         target = scenario_path(scenario) if scenario is not None else None
         run_tune(paths or [], target, workload, trials, seed, storage, study, timeout, scheduler, workers,
-                 output, as_json, out, err, report)  # fmt: skip
+                 output, as_json, out, err, write_report if report is not None else None)  # fmt: skip
     except KeyboardInterrupt:
         err.print("[yellow]stopped: the finished trials are kept in the study; run again to resume[/]")
         raise typer.Exit(130) from None

@@ -24,7 +24,7 @@ from probesim.engine.routing import (
     service_selects,
     with_destinations,
 )
-from probesim.manifests.kubernetes import container_port
+from probesim.kube.ports import container_port
 from probesim.model.kubernetes import Container, Probe, ProbeType, Workload, pod_names_of
 from probesim.model.scenario import ContainerBehavior, DeletePod, Rollback, Scale, Scenario
 

@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from probesim.engine.behavior import INF, Behaviors
-from probesim.manifests.kubernetes import container_port
+from probesim.kube.ports import container_port, serving_container
 from probesim.mesh.istio import find_route
 from probesim.model.kubernetes import Container, Service
 from probesim.model.scenario import ContainerBehavior, Scenario, Traffic
@@ -183,12 +183,3 @@ def route(
         target=behaviors.target(t.path),
         timeout=t.timeout if t.timeout is not None else int(INF),
     )
-
-
-def serving_container(containers: list[Container], target: int | str) -> int | None:
-    """Which container a Service targetPort reaches. A named port must be declared; a number
-    reaches the container declaring it, else the first container (undeclared ports still work)."""
-    for i, c in enumerate(containers):
-        if any(target in (cp.container_port, cp.name) for cp in c.ports):
-            return i
-    return 0 if isinstance(target, int) else None

@@ -28,8 +28,8 @@ from probesim.engine.capacity import (
 )
 from probesim.engine.containers import Containers
 from probesim.engine.fleet import RUNNING, Fleet
-from probesim.engine.routing import Route
 from probesim.engine.outcomes import REQUEST_CODES, Outcome
+from probesim.engine.routing import Route
 from probesim.engine.sidecar.split import Sidecars
 from probesim.model.scenario import ScenarioSpec
 

@@ -38,13 +38,13 @@ from probesim.engine.containers import MIN_GRACE, back_off
 from probesim.engine.fleet import injected
 from probesim.engine.sidecar.build import istio_for
 from probesim.errors import InputError
+from probesim.kube.ports import container_port
 from probesim.lab.dependency import DependencyServer, env_name
 from probesim.lab.envoy import Envoy, inbound_bootstrap
 from probesim.lab.hygiene import RunFolder, dies_with_parent
 from probesim.lab.load import KeepAlive, LoadResult, constant_rate
 from probesim.lab.probes import Outcome, exec_check, grpc_check, http_check, tcp_check
 from probesim.lab.rollout import LabDeployment, PodState, check_actions, has_actions
-from probesim.manifests.kubernetes import container_port
 from probesim.mesh.envoy import Translator
 from probesim.model.kubernetes import Container, Probe, ProbeType, Workload, pod_names_of
 from probesim.model.scenario import ContainerBehavior, Crash, Scenario, Traffic

@@ -18,7 +18,6 @@ from probesim.manifests.yamlsrc import Doc, Path_, get_path
 from probesim.model.base import NonNegInt32, OpenModel
 from probesim.model.kubernetes import (
     GENERATED,
-    Container,
     HorizontalPodAutoscaler,
     ObjectMeta,
     PodSpec,
@@ -604,13 +603,3 @@ def _service(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> Service:
     if s.spec.type != "ExternalName" and not headless and not s.spec.ports:
         raise _err(doc, base, ("spec", "ports"), obj, "required value: a Service needs at least one port")
     return s
-
-
-def container_port(c: Container, port: int | str) -> int | None:
-    """The number a probe or Service port refers to in ``c``; None when a name is not declared."""
-    if isinstance(port, int):
-        return port
-    for cp in c.ports:
-        if cp.name == port:
-            return cp.container_port
-    return None

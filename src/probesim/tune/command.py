@@ -1,4 +1,5 @@
-"""``probesim tune``: the command's work, kept out of cli.py (which only declares the options)."""
+"""``probesim tune``: the command's work, kept out of cli/tune.py (which declares the options
+and writes the study's page)."""
 
 from __future__ import annotations
 
@@ -46,10 +47,10 @@ def tune(
     as_json: bool,
     out: Console,
     err: Console,
-    report_page: Path | None = None,
+    write_page: Callable[[study.Outcome, tune_inputs.TuneInputs, list[report.PatchOut]], None] | None = None,
 ) -> None:
-    """Load, search, print (and write the page of the front to ``report_page``, an .html file
-    checked by the caller). Raises InputError for anything the user can fix."""
+    """Load, search, print (and hand the outcome to ``write_page``, the caller's writer of the
+    study's HTML page). Raises InputError for anything the user can fix."""
     from probesim.runs import executor
 
     if output is not None:
@@ -92,11 +93,8 @@ def tune(
     files: list[str] = []
     if output is not None and ps:
         files = _write(ps, output)
-    if report_page is not None:
-        from probesim.report.html import write_page
-        from probesim.report.tune_page import render_tune
-
-        write_page(render_tune(outcome, got, ps), report_page)
+    if write_page is not None:
+        write_page(outcome, got, ps)
     if as_json:
         extra = {
             "patches": [

@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from probesim.analysis.context import Target
-from probesim.manifests.kubernetes import container_port
+from probesim.kube.ports import container_port
 
 # The image's own client, by the image's name (its last path component, before the tag): the
 # server's own image only (rabbitmq, not rabbitmq-exporter).

@@ -22,7 +22,7 @@ from probesim.analysis.rules.timing import (
     wants_readiness,
 )
 from probesim.analysis.rules.timing import long_grace as long_grace_rule
-from probesim.manifests.kubernetes import container_port
+from probesim.kube.ports import container_port
 from probesim.model.duration import format_ms
 
 rule = REGISTRY.rule

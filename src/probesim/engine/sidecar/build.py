@@ -13,7 +13,7 @@ from probesim.engine.fleet import Fleet
 from probesim.engine.routing import Route
 from probesim.engine.sidecar.route import MeshRoute
 from probesim.engine.sidecar.split import Sidecars, SplitRoute
-from probesim.manifests.kubernetes import container_port
+from probesim.kube.ports import container_port
 from probesim.mesh.envoy import cluster_name
 from probesim.mesh.istio import DestinationRule, HTTPRoute, TrafficPolicy, find_route
 from probesim.model.kubernetes import Service
