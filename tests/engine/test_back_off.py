@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from probesim.engine.containers import back_off
+from probesim.kube.containers import back_off
 
 
 def test_the_ladder_of_the_reference() -> None:

@@ -1,10 +1,8 @@
 """Container lifecycle on the kubelet: start, exit, kill with a grace period, restart by
 restartPolicy, and CrashLoopBackOff exactly as ``doBackOff`` does it (reference/kubelet.md §3).
 
-Back-off per container: no entry until a start finds an exited instance; a start is refused
-while ``now - finishedAt < backoff``; each allowed restart doubles the entry (10 s → 300 s) unless
-the exited instance finished more than 600 s after the entry's last update, which resets it.
-So the waits are 0, 10, 20, 40 … 300 s, measured from the previous instance's finish (§3.6).
+The rules themselves (back-off, the restart decision, the minimum grace) are the kubelet's,
+in kube/containers.py, which the lab follows too; this module applies them over the arrays.
 """
 
 from __future__ import annotations
@@ -16,23 +14,7 @@ import numpy as np
 from probesim.engine.behavior import INF
 from probesim.engine.events import EventLog
 from probesim.engine.fleet import EXITED, RUNNING, TERMINATING, WAITING, Fleet
-
-INITIAL_BACKOFF = 10_000
-MAX_BACKOFF = 300_000
-BACKOFF_RESET = 600_000  # 2 × max in client-go; a flat 10 min in newer kubelets (§3.7)
-MIN_GRACE = 2_000  # minimumGracePeriodInSeconds (§2.4.32)
-
-
-def back_off(now: Any, finished: Any, backoff: Any, updated: Any) -> tuple[Any, Any]:
-    """``doBackOff``: may a container start at ``now``, given the exit it checks (``finished``)
-    and its back-off entry (``backoff`` ms, 0 for none, last ``updated``)? Returns whether it
-    may, and the entry after a start (``Next``), elementwise over arrays (the engine) or for one
-    container (the lab: 0-d arrays)."""
-    now, finished, backoff, updated = (np.asarray(x, np.int64) for x in (now, finished, backoff, updated))
-    expired = (backoff > 0) & (finished - updated > BACKOFF_RESET)
-    allowed = ~((backoff > 0) & ~expired & (now - finished < backoff))
-    later = np.where((backoff == 0) | expired, INITIAL_BACKOFF, np.minimum(2 * backoff, MAX_BACKOFF))
-    return allowed, np.where(allowed, later, backoff)
+from probesim.kube.containers import MIN_GRACE, back_off, restarts
 
 
 class Containers:
@@ -154,9 +136,8 @@ class Containers:
         self._rewake()
 
     def _restarts(self, pods: Any, code: Any) -> Any:
-        """Whether the restart policy of ``pods`` restarts a container that exited with ``code``
-        (Always; OnFailure when not 0; never in a pod being deleted): elementwise."""
-        return ~self.pod_deleting[pods] & (self._always[pods] | (self._on_failure[pods] & (code != 0)))
+        """Whether the restart policy of ``pods`` restarts a container that exited with ``code``."""
+        return restarts(self._always[pods], self._on_failure[pods], code, self.pod_deleting[pods])
 
     def _exit(self, c: int, t: int, finished: int, code: int, log: EventLog) -> None:
         """Container ``c`` exited by itself (a crash) at ``finished``."""

@@ -34,10 +34,10 @@ from typing import TextIO
 import numpy as np
 
 from probesim.consecutive import next_run, reaches_threshold
-from probesim.engine.containers import MIN_GRACE, back_off
 from probesim.engine.fleet import injected
 from probesim.engine.sidecar.build import istio_for
 from probesim.errors import InputError
+from probesim.kube.containers import MIN_GRACE, back_off
 from probesim.kube.ports import container_port
 from probesim.lab.dependency import DependencyServer, env_name
 from probesim.lab.envoy import Envoy, inbound_bootstrap
