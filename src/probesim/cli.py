@@ -22,6 +22,7 @@ from probesim.safe import MESSAGE_LIMIT, markup, visible
 
 if TYPE_CHECKING:
     from probesim.analysis.default_scenario import Generated
+    from probesim.manifests.variants import Variant
     from probesim.manifests.yamlsrc import Doc
     from probesim.model.scenario import Scenario
     from probesim.model.threshold import Threshold
@@ -323,6 +324,11 @@ def run(
         loaded = _run_target(targets, manifests or (), sets or (), start, rate, duration, print_scenario)
         if loaded is None:
             return
+        if isinstance(loaded, list):  # variants: each folder's scenario (manifests/variants.py)
+            given = {"--plot": plot, "--report": report, "--runs": runs, "--junit": junit}
+            _one_variant_only([g.variant for _sc, g in loaded], [k for k, v in given.items() if v])
+            _run_variants(loaded, scenario, max_cost, threshold or (), seed, as_json, series, event_lines)
+            return
         sc, generated = loaded
         _check_cost(sc, scenario, max_cost)
         if runs is not None:
@@ -371,6 +377,32 @@ def run(
         raise typer.Exit(EXIT_CROSSED)
 
 
+def _run_variants(
+    loaded: "list[tuple[Scenario, Generated]]",
+    target: str,
+    max_cost: int,
+    threshold: Sequence[str],
+    seed: int | None,
+    as_json: bool,
+    series: bool,
+    event_lines: int | None,
+) -> None:
+    """run on input of variants: every variant checked first, then each run and reported; the
+    exit code is the worst variant's."""
+    from probesim.model.threshold import judged_by
+    from probesim.variant_runs import run_variants
+
+    for sc, _g in loaded:
+        _check_cost(sc, target, max_cost)
+    judged = [(sc, g, judged_by(sc, threshold, target)) for sc, g in loaded]
+    for sc, g in loaded:
+        err.print(Text(visible(g.heading(), 1000), style="bold"), soft_wrap=True)
+        _tell_generated(g, sc)
+    code = run_variants(judged, seed, as_json, series, event_lines, out)
+    if code:
+        raise typer.Exit(code)
+
+
 def _event_lines(value: str, no_events: bool) -> int | None:
     """run's --events (and --no-events): the event lines shown at each end of the timeline, None
     for all of them, 0 for none."""
@@ -396,9 +428,9 @@ def _run_target(
     rate: float | None,
     duration: str | None,
     print_scenario: bool,
-) -> "tuple[Scenario, Generated | None] | None":
+) -> "tuple[Scenario, Generated | None] | list[tuple[Scenario, Generated]] | None":
     """run's scenario: the file or built-in named, or the one generated from manifests (with
-    it); None once --print-scenario has printed it."""
+    it), or one per variant; None once --print-scenario has printed it."""
     plain = (start, rate, duration) == (None, None, None) and not print_scenario
     if plain and len(targets) == 1 and targets[0] != "-" and not _exists(targets[0]):
         # A built-in's name, as from_arguments would decide, without importing the manifest
@@ -406,16 +438,25 @@ def _run_target(
         return _load(targets[0], manifests, sets), None
     from probesim.analysis.default_scenario import from_arguments
 
-    generated = from_arguments(targets, manifests, start, rate, duration, print_scenario)
-    if generated is None:
+    found = from_arguments(targets, manifests, start, rate, duration, print_scenario)
+    if found is None:
         return _load(targets[0], manifests, sets), None
+    from probesim.overrides import parse_set
+
+    if len(found) > 1:
+        _one_variant_only([g.variant for g in found], ["--print-scenario"] if print_scenario else [])
+        out = []
+        for g in found:
+            sc, said = g.load([parse_set(s) for s in sets])
+            _warn(said)
+            out.append((sc, g))
+        return out
+    generated = found[0]
     if print_scenario:
         if sets:
             raise InputError("--print-scenario prints the scenario before --set: give one", field="--set")
         sys.stdout.write(generated.text)
         return None
-    from probesim.overrides import parse_set
-
     sc, said = generated.load([parse_set(s) for s in sets])
     _warn(said)
     return sc, generated
@@ -428,7 +469,30 @@ def _generated_for_sweep(target: str, manifests: Sequence[str]) -> "Generated | 
         return None  # a built-in's name, as for run
     from probesim.analysis.default_scenario import from_arguments
 
-    return from_arguments([target], manifests, None, None, None, False)
+    found = from_arguments([target], manifests, None, None, None, False, "sweep")
+    if found is None:
+        return None
+    several = ["a sweep varies one scenario"] if len(found) > 1 else []
+    _one_variant_only([g.variant for g in found], several, "sweep")
+    return found[0]
+
+
+def _one_variant_only(
+    variants: "Sequence[Variant | None]", given: Sequence[str], command: str = "run"
+) -> None:
+    """Refuse what takes one scenario (--plot, --print-scenario, a sweep, a tune) on input of
+    variants, naming them."""
+    from probesim.manifests.variants import one_only
+
+    why = {
+        "--plot": "--plot draws one run",
+        "--report": "--report shows one run",
+        "--runs": "--runs repeats one scenario",
+        "--junit": "--junit writes one run's thresholds",
+        "--print-scenario": "--print-scenario prints one scenario",
+    }
+    if given:
+        raise one_only([v for v in variants if v is not None], command, why.get(given[0], given[0]))
 
 
 def _tell_generated(generated: "Generated", sc: "Scenario") -> None:
@@ -839,6 +903,12 @@ def tune(
     try:
         if report is not None:
             _check_output_path(report, "the report", ".html")
+        if paths and "-" not in paths:  # standard input is read once, by the tuner
+            from probesim.analysis.default_scenario import variants_of
+
+            variants = variants_of(paths, "tune")
+            if variants is not None:
+                _one_variant_only(variants, ["the tuner tunes one workload of one variant"], "tune")
         target = _scenario_path(scenario) if scenario is not None else None
         run_tune(paths or [], target, workload, trials, seed, storage, study, timeout, scheduler, workers,
                  output, as_json, out, err, report)  # fmt: skip
