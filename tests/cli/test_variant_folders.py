@@ -9,10 +9,13 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from probesim.analysis.default_scenario import Options, generate_all
 from probesim.cli import app
+from probesim.errors import InputError
 
 runner = CliRunner()
 
@@ -283,3 +286,52 @@ def test_check_stress_runs_each_variants_workload_behind_its_own_service(tmp_pat
         50, abs=1
     )
     assert {w for w, _s in rows} == {f"Deployment/api ({k8s}/prod)", f"Deployment/api ({k8s}/staging)"}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.dictionaries(
+        st.sampled_from(["dev", "qa", "staging", "prod", "eu-prod"]),
+        st.tuples(st.integers(1, 5), st.booleans()),  # replicas, has its Service
+        min_size=2,
+        max_size=4,
+    )
+)
+def test_variants_are_run_exactly_when_every_folder_is_complete(
+    tmp_path_factory: pytest.TempPathFactory, layout: dict[str, tuple[int, bool]]
+) -> None:
+    k8s = tmp_path_factory.mktemp("repo") / "k8s"
+    (k8s / "base").mkdir(parents=True)
+    (k8s / "base" / "config.yaml").write_text(BASE)
+    for folder, (replicas, service) in layout.items():
+        (k8s / folder).mkdir()
+        text = api(replicas, 5, 3)
+        (k8s / folder / "api.yaml").write_text(text if service else text.split("---")[0])
+    complete = all(service for _r, service in layout.values())
+    # The same replicas everywhere: one Deployment given several times, no variants.
+    same = len({r for r, _s in layout.values()}) == 1
+    if same:
+        if not any(service for _r, service in layout.values()):
+            with pytest.raises(InputError, match="nothing to run"):
+                generate_all([str(k8s)], Options())
+            return
+        found = generate_all([str(k8s)], Options())
+        assert len(found) == 1 and found[0].variant is None
+        assert [w.spec.replicas for w in found[0].load()[0].workloads] == [next(iter(layout.values()))[0]]
+        return
+    if not complete:
+        # A folder without the Service another has is not complete; with none anywhere,
+        # each folder is, and has nothing to run.
+        some = any(service for _r, service in layout.values())
+        with pytest.raises(
+            InputError, match="has no Service selecting its pods" if some else "nothing to run"
+        ):
+            generate_all([str(k8s)], Options())
+        return
+    found = generate_all([str(k8s)], Options())
+    assert [g.variant.folder for g in found if g.variant] == [f"{k8s}/{f}" for f in sorted(layout)]
+    for g in found:
+        assert g.variant is not None
+        folder = g.variant.folder.rsplit("/", 1)[1]
+        assert g.variant.files == [f"{k8s}/base/config.yaml", f"{k8s}/{folder}/api.yaml"]
+        assert [w.spec.replicas for w in g.load()[0].workloads] == [layout[folder][0]]

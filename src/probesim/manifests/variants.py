@@ -101,7 +101,7 @@ def split(docs: Sequence[Doc], objects: k8s.Objects, command: str = "run") -> li
     for ds in conflicts.values():
         for d in ds:
             if home[d.doc.file] is None:
-                outer = next(r for r in roots if _under(_dir(d.doc.file), r))
+                outer = next((r for r in roots if _under(_dir(d.doc.file), r)), _dir(d.doc.file))
                 other = next(x for x in ds if x.content != d.content)
                 why = f"{d.doc.file} is in {outer}/ beside the variant folders {_listed(final, outer)}"
                 raise refusal(d, other, command, why)
@@ -230,9 +230,9 @@ def _selects(s: Any, w: Any) -> bool:
 
 
 def _pairs(ds: list[_Def]) -> list[tuple[_Def, _Def]]:
-    """Pairs of definitions with different content (the first of each content)."""
-    firsts = list({d.content: d for d in reversed(ds)}.values())[::-1]
-    return [(a, b) for i, a in enumerate(firsts) for b in firsts[i + 1 :]]
+    """Every pair of definitions with different content (each copy of a content is in a
+    variant folder of its own: staging/ and qa/ may hold the same object, prod/ another)."""
+    return [(a, b) for i, a in enumerate(ds) for b in ds[i + 1 :] if a.content != b.content]
 
 
 def _roots(a: _Def, b: _Def, command: str) -> set[str]:
