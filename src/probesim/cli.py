@@ -445,12 +445,12 @@ def _run_target(
 
     if len(found) > 1:
         _one_variant_only([g.variant for g in found], ["--print-scenario"] if print_scenario else [])
-        out = []
+        each = []
         for g in found:
             sc, said = g.load([parse_set(s) for s in sets])
             _warn(said)
-            out.append((sc, g))
-        return out
+            each.append((sc, g))
+        return each
     generated = found[0]
     if print_scenario:
         if sets:
@@ -480,19 +480,10 @@ def _generated_for_sweep(target: str, manifests: Sequence[str]) -> "Generated | 
 def _one_variant_only(
     variants: "Sequence[Variant | None]", given: Sequence[str], command: str = "run"
 ) -> None:
-    """Refuse what takes one scenario (--plot, --print-scenario, a sweep, a tune) on input of
-    variants, naming them."""
-    from probesim.manifests.variants import one_only
+    """Refuse what takes one scenario (``given``: --plot, a sweep …) on input of variants."""
+    from probesim.manifests.variants import one_scenario_only
 
-    why = {
-        "--plot": "--plot draws one run",
-        "--report": "--report shows one run",
-        "--runs": "--runs repeats one scenario",
-        "--junit": "--junit writes one run's thresholds",
-        "--print-scenario": "--print-scenario prints one scenario",
-    }
-    if given:
-        raise one_only([v for v in variants if v is not None], command, why.get(given[0], given[0]))
+    one_scenario_only([v for v in variants if v is not None], given, command)
 
 
 def _tell_generated(generated: "Generated", sc: "Scenario") -> None:

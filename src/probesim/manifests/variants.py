@@ -158,6 +158,22 @@ def one_only(variants: Sequence[Variant], command: str, what: str) -> InputError
     )
 
 
+ONE_SCENARIO = {
+    "--plot": "--plot draws one run",
+    "--report": "--report shows one run",
+    "--runs": "--runs repeats one scenario",
+    "--junit": "--junit writes one run's thresholds",
+    "--print-scenario": "--print-scenario prints one scenario",
+}
+
+
+def one_scenario_only(variants: Sequence[Variant], given: Sequence[str], command: str) -> None:
+    """Refuse, naming the variants, what takes one scenario (``given``: options such as
+    --plot, or why the command takes one) when the input holds several."""
+    if given and variants:
+        raise one_only(variants, command, ONE_SCENARIO.get(given[0], given[0]))
+
+
 def _variant(root: str, roots: list[str], docs: Sequence[Doc], home: dict[str, str | None]) -> Variant:
     common: list[str] = []
     for d in docs:
