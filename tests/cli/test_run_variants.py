@@ -1,6 +1,8 @@
 """probesim run on a folder that holds one object twice (issue 27): the same content is one
-object; different content in two files (a base and its overlay) is refused in one line naming
-both files and the folder to pass; a stream document that is a scalar or a list is no traceback."""
+object; different content in two folders that are not each complete (a base and an overlay
+without its Service) is refused in one line naming both files and the folder to pass (complete
+folders run as variants: test_variant_folders.py); a stream document that is a scalar or a
+list is no traceback."""
 
 from __future__ import annotations
 
@@ -24,10 +26,13 @@ def test_the_same_object_twice_is_one_object(tmp_path: Path) -> None:
     assert r.stdout.count("kind: Deployment") == 1
 
 
-def test_two_variants_are_refused_in_one_line_naming_both_files(tmp_path: Path) -> None:
-    for folder, replicas in (("base", 2), ("overlay", 3)):
-        (tmp_path / folder).mkdir()
-        (tmp_path / folder / "web.yaml").write_text(WEB.replace("replicas: 2", f"replicas: {replicas}"))
+def test_an_overlay_without_its_service_is_refused_in_one_line_naming_both_files(tmp_path: Path) -> None:
+    # base/ holds the Deployment and its Service; overlay/ only the Deployment (kustomize's
+    # pattern, written out): overlay/ is not complete on its own, so no variants are run.
+    (tmp_path / "base").mkdir()
+    (tmp_path / "base" / "web.yaml").write_text(WEB)
+    (tmp_path / "overlay").mkdir()
+    (tmp_path / "overlay" / "web.yaml").write_text(WEB.split("---")[0].replace("replicas: 2", "replicas: 3"))
     r = runner.invoke(app, ["run", str(tmp_path)])
     assert r.exit_code == 2
     assert r.output.count("\n") == 1
@@ -36,7 +41,8 @@ def test_two_variants_are_refused_in_one_line_naming_both_files(tmp_path: Path) 
         in r.output
     )
     assert f"e.g. probesim run {tmp_path}/overlay/" in r.output
-    assert runner.invoke(app, ["run", str(tmp_path / "overlay"), "--print-scenario"]).exit_code == 0
+    assert f"not run as variants: {tmp_path}/overlay/ has no Service selecting its pods" in r.output
+    assert runner.invoke(app, ["run", str(tmp_path / "base"), "--print-scenario"]).exit_code == 0
 
 
 def test_one_file_defining_a_name_twice_stays_an_error(tmp_path: Path) -> None:

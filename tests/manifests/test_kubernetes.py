@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from probesim.errors import InputError
+from probesim.kube.ports import container_port
 from probesim.manifests import kubernetes as k8s
 from probesim.manifests.scenario import load_scenario, scenario_from_text
 from probesim.manifests.yamlsrc import load_docs
@@ -188,8 +189,8 @@ def test_bare_pod_and_named_port_resolution() -> None:
     assert (w.kind, w.spec.replicas, w.pod_spec.restart_policy) == ("Pod", 1, "OnFailure")
     probe = w.pod_spec.containers[0].readiness_probe
     assert probe is not None and probe.http_get is not None
-    assert k8s.container_port(w.pod_spec.containers[0], probe.http_get.port) == 8080
-    assert k8s.container_port(w.pod_spec.containers[0], "metrics") is None
+    assert container_port(w.pod_spec.containers[0], probe.http_get.port) == 8080
+    assert container_port(w.pod_spec.containers[0], "metrics") is None
     bad = error(pod.replace("restartPolicy: OnFailure", "restartPolicy: Sometimes"))
     assert bad.field == "spec.restartPolicy" and "'Always', 'OnFailure' or 'Never'" in bad.message
 
@@ -306,7 +307,7 @@ spec: {duration: 10s}
 """
 
 
-def test_run_simulates_cpu_says_once_what_it_ignores_and_refuses_no_cpu_at_all() -> None:
+def test_run_simulates_cpu_says_once_what_it_ignores_and_leaves_out_no_cpu_at_all() -> None:
     from typer.testing import CliRunner
 
     from probesim.cli import app
@@ -319,11 +320,14 @@ def test_run_simulates_cpu_says_once_what_it_ignores_and_refuses_no_cpu_at_all()
     only_memory = runner.invoke(
         app, ["run", "-", "--no-events"], input=RUN_SCENARIO + DEPLOY + HPA.replace("METRICS", memory)
     )
-    assert only_memory.exit_code == 2
+    # Valid for the API server, not simulated: left out with a warning, replicas as given.
+    assert only_memory.exit_code == 0, only_memory.output
     assert (
-        "simulates CPU utilization targets only; this HPA scales on Resource metric memory"
-        in only_memory.output
+        "HorizontalPodAutoscaler web not simulated: it scales on Resource metric memory, and probesim "
+        "simulates CPU utilization targets only; Deployment web keeps its replicas" in only_memory.output
     )
+    rows = [ln.split() for ln in only_memory.stdout.splitlines() if ln.strip().startswith("deployment/web")]
+    assert [r[1] for r in rows] == ["3"]  # REPLICAS: the manifest's 3, no autoscaling
     both = cpu[:-1] + ", " + memory[1:]
     ok = runner.invoke(
         app, ["run", "-", "--no-events"], input=RUN_SCENARIO + DEPLOY + HPA.replace("METRICS", both)

@@ -43,6 +43,7 @@ from probesim.errors import InputError, InputWarning
 from probesim.manifests import kubernetes as k8s
 from probesim.manifests.kubernetes import SIMULATED_KINDS, Origin, Skipped
 from probesim.manifests.scenario import MAX_RATE, check_service_name, scenario_from_text
+from probesim.manifests.variants import Variant, one_only, split
 from probesim.manifests.yamlsrc import Doc, Path_, get_path, load_docs, read_text
 from probesim.mesh.load import istio_objects
 from probesim.model.duration import format_ms, parse_ms
@@ -84,6 +85,7 @@ class Generated:
     shown: str  # how errors in it name it
     skipped: list[Skipped]
     options: Options
+    variant: Variant | None = None  # the folder it was generated for, when the input holds variants
 
     def load(self, overrides: Sequence[Override] = ()) -> tuple[Scenario, list[str]]:
         """The scenario, as ``probesim run`` loads the printed file, and the input warnings said
@@ -99,6 +101,14 @@ class Generated:
                 raise
         said_once = dict.fromkeys(str(w.message) for w in said if issubclass(w.category, InputWarning))
         return sc, list(said_once)
+
+    def heading(self) -> str:
+        """How a report heads this scenario's section: its variant's folder and the common
+        paths read with it."""
+        if self.variant is None:
+            return self.shown
+        v = self.variant
+        return f"variant {v.folder}/" + (f" (with {', '.join(v.common)})" if v.common else "")
 
     def lines(self, sc: Scenario) -> list[str]:
         """What the loaded scenario ``sc`` runs (--set may have changed it), a line per route
@@ -187,10 +197,11 @@ def from_arguments(
     rate: float | None,
     duration: str | None,
     print_scenario: bool,
-) -> Generated | None:
-    """``probesim run``'s arguments: the generated scenario when they are manifests (with
-    ``-m`` files added), None when they name a scenario. The options that shape a generated
-    scenario are refused with a scenario, which says all of that itself."""
+    command: str = "run",
+) -> list[Generated] | None:
+    """``probesim run``'s arguments: the generated scenarios when they are manifests (with
+    ``-m`` files added; one, or one per variant), None when they name a scenario. The options
+    that shape a generated scenario are refused with a scenario, which says all of that itself."""
     if not are_manifests(targets):
         given = {"--start": start, "--rate": rate, "--duration": duration, "--print-scenario": print_scenario}
         named = [k for k, v in given.items() if v not in (None, False)]
@@ -206,7 +217,7 @@ def from_arguments(
         rate=rate,
         duration_ms=DURATION_MS if duration is None else _option_ms(duration, "--duration", 1),
     )
-    return generate([*targets, *manifests], options)
+    return generate_all([*targets, *manifests], options, command)
 
 
 def _option_ms(text: str, option: str, least: int) -> int:
@@ -220,22 +231,64 @@ def _option_ms(text: str, option: str, least: int) -> int:
     return ms
 
 
-def generate(paths: Sequence[str], options: Options) -> Generated:
-    """The default scenario for the manifests in ``paths`` (files, directories, '-')."""
+def generate(paths: Sequence[str], options: Options, command: str = "run") -> Generated:
+    """The default scenario for the manifests in ``paths`` (files, directories, '-'); input of
+    several variants is refused, naming them (``command`` takes one)."""
+    found = generate_all(paths, options, command)
+    if len(found) > 1:
+        variants = [g.variant for g in found if g.variant is not None]
+        raise one_only(variants, command, f"probesim {command} takes one")
+    return found[0]
+
+
+def generate_all(paths: Sequence[str], options: Options, command: str = "run") -> list[Generated]:
+    """The default scenario for the manifests in ``paths``, or one per variant when they hold
+    several (manifests/variants.py): the same object with other content in another folder."""
     # Here, not at the top: a scenario file's run imports this module only to see that it is
     # no manifest, and check's rules and stress suite cost it about 0.08 s of start-up.
-    from probesim.analysis.check import nothing_found, read_manifests
+    from probesim.analysis.check import read_manifests
 
     docs, inputs = read_manifests(list(dict.fromkeys(paths)))
+    variants = split(docs, k8s.parse(docs), command)
+    if variants is None:
+        return [_generate(paths, docs, inputs.skipped, inputs.charts, options)]
+    out = []
+    for v in variants:
+        files = set(v.files)
+        others = {d.file for d in docs} - files
+        notes = [s for s in inputs.skipped if s.file not in others]
+        out.append(_generate(v.paths, list(v.docs), notes, inputs.charts, options, v))
+    return out
+
+
+def variants_of(paths: Sequence[str], command: str) -> list[Variant] | None:
+    """The variants the manifests in ``paths`` hold (None: no object has two contents); the
+    one-line refusal when they are not variants of complete folders."""
+    from probesim.analysis.check import read_manifests
+
+    docs, _inputs = read_manifests(list(dict.fromkeys(paths)))
+    return split(docs, k8s.parse(docs), command)
+
+
+def _generate(
+    paths: Sequence[str],
+    docs: list[Doc],
+    notes: list[Skipped],
+    charts: list[str],
+    options: Options,
+    variant: Variant | None = None,
+) -> Generated:
+    from probesim.analysis.check import Inputs, nothing_found
+
     objects = k8s.parse(docs, unique=True)  # errors name the user's file and line
-    skipped = inputs.skipped + objects.skipped
+    skipped = notes + objects.skipped
     if not any(s.kind for s in skipped) and not (objects.workloads or objects.services or objects.istio):
-        if inputs.charts:
-            chart = inputs.charts[0]
+        if charts:
+            chart = charts[0]
             raise InputError(
                 f"{chart} is an unrendered Helm chart: run `helm template {chart} | probesim run -`"
             )
-        e = nothing_found(list(paths), inputs)
+        e = nothing_found(list(paths), Inputs(skipped=notes, charts=charts))
         e.message += f"; nor a probesim Scenario ({API_VERSION}, kind: Scenario)"
         raise e
     sel = _Selection(objects, skipped)
@@ -258,7 +311,7 @@ def generate(paths: Sequence[str], options: Options) -> Generated:
     shown = _shown(paths)
     written = _scenario(_name(paths), shown, manifests, run, services, routes, options)
     text = _header(shown, skipped) + yaml.safe_dump(written, sort_keys=False, allow_unicode=True, width=100)
-    return Generated(text, f"<scenario generated from {shown}>", skipped, options)
+    return Generated(text, f"<scenario generated from {shown}>", skipped, options, variant)
 
 
 class _Selection:

@@ -390,17 +390,36 @@ def _judge_rollout(
     )
 
 
+def _nearest(objects: Objects, w: Workload, services: list[Service]) -> list[Service]:
+    """``services``, one of each name: of Services of one name in several variants' folders (a
+    base and its overlays), the one whose file is nearest ``w``'s."""
+    here = objects.origin(w).doc.file.split(os.sep)
+
+    def near(s: Service) -> int:
+        there = objects.origin(s).doc.file.split(os.sep)
+        return -next((i for i, (a, b) in enumerate(zip(here, there, strict=False)) if a != b), len(here))
+
+    best: dict[str, Service] = {}
+    for s in services:
+        if s.name not in best or near(s) < near(best[s.name]):
+            best[s.name] = s
+    return [s for s in services if best[s.name] is s]
+
+
 def stress_suite(
     objects: Objects, given: Scenario | None, th: StressThresholds, processes: int | None = None
 ) -> list[StressResult]:
     """Every simulated workload behind a Service, under every stress."""
     jobs = []
+    names = [(w.kind, w.metadata.namespace, w.name) for w in objects.workloads]
     for i, w in enumerate(objects.workloads):
-        selected = [s for s in objects.services if selects(s, w)]
+        selected = _nearest(objects, w, [s for s in objects.services if selects(s, w)])
         if w.kind not in SIMULATED_KINDS or not selected:
             continue
         base = base_scenario(w, selected, given)
         shown = f"{w.kind}/{w.name}"
+        if names.count(names[i]) > 1:  # variants (a base and its overlays): say which
+            shown += f" ({os.path.dirname(objects.origin(w).doc.file) or '.'})"
         for stress in SUITE:
             sc, not_run = stress_scenario(base, w, stress)
             jobs.append((i, shown, w.metadata.namespace, stress, sc, th, not_run))

@@ -16,6 +16,7 @@ from probesim.safe import MESSAGE_LIMIT, markup, visible
 
 if TYPE_CHECKING:
     from probesim.analysis.default_scenario import Generated
+    from probesim.manifests.variants import Variant
     from probesim.model.scenario import Scenario
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -161,3 +162,12 @@ def tell_generated(generated: "Generated", sc: "Scenario") -> None:
         err.print(Text(line, style="dim"), soft_wrap=True)
     report = CheckReport(skipped=generated.skipped)
     render_skipped(report, err, False, "not simulated", "--print-scenario lists them, with why")
+
+
+def one_variant_only(
+    variants: "Sequence[Variant | None]", given: Sequence[str], command: str = "run"
+) -> None:
+    """Refuse what takes one scenario (``given``: --plot, a sweep …) on input of variants."""
+    from probesim.manifests.variants import one_scenario_only
+
+    one_scenario_only([v for v in variants if v is not None], given, command)

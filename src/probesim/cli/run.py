@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.text import Text
 
 from probesim.cli.common import (
     MAX_COST_OPTION,
@@ -19,6 +20,7 @@ from probesim.cli.common import (
     command,
     exists,
     load,
+    one_variant_only,
     tell_generated,
     warn,
     write_file,
@@ -179,6 +181,11 @@ def run(
     loaded = _run_target(targets, manifests or (), sets or (), start, rate, duration, print_scenario)
     if loaded is None:
         return
+    if isinstance(loaded, list):  # variants: each folder's scenario (manifests/variants.py)
+        given = {"--plot": plot, "--report": report, "--runs": runs, "--junit": junit}
+        one_variant_only([g.variant for _sc, g in loaded], [k for k, v in given.items() if v])
+        _run_variants(loaded, scenario, max_cost, threshold or (), seed, as_json, series, event_lines)
+        return
     sc, generated = loaded
     check_cost(sc, scenario, max_cost)
     if runs is not None:
@@ -225,6 +232,32 @@ def run(
         raise typer.Exit(EXIT_CROSSED)
 
 
+def _run_variants(
+    loaded: "list[tuple[Scenario, Generated]]",
+    target: str,
+    max_cost: int,
+    threshold: Sequence[str],
+    seed: int | None,
+    as_json: bool,
+    series: bool,
+    event_lines: int | None,
+) -> None:
+    """run on input of variants: every variant checked first, then each run and reported; the
+    exit code is the worst variant's."""
+    from probesim.cli.variants import run_variants
+    from probesim.model.judged import judged_by
+
+    for sc, _g in loaded:
+        check_cost(sc, target, max_cost)
+    judged = [(sc, g, judged_by(sc, threshold, target)) for sc, g in loaded]
+    for sc, g in loaded:
+        err.print(Text(visible(g.heading(), 1000), style="bold"), soft_wrap=True)
+        tell_generated(g, sc)
+    code = run_variants(judged, seed, as_json, series, event_lines, out)
+    if code:
+        raise typer.Exit(code)
+
+
 def _event_lines(value: str, no_events: bool) -> int | None:
     """run's --events (and --no-events): the event lines shown at each end of the timeline, None
     for all of them, 0 for none."""
@@ -250,9 +283,9 @@ def _run_target(
     rate: float | None,
     duration: str | None,
     print_scenario: bool,
-) -> "tuple[Scenario, Generated | None] | None":
+) -> "tuple[Scenario, Generated | None] | list[tuple[Scenario, Generated]] | None":
     """run's scenario: the file or built-in named, or the one generated from manifests (with
-    it); None once --print-scenario has printed it."""
+    it), or one per variant; None once --print-scenario has printed it."""
     plain = (start, rate, duration) == (None, None, None) and not print_scenario
     if plain and len(targets) == 1 and targets[0] != "-" and not exists(targets[0]):
         # A built-in's name, as from_arguments would decide, without importing the manifest
@@ -260,16 +293,25 @@ def _run_target(
         return load(targets[0], manifests, sets), None
     from probesim.analysis.default_scenario import from_arguments
 
-    generated = from_arguments(targets, manifests, start, rate, duration, print_scenario)
-    if generated is None:
+    found = from_arguments(targets, manifests, start, rate, duration, print_scenario)
+    if found is None:
         return load(targets[0], manifests, sets), None
+    from probesim.overrides import parse_set
+
+    if len(found) > 1:
+        one_variant_only([g.variant for g in found], ["--print-scenario"] if print_scenario else [])
+        each = []
+        for g in found:
+            sc, said = g.load([parse_set(s) for s in sets])
+            warn(said)
+            each.append((sc, g))
+        return each
+    generated = found[0]
     if print_scenario:
         if sets:
             raise InputError("--print-scenario prints the scenario before --set: give one", field="--set")
         sys.stdout.write(generated.text)
         return None
-    from probesim.overrides import parse_set
-
     sc, said = generated.load([parse_set(s) for s in sets])
     warn(said)
     return sc, generated

@@ -17,6 +17,7 @@ from probesim.cli.common import (
     check_output_path,
     command,
     exists,
+    one_variant_only,
     scenario_path,
     tell_generated,
     warn,
@@ -145,4 +146,9 @@ def _generated_for_sweep(target: str, manifests: Sequence[str]) -> "Generated | 
         return None  # a built-in's name, as for run
     from probesim.analysis.default_scenario import from_arguments
 
-    return from_arguments([target], manifests, None, None, None, False)
+    found = from_arguments([target], manifests, None, None, None, False, "sweep")
+    if found is None:
+        return None
+    several = ["a sweep varies one scenario"] if len(found) > 1 else []
+    one_variant_only([g.variant for g in found], several, "sweep")
+    return found[0]

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from probesim.cli.common import check_output_path, command, scenario_path
+from probesim.cli.common import check_output_path, command, one_variant_only, scenario_path
 from probesim.cli.program import err, out
 
 
@@ -90,6 +90,12 @@ def tune(
     try:
         if report is not None:
             check_output_path(report, "the report", ".html")
+        if paths and "-" not in paths:  # standard input is read once, by the tuner
+            from probesim.analysis.default_scenario import variants_of
+
+            variants = variants_of(paths, "tune")
+            if variants is not None:
+                one_variant_only(variants, ["the tuner tunes one workload of one variant"], "tune")
         target = scenario_path(scenario) if scenario is not None else None
         run_tune(paths or [], target, workload, trials, seed, storage, study, timeout, scheduler, workers,
                  output, as_json, out, err, write_report if report is not None else None)  # fmt: skip

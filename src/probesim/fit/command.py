@@ -100,7 +100,7 @@ def _target(r: Request) -> _Target:
     """The workload and container to fit, in the scenario generated from the manifests."""
     from probesim.analysis.default_scenario import Options, generate
 
-    generated = generate(r.manifests, Options())
+    generated = generate(r.manifests, Options(), "fit")
     sc, _ = generated.load()
     names = [w.name for w in sc.workloads]
     if r.workload is None and len(names) != 1:

@@ -19,6 +19,7 @@ from probesim.model.base import NonNegInt32, OpenModel
 from probesim.model.kubernetes import (
     GENERATED,
     HorizontalPodAutoscaler,
+    LabelSelector,
     ObjectMeta,
     PodSpec,
     PodTemplate,
@@ -226,9 +227,14 @@ def parse(
 
 
 def _same(first: Origin, doc: Doc, base: Path_) -> bool:
-    """Whether an object at ``base`` in ``doc`` has the content of ``first`` (as the API server
-    would read them: null fields left out; a List's item filled with its apiVersion and kind)."""
-    return bool(_pruned(_filled(first.doc, first.base)) == _pruned(_filled(doc, base)))
+    """Whether an object at ``base`` in ``doc`` has the content of ``first``."""
+    return bool(content(first.doc, first.base) == content(doc, base))
+
+
+def content(doc: Doc, base: Path_) -> Any:
+    """The object at ``base`` in ``doc`` as the API server would read it, to compare two: null
+    fields left out; a List's item filled with its apiVersion and kind."""
+    return _pruned(_filled(doc, base))
 
 
 def _filled(doc: Doc, base: Path_) -> Any:
@@ -405,8 +411,7 @@ def read_workload(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> tupl
                     " | probesim check - (or probesim run -)"
                 )
             raise _err(doc, base, ("spec", "selector"), obj, msg)
-        sel = w.spec.selector.match_labels
-        _check_selector(doc, base, obj, sel, w.pod_labels)
+        _check_selector(doc, base, obj, w.spec.selector, w.pod_labels, kind)
     else:  # ReplicationController, Job, CronJob: reshaped as a workload of their pod template
         if kind == "CronJob":
             job = spec.get("jobTemplate")
@@ -425,13 +430,19 @@ def read_workload(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> tupl
             _check_pod_spec(doc, (*base, *tmpl_path, "spec"), template["spec"], obj)
         meta = _validate(ObjectMeta, doc, base, data.get("metadata"), obj, ("metadata",))
         tmpl = _validate(PodTemplate, doc, base, template, obj, tmpl_path)
-        fields = {k: counts_data[k] for k in ("replicas", "parallelism", "minReadySeconds", "selector")
-                  if k in counts_data}  # fmt: skip
+        # A Job's selector is a LabelSelector the API server generates (or checks, with
+        # manualSelector); only a ReplicationController's is a label map probesim reads.
+        read = (
+            ("replicas", "minReadySeconds", "selector")
+            if kind == "ReplicationController"
+            else ("parallelism", "minReadySeconds")
+        )
+        fields = {k: counts_data[k] for k in read if k in counts_data}
         counts = _validate(_Counts, doc, base, fields, obj, counts_path)
         if kind == "ReplicationController":
             # An RC's selector is a label map, defaulted to the template's labels.
             sel = counts.selector if counts.selector else tmpl.metadata.labels
-            _check_selector(doc, base, obj, sel, tmpl.metadata.labels)
+            _check_selector(doc, base, obj, LabelSelector(matchLabels=sel), tmpl.metadata.labels, kind)
             replicas = counts.replicas
         else:
             sel, replicas = tmpl.metadata.labels, counts.parallelism
@@ -456,8 +467,29 @@ def read_workload(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> tupl
     return w, spec_path
 
 
-def _check_selector(doc: Doc, base: Path_, obj: str, sel: dict[str, str], labels: dict[str, str]) -> None:
-    if not sel or any(labels.get(k) != v for k, v in sel.items()):
+OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+def _check_selector(
+    doc: Doc, base: Path_, obj: str, sel: LabelSelector, labels: dict[str, str], kind: str
+) -> None:
+    """ValidateDeploymentSpec's (and the other controllers') selector checks: matchLabels and
+    matchExpressions (ValidateLabelSelectorRequirement), not empty, matching the template."""
+    for i, r in enumerate(sel.match_expressions):
+        path: Path_ = ("spec", "selector", "matchExpressions", i)
+        if r.operator not in OPERATORS:
+            msg = f"{r.operator!r} is not a valid selector operator (In, NotIn, Exists, DoesNotExist)"
+            raise _err(doc, base, (*path, "operator"), obj, msg)
+        if r.operator in ("In", "NotIn") and not r.values:
+            raise _err(
+                doc, base, (*path, "values"), obj, "must be specified when `operator` is 'In' or 'NotIn'"
+            )
+        if r.operator in ("Exists", "DoesNotExist") and r.values:
+            raise _err(doc, base, (*path, "values"), obj,
+                       "may not be specified when `operator` is 'Exists' or 'DoesNotExist'")  # fmt: skip
+    if sel.empty:
+        raise _err(doc, base, ("spec", "selector"), obj, f"empty selector is invalid for {kind.lower()}")
+    if not sel.matches(labels):
         raise _err(doc, base, ("spec", "selector"), obj,
                    "selector does not match template labels (spec.template.metadata.labels)")  # fmt: skip
 
@@ -555,7 +587,7 @@ def _hpa(doc: Doc, base: Path_, data: dict[str, Any], obj: str, out: Objects) ->
         data = _v2beta1_metrics(data)
     h: HorizontalPodAutoscaler = _validate(HorizontalPodAutoscaler, doc, base, data, obj)
     if h.spec.min_replicas > h.spec.max_replicas:
-        raise _err(doc, base, ("spec", "minReplicas"), obj, "must be less than or equal to maxReplicas")
+        raise _err(doc, base, ("spec", "maxReplicas"), obj, "must be greater than or equal to `minReplicas`")
     ignored = []
     for i, m in enumerate(h.spec.metrics):
         r = m.resource

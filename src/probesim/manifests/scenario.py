@@ -21,7 +21,7 @@ from probesim.manifests.errors import field_path, from_validation
 from probesim.manifests.yamlsrc import Doc, Path_, load_docs, read_text
 from probesim.model.duration import format_ms
 from probesim.model.judged import unknown_name
-from probesim.model.kubernetes import Workload
+from probesim.model.kubernetes import HorizontalPodAutoscaler, Workload
 from probesim.model.scenario import (
     API_VERSION,
     DeletePod,
@@ -130,7 +130,7 @@ def _from_text(
         kube_docs.extend(load_docs(*read_text(m)))
     applied += apply_to_manifests(kube_docs, overrides)
     objects = k8s.parse(kube_docs, unique=True)
-    workloads = _simulated(objects)
+    workloads, hpas = _simulated(objects)
     for sv in objects.services:
         check_service_name(sv.name, kube_docs)
     from probesim.mesh.load import istio_objects, say_unsimulated_destinations
@@ -145,7 +145,7 @@ def _from_text(
         spec=sf.spec,
         workloads=tuple(workloads),
         services=tuple(objects.services),
-        autoscalers=tuple(objects.hpas),
+        autoscalers=tuple(hpas),
         destinationRules=tuple(rules),
         virtualServices=tuple(vss),
         namespaceLabels=objects.namespace_labels,
@@ -176,31 +176,38 @@ def scenario_manifest_docs(path: str) -> tuple[list[Doc], list[str]]:
     return inline, files
 
 
-def _simulated(objects: k8s.Objects) -> list[Workload]:
-    """The workloads the engine simulates; the others, and HPA metrics it does not simulate, are
-    said once as warnings (an HPA with no CPU utilization target at all is refused)."""
+def _simulated(objects: k8s.Objects) -> tuple[list[Workload], list[HorizontalPodAutoscaler]]:
+    """The workloads and HPAs the engine simulates; the others, and HPA metrics it does not
+    simulate, are said once as warnings. An HPA with no CPU utilization target at all is valid
+    (the API server accepts it) but not simulated: it is left out, and its target keeps the
+    replicas its manifest gives."""
     others = [w for w in objects.workloads if w.kind not in k8s.SIMULATED_KINDS]
     if others:
         names = ", ".join(f"{w.kind} {w.name}" for w in others)
         warnings.warn(InputWarning(f"not simulated (probesim check lints them): {names}"), stacklevel=2)
+    hpas = []
     for h in objects.hpas:
         ignored = objects.unsimulated_metrics.get(h.name)
-        if not ignored:
+        if ignored and len(ignored) == len(h.spec.metrics):
+            ref = h.spec.scale_target_ref
+            warnings.warn(
+                InputWarning(
+                    f"HorizontalPodAutoscaler {h.name} not simulated: it scales on {', '.join(ignored)}, "
+                    f"and probesim simulates CPU utilization targets only; {ref.kind} {ref.name} keeps "
+                    "its replicas"
+                ),
+                stacklevel=2,
+            )
             continue
-        origin = objects.origin(h)
-        if len(ignored) == len(h.spec.metrics):
-            raise InputError(
-                f"probesim simulates CPU utilization targets only; this HPA scales on {', '.join(ignored)}",
-                file=origin.doc.file, line=origin.doc.line_of((*origin.base, "spec", "metrics")),
-                obj=f"HorizontalPodAutoscaler {h.name}", field="spec.metrics",
-            )  # fmt: skip
-        warnings.warn(
-            InputWarning(
-                f"HorizontalPodAutoscaler {h.name}: simulated on CPU only; ignored: {', '.join(ignored)}"
-            ),
-            stacklevel=2,
-        )
-    return [w for w in objects.workloads if w.kind in k8s.SIMULATED_KINDS]
+        hpas.append(h)
+        if ignored:
+            warnings.warn(
+                InputWarning(
+                    f"HorizontalPodAutoscaler {h.name}: simulated on CPU only; ignored: {', '.join(ignored)}"
+                ),
+                stacklevel=2,
+            )
+    return [w for w in objects.workloads if w.kind in k8s.SIMULATED_KINDS], hpas
 
 
 def _with_series(sf: ScenarioFile, head: Doc, base_dir: Path) -> ScenarioFile:

@@ -38,7 +38,7 @@ def _default_if_zero(default: int) -> classmethod:  # type: ignore[type-arg]
 
 class HTTPHeader(Model):
     name: str
-    value: str
+    value: str = ""  # the Go field decodes a missing value as "": the API server accepts it
 
 
 class HTTPGetAction(Model):
@@ -115,10 +115,13 @@ _SCALE: dict[str, Fraction] = {
 }  # fmt: skip
 
 
+MAX_MILLICORES = 2**53  # CPU read as millicores (a float holds them exactly)
+
+
 def parse_cpu(value: object) -> int:
     """A CPU quantity ("250m", "0.5", ".5", 2, "1e3m") in millicores, as the API server reads a
     resource.Quantity: SI and binary suffixes and exponents, rounded up to whole millicores
-    (Quantity.MilliValue rounds up)."""
+    (Quantity.MilliValue rounds up), at most MAX_MILLICORES."""
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise ValueError("a CPU quantity is a number of cores (0.5, 2) or millicores ('250m')")
     text = str(value).strip() if not isinstance(value, float) else repr(value)
@@ -128,13 +131,15 @@ def parse_cpu(value: object) -> int:
     if not m:
         raise ValueError(f"invalid CPU quantity {value!r}; use cores (0.5, 2) or millicores ('250m')")
     suffix = m.group(2) or ""
-    scale = _SCALE[suffix] if suffix in _SCALE else Fraction(10) ** int(suffix[1:])
+    # An exponent beyond the mantissa's digits and 60 more gives the same millicores (0, 1 or
+    # MAX_MILLICORES) as that bound does: bounded, 1e99999999 does not take minutes.
+    bound = 60 + len(m.group(1))
+    scale = _SCALE[suffix] if suffix in _SCALE else Fraction(10) ** max(-bound, min(bound, int(suffix[1:])))
     milli = Fraction(m.group(1)) * scale * 1000
     if milli < 0:
         raise ValueError(f"CPU quantity {value!r} must not be negative")
-    if milli > 2**53:
-        raise ValueError(f"CPU quantity {value!r} is too large")
-    return math.ceil(milli)
+    # The API server takes larger quantities; beyond any node's CPU they all simulate alike.
+    return min(math.ceil(milli), MAX_MILLICORES)
 
 
 # Dumped to JSON as "<n>m", so a dumped object reads back the same (a bare number is cores).
@@ -190,8 +195,15 @@ class PodSpec(OpenModel):
     containers: Annotated[tuple[Container, ...], Field(min_length=1)]
     init_containers: tuple[Container, ...] = ()
     restart_policy: Literal["Always", "OnFailure", "Never"] = "Always"
-    termination_grace_period_seconds: NonNegInt32 = 30
+    termination_grace_period_seconds: Int32 = 30
     readiness_gates: tuple[ReadinessGate, ...] = ()
+
+    @field_validator("termination_grace_period_seconds")
+    @classmethod
+    def _at_least_one(cls, v: int) -> int:
+        """A negative grace period is accepted, with a warning that it "will be treated as 1"
+        (warningsForPodSpecAndMeta; podStrategy.CheckGracefulDelete makes it 1)."""
+        return 1 if v < 0 else v
 
 
 _DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -271,8 +283,35 @@ class PodTemplate(OpenModel):
     spec: PodSpec
 
 
+class LabelSelectorRequirement(OpenModel):
+    key: str
+    operator: str  # In, NotIn, Exists, DoesNotExist: checked by the loader, which knows the line
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        """As labels.Requirement.Matches: NotIn and DoesNotExist match a label left out."""
+        if self.operator == "In":
+            return labels.get(self.key) in self.values
+        if self.operator == "NotIn":
+            return self.key not in labels or labels[self.key] not in self.values
+        if self.operator == "Exists":
+            return self.key in labels
+        return self.key not in labels  # DoesNotExist
+
+
 class LabelSelector(OpenModel):
     match_labels: dict[str, str] = Field(default_factory=dict)
+    match_expressions: tuple[LabelSelectorRequirement, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.match_labels and not self.match_expressions
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        """Whether pods with ``labels`` are selected (every label and every expression)."""
+        return all(labels.get(k) == v for k, v in self.match_labels.items()) and all(
+            r.matches(labels) for r in self.match_expressions
+        )
 
 
 Percent = Annotated[str, Field(pattern=r"^[0-9]+%$")]
