@@ -16,11 +16,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from probesim.analysis.check import read_manifests
 from probesim.analysis.context import Context
 from probesim.analysis.findings import REGISTRY, SEVERITY_RANK, Finding
 from probesim.analysis.patch import apply, describe, fix_line
 from probesim.manifests import kubernetes as k8s
+from probesim.manifests.discovery import read_manifests
 from probesim.manifests.kubernetes import obj_key
 from probesim.manifests.yamlsrc import Doc, get_path, load_docs
 from tests.analysis.realworld_expected import EXPECTED

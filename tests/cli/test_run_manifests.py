@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from probesim.analysis.default_scenario import Options, generate
 from probesim.cli import app
 from probesim.engine import simulate
+from probesim.manifests.generated import Options, generate
 from probesim.manifests.scenario import load_scenario
 
 runner = CliRunner()

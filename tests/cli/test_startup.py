@@ -54,7 +54,8 @@ def test_a_plain_run_imports_no_plotting_parallel_tuning_or_manifest_analysis() 
         "assert 'Events' in out.getvalue()\n"
         "print('loaded:', *sorted(m for m in sys.modules if m.split('.')[0] in "
         "('matplotlib', 'plotly', 'dask', 'distributed', 'optuna', 'numba', 'pyarrow') "
-        "or m.startswith(('probesim.analysis', 'probesim.tune', 'probesim.report.html', 'rich.markdown')) "
+        "or m.startswith(('probesim.analysis', 'probesim.manifests.generated', 'probesim.manifests.discovery', "
+        "'probesim.tune', 'probesim.report.html', 'rich.markdown')) "
         "or m in ('numpy.random', 'numpy.ma')))"
     )
     r = _py(code)

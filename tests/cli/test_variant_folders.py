@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from probesim.analysis.default_scenario import Options, generate_all
 from probesim.cli import app
 from probesim.errors import InputError
+from probesim.manifests.generated import Options, generate_all
 
 runner = CliRunner()
 

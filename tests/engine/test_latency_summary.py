@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from probesim.analysis.default_scenario import Options, generate
 from probesim.engine import simulate
+from probesim.manifests.generated import Options, generate
 from probesim.manifests.scenario import load_scenario
 from probesim.scenarios import HERE
 from tests.cli.test_run_manifests import deployment, service, write

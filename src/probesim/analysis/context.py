@@ -9,6 +9,7 @@ from typing import Any
 from probesim.analysis.findings import REGISTRY, Finding
 from probesim.analysis.patch import container_patch, fix_line, scalar_edits
 from probesim.kube.ports import container_port
+from probesim.kube.selectors import selects
 from probesim.manifests.errors import field_path
 from probesim.manifests.kubernetes import Objects
 from probesim.manifests.yamlsrc import Doc, Path_, get_path
@@ -187,13 +188,3 @@ def _route_service_ports(targets: list[Target], services: list[Service]) -> None
                 hit = [t for t in apps if t.container.readiness_probe is not None][:1] or apps[:1]
             for t in hit:
                 t.serves.append((s, sp.port, target))
-
-
-def selects(s: Service, w: Workload) -> bool:
-    """Whether Service ``s`` selects ``w``'s pods: the same namespace, and its selector matches."""
-    sel = s.spec.selector
-    return (
-        bool(sel)
-        and s.metadata.namespace == w.metadata.namespace
-        and all(w.pod_labels.get(k) == v for k, v in sel.items())
-    )

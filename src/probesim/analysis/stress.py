@@ -4,10 +4,9 @@ stresses, with a verdict per stress against thresholds. Runs fan out over local 
 A workload is stressed alone: its Services, its behaviour and the traffic a given scenario sends
 to its Services (other workloads, their traffic and the scenario's actions are left out), so
 one workload's failure is never blamed on another. Without a scenario (or traffic for it), the
-workload gets the default load model (analysis/defaults.py): its app starts when its readiness
-probe first looks (initialDelaySeconds, the author's own estimate; 0 without one) and takes 10
-requests per second per replica on "/", each costing half its CPU request over that rate (50 %
-of the request at base load), from 1m on.
+workload gets the default load model (kube/load_model.py): its app answers at once and takes
+100 requests per second per core of CPU request per replica on "/", 5 ms of CPU each (half the
+request at base load), from 1m on.
 
 The verdict looks at the run after the start-up ramp (from the first time all replicas were
 Ready, or after ``warmUp``): failed requests and the lowest ready fraction; restarts count over
@@ -38,12 +37,12 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from probesim.analysis.context import selects
-from probesim.analysis.defaults import default_rate, workload_behavior
 from probesim.analysis.rules import rolling_update
 from probesim.cost import DEFAULT_MAX_COST, run_cost
 from probesim.engine import simulate
 from probesim.engine.controllers.templates import PlanError
+from probesim.kube.load_model import default_rate, workload_behavior
+from probesim.kube.selectors import selects
 from probesim.manifests.kubernetes import SIMULATED_KINDS, Objects
 from probesim.model.duration import format_ms, parse_ms
 from probesim.model.kubernetes import Probe, Service, Workload

@@ -15,7 +15,7 @@ from probesim.errors import InputError, InputWarning, check_writable
 from probesim.safe import MESSAGE_LIMIT, markup, visible
 
 if TYPE_CHECKING:
-    from probesim.analysis.default_scenario import Generated
+    from probesim.manifests.generated import Generated
     from probesim.manifests.variants import Variant
     from probesim.model.scenario import Scenario
 

@@ -31,7 +31,7 @@ from probesim.errors import InputError
 from probesim.safe import visible
 
 if TYPE_CHECKING:
-    from probesim.analysis.default_scenario import Generated
+    from probesim.manifests.generated import Generated
     from probesim.model.scenario import Scenario
     from probesim.model.threshold import Threshold
 
@@ -291,7 +291,7 @@ def _run_target(
         # A built-in's name, as from_arguments would decide, without importing the manifest
         # analysis it needs for files (0.05 s of the command's start-up).
         return load(targets[0], manifests, sets), None
-    from probesim.analysis.default_scenario import from_arguments
+    from probesim.manifests.generated import from_arguments
 
     found = from_arguments(targets, manifests, start, rate, duration, print_scenario)
     if found is None:

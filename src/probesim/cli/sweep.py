@@ -28,7 +28,7 @@ from probesim.errors import InputWarning
 from probesim.safe import visible
 
 if TYPE_CHECKING:
-    from probesim.analysis.default_scenario import Generated
+    from probesim.manifests.generated import Generated
 
 
 @command()
@@ -144,7 +144,7 @@ def _generated_for_sweep(target: str, manifests: Sequence[str]) -> "Generated | 
     files added), else None."""
     if target != "-" and not exists(target):
         return None  # a built-in's name, as for run
-    from probesim.analysis.default_scenario import from_arguments
+    from probesim.manifests.generated import from_arguments
 
     found = from_arguments([target], manifests, None, None, None, False, "sweep")
     if found is None:

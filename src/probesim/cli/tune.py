@@ -91,7 +91,7 @@ def tune(
         if report is not None:
             check_output_path(report, "the report", ".html")
         if paths and "-" not in paths:  # standard input is read once, by the tuner
-            from probesim.analysis.default_scenario import variants_of
+            from probesim.manifests.generated import variants_of
 
             variants = variants_of(paths, "tune")
             if variants is not None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from probesim.analysis.default_scenario import Generated
+    from probesim.manifests.generated import Generated
     from probesim.model.scenario import Scenario
     from probesim.model.threshold import Threshold
 

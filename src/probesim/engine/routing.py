@@ -11,6 +11,7 @@ import numpy.typing as npt
 
 from probesim.engine.behavior import INF, Behaviors
 from probesim.kube.ports import container_port, serving_container
+from probesim.kube.selectors import service_matches
 from probesim.mesh.istio import find_route
 from probesim.model.kubernetes import Container, Service
 from probesim.model.scenario import ContainerBehavior, Scenario, Traffic
@@ -56,7 +57,7 @@ def labels_per_pod(
 def service_selects(svc: Service, pods: PodLabels) -> B:
     """The pods a Service's selector matches (a Service without selector matches none)."""
     sel = svc.spec.selector
-    hit = np.array([bool(sel) and all(g.get(k) == v for k, v in sel.items()) for g in pods.groups], bool)
+    hit = np.array([service_matches(sel, g) for g in pods.groups], bool)
     return hit[pods.group_of] if pods.group_of.size else np.zeros(0, bool)
 
 

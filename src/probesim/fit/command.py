@@ -98,7 +98,7 @@ class _Target:
 
 def _target(r: Request) -> _Target:
     """The workload and container to fit, in the scenario generated from the manifests."""
-    from probesim.analysis.default_scenario import Options, generate
+    from probesim.manifests.generated import Options, generate
 
     generated = generate(r.manifests, Options(), "fit")
     sc, _ = generated.load()

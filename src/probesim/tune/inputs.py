@@ -11,10 +11,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from probesim.analysis.check import read_manifests
-from probesim.analysis.context import selects
 from probesim.errors import InputError, InputWarning
+from probesim.kube.selectors import selects
 from probesim.manifests import kubernetes as k8s
+from probesim.manifests.discovery import read_manifests
 from probesim.manifests.scenario import scenario_from_text, scenario_manifest_docs
 from probesim.manifests.yamlsrc import Doc, load_docs, read_text
 from probesim.mesh.istio import DestinationRule

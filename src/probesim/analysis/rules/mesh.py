@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from probesim.analysis.context import Context, selects
+from probesim.analysis.context import Context
 from probesim.analysis.findings import REGISTRY, Finding
 from probesim.analysis.patch import apply, nest
+from probesim.kube.selectors import selects
 from probesim.manifests.yamlsrc import get_path
 from probesim.model.duration import format_ms, parse_ms
 

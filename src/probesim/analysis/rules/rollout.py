@@ -7,14 +7,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from probesim.analysis.context import Context, Target, selects
-from probesim.analysis.defaults import default_rate, workload_behavior
+from probesim.analysis.context import Context, Target
 from probesim.analysis.findings import REGISTRY, Finding
 from probesim.analysis.patch import apply, container_patch
 from probesim.analysis.rules.timing import plan
 from probesim.engine.capacity import probe_cost
 from probesim.engine.controllers.deployment import DeploymentState
 from probesim.engine.controllers.statefulset import max_unavailable as sts_max_unavailable
+from probesim.kube.load_model import default_rate, workload_behavior
+from probesim.kube.selectors import selects
 from probesim.model.duration import format_ms
 from probesim.model.kubernetes import Container, Probe, Workload
 from probesim.model.scenario import Cluster, ContainerBehavior, Deadlock, Errors, Hang, Traffic, generic
@@ -153,7 +154,7 @@ def _peak(tr: Traffic) -> float:
 
 def _load(ctx: Context, t: Target, b: ContainerBehavior) -> _Load:
     """The scenario's traffic to the workload's Services (each route at its peak), or the default
-    load model's (analysis/defaults.py) when the scenario sends them none or there is none: as
+    load model's (kube/load_model.py) when the scenario sends them none or there is none: as
     the stress suite loads a workload."""
     sc = ctx.scenario
     routes = [
@@ -175,7 +176,7 @@ def _load(ctx: Context, t: Target, b: ContainerBehavior) -> _Load:
 
 def _behavior(ctx: Context, t: Target) -> ContainerBehavior:
     """What the app does: the scenario's behaviour for the workload, or the default load model's
-    (its app answers at once: analysis/defaults.py), as the stress suite has it."""
+    (its app answers at once: kube/load_model.py), as the stress suite has it."""
     if ctx.scenario is not None and t.workload.name in ctx.scenario.spec.behavior:
         return t.behavior or ContainerBehavior()
     raw = workload_behavior(t.workload, t.services)["containers"].get(t.container.name, {})

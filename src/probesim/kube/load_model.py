@@ -1,6 +1,6 @@
 """The default load model: what probesim assumes of an app it knows only from its manifests.
 One model, used by the stress suite (``probesim check --stress``), by the scenario
-``probesim run`` generates from manifests (analysis/default_scenario.py) and by the runs
+``probesim run`` generates from manifests (manifests/generated.py) and by the runs
 ``probesim tune`` judges settings on.
 
 - Start: each container's app answers at once. No field of a manifest says when an app is

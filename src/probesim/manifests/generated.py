@@ -9,7 +9,7 @@ built-in scenario's name. Files and directories are read as ``probesim check`` r
 The generated scenario holds every simulated workload (Deployment, StatefulSet, ReplicaSet,
 ReplicationController, Pod) that a Service of its namespace selects, with:
 
-- behaviour: the default load model (analysis/defaults.py): a healthy app whose containers
+- behaviour: the default load model (kube/load_model.py): a healthy app whose containers
   answer at once, or after ``--start`` for every container; a request costs a fixed 5 ms of CPU;
 - traffic: one constant route per Service, named after it, from 0 s to the end: ``--rate``
   requests per second, or the default load model's rate (half the CPU request at that cost) for
@@ -37,9 +37,9 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from probesim import __version__
-from probesim.analysis.context import selects
-from probesim.analysis.defaults import default_rate, workload_behavior
 from probesim.errors import InputError, InputWarning
+from probesim.kube.load_model import default_rate, workload_behavior
+from probesim.kube.selectors import selects
 from probesim.manifests import kubernetes as k8s
 from probesim.manifests.kubernetes import SIMULATED_KINDS, Origin, Skipped
 from probesim.manifests.scenario import MAX_RATE, check_service_name, scenario_from_text
@@ -246,7 +246,7 @@ def generate_all(paths: Sequence[str], options: Options, command: str = "run") -
     several (manifests/variants.py): the same object with other content in another folder."""
     # Here, not at the top: a scenario file's run imports this module only to see that it is
     # no manifest, and check's rules and stress suite cost it about 0.08 s of start-up.
-    from probesim.analysis.check import read_manifests
+    from probesim.manifests.discovery import read_manifests
 
     docs, inputs = read_manifests(list(dict.fromkeys(paths)))
     variants = split(docs, k8s.parse(docs), command)
@@ -264,7 +264,7 @@ def generate_all(paths: Sequence[str], options: Options, command: str = "run") -
 def variants_of(paths: Sequence[str], command: str) -> list[Variant] | None:
     """The variants the manifests in ``paths`` hold (None: no object has two contents); the
     one-line refusal when they are not variants of complete folders."""
-    from probesim.analysis.check import read_manifests
+    from probesim.manifests.discovery import read_manifests
 
     docs, _inputs = read_manifests(list(dict.fromkeys(paths)))
     return split(docs, k8s.parse(docs), command)
@@ -278,7 +278,7 @@ def _generate(
     options: Options,
     variant: Variant | None = None,
 ) -> Generated:
-    from probesim.analysis.check import Inputs, nothing_found
+    from probesim.manifests.discovery import Inputs, nothing_found
 
     objects = k8s.parse(docs, unique=True)  # errors name the user's file and line
     skipped = notes + objects.skipped
