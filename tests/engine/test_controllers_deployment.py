@@ -10,8 +10,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from probesim.engine.controllers.arithmetic import resolve_fenceposts, scaled_value, template_hash
 from probesim.engine.controllers.deployment import DeploymentController, DeploymentState, ReplicaSetState
+from probesim.kube.arithmetic import resolve_fenceposts, scaled_value, template_hash
 
 NAMES = {0: "web-old", 1: "web-new", 2: "web-third"}
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from probesim.engine import simulate
-from probesim.engine.outcomes import Outcome
 from probesim.engine.sidecar import ejection
 from probesim.engine.sidecar.route import MeshRoute
+from probesim.kube.outcomes import Outcome
 from probesim.mesh.istio import DestinationRule, OutlierDetection, VirtualService
 from probesim.model.scenario import PodOverride, Scenario
 from probesim.results import Result

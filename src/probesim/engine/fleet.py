@@ -12,7 +12,6 @@ import numpy.typing as npt
 
 from probesim.engine.behavior import INF, Behaviors, Profile, redirect_targets
 from probesim.engine.controllers.adoption import adoptions
-from probesim.engine.controllers.arithmetic import replica_set_name, resolve_fenceposts
 from probesim.engine.controllers.templates import WorkloadPlan, plan
 from probesim.engine.routing import (
     PodLabels,
@@ -24,6 +23,7 @@ from probesim.engine.routing import (
     service_selects,
     with_destinations,
 )
+from probesim.kube.arithmetic import replica_set_name, resolve_fenceposts
 from probesim.kube.ports import container_port
 from probesim.model.kubernetes import Container, Probe, ProbeType, Workload, pod_names_of
 from probesim.model.scenario import ContainerBehavior, DeletePod, Rollback, Scale, Scenario

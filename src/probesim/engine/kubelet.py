@@ -34,7 +34,7 @@ from probesim.engine.fleet import (
     Fleet,
     ProbeSpecArrays,
 )
-from probesim.engine.outcomes import Outcome
+from probesim.kube.outcomes import Outcome
 from probesim.model.scenario import ContainerBehavior, RouteCost
 
 I64 = npt.NDArray[np.int64]

@@ -14,10 +14,10 @@ import numpy.typing as npt
 from probesim.engine.behavior import INF
 from probesim.engine.capacity import grid_quantiles
 from probesim.engine.containers import Containers
-from probesim.engine.controllers.arithmetic import replica_set_name
 from probesim.engine.controllers.workloads import Controllers, size_series
 from probesim.engine.fleet import Fleet
 from probesim.engine.sidecar.split import Sidecars
+from probesim.kube.arithmetic import replica_set_name
 from probesim.model.scenario import Scenario, ScenarioSpec
 from probesim.results import CAUSES, Event, Result, RolloutSummary, RouteSummary, Span, WorkloadSummary
 

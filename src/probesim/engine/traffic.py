@@ -28,9 +28,9 @@ from probesim.engine.capacity import (
 )
 from probesim.engine.containers import Containers
 from probesim.engine.fleet import RUNNING, Fleet
-from probesim.engine.outcomes import REQUEST_CODES, Outcome
 from probesim.engine.routing import Route
 from probesim.engine.sidecar.split import Sidecars
+from probesim.kube.outcomes import REQUEST_CODES, Outcome
 from probesim.model.scenario import ScenarioSpec
 
 I64 = npt.NDArray[np.int64]

@@ -15,12 +15,12 @@ import numpy as np
 
 from probesim.engine.behavior import INF
 from probesim.engine.controllers.adoption import adoptions
-from probesim.engine.controllers.arithmetic import replica_set_name, resolve_fenceposts
 from probesim.engine.controllers.deployment import TIMED_OUT_REASON
 from probesim.engine.controllers.workloads import Controllers, PodArrays, size_series
 from probesim.engine.events import EventLog
 from probesim.engine.fleet import build
 from probesim.errors import InputError
+from probesim.kube.arithmetic import replica_set_name, resolve_fenceposts
 from probesim.model.kubernetes import Container, Workload
 from probesim.model.scenario import (
     ContainerBehavior,

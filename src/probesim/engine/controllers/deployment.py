@@ -14,12 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from probesim.engine.controllers.arithmetic import (
+from probesim.engine.controllers.conditions import Condition, DeploymentStatus
+from probesim.kube.arithmetic import (
     IntOrPercent,
     resolve_fenceposts,
     round_to_int,
 )
-from probesim.engine.controllers.conditions import Condition, DeploymentStatus
 
 # Condition reasons (deployment_util.go).
 NEW_RS_REASON = "NewReplicaSetCreated"

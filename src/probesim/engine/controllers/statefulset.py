@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from probesim.engine.controllers.arithmetic import IntOrPercent, scaled_value
+from probesim.kube.arithmetic import IntOrPercent, scaled_value
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ import numpy.typing as npt
 
 from probesim.engine.behavior import INF
 from probesim.engine.controllers.adoption import DESIRED, MAX, REVISION, adoptions, annotation_int
-from probesim.engine.controllers.arithmetic import replica_set_name
 from probesim.engine.controllers.conditions import Condition
 from probesim.engine.controllers.deployment import (
     NEW_RS_REASON,
@@ -29,6 +28,7 @@ from probesim.engine.controllers.replicaset import PENDING, RUNNING, PodRank, po
 from probesim.engine.controllers.statefulset import SetPod, StatefulSetState, reconcile
 from probesim.engine.controllers.templates import WorkloadPlan
 from probesim.engine.events import EventLog
+from probesim.kube.arithmetic import replica_set_name
 from probesim.model.kubernetes import Workload
 from probesim.model.scenario import Partition, Pause, Restart, Resume, Rollback, Rollout, Scale, Scenario
 

@@ -16,10 +16,10 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-from probesim.engine.outcomes import Outcome
 from probesim.engine.sidecar.ejection import OutlierMonitor
 from probesim.engine.sidecar.outlier import Client, Detector, SidecarStats
 from probesim.engine.sidecar.policy import RoutePolicy
+from probesim.kube.outcomes import Outcome
 from probesim.mesh.istio import DestinationRule, HTTPRoute
 from probesim.results import Event
 
