@@ -31,6 +31,7 @@ from probesim.engine.kubelet import ProbeWorkers
 from probesim.engine.sidecar.build import build_mesh
 from probesim.engine.summary import RunSummary, TrackedRollout
 from probesim.engine.traffic import Connections, TrafficPhases
+from probesim.kube.endpoints import endpoint_ready
 from probesim.model.scenario import (
     DeletePod,
     Partition,
@@ -686,7 +687,9 @@ class _Run(TrafficPhases, RunSummary):
                 listed = self.admitted & ~self.gone
                 for name, sel in f.service_pods.items():
                     members = sel & listed
-                    in_rotation = members if f.publish_not_ready[name] else members & visible & ~self.deleting
+                    in_rotation = members & endpoint_ready(
+                        visible, self.deleting, f.publish_not_ready[name], members
+                    )
                     svc_counts[name] = (
                         int(in_rotation.sum()),
                         int((members & visible).sum()),

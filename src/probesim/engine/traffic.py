@@ -30,6 +30,7 @@ from probesim.engine.containers import Containers
 from probesim.engine.fleet import RUNNING, Fleet
 from probesim.engine.routing import Route
 from probesim.engine.sidecar.split import Sidecars
+from probesim.kube.endpoints import endpoint_ready
 from probesim.kube.outcomes import REQUEST_CODES, Outcome
 from probesim.model.scenario import ScenarioSpec
 
@@ -213,7 +214,7 @@ class TrafficPhases:
             mesh = self.mesh.get(ri)
             if version != self.version:
                 publish = f.publish_not_ready.get(route.service.name, False)
-                ep_ready = (self.admitted & ~self.gone) if publish else (visible & ~self.deleting)
+                ep_ready = endpoint_ready(visible, self.deleting, publish, self.admitted & ~self.gone)
                 eps = np.flatnonzero(route.selects & ep_ready & (route.target_container >= 0))
                 cat = self._categories(route, eps)
                 self.route_cache[ri] = (self.version, eps, cat)
