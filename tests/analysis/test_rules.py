@@ -272,3 +272,27 @@ def test_numeric_probe_port_not_declared_is_info(tmp_path: Path) -> None:
     assert "PS004" not in ids(
         tmp_path, deployment(GOOD.replace("port: http}, periodSeconds: 5", "port: 8080}, periodSeconds: 5"))
     )
+
+
+def test_every_rule_has_the_family_of_the_module_declaring_it() -> None:
+    from probesim.analysis.findings import REGISTRY
+
+    families = {r.id: r.family for r in REGISTRY.rules.values()}
+    assert set(families.values()) == {
+        "probes",
+        "startup",
+        "dependencies",
+        "kinds",
+        "rollout",
+        "mesh",
+        "stress",
+    }
+    assert (families["PS001"], families["PS020"], families["PS100"]) == ("probes", "mesh", "stress")
+    from probesim.analysis.check import check
+    from probesim.report.check_outputs import to_sarif
+    from tests.analysis.test_realworld import REALWORLD
+
+    if not REALWORLD.is_dir():
+        pytest.skip("the shared real-world corpus is not beside the project")
+    rules = to_sarif(check([str(REALWORLD / "bookinfo")]))["runs"][0]["tool"]["driver"]["rules"]
+    assert all(r["properties"]["tags"] == ["kubernetes", families[r["id"]]] for r in rules)

@@ -19,6 +19,7 @@ class Rule:
     title: str  # one line: what is wrong
     why: str  # what goes wrong, and the incident or source
     fix: str  # how to fix it
+    family: str = ""  # the module of analysis/rules/ that holds it: probes, startup, mesh, ...
 
     @property
     def help_uri(self) -> str:
@@ -85,12 +86,17 @@ class Registry:
     checks: dict[str, Callable[..., Iterator[Finding]]] = field(default_factory=dict)
 
     def rule(
-        self, id: str, name: str, severity: Severity, title: str, why: str, fix: str
+        self, *, id: str, name: str, severity: Severity, title: str, why: str, fix: str
     ) -> Callable[[Callable[..., Iterator[Finding]]], Callable[..., Iterator[Finding]]]:
+        """Declare a rule (each field by name) and register the check that finds it; its family
+        is the module of analysis/rules/ it is declared in (``stress`` for the package's own)."""
+
         def register(fn: Callable[..., Iterator[Finding]]) -> Callable[..., Iterator[Finding]]:
             if id in self.rules:
                 raise ValueError(f"rule {id} defined twice")
-            self.rules[id] = Rule(id, name, severity, title, why, fix)
+            module = fn.__module__.rsplit(".", 1)[-1]
+            family = "stress" if module == "rules" else module
+            self.rules[id] = Rule(id, name, severity, title, why, fix, family)
             self.checks[id] = fn
             return fn
 

@@ -222,6 +222,8 @@ def to_sarif(report: CheckReport) -> dict[str, Any]:
             "fullDescription": {"text": r.why},
             "help": _help(r),
             "defaultConfiguration": {"level": LEVEL[r.severity]},
+            # Code scanning groups and filters alerts by a rule's tags: its family.
+            "properties": {"tags": ["kubernetes", r.family]},
         }
         if r.help_uri.startswith(("https://", "http://")):
             rule["helpUri"] = r.help_uri

@@ -20,10 +20,10 @@ if TYPE_CHECKING:
 def render_rules(rules: Iterable[Rule], console: Console) -> None:
     """check --list-rules: each rule's id, name, severity and what it finds."""
     t = Table(box=box.SIMPLE)
-    for h in ("ID", "NAME", "SEVERITY", "WHAT IT FINDS"):
+    for h in ("ID", "NAME", "FAMILY", "SEVERITY", "WHAT IT FINDS"):
         t.add_column(h)
     for r in rules:
-        t.add_row(r.id, r.name, r.severity, r.title)
+        t.add_row(r.id, r.name, r.family, r.severity, r.title)
     console.print(t)
 
 

@@ -15,13 +15,13 @@ __all__ = ["Rolling", "rolling_update", "rules_markdown"]
 
 rule = REGISTRY.rule
 
-__all__ = ["Rolling", "rolling_update", "rules_markdown"]
-
 
 @rule(
-    "PS100", "stress-failure", "error",
-    "The workload fails a simulated stress (probesim check --stress).",
-    "The stress suite simulates each workload behind a Service under doubled and tripled "
+    id="PS100",
+    name="stress-failure",
+    severity="error",
+    title="The workload fails a simulated stress (probesim check --stress).",
+    why="The stress suite simulates each workload behind a Service under doubled and tripled "
     "traffic, a doubled start time, half of its dependency calls hanging, one pod answering "
     "500, a 2 s stop-the-world pause and CPU throttled to the request, and compares error %, "
     "restarts and the lowest ready fraction with thresholds (stress in .probesim.yaml); and "
@@ -29,7 +29,8 @@ __all__ = ["Rolling", "rolling_update", "rules_markdown"]
     "becomes Ready, where the old pods must keep serving: errors from the rollout on, available "
     "replicas against replicas − maxUnavailable, and whether it completes (or, for the bad "
     "release, stalls).",
-    "Read which stress failed and why; probesim run the workload's scenario under it to see the timeline.",
+    fix="Read which stress failed and why; probesim run the workload's scenario under it to see the "
+    "timeline.",
 )  # fmt: skip
 def stress_failure(ctx: Context) -> Iterator[Finding]:
     return iter(())  # findings come from the stress suite, not from reading manifests
@@ -118,12 +119,14 @@ def rules_markdown() -> str:
         "  every finding of the real-world corpus and over generated manifests (hypothesis); and no two",
         "  findings on one object set one field to two values.",
         "",
-        "| ID | name | severity | what it finds |",
-        "|---|---|---|---|",
+        "| ID | name | family | severity | what it finds |",
+        "|---|---|---|---|---|",
     ]
     rules = sorted(REGISTRY.rules.values(), key=lambda r: r.id)
-    lines += [f"| [{r.id}](#{r.id.lower()}) | {r.name} | {r.severity} | {r.title} |" for r in rules]
+    lines += [
+        f"| [{r.id}](#{r.id.lower()}) | {r.name} | {r.family} | {r.severity} | {r.title} |" for r in rules
+    ]
     for r in rules:
-        lines += ["", f"## {r.id}", "", f"**{r.name}** ({r.severity}) — {r.title}", ""]
+        lines += ["", f"## {r.id}", "", f"**{r.name}** ({r.family}, {r.severity}) — {r.title}", ""]
         lines += [f"What goes wrong: {r.why}", "", f"Fix: {r.fix}"]
     return "\n".join(lines) + "\n"

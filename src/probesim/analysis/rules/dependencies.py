@@ -15,12 +15,14 @@ rule = REGISTRY.rule
 
 
 @rule(
-    "PS016", "liveness-on-dependency", "error",
-    "Liveness probes a path that calls a dependency.",
-    "When the dependency is slow or down, every pod fails liveness at once and is restarted, "
+    id="PS016",
+    name="liveness-on-dependency",
+    severity="error",
+    title="Liveness probes a path that calls a dependency.",
+    why="When the dependency is slow or down, every pod fails liveness at once and is restarted, "
     "forever: restarts cure nothing (seed 004: 82 % errors, CrashLoopBackOff). Needs the "
     "scenario's route calls.",
-    "Probe a self-contained endpoint for liveness; handle the dependency with timeouts, retries "
+    fix="Probe a self-contained endpoint for liveness; handle the dependency with timeouts, retries "
     "and a circuit breaker.",
 )  # fmt: skip
 def liveness_dependency(ctx: Context) -> Iterator[Finding]:
@@ -37,11 +39,13 @@ def liveness_dependency(ctx: Context) -> Iterator[Finding]:
 
 
 @rule(
-    "PS017", "readiness-on-shared-dependency", "warning",
-    "Readiness probes a path that calls a dependency every replica shares.",
-    "When the shared dependency is slow, all replicas leave the Service together and it has no "
+    id="PS017",
+    name="readiness-on-shared-dependency",
+    severity="warning",
+    title="Readiness probes a path that calls a dependency every replica shares.",
+    why="When the shared dependency is slow, all replicas leave the Service together and it has no "
     "endpoint left, even for requests that never needed the dependency (seed 004, seed 002).",
-    "Keep readiness to pod-local state; degrade the dependent routes instead.",
+    fix="Keep readiness to pod-local state; degrade the dependent routes instead.",
 )  # fmt: skip
 def readiness_dependency(ctx: Context) -> Iterator[Finding]:
     for t in ctx.targets:
@@ -60,12 +64,14 @@ def readiness_dependency(ctx: Context) -> Iterator[Finding]:
 
 
 @rule(
-    "PS025", "retry-amplification", "warning",
-    "Retries multiply across layers beyond thresholds.retryAmplification.",
-    "A mesh retry policy around an app that retries its own dependency multiplies the tries a "
+    id="PS025",
+    name="retry-amplification",
+    severity="warning",
+    title="Retries multiply across layers beyond thresholds.retryAmplification.",
+    why="A mesh retry policy around an app that retries its own dependency multiplies the tries a "
     "failing dependency receives: 3 × 3 tries is 9 calls for one user request, just when it is "
     "least able to take them. Needs the scenario's route calls.",
-    "Retry at one layer only, with a budget.",
+    fix="Retry at one layer only, with a budget.",
 )  # fmt: skip
 def retry_amplification(ctx: Context) -> Iterator[Finding]:
     mesh = 1

@@ -17,15 +17,17 @@ rule = REGISTRY.rule
 
 
 @rule(
-    "PS030", "daemonset-rollout-unguarded", "warning",
-    "A DaemonSet's rolling update moves on before the new pod can serve.",
-    "A DaemonSet replaces its pods node by node (maxUnavailable 1 by default) and moves to the "
+    id="PS030",
+    name="daemonset-rollout-unguarded",
+    severity="warning",
+    title="A DaemonSet's rolling update moves on before the new pod can serve.",
+    why="A DaemonSet replaces its pods node by node (maxUnavailable 1 by default) and moves to the "
     "next node when the new pod is available: Ready for minReadySeconds. With no readiness probe "
     "and minReadySeconds 0 the pod is Ready as soon as its containers run, so a release that "
     "crashes after a few seconds or never serves still rolls onto every node; and each node has "
     "only this pod of the DaemonSet, so a bad one is that node's outage. DaemonSets whose "
     "containers serve nothing (the pause image, sleep infinity) are not reported.",
-    "Add a readinessProbe to the main container, or set minReadySeconds to how long a new pod "
+    fix="Add a readinessProbe to the main container, or set minReadySeconds to how long a new pod "
     "must stay up before the update moves on.",
 )  # fmt: skip
 def daemonset_rollout(ctx: Context) -> Iterator[Finding]:
@@ -50,13 +52,15 @@ def daemonset_rollout(ctx: Context) -> Iterator[Finding]:
 
 
 @rule(
-    "PS031", "job-liveness-restart-never", "warning",
-    "A Job's liveness probe kills a pod whose restartPolicy is Never.",
-    "With restartPolicy Never a liveness kill fails the whole pod: the Job starts a new pod "
+    id="PS031",
+    name="job-liveness-restart-never",
+    severity="warning",
+    title="A Job's liveness probe kills a pod whose restartPolicy is Never.",
+    why="With restartPolicy Never a liveness kill fails the whole pod: the Job starts a new pod "
     "from the beginning, losing the work done, and counts the failure against backoffLimit "
     "(6 by default), so a step that is only slow can fail the Job. With OnFailure the container "
     "restarts in place, with back-off.",
-    "Use restartPolicy OnFailure, or drop the liveness probe and bound the Job with "
+    fix="Use restartPolicy OnFailure, or drop the liveness probe and bound the Job with "
     "activeDeadlineSeconds.",
 )  # fmt: skip
 def job_liveness_never(ctx: Context) -> Iterator[Finding]:

@@ -101,12 +101,14 @@ def _endpoints(ctx: Context, host: str, namespace: str) -> int | None:
 
 
 @rule(
-    "PS020", "outlier-default-max-ejection-small-service", "warning",
-    "Outlier detection with the default maxEjectionPercent (10 %) on a service of fewer than 10 pods.",
-    "Current Envoy never ejects a host when ejecting it would exceed max_ejection_percent, and "
+    id="PS020",
+    name="outlier-default-max-ejection-small-service",
+    severity="warning",
+    title="Outlier detection with the default maxEjectionPercent (10 %) on a service of fewer than 10 pods.",
+    why="Current Envoy never ejects a host when ejecting it would exceed max_ejection_percent, and "
     "10 % of fewer than 10 hosts is less than one: the failing pod is never ejected "
     "(reference/envoy-istio.md §8.1).",
-    "Set maxEjectionPercent explicitly (for example 50).",
+    fix="Set maxEjectionPercent explicitly (for example 50).",
 )  # fmt: skip
 def max_ejection_default(ctx: Context) -> Iterator[Finding]:
     for doc, base, data, obj in istio_docs(ctx, "DestinationRule"):
@@ -128,12 +130,14 @@ def max_ejection_default(ctx: Context) -> Iterator[Finding]:
 
 
 @rule(
-    "PS021", "outlier-can-eject-everything", "warning",
-    "maxEjectionPercent 100 with minHealthPercent 0: every host can be ejected.",
-    "When all hosts fail (a shared dependency, a bad deploy) all are ejected and the client gets "
+    id="PS021",
+    name="outlier-can-eject-everything",
+    severity="warning",
+    title="maxEjectionPercent 100 with minHealthPercent 0: every host can be ejected.",
+    why="When all hosts fail (a shared dependency, a bad deploy) all are ejected and the client gets "
     "503 no healthy upstream; Istio's panic threshold is 0, so Envoy does not route to them anyway "
     "(reference/envoy-istio.md §8.7).",
-    "Keep maxEjectionPercent below 100, or set minHealthPercent so the panic mode can help.",
+    fix="Keep maxEjectionPercent below 100, or set minHealthPercent so the panic mode can help.",
 )  # fmt: skip
 def eject_everything(ctx: Context) -> Iterator[Finding]:
     for doc, base, data, obj in istio_docs(ctx, "DestinationRule"):
@@ -157,11 +161,13 @@ def eject_everything(ctx: Context) -> Iterator[Finding]:
 
 
 @rule(
-    "PS022", "outlier-consecutive-errors-one", "warning",
-    "A host is ejected after a single 5xx.",
-    "One error from a healthy pod (a deploy, one bad request) ejects it for baseEjectionTime, "
+    id="PS022",
+    name="outlier-consecutive-errors-one",
+    severity="warning",
+    title="A host is ejected after a single 5xx.",
+    why="One error from a healthy pod (a deploy, one bad request) ejects it for baseEjectionTime, "
     "longer each time; with few pods that moves all load to the rest.",
-    "Use consecutive5xxErrors of 3 or more.",
+    fix="Use consecutive5xxErrors of 3 or more.",
 )  # fmt: skip
 def consecutive_one(ctx: Context) -> Iterator[Finding]:
     for doc, base, data, obj in istio_docs(ctx, "DestinationRule"):
@@ -198,11 +204,13 @@ def _only_reads(route: dict[str, Any]) -> bool:
 
 
 @rule(
-    "PS023", "mirror-of-writes", "warning",
-    "A route mirrors requests that may write.",
-    "Mirrored requests are really processed by the mirror and the answers thrown away: a POST "
+    id="PS023",
+    name="mirror-of-writes",
+    severity="warning",
+    title="A route mirrors requests that may write.",
+    why="Mirrored requests are really processed by the mirror and the answers thrown away: a POST "
     "is written twice (seed 003).",
-    "Mirror only GET/HEAD routes (match on method), or make the mirror target side-effect free.",
+    fix="Mirror only GET/HEAD routes (match on method), or make the mirror target side-effect free.",
 )  # fmt: skip
 def mirror_writes(ctx: Context) -> Iterator[Finding]:
     for doc, base, data, obj in istio_docs(ctx, "VirtualService"):
@@ -220,12 +228,14 @@ def mirror_writes(ctx: Context) -> Iterator[Finding]:
 
 
 @rule(
-    "PS024", "retries-without-per-try-timeout", "warning",
-    "Retries without a per-try timeout.",
-    "Without perTryTimeout, one try can use the whole route timeout (none by default in Istio), "
+    id="PS024",
+    name="retries-without-per-try-timeout",
+    severity="warning",
+    title="Retries without a per-try timeout.",
+    why="Without perTryTimeout, one try can use the whole route timeout (none by default in Istio), "
     "so a hung upstream is never retried; and Istio's default retry policy does not retry "
     "per-try timeouts unless retryOn has 5xx, gateway-error or reset (reference §5.5).",
-    "Set perTryTimeout below the client's timeout, and retryOn to include the failures to retry.",
+    fix="Set perTryTimeout below the client's timeout, and retryOn to include the failures to retry.",
 )  # fmt: skip
 def retries_per_try(ctx: Context) -> Iterator[Finding]:
     for doc, base, data, obj in istio_docs(ctx, "VirtualService"):

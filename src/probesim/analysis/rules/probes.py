@@ -31,13 +31,15 @@ rule = REGISTRY.rule
 
 
 @rule(
-    "PS001", "readiness-probe-missing", "warning",
-    "A container a Service sends traffic to has no readiness probe.",
-    "Without readiness, the Service sends requests to a pod as soon as its container runs: "
+    id="PS001",
+    name="readiness-probe-missing",
+    severity="warning",
+    title="A container a Service sends traffic to has no readiness probe.",
+    why="Without readiness, the Service sends requests to a pod as soon as its container runs: "
     "still starting, warming up or shutting down (seed 000: 3 of 12 requests lost to a pod "
     "that needed 3 s to start). Only containers whose port a Service targets (by number or "
     "name) are checked — helper containers are not, nor are Jobs and CronJobs.",
-    "Add a readinessProbe on a cheap, local endpoint that answers only when the pod can serve.",
+    fix="Add a readinessProbe on a cheap, local endpoint that answers only when the pod can serve.",
 )  # fmt: skip
 def readiness_missing(ctx: Context) -> Iterator[Finding]:
     for t in ctx.targets:
@@ -49,11 +51,13 @@ def readiness_missing(ctx: Context) -> Iterator[Finding]:
 
 
 @rule(
-    "PS002", "probe-port-not-declared", "error",
-    "A probe's named port is not a port of its container.",
-    "The kubelet cannot resolve the name, the probe errors, and the error is discarded: "
+    id="PS002",
+    name="probe-port-not-declared",
+    severity="error",
+    title="A probe's named port is not a port of its container.",
+    why="The kubelet cannot resolve the name, the probe errors, and the error is discarded: "
     "readiness then never passes and liveness never fires (reference/kubelet.md §2.3.26).",
-    "Use a port name declared in the container's ports, or a number.",
+    fix="Use a port name declared in the container's ports, or a number.",
 )  # fmt: skip
 def port_not_declared(ctx: Context) -> Iterator[Finding]:
     for t in ctx.targets:
@@ -74,12 +78,14 @@ def port_not_declared(ctx: Context) -> Iterator[Finding]:
 
 
 @rule(
-    "PS004", "probe-port-not-exposed", "info",
-    "A probe's port number is not among the ports its container declares.",
-    "The kubelet probes the pod IP and port directly, so an undeclared port still works; but the "
+    id="PS004",
+    name="probe-port-not-exposed",
+    severity="info",
+    title="A probe's port number is not among the ports its container declares.",
+    why="The kubelet probes the pod IP and port directly, so an undeclared port still works; but the "
     "probe often targets a port the app does not listen on after a port change (kube-linter's "
     "liveness-port / readiness-port checks). Containers that declare no ports are not checked.",
-    "Declare the port in the container's ports, by name, and probe it by that name.",
+    fix="Declare the port in the container's ports, by name, and probe it by that name.",
 )  # fmt: skip
 def port_not_exposed(ctx: Context) -> Iterator[Finding]:
     for t in ctx.targets:
@@ -99,13 +105,16 @@ def port_not_exposed(ctx: Context) -> Iterator[Finding]:
 
 
 @rule(
-    "PS003", "liveness-as-strict-as-readiness", "warning",
-    "Liveness acts as fast as readiness on the same check: a pod that should leave rotation is restarted.",
-    "When liveness and readiness probe the same thing and liveness gives up no later than "
+    id="PS003",
+    name="liveness-as-strict-as-readiness",
+    severity="warning",
+    title="Liveness acts as fast as readiness on the same check: a pod that should leave rotation is "
+    "restarted.",
+    why="When liveness and readiness probe the same thing and liveness gives up no later than "
     "readiness, every slow spell restarts the container instead of only taking it out of "
     "rotation (seed 002). Identical probes are fine when liveness is more tolerant — the "
     "false positive users report against kube-score — so this rule compares failure budgets.",
-    "Give liveness a larger failure budget (periodSeconds × failureThreshold) than readiness, or "
+    fix="Give liveness a larger failure budget (periodSeconds × failureThreshold) than readiness, or "
     "point it at a cheaper, self-contained endpoint.",
 )  # fmt: skip
 def liveness_as_strict(ctx: Context) -> Iterator[Finding]:
@@ -126,14 +135,16 @@ def liveness_as_strict(ctx: Context) -> Iterator[Finding]:
 
 
 @rule(
-    "PS005", "liveness-stricter-than-readiness", "warning",
-    "Liveness gives up sooner than readiness: a slow pod is restarted before it leaves the Service.",
-    "When liveness (on its own check, a management port or a /live path) tolerates less than "
+    id="PS005",
+    name="liveness-stricter-than-readiness",
+    severity="warning",
+    title="Liveness gives up sooner than readiness: a slow pod is restarted before it leaves the Service.",
+    why="When liveness (on its own check, a management port or a /live path) tolerates less than "
     "readiness, a slow spell — load, a long GC, a model still loading — restarts the container "
     "while readiness would still be waiting, and the restart throws away whatever was warm; "
     "without a startup probe a slow start is killed the same way. Readiness should act first "
     "(the pod leaves the Service), liveness only on what a restart cures.",
-    "Give liveness a larger failure budget (periodSeconds × failureThreshold) than readiness, "
+    fix="Give liveness a larger failure budget (periodSeconds × failureThreshold) than readiness, "
     "and a startupProbe for a slow start.",
 )  # fmt: skip
 def liveness_stricter(ctx: Context) -> Iterator[Finding]:
@@ -151,14 +162,16 @@ def liveness_stricter(ctx: Context) -> Iterator[Finding]:
 
 
 @rule(
-    "PS006", "liveness-shares-readiness-path", "info",
-    "Liveness (and startup) probe the same HTTP path as readiness.",
-    "A readiness endpoint often checks what serving needs — the database, a cache, a downstream "
+    id="PS006",
+    name="liveness-shares-readiness-path",
+    severity="info",
+    title="Liveness (and startup) probe the same HTTP path as readiness.",
+    why="A readiness endpoint often checks what serving needs — the database, a cache, a downstream "
     "API (Grafana's /api/health reports its database) — and then liveness on it restarts every "
     "pod when that dependency fails, which cures nothing (seed 004; PS016 when a scenario says "
     "the path calls a dependency). Not reported when the scenario's behaviour for the path "
     "makes no call. No patch: the cure is an endpoint that checks only the process.",
-    "Point liveness (and the startup probe) at a self-contained path that checks only the "
+    fix="Point liveness (and the startup probe) at a self-contained path that checks only the "
     "process (a /livez); if this path checks nothing outside it, say so with "
     '`probesim.dev/ignore: "PS006=self-contained"`.',
 )  # fmt: skip
@@ -184,14 +197,16 @@ def liveness_shares_path(ctx: Context) -> Iterator[Finding]:
 
 
 @rule(
-    "PS007", "probe-timeout-below-check-time", "warning",
-    "A probe's timeout does not cover its check's time in the scenario, with room for the tail.",
-    "A check that takes as long as its timeout fails on a slow answer and under any load: the "
+    id="PS007",
+    name="probe-timeout-below-check-time",
+    severity="warning",
+    title="A probe's timeout does not cover its check's time in the scenario, with room for the tail.",
+    why="A check that takes as long as its timeout fails on a slow answer and under any load: the "
     "probe flaps, readiness takes the pod out, liveness restarts it (what `probesim run` shows "
     "as timeouts). The check's time is its path's (or exec command's) CPU and wait in the "
     "scenario, unloaded; the tail is taken as twice that (a simplification: the load's own "
     "latency is not counted). Needs the scenario's behaviour.",
-    "Raise timeoutSeconds above twice the check's time (and periodSeconds above the timeout), "
+    fix="Raise timeoutSeconds above twice the check's time (and periodSeconds above the timeout), "
     "or make the check cheaper.",
 )  # fmt: skip
 def timeout_below_check_time(ctx: Context) -> Iterator[Finding]:
@@ -208,11 +223,13 @@ def timeout_below_check_time(ctx: Context) -> Iterator[Finding]:
 
 
 @rule(
-    "PS010", "liveness-failure-threshold-one", "error",
-    "Liveness restarts the container on a single failed probe.",
-    "One GC pause, one slow answer under load, one dropped packet kills the container (seed 002; "
+    id="PS010",
+    name="liveness-failure-threshold-one",
+    severity="error",
+    title="Liveness restarts the container on a single failed probe.",
+    why="One GC pause, one slow answer under load, one dropped packet kills the container (seed 002; "
     "seed 004: failureThreshold 1 on liveness turned a partial outage into a total one).",
-    "Use failureThreshold 3 or more; size period × threshold to how long a real hang may last.",
+    fix="Use failureThreshold 3 or more; size period × threshold to how long a real hang may last.",
 )  # fmt: skip
 def liveness_threshold_one(ctx: Context) -> Iterator[Finding]:
     for t in ctx.targets:
@@ -226,11 +243,13 @@ def liveness_threshold_one(ctx: Context) -> Iterator[Finding]:
 
 
 @rule(
-    "PS011", "probe-timeout-not-below-period", "warning",
-    "A probe's timeout is not shorter than its period.",
-    "The next tick comes while the probe still waits; the kubelet runs it once when the probe "
+    id="PS011",
+    name="probe-timeout-not-below-period",
+    severity="warning",
+    title="A probe's timeout is not shorter than its period.",
+    why="The next tick comes while the probe still waits; the kubelet runs it once when the probe "
     "returns, so checks bunch up and the period no longer means what it says (§2.1.7).",
-    "Keep timeoutSeconds below periodSeconds.",
+    fix="Keep timeoutSeconds below periodSeconds.",
 )  # fmt: skip
 def timeout_ge_period(ctx: Context) -> Iterator[Finding]:
     for t in ctx.targets:
@@ -247,12 +266,14 @@ def timeout_ge_period(ctx: Context) -> Iterator[Finding]:
 
 
 @rule(
-    "PS014", "hang-detection-too-slow", "warning",
-    "A hung container is acted on, or back, later than thresholds.detectionTarget / restartTarget.",
-    "Worst-case detection is periodSeconds × failureThreshold + timeoutSeconds (seed 002); the "
+    id="PS014",
+    name="hang-detection-too-slow",
+    severity="warning",
+    title="A hung container is acted on, or back, later than thresholds.detectionTarget / restartTarget.",
+    why="Worst-case detection is periodSeconds × failureThreshold + timeoutSeconds (seed 002); the "
     "restart then waits for the kill's grace period (the probe-level one, else the pod's, at "
     "least 2 s), and all that time the pod may still get traffic.",
-    "Shorten period or threshold, set a probe-level terminationGracePeriodSeconds, or raise the "
+    fix="Shorten period or threshold, set a probe-level terminationGracePeriodSeconds, or raise the "
     "targets in .probesim.yaml if the delay is intended.",
 )  # fmt: skip
 def detection(ctx: Context) -> Iterator[Finding]:
@@ -272,14 +293,16 @@ def detection(ctx: Context) -> Iterator[Finding]:
 
 
 @rule(
-    "PS019", "readiness-removal-too-slow", "warning",
-    "A failing pod stays in the Service longer than thresholds.detectionTarget.",
-    "Readiness takes a pod out of its Service after periodSeconds × failureThreshold + "
+    id="PS019",
+    name="readiness-removal-too-slow",
+    severity="warning",
+    title="A failing pod stays in the Service longer than thresholds.detectionTarget.",
+    why="Readiness takes a pod out of its Service after periodSeconds × failureThreshold + "
     "timeoutSeconds of failures; all that time the Service keeps sending it requests, which fail "
     "(a router probed every 60 s, 30 failures allowed, serves errors for half an hour). A "
     "liveness probe is no cure: it restarts the pod, it does not stop the traffic, and it should "
     "be the more tolerant of the two (PS003).",
-    "Lower readiness's failureThreshold (or its period) so a failing pod leaves within the target.",
+    fix="Lower readiness's failureThreshold (or its period) so a failing pod leaves within the target.",
 )  # fmt: skip
 def readiness_slow_removal(ctx: Context) -> Iterator[Finding]:
     th = ctx.thresholds
@@ -296,13 +319,15 @@ def readiness_slow_removal(ctx: Context) -> Iterator[Finding]:
 
 
 @rule(
-    "PS015", "exec-probe-default-timeout", "warning",
-    "An exec probe has 1 s to run: the default timeout, or one set to 1.",
-    "Exec probes start a process in the container; under load that alone can take over a second, "
+    id="PS015",
+    name="exec-probe-default-timeout",
+    severity="warning",
+    title="An exec probe has 1 s to run: the default timeout, or one set to 1.",
+    why="Exec probes start a process in the container; under load that alone can take over a second, "
     "and since ExecProbeTimeout (v1.20+) a timed-out exec is a failure (reference §1.5.19). A "
     "timeoutSeconds of 1 written out is as short as the default (a `mysql -e \"SELECT 1\"` "
     "readiness check times out and flaps under load).",
-    "Set timeoutSeconds for exec probes above the command's real run time (the fix sets 5, and "
+    fix="Set timeoutSeconds for exec probes above the command's real run time (the fix sets 5, and "
     "a period above it).",
 )  # fmt: skip
 def exec_timeout(ctx: Context) -> Iterator[Finding]:
@@ -322,12 +347,14 @@ def exec_timeout(ctx: Context) -> Iterator[Finding]:
 
 
 @rule(
-    "PS018", "long-grace-without-probe-grace", "info",
-    "A long pod grace period also delays restarts after a liveness failure.",
-    "A container killed for failing liveness gets the pod's terminationGracePeriodSeconds to stop; "
+    id="PS018",
+    name="long-grace-without-probe-grace",
+    severity="info",
+    title="A long pod grace period also delays restarts after a liveness failure.",
+    why="A container killed for failing liveness gets the pod's terminationGracePeriodSeconds to stop; "
     "a hung one uses all of it before the restart. The probe-level terminationGracePeriodSeconds "
     "(GA in v1.28) shortens only that case (reference §1.1.3, §2.4.32).",
-    "Set livenessProbe.terminationGracePeriodSeconds to a few seconds.",
+    fix="Set livenessProbe.terminationGracePeriodSeconds to a few seconds.",
 )  # fmt: skip
 def long_grace(ctx: Context) -> Iterator[Finding]:
     for t in ctx.targets:

@@ -192,9 +192,12 @@ def _pods(n: int) -> str:
 
 
 @rule(
-    "PS032", "rollout-capacity", "warning",
-    "A rolling update leaves too few pods to serve the load, or counts new pods Ready before they serve.",
-    "During a rolling update the controller takes maxUnavailable pods away (a Deployment's rounds "
+    id="PS032",
+    name="rollout-capacity",
+    severity="warning",
+    title="A rolling update leaves too few pods to serve the load, or counts new pods Ready before they "
+    "serve.",
+    why="During a rolling update the controller takes maxUnavailable pods away (a Deployment's rounds "
     "down, its maxSurge up, and 1 when both round to 0: ResolveFenceposts; a StatefulSet one pod "
     "at a time, its maxUnavailable rounded down, at least 1), and the survivors take their load: "
     "replicas − maxUnavailable pods must serve what all of them served. And it removes an old pod "
@@ -218,7 +221,7 @@ def _pods(n: int) -> str:
     "answers at once, so only capacity is judged. A workload overloaded with "
     "every pod serving is not reported here, nor Recreate and OnDelete strategies (no rolling "
     "update).",
-    "Make readiness pass only once the app serves (a path that needs what requests need, or "
+    fix="Make readiness pass only once the app serves (a path that needs what requests need, or "
     "initialDelaySeconds past the warm-up); keep capacity with maxUnavailable: 0 and maxSurge: 1 "
     "(a pod more instead of one less), or more replicas.",
 )  # fmt: skip

@@ -13,12 +13,14 @@ rule = REGISTRY.rule
 
 
 @rule(
-    "PS012", "startup-budget-below-start-time", "error",
-    "The startup probe gives up before the app has started.",
-    "The startup probe kills the container after initialDelaySeconds + failureThreshold × "
+    id="PS012",
+    name="startup-budget-below-start-time",
+    severity="error",
+    title="The startup probe gives up before the app has started.",
+    why="The startup probe kills the container after initialDelaySeconds + failureThreshold × "
     "periodSeconds; an app that needs longer is killed before it ever starts, forever "
     "(seed 001: new pods' startup probes failed too). Needs the start time from a scenario.",
-    "Raise failureThreshold so that the budget covers the slowest real start, with margin.",
+    fix="Raise failureThreshold so that the budget covers the slowest real start, with margin.",
 )  # fmt: skip
 def startup_budget(ctx: Context) -> Iterator[Finding]:
     for t in ctx.targets:
@@ -38,12 +40,14 @@ def startup_budget(ctx: Context) -> Iterator[Finding]:
 
 
 @rule(
-    "PS013", "slow-start-without-startup-probe", "error",
-    "Liveness starts before a slow app is up, and there is no startup probe.",
-    "Without a startup probe, liveness runs from initialDelaySeconds; an app slower than "
+    id="PS013",
+    name="slow-start-without-startup-probe",
+    severity="error",
+    title="Liveness starts before a slow app is up, and there is no startup probe.",
+    why="Without a startup probe, liveness runs from initialDelaySeconds; an app slower than "
     "initialDelay + failureThreshold × period is killed before it answers, forever (seed 000). "
     "Needs the start time from a scenario.",
-    "Add a startupProbe sized to the start time; keep liveness short after it.",
+    fix="Add a startupProbe sized to the start time; keep liveness short after it.",
 )  # fmt: skip
 def slow_start(ctx: Context) -> Iterator[Finding]:
     for t in ctx.targets:
