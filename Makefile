@@ -8,9 +8,11 @@ STAMP := $(VENV)/.installed-stamp
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml scripts/bootstrap.sh
+$(STAMP): pyproject.toml scripts/bootstrap.sh scripts/prometheus.sh
 	@scripts/bootstrap.sh $(VENV)
 	$(BIN)/python -m pip install -q -e '.[dev]'
+	@# Debian's Prometheus server, unpacked into the venv (lab --prometheus and its tests).
+	@scripts/prometheus.sh $(VENV)
 	@touch $(STAMP)
 
 run: setup

@@ -1,0 +1,133 @@
+"""The lab's telemetry (lab/metrics.py) under the names clusters use, and a real Prometheus
+(lab/prometheus.py, Debian's binary) scraping it on 127.0.0.1 and answering fit's kind of
+query; the server stopped and its process gone afterwards."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from probesim.errors import InputError
+from probesim.lab import prometheus as prom
+from probesim.lab.metrics import LabMetrics, LabState, PodState, WorkloadState, process_cpu_seconds
+from tests.lab.procs import alive, descendants
+
+
+def _pod(ready: bool = True, restarts: int = 0) -> PodState:
+    return PodState(
+        "web-0", "shop", "uid-0", "app", ready, 1_764_000_020.0, 1_764_000_000.0, restarts, os.getpid()
+    )
+
+
+def _state(ready: bool = True) -> LabState:
+    return LabState([_pod(ready)], [WorkloadState("web", "shop", "Deployment", 3, 3, 3 if ready else 2, 3)])
+
+
+def test_the_exposition_has_the_kubelet_and_kube_state_metrics_names() -> None:
+    m = LabMetrics(lambda: _state())
+    m.probe("readiness", True, _pod(), 0.003)
+    m.probe("readiness", False, _pod(), 1.0)
+    m.probe("liveness", None, _pod(), 0.2)
+    text = m.exposition().decode()
+    labels = 'container="app",namespace="shop",pod="web-0",pod_uid="uid-0"'
+    assert f'prober_probe_total{{{labels},probe_type="Readiness",result="successful"}} 1.0' in text
+    assert f'prober_probe_total{{{labels},probe_type="Readiness",result="failed"}} 1.0' in text
+    assert f'prober_probe_total{{{labels},probe_type="Liveness",result="unknown"}} 1.0' in text
+    # A failure is counted, not timed (doProbe): one readiness observation, in the 0.005 bucket.
+    h = 'container="app",le="0.005",namespace="shop",pod="web-0",probe_type="Readiness"'
+    assert f"prober_probe_duration_seconds_bucket{{{h}}} 1.0" in text
+    assert (
+        'prober_probe_duration_seconds_count{container="app",namespace="shop",pod="web-0",probe_type="Readiness"} 1.0'
+        in text
+    )
+    assert 'kube_pod_status_ready{condition="true",namespace="shop",pod="web-0",uid="uid-0"} 1.0' in text
+    assert 'kube_pod_status_ready{condition="false",namespace="shop",pod="web-0",uid="uid-0"} 0.0' in text
+    assert (
+        'kube_pod_container_status_restarts_total{container="app",namespace="shop",pod="web-0",uid="uid-0"} 0.0'
+        in text
+    )
+    assert 'kube_pod_status_ready_time{namespace="shop",pod="web-0",uid="uid-0"} 1.76400002e+09' in text
+    assert 'kube_deployment_status_replicas_ready{deployment="web",namespace="shop"} 3.0' in text
+    assert (
+        'container_cpu_usage_seconds_total{container="app",cpu="total",namespace="shop",pod="web-0"}' in text
+    )
+
+
+def test_process_cpu_seconds_grows_with_work() -> None:
+    before = process_cpu_seconds(os.getpid())
+    assert before is not None
+    t = time.process_time()
+    while time.process_time() - t < 0.2:
+        pass
+    after = process_cpu_seconds(os.getpid())
+    assert after is not None and after - before >= 0.15
+    assert process_cpu_seconds(2**31 - 1) is None
+
+
+needs_prometheus = pytest.mark.skipif(
+    not (shutil.which("prometheus") or (Path(os.sys.prefix) / "prometheus/usr/bin/prometheus").exists()),
+    reason="no Prometheus server (make setup unpacks Debian's prometheus package)",
+)
+
+
+@needs_prometheus
+def test_a_real_prometheus_scrapes_the_lab_and_answers_a_range_query(tmp_path: Path) -> None:
+    ready = {"now": False}
+    metrics = LabMetrics(lambda: _state(ready["now"]))
+
+    async def run() -> tuple[dict[str, object], set[tuple[int, int]]]:
+        app = web.Application()
+
+        async def handle(_: web.Request) -> web.Response:
+            return web.Response(body=metrics.exposition(), content_type="text/plain")
+
+        app.router.add_get("/metrics", handle)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        server = prom.Prometheus(tmp_path / "prom", {"lab": [f"127.0.0.1:{port}"]})
+        try:
+            await server.start()
+            started = time.time()
+            ready["now"] = True
+            query = 'sum(kube_pod_status_ready{namespace="shop",pod=~"web-.*",condition="true"})'
+            deadline = time.monotonic() + 30
+            doc: dict[str, object] = {}
+            while time.monotonic() < deadline:
+                doc = await asyncio.to_thread(server.query_range, query, started - 5, time.time(), 1)
+                result = doc.get("data", {}).get("result") if isinstance(doc.get("data"), dict) else None  # type: ignore[union-attr]
+                if result and any(v[1] == "1" for v in result[0]["values"]):
+                    break
+                await asyncio.sleep(0.5)
+            ours = descendants()
+        finally:
+            await server.stop()
+            await runner.cleanup()
+        return doc, ours
+
+    doc, ours = asyncio.run(run())
+    assert doc["status"] == "success"
+    values = doc["data"]["result"][0]["values"]  # type: ignore[index]
+    assert values[-1][1] == "1", values
+    assert not alive(ours), "prometheus left running"
+
+
+def test_without_a_prometheus_the_error_is_one_line_naming_what_to_do(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(prom.ENV, "/nonexistent/prometheus")
+    with pytest.raises(InputError, match="is not an executable Prometheus server"):
+        prom.prometheus_binary()
+    monkeypatch.delenv(prom.ENV)
+    monkeypatch.setattr(prom.sys, "prefix", "/nonexistent")
+    monkeypatch.setattr(prom.shutil, "which", lambda _: None)
+    with pytest.raises(InputError, match="run make setup"):
+        prom.prometheus_binary()
