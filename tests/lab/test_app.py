@@ -194,3 +194,23 @@ def test_redirects_carry_their_location() -> None:
             s.sendall(b"GET /sso HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             head = s.recv(4096).decode()
         assert head.startswith("HTTP/1.1 301") and "Location: https://sso.example.com/" in head
+
+
+def test_metrics_port_serves_a_request_histogram_per_route() -> None:
+    metrics = free_port()
+    behavior = "{paths: {/missing: 404}, routes: {/api: {wall: 30ms}}}"
+    with app(behavior, "--metrics-port", str(metrics)) as (_, port):
+        t0 = time.monotonic()
+        poll(port, "/api", 200, t0, 20.0)
+        for _ in range(4):
+            assert get(port, "/api") == 200
+        assert get(port, "/missing") == 404
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics}/metrics", timeout=5) as r:
+            text = r.read().decode()
+    api = 'http_request_method="GET",http_response_status_code="200",http_route="/api"'
+    assert f"http_server_request_duration_seconds_count{{{api}}} 5.0" in text
+    # Each waited its 30 ms: none is in a bucket below it (a busy machine only adds time, so the
+    # upper buckets are not asserted).
+    assert f'http_server_request_duration_seconds_bucket{{{api},le="0.025"}} 0.0' in text
+    missing = 'http_request_method="GET",http_response_status_code="404",http_route="/missing"'
+    assert f"http_server_request_duration_seconds_count{{{missing}}} 1.0" in text

@@ -35,6 +35,16 @@ def app_command(
             "db=http://127.0.0.1:9000/; repeat for more. Only 127.0.0.1."
         ),
     ] = None,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            help="Also serve /metrics on this port: a request-duration histogram per route "
+            "(http_server_request_duration_seconds, OpenTelemetry's name), for Prometheus.",
+            min=1,
+            max=65535,
+            envvar="METRICS_PORT",
+        ),
+    ] = None,
 ) -> None:
     """Run the lab's test app: an HTTP server on 127.0.0.1 that acts out a container's behaviour
     for real (start delay, hangs, deadlocks, crashes, error windows, costs, worker pool, SIGTERM),
@@ -63,4 +73,4 @@ def app_command(
         if not name or not url.startswith("http://127.0.0.1:"):
             raise InputError(f"{item!r}: use NAME=http://127.0.0.1:PORT/...", field="--dependency")
         urls[name] = url
-    serve(cb, port, grpc_port, urls)
+    serve(cb, port, grpc_port, urls, metrics_port)

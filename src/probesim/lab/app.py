@@ -3,6 +3,13 @@ start delay, hangs and deadlocks (with or without accepting connections), crashe
 windows, status per path, request costs (CPU and waiting) with a bounded worker pool, and
 shutdown on SIGTERM — so the lab can probe it as the kubelet would.
 
+With a metrics port (``--metrics-port``, $METRICS_PORT) it also serves ``/metrics`` there: an
+HTTP server histogram per route under OpenTelemetry's stable name,
+``http_server_request_duration_seconds{http_request_method, http_route,
+http_response_status_code}`` with its advisory buckets (reference/telemetry.md §5.2), each
+request timed from its arrival to its answer (hangs and queueing included). The metrics port
+answers also while the app hangs or refuses, as a metrics thread of a real app would.
+
 It binds only to 127.0.0.1. Times are measured from the container's start (``after``) or from
 the scenario's start (``at``); run by hand, both are the process's start.
 With ``PROBESIM_CONTROL_FD`` (the lab's way) it is started ahead of its container, loads, and
@@ -31,6 +38,8 @@ from probesim.model.scenario import ContainerBehavior, Crash, Deadlock, Errors, 
 # state holds, as in the simulation's steps, even for a probe landing on the edge itself while
 # this process's timer fires late (by tens of ms on a busy machine: 10 ms proved too little).
 LEAD_S = 0.05
+# OpenTelemetry's advisory bucket boundaries for http.server.request.duration (seconds).
+OTEL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0)
 
 
 @dataclass(frozen=True)
@@ -48,8 +57,10 @@ class App:
         started: float | None = None,
         grpc_port: int | None = None,
         dependencies: dict[str, str] | None = None,
+        metrics_port: int | None = None,
     ) -> None:
-        """``dependencies``: each dependency's URL. ``started`` and ``zero`` (the container's
+        """``dependencies``: each dependency's URL; ``metrics_port``: where /metrics is served.
+        ``started`` and ``zero`` (the container's
         start and the scenario's t0) are on the system-wide monotonic clock the lab reads too; by
         default, when the process started."""
         self.b = behavior
@@ -82,6 +93,18 @@ class App:
         self.waiting = 0
         self.runner: web.AppRunner | None = None
         self.port_: Port | None = None  # the HTTP port: served, or held bound while refusing
+        self.metrics_port = metrics_port
+        self.registry: Any = None
+        self.duration: Any = None
+        if metrics_port is not None:
+            from prometheus_client import CollectorRegistry, Histogram
+
+            self.registry = CollectorRegistry()
+            self.duration = Histogram(
+                "http_server_request_duration_seconds", "Duration of HTTP server requests.",
+                ["http_request_method", "http_route", "http_response_status_code"],
+                buckets=OTEL_BUCKETS, registry=self.registry,
+            )  # fmt: skip
 
     # -- what the app does at a given moment -----------------------------------------------------
 
@@ -147,6 +170,30 @@ class App:
             return web.Response(status=status, headers={"Location": self.b.redirects[path]})
         return web.Response(status=status, text=f"{status}\n")
 
+    async def observed(self, request: web.Request) -> web.Response:
+        """``handle``, timed into the request histogram (when there is one)."""
+        began = time.monotonic()
+        response = await self.handle(request)
+        if self.duration is not None:
+            labels = (request.method, request.path, str(response.status))
+            self.duration.labels(*labels).observe(time.monotonic() - began)
+        return response
+
+    async def _serve_metrics(self) -> web.AppRunner | None:
+        if self.metrics_port is None:
+            return None
+        from prometheus_client.exposition import generate_latest
+
+        async def metrics(_: web.Request) -> web.Response:
+            return web.Response(body=generate_latest(self.registry), content_type="text/plain")
+
+        app = web.Application()
+        app.router.add_get("/metrics", metrics)
+        runner = web.AppRunner(app, handle_signals=False, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, HOST, self.metrics_port).start()
+        return runner
+
     async def health_status(self, service: str = "") -> str:
         """The gRPC health answer: the check behaves as an HTTP path named ``grpc:<service>``,
         else ``grpc`` (as the simulation has it): it waits out a hang, then is SERVING unless
@@ -193,7 +240,8 @@ class App:
 
     async def run(self) -> None:
         server = web.Application()
-        server.router.add_route("*", "/{tail:.*}", self.handle)
+        server.router.add_route("*", "/{tail:.*}", self.observed)
+        await self._serve_metrics()
         # the drain is the behaviour's `shutdown`, slept before; then in-flight requests are dropped
         self.runner = web.AppRunner(server, handle_signals=False, access_log=None, shutdown_timeout=0.1)
         await self.runner.setup()
@@ -258,6 +306,7 @@ def serve(
     port: int,
     grpc_port: int | None = None,
     dependencies: dict[str, str] | None = None,
+    metrics_port: int | None = None,
 ) -> None:
     if grpc_port is not None:  # import now, not at the start edge (it takes a good 100 ms)
         import grpc.aio  # noqa: F401
@@ -267,8 +316,8 @@ def serve(
         go = wait_for_go(socket.socket(fileno=int(control)))
         if go is None:
             return
-        app = App(behavior, port, zero=go[0], started=go[1], grpc_port=grpc_port, dependencies=dependencies)
+        app = App(behavior, port, go[0], go[1], grpc_port, dependencies, metrics_port)
         app.port_ = Port(port, go[2])
     else:
-        app = App(behavior, port, grpc_port=grpc_port, dependencies=dependencies)
+        app = App(behavior, port, grpc_port=grpc_port, dependencies=dependencies, metrics_port=metrics_port)
     asyncio.run(app.run())
