@@ -17,8 +17,8 @@ import numpy as np
 import numpy.typing as npt
 
 from probesim.cost import answer_slots
-from probesim.engine.arrays import distinct, span
-from probesim.engine.autoscaler import METRIC_WINDOW_MS, SYNC_PERIOD_MS, Autoscaler, PodViews
+from probesim.engine.arrays import distinct
+from probesim.engine.autoscaler import SYNC_PERIOD_MS, Autoscaler
 from probesim.engine.behavior import INF
 from probesim.engine.capacity import GRID, CapacityModel
 from probesim.engine.containers import Containers
@@ -28,35 +28,22 @@ from probesim.engine.draws import generator
 from probesim.engine.events import EventLog
 from probesim.engine.fleet import FAILURE, RUNNING, SUCCESS, TERMINATING, Fleet, build
 from probesim.engine.kubelet import ProbeWorkers
+from probesim.engine.pod_metrics import PodMetrics
+from probesim.engine.recording import Recorder
 from probesim.engine.sidecar.build import build_mesh
 from probesim.engine.summary import RunSummary, TrackedRollout
 from probesim.engine.traffic import Connections, TrafficPhases
-from probesim.kube.endpoints import endpoint_ready
 from probesim.model.scenario import (
     DeletePod,
     Partition,
     Scenario,
     SetReadinessGate,
 )
-from probesim.results import CAUSES, Result
+from probesim.results import Result
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 B = npt.NDArray[np.bool_]
-ROUTE_SERIES = (
-    "offered",
-    "ok",
-    *CAUSES,
-    "inflight",
-    "dropped",
-    "interrupted",
-    "p50_ms",
-    "p95_ms",
-    "p99_ms",
-    "max_ms",
-    "fault_aborts",
-    "ejections_active",
-)
 
 
 def simulate(scenario: Scenario) -> Result:
@@ -114,8 +101,7 @@ class _Run(TrafficPhases, RunSummary):
             if (h := scenario.autoscaler_for(w)) is not None
         }
         self.ready_transition = np.zeros(n, np.int64)
-        # CPU used per container over the metric window (what metrics-server reports).
-        self.cpu_window = np.zeros((max(METRIC_WINDOW_MS // self.spec.step, 1), f.n_containers))
+        self.pod_metrics = PodMetrics(f.n_containers, self.spec.step)
         self.admitted = np.zeros(n, bool)
         self.deleting = np.zeros(n, bool)  # has a deletionTimestamp
         self.any_deleting = False
@@ -367,41 +353,8 @@ class _Run(TrafficPhases, RunSummary):
         """HPA syncs every 15 s from the start of the run."""
         if t % SYNC_PERIOD_MS or not self.autoscalers:
             return
-        f = self.fleet
-        cap = self.capacity
-        ctr = self.ctr
-        first = f.pod_first_container
-        # Per pod, over its containers (contiguous from its first): all running, all sampled
-        # over the metric window, all with a CPU request (and their sum), all created.
-        alive = ctr.alive()
-        running = self._per_pod(np.minimum, alive.astype(np.int8)).astype(bool)
-        old = self._per_pod(np.minimum, (t - ctr.started_at >= METRIC_WINDOW_MS).astype(np.int8))
-        sampled = running & old.astype(bool)
-        has_request = self._per_pod(np.minimum, (cap.request_m > 0).astype(np.int8)).astype(bool)
-        request = self._per_pod(np.add, cap.request_m)
-        created = self._per_pod(np.minimum, (ctr.instance >= 0).astype(np.int8)).astype(bool)
-        n_cont = np.diff(np.append(first, f.n_containers))
-        rows = self.cpu_window.shape[0]
-        for wi, hpa in self.autoscalers.items():
-            pods = np.flatnonzero((f.pod_workload == wi) & self.admitted & ~self.gone)
-            usage = np.full(pods.size, np.nan)
-            for nc in distinct(n_cont[pods]).tolist():
-                sel = np.flatnonzero(n_cont[pods] == nc)
-                grp = pods[sel]
-                conts = first[grp][:, None] + np.arange(nc)[None, :]  # pods × containers
-                # Summed in the order a pod's own window[:, conts].sum() takes (time slot, then
-                # container), one row per pod, so that the float sums are the same.
-                window = self.cpu_window[:, conts].transpose(1, 0, 2).reshape(grp.size, rows * nc)
-                usage[sel] = np.ascontiguousarray(window).sum(axis=1) / rows
-            views = PodViews(
-                request_m=np.where(has_request[pods], request[pods], 0.0),
-                usage_m=np.where(sampled[pods], usage, np.nan),
-                pending=~created[pods],
-                deleting=self.deleting[pods],
-                ready=self.ready[pods],
-                transition=self.ready_transition[pods],
-                start=self.admitted_at[pods],
-            )
+        for wi, views in self.pod_metrics.views(self, t).items():
+            hpa = self.autoscalers[wi]
             current = self.desired[wi]
             new, reason = hpa.sync(views, current, t)
             if new != current:
@@ -543,10 +496,6 @@ class _Run(TrafficPhases, RunSummary):
         self.rates = np.array([[r.traffic.rate_at(int(t)) for t in times] for r in f.routes]).reshape(
             len(f.routes), ticks
         )
-        rec: dict[str, I64] = {}
-        for w in self.scenario.workloads:
-            for s in ("desired", "current", "ready", "available", "unavailable", "restarts"):
-                rec[f"workload.{w.name}.{s}"] = np.zeros(ticks, np.int64)
         self.latency_cdf = np.zeros((len(f.routes), GRID.size))
         self.step_cdf = np.zeros((len(f.routes), GRID.size))  # what clients saw answered this step
         # Answers on their way to clients, per route: (ok, error status, timeout) × due step × container.
@@ -575,51 +524,11 @@ class _Run(TrafficPhases, RunSummary):
         self.queued_n = [0] * len(f.routes)
         self.queued_rows = [np.zeros(q.shape[0], np.int64) for q in self.queued]  # per arrival step
         self.touched = np.zeros(f.n_containers, bool)  # took requests since it last lost them
-        for r in f.routes:
-            for s in ROUTE_SERIES:
-                rec[f"route.{r.name}.{s}"] = np.zeros(ticks, np.int64)
-        self.cols = [{s: rec[f"route.{r.name}.{s}"] for s in ROUTE_SERIES} for r in f.routes]
-        inflight_cols = [rec[f"route.{r.name}.inflight"] for r in f.routes]
-        # EndpointSlice conditions as clients see them (§4.8): ready, serving, terminating.
-        svc_cols = {
-            name: [
-                rec.setdefault(f"service.{name}.{c}", np.zeros(ticks, np.int64))
-                for c in ("ready", "serving", "terminating")
-            ]
-            for name in f.service_pods
-        }
-        svc_counts: dict[str, tuple[int, int, int]] = {}
-        # A Deployment's pods are its ReplicaSets' (status.replicas counts them), adopted ones too.
-        family = [[i] for i in range(len(self.scenario.workloads))]
-        for rw, (dw, _) in self.controllers.adopted_as.items():
-            family[dw].append(rw)
-        wl_pods = [np.flatnonzero(np.isin(f.pod_workload, ws)) for ws in family]
-        wl_containers = [np.flatnonzero(np.isin(f.pod_workload[f.container_pod], ws)) for ws in family]
-        wl_span = [span(pods) for pods in wl_pods]  # (a workload's pods are usually consecutive: views)
-        cpu_cols = [
-            [
-                rec.setdefault(f"workload.{w.name}.{s}", np.zeros(ticks, np.int64))
-                for s in ("cpu_m", "cpu_max_m", "throttled")
-            ]
-            for w in self.scenario.workloads
-        ]
-        columns = [
-            [
-                rec[f"workload.{w.name}.{s}"]
-                for s in ("desired", "current", "ready", "available", "unavailable", "restarts")
-            ]
-            for w in self.scenario.workloads
-        ]
-        hpa_cols = {}
-        for wi, h in self.autoscalers.items():
-            hpa_cols[wi] = tuple(
-                rec.setdefault(f"hpa.{h.hpa.name}.{s}", np.zeros(ticks, np.int64))
-                for s in ("desired", "utilization")
-            )
-        min_ready = [w.spec.min_ready_seconds * 1000 for w in self.scenario.workloads]
-        counted_version = -1
+        recorder = Recorder(self, ticks)
+        rec = recorder.series
+        self.cols = recorder.route_columns
+        wl_span = recorder.wl_span
         admit_version, to_admit = -1, False
-        counts: list[tuple[int, int, int]] = []  # per workload: current, ready, restarts
         actions: dict[int, list[str]] = {}
         others: dict[int, list[int]] = {}
         for i, a in enumerate(spec.actions):
@@ -666,70 +575,12 @@ class _Run(TrafficPhases, RunSummary):
             self._traffic(t, k, rec)
             if self.capacity.any:
                 self._serve(t, k, rec)
-                used = self.capacity.cpu_used_m
-                self.cpu_window[k % self.cpu_window.shape[0]] = used
-                # Only the containers the capacity model stepped use CPU or are throttled (the
-                # others' 0.0 adds nothing to a pod's sum, to the bit).
-                act_pod = f.container_pod[self.capacity.active]
-                per_pod = np.bincount(act_pod, weights=self.capacity.used_m, minlength=f.n_pods)
-                throttled = np.zeros(f.n_pods, bool)
-                throttled[act_pod[self.capacity.throttled[self.capacity.active_ix]]] = True
-                for i, cols in enumerate(cpu_cols):
-                    at = wl_span[i]
-                    cols[0][k] = round(float(per_pod[at].sum()))
-                    cols[1][k] = round(float(per_pod[at].max())) if wl_pods[i].size else 0
-                    cols[2][k] = int(throttled[at].sum())
-            for ri, column in enumerate(inflight_cols):
-                column[k] = self._in_flight(ri)
-            if counted_version != self.version:
-                counted_version = self.version
-                visible = self._visible_ready(t)
-                listed = self.admitted & ~self.gone
-                for name, sel in f.service_pods.items():
-                    members = sel & listed
-                    in_rotation = members & endpoint_ready(
-                        visible, self.deleting, f.publish_not_ready[name], members
-                    )
-                    svc_counts[name] = (
-                        int(in_rotation.sum()),
-                        int((members & visible).sum()),
-                        int((members & self.deleting).sum()),
-                    )
-                active = self.admitted & ~self.deleting
-                counts = [
-                    (
-                        int(active[pods].sum()),
-                        int((self.ready & active)[pods].sum()),
-                        int(self.ctr.restart_count[wl_containers[i]].sum()),
-                    )
-                    for i, pods in enumerate(wl_span)
-                ]
-            for wi, (d_col, u_col) in hpa_cols.items():
-                d_col[k] = self.desired[wi]
-                u_col[k] = self.autoscalers[wi].last_utilization
-            for name, svc_col in svc_cols.items():
-                for column, value in zip(svc_col, svc_counts[name], strict=True):
-                    column[k] = value
-            for i in range(len(self.scenario.workloads)):
-                current, ready, restarts = counts[i]
-                if min_ready[i]:
-                    pods = wl_span[i]
-                    ready_pods = (
-                        self.ready[pods] & ~self.deleting[pods] & (self.ready_since[pods] + min_ready[i] < t)
-                    )
-                    available = int(ready_pods.sum())
-                else:
-                    available = ready
-                col = columns[i]
-                col[0][k] = self.desired[i]
-                col[1][k] = current
-                col[2][k] = ready
-                col[3][k] = available
-                col[4][k] = max(0, self.controllers.spec_total(i) - available)
-                col[5][k] = restarts
+                self.pod_metrics.sample(k, self.capacity.cpu_used_m)
+                recorder.record_cpu(k, self)
+            recorder.record_state(k, t, self)
         self.rec_ref = rec
         self.events = self.log.take()
         for m in self.mesh.values():
             self.events.extend(m.events)
         self.events.sort(key=attrgetter("time_ms"))
-        return self._result(times, rec, wl_pods)
+        return self._result(times, rec, recorder.wl_pods)

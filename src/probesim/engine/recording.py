@@ -1,0 +1,176 @@
+"""The run's record: one value a step per series (``workload.<name>.<figure>``,
+``route.<name>.<figure>``, ``service.<name>.{ready,serving,terminating}``,
+``hpa.<name>.{desired,utilization}``), as Result.series carries them.
+
+The Recorder makes the columns (in the order results list them) and fills the workload,
+Service, HPA and CPU ones at the end of each step from the run's state; the traffic phases
+fill the route columns themselves (``route_columns``). Counts that only change when the pods'
+state does (the run's ``version``) are recounted only then.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from probesim.engine.arrays import span
+from probesim.kube.endpoints import endpoint_ready
+from probesim.results import CAUSES
+
+I64 = npt.NDArray[np.int64]
+WORKLOAD_SERIES = ("desired", "current", "ready", "available", "unavailable", "restarts")
+CPU_SERIES = ("cpu_m", "cpu_max_m", "throttled")
+ROUTE_SERIES = (
+    "offered",
+    "ok",
+    *CAUSES,
+    "inflight",
+    "dropped",
+    "interrupted",
+    "p50_ms",
+    "p95_ms",
+    "p99_ms",
+    "max_ms",
+    "fault_aborts",
+    "ejections_active",
+)
+
+
+class RunState(Protocol):
+    """What the record reads of the run (engine/loop.py's _Run)."""
+
+    fleet: Any
+    scenario: Any
+    controllers: Any
+    autoscalers: dict[int, Any]
+    ctr: Any
+    capacity: Any
+    version: int
+    admitted: Any
+    gone: Any
+    deleting: Any
+    ready: Any
+    ready_since: Any
+    desired: Any
+
+    def _in_flight(self, ri: int) -> int: ...
+
+    def _visible_ready(self, t: int) -> Any: ...
+
+
+class Recorder:
+    """The series of one run, ``ticks`` steps long."""
+
+    def __init__(self, run: RunState, ticks: int) -> None:
+        f, workloads = run.fleet, run.scenario.workloads
+        rec: dict[str, I64] = {}
+        for w in workloads:
+            for s in WORKLOAD_SERIES:
+                rec[f"workload.{w.name}.{s}"] = np.zeros(ticks, np.int64)
+        for r in f.routes:
+            for s in ROUTE_SERIES:
+                rec[f"route.{r.name}.{s}"] = np.zeros(ticks, np.int64)
+        self.route_columns = [{s: rec[f"route.{r.name}.{s}"] for s in ROUTE_SERIES} for r in f.routes]
+        self.inflight = [rec[f"route.{r.name}.inflight"] for r in f.routes]
+        # EndpointSlice conditions as clients see them (§4.8): ready, serving, terminating.
+        self.services = {
+            name: [
+                rec.setdefault(f"service.{name}.{c}", np.zeros(ticks, np.int64))
+                for c in ("ready", "serving", "terminating")
+            ]
+            for name in f.service_pods
+        }
+        self.service_counts: dict[str, tuple[int, int, int]] = {}
+        # A Deployment's pods are its ReplicaSets' (status.replicas counts them), adopted ones too.
+        family = [[i] for i in range(len(workloads))]
+        for rw, (dw, _) in run.controllers.adopted_as.items():
+            family[dw].append(rw)
+        self.wl_pods = [np.flatnonzero(np.isin(f.pod_workload, ws)) for ws in family]
+        self.wl_containers = [np.flatnonzero(np.isin(f.pod_workload[f.container_pod], ws)) for ws in family]
+        self.wl_span = [span(pods) for pods in self.wl_pods]  # (a workload's pods: usually consecutive views)
+        self.cpu = [
+            [rec.setdefault(f"workload.{w.name}.{s}", np.zeros(ticks, np.int64)) for s in CPU_SERIES]
+            for w in workloads
+        ]
+        self.workloads = [[rec[f"workload.{w.name}.{s}"] for s in WORKLOAD_SERIES] for w in workloads]
+        self.hpas = {
+            wi: tuple(
+                rec.setdefault(f"hpa.{h.hpa.name}.{s}", np.zeros(ticks, np.int64))
+                for s in ("desired", "utilization")
+            )
+            for wi, h in run.autoscalers.items()
+        }
+        self.min_ready = [w.spec.min_ready_seconds * 1000 for w in workloads]
+        self.counted_version = -1
+        self.counts: list[tuple[int, int, int]] = []  # per workload: current, ready, restarts
+        self.series = rec
+
+    def record_cpu(self, k: int, run: RunState) -> None:
+        """The CPU the capacity model's containers used this step, per workload (sum and busiest
+        pod, in millicores) and its throttled pods."""
+        f, capacity = run.fleet, run.capacity
+        # Only the containers the capacity model stepped use CPU or are throttled (the others'
+        # 0.0 adds nothing to a pod's sum, to the bit).
+        act_pod = f.container_pod[capacity.active]
+        per_pod = np.bincount(act_pod, weights=capacity.used_m, minlength=f.n_pods)
+        throttled = np.zeros(f.n_pods, bool)
+        throttled[act_pod[capacity.throttled[capacity.active_ix]]] = True
+        for i, cols in enumerate(self.cpu):
+            at = self.wl_span[i]
+            cols[0][k] = round(float(per_pod[at].sum()))
+            cols[1][k] = round(float(per_pod[at].max())) if self.wl_pods[i].size else 0
+            cols[2][k] = int(throttled[at].sum())
+
+    def record_state(self, k: int, t: int, run: RunState) -> None:
+        """Requests in flight per route, the Services' endpoint conditions, the HPAs' figures
+        and each workload's replicas at the end of step ``k`` (time ``t``)."""
+        f = run.fleet
+        for ri, column in enumerate(self.inflight):
+            column[k] = run._in_flight(ri)
+        if self.counted_version != run.version:
+            self.counted_version = run.version
+            visible = run._visible_ready(t)
+            listed = run.admitted & ~run.gone
+            for name, sel in f.service_pods.items():
+                members = sel & listed
+                in_rotation = members & endpoint_ready(
+                    visible, run.deleting, f.publish_not_ready[name], members
+                )
+                self.service_counts[name] = (
+                    int(in_rotation.sum()),
+                    int((members & visible).sum()),
+                    int((members & run.deleting).sum()),
+                )
+            active = run.admitted & ~run.deleting
+            self.counts = [
+                (
+                    int(active[pods].sum()),
+                    int((run.ready & active)[pods].sum()),
+                    int(run.ctr.restart_count[self.wl_containers[i]].sum()),
+                )
+                for i, pods in enumerate(self.wl_span)
+            ]
+        for wi, (d_col, u_col) in self.hpas.items():
+            d_col[k] = run.desired[wi]
+            u_col[k] = run.autoscalers[wi].last_utilization
+        for name, svc_col in self.services.items():
+            for column, value in zip(svc_col, self.service_counts[name], strict=True):
+                column[k] = value
+        for i, col in enumerate(self.workloads):
+            current, ready, restarts = self.counts[i]
+            if self.min_ready[i]:
+                pods = self.wl_span[i]
+                ready_pods = (
+                    run.ready[pods] & ~run.deleting[pods] & (run.ready_since[pods] + self.min_ready[i] < t)
+                )
+                available = int(ready_pods.sum())
+            else:
+                available = ready
+            col[0][k] = run.desired[i]
+            col[1][k] = current
+            col[2][k] = ready
+            col[3][k] = available
+            col[4][k] = max(0, run.controllers.spec_total(i) - available)
+            col[5][k] = restarts
