@@ -57,3 +57,11 @@ def from_validation(
     line_path = (*base, *prefix, *(rel[:-1] if missing else rel))
     field = field_path((*prefix, *rel)) or None
     return InputError(msg, file=doc.file, line=doc.line_of(line_path), obj=obj, field=field)
+
+
+def error_at(doc: Doc, base: Path_, rel: Path_, obj: str | None, msg: str) -> InputError:
+    """An error on the field at ``rel`` of the object at ``base`` in ``doc``: its file, line,
+    object and kubectl-style field path."""
+    return InputError(
+        msg, file=doc.file, line=doc.line_of((*base, *rel)), obj=obj, field=field_path(rel) or None
+    )

@@ -13,7 +13,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from probesim.errors import InputError
-from probesim.manifests.errors import field_path, from_validation
+from probesim.manifests.errors import error_at, from_validation
+from probesim.manifests.validation import check_pod_spec, check_probes, check_selector
 from probesim.manifests.yamlsrc import Doc, Path_, get_path
 from probesim.model.base import NonNegInt32, OpenModel
 from probesim.model.kubernetes import (
@@ -23,8 +24,6 @@ from probesim.model.kubernetes import (
     ObjectMeta,
     PodSpec,
     PodTemplate,
-    Probe,
-    ProbeType,
     Service,
     Workload,
 )
@@ -64,34 +63,6 @@ KNOWN_GROUP_KINDS: dict[str, frozenset[str]] = {
     }),
 }  # fmt: skip
 ISTIO_READ = ("DestinationRule", "VirtualService")
-CONTAINER_FIELDS = {
-    "name",
-    "image",
-    "command",
-    "args",
-    "workingDir",
-    "ports",
-    "envFrom",
-    "env",
-    "resources",
-    "resizePolicy",
-    "restartPolicy",
-    "restartPolicyRules",
-    "volumeMounts",
-    "volumeDevices",
-    "livenessProbe",
-    "readinessProbe",
-    "startupProbe",
-    "lifecycle",
-    "terminationMessagePath",
-    "terminationMessagePolicy",
-    "imagePullPolicy",
-    "securityContext",
-    "stdin",
-    "stdinOnce",
-    "tty",
-}
-PROBE_FIELDS = ("startupProbe", "readinessProbe", "livenessProbe")
 
 
 @dataclass(frozen=True)
@@ -178,7 +149,7 @@ def _items(doc: Doc, data: Any) -> Iterable[tuple[Path_, Any]]:
     kind = data.get("kind") if isinstance(data, dict) else None
     if isinstance(kind, str) and kind.endswith("List") and "items" in data:
         if not isinstance(data["items"], list | None):
-            raise _err(doc, (), ("items",), kind, "must be a list of objects")
+            raise error_at(doc, (), ("items",), kind, "must be a list of objects")
         item_kind = kind.removesuffix("List")
         for i, item in enumerate(data.get("items") or []):
             if isinstance(item, dict) and item_kind:
@@ -253,17 +224,11 @@ def _twice(first: Origin, doc: Doc, base: Path_, obj: str) -> InputError:
     and its overlay, two environments), which a run takes one at a time."""
     d = first.doc
     if d.file == doc.file or doc.file.startswith("<"):
-        return _err(doc, base, ("metadata", "name"), obj, f"defined twice (first in {d.file}:{d.line})")
+        return error_at(doc, base, ("metadata", "name"), obj, f"defined twice (first in {d.file}:{d.line})")
     folder = os.path.dirname(doc.file) or "."
     return InputError(
         f"{obj} is defined in {d.file}:{d.line_of(first.base)} and {doc.file}:{doc.line_of(base)}, "
         f"with different content (two variants?): run one at a time, e.g. probesim run {folder}/"
-    )
-
-
-def _err(doc: Doc, base: Path_, rel: Path_, obj: str | None, msg: str) -> InputError:
-    return InputError(
-        msg, file=doc.file, line=doc.line_of((*base, *rel)), obj=obj, field=field_path(rel) or None
     )
 
 
@@ -302,7 +267,7 @@ def _parse_object(
     reads = kind in WORKLOAD_VERSIONS or kind in ("Service", "HorizontalPodAutoscaler")
     if not isinstance(api, str) or not api:
         if reads:
-            raise _err(doc, base, ("apiVersion",), obj, "required field is missing")
+            raise error_at(doc, base, ("apiVersion",), obj, "required field is missing")
         _skip(out, doc, base, kind, meta, "no apiVersion: not a Kubernetes object")
         return None
     group = _group(api)
@@ -312,13 +277,13 @@ def _parse_object(
     known = KNOWN_GROUP_KINDS.get(group)
     served = {**WORKLOAD_VERSIONS, "Service": ("v1",), "HorizontalPodAutoscaler": HPA_VERSIONS}.get(kind)
     if known is not None and served is not None and api not in served:
-        raise _err(
+        raise error_at(
             doc, base, ("apiVersion",), obj, f"{kind} is served as apiVersion {served[0]}, not {api!r}"
         )
     if known is not None and kind not in known:
         near = difflib.get_close_matches(kind, sorted(known), n=1)
         hint = f"; did you mean {near[0]!r}?" if near else f"; {api} serves: {', '.join(sorted(known))}"
-        raise _err(doc, base, ("kind",), obj, f"unknown kind {kind!r} for {api}{hint}")
+        raise error_at(doc, base, ("kind",), obj, f"unknown kind {kind!r} for {api}{hint}")
     if kind in WORKLOAD_VERSIONS and api in WORKLOAD_VERSIONS[kind]:
         w, spec_path = read_workload(doc, base, _pruned(data), obj)
         out.workloads.append(w)
@@ -376,26 +341,26 @@ def read_workload(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> tupl
         # A bare Pod is a workload of one pod; its spec is the template's spec.
         pod_spec = data.get("spec")
         if not isinstance(pod_spec, dict):
-            raise _err(doc, base, ("spec",), obj, "required field is missing")
-        _check_pod_spec(doc, (*base, "spec"), pod_spec, obj)
+            raise error_at(doc, base, ("spec",), obj, "required field is missing")
+        check_pod_spec(doc, (*base, "spec"), pod_spec, obj)
         meta = _validate(ObjectMeta, doc, base, data.get("metadata"), obj, ("metadata",))
         spec_model = _validate(PodSpec, doc, base, pod_spec, obj, ("spec",))
         extra = set(data) - {"apiVersion", "kind", "metadata", "spec", "status"}
         if extra:
-            raise _err(doc, base, (sorted(extra)[0],), obj, "unknown field")
+            raise error_at(doc, base, (sorted(extra)[0],), obj, "unknown field")
         shaped = {"replicas": 1, "template": {"metadata": {"labels": meta.labels}, "spec": spec_model}}
         w = Workload.model_validate({"kind": "Pod", "metadata": meta, "spec": shaped})
         spec_path: Path_ = ("spec",)
-        _check_probes(doc, base, spec_path, w, obj)
+        check_probes(doc, base, spec_path, w, obj)
         return w, spec_path
     spec = data.get("spec")
     if not isinstance(spec, dict):
-        raise _err(doc, base, ("spec",), obj, "required field is missing")
+        raise error_at(doc, base, ("spec",), obj, "required field is missing")
     if kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"):
         tmpl_path: Path_ = ("spec", "template")
         template = spec.get("template")
         if isinstance(template, dict) and isinstance(template.get("spec"), dict):
-            _check_pod_spec(doc, (*base, *tmpl_path, "spec"), template["spec"], obj)
+            check_pod_spec(doc, (*base, *tmpl_path, "spec"), template["spec"], obj)
         if spec.get("selector") is None and data.get("apiVersion") in SELECTOR_DEFAULTED:
             labels = template.get("metadata", {}).get("labels") if isinstance(template, dict) else None
             data = {**data, "spec": {**spec, "selector": {"matchLabels": labels or {}}}}
@@ -410,14 +375,14 @@ def read_workload(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> tupl
                     f"; a kustomize base? give probesim what it builds: kubectl kustomize {folder}"
                     " | probesim check - (or probesim run -)"
                 )
-            raise _err(doc, base, ("spec", "selector"), obj, msg)
-        _check_selector(doc, base, obj, w.spec.selector, w.pod_labels, kind)
+            raise error_at(doc, base, ("spec", "selector"), obj, msg)
+        check_selector(doc, base, obj, w.spec.selector, w.pod_labels, kind)
     else:  # ReplicationController, Job, CronJob: reshaped as a workload of their pod template
         if kind == "CronJob":
             job = spec.get("jobTemplate")
             job_spec = job.get("spec") if isinstance(job, dict) else None
             if not isinstance(job_spec, dict):
-                raise _err(doc, base, ("spec", "jobTemplate", "spec"), obj, "required field is missing")
+                raise error_at(doc, base, ("spec", "jobTemplate", "spec"), obj, "required field is missing")
             counts_path: Path_ = ("spec", "jobTemplate", "spec")
             counts_data = job_spec
         else:
@@ -425,9 +390,9 @@ def read_workload(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> tupl
         tmpl_path = (*counts_path, "template")
         template = counts_data.get("template")
         if not isinstance(template, dict):
-            raise _err(doc, base, tmpl_path, obj, "required field is missing")
+            raise error_at(doc, base, tmpl_path, obj, "required field is missing")
         if isinstance(template.get("spec"), dict):
-            _check_pod_spec(doc, (*base, *tmpl_path, "spec"), template["spec"], obj)
+            check_pod_spec(doc, (*base, *tmpl_path, "spec"), template["spec"], obj)
         meta = _validate(ObjectMeta, doc, base, data.get("metadata"), obj, ("metadata",))
         tmpl = _validate(PodTemplate, doc, base, template, obj, tmpl_path)
         # A Job's selector is a LabelSelector the API server generates (or checks, with
@@ -442,7 +407,7 @@ def read_workload(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> tupl
         if kind == "ReplicationController":
             # An RC's selector is a label map, defaulted to the template's labels.
             sel = counts.selector if counts.selector else tmpl.metadata.labels
-            _check_selector(doc, base, obj, LabelSelector(matchLabels=sel), tmpl.metadata.labels, kind)
+            check_selector(doc, base, obj, LabelSelector(matchLabels=sel), tmpl.metadata.labels, kind)
             replicas = counts.replicas
         else:
             sel, replicas = tmpl.metadata.labels, counts.parallelism
@@ -456,130 +421,15 @@ def read_workload(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> tupl
     spec_path = (*tmpl_path, "spec")
     ru = w.spec.strategy.rolling_update if w.spec.strategy else None
     if ru is not None and ru.max_surge in (0, "0%") and ru.max_unavailable in (0, "0%"):
-        raise _err(doc, base, ("spec", "strategy", "rollingUpdate", "maxUnavailable"), obj,
+        raise error_at(doc, base, ("spec", "strategy", "rollingUpdate", "maxUnavailable"), obj,
                    "may not be 0 when maxSurge is 0")  # fmt: skip
     allowed = ("OnFailure", "Never") if kind in ("Job", "CronJob") else ("Always",)
     if w.pod_spec.restart_policy not in allowed:
         shown = " or ".join(f'"{a}"' for a in allowed)
         msg = f'unsupported value "{w.pod_spec.restart_policy}": a {kind} template supports only {shown}'
-        raise _err(doc, base, (*spec_path, "restartPolicy"), obj, msg)
-    _check_probes(doc, base, spec_path, w, obj)
+        raise error_at(doc, base, (*spec_path, "restartPolicy"), obj, msg)
+    check_probes(doc, base, spec_path, w, obj)
     return w, spec_path
-
-
-OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
-
-
-def _check_selector(
-    doc: Doc, base: Path_, obj: str, sel: LabelSelector, labels: dict[str, str], kind: str
-) -> None:
-    """ValidateDeploymentSpec's (and the other controllers') selector checks: matchLabels and
-    matchExpressions (ValidateLabelSelectorRequirement), not empty, matching the template."""
-    for i, r in enumerate(sel.match_expressions):
-        path: Path_ = ("spec", "selector", "matchExpressions", i)
-        if r.operator not in OPERATORS:
-            msg = f"{r.operator!r} is not a valid selector operator (In, NotIn, Exists, DoesNotExist)"
-            raise _err(doc, base, (*path, "operator"), obj, msg)
-        if r.operator in ("In", "NotIn") and not r.values:
-            raise _err(
-                doc, base, (*path, "values"), obj, "must be specified when `operator` is 'In' or 'NotIn'"
-            )
-        if r.operator in ("Exists", "DoesNotExist") and r.values:
-            raise _err(doc, base, (*path, "values"), obj,
-                       "may not be specified when `operator` is 'Exists' or 'DoesNotExist'")  # fmt: skip
-    if sel.empty:
-        raise _err(doc, base, ("spec", "selector"), obj, f"empty selector is invalid for {kind.lower()}")
-    if not sel.matches(labels):
-        raise _err(doc, base, ("spec", "selector"), obj,
-                   "selector does not match template labels (spec.template.metadata.labels)")  # fmt: skip
-
-
-def _check_pod_spec(doc: Doc, abs_path: Path_, spec: dict[str, Any], obj: str) -> None:
-    """Checks pydantic cannot express: unknown container fields, unique container names."""
-    seen: set[str] = set()
-    for group in ("initContainers", "containers"):
-        items = spec.get(group)
-        if not isinstance(items, list):
-            continue
-        for i, c in enumerate(items):
-            if not isinstance(c, dict):
-                continue
-            for k in c:
-                if k not in CONTAINER_FIELDS:
-                    raise _err(
-                        doc, (*abs_path, group, i), (k,), obj, "unknown field in a container"
-                    ) from None
-            n = c.get("name")
-            if isinstance(n, str):
-                if n in seen:
-                    raise _err(doc, abs_path, (group, i, "name"), obj, f'duplicate container name "{n}"')
-                seen.add(n)
-
-
-def _check_probes(doc: Doc, base: Path_, spec_path: Path_, w: Workload, obj: str) -> None:
-    for group, containers in (
-        ("initContainers", w.pod_spec.init_containers),
-        ("containers", w.pod_spec.containers),
-    ):
-        for i, c in enumerate(containers):
-            for fname in PROBE_FIELDS:
-                kind: ProbeType = fname.removesuffix("Probe")  # type: ignore[assignment]
-                p = c.probe(kind)
-                if p is not None:
-                    if group == "initContainers" and c.restart_policy != "Always":
-                        msg = "probes are allowed only on sidecar init containers (restartPolicy: Always)"
-                        raise _err(doc, base, (*spec_path, group, i, fname), obj, msg)
-                    _check_probe(doc, base, (*spec_path, group, i, fname), p, kind, obj)
-
-
-def _check_probe(doc: Doc, base: Path_, path: Path_, p: Probe, kind: ProbeType, obj: str) -> None:
-    handlers = [h for h in ("exec", "http_get", "tcp_socket", "grpc") if getattr(p, h) is not None]
-    if not handlers:
-        raise _err(
-            doc, base, path, obj, "must specify a handler type (one of exec, httpGet, tcpSocket, grpc)"
-        )
-    if len(handlers) > 1:
-        raise _err(doc, base, path, obj, "may not specify more than 1 handler type")
-    for fname, value, minimum in (
-        ("initialDelaySeconds", p.initial_delay_seconds, 0),
-        ("timeoutSeconds", p.timeout_seconds, 1),
-        ("periodSeconds", p.period_seconds, 1),
-        ("successThreshold", p.success_threshold, 1),
-        ("failureThreshold", p.failure_threshold, 1),
-    ):
-        if value < minimum:
-            raise _err(
-                doc, base, (*path, fname), obj, f"must be greater than or equal to {minimum} (got {value})"
-            )
-    if kind != "readiness" and p.success_threshold != 1:
-        raise _err(
-            doc,
-            base,
-            (*path, "successThreshold"),
-            obj,
-            f"must be 1 for {kind} probes (got {p.success_threshold})",
-        )
-    if p.termination_grace_period_seconds is not None:
-        if kind == "readiness":
-            raise _err(
-                doc,
-                base,
-                (*path, "terminationGracePeriodSeconds"),
-                obj,
-                "must not be set for readinessProbes",
-            )
-        if p.termination_grace_period_seconds < 1:
-            raise _err(
-                doc,
-                base,
-                (*path, "terminationGracePeriodSeconds"),
-                obj,
-                f"must be greater than 0 (got {p.termination_grace_period_seconds})",
-            )
-    if p.exec is not None and not p.exec.command:
-        raise _err(
-            doc, base, (*path, "exec", "command"), obj, "required value: an exec probe needs a command"
-        )
 
 
 def _hpa(doc: Doc, base: Path_, data: dict[str, Any], obj: str, out: Objects) -> HorizontalPodAutoscaler:
@@ -587,13 +437,14 @@ def _hpa(doc: Doc, base: Path_, data: dict[str, Any], obj: str, out: Objects) ->
         data = _v2beta1_metrics(data)
     h: HorizontalPodAutoscaler = _validate(HorizontalPodAutoscaler, doc, base, data, obj)
     if h.spec.min_replicas > h.spec.max_replicas:
-        raise _err(doc, base, ("spec", "maxReplicas"), obj, "must be greater than or equal to `minReplicas`")
+        msg = "must be greater than or equal to `minReplicas`"
+        raise error_at(doc, base, ("spec", "maxReplicas"), obj, msg)
     ignored = []
     for i, m in enumerate(h.spec.metrics):
         r = m.resource
         if m.type == "Resource" and r is not None and r.name == "cpu" and r.target.type == "Utilization":
             if r.target.average_utilization is None:
-                raise _err(doc, base, ("spec", "metrics", i, "resource", "target"), obj,
+                raise error_at(doc, base, ("spec", "metrics", i, "resource", "target"), obj,
                            "averageUtilization is required for target.type Utilization")  # fmt: skip
             continue
         raw = get_path(data, ("spec", "metrics", i))
@@ -633,5 +484,5 @@ def _service(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> Service:
     ip = ips[0] if isinstance(ips, list) and ips else spec.get("clusterIP")
     headless = s.spec.type == "ClusterIP" and ip == "None"
     if s.spec.type != "ExternalName" and not headless and not s.spec.ports:
-        raise _err(doc, base, ("spec", "ports"), obj, "required value: a Service needs at least one port")
+        raise error_at(doc, base, ("spec", "ports"), obj, "required value: a Service needs at least one port")
     return s

@@ -1,0 +1,160 @@
+"""The API server's checks of the fields probesim reads that pydantic's models do not make:
+label selectors (operators, values, a selector matching its template), a pod spec's
+containers, and each probe's handler and timings (pkg/apis/core/validation,
+pkg/apis/apps/validation; docs/manifests.md lists each with its upstream function)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from probesim.manifests.errors import error_at
+from probesim.manifests.yamlsrc import Doc, Path_
+from probesim.model.kubernetes import (
+    LabelSelector,
+    Probe,
+    ProbeType,
+    Workload,
+)
+
+OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+CONTAINER_FIELDS = {
+    "name",
+    "image",
+    "command",
+    "args",
+    "workingDir",
+    "ports",
+    "envFrom",
+    "env",
+    "resources",
+    "resizePolicy",
+    "restartPolicy",
+    "restartPolicyRules",
+    "volumeMounts",
+    "volumeDevices",
+    "livenessProbe",
+    "readinessProbe",
+    "startupProbe",
+    "lifecycle",
+    "terminationMessagePath",
+    "terminationMessagePolicy",
+    "imagePullPolicy",
+    "securityContext",
+    "stdin",
+    "stdinOnce",
+    "tty",
+}
+PROBE_FIELDS = ("startupProbe", "readinessProbe", "livenessProbe")
+
+
+def check_selector(
+    doc: Doc, base: Path_, obj: str, sel: LabelSelector, labels: dict[str, str], kind: str
+) -> None:
+    """ValidateDeploymentSpec's (and the other controllers') selector checks: matchLabels and
+    matchExpressions (ValidateLabelSelectorRequirement), not empty, matching the template."""
+    for i, r in enumerate(sel.match_expressions):
+        path: Path_ = ("spec", "selector", "matchExpressions", i)
+        if r.operator not in OPERATORS:
+            msg = f"{r.operator!r} is not a valid selector operator (In, NotIn, Exists, DoesNotExist)"
+            raise error_at(doc, base, (*path, "operator"), obj, msg)
+        if r.operator in ("In", "NotIn") and not r.values:
+            raise error_at(
+                doc, base, (*path, "values"), obj, "must be specified when `operator` is 'In' or 'NotIn'"
+            )
+        if r.operator in ("Exists", "DoesNotExist") and r.values:
+            raise error_at(doc, base, (*path, "values"), obj,
+                       "may not be specified when `operator` is 'Exists' or 'DoesNotExist'")  # fmt: skip
+    if sel.empty:
+        raise error_at(doc, base, ("spec", "selector"), obj, f"empty selector is invalid for {kind.lower()}")
+    if not sel.matches(labels):
+        raise error_at(doc, base, ("spec", "selector"), obj,
+                   "selector does not match template labels (spec.template.metadata.labels)")  # fmt: skip
+
+
+def check_pod_spec(doc: Doc, abs_path: Path_, spec: dict[str, Any], obj: str) -> None:
+    """Checks pydantic cannot express: unknown container fields, unique container names."""
+    seen: set[str] = set()
+    for group in ("initContainers", "containers"):
+        items = spec.get(group)
+        if not isinstance(items, list):
+            continue
+        for i, c in enumerate(items):
+            if not isinstance(c, dict):
+                continue
+            for k in c:
+                if k not in CONTAINER_FIELDS:
+                    raise error_at(
+                        doc, (*abs_path, group, i), (k,), obj, "unknown field in a container"
+                    ) from None
+            n = c.get("name")
+            if isinstance(n, str):
+                if n in seen:
+                    raise error_at(doc, abs_path, (group, i, "name"), obj, f'duplicate container name "{n}"')
+                seen.add(n)
+
+
+def check_probes(doc: Doc, base: Path_, spec_path: Path_, w: Workload, obj: str) -> None:
+    for group, containers in (
+        ("initContainers", w.pod_spec.init_containers),
+        ("containers", w.pod_spec.containers),
+    ):
+        for i, c in enumerate(containers):
+            for fname in PROBE_FIELDS:
+                kind: ProbeType = fname.removesuffix("Probe")  # type: ignore[assignment]
+                p = c.probe(kind)
+                if p is not None:
+                    if group == "initContainers" and c.restart_policy != "Always":
+                        msg = "probes are allowed only on sidecar init containers (restartPolicy: Always)"
+                        raise error_at(doc, base, (*spec_path, group, i, fname), obj, msg)
+                    _check_probe(doc, base, (*spec_path, group, i, fname), p, kind, obj)
+
+
+def _check_probe(doc: Doc, base: Path_, path: Path_, p: Probe, kind: ProbeType, obj: str) -> None:
+    handlers = [h for h in ("exec", "http_get", "tcp_socket", "grpc") if getattr(p, h) is not None]
+    if not handlers:
+        raise error_at(
+            doc, base, path, obj, "must specify a handler type (one of exec, httpGet, tcpSocket, grpc)"
+        )
+    if len(handlers) > 1:
+        raise error_at(doc, base, path, obj, "may not specify more than 1 handler type")
+    for fname, value, minimum in (
+        ("initialDelaySeconds", p.initial_delay_seconds, 0),
+        ("timeoutSeconds", p.timeout_seconds, 1),
+        ("periodSeconds", p.period_seconds, 1),
+        ("successThreshold", p.success_threshold, 1),
+        ("failureThreshold", p.failure_threshold, 1),
+    ):
+        if value < minimum:
+            raise error_at(
+                doc, base, (*path, fname), obj, f"must be greater than or equal to {minimum} (got {value})"
+            )
+    if kind != "readiness" and p.success_threshold != 1:
+        raise error_at(
+            doc,
+            base,
+            (*path, "successThreshold"),
+            obj,
+            f"must be 1 for {kind} probes (got {p.success_threshold})",
+        )
+    if p.termination_grace_period_seconds is not None:
+        if kind == "readiness":
+            raise error_at(
+                doc,
+                base,
+                (*path, "terminationGracePeriodSeconds"),
+                obj,
+                "must not be set for readinessProbes",
+            )
+        if p.termination_grace_period_seconds < 1:
+            raise error_at(
+                doc,
+                base,
+                (*path, "terminationGracePeriodSeconds"),
+                obj,
+                f"must be greater than 0 (got {p.termination_grace_period_seconds})",
+            )
+    if p.exec is not None and not p.exec.command:
+        raise error_at(
+            doc, base, (*path, "exec", "command"), obj, "required value: an exec probe needs a command"
+        )
