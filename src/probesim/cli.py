@@ -1041,7 +1041,7 @@ def lab(
 
     from probesim.engine import simulate
     from probesim.lab.compare import agree, compare, outlier_interval_ms, simulated_hosts
-    from probesim.lab.kubelet import Stopped, run_lab
+    from probesim.lab.orchestrator import Stopped, run_lab
     from probesim.lab.progress import Progress
     from probesim.report.compare import render_lab_comparison
     from probesim.report.terminal import render_result

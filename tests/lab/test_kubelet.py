@@ -16,7 +16,7 @@ import pytest
 from probesim.engine import simulate
 from probesim.errors import InputError
 from probesim.lab.compare import agree, compare, outlier_interval_ms, simulated_hosts
-from probesim.lab.kubelet import run_lab
+from probesim.lab.orchestrator import run_lab
 from probesim.manifests.scenario import load_scenario
 from tests.builders import builtin, http, scenario
 from tests.lab.procs import (

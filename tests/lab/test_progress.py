@@ -6,8 +6,8 @@ import io
 
 from rich.console import Console
 
-from probesim.lab.kubelet import Lab
 from probesim.lab.load import LoadResult
+from probesim.lab.orchestrator import Lab
 from probesim.lab.progress import Progress, pod_status, view
 from tests.builders import builtin
 

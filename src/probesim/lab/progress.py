@@ -14,7 +14,8 @@ from rich.table import Table
 from rich.text import Text
 
 if TYPE_CHECKING:
-    from probesim.lab.kubelet import Lab, Pod
+    from probesim.lab.orchestrator import Lab
+    from probesim.lab.pods import Pod
 
 
 def pod_status(pod: Pod) -> str:

@@ -3,8 +3,9 @@ the Deployment controller's syncs, each ReplicaSet's creations and deletions ran
 ReplicaSet controller ranks them) run over the lab's pods. The pods take the simulation's pod
 slots (``engine.fleet``: names, revisions, templates, behaviours), so a rollout creates, names and
 deletes the pods ``probesim run`` does, and its ScalingReplicaSet events and ReplicaSet sizes are
-the simulation's rules applied to what really happened. The lab's kubelet (``lab.kubelet``) does
-the pods' side: starting the new ones, stopping the deleted ones with their grace period.
+the simulation's rules applied to what really happened. ``lab.controller`` drives it over the
+lab's pods; the runtime (``lab.runtime``) starts the new ones and stops the deleted ones with
+their grace period.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from probesim.engine.controllers.workloads import Controllers, PodArrays, size_s
 from probesim.engine.events import EventLog
 from probesim.engine.fleet import build
 from probesim.errors import InputError
-from probesim.model.kubernetes import Container, Workload
+from probesim.model.kubernetes import Container, PodSpec, Workload
 from probesim.model.scenario import (
     ContainerBehavior,
     Pause,
@@ -38,7 +39,7 @@ WORKLOAD_ACTIONS = (Rollout, Rollback, Restart, Scale, Pause, Resume)
 
 @dataclass
 class PodState:
-    """What the controllers read of one lab pod (``lab.kubelet.Pod`` keeps it up to date)."""
+    """What the controllers read of one lab pod (``lab.controller`` keeps it up to date)."""
 
     created_ms: int
     deleting: bool = False
@@ -60,7 +61,8 @@ class Slot:
     ordinal: int
     container: Container
     behavior: ContainerBehavior
-    grace_s: int  # terminationGracePeriodSeconds of its revision
+    spec: PodSpec  # its revision's pod spec
+    labels: dict[str, str]  # its revision's template's labels
 
 
 @dataclass
@@ -155,6 +157,9 @@ class LabDeployment:
         name = rw.pod_spec.containers[0].name
         first = int(f.pod_first_container[p])
         c = next(c for c in range(first, f.n_containers) if f.container_name[c] == name)
+        labels = rw.pod_labels
+        if f.pod_labels is not None:
+            labels = f.pod_labels.groups[int(f.pod_labels.group_of[p])]
         return Slot(
             p,
             f.pod_names[p],
@@ -162,7 +167,8 @@ class LabDeployment:
             int(f.pod_ordinal[p]),
             f.container_spec[c],
             f.container_behavior[c],
-            rw.pod_spec.termination_grace_period_seconds,
+            rw.pod_spec,
+            labels,
         )
 
     def first_slots(self) -> list[int]:
