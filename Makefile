@@ -10,7 +10,7 @@ setup: $(STAMP)
 
 $(STAMP): pyproject.toml scripts/bootstrap.sh
 	@scripts/bootstrap.sh $(VENV)
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q -e '.[dev,lab]'
 	@touch $(STAMP)
 
 run: setup
