@@ -126,7 +126,7 @@ def test_command_for_names_a_revision() -> None:
     with pytest.raises(InputError, match="REVISION=COMMAND"):
         run_lab(sc, command_for=["2"])
     lab = Lab(sc, sc.workloads[0], None, {"2": ["/bin/true"]})
-    assert lab.controller is not None and lab.controller.commands == {1: ["/bin/true"]}
+    assert lab.controllers["web"].commands == {1: ["/bin/true"]}
     assert children_left() == []
 
 

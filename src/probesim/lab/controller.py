@@ -79,8 +79,8 @@ class Controller:
         for pod in mine:
             st = self.deployment.state[pod.slot]
             st.deleting, st.gone, st.ready = pod.deleting, pod.gone, pod.ready and not pod.gone
-            st.ready_since_ms, st.started, st.restarts = pod.ready_since, pod.instance >= 0, pod.restarts
-            st.stopped = pod.proc is None
+            st.ready_since_ms, st.restarts = pod.ready_since, pod.run.restarts
+            st.started, st.stopped = pod.run.instance >= 0, pod.run.proc is None
         now = self.clock.now_ms()
         create, delete, events = self.deployment.step(now)
         delay = self.scenario.spec.cluster.pod_start_delay / 1000

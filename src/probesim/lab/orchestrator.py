@@ -32,7 +32,7 @@ from probesim.lab.load import LoadResult
 from probesim.lab.pods import Pod, new_pod
 from probesim.lab.prober import Prober
 from probesim.lab.result import Recorder
-from probesim.lab.rollout import has_actions
+from probesim.lab.rollout import has_actions_of
 from probesim.lab.runtime import LISTEN_TIMEOUT_S, WARM_TIMEOUT_S, Runtime
 from probesim.lab.status import StatusManager, selects
 from probesim.lab.traffic import TrafficRunner
@@ -63,15 +63,18 @@ class Lab:
     def __init__(
         self,
         scenario: Scenario,
-        workload: Workload,
+        workload: Workload | None = None,
         command: list[str] | None = None,
         command_for: dict[str, list[str]] | None = None,
     ) -> None:
+        """Every workload of the scenario, each with its own pods, probes, restarts and (for a
+        Deployment with actions) rollouts; or only ``workload``, with the Deployments its
+        routes' Services also select beside it (a canary's other version)."""
         self.scenario = scenario
-        self.workload = workload
+        self.workloads = [workload] if workload is not None else list(scenario.workloads)
         self.command = command
         self.clock = Clock()
-        self.pods: list[Pod] = []  # shared by the parts; the controller adds to it
+        self.pods: list[Pod] = []  # shared by the parts; the controllers add to it
         self.folder: RunFolder | None = None  # made as the run starts (--command output, Envoys' files)
         self.status = StatusManager(scenario, self.clock, self.pods)
         self.runtime = Runtime(scenario, self.clock, self.status, self.run_folder)
@@ -82,31 +85,36 @@ class Lab:
         self.cleaning = False  # in the run's last clean-up, which a signal must not interrupt
         self.stop_signal: int | None = None  # SIGTERM or SIGHUP received: stop as soon as can be
         # A Deployment's rollouts run for real: the engine's controllers over the lab's pods.
-        self.controller = (
-            Controller(scenario, workload, self.clock, self.runtime, command_for or {}, command)
-            if workload.kind == "Deployment" and has_actions(scenario)
-            else None
-        )
+        changed = [w for w in self.workloads if w.kind == "Deployment" and has_actions_of(scenario, w)]
         for key, argv in (command_for or {}).items():
-            if self.controller is None:
+            if not changed:
                 raise InputError(
                     f"{key}={shlex.join(argv)}: a command per revision needs rollout, rollback or restart "
                     "actions of a Deployment in the scenario",
                     field="--command-for",
                 )
-        # The routes to a Service of this workload; others' traffic is not sent (run_lab says so).
-        self.routes = routes_to(scenario, workload)
+            if len(changed) > 1:
+                raise InputError(
+                    f"{key}={shlex.join(argv)}: the scenario has actions of several Deployments "
+                    f"({', '.join(w.name for w in changed)}); run one with --workload",
+                    field="--command-for",
+                )
+        self.controllers = {
+            w.name: Controller(scenario, w, self.clock, self.runtime, command_for or {}, command)
+            for w in changed
+        }
+        # The routes to a Service of these workloads; others' traffic is not sent (run_lab says so).
+        self.routes = routes_to(scenario, self.workloads)
         self.traffic = TrafficRunner(scenario, self.routes, self.clock, self.status, self.run_folder)
-        if self.controller is not None:
-            self.pods += self.controller.first_pods()
-            return
-        self.pods += workload_pods(scenario, workload, command)
+        for w in self.workloads:
+            ctl = self.controllers.get(w.name)
+            self.pods += ctl.first_pods() if ctl is not None else workload_pods(scenario, w, command)
         # A canary: the other Deployments whose pods the routes' Services also select run beside
         # it (their own pods, labels and behaviour), so that a split by subset finds them.
         for other in self.companions():
             self.pods += workload_pods(scenario, other, command)
-        if len(self.pods) > MAX_PODS:
-            names = ", ".join(w.name for w in (self.workload, *self.companions()))
+        if self.companions() and len(self.pods) > MAX_PODS:
+            names = ", ".join(w.name for w in (*self.workloads, *self.companions()))
             raise InputError(
                 f"workloads {names} behind one Service: {len(self.pods)} pods: the lab runs at most "
                 f"{MAX_PODS} pods (processes on this machine); lower their replicas"
@@ -130,15 +138,16 @@ class Lab:
         return self.traffic.loads
 
     def companions(self) -> list[Workload]:
-        """Deployments without actions beside the lab's workload whose pods a Service of its
-        routes selects too (v2 beside v1), in the order of the manifests."""
-        if self.controller is not None:
+        """With one workload chosen (and no controller of it): the Deployments without actions
+        beside it whose pods a Service of its routes selects too (v2 beside v1), in the order of
+        the manifests."""
+        if self.controllers:
             return []
         services = [self.status.service(self.scenario.service_for(t).name) for t in self.routes]
         return [
             w
             for w in self.scenario.workloads
-            if w is not self.workload
+            if w not in self.workloads
             and w.kind == "Deployment"
             and any(selects(s, w.pod_labels) for s in services)
         ]
@@ -150,7 +159,7 @@ class Lab:
         return self.folder
 
     def _future(self) -> list[Pod]:
-        return list(self.controller.future.values()) if self.controller is not None else []
+        return [p for c in self.controllers.values() for p in c.future.values()]
 
     def _task(self, pod: Pod, name: str, coro: Coroutine[None, None, None]) -> None:
         task = asyncio.create_task(coro)
@@ -168,9 +177,10 @@ class Lab:
             server = DependencyServer(name, spec, self.scenario.spec.seed)
             self.runtime.dependencies.append(server)
             await server.start()
-        if injected(self.workload, self.scenario):
-            for pod in self.pods:
-                await self.traffic.start_sidecar(pod)
+        sidecars = {w.name for w in (*self.workloads, *self.companions()) if injected(w, self.scenario)}
+        for i, pod in enumerate(self.pods):
+            if pod.workload in sidecars:
+                await self.traffic.start_sidecar(pod, i)
         for pod in self.pods:
             for _ in range(self.runtime.loaded_ahead(pod)):
                 await self.runtime.prestart(pod)
@@ -178,7 +188,7 @@ class Lab:
             if not pod.command:
                 await self.runtime.prestart(pod)
         await self.traffic.prepare()
-        for warm in (w for pod in [*self.pods, *self._future()] for w in pod.warm):
+        for warm in (w for pod in [*self.pods, *self._future()] for w in pod.run.warm):
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(warm.loaded), WARM_TIMEOUT_S)
         self.clock.start()
@@ -199,11 +209,11 @@ class Lab:
 
     async def run(self, duration_s: float) -> Result:
         tasks = self.tasks
-        rec = Recorder(self.workload, self.companions())
+        rec = Recorder(self.scenario, self.workloads, self.companions())
         try:
             await self.prepare()
-            if self.controller is not None:
-                self.controller.begin(self.pods)
+            for ctl in self.controllers.values():
+                ctl.begin(self.pods)
             for pod in self.pods:  # admitted: probe workers first, their first run finds no container
                 for wk in pod.workers.values():
                     self._task(pod, wk.kind, self.prober.worker(pod, wk))
@@ -223,10 +233,10 @@ class Lab:
                     if t.done() and not t.cancelled() and (exc := t.exception()) is not None:
                         raise exc
                 self.status.update()
-                if self.controller is not None:
-                    self.clock.events += self.controller.round(self.pods, self.admit, tasks)
-                rec.take(self.clock.now_ms(), self.pods, self.traffic.failed_so_far())
-                if self.progress is not None and len(rec.own.rows) % 5 == 1:
+                for ctl in self.controllers.values():
+                    self.clock.events += ctl.round(self.pods, self.admit, tasks)
+                rec.take(self.clock.now_ms(), self.pods, self.traffic)
+                if self.progress is not None and len(rec.failed_so_far) % 5 == 1:
                     self.progress(self)
                 await asyncio.sleep(SAMPLE_S)
             self.finishing = True
@@ -242,8 +252,8 @@ class Lab:
             await self.runtime.reap([*self.pods, *self._future()])
             if self.folder is not None:
                 self.folder.cleanup()
-        deployment = self.controller.deployment if self.controller is not None else None
-        return rec.result(self.scenario, duration_s, self.pods, self.clock.events, self.traffic, deployment)
+        deployments = {name: c.deployment for name, c in self.controllers.items()}
+        return rec.result(self.scenario, duration_s, self.pods, self.clock.events, self.traffic, deployments)
 
 
 async def _finish(tasks: list[asyncio.Task[None]], rounds: int = 20) -> None:
@@ -316,7 +326,7 @@ def run_lab(
     allow_exec: bool = False,
     command_for: list[str] | None = None,
 ) -> Result:
-    """Run one workload of the scenario for real (``workload``, default the first). A manifest's
+    """Run the scenario's workloads for real (only ``workload``, if given). A manifest's
     exec probes run on this machine, only with ``allow_exec``. ``command_for``: ``REVISION=COMMAND``
     items, a command for one revision's pods (``parse_command_for``). Raises ``Stopped`` on SIGTERM
     or SIGHUP (KeyboardInterrupt on Ctrl-C) once every child is stopped."""
@@ -325,7 +335,7 @@ def run_lab(
     per_revision = parse_command_for(command_for or [])
     if not scenario.workloads:
         raise InputError("the scenario has no Deployment or StatefulSet to run")
-    w = scenario.workloads[0]
+    w: Workload | None = None
     if workload is not None:
         named = [x for x in scenario.workloads if x.name == workload]
         if not named:
@@ -335,8 +345,9 @@ def run_lab(
             )
         w = named[0]
     seconds = duration_s if duration_s is not None else scenario.spec.duration / 1000
-    check_limits(scenario, w, seconds, allow_exec)
-    check_envoy(scenario, w)
+    ran = [w] if w is not None else list(scenario.workloads)
+    check_limits(scenario, ran, seconds, allow_exec)
+    check_envoy(scenario, ran)
     lab = Lab(scenario, w, command, per_revision)
     lab.progress = progress
     lab.runtime.listen_timeout_s = listen_timeout_s

@@ -61,6 +61,25 @@ class Warm:
 
 
 @dataclass
+class Run:
+    """A pod's container as the runtime (``lab.runtime``) runs it: its process (None while not
+    running), the test apps loaded ahead for its next starts, instance and restart counts, the
+    last exit and the back-off entry (doBackOff's), whether it is being killed."""
+
+    proc: asyncio.subprocess.Process | None = None
+    warm: list[Warm] = field(default_factory=list)
+    listened: bool = False  # a --command accepted a connection at least once
+    log: int | TextIO = asyncio.subprocess.DEVNULL  # a --command's output
+    instance: int = -1  # the container's ID: -1 before its first start
+    started_at: float = 0.0  # monotonic clock
+    last_exit: float = -1.0
+    backoff: int = 0  # ms; 0: no back-off entry
+    backoff_updated: int = 0
+    restarts: int = 0
+    killing: bool = False
+
+
+@dataclass
 class Pod:
     name: str
     ordinal: int
@@ -71,20 +90,9 @@ class Pod:
     behavior: ContainerBehavior
     port: int
     command: list[str] | None
-    # -- the runtime's (lab.runtime) ------------------------------------------------------------
-    proc: asyncio.subprocess.Process | None = None
     grpc_port: int | None = None  # where gRPC probes go ($GRPC_PORT for a --command)
-    warm: list[Warm] = field(default_factory=list)  # test apps loaded ahead, for its next starts
-    listened: bool = False  # a --command accepted a connection at least once
-    log: int | TextIO = asyncio.subprocess.DEVNULL  # a --command's output
-    instance: int = -1
-    started_at: float = 0.0
-    last_exit: float = -1.0
-    backoff: int = 0
-    backoff_updated: int = 0
-    restarts: int = 0
-    killing: bool = False
     inbound: int | None = None  # the port of its Istio sidecar's inbound listener
+    run: Run = field(default_factory=Run)  # its container as the runtime runs it
     # -- the prober's (lab.prober) and the status manager's (lab.status) -------------------------
     workers: dict[str, Worker] = field(default_factory=dict)
     ready: bool = False

@@ -50,7 +50,7 @@ class Prober:
         is in flight runs when it returns, keeping the ticker (§2.1)."""
         await self.probe(pod, w)  # at admission: no container yet, no result
         await pod.first_start.wait()
-        admitted = pod.started_at  # the simulation admits and starts in the same instant
+        admitted = pod.run.started_at  # the simulation admits and starts in the same instant
         k = 1
         while True:
             tick = admitted + k * w.probe.period_seconds
@@ -73,24 +73,24 @@ class Prober:
                     await self.probe(pod, w)
 
     def wants_trigger(self, pod: Pod, w: Worker) -> bool:
-        return started(pod) and not pod.killing and not (w.seen == pod.instance and w.cached is True)
+        return started(pod) and not pod.run.killing and not (w.seen == pod.run.instance and w.cached is True)
 
     async def probe(self, pod: Pod, w: Worker) -> None:
         """One run of the worker; a result that reaches its threshold is reported."""
-        if pod.instance < 0:
+        if pod.run.instance < 0:
             return
-        if w.seen != pod.instance:
-            w.seen, w.cached, w.on_hold = pod.instance, INITIAL[w.kind], False
+        if w.seen != pod.run.instance:
+            w.seen, w.cached, w.on_hold = pod.run.instance, INITIAL[w.kind], False
         if w.on_hold:
             return
-        if pod.proc is None or pod.killing:
+        if pod.run.proc is None or pod.run.killing:
             w.cached = False
             return
-        if int(time.monotonic() - pod.started_at) < w.probe.initial_delay_seconds:
+        if int(time.monotonic() - pod.run.started_at) < w.probe.initial_delay_seconds:
             return
         if (w.kind == "startup") == started(pod):
             return
-        instance = pod.instance
+        instance = pod.run.instance
         result, why = await execute(pod, w)
         if result == "error":
             return  # a handler error is thrown away
@@ -103,14 +103,14 @@ class Prober:
         w.last = ok
         if not bool(reaches_threshold(ok, w.run, w.probe.success_threshold, w.probe.failure_threshold)):
             return
-        if pod.instance == instance:
+        if pod.run.instance == instance:
             if w.cached != ok:  # a result change is a pod sync, which triggers readiness just
                 asyncio.get_running_loop().call_soon(pod.wake.set)  # after this probe is done
             w.cached = ok
             self.status.update()
         if (w.kind == "liveness" and not ok) or w.kind == "startup":
             w.on_hold, w.run = True, 0
-        if not ok and w.kind in ("liveness", "startup") and pod.instance == instance:
+        if not ok and w.kind in ("liveness", "startup") and pod.run.instance == instance:
             self.runtime.kill(pod, w.kind)
         if w.kind == "startup" and ok:
             pod.wake.set()  # the sync after startup success triggers readiness

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from probesim.lab.limits import routes_to
 from probesim.lab.pods import HOST, Pod
 from probesim.lab.rollout import LabDeployment
 from probesim.lab.traffic import TrafficRunner
@@ -33,7 +34,7 @@ class Samples:
         ready = sum(p.ready for p in active)
         min_ready_ms = self.workload.spec.min_ready_seconds * 1000
         available = sum(p.ready and p.ready_since + min_ready_ms <= now for p in active)
-        self.rows.append((now, ready, sum(p.restarts for p in mine), available))
+        self.rows.append((now, ready, sum(p.run.restarts for p in mine), available))
         if self.all_ready is None and ready >= self.workload.spec.replicas:
             self.all_ready = now
 
@@ -42,19 +43,23 @@ class Samples:
 
 
 class Recorder:
-    """Samples of the lab's workload and of those run beside it (a canary's other
-    Deployments: their ready pods and restarts only), and the failed requests so far."""
+    """Samples of each workload the lab runs, of those run beside one (a canary's other
+    Deployments: their ready pods and restarts only), and the requests failed so far — over all
+    routes, and over each workload's own."""
 
-    def __init__(self, workload: Workload, beside: list[Workload]) -> None:
-        self.own = Samples(workload)
+    def __init__(self, scenario: Scenario, workloads: list[Workload], beside: list[Workload]) -> None:
+        self.own = [Samples(w) for w in workloads]
         self.beside = [Samples(w) for w in beside]
+        self.routes = {w.name: {t.label for t in routes_to(scenario, [w])} for w in workloads}
         self.failed_so_far: list[dict[str, int]] = []
+        self.failed_of: dict[str, list[dict[str, int]]] = {w.name: [] for w in workloads}
 
-    def take(self, now: int, pods: list[Pod], failed: dict[str, int]) -> None:
-        self.own.take(now, pods)
-        for s in self.beside:
+    def take(self, now: int, pods: list[Pod], traffic: TrafficRunner) -> None:
+        for s in (*self.own, *self.beside):
             s.take(now, pods)
-        self.failed_so_far.append(failed)
+        self.failed_so_far.append(traffic.failed_so_far())
+        for name, labels in self.routes.items():
+            self.failed_of[name].append(traffic.failed_so_far(labels))
 
     def result(
         self,
@@ -63,23 +68,44 @@ class Recorder:
         pods: list[Pod],
         events: list[Event],
         traffic: TrafficRunner,
-        deployment: LabDeployment | None,
+        deployments: dict[str, LabDeployment],
     ) -> Result:
         events.sort(key=lambda e: e.time_ms)
-        own = self.own
-        w = own.workload
-        ready = own.column(1)
-        summary = WorkloadSummary(
-            name=w.name,
-            kind=w.kind,
-            replicas=w.spec.replicas,
-            restarts={p.name: p.restarts for p in pods if p.workload == w.name},
-            first_ready_ms=min((e.time_ms for e in events if e.reason == "PodReady"), default=None),
-            all_ready_ms=own.all_ready,
-            min_ready=int(ready.min()) if ready.size else 0,
-            avg_ready=float(np.mean(ready)) if ready.size else 0.0,
-            min_available=int(own.column(3).min()) if own.rows else 0,
-        )
+        times = self.own[0].column(0) if self.own else np.zeros(0, np.int64)
+        series: dict[str, np.ndarray] = {}
+        summaries = []
+        rollouts = []
+        for own in self.own:
+            w = own.workload
+            ready, available = own.column(1), own.column(3)
+            names = {p.name for p in pods if p.workload == w.name}
+            summaries.append(
+                WorkloadSummary(
+                    name=w.name,
+                    kind=w.kind,
+                    replicas=w.spec.replicas,
+                    restarts={p.name: p.run.restarts for p in pods if p.workload == w.name},
+                    first_ready_ms=_first_ready(events, names),
+                    all_ready_ms=own.all_ready,
+                    min_ready=int(ready.min()) if ready.size else 0,
+                    avg_ready=float(np.mean(ready)) if ready.size else 0.0,
+                    min_available=int(available.min()) if available.size else 0,
+                )
+            )
+            series[f"workload.{w.name}.ready"] = ready
+            series[f"workload.{w.name}.restarts"] = own.column(2)
+            series[f"workload.{w.name}.available"] = available
+        for s in self.beside:
+            series[f"workload.{s.workload.name}.ready"] = s.column(1)
+            series[f"workload.{s.workload.name}.restarts"] = s.column(2)
+        for name, deployment in deployments.items():
+            series |= deployment.series(times)
+            rollouts += deployment.summaries(
+                times,
+                series[f"workload.{name}.ready"],
+                series[f"workload.{name}.available"],
+                self.failed_of[name],
+            )
         routes = []
         for name, res in traffic.loads.items():
             failed = {c: res.failed.get(c, 0) for c in CAUSES}
@@ -102,25 +128,6 @@ class Recorder:
                     latency_ms=res.latency_ms(),
                 )
             )
-        times = own.column(0)
-        series = {
-            f"workload.{w.name}.ready": ready,
-            f"workload.{w.name}.restarts": own.column(2),
-            f"workload.{w.name}.available": own.column(3),
-        }
-        for s in self.beside:
-            series[f"workload.{s.workload.name}.ready"] = s.column(1)
-            series[f"workload.{s.workload.name}.restarts"] = s.column(2)
-        others = [_beside(s, pods, events) for s in self.beside]
-        rollouts = []
-        if deployment is not None:
-            series |= deployment.series(times)
-            rollouts = deployment.summaries(
-                times,
-                series[f"workload.{w.name}.ready"],
-                series[f"workload.{w.name}.available"],
-                self.failed_so_far,
-            )
         return Result(
             scenario=scenario.name,
             seed=scenario.spec.seed,
@@ -130,7 +137,7 @@ class Recorder:
             series=series,
             rollouts=rollouts,
             events=events,
-            workloads=[summary, *others],
+            workloads=[*summaries, *(_beside(s, pods, events) for s in self.beside)],
             routes=routes,
             source="lab",
             # As the client sidecars' outlier log names them: a pod's port, or its sidecar's.
@@ -138,19 +145,22 @@ class Recorder:
         )
 
 
+def _first_ready(events: list[Event], names: set[str]) -> int | None:
+    return min(
+        (e.time_ms for e in events if e.reason == "PodReady" and e.object.removeprefix("pod/") in names),
+        default=None,
+    )
+
+
 def _beside(s: Samples, pods: list[Pod], events: list[Event]) -> WorkloadSummary:
     o = s.workload
     ready = s.column(1)
-    names = pod_names_of(o)
     return WorkloadSummary(
         name=o.name,
         kind=o.kind,
         replicas=o.spec.replicas,
-        restarts={p.name: p.restarts for p in pods if p.workload == o.name},
-        first_ready_ms=min(
-            (e.time_ms for e in events if e.reason == "PodReady" and e.object.removeprefix("pod/") in names),
-            default=None,
-        ),
+        restarts={p.name: p.run.restarts for p in pods if p.workload == o.name},
+        first_ready_ms=_first_ready(events, set(pod_names_of(o))),
         all_ready_ms=None,
         min_ready=int(ready.min()) if ready.size else 0,
         avg_ready=float(np.mean(ready)) if ready.size else 0.0,

@@ -79,9 +79,32 @@ def has_actions(scenario: Scenario) -> bool:
     return any(isinstance(a, WORKLOAD_ACTIONS) for a in scenario.spec.actions)
 
 
-def check_actions(scenario: Scenario, workload: Workload, max_pods: int) -> None:
-    """What the lab's controller runs: a Deployment's rollout, rollback, restart, scale, pause and
-    resume, with at most ``max_pods`` pods at once (replicas + maxSurge at the largest size)."""
+def has_actions_of(scenario: Scenario, workload: Workload) -> bool:
+    """Whether the scenario's actions change this workload (its controller must run)."""
+    return any(isinstance(a, WORKLOAD_ACTIONS) and a.workload == workload.name for a in scenario.spec.actions)
+
+
+def peak_pods(scenario: Scenario, workload: Workload) -> tuple[int, int]:
+    """The most pods the workload has at once during the run (replicas + maxSurge at its
+    largest size, when a rollout may run), and that largest size."""
+    sizes = [workload.spec.replicas] + [
+        a.replicas for a in scenario.spec.actions if isinstance(a, Scale) and a.workload == workload.name
+    ]
+    if workload.kind != "Deployment" or not has_actions_of(scenario, workload):
+        return workload.spec.replicas, workload.spec.replicas
+    strategy = workload.spec.strategy
+    ru = strategy.rolling_update if strategy is not None else None
+    rolling = strategy is None or strategy.type == "RollingUpdate"
+    surge, unavailable = (ru.max_surge, ru.max_unavailable) if ru is not None else ("25%", "25%")
+    peak = max(n + (resolve_fenceposts(surge, unavailable, n)[0] if rolling else 0) for n in sizes)
+    return peak, max(sizes)
+
+
+def check_actions(scenario: Scenario, workloads: list[Workload], max_pods: int) -> None:
+    """What the lab's controllers run: a Deployment's rollout, rollback, restart, scale, pause and
+    resume, of the workloads the lab runs, with at most ``max_pods`` pods at once for each
+    (replicas + maxSurge at the largest size)."""
+    ran = {w.name: w for w in workloads}
     for i, a in enumerate(scenario.spec.actions):
         where = f"spec.actions[{i}]"
         if isinstance(a, SetReadinessGate):
@@ -92,9 +115,10 @@ def check_actions(scenario: Scenario, workload: Workload, max_pods: int) -> None
             )
         if not isinstance(a, WORKLOAD_ACTIONS):
             continue
-        if a.workload != workload.name:
+        workload = ran.get(a.workload)
+        if workload is None:
             raise InputError(
-                f"{a.kind} of {a.workload}: the lab runs one workload ({workload.name}); run the lab "
+                f"{a.kind} of {a.workload}: the lab runs {', '.join(ran)} only (--workload); run the lab "
                 f"with --workload {a.workload}, or drop the action",
                 field=where,
             )
@@ -104,23 +128,15 @@ def check_actions(scenario: Scenario, workload: Workload, max_pods: int) -> None
                 "(probesim run simulates a StatefulSet's)",
                 field=where,
             )
-    if workload.kind != "Deployment" or not has_actions(scenario):
-        return
-    sizes = [workload.spec.replicas] + [
-        a.replicas for a in scenario.spec.actions if isinstance(a, Scale) and a.workload == workload.name
-    ]
-    strategy = workload.spec.strategy
-    ru = strategy.rolling_update if strategy is not None else None
-    rolling = strategy is None or strategy.type == "RollingUpdate"
-    surge, unavailable = (ru.max_surge, ru.max_unavailable) if ru is not None else ("25%", "25%")
-    peak = max(n + (resolve_fenceposts(surge, unavailable, n)[0] if rolling else 0) for n in sizes)
-    if peak > max_pods:
-        raise InputError(
-            f"workload {workload.name}: up to {peak} pods at once during its rollout (replicas "
-            f"{max(sizes)} + maxSurge): the lab runs at most {max_pods} pods (processes on this "
-            "machine); lower its replicas or its maxSurge",
-            field="spec.actions",
-        )
+    for workload in workloads:
+        peak, largest = peak_pods(scenario, workload)
+        if has_actions_of(scenario, workload) and peak > max_pods:
+            raise InputError(
+                f"workload {workload.name}: up to {peak} pods at once during its rollout (replicas "
+                f"{largest} + maxSurge): the lab runs at most {max_pods} pods (processes on this "
+                "machine); lower its replicas or its maxSurge",
+                field="spec.actions",
+            )
 
 
 class LabDeployment:

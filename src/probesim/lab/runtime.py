@@ -112,29 +112,29 @@ class Runtime:
         self.spawned.append(proc)
         parent.setblocking(False)
         loaded = asyncio.ensure_future(asyncio.get_running_loop().sock_recv(parent, 1))
-        pod.warm.append(Warm(proc, parent, loaded))
+        pod.run.warm.append(Warm(proc, parent, loaded))
 
     async def start(self, pod: Pod) -> None:
         if pod.deleting:
             return
         if pod.command:
-            pod.proc = await asyncio.create_subprocess_exec(
+            pod.run.proc = await asyncio.create_subprocess_exec(
                 *pod.command,
                 env={**os.environ, "PORT": str(pod.port)}
                 | ({} if pod.grpc_port is None else {"GRPC_PORT": str(pod.grpc_port)})
                 | {env_name(d.name): d.url for d in self.dependencies},
                 stdin=asyncio.subprocess.DEVNULL,
-                stdout=pod.log,
-                stderr=pod.log,
+                stdout=pod.run.log,
+                stderr=pod.run.log,
                 process_group=0,  # its own processes go with it, as a container's
                 preexec_fn=dies_with_parent(),
             )
-            self.spawned.append(pod.proc)
-            pod.started_at = time.monotonic()
+            self.spawned.append(pod.run.proc)
+            pod.run.started_at = time.monotonic()
         else:
-            if not pod.warm:
+            if not pod.run.warm:
                 await self.prestart(pod)
-            warm = pod.warm.pop(0)
+            warm = pod.run.warm.pop(0)
             try:
                 loaded = await asyncio.wait_for(warm.loaded, WARM_TIMEOUT_S)
             except TimeoutError:
@@ -150,29 +150,29 @@ class Runtime:
                 listening.bind((HOST, pod.port))
                 if pod.behavior.start == 0:
                     listening.listen(128)  # listening from the start, as simulated
-                pod.started_at = time.monotonic()  # on the clock the app reads too
-                go = f"{self.clock.t0!r} {pod.started_at!r}".encode()
+                pod.run.started_at = time.monotonic()  # on the clock the app reads too
+                go = f"{self.clock.t0!r} {pod.run.started_at!r}".encode()
                 socket.send_fds(warm.control, [go], [listening.fileno()])
             finally:
                 listening.close()  # the app holds it now
                 warm.control.close()
-            pod.proc = warm.proc
-        pod.instance += 1
-        if pod.instance > 0:
-            pod.restarts += 1
+            pod.run.proc = warm.proc
+        pod.run.instance += 1
+        if pod.run.instance > 0:
+            pod.run.restarts += 1
         self.clock.event("Normal", "Started", pod, f"Started container {pod.container.name}")
         self.status.update()
         pod.wake.set()  # the start's pod sync triggers readiness (§2.1.5)
         pod.first_start.set()
-        if not pod.command and not pod.warm and pod.may_restart():
+        if not pod.command and not pod.run.warm and pod.may_restart():
             self.prestarts.add(asyncio.create_task(self.prestart(pod)))  # for the next restart
 
     def _ended(self, pod: Pod) -> None:
         """The container's process has exited: its group goes too; not running any more."""
-        if pod.command and pod.proc is not None:
-            end_group(pod.proc)
-        pod.last_exit = time.monotonic()
-        pod.proc = None
+        if pod.command and pod.run.proc is not None:
+            end_group(pod.run.proc)
+        pod.run.last_exit = time.monotonic()
+        pod.run.proc = None
 
     def kill(self, pod: Pod, reason: ProbeType) -> None:
         """A failed liveness or startup probe's kill, as a task of its own."""
@@ -180,9 +180,9 @@ class Runtime:
 
     async def _kill(self, pod: Pod, reason: ProbeType) -> None:
         """Kill for a failed liveness/startup probe, then restart in the same sync (§3.8)."""
-        if pod.proc is None or pod.killing:
+        if pod.run.proc is None or pod.run.killing:
             return
-        pod.killing = True
+        pod.run.killing = True
         again = restarts(pod.spec.restart_policy, KILLED)
         self.clock.event(
             "Normal",
@@ -193,10 +193,10 @@ class Runtime:
         )
         probe = pod.workers[reason].probe
         grace = max(probe.termination_grace_period_seconds or pod.grace_s, MIN_GRACE // 1000)
-        decide = pod.last_exit
-        await stop(pod.proc, grace)
+        decide = pod.run.last_exit
+        await stop(pod.run.proc, grace)
         self._ended(pod)
-        pod.killing = False
+        pod.run.killing = False
         if again:  # shouldRestartOnFailure
             await self._restart(pod, decide)
         else:
@@ -208,14 +208,14 @@ class Runtime:
         simulated; not running, so not ready, meanwhile."""
         delay_ms = self.scenario.spec.cluster.container_restart_delay
         self.status.update()
-        await asyncio.sleep(max(0.0, pod.last_exit + delay_ms / 1000 - time.monotonic()))
+        await asyncio.sleep(max(0.0, pod.run.last_exit + delay_ms / 1000 - time.monotonic()))
         while not pod.deleting:
             now = self.clock.now_ms()
             if decide < 0:
                 break
-            allowed, backoff = back_off(now, self.clock.ms(decide), pod.backoff, pod.backoff_updated)
+            allowed, backoff = back_off(now, self.clock.ms(decide), pod.run.backoff, pod.run.backoff_updated)
             if allowed:
-                pod.backoff, pod.backoff_updated = int(backoff), now
+                pod.run.backoff, pod.run.backoff_updated = int(backoff), now
                 break
             self.clock.event(
                 "Warning",
@@ -223,26 +223,31 @@ class Runtime:
                 pod,
                 f"Back-off restarting failed container {pod.container.name} in pod {pod.name}_default",
             )
-            decide = pod.last_exit
-            expiry = self.clock.ms(pod.last_exit) + pod.backoff + delay_ms
+            decide = pod.run.last_exit
+            expiry = self.clock.ms(pod.run.last_exit) + pod.run.backoff + delay_ms
             await asyncio.sleep(max(0.0, (expiry - self.clock.now_ms()) / 1000))
         await self.start(pod)
 
     async def watch(self, pod: Pod) -> None:
         """Restart a container that exits by itself, as its restartPolicy says."""
         while True:
-            if pod.proc is None or pod.killing:
+            if pod.run.proc is None or pod.run.killing:
                 await asyncio.sleep(0.05)
                 continue
-            proc = pod.proc
+            proc = pod.run.proc
             code = await proc.wait()
-            if pod.killing or pod.proc is not proc:
+            if pod.run.killing or pod.run.proc is not proc:
                 continue
             self._ended(pod)
-            if pod.command and pod.instance == 0 and not pod.listened and pod.last_exit - pod.started_at < 2:
+            if (
+                pod.command
+                and pod.run.instance == 0
+                and not pod.run.listened
+                and pod.run.last_exit - pod.run.started_at < 2
+            ):
                 raise InputError(
                     f"--command {pod.command[0]}: pod {pod.name}'s process exited with code {code} "
-                    f"{pod.last_exit - pod.started_at:.1f}s after it started, before listening on "
+                    f"{pod.run.last_exit - pod.run.started_at:.1f}s after it started, before listening on "
                     f"$PORT ({pod.port}){self._output_of(pod)}"
                 )
             self.clock.event(
@@ -251,7 +256,7 @@ class Runtime:
             if not restarts(pod.spec.restart_policy, code):
                 self.status.update()
                 return
-            await self._restart(pod, pod.last_exit)
+            await self._restart(pod, pod.run.last_exit)
 
     async def terminate(self, pod: Pod) -> None:
         """``kubectl delete pod`` as the kubelet does it (as simulated, ``engine.loop._delete``):
@@ -264,20 +269,19 @@ class Runtime:
                 task.cancel()
         self.status.update()
         self.status.push_endpoints()  # a terminating pod leaves the endpoints even while Ready
-        proc = pod.proc
+        proc = pod.run.proc
         if proc is not None and proc.returncode is None:
-            pod.killing = True  # its exit is not a crash to restart
+            pod.run.killing = True  # its exit is not a crash to restart
             self.clock.event("Normal", "Killing", pod, f"Stopping container {pod.container.name}")
             await stop(proc, max(pod.grace_s, MIN_GRACE // 1000))
             self._ended(pod)
         pod.gone = True
         for task in pod.tasks.values():
             task.cancel()
-        for warm in pod.warm:  # those loaded for restarts that will not come
-            warm.control.close()
-            if warm.proc.returncode is None:
-                warm.proc.kill()
-        pod.warm = []
+        warm, pod.run.warm = pod.run.warm, []
+        for w in warm:  # those loaded for restarts that will not come
+            w.control.close()
+            await stop(w.proc, None)
         self.status.update()
 
     async def listens(self, pod: Pod) -> None:
@@ -294,7 +298,7 @@ class Runtime:
             try:
                 _, writer = await asyncio.wait_for(asyncio.open_connection(HOST, pod.port), 1)
                 writer.close()
-                pod.listened = True
+                pod.run.listened = True
                 return
             except (OSError, TimeoutError):
                 pass
@@ -308,17 +312,17 @@ class Runtime:
 
     def _output_of(self, pod: Pod) -> str:
         """The last lines a --command printed, for an error message."""
-        if isinstance(pod.log, int):
+        if isinstance(pod.run.log, int):
             return ""
-        pod.log.flush()
-        with open(pod.log.name, errors="replace") as f:
+        pod.run.log.flush()
+        with open(pod.run.log.name, errors="replace") as f:
             tail = f.read()[-600:].strip()
         return f"; its last output:\n{tail}" if tail else " (it printed nothing)"
 
     def open_log(self, pod: Pod) -> None:
         """A --command's output goes to a file in the run's folder (for its error messages)."""
-        if pod.command and isinstance(pod.log, int):
-            pod.log = open(self.folder().path / f"{pod.name}.log", "w+")  # noqa: SIM115
+        if pod.command and isinstance(pod.run.log, int):
+            pod.run.log = open(self.folder().path / f"{pod.name}.log", "w+")  # noqa: SIM115
 
     async def reap(self, pods: list[Pod]) -> None:
         """On the way out, whatever happened: every child killed and waited for, every pod's
@@ -328,9 +332,9 @@ class Runtime:
         for proc in self.spawned:
             await stop(proc, None)
         for pod in pods:
-            if pod.command and pod.proc is not None:
-                end_group(pod.proc)
-            for warm in pod.warm:
+            if pod.command and pod.run.proc is not None:
+                end_group(pod.run.proc)
+            for warm in pod.run.warm:
                 warm.control.close()
-            if not isinstance(pod.log, int):
-                pod.log.close()
+            if not isinstance(pod.run.log, int):
+                pod.run.log.close()

@@ -17,12 +17,12 @@ from probesim.model.scenario import Scenario
 def started(pod: Pod) -> bool:
     """The container runs and its startup probe (if any) has succeeded for this instance."""
     s = pod.workers.get("startup")
-    return pod.proc is not None and (s is None or (s.seen == pod.instance and s.cached is True))
+    return pod.run.proc is not None and (s is None or (s.seen == pod.run.instance and s.cached is True))
 
 
 def is_ready(pod: Pod) -> bool:
     r = pod.workers.get("readiness")
-    return started(pod) and (r is None or (r.seen == pod.instance and r.cached is True))
+    return started(pod) and (r is None or (r.seen == pod.run.instance and r.cached is True))
 
 
 def selects(service: Service | None, labels: dict[str, str]) -> bool:

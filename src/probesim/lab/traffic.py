@@ -82,11 +82,11 @@ class TrafficRunner:
                 while len(self.envoys) < t.clients:
                     await self._start_envoy()
 
-    async def start_sidecar(self, pod: Pod) -> None:
+    async def start_sidecar(self, pod: Pod, index: int) -> None:
         """The pod's Istio sidecar takes its traffic: a client's connection ends there and
         outlives the app's restarts (Envoy answers 503 meanwhile)."""
         listen = free_port()
-        sidecar = Envoy(inbound_bootstrap(listen, pod.port), self.folder().sub(f"sidecar-{pod.ordinal}"))
+        sidecar = Envoy(inbound_bootstrap(listen, pod.port), self.folder().sub(f"sidecar-{index}"))
         self.sidecars.append(sidecar)
         await sidecar.start()
         pod.inbound = listen
@@ -160,9 +160,12 @@ class TrafficRunner:
         """How long answers may still be on their way after the run: each route's gracefulStop."""
         return max((t.graceful_stop for t in self.routes), default=0) / 1000
 
-    def failed_so_far(self) -> dict[str, int]:
+    def failed_so_far(self, routes: set[str] | None = None) -> dict[str, int]:
+        """The requests failed so far by cause, over the routes named (default: all)."""
         out: dict[str, int] = {}
-        for res in self.loads.values():
+        for label, res in self.loads.items():
+            if routes is not None and label not in routes:
+                continue
             for c, n in res.failed.items():
                 out[c] = out.get(c, 0) + n
         return out
