@@ -10,7 +10,7 @@ setup: $(STAMP)
 
 $(STAMP): pyproject.toml scripts/bootstrap.sh scripts/prometheus.sh
 	@scripts/bootstrap.sh $(VENV)
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q -e '.[dev,lab]'
 	@# Debian's Prometheus server, unpacked into the venv (lab --prometheus and its tests).
 	@scripts/prometheus.sh $(VENV)
 	@touch $(STAMP)

@@ -141,9 +141,9 @@ def test_lab_compare_exits_1_when_the_lab_disagrees(
     monkeypatch: pytest.MonkeyPatch, failed: int, code: int
 ) -> None:
     """The simulation fails 3 requests of 12: a lab failing 3 agrees, 9 does not (±2)."""
-    import probesim.lab.kubelet
+    import probesim.lab.orchestrator
 
-    monkeypatch.setattr(probesim.lab.kubelet, "run_lab", lambda *a, **k: lab_result(failed))
+    monkeypatch.setattr(probesim.lab.orchestrator, "run_lab", lambda *a, **k: lab_result(failed))
     r = runner.invoke(app, ["lab", "seed000-no-readiness", "--compare"])
     assert r.exit_code == code, r.output
     r = runner.invoke(app, ["lab", "seed000-no-readiness", "--compare", "--json"])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from probesim.engine import simulate
 from probesim.lab.compare import agree, compare, outlier_interval_ms
-from probesim.lab.kubelet import run_lab
+from probesim.lab.orchestrator import run_lab
 from tests.builders import builtin
 from tests.lab.procs import children_left
 

@@ -11,7 +11,7 @@ from probesim.engine import simulate
 from probesim.lab.calls import Calls
 from probesim.lab.compare import agree, compare
 from probesim.lab.dependency import DependencyServer, env_name
-from probesim.lab.kubelet import run_lab
+from probesim.lab.orchestrator import run_lab
 from probesim.manifests.scenario import load_scenario
 from probesim.model.scenario import Dependency, DependencyCall
 

@@ -27,7 +27,9 @@ from probesim.cli import app
 from probesim.errors import InputError
 from probesim.lab import hygiene
 from probesim.lab.envoy import Envoy, inbound_bootstrap
-from probesim.lab.kubelet import MAX_PODS, MAX_RATE, Lab, free_port, run_lab
+from probesim.lab.limits import MAX_PODS, MAX_RATE
+from probesim.lab.orchestrator import Lab, run_lab
+from probesim.lab.pods import free_port
 from probesim.model.scenario import Scenario
 from tests.builders import builtin, scenario
 from tests.lab.procs import Proc, alive, children_left, descendants, listening_tcp_ports, wait_until

@@ -15,7 +15,7 @@ from probesim.cli import app
 from probesim.engine import simulate
 from probesim.errors import InputError
 from probesim.lab.compare import agree, compare
-from probesim.lab.kubelet import Lab, run_lab
+from probesim.lab.orchestrator import Lab, run_lab
 from probesim.model.scenario import Scenario
 from probesim.results import CAUSES, Result
 from tests.builders import http, scenario
@@ -126,7 +126,7 @@ def test_command_for_names_a_revision() -> None:
     with pytest.raises(InputError, match="REVISION=COMMAND"):
         run_lab(sc, command_for=["2"])
     lab = Lab(sc, sc.workloads[0], None, {"2": ["/bin/true"]})
-    assert lab.commands == {1: ["/bin/true"]}
+    assert lab.controllers["web"].commands == {1: ["/bin/true"]}
     assert children_left() == []
 
 

@@ -10,8 +10,8 @@ from collections.abc import Awaitable, Callable
 import pytest
 from aiohttp import web
 
-from probesim.lab.kubelet import free_port
 from probesim.lab.load import KeepAlive, LoadResult, cause_of, constant_rate
+from probesim.lab.pods import free_port
 
 
 def test_latency_percentiles_as_the_simulation_reports_them() -> None:

@@ -6,8 +6,8 @@ import io
 
 from rich.console import Console
 
-from probesim.lab.kubelet import Lab
 from probesim.lab.load import LoadResult
+from probesim.lab.orchestrator import Lab
 from probesim.lab.progress import Progress, pod_status, view
 from tests.builders import builtin
 
@@ -23,9 +23,9 @@ def test_pods_and_routes_as_kubectl_and_k6_would_name_them() -> None:
     lab = Lab(sc, sc.workloads[0])
     assert [pod_status(p) for p in lab.pods] == ["Pending", "Pending"]
     p0, p1 = lab.pods
-    p0.instance, p0.ready = 0, True
-    p0.proc = object()  # type: ignore[assignment]  # running: any process
-    p1.instance, p1.restarts = 1, 1
+    p0.run.instance, p0.ready = 0, True
+    p0.run.proc = object()  # type: ignore[assignment]  # running: any process
+    p1.run.instance, p1.run.restarts = 1, 1
     lab.loads["/"] = LoadResult(sent=12, ok=9)
     lab.loads["/"].failed["no_endpoint"] = 3
     text = render(lab)

@@ -297,7 +297,7 @@ def test_in_the_lab_the_patched_workload_neither_restarts_nor_flaps(
 ) -> None:
     from probesim.engine import simulate
     from probesim.lab.compare import agree, compare
-    from probesim.lab.kubelet import run_lab
+    from probesim.lab.orchestrator import run_lab
     from probesim.manifests.scenario import load_scenario
     from tests.lab.procs import children_left
 

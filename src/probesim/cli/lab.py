@@ -75,7 +75,7 @@ def lab(
     ] = False,
     workload: Annotated[
         str | None,
-        typer.Option(help="The workload to run for real (default: the first); the lab runs one."),
+        typer.Option(help="Run only this workload for real (default: every workload of the scenario)."),
     ] = None,
     listen_timeout: Annotated[
         str,
@@ -85,7 +85,8 @@ def lab(
         ),
     ] = "30s",
 ) -> None:
-    """Run a scenario's workload for real on 127.0.0.1: its pods as processes, probed as the
+    """Run a scenario's workloads for real on 127.0.0.1 (each with its Services, probes, restarts
+    and rollouts): pods as processes, probed as the
     kubelet probes them, restarted with CrashLoopBackOff; its traffic sent open-loop, through one
     real Envoy per client pod when DestinationRules or VirtualServices name the Service (the
     configuration of probesim envoy-config), with endpoints following readiness. With --compare,
@@ -97,8 +98,8 @@ def lab(
     --command-for) and deletes old ones as maxSurge, maxUnavailable and minReadySeconds allow;
     --compare then also compares when the ReplicaSets grew and shrank and each rollout's end.
 
-    Limits, refused up front: at most 12 pods (during a rollout: replicas + maxSurge), 2000
-    requests per second over all routes, 1 hour;
+    Limits, refused up front: at most 12 pods over all workloads (during a rollout: replicas +
+    maxSurge), 2000 requests per second over all routes, 1 hour;
     exec probes only with --allow-exec. Envoy's admin interface is a Unix socket for you only.
 
     Exit codes: 0 done (with --compare: every figure agrees within its tolerance), 1 the lab and
@@ -110,7 +111,7 @@ def lab(
 
     from probesim.engine import simulate
     from probesim.lab.compare import agree, compare, outlier_interval_ms, simulated_hosts
-    from probesim.lab.kubelet import Stopped, run_lab
+    from probesim.lab.orchestrator import Stopped, run_lab
     from probesim.lab.progress import Progress
     from probesim.report.compare import render_lab_comparison
     from probesim.report.terminal import render_result
@@ -119,11 +120,11 @@ def lab(
     try:
         run_s = None if duration is None else _lab_seconds(duration, "--duration")
         listen_s = _lab_seconds(listen_timeout, "--listen-timeout")
-        others = [w.name for w in sc.workloads if w.name != (workload or sc.workloads[0].name)]
+        others = [w.name for w in sc.workloads if workload is not None and w.name != workload]
         if others and len(others) == len(sc.workloads) - 1:
             err.print(
-                f"[yellow]the lab runs one workload; not run: {markup(', '.join(others))} (see --workload), "
-                "nor the traffic to their Services[/]",
+                f"[yellow]the lab runs {markup(workload or '')} (--workload); not run: "
+                f"{markup(', '.join(others))}, nor the traffic to their Services[/]",
                 emoji=False,
             )
         with Progress(err, run_s if run_s is not None else sc.spec.duration / 1000) as progress:

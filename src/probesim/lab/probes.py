@@ -7,9 +7,7 @@ a result — success, warning (counts as success, with a ProbeWarning event), fa
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import signal
 import time
 from typing import Literal
 from urllib.parse import urljoin, urlsplit
@@ -17,6 +15,7 @@ from urllib.parse import urljoin, urlsplit
 import aiohttp
 
 from probesim.lab.hygiene import dies_with_parent
+from probesim.lab.runtime import stop
 from probesim.lab.timeouts import exact
 from probesim.model.kubernetes import ExecAction, HTTPGetAction
 
@@ -114,11 +113,7 @@ async def exec_check(action: ExecAction, timeout: float) -> Outcome:
         return "failure", f"command timed out after {timeout:g}s"
     finally:
         # Timed out, or the lab is stopping: no process left behind, nor any it started.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
+        await stop(proc, None, group=True)
     return ("success", "") if code == 0 else ("failure", f"command exited with {code}")
 
 

@@ -14,14 +14,15 @@ from rich.table import Table
 from rich.text import Text
 
 if TYPE_CHECKING:
-    from probesim.lab.kubelet import Lab, Pod
+    from probesim.lab.orchestrator import Lab
+    from probesim.lab.pods import Pod
 
 
 def pod_status(pod: Pod) -> str:
-    if pod.killing or pod.deleting:
+    if pod.run.killing or pod.deleting:
         return "Terminating"
-    if pod.proc is None:
-        return "CrashLoopBackOff" if pod.restarts or pod.instance >= 0 else "Pending"
+    if pod.run.proc is None:
+        return "CrashLoopBackOff" if pod.run.restarts or pod.run.instance >= 0 else "Pending"
     return "Running"
 
 
@@ -35,7 +36,7 @@ def view(lab: Lab, duration_s: float) -> Group:
     for h in ("NAME", "READY", "STATUS", "RESTARTS", "PORT"):
         pods.add_column(h)
     for p in (p for p in lab.pods if not p.gone):  # a deleted pod, once stopped, is no longer listed
-        pods.add_row(p.name, "1/1" if p.ready else "0/1", pod_status(p), str(p.restarts), str(p.port))
+        pods.add_row(p.name, "1/1" if p.ready else "0/1", pod_status(p), str(p.run.restarts), str(p.port))
     routes = Table(box=box.SIMPLE, pad_edge=False)
     for h in ("ROUTE", "SENT", "OK", "FAILED", "DROPPED"):
         routes.add_column(h)

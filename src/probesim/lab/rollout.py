@@ -3,8 +3,9 @@ the Deployment controller's syncs, each ReplicaSet's creations and deletions ran
 ReplicaSet controller ranks them) run over the lab's pods. The pods take the simulation's pod
 slots (``engine.fleet``: names, revisions, templates, behaviours), so a rollout creates, names and
 deletes the pods ``probesim run`` does, and its ScalingReplicaSet events and ReplicaSet sizes are
-the simulation's rules applied to what really happened. The lab's kubelet (``lab.kubelet``) does
-the pods' side: starting the new ones, stopping the deleted ones with their grace period.
+the simulation's rules applied to what really happened. ``lab.controller`` drives it over the
+lab's pods; the runtime (``lab.runtime``) starts the new ones and stops the deleted ones with
+their grace period.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from probesim.engine.events import EventLog
 from probesim.engine.fleet import build
 from probesim.errors import InputError
 from probesim.kube.arithmetic import replica_set_name, resolve_fenceposts
-from probesim.model.kubernetes import Container, Workload
+from probesim.model.kubernetes import Container, PodSpec, Workload
 from probesim.model.scenario import (
     ContainerBehavior,
     Partition,
@@ -41,7 +42,7 @@ WORKLOAD_ACTIONS = (Rollout, Rollback, Restart, Scale, Pause, Resume, Partition)
 
 @dataclass
 class PodState:
-    """What the controllers read of one lab pod (``lab.kubelet.Pod`` keeps it up to date)."""
+    """What the controllers read of one lab pod (``lab.controller`` keeps it up to date)."""
 
     created_ms: int
     deleting: bool = False
@@ -63,7 +64,8 @@ class Slot:
     ordinal: int
     container: Container
     behavior: ContainerBehavior
-    grace_s: int  # terminationGracePeriodSeconds of its revision
+    spec: PodSpec  # its revision's pod spec
+    labels: dict[str, str]  # its revision's template's labels
 
 
 @dataclass
@@ -80,12 +82,35 @@ def has_actions(scenario: Scenario) -> bool:
     return any(isinstance(a, WORKLOAD_ACTIONS) for a in scenario.spec.actions)
 
 
-def check_actions(scenario: Scenario, workload: Workload, max_pods: int) -> None:
-    """What the lab's controller runs: a Deployment's rollout, rollback, restart, scale, pause and
-    resume, with at most ``max_pods`` pods at once (replicas + maxSurge at the largest size)."""
+def has_actions_of(scenario: Scenario, workload: Workload) -> bool:
+    """Whether the scenario's actions change this workload (its controller must run)."""
+    return any(isinstance(a, WORKLOAD_ACTIONS) and a.workload == workload.name for a in scenario.spec.actions)
+
+
+def peak_pods(scenario: Scenario, workload: Workload) -> tuple[int, int]:
+    """The most pods the workload has at once during the run (replicas + maxSurge at its
+    largest size, when a rollout may run), and that largest size."""
+    sizes = [workload.spec.replicas] + [
+        a.replicas for a in scenario.spec.actions if isinstance(a, Scale) and a.workload == workload.name
+    ]
+    if workload.kind != "Deployment" or not has_actions_of(scenario, workload):
+        return workload.spec.replicas, workload.spec.replicas
+    strategy = workload.spec.strategy
+    ru = strategy.rolling_update if strategy is not None else None
+    rolling = strategy is None or strategy.type == "RollingUpdate"
+    surge, unavailable = (ru.max_surge, ru.max_unavailable) if ru is not None else ("25%", "25%")
+    peak = max(n + (resolve_fenceposts(surge, unavailable, n)[0] if rolling else 0) for n in sizes)
+    return peak, max(sizes)
+
+
+def check_actions(scenario: Scenario, workloads: list[Workload], max_pods: int) -> None:
+    """What the lab's controllers run: a Deployment's rollout, rollback, restart, scale, pause and
+    resume, of the workloads the lab runs, with at most ``max_pods`` pods at once for each
+    (replicas + maxSurge at the largest size)."""
+    ran = {w.name: w for w in workloads}
     for claim in adoptions(scenario).values():
         d, rs = scenario.workloads[claim.deployment], scenario.workloads[claim.replica_set]
-        if workload in (d, rs):
+        if d.name in ran or rs.name in ran:
             raise InputError(
                 f"Deployment {d.name} adopts ReplicaSet {rs.name} (its selector matches the ReplicaSet's "
                 "labels): the lab does not run an adoption; probesim run simulates it",
@@ -101,9 +126,10 @@ def check_actions(scenario: Scenario, workload: Workload, max_pods: int) -> None
             )
         if not isinstance(a, WORKLOAD_ACTIONS):
             continue
-        if a.workload != workload.name:
+        workload = ran.get(a.workload)
+        if workload is None:
             raise InputError(
-                f"{a.kind} of {a.workload}: the lab runs one workload ({workload.name}); run the lab "
+                f"{a.kind} of {a.workload}: the lab runs {', '.join(ran)} only (--workload); run the lab "
                 f"with --workload {a.workload}, or drop the action",
                 field=where,
             )
@@ -113,23 +139,15 @@ def check_actions(scenario: Scenario, workload: Workload, max_pods: int) -> None
                 "(probesim run simulates a StatefulSet's)",
                 field=where,
             )
-    if workload.kind != "Deployment" or not has_actions(scenario):
-        return
-    sizes = [workload.spec.replicas] + [
-        a.replicas for a in scenario.spec.actions if isinstance(a, Scale) and a.workload == workload.name
-    ]
-    strategy = workload.spec.strategy
-    ru = strategy.rolling_update if strategy is not None else None
-    rolling = strategy is None or strategy.type == "RollingUpdate"
-    surge, unavailable = (ru.max_surge, ru.max_unavailable) if ru is not None else ("25%", "25%")
-    peak = max(n + (resolve_fenceposts(surge, unavailable, n)[0] if rolling else 0) for n in sizes)
-    if peak > max_pods:
-        raise InputError(
-            f"workload {workload.name}: up to {peak} pods at once during its rollout (replicas "
-            f"{max(sizes)} + maxSurge): the lab runs at most {max_pods} pods (processes on this "
-            "machine); lower its replicas or its maxSurge",
-            field="spec.actions",
-        )
+    for workload in workloads:
+        peak, largest = peak_pods(scenario, workload)
+        if has_actions_of(scenario, workload) and peak > max_pods:
+            raise InputError(
+                f"workload {workload.name}: up to {peak} pods at once during its rollout (replicas "
+                f"{largest} + maxSurge): the lab runs at most {max_pods} pods (processes on this "
+                "machine); lower its replicas or its maxSurge",
+                field="spec.actions",
+            )
 
 
 class LabDeployment:
@@ -166,6 +184,9 @@ class LabDeployment:
         name = rw.pod_spec.containers[0].name
         first = int(f.pod_first_container[p])
         c = next(c for c in range(first, f.n_containers) if f.container_name[c] == name)
+        labels = rw.pod_labels
+        if f.pod_labels is not None:
+            labels = f.pod_labels.groups[int(f.pod_labels.group_of[p])]
         return Slot(
             p,
             f.pod_names[p],
@@ -173,7 +194,8 @@ class LabDeployment:
             int(f.pod_ordinal[p]),
             f.container_spec[c],
             f.container_behavior[c],
-            rw.pod_spec.termination_grace_period_seconds,
+            rw.pod_spec,
+            labels,
         )
 
     def first_slots(self) -> list[int]:

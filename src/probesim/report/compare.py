@@ -85,6 +85,18 @@ def _cell(values: list[Any], unit: str) -> str:
     return ", ".join(str(v) for v in values)
 
 
+def by_workload(rows: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
+    """Per workload the rows are about (``workload``, in the rows' order): its rows, and how many
+    of them disagree."""
+    out: dict[str, tuple[int, int]] = {}
+    for r in rows:
+        w = str(r.get("workload", ""))
+        if w:
+            n, bad = out.get(w, (0, 0))
+            out[w] = (n + 1, bad + (not r["agree"]))
+    return out
+
+
 def render_lab_comparison(rows: list[dict[str, Any]], console: Console) -> None:
     """``probesim lab --compare``'s rows (probesim.lab.compare): times in seconds, counts, and
     ready replicas as runs of seconds, with each row's tolerance and verdict."""
@@ -103,6 +115,11 @@ def render_lab_comparison(rows: list[dict[str, Any]], console: Console) -> None:
             "[green]yes[/]" if r["agree"] else "[red]no[/]",
         )
     console.print(t)
+    workloads = by_workload(rows)
+    if len(workloads) > 1:
+        for name, (n, bad) in workloads.items():
+            verdict = "[green]agrees[/]" if not bad else f"[red]differs on {bad} of {n} figures[/]"
+            console.print(f"workload {cell(name)}: {verdict}", highlight=False)
     if all(bool(r["agree"]) for r in rows):
         console.print("[green]the simulation agrees with the lab[/]")
     else:

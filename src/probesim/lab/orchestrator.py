@@ -1,0 +1,354 @@
+"""``probesim lab``: a local kubelet for one workload, put together from its parts as the
+kubelet's are — the runtime (``lab.runtime``: processes, the one stop sequence, restarts with
+back-off), the prober (``lab.prober``: a worker per probe), the status manager (``lab.status``:
+conditions and endpoints), traffic and Envoys (``lab.traffic``), the Deployment controller
+(``lab.controller``), the figures (``lab.result``). This module only builds them, orders a run's
+phases, and stops on signals; what the lab refuses up front is ``lab.limits``.
+
+Its pods are real processes (the test app acting out the scenario's behaviour, or the user's
+command with $PORT) on 127.0.0.1. Every wait is bounded, everything binds to 127.0.0.1, and every
+child is stopped on the way out (success, error, Ctrl-C, SIGTERM or SIGHUP); children die with
+the lab even when it is killed (``hygiene``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shlex
+import signal
+import time
+from collections.abc import Callable, Coroutine
+
+from probesim.engine.fleet import injected
+from probesim.errors import InputError
+from probesim.lab.clock import Clock
+from probesim.lab.controller import Controller
+from probesim.lab.dependency import DependencyServer
+from probesim.lab.envoy import Envoy
+from probesim.lab.hygiene import RunFolder
+from probesim.lab.limits import MAX_PODS, check_envoy, check_limits, found, parse_command_for, routes_to
+from probesim.lab.load import LoadResult
+from probesim.lab.pods import Pod, new_pod
+from probesim.lab.prober import Prober
+from probesim.lab.result import Recorder
+from probesim.lab.rollout import has_actions_of
+from probesim.lab.runtime import LISTEN_TIMEOUT_S, WARM_TIMEOUT_S, Runtime
+from probesim.lab.status import StatusManager, selects
+from probesim.lab.traffic import TrafficRunner
+from probesim.model.kubernetes import Workload, pod_names_of
+from probesim.model.scenario import ContainerBehavior, Scenario
+from probesim.results import Result
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)  # stop as on Ctrl-C: every child stopped, files removed
+SAMPLE_S = 0.05
+
+
+def workload_pods(scenario: Scenario, w: Workload, command: list[str] | None) -> list[Pod]:
+    """A workload's pods as its manifest makes them, each acting out its behaviour (a pod
+    override by ordinal wins)."""
+    wb = scenario.behavior(w.name)
+    c = w.pod_spec.containers[0]
+    out = []
+    for i, name in enumerate(pod_names_of(w)):
+        b = wb.containers.get(c.name, ContainerBehavior())
+        for ov in wb.pods:
+            if i in ov.ordinals and c.name in ov.containers:
+                b = ov.containers[c.name]
+        out.append(new_pod(name, i, w.name, w.pod_spec, w.pod_labels, c, b, command))
+    return out
+
+
+class Lab:
+    def __init__(
+        self,
+        scenario: Scenario,
+        workload: Workload | None = None,
+        command: list[str] | None = None,
+        command_for: dict[str, list[str]] | None = None,
+    ) -> None:
+        """Every workload of the scenario, each with its own pods, probes, restarts and (for a
+        Deployment with actions) rollouts; or only ``workload``, with the Deployments its
+        routes' Services also select beside it (a canary's other version)."""
+        self.scenario = scenario
+        self.workloads = [workload] if workload is not None else list(scenario.workloads)
+        self.command = command
+        self.clock = Clock()
+        self.pods: list[Pod] = []  # shared by the parts; the controllers add to it
+        self.folder: RunFolder | None = None  # made as the run starts (--command output, Envoys' files)
+        self.status = StatusManager(scenario, self.clock, self.pods)
+        self.runtime = Runtime(scenario, self.clock, self.status, self.run_folder)
+        self.prober = Prober(self.clock, self.status, self.runtime)
+        self.tasks: list[asyncio.Task[None]] = []
+        self.progress: Callable[[Lab], None] | None = None  # called a few times a second
+        self.finishing = False  # past the duration, waiting for answers on their way
+        self.cleaning = False  # in the run's last clean-up, which a signal must not interrupt
+        self.stop_signal: int | None = None  # SIGTERM or SIGHUP received: stop as soon as can be
+        # A Deployment's rollouts run for real: the engine's controllers over the lab's pods.
+        changed = [w for w in self.workloads if w.kind == "Deployment" and has_actions_of(scenario, w)]
+        for key, argv in (command_for or {}).items():
+            if not changed:
+                raise InputError(
+                    f"{key}={shlex.join(argv)}: a command per revision needs rollout, rollback or restart "
+                    "actions of a Deployment in the scenario",
+                    field="--command-for",
+                )
+            if len(changed) > 1:
+                raise InputError(
+                    f"{key}={shlex.join(argv)}: the scenario has actions of several Deployments "
+                    f"({', '.join(w.name for w in changed)}); run one with --workload",
+                    field="--command-for",
+                )
+        self.controllers = {
+            w.name: Controller(scenario, w, self.clock, self.runtime, command_for or {}, command)
+            for w in changed
+        }
+        # The routes to a Service of these workloads; others' traffic is not sent (run_lab says so).
+        self.routes = routes_to(scenario, self.workloads)
+        self.traffic = TrafficRunner(scenario, self.routes, self.clock, self.status, self.run_folder)
+        for w in self.workloads:
+            ctl = self.controllers.get(w.name)
+            self.pods += ctl.first_pods() if ctl is not None else workload_pods(scenario, w, command)
+        # A canary: the other Deployments whose pods the routes' Services also select run beside
+        # it (their own pods, labels and behaviour), so that a split by subset finds them.
+        for other in self.companions():
+            self.pods += workload_pods(scenario, other, command)
+        if self.companions() and len(self.pods) > MAX_PODS:
+            names = ", ".join(w.name for w in (*self.workloads, *self.companions()))
+            raise InputError(
+                f"workloads {names} behind one Service: {len(self.pods)} pods: the lab runs at most "
+                f"{MAX_PODS} pods (processes on this machine); lower their replicas"
+            )
+
+    # What its live view and tests read.
+    @property
+    def t0(self) -> float:
+        return self.clock.t0
+
+    @property
+    def envoys(self) -> list[Envoy]:
+        return self.traffic.envoys
+
+    @property
+    def listen(self) -> list[int]:
+        return self.traffic.listen
+
+    @property
+    def loads(self) -> dict[str, LoadResult]:
+        return self.traffic.loads
+
+    def companions(self) -> list[Workload]:
+        """With one workload chosen (and no controller of it): the Deployments without actions
+        beside it whose pods a Service of its routes selects too (v2 beside v1), in the order of
+        the manifests."""
+        if self.controllers:
+            return []
+        services = [self.status.service(self.scenario.service_for(t).name) for t in self.routes]
+        return [
+            w
+            for w in self.scenario.workloads
+            if w not in self.workloads
+            and w.kind == "Deployment"
+            and any(selects(s, w.pod_labels) for s in services)
+        ]
+
+    def run_folder(self) -> RunFolder:
+        """The run's folder, made (and earlier killed runs' removed) at its first use."""
+        if self.folder is None:
+            self.folder = RunFolder()
+        return self.folder
+
+    def _future(self) -> list[Pod]:
+        return [p for c in self.controllers.values() for p in c.future.values()]
+
+    def _task(self, pod: Pod, name: str, coro: Coroutine[None, None, None]) -> None:
+        task = asyncio.create_task(coro)
+        pod.tasks[name] = task
+        self.tasks.append(task)
+
+    async def prepare(self) -> None:
+        """Before the scenario's clock starts: the pods' test apps loaded and waiting, and the
+        client sidecars' Envoys up (with no endpoint yet), so neither start-up counts as
+        scenario time."""
+        self.run_folder()
+        for pod in [*self.pods, *self._future()]:
+            self.runtime.open_log(pod)
+        for name, spec in self.scenario.spec.dependencies.items():
+            server = DependencyServer(name, spec, self.scenario.spec.seed)
+            self.runtime.dependencies.append(server)
+            await server.start()
+        sidecars = {w.name for w in (*self.workloads, *self.companions()) if injected(w, self.scenario)}
+        for i, pod in enumerate(self.pods):
+            if pod.workload in sidecars:
+                await self.traffic.start_sidecar(pod, i)
+        for pod in self.pods:
+            for _ in range(self.runtime.loaded_ahead(pod)):
+                await self.runtime.prestart(pod)
+        for pod in self._future():  # the rollouts' pods: one loaded each, the next after it starts
+            if not pod.command:
+                await self.runtime.prestart(pod)
+        await self.traffic.prepare()
+        for warm in (w for pod in [*self.pods, *self._future()] for w in pod.run.warm):
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(warm.loaded), WARM_TIMEOUT_S)
+        self.clock.start()
+        for server in self.runtime.dependencies:
+            server.begin(self.clock.t0)
+
+    async def admit(self, pod: Pod, delay_s: float = 0.0) -> None:
+        """A pod admitted: probe workers from its creation, its container after ``delay_s``
+        (the cluster's pod start delay for one the controller creates)."""
+        for w in pod.workers.values():
+            self._task(pod, w.kind, self.prober.worker(pod, w))
+        await asyncio.sleep(delay_s)
+        await self.runtime.start(pod)
+        if not pod.deleting:
+            self._task(pod, "watch", self.runtime.watch(pod))
+            if pod.command:
+                self._task(pod, "listens", self.runtime.listens(pod))
+
+    async def run(self, duration_s: float) -> Result:
+        tasks = self.tasks
+        rec = Recorder(self.scenario, self.workloads, self.companions())
+        try:
+            await self.prepare()
+            for ctl in self.controllers.values():
+                ctl.begin(self.pods)
+            for pod in self.pods:  # admitted: probe workers first, their first run finds no container
+                for wk in pod.workers.values():
+                    self._task(pod, wk.kind, self.prober.worker(pod, wk))
+            await asyncio.sleep(0)
+            for pod in self.pods:
+                await self.runtime.start(pod)
+                self._task(pod, "watch", self.runtime.watch(pod))
+                if pod.command:
+                    self._task(pod, "listens", self.runtime.listens(pod))
+            load = asyncio.create_task(self.traffic.run(duration_s))
+            tasks.append(load)
+            end = self.clock.t0 + duration_s
+            while time.monotonic() < end:
+                if self.stop_signal is not None:  # in case its cancellation was lost (see _finish)
+                    raise Stopped(self.stop_signal)
+                for t in list(tasks):  # a bad --command or an app that would not load ends the run
+                    if t.done() and not t.cancelled() and (exc := t.exception()) is not None:
+                        raise exc
+                self.status.update()
+                for ctl in self.controllers.values():
+                    self.clock.events += ctl.round(self.pods, self.admit, tasks)
+                rec.take(self.clock.now_ms(), self.pods, self.traffic)
+                if self.progress is not None and len(rec.failed_so_far) % 5 == 1:
+                    self.progress(self)
+                await asyncio.sleep(SAMPLE_S)
+            self.finishing = True
+            if self.progress is not None:
+                self.progress(self)
+            # Answers still on their way, until each route's gracefulStop.
+            await asyncio.wait_for(asyncio.shield(load), timeout=self.traffic.linger_s() + 10)
+            self.clock.events += await self.traffic.collect()
+        finally:
+            self.cleaning = True
+            await _finish([*tasks, *self.runtime.kills])
+            await self.traffic.stop()
+            await self.runtime.reap([*self.pods, *self._future()])
+            if self.folder is not None:
+                self.folder.cleanup()
+        deployments = {name: c.deployment for name, c in self.controllers.items()}
+        return rec.result(self.scenario, duration_s, self.pods, self.clock.events, self.traffic, deployments)
+
+
+async def _finish(tasks: list[asyncio.Task[None]], rounds: int = 20) -> None:
+    """Cancel the tasks and wait for their end, cancelling again those still running: Python
+    3.11's asyncio.wait_for loses a cancellation that comes as its awaitable completes (a probe
+    worker then ran on, and the clean-up waited for it forever). Bounded: ``rounds`` half-seconds
+    (the processes are killed after it whatever the tasks do)."""
+    pending = {t for t in tasks if not t.done()}
+    for _ in range(rounds):
+        if not pending:
+            break
+        for t in pending:
+            t.cancel()
+        _, pending = await asyncio.wait(pending, timeout=0.5)
+    for t in tasks:  # retrieved, so that none is reported as never retrieved
+        if t.done() and not t.cancelled():
+            t.exception()
+
+
+class Stopped(Exception):
+    """The lab was stopped by a signal (SIGTERM or SIGHUP), its children stopped and its files
+    removed, as on Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"stopped by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+async def _until_stopped(lab: Lab, seconds: float) -> Result:
+    """``lab.run``, stopped on SIGTERM or SIGHUP as asyncio.run stops it on Ctrl-C: the run is
+    cancelled and cleans up; a signal during the last clean-up waits for its end."""
+    loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+    assert main is not None
+    got: list[int] = []
+
+    def stop(signum: int) -> None:
+        if not got:
+            got.append(signum)
+            lab.stop_signal = signum
+            if not lab.cleaning:
+                main.cancel()
+
+    handled = []
+    for s in STOP_SIGNALS:
+        with contextlib.suppress(ValueError, RuntimeError):  # signals go to the main thread only
+            loop.add_signal_handler(s, stop, s)
+            handled.append(s)
+    try:
+        result = await lab.run(seconds)
+    except asyncio.CancelledError:
+        if got:
+            raise Stopped(got[0]) from None
+        raise
+    finally:
+        for s in handled:
+            loop.remove_signal_handler(s)
+    if got:
+        raise Stopped(got[0])
+    return result
+
+
+def run_lab(
+    scenario: Scenario,
+    duration_s: float | None = None,
+    command: list[str] | None = None,
+    progress: Callable[[Lab], None] | None = None,
+    listen_timeout_s: float = LISTEN_TIMEOUT_S,
+    workload: str | None = None,
+    allow_exec: bool = False,
+    command_for: list[str] | None = None,
+) -> Result:
+    """Run the scenario's workloads for real (only ``workload``, if given). A manifest's
+    exec probes run on this machine, only with ``allow_exec``. ``command_for``: ``REVISION=COMMAND``
+    items, a command for one revision's pods (``parse_command_for``). Raises ``Stopped`` on SIGTERM
+    or SIGHUP (KeyboardInterrupt on Ctrl-C) once every child is stopped."""
+    if command:
+        command = found(command, "--command")
+    per_revision = parse_command_for(command_for or [])
+    if not scenario.workloads:
+        raise InputError("the scenario has no Deployment or StatefulSet to run")
+    w: Workload | None = None
+    if workload is not None:
+        named = [x for x in scenario.workloads if x.name == workload]
+        if not named:
+            known = ", ".join(x.name for x in scenario.workloads)
+            raise InputError(
+                f"{workload!r} is not a workload of the scenario (it has: {known})", field="--workload"
+            )
+        w = named[0]
+    seconds = duration_s if duration_s is not None else scenario.spec.duration / 1000
+    ran = [w] if w is not None else list(scenario.workloads)
+    check_limits(scenario, ran, seconds, allow_exec)
+    check_envoy(scenario, ran)
+    lab = Lab(scenario, w, command, per_revision)
+    lab.progress = progress
+    lab.runtime.listen_timeout_s = listen_timeout_s
+    return asyncio.run(_until_stopped(lab, seconds))

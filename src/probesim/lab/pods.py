@@ -1,0 +1,142 @@
+"""The lab's pods as data: each pod carries its own pod spec (restart policy, grace period), its
+labels, its container and that container's scripted behaviour, and the state the lab's parts
+keep on it — the runtime's process and back-off (``lab.runtime``), the probe workers' results
+(``lab.prober``), its Ready condition and deletion (``lab.status``), its slot under the lab's
+Deployment controller (``lab.controller``). The restart-policy decision is here too, once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from probesim.kube.containers import restarts_with
+from probesim.model.kubernetes import Container, PodSpec, Probe, ProbeType
+from probesim.model.scenario import ContainerBehavior, Crash
+
+HOST = "127.0.0.1"
+PROBE_KINDS: tuple[ProbeType, ...] = ("startup", "readiness", "liveness")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+def restarts(policy: str, exit_code: int) -> bool:
+    """Whether a container that ended with ``exit_code`` starts again, by the restart policy
+    (kube/containers.py, the engine's rule too). A container killed for a failed probe ends with
+    137 or 143, so it restarts unless the policy is Never."""
+    return restarts_with(policy, exit_code)
+
+
+KILLED = 137  # what a container killed for a failed probe exits with, for ``restarts``
+
+
+@dataclass
+class Worker:
+    """One probe's worker state: its cached result for the container instance ``seen``, on
+    hold after a liveness failure or a startup result, the consecutive-run counter."""
+
+    kind: ProbeType
+    probe: Probe
+    cached: bool | None = None
+    seen: int = -1
+    on_hold: bool = False
+    last: bool = False
+    run: int = 0
+
+
+@dataclass
+class Warm:
+    """A test app started ahead of its container: loaded, waiting for the go on ``control``."""
+
+    proc: asyncio.subprocess.Process
+    control: socket.socket
+    loaded: asyncio.Future[bytes]  # b"r" once loaded; b"" if it died first
+
+
+@dataclass
+class Run:
+    """A pod's container as the runtime (``lab.runtime``) runs it: its process (None while not
+    running), the test apps loaded ahead for its next starts, instance and restart counts, the
+    last exit and the back-off entry (doBackOff's), whether it is being killed."""
+
+    proc: asyncio.subprocess.Process | None = None
+    warm: list[Warm] = field(default_factory=list)
+    listened: bool = False  # a --command accepted a connection at least once
+    log: int | TextIO = asyncio.subprocess.DEVNULL  # a --command's output
+    instance: int = -1  # the container's ID: -1 before its first start
+    started_at: float = 0.0  # monotonic clock
+    last_exit: float = -1.0
+    backoff: int = 0  # ms; 0: no back-off entry
+    backoff_updated: int = 0
+    restarts: int = 0
+    killing: bool = False
+
+
+@dataclass
+class Pod:
+    name: str
+    ordinal: int
+    workload: str  # the workload (Deployment or StatefulSet) it belongs to
+    spec: PodSpec  # its own pod spec: restart policy, grace period (its revision's, in a rollout)
+    labels: dict[str, str]
+    container: Container
+    behavior: ContainerBehavior
+    port: int
+    command: list[str] | None
+    grpc_port: int | None = None  # where gRPC probes go ($GRPC_PORT for a --command)
+    inbound: int | None = None  # the port of its Istio sidecar's inbound listener
+    run: Run = field(default_factory=Run)  # its container as the runtime runs it
+    # -- the prober's (lab.prober) and the status manager's (lab.status) -------------------------
+    workers: dict[str, Worker] = field(default_factory=dict)
+    ready: bool = False
+    ready_since: int = 0
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    first_start: asyncio.Event = field(default_factory=asyncio.Event)
+    # -- under the lab's Deployment controller (lab.controller): the simulation's pod slot, its
+    # revision, and the pod's life as the controllers read it ------------------------------------
+    slot: int = -1
+    template: int = 0
+    created_ms: int = 0
+    deleting: bool = False
+    gone: bool = False
+    tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+
+    @property
+    def grace_s(self) -> int:
+        return self.spec.termination_grace_period_seconds
+
+    def may_restart(self) -> bool:
+        """Whether its container may ever restart: killed by a probe or exiting by itself (the
+        test app exits only in a crash episode), under a policy that restarts."""
+        may_exit = any(k in self.workers for k in ("liveness", "startup")) or any(
+            isinstance(e, Crash) for e in self.behavior.episodes
+        )
+        return may_exit and restarts(self.spec.restart_policy, KILLED)
+
+
+def new_pod(
+    name: str,
+    ordinal: int,
+    workload: str,
+    spec: PodSpec,
+    labels: dict[str, str],
+    c: Container,
+    b: ContainerBehavior,
+    command: list[str] | None,
+) -> Pod:
+    """A pod on a free port, with a worker per probe of its container (and a gRPC port of its
+    own when a probe is gRPC)."""
+    pod = Pod(name, ordinal, workload, spec, labels, c, b, free_port(), command)
+    for kind in PROBE_KINDS:
+        p = c.probe(kind)
+        if p is not None:
+            pod.workers[kind] = Worker(kind, p)
+        if p is not None and p.grpc is not None and pod.grpc_port is None:
+            pod.grpc_port = free_port()  # gRPC health on a port of its own
+    return pod
