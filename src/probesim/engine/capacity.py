@@ -17,12 +17,21 @@ objects, O(routes × containers) per step:
   ``separate`` it only feels CPU contention.
 
 When the container stops or is replaced, what it held is lost (failed as ``killed``).
+
+The serving step, the capacity a container has for arrivals and what arrivals it takes run as
+compiled kernels (engine/kernels.py, numba) when numba loads and the run is long enough to pay
+for loading it (``kernels``); otherwise as the numpy forms here. Both give the same results to
+the bit. ``PROBESIM_KERNELS=numpy`` forces the numpy forms, ``PROBESIM_KERNELS=numba`` the
+kernels whatever the run's length.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import sys
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -76,6 +85,35 @@ def lognormal_cdf(x: F64, d: F64, s: F64, sigma: F64) -> F64:
         z = (logy + sig * sig / 2) / sig
         out = np.where(pos, norm_cdf(z), 0.0)
     return np.where(s <= 0, (x >= d).astype(np.float64), out)
+
+
+# A run of at least this many capacity-model steps (or a process that has run as many) loads the
+# kernels: loading numba and the cached kernels costs about 0.2 s of CPU, which the kernels
+# save in about that many steps of a small fleet (docs/performance.md).
+KERNEL_STEPS = 4000
+_steps_run = 0  # capacity-model steps this process has run with the numpy forms
+
+
+def kernels(steps: int) -> ModuleType | None:
+    """engine/kernels.py for a run of ``steps`` capacity-model steps, or None for the numpy
+    forms: when numba cannot be imported, when ``PROBESIM_KERNELS=numpy``, or when neither this
+    run nor the ones this process ran before are long enough to pay for loading numba (already
+    loaded, it is used)."""
+    global _steps_run
+    mode = os.environ.get("PROBESIM_KERNELS", "auto")
+    if mode == "numpy":
+        return None
+    loaded = sys.modules.get("probesim.engine.kernels")
+    if loaded is not None:
+        return loaded
+    if mode != "numba" and _steps_run + steps < KERNEL_STEPS:
+        _steps_run += steps
+        return None
+    try:
+        from probesim.engine import kernels as nb
+    except ImportError:  # numba missing, or its llvmlite broken: the numpy forms
+        return None
+    return nb
 
 
 class CapacityModel:
@@ -186,6 +224,8 @@ class CapacityModel:
         self.active = np.zeros(0, np.int64)  # the containers the last step served (the others: 0)
         self.active_ix: slice | I64 = self.active  # the same, as a slice when consecutive
         self.used_m = np.zeros(0)  # the last step's cpu_used_m of the active containers
+        spec = fleet.scenario.spec
+        self._nb = kernels(spec.duration // spec.step) if self.any else None
 
     def update_classes(self, t: int) -> None:
         """Outcome classes of every path at time ``t`` (faults, outages, open breakers)."""
@@ -287,6 +327,26 @@ class CapacityModel:
     def begin_step(self, dt: float) -> None:
         """Before arrivals: how many requests each container will finish in this step, so that
         a full queue still takes in what the step's service frees up."""
+        nb = self._nb
+        if nb is not None:
+            if self.calls_any:
+                self.step_capacity = nb.step_capacity_calls(
+                    dt, self.backlog, self.cpu, self.wall, self.limit_m, self.workers
+                )
+                return
+            if self._idle_capacity is None:
+                self._idle_capacity = self._capacity(dt, self._mean_cpu, self._mean_wall)
+            self.step_capacity = nb.step_capacity(
+                dt,
+                self.backlog,
+                self.cpu,
+                self.wall,
+                self.limit_m,
+                self.workers,
+                self._idle_capacity,
+                self._hi,
+            )
+            return
         held = self._held()
         if self.calls_any:
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -324,14 +384,28 @@ class CapacityModel:
         returns how many each container took (the rest are refused). What is taken is split
         among the route's outcome classes by a multinomial draw."""
         at = span(containers)  # usually consecutive: views, not gathers
-        held = self.backlog[0, at] if self.backlog.shape[0] == 1 else self.backlog[:, at].sum(axis=0)
-        room = self.room[at] + self.step_capacity[at] - held
-        take = np.minimum(counts, np.maximum(room, 0)).astype(np.int64)
+        kk = self.k
+        nb = self._nb
+        if nb is not None:
+            alone = not self.calls_any  # one outcome class: all join its row
+            take = nb.take(
+                self.backlog,
+                self.room,
+                self.step_capacity,
+                containers,
+                counts.astype(np.int64),
+                ri * kk,
+                alone,
+            )
+        else:
+            alone = False
+            held = self.backlog[0, at] if self.backlog.shape[0] == 1 else self.backlog[:, at].sum(axis=0)
+            room = self.room[at] + self.step_capacity[at] - held
+            take = np.minimum(counts, np.maximum(room, 0)).astype(np.int64)
         prob = self._class_prob[ri][:, at]
         left = take  # (never changed in place)
         rest = np.ones(take.size)
-        kk = self.k
-        for k in range(kk):
+        for k in range(0 if alone else kk):
             if k == kk - 1:
                 part = left
             else:
@@ -391,13 +465,15 @@ class CapacityModel:
         container), each container's queue wait and each (route, container)'s service time for
         what it served (only meaningful where it served)."""
         n = self.carry.size
-        one = self.backlog.shape[0] == 1  # one route, one outcome class: no sums over rows
-        held_all = self.backlog[0] if one else self.backlog.sum(axis=0)
         if self._stable is None:
             self._stable = self._stable_when_idle(dt)
             self._unstable = ~self._stable
             self._any_unstable = bool(self._unstable.any())
             self._all_loaded = bool(self.loaded.all())
+        if self._nb is not None:
+            return self._step_compiled(dt, started_at, t)
+        one = self.backlog.shape[0] == 1  # one route, one outcome class: no sums over rows
+        held_all = self.backlog[0] if one else self.backlog.sum(axis=0)
         # Containers that hold nothing, carry nothing and stay so are left out (every output 0).
         if self._any_unstable:
             step_them = (held_all > 0) | (self.carry != 0) | self._unstable
@@ -465,6 +541,44 @@ class CapacityModel:
         stretch = 1.0 / (1.0 - np.minimum(rho, MAX_RHO))
         service = wall + cpu * stretch + np.where(throttled, QUOTA_PERIOD_MS / 2, 0.0)
         self.used_m = used_m
+        return served, wait, service
+
+    def _step_compiled(self, dt: float, started_at: I64, t: int) -> tuple[I64, F64, F64]:
+        """``step`` by the kernel (engine/kernels.py's serve): the same outputs and state."""
+        assert self._nb is not None
+        (
+            a,
+            served,
+            wait,
+            service,
+            self.used_m,
+            self.throttled,
+            self.cpu_used_m,
+            self.cpu_rho,
+            self.rho,
+            self.wait_ms,
+            self._leftover,
+        ) = self._nb.serve(
+            dt,
+            t,
+            self.backlog,
+            self.carry,
+            self._leftover,
+            started_at,
+            self.warm_for,
+            self.warm_factor,
+            self.cpu,
+            self.wall,
+            self.loaded,
+            self.limit_m,
+            self.workers,
+            self._unstable,
+            self._any_unstable,
+            self._all_loaded,
+            self._hi,
+        )
+        self.active = a
+        self.active_ix = span(a)
         return served, wait, service
 
     def served_all(self, served: I64) -> I64:

@@ -1,0 +1,195 @@
+"""The capacity model's compiled kernels (engine/kernels.py) against its numpy forms: the same
+results to the bit and the same draws, on the built-ins that load containers and on generated
+capacity scenarios; numpy's reduction order reproduced; when a run loads the kernels."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from probesim.engine import capacity, simulate
+from probesim.model.scenario import Scenario
+from tests.builders import builtin, scenario
+
+numba = pytest.importorskip("numba")
+kernels = pytest.importorskip("probesim.engine.kernels")
+
+
+@contextlib.contextmanager
+def forced(mode: str) -> Iterator[None]:
+    """Runs with PROBESIM_KERNELS=``mode`` (numpy, numba)."""
+    before = os.environ.get("PROBESIM_KERNELS")
+    os.environ["PROBESIM_KERNELS"] = mode
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["PROBESIM_KERNELS"]
+        else:
+            os.environ["PROBESIM_KERNELS"] = before
+
+
+def both(sc: Scenario) -> tuple[str, str]:
+    """The full JSON (series, events) of ``sc`` by the numpy forms and by the kernels."""
+    out = []
+    for mode in ("numpy", "numba"):
+        with forced(mode):
+            out.append(json.dumps(simulate(sc).to_json(series=True)))
+    return out[0], out[1]
+
+
+LOADING = [
+    "gke-surge-defaults",
+    "gke-surge-tuned",
+    "patient-all-ok",
+    "patient-delays-liveness",
+    "patient-delays-readiness",
+    "patient-timeout-retry-3",
+    "rollout-max-unavailable-under-load",
+    "rollout-ready-before-warm",
+]
+
+
+@pytest.mark.parametrize("name", LOADING)
+def test_the_built_ins_give_the_same_json_by_both(name: str) -> None:
+    sc = builtin(name)
+    with forced("numba"):
+        assert simulate(sc) is not None
+    numpys, kernels_ = both(sc)
+    assert numpys == kernels_
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    replicas=st.integers(1, 4),
+    cpu=st.sampled_from(["0.5ms", "5ms", "12ms", "40ms"]),
+    wall=st.sampled_from(["0ms", "3ms", "30ms"]),
+    second=st.booleans(),
+    workers=st.sampled_from([None, 1, 4, 32]),
+    queue=st.sampled_from([None, 0, 10]),
+    limit=st.sampled_from([None, "100m", "500m", "2"]),
+    probes=st.sampled_from(["shared", "separate"]),
+    warmup=st.booleans(),
+    variability=st.sampled_from([0.0, 0.3]),
+    rate=st.sampled_from([5, 40, 150, 600]),
+    timeout=st.sampled_from([None, "50ms", "1s"]),
+    calls=st.booleans(),
+    keep_alive=st.booleans(),
+    seed=st.integers(0, 1000),
+)
+def test_generated_capacity_runs_give_the_same_json_and_draws(
+    replicas: int,
+    cpu: str,
+    wall: str,
+    second: bool,
+    workers: int | None,
+    queue: int | None,
+    limit: str | None,
+    probes: str,
+    warmup: bool,
+    variability: float,
+    rate: int,
+    timeout: str | None,
+    calls: bool,
+    keep_alive: bool,
+    seed: int,
+) -> None:
+    route: dict[str, Any] = {"cpu": cpu, "wall": wall}
+    if calls:
+        route["calls"] = [{"dependency": "db", "timeout": "80ms", "retries": {"attempts": 2}}]
+    routes: dict[str, Any] = {"/": route, "/healthz": {"cpu": "1ms"}}
+    if second:
+        routes["/b"] = {"cpu": "2ms"}
+    cap: dict[str, Any] = {"probes": probes}
+    if workers is not None:
+        cap["workers"] = workers
+    if queue is not None:
+        cap["queue"] = queue
+    behavior: dict[str, Any] = {"routes": routes, "capacity": cap, "variability": variability}
+    if warmup:
+        behavior["warmup"] = {"for": "20s", "factor": 3}
+    traffic: list[dict[str, Any]] = [{"name": "a", "rate": rate, "keepAlive": keep_alive}]
+    if timeout is not None:
+        traffic[0]["timeout"] = timeout
+    if second:
+        traffic.append({"name": "b", "path": "/b", "rate": rate // 2 + 1})
+    resources: dict[str, Any] = {"requests": {"cpu": "100m"}}
+    if limit is not None:
+        resources["limits"] = {"cpu": limit}
+    container = {
+        "name": "app",
+        "image": "example.com/app:1",
+        "ports": [{"containerPort": 8080}],
+        "resources": resources,
+        "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 2, "timeoutSeconds": 1},
+        "livenessProbe": {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 5, "failureThreshold": 2},
+    }
+    spec: dict[str, Any] = {"seed": seed}
+    if calls:
+        spec["dependencies"] = {"db": {"latency": "20ms", "faults": [{"delay": "1s", "percent": 30}]}}
+    sc = scenario(
+        containers=[container],
+        behavior=behavior,
+        replicas=replicas,
+        duration="40s",
+        traffic=traffic,
+        spec=spec,
+    )
+    numpys, kernels_ = both(sc)
+    assert numpys == kernels_
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rows=st.integers(1, 300),
+    cols=st.integers(1, 5),
+    seed=st.integers(0, 2**31),
+    signed=st.booleans(),
+)
+def test_column_sums_add_in_numpys_order(rows: int, cols: int, seed: int, signed: bool) -> None:
+    """Row after row, except one column: pairwise (blocks of 128, eight partial sums each)."""
+    rng = np.random.default_rng(seed)
+    x = rng.random((rows, cols)) * 10.0 ** rng.integers(-6, 6, (rows, cols))
+    if signed:
+        x -= x.mean()
+    got = kernels._column_sums(x)
+    assert got.tobytes() == x.sum(axis=0).tobytes()
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 127, 128, 129, 130, 255, 256, 1000, 4097])
+def test_pairwise_sums_are_numpys(n: int) -> None:
+    a = np.random.default_rng(n).random(n) * 1e3 - 400
+    assert kernels._pairwise(a, 0, n) == a.sum()
+    if n > 3:
+        assert kernels._pairwise(a, 3, n - 3) == a[3:].sum()
+
+
+def test_nan_propagates_as_numpys_minimum_and_maximum() -> None:
+    nan = float("nan")
+    for a, b in ((nan, 1.0), (1.0, nan), (2.0, 1.0), (np.inf, 3.0)):
+        assert str(kernels._minimum(a, b)) == str(np.minimum(a, b))
+        assert str(kernels._maximum(a, b)) == str(np.maximum(a, b))
+
+
+def test_short_runs_use_numpy_until_the_process_has_run_enough_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROBESIM_KERNELS", "numpy")
+    assert capacity.kernels(10**9) is None  # forced off
+    monkeypatch.setenv("PROBESIM_KERNELS", "numba")
+    assert capacity.kernels(1) is kernels  # forced on
+    monkeypatch.setenv("PROBESIM_KERNELS", "auto")
+    # Loaded once, the kernels serve every run after.
+    assert capacity.kernels(1) is kernels
+    # Not loaded: a short run stays with numpy and counts its steps; a long one loads them.
+    monkeypatch.delitem(__import__("sys").modules, "probesim.engine.kernels")
+    monkeypatch.setattr(capacity, "_steps_run", 0)
+    assert capacity.kernels(capacity.KERNEL_STEPS // 2) is None
+    assert capacity._steps_run == capacity.KERNEL_STEPS // 2
+    assert capacity.kernels(capacity.KERNEL_STEPS // 2) is not None
