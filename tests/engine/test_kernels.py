@@ -129,8 +129,16 @@ def test_generated_capacity_runs_give_the_same_json_and_draws(
         "image": "example.com/app:1",
         "ports": [{"containerPort": 8080}],
         "resources": resources,
-        "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 2, "timeoutSeconds": 1},
-        "livenessProbe": {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 5, "failureThreshold": 2},
+        "readinessProbe": {
+            "httpGet": {"path": "/healthz", "port": 8080},
+            "periodSeconds": 2,
+            "timeoutSeconds": 1,
+        },
+        "livenessProbe": {
+            "httpGet": {"path": "/healthz", "port": 8080},
+            "periodSeconds": 5,
+            "failureThreshold": 2,
+        },
     }
     spec: dict[str, Any] = {"seed": seed}
     if calls:
@@ -193,3 +201,24 @@ def test_short_runs_use_numpy_until_the_process_has_run_enough_steps(monkeypatch
     assert capacity.kernels(capacity.KERNEL_STEPS // 2) is None
     assert capacity._steps_run == capacity.KERNEL_STEPS // 2
     assert capacity.kernels(capacity.KERNEL_STEPS // 2) is not None
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    n=st.integers(1, 60),
+    states=st.integers(1, 40),
+    seed=st.integers(0, 2**31),
+)
+def test_state_groups_are_the_numpy_forms(n: int, states: int, seed: int) -> None:
+    """The same keys (0.1 ms, sigma to 0.001, ties rounded to even), order, firsts and inverse,
+    with few states (the numpy form's shortcut) and many."""
+    rng = np.random.default_rng(seed)
+    pick = rng.integers(0, states, n)
+    d = (rng.integers(0, 5000, states) / 20.0)[pick]  # .05 steps: ties at the rounding
+    s = (rng.random(states) * 300.0)[pick]
+    sigma = rng.choice([0.0, 0.3, 0.0005, 0.0015], states)[pick]
+    with forced("numpy"):
+        first, inv = capacity.state_groups(d, s, sigma)
+    got_first, got_inv = kernels.state_groups(d, s, sigma)
+    assert got_first.tolist() == first.tolist()
+    assert got_inv.tolist() == inv.tolist()

@@ -116,6 +116,12 @@ def kernels(steps: int) -> ModuleType | None:
     return nb
 
 
+def loaded_kernels() -> ModuleType | None:
+    """engine/kernels.py if a run loaded it (and PROBESIM_KERNELS does not ask for numpy)."""
+    nb = sys.modules.get("probesim.engine.kernels")
+    return None if nb is None or os.environ.get("PROBESIM_KERNELS") == "numpy" else nb
+
+
 class CapacityModel:
     def __init__(
         self,
@@ -640,6 +646,11 @@ def state_groups(d: F64, s: F64, sigma: F64) -> States:
     """Requests in the same state share a latency distribution: keyed on (d, s) to 0.1 ms and
     sigma to 0.001, in key order, each key's first request and, per request, its key's index
     (np.unique's index and inverse)."""
+    nb = loaded_kernels()
+    if nb is not None:
+        c = np.ascontiguousarray  # (one layout: one compiled signature)
+        first, inv = nb.state_groups(c(d, np.float64), c(s, np.float64), c(sigma, np.float64))
+        return first, inv
     # (np.rint is np.round to 0 decimals, without its Python wrapper; in place: no temporaries.)
     ds = np.stack([d, s])
     ds *= 10

@@ -429,3 +429,31 @@ def serve(
         wait_ms,
         leftover_all,
     )
+
+
+@jit
+def state_groups(d: F64, s: F64, sigma: F64) -> tuple[I64, I64]:
+    """engine/capacity.py's state_groups: requests keyed on (d, s) to 0.1 ms and sigma to 0.001,
+    in key order, each key's first request and, per request, its key's index."""
+    n = d.size
+    key = np.empty(n, np.int64)
+    for i in range(n):
+        dk = np.rint(d[i] * 10)
+        sk = np.rint(s[i] * 10)
+        dk = _minimum(dk, 16777215.0)  # 2**24 - 1
+        sk = _minimum(sk, 16777215.0)
+        key[i] = (np.int64(dk) << 36) | (np.int64(sk) << 12) | np.int64(np.rint(sigma[i] * 1000))
+    order = np.argsort(key, kind="mergesort")
+    inv = np.empty(n, np.int64)
+    count = 0
+    for j in range(n):
+        if j == 0 or key[order[j]] != key[order[j - 1]]:
+            count += 1
+        inv[order[j]] = count - 1
+    first = np.empty(count, np.int64)
+    g = 0
+    for j in range(n):
+        if j == 0 or key[order[j]] != key[order[j - 1]]:
+            first[g] = order[j]
+            g += 1
+    return first, inv
