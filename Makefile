@@ -11,6 +11,8 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml scripts/bootstrap.sh
 	@scripts/bootstrap.sh $(VENV)
 	$(BIN)/python -m pip install -q -e '.[dev]'
+	@# The capacity model's kernels compiled into numba's cache once (seconds), not in a user's run.
+	@$(BIN)/python -m probesim.engine.kernels || echo "setup: kernels not compiled; the numpy forms run"
 	@touch $(STAMP)
 
 run: setup
@@ -34,6 +36,7 @@ docs: setup
 
 bench: setup
 	$(BIN)/python benchmarks/engine.py
+	$(BIN)/python benchmarks/capacity.py
 	$(BIN)/python benchmarks/check.py
 	$(BIN)/python benchmarks/startup.py
 	$(BIN)/python benchmarks/events.py

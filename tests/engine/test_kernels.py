@@ -53,8 +53,8 @@ LOADING = [
     "patient-delays-liveness",
     "patient-delays-readiness",
     "patient-timeout-retry-3",
+    "patient-delays-no-probes",
     "rollout-max-unavailable-under-load",
-    "rollout-ready-before-warm",
 ]
 
 
@@ -187,20 +187,38 @@ def test_nan_propagates_as_numpys_minimum_and_maximum() -> None:
         assert str(kernels._maximum(a, b)) == str(np.maximum(a, b))
 
 
-def test_short_runs_use_numpy_until_the_process_has_run_enough_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_runs_take_the_kernels_once_long_enough_and_cached(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(capacity, "_kernels", None)
+    monkeypatch.setattr(capacity, "_steps_run", 0)
+    monkeypatch.setattr(capacity, "_numpy_only", False)
     monkeypatch.setenv("PROBESIM_KERNELS", "numpy")
     assert capacity.kernels(10**9) is None  # forced off
-    monkeypatch.setenv("PROBESIM_KERNELS", "numba")
-    assert capacity.kernels(1) is kernels  # forced on
     monkeypatch.setenv("PROBESIM_KERNELS", "auto")
-    # Loaded once, the kernels serve every run after.
-    assert capacity.kernels(1) is kernels
-    # Not loaded: a short run stays with numpy and counts its steps; a long one loads them.
-    monkeypatch.delitem(__import__("sys").modules, "probesim.engine.kernels")
-    monkeypatch.setattr(capacity, "_steps_run", 0)
+    # A short run stays with numpy and counts its steps; with those before, a long one loads them.
     assert capacity.kernels(capacity.KERNEL_STEPS // 2) is None
     assert capacity._steps_run == capacity.KERNEL_STEPS // 2
-    assert capacity.kernels(capacity.KERNEL_STEPS // 2) is not None
+    assert capacity.loaded_kernels() is None
+    assert capacity.kernels(capacity.KERNEL_STEPS // 2) is kernels
+    assert capacity.kernels(1) is kernels  # taken once, every run after
+    assert capacity.loaded_kernels() is kernels
+    monkeypatch.setenv("PROBESIM_KERNELS", "numpy")
+    assert capacity.loaded_kernels() is None
+
+
+def test_a_cold_cache_keeps_the_numpy_forms_unless_forced(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(capacity, "_kernels", None)
+    monkeypatch.setattr(capacity, "_numpy_only", False)
+    monkeypatch.setattr(kernels, "cached", lambda: False)
+    monkeypatch.setenv("PROBESIM_KERNELS", "auto")
+    assert capacity.kernels(10**9) is None  # compiling would take seconds of the user's run
+    assert capacity.kernels(10**9) is None  # and is not tried again
+    monkeypatch.setenv("PROBESIM_KERNELS", "numba")
+    assert capacity.kernels(1) is kernels
+
+
+def test_the_warm_up_leaves_every_kernel_in_the_cache() -> None:
+    assert kernels.warm_up()
+    assert kernels.cached()
 
 
 @settings(max_examples=150, deadline=None)

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -91,35 +90,43 @@ def lognormal_cdf(x: F64, d: F64, s: F64, sigma: F64) -> F64:
 # kernels: loading numba and the cached kernels costs about 0.2 s of CPU, which the kernels
 # save in about that many steps of a small fleet (docs/performance.md).
 KERNEL_STEPS = 4000
+_kernels: ModuleType | None = None  # engine/kernels.py, once a run took it
 _steps_run = 0  # capacity-model steps this process has run with the numpy forms
+_numpy_only = False  # numba missing, or the kernels not in its cache: the numpy forms
 
 
 def kernels(steps: int) -> ModuleType | None:
     """engine/kernels.py for a run of ``steps`` capacity-model steps, or None for the numpy
-    forms: when numba cannot be imported, when ``PROBESIM_KERNELS=numpy``, or when neither this
-    run nor the ones this process ran before are long enough to pay for loading numba (already
-    loaded, it is used)."""
-    global _steps_run
+    forms: when ``PROBESIM_KERNELS=numpy``; when numba cannot be imported; unless forced
+    (``PROBESIM_KERNELS=numba``), when neither this run nor the ones this process ran before are
+    long enough to pay for loading numba, or when numba's on-disk cache does not hold the
+    kernels (compiling them takes seconds: ``make setup`` or ``python -m probesim.engine.kernels``
+    does it once). Once a run took them, every run after does."""
+    global _kernels, _steps_run, _numpy_only
     mode = os.environ.get("PROBESIM_KERNELS", "auto")
     if mode == "numpy":
         return None
-    loaded = sys.modules.get("probesim.engine.kernels")
-    if loaded is not None:
-        return loaded
-    if mode != "numba" and _steps_run + steps < KERNEL_STEPS:
+    if _kernels is not None:
+        return _kernels
+    forced = mode == "numba"
+    if not forced and (_numpy_only or _steps_run + steps < KERNEL_STEPS):
         _steps_run += steps
         return None
     try:
         from probesim.engine import kernels as nb
-    except ImportError:  # numba missing, or its llvmlite broken: the numpy forms
+    except ImportError:  # numba missing, or its llvmlite broken
+        _numpy_only = True
         return None
+    if not forced and not nb.cached():
+        _numpy_only = True
+        return None
+    _kernels = nb
     return nb
 
 
 def loaded_kernels() -> ModuleType | None:
-    """engine/kernels.py if a run loaded it (and PROBESIM_KERNELS does not ask for numpy)."""
-    nb = sys.modules.get("probesim.engine.kernels")
-    return None if nb is None or os.environ.get("PROBESIM_KERNELS") == "numpy" else nb
+    """engine/kernels.py if a run took it (and PROBESIM_KERNELS does not ask for numpy)."""
+    return None if _kernels is None or os.environ.get("PROBESIM_KERNELS") == "numpy" else _kernels
 
 
 class CapacityModel:
@@ -398,7 +405,7 @@ class CapacityModel:
                 self.backlog,
                 self.room,
                 self.step_capacity,
-                containers,
+                np.ascontiguousarray(containers, np.int64),
                 counts.astype(np.int64),
                 ri * kk,
                 alone,

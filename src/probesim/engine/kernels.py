@@ -15,10 +15,15 @@ that takes:
 - no random draw here: draws stay in numpy, in the run's order, and kernels take their results.
 
 This module imports numba: engine/capacity.py imports it only when a run uses the kernels
-(``capacity.kernels``), so that runs without a capacity model never load numba.
+(``capacity.kernels``), so that runs without a capacity model never load numba. Compiling the
+kernels takes seconds, once per machine (numba's on-disk cache, beside this file or in
+NUMBA_CACHE_DIR): ``python -m probesim.engine.kernels`` (``make setup`` runs it) compiles them
+by running two small built-ins with them, and says whether the cache holds them.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numba
 import numpy as np
@@ -457,3 +462,49 @@ def state_groups(d: F64, s: F64, sigma: F64) -> tuple[I64, I64]:
             first[g] = order[j]
             g += 1
     return first, inv
+
+
+KERNELS: tuple[Any, ...] = (serve, take, step_capacity, step_capacity_calls, state_groups)  # (dispatchers)
+
+
+def cached() -> bool:
+    """Whether numba's on-disk cache holds every kernel, compiled from this source (an index
+    for another source is stale: numba checks the file's time stamp and size)."""
+    try:
+        return all(bool(k._cache._cache_file._load_index()) for k in KERNELS)
+    except Exception:  # numba's cache internals moved: say no, and the numpy forms run
+        return False
+
+
+def warm_up() -> bool:
+    """Compile every kernel into the cache (the signatures runs use: two built-ins, with and
+    without dependency calls, run with the kernels); True if the cache now holds them."""
+    import os
+
+    from probesim.engine import simulate
+    from probesim.manifests.scenario import load_scenario
+    from probesim.scenarios import find
+
+    before = os.environ.get("PROBESIM_KERNELS")
+    os.environ["PROBESIM_KERNELS"] = "numba"
+    try:
+        for name in ("patient-timeout-retry-1", "rollout-max-unavailable-under-load"):
+            found = find(name)
+            assert found is not None, name
+            simulate(load_scenario(str(found.path)))
+    finally:
+        if before is None:
+            del os.environ["PROBESIM_KERNELS"]
+        else:
+            os.environ["PROBESIM_KERNELS"] = before
+    return cached()
+
+
+if __name__ == "__main__":
+    import sys
+    import time
+
+    t0 = time.process_time()
+    ok = warm_up()
+    print(f"probesim kernels: {'cached' if ok else 'NOT cached'} ({time.process_time() - t0:.1f} s CPU)")
+    sys.exit(0 if ok else 1)
