@@ -240,3 +240,12 @@ def test_state_groups_are_the_numpy_forms(n: int, states: int, seed: int) -> Non
     got_first, got_inv = kernels.state_groups(d, s, sigma)
     assert got_first.tolist() == first.tolist()
     assert got_inv.tolist() == inv.tolist()
+
+
+def test_same_bits_tells_minus_zero_and_nan_apart_as_the_bit_compare_does() -> None:
+    first, inv = np.array([0]), np.array([0, 0])
+    ones = np.ones(2)
+    assert kernels.same_bits(np.array([1.5, 1.5]), ones, ones, first, inv)
+    assert not kernels.same_bits(np.array([0.0, -0.0]), ones, ones, first, inv)  # == says equal
+    nan = np.array([np.nan, np.nan])
+    assert kernels.same_bits(nan, ones, ones, first, inv)  # == says different

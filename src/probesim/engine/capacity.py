@@ -754,10 +754,19 @@ def timed_out(
     if d.size == 0:
         return np.zeros(counts.shape, np.int64)
     first, inv = state_groups(d, s, sigma) if states is None else states
-    bits = np.stack([d, s, sigma]).view(np.int64)
-    rep = bits[:, first]
-    if (bits == rep.take(inv, axis=1)).all():  # (take: rep[:, inv], without fancy indexing's cost)
+    nb = loaded_kernels()
+    if nb is not None:
+        c = np.ascontiguousarray
+        d, s, sigma = c(d, np.float64), c(s, np.float64), c(sigma, np.float64)
+        same = nb.same_bits(d, s, sigma, first, inv)
+        rep = np.stack([d[first], s[first], sigma[first]]).view(np.int64) if same else None
+    else:
+        bits = np.stack([d, s, sigma]).view(np.int64)
+        rep = bits[:, first]
+        same = bool((bits == rep.take(inv, axis=1)).all())  # (take: rep[:, inv], without fancy indexing)
+    if same:
         # Requests in the same state (to the bit) share one probability: computed once each.
+        assert rep is not None
         keys = list(zip(*rep.tolist(), [timeout] * first.size, strict=True))
         late = [_LATE.get(key) for key in keys]
         missing = [i for i, x in enumerate(late) if x is None]

@@ -448,6 +448,44 @@ def state_groups(d: F64, s: F64, sigma: F64) -> tuple[I64, I64]:
         dk = _minimum(dk, 16777215.0)  # 2**24 - 1
         sk = _minimum(sk, 16777215.0)
         key[i] = (np.int64(dk) << 36) | (np.int64(sk) << 12) | np.int64(np.rint(sigma[i] * 1000))
+    # A few states (the usual case): kept sorted as they come, each found by bisection.
+    few = 16
+    uniq = np.empty(few, np.int64)
+    first_of = np.empty(few, np.int64)
+    count = 0
+    for i in range(n):
+        x = key[i]
+        lo, hi = 0, count
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if uniq[mid] < x:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < count and uniq[lo] == x:
+            continue
+        if count == few:
+            count = -1
+            break
+        for j in range(count, lo, -1):
+            uniq[j] = uniq[j - 1]
+            first_of[j] = first_of[j - 1]
+        uniq[lo] = x
+        first_of[lo] = i
+        count += 1
+    if count >= 0:
+        inv = np.empty(n, np.int64)
+        for i in range(n):
+            x = key[i]
+            lo, hi = 0, count
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if uniq[mid] < x:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            inv[i] = lo
+        return first_of[:count].copy(), inv
     order = np.argsort(key, kind="mergesort")
     inv = np.empty(n, np.int64)
     count = 0
@@ -464,7 +502,112 @@ def state_groups(d: F64, s: F64, sigma: F64) -> tuple[I64, I64]:
     return first, inv
 
 
-KERNELS: tuple[Any, ...] = (serve, take, step_capacity, step_capacity_calls, state_groups)  # (dispatchers)
+@jit
+def cohorts_one(
+    q: I64, queued_rows: I64, orphans: I64, active: I64, served: I64, k: int
+) -> tuple[I64, I64, I64, I64, int]:
+    """engine/traffic.py's _cohorts with one outcome class (``served``: per container of
+    ``active``): orphans dropped, the rest taken off the client's backlog ``q`` (arrival steps
+    × containers) oldest first. Returns per cohort its container, its index in ``active``, the
+    steps it waited and its count, in (container, age) order, and how many were taken off
+    ``q``; updates ``q``, ``queued_rows`` and ``orphans``."""
+    s = q.shape[0]
+    m = 0
+    for j in range(served.size):
+        if served[j] != 0:
+            m += 1
+    at = np.empty(m, np.int64)
+    cols = np.empty(m, np.int64)
+    left = np.empty(m, np.int64)
+    i = 0
+    for j in range(served.size):
+        if served[j] != 0:
+            c = active[j]
+            at[i] = j
+            cols[i] = c
+            orph = min(orphans[c], served[j])
+            orphans[c] -= orph
+            left[i] = served[j] - orph
+            i += 1
+    # The arrival steps that hold requests, oldest first, and the newest (it takes the untracked).
+    rows = np.empty(s, np.int64)
+    ages = np.empty(s, np.int64)
+    n_rows = 0
+    for age in range(s - 1, -1, -1):
+        r = ((k - age) % s + s) % s
+        if queued_rows[r] > 0 or age == 0:
+            rows[n_rows] = r
+            ages[n_rows] = age
+            n_rows += 1
+    take = np.zeros((n_rows, m), np.int64)
+    took = np.zeros(n_rows, np.bool_)
+    taken = 0
+    remaining = 0
+    for j in range(m):
+        remaining += left[j]
+    for i in range(n_rows):
+        if remaining == 0:
+            break
+        r = rows[i]
+        n_tk = 0
+        for j in range(m):
+            c = cols[j]
+            tk = min(q[r, c], left[j])
+            if tk != 0:
+                q[r, c] -= tk
+                left[j] -= tk
+                take[i, j] = tk
+                n_tk += tk
+        if n_tk:
+            took[i] = True
+            queued_rows[r] -= n_tk
+            taken += n_tk
+            remaining -= n_tk
+    if remaining:  # none untracked, but fresh if there were
+        took[n_rows - 1] = True
+        for j in range(m):
+            take[n_rows - 1, j] += left[j]
+    n = 0
+    for j in range(m):
+        for i in range(n_rows):
+            if took[i] and take[i, j] != 0:
+                n += 1
+    out_cols = np.empty(n, np.int64)
+    out_at = np.empty(n, np.int64)
+    out_ages = np.empty(n, np.int64)
+    out_counts = np.empty(n, np.int64)
+    e = 0
+    for j in range(m):
+        for i in range(n_rows):
+            if took[i] and take[i, j] != 0:
+                out_cols[e] = cols[j]
+                out_at[e] = at[j]
+                out_ages[e] = ages[i]
+                out_counts[e] = take[i, j]
+                e += 1
+    return out_cols, out_at, out_ages, out_counts, taken
+
+
+@jit
+def same_bits(d: F64, s: F64, sigma: F64, first: I64, inv: I64) -> bool:
+    """Whether every request has its state's first request's (d, s, sigma), to the bit."""
+    db, sb, gb = d.view(np.int64), s.view(np.int64), sigma.view(np.int64)
+    for i in range(d.size):
+        f = first[inv[i]]
+        if db[i] != db[f] or sb[i] != sb[f] or gb[i] != gb[f]:
+            return False
+    return True
+
+
+KERNELS: tuple[Any, ...] = (
+    serve,
+    take,
+    step_capacity,
+    step_capacity_calls,
+    state_groups,
+    cohorts_one,
+    same_bits,
+)
 
 
 def cached() -> bool:

@@ -22,6 +22,7 @@ from probesim.engine.capacity import (
     CapacityModel,
     grid_quantiles,
     grouped_cdfs,
+    loaded_kernels,
     mixture_cdf,
     state_groups,
     timed_out,
@@ -335,6 +336,13 @@ class TrafficPhases:
         arrival step. Returns (class, container, its index in ``active``, steps waited, count)
         per cohort, each class's count shared among the arrival steps in proportion (the
         remainders by a north-west corner)."""
+        nb = loaded_kernels() if srv.shape[0] == 1 else None
+        if nb is not None:  # one outcome class, by engine/kernels.py: the same cohorts
+            cs, at, ages, counts, taken = nb.cohorts_one(
+                self.queued[ri], self.queued_rows[ri], self.orphans[ri], self.capacity.active, srv[0], k
+            )
+            self.queued_n[ri] -= taken
+            return np.zeros(cs.size, np.int64), cs, at, ages, counts
         q = self.queued[ri]
         s = q.shape[0]
         tot = srv[0] if srv.shape[0] == 1 else srv.sum(axis=0)
