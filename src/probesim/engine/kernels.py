@@ -599,6 +599,88 @@ def same_bits(d: F64, s: F64, sigma: F64, first: I64, inv: I64) -> bool:
     return True
 
 
+@jit
+def latency_parts(
+    service: F64,
+    row0: int,
+    vs: I64,
+    at: I64,
+    cs: I64,
+    ages: I64,
+    wait: F64,
+    sigma_all: F64,
+    failed_all: B,
+    calls: bool,
+    step: float,
+    limit: float,
+    horizon: float,
+) -> tuple[F64, F64, F64, F64, B, F64, B, bool]:
+    """engine/traffic.py's _serve, per cohort of a route (its first row ``row0``): service
+    time, time waited in whole steps, time waited before service, sigma, whether its calls
+    failed, when its client sees the answer (from this step), and whether that is later."""
+    n = cs.size
+    sv = np.empty(n)
+    waited = np.empty(n)
+    d = np.empty(n)
+    sigma = np.empty(n)
+    failed = np.zeros(n, np.bool_)
+    seen = np.empty(n)
+    later = np.empty(n, np.bool_)
+    later_any = False
+    for e in range(n):
+        sv[e] = service[row0 + vs[e], at[e]]
+        waited[e] = ages[e] * step
+        d[e] = wait[at[e]] if ages[e] == 0 else waited[e]
+        sigma[e] = sigma_all[cs[e]]
+        if calls:
+            failed[e] = failed_all[row0 + vs[e], cs[e]]
+        seen[e] = _minimum(_minimum(d[e] + sv[e], limit) - waited[e], horizon)
+        later[e] = seen[e] >= step
+        later_any = later_any or later[e]
+    return sv, waited, d, sigma, failed, seen, later, later_any
+
+
+@jit
+def pend_later(
+    pending: I64,
+    later_n: F64,
+    later_t: F64,
+    later: B,
+    seen: F64,
+    step: float,
+    k: int,
+    t: int,
+    cs: I64,
+    counts: I64,
+    timed_out: I64,
+    failed: B,
+    waited: F64,
+) -> I64:
+    """engine/traffic.py's _serve for the answers a client sees after this step (``later``):
+    each one's slot on the answer wheel ``pending`` (ok, error, timeout × slots × containers),
+    their counts added there and to the slot's count and send times (in order, as np.add.at
+    adds). Returns their slots."""
+    slots_n = pending.shape[1]
+    n = 0
+    for e in range(later.size):
+        if later[e]:
+            n += 1
+    slots = np.empty(n, np.int64)
+    i = 0
+    for e in range(later.size):
+        if not later[e]:
+            continue
+        slot = (k + np.int64(np.ceil(seen[e] / step))) % slots_n
+        slots[i] = slot
+        i += 1
+        later_n[slot] += counts[e]
+        later_t[slot] += (t - waited[e]) * counts[e]
+        ok = counts[e] - timed_out[e]
+        pending[1 if failed[e] else 0, slot, cs[e]] += ok
+        pending[2, slot, cs[e]] += timed_out[e]
+    return slots
+
+
 KERNELS: tuple[Any, ...] = (
     serve,
     take,
@@ -607,6 +689,8 @@ KERNELS: tuple[Any, ...] = (
     state_groups,
     cohorts_one,
     same_bits,
+    latency_parts,
+    pend_later,
 )
 
 
