@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-stamp
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml scripts/bootstrap.sh
+$(STAMP): pyproject.toml scripts/bootstrap.sh src/probesim/engine/kernels.py
 	@scripts/bootstrap.sh $(VENV)
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	@# The capacity model's kernels compiled into numba's cache once (seconds), not in a user's run.

@@ -197,12 +197,16 @@ def test_runs_take_the_kernels_once_long_enough_and_cached(monkeypatch: pytest.M
     # A short run stays with numpy and counts its steps; with those before, a long one loads them.
     assert capacity.kernels(capacity.KERNEL_STEPS // 2) is None
     assert capacity._steps_run == capacity.KERNEL_STEPS // 2
-    assert capacity.loaded_kernels() is None
     assert capacity.kernels(capacity.KERNEL_STEPS // 2) is kernels
     assert capacity.kernels(1) is kernels  # taken once, every run after
-    assert capacity.loaded_kernels() is kernels
-    monkeypatch.setenv("PROBESIM_KERNELS", "numpy")
-    assert capacity.loaded_kernels() is None
+
+
+def test_the_current_run_says_which_forms_serve_it() -> None:
+    sc = builtin("rollout-max-unavailable-under-load")
+    for mode, expected in (("numpy", None), ("numba", kernels), ("numpy", None)):
+        with forced(mode):
+            simulate(sc)
+            assert capacity.loaded_kernels() is expected
 
 
 def test_a_cold_cache_keeps_the_numpy_forms_unless_forced(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -242,10 +246,20 @@ def test_state_groups_are_the_numpy_forms(n: int, states: int, seed: int) -> Non
     assert got_inv.tolist() == inv.tolist()
 
 
-def test_same_bits_tells_minus_zero_and_nan_apart_as_the_bit_compare_does() -> None:
+def test_state_bits_tell_minus_zero_and_nan_apart_as_the_bit_compare_does() -> None:
     first, inv = np.array([0]), np.array([0, 0])
     ones = np.ones(2)
-    assert kernels.same_bits(np.array([1.5, 1.5]), ones, ones, first, inv)
-    assert not kernels.same_bits(np.array([0.0, -0.0]), ones, ones, first, inv)  # == says equal
+    same, rep = kernels.state_bits(np.array([1.5, 1.5]), ones, ones, first, inv)
+    assert same and rep.tolist() == np.stack([[1.5], [1.0], [1.0]]).view(np.int64).tolist()
+    assert not kernels.state_bits(np.array([0.0, -0.0]), ones, ones, first, inv)[0]  # == says equal
     nan = np.array([np.nan, np.nan])
-    assert kernels.same_bits(nan, ones, ones, first, inv)  # == says different
+    assert kernels.state_bits(nan, ones, ones, first, inv)[0]  # == says different
+
+
+def test_states_spread_their_chance_of_a_timeout_as_the_numpy_form() -> None:
+    inv = np.array([0, 1, 1, 2, 0])
+    p, draw, which = kernels.spread_states(np.array([0.0, 0.5, 1.5]), inv)
+    assert which == 2 and p.tolist() == [0.0, 0.5, 0.5, 1.0, 0.0] and draw.tolist() == [1, 2, 3]
+    p, _, which = kernels.spread_states(np.array([0.2, 0.5, 1.0]), inv)
+    assert which == 1 and p.tolist() == [0.2, 0.5, 0.5, 1.0, 0.2]
+    assert kernels.spread_states(np.array([0.0, -0.1, 0.0]), inv)[2] == 0

@@ -124,9 +124,19 @@ def kernels(steps: int) -> ModuleType | None:
     return nb
 
 
+_active: ModuleType | None = None  # the current run's kernels (results are the same without)
+
+
 def loaded_kernels() -> ModuleType | None:
-    """engine/kernels.py if a run took it (and PROBESIM_KERNELS does not ask for numpy)."""
-    return None if _kernels is None or os.environ.get("PROBESIM_KERNELS") == "numpy" else _kernels
+    """engine/kernels.py if the current run (the last capacity model made) took it."""
+    return _active
+
+
+def _run_with(nb: ModuleType | None) -> ModuleType | None:
+    """``nb`` as the current run's kernels."""
+    global _active
+    _active = nb
+    return nb
 
 
 class CapacityModel:
@@ -238,7 +248,7 @@ class CapacityModel:
         self.active_ix: slice | I64 = self.active  # the same, as a slice when consecutive
         self.used_m = np.zeros(0)  # the last step's cpu_used_m of the active containers
         spec = fleet.scenario.spec
-        self._nb = kernels(spec.duration // spec.step) if self.any else None
+        self._nb = _run_with(kernels(spec.duration // spec.step) if self.any else None)
 
     def update_classes(self, t: int) -> None:
         """Outcome classes of every path at time ``t`` (faults, outages, open breakers)."""
@@ -758,15 +768,13 @@ def timed_out(
     if nb is not None:
         c = np.ascontiguousarray
         d, s, sigma = c(d, np.float64), c(s, np.float64), c(sigma, np.float64)
-        same = nb.same_bits(d, s, sigma, first, inv)
-        rep = np.stack([d[first], s[first], sigma[first]]).view(np.int64) if same else None
+        same, rep = nb.state_bits(d, s, sigma, first, inv)
     else:
         bits = np.stack([d, s, sigma]).view(np.int64)
         rep = bits[:, first]
         same = bool((bits == rep.take(inv, axis=1)).all())  # (take: rep[:, inv], without fancy indexing)
     if same:
         # Requests in the same state (to the bit) share one probability: computed once each.
-        assert rep is not None
         keys = list(zip(*rep.tolist(), [timeout] * first.size, strict=True))
         late = [_LATE.get(key) for key in keys]
         missing = [i for i, x in enumerate(late) if x is None]
@@ -777,12 +785,18 @@ def timed_out(
                 _LATE.clear()
             for j, i in enumerate(missing):
                 late[i] = _LATE[keys[i]] = new[j]
-        p_state = np.clip(np.array(late, np.float64), 0.0, 1.0)
-        some = p_state != 0.0
-        if not some.any():
-            return np.zeros(counts.shape, np.int64)
-        p = p_state[inv]
-        draw = None if some.all() else np.flatnonzero(some[inv])
+        if nb is not None:
+            p, drawn, which = nb.spread_states(np.array(late, np.float64), inv)
+            if which == 0:  # no state can time out
+                return np.zeros(counts.shape, np.int64)
+            draw = None if which == 1 else drawn
+        else:
+            p_state = np.clip(np.array(late, np.float64), 0.0, 1.0)
+            some = p_state != 0.0
+            if not some.any():
+                return np.zeros(counts.shape, np.int64)
+            p = p_state[inv]
+            draw = None if some.all() else np.flatnonzero(some[inv])
     else:
         p = np.clip(1.0 - lognormal_cdf(np.full(d.shape, timeout), d, s, sigma), 0.0, 1.0)
         draw = np.flatnonzero(p != 0.0)

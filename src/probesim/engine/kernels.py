@@ -589,14 +589,52 @@ def cohorts_one(
 
 
 @jit
-def same_bits(d: F64, s: F64, sigma: F64, first: I64, inv: I64) -> bool:
-    """Whether every request has its state's first request's (d, s, sigma), to the bit."""
+def state_bits(d: F64, s: F64, sigma: F64, first: I64, inv: I64) -> tuple[bool, I64]:
+    """Whether every request has its state's first request's (d, s, sigma) to the bit, and
+    those bits per state (3 × states, as int64)."""
     db, sb, gb = d.view(np.int64), s.view(np.int64), sigma.view(np.int64)
+    rep = np.empty((3, first.size), np.int64)
+    for j in range(first.size):
+        f = first[j]
+        rep[0, j], rep[1, j], rep[2, j] = db[f], sb[f], gb[f]
     for i in range(d.size):
-        f = first[inv[i]]
-        if db[i] != db[f] or sb[i] != sb[f] or gb[i] != gb[f]:
-            return False
-    return True
+        j = inv[i]
+        if db[i] != rep[0, j] or sb[i] != rep[1, j] or gb[i] != rep[2, j]:
+            return False, rep
+    return True, rep
+
+
+@jit
+def spread_states(late: F64, inv: I64) -> tuple[F64, I64, int]:
+    """capacity.timed_out's per-request chance of a timeout from its state's (``late``, clipped
+    to [0, 1] as np.clip does), and the requests to draw for: which is 0 when no state has a
+    chance above 0, 1 when all have (every request drawn), else 2 and the requests of those."""
+    states = late.size
+    p_state = np.empty(states)
+    some = 0
+    for j in range(states):
+        x = _minimum(_maximum(late[j], 0.0), 1.0)
+        p_state[j] = x
+        if x != 0.0:
+            some += 1
+    n = inv.size
+    if some == 0:
+        return np.empty(0), np.empty(0, np.int64), 0
+    p = np.empty(n)
+    m = 0
+    for i in range(n):
+        p[i] = p_state[inv[i]]
+        if p[i] != 0.0:
+            m += 1
+    if some == states:
+        return p, np.empty(0, np.int64), 1
+    draw = np.empty(m, np.int64)
+    e = 0
+    for i in range(n):
+        if p[i] != 0.0:
+            draw[e] = i
+            e += 1
+    return p, draw, 2
 
 
 @jit
@@ -688,7 +726,8 @@ KERNELS: tuple[Any, ...] = (
     step_capacity_calls,
     state_groups,
     cohorts_one,
-    same_bits,
+    state_bits,
+    spread_states,
     latency_parts,
     pend_later,
 )
