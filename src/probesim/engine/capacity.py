@@ -219,6 +219,7 @@ class CapacityModel:
                 for call in probe_cost(b, route.path).calls:
                     callers.setdefault(call.dependency, np.zeros(n, bool))[beh_inv == u] = True
             self._callers.append(callers)
+        self._classes_of: object = None  # what the outcome classes were last made for
         self.update_classes(0)
         # What a container with nothing held serves at (fixed without dependency calls; as if
         # every route had all K classes, a mean over K copies of each route's row).
@@ -251,7 +252,12 @@ class CapacityModel:
         self._nb = _run_with(kernels(spec.duration // spec.step) if self.any else None)
 
     def update_classes(self, t: int) -> None:
-        """Outcome classes of every path at time ``t`` (faults, outages, open breakers)."""
+        """Outcome classes of every path at time ``t`` (faults, outages, open breakers); kept
+        as they are while what they are made of stays the same."""
+        key = self._classes_key(t)
+        if key == self._classes_of:
+            return
+        self._classes_of = key
         n = len(self.profile_of)
         for pi, path in enumerate(self.paths):
             prob = np.zeros((K, n))
@@ -286,6 +292,21 @@ class CapacityModel:
             self.wall[sl] = self.route_wall[ri] + extra[:kk]
             self.failed[sl] = failed[:kk]
         self._class_prob = {ri: self.path_classes[rt.path][0][:kk] for ri, rt in enumerate(self.fleet.routes)}
+
+    def _classes_key(self, t: int) -> tuple[object, ...]:
+        """All the outcome classes at ``t`` depend on (dependencies.one_try's inputs that move):
+        per dependency its first outage under way and the share of calls it refuses, per path
+        the containers whose breaker is open."""
+        deps = tuple(
+            (
+                next((i for i, o in enumerate(dep.outages) if o.at <= t < o.at + o.for_), -1),
+                self.refused.get(name, 0.0),
+            )
+            for name, dep in self.deps.items()
+        )
+        if not self._breakers:  # never open
+            return deps, None
+        return deps, tuple((self.breaker_until[pi] > t).tobytes() for pi in range(len(self.paths)))
 
     def load_dependencies(self, served: I64, dt: float) -> None:
         """Calls in flight at each dependency (Little's law over this step's served requests and
