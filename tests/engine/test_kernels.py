@@ -82,6 +82,7 @@ def test_the_built_ins_give_the_same_json_by_both(name: str) -> None:
     rate=st.sampled_from([5, 40, 150, 600]),
     timeout=st.sampled_from([None, "50ms", "1s"]),
     calls=st.booleans(),
+    trouble=st.booleans(),
     keep_alive=st.booleans(),
     seed=st.integers(0, 1000),
 )
@@ -99,12 +100,15 @@ def test_generated_capacity_runs_give_the_same_json_and_draws(
     rate: int,
     timeout: str | None,
     calls: bool,
+    trouble: bool,
     keep_alive: bool,
     seed: int,
 ) -> None:
     route: dict[str, Any] = {"cpu": cpu, "wall": wall}
     if calls:
         route["calls"] = [{"dependency": "db", "timeout": "80ms", "retries": {"attempts": 2}}]
+        if trouble:  # a breaker, and the dependency down for a while
+            route["calls"][0]["circuitBreaker"] = {"failures": 3, "open": "4s"}
     routes: dict[str, Any] = {"/": route, "/healthz": {"cpu": "1ms"}}
     if second:
         routes["/b"] = {"cpu": "2ms"}
@@ -143,6 +147,8 @@ def test_generated_capacity_runs_give_the_same_json_and_draws(
     spec: dict[str, Any] = {"seed": seed}
     if calls:
         spec["dependencies"] = {"db": {"latency": "20ms", "faults": [{"delay": "1s", "percent": 30}]}}
+        if trouble:
+            spec["dependencies"]["db"] |= {"capacity": 5, "outages": [{"at": "10s", "for": "6s"}]}
     sc = scenario(
         containers=[container],
         behavior=behavior,
