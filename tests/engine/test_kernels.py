@@ -269,3 +269,22 @@ def test_states_spread_their_chance_of_a_timeout_as_the_numpy_form() -> None:
     p, _, which = kernels.spread_states(np.array([0.2, 0.5, 1.0]), inv)
     assert which == 1 and p.tolist() == [0.2, 0.5, 0.5, 1.0, 0.2]
     assert kernels.spread_states(np.array([0.0, -0.1, 0.0]), inv)[2] == 0
+
+
+def test_without_numba_the_numpy_forms_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    import probesim.engine
+
+    monkeypatch.setattr(capacity, "_kernels", None)
+    monkeypatch.setattr(capacity, "_numpy_only", False)
+    monkeypatch.delitem(sys.modules, "probesim.engine.kernels")
+    monkeypatch.delattr(probesim.engine, "kernels")
+    monkeypatch.setitem(sys.modules, "numba", None)  # import numba: ImportError
+    sc = builtin("rollout-max-unavailable-under-load")
+    with forced("numba"):
+        assert capacity.kernels(10**9) is None
+        result = json.dumps(simulate(sc).to_json(series=True))
+        assert capacity.loaded_kernels() is None
+    with forced("numpy"):
+        assert result == json.dumps(simulate(sc).to_json(series=True))

@@ -114,7 +114,7 @@ def kernels(steps: int) -> ModuleType | None:
         return None
     try:
         from probesim.engine import kernels as nb
-    except ImportError:  # numba missing, or its llvmlite broken
+    except Exception:  # numba missing, its llvmlite broken, or no cache directory it can use
         _numpy_only = True
         return None
     if not forced and not nb.cached():
