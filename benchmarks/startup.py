@@ -93,6 +93,8 @@ def main() -> None:
             # The lesser of the two: CPU time counts numpy's BLAS thread starting beside the
             # main one, wall time counts waiting for a busy CPU.
             verdict = f"≤ {target:.2f}: misses by {min(wall, cpu) - target:.2f} s"
+        if target is not None:
+            verdict += f" ({min(wall, cpu) / target:.2f} × target)"
         print(f"  {name:28} {wall:7.3f} {cpu:7.3f}   {verdict}")
     kernel_rows(cli, runs)
 
