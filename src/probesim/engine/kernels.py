@@ -503,31 +503,34 @@ def state_groups(d: F64, s: F64, sigma: F64) -> tuple[I64, I64]:
 
 
 @jit
-def cohorts_one(
-    q: I64, queued_rows: I64, orphans: I64, active: I64, served: I64, k: int
-) -> tuple[I64, I64, I64, I64, int]:
-    """engine/traffic.py's _cohorts with one outcome class (``served``: per container of
-    ``active``): orphans dropped, the rest taken off the client's backlog ``q`` (arrival steps
-    × containers) oldest first. Returns per cohort its container, its index in ``active``, the
-    steps it waited and its count, in (container, age) order, and how many were taken off
-    ``q``; updates ``q``, ``queued_rows`` and ``orphans``."""
+def _taken(
+    q: I64, queued_rows: I64, orphans: I64, active: I64, tot: I64, k: int
+) -> tuple[I64, I64, I64, I64, I64, int]:
+    """engine/traffic.py's _cohorts up to the split (``tot``: what each container of ``active``
+    served): orphans dropped, the rest taken off the client's backlog ``q`` (arrival steps ×
+    containers) oldest first. Returns the served containers' indices in ``active``, the
+    containers, their orphans, the arrival steps held (their ages) and what was taken from each
+    (steps held × containers), and how many were taken off ``q``; updates ``q``,
+    ``queued_rows`` and ``orphans``."""
     s = q.shape[0]
     m = 0
-    for j in range(served.size):
-        if served[j] != 0:
+    for j in range(tot.size):
+        if tot[j] != 0:
             m += 1
     at = np.empty(m, np.int64)
     cols = np.empty(m, np.int64)
+    orph = np.empty(m, np.int64)
     left = np.empty(m, np.int64)
     i = 0
-    for j in range(served.size):
-        if served[j] != 0:
+    for j in range(tot.size):
+        if tot[j] != 0:
             c = active[j]
             at[i] = j
             cols[i] = c
-            orph = min(orphans[c], served[j])
-            orphans[c] -= orph
-            left[i] = served[j] - orph
+            o = min(orphans[c], tot[j])
+            orphans[c] -= o
+            orph[i] = o
+            left[i] = tot[j] - o
             i += 1
     # The arrival steps that hold requests, oldest first, and the newest (it takes the untracked).
     rows = np.empty(s, np.int64)
@@ -540,7 +543,6 @@ def cohorts_one(
             ages[n_rows] = age
             n_rows += 1
     take = np.zeros((n_rows, m), np.int64)
-    took = np.zeros(n_rows, np.bool_)
     taken = 0
     remaining = 0
     for j in range(m):
@@ -559,18 +561,28 @@ def cohorts_one(
                 take[i, j] = tk
                 n_tk += tk
         if n_tk:
-            took[i] = True
             queued_rows[r] -= n_tk
             taken += n_tk
             remaining -= n_tk
     if remaining:  # none untracked, but fresh if there were
-        took[n_rows - 1] = True
         for j in range(m):
             take[n_rows - 1, j] += left[j]
+    return at, cols, orph, ages[:n_rows].copy(), take, taken
+
+
+@jit
+def cohorts_one(
+    q: I64, queued_rows: I64, orphans: I64, active: I64, served: I64, k: int
+) -> tuple[I64, I64, I64, I64, int]:
+    """engine/traffic.py's _cohorts with one outcome class (``served``: per container of
+    ``active``). Returns per cohort its container, its index in ``active``, the steps it waited
+    and its count, in (container, age) order, and how many were taken off ``q``."""
+    at, cols, _, ages, take, taken = _taken(q, queued_rows, orphans, active, served, k)
+    n_rows, m = take.shape
     n = 0
     for j in range(m):
         for i in range(n_rows):
-            if took[i] and take[i, j] != 0:
+            if take[i, j] != 0:
                 n += 1
     out_cols = np.empty(n, np.int64)
     out_at = np.empty(n, np.int64)
@@ -579,13 +591,85 @@ def cohorts_one(
     e = 0
     for j in range(m):
         for i in range(n_rows):
-            if took[i] and take[i, j] != 0:
+            if take[i, j] != 0:
                 out_cols[e] = cols[j]
                 out_at[e] = at[j]
                 out_ages[e] = ages[i]
                 out_counts[e] = take[i, j]
                 e += 1
     return out_cols, out_at, out_ages, out_counts, taken
+
+
+@jit
+def cohorts(
+    q: I64, queued_rows: I64, orphans: I64, active: I64, served: I64, k: int
+) -> tuple[I64, I64, I64, I64, I64, int]:
+    """engine/traffic.py's _cohorts with outcome classes (``served``: classes × containers of
+    ``active``): each class's count shared among a container's buckets (its orphans, then its
+    arrival steps) in proportion, the remainders by a north-west corner. Returns per cohort (not
+    orphans) its class, container, index in ``active``, steps waited and count, in (class,
+    container, age) order, and how many were taken off ``q``."""
+    classes = served.shape[0]
+    tot = np.zeros(served.shape[1], np.int64)
+    for v in range(classes):
+        for j in range(served.shape[1]):
+            tot[j] += served[v, j]
+    at, cols, orph, ages, take, taken = _taken(q, queued_rows, orphans, active, tot, k)
+    n_rows, m = take.shape
+    nb = n_rows + 1  # buckets: orphans, then the arrival steps held
+    joint = np.zeros((classes, nb, m), np.int64)
+    bucket = np.empty(nb, np.int64)
+    r = np.empty(classes, np.int64)
+    c = np.empty(nb, np.int64)
+    for j in range(m):
+        bucket[0] = orph[j]
+        total = orph[j]
+        for i in range(n_rows):
+            bucket[i + 1] = take[i, j]
+            total += take[i, j]
+        for v in range(classes):
+            n_v = served[v, at[j]]
+            for b in range(nb):
+                joint[v, b, j] = n_v * bucket[b] // total if total else 0
+        for v in range(classes):
+            r[v] = served[v, at[j]]
+            for b in range(nb):
+                r[v] -= joint[v, b, j]
+        for b in range(nb):
+            c[b] = bucket[b]
+            for v in range(classes):
+                c[b] -= joint[v, b, j]
+        rh = 0
+        for v in range(classes):
+            rh += r[v]
+            ch = 0
+            for b in range(nb):
+                ch += c[b]
+                lo = max(rh - r[v], ch - c[b])
+                joint[v, b, j] += max(min(rh, ch) - lo, 0)
+    n = 0
+    for v in range(classes):
+        for j in range(m):
+            for b in range(1, nb):
+                if joint[v, b, j] != 0:
+                    n += 1
+    out_v = np.empty(n, np.int64)
+    out_cols = np.empty(n, np.int64)
+    out_at = np.empty(n, np.int64)
+    out_ages = np.empty(n, np.int64)
+    out_counts = np.empty(n, np.int64)
+    e = 0
+    for v in range(classes):
+        for j in range(m):
+            for b in range(1, nb):
+                if joint[v, b, j] != 0:
+                    out_v[e] = v
+                    out_cols[e] = cols[j]
+                    out_at[e] = at[j]
+                    out_ages[e] = ages[b - 1]
+                    out_counts[e] = joint[v, b, j]
+                    e += 1
+    return out_v, out_cols, out_at, out_ages, out_counts, taken
 
 
 @jit
@@ -726,6 +810,7 @@ KERNELS: tuple[Any, ...] = (
     step_capacity_calls,
     state_groups,
     cohorts_one,
+    cohorts,
     state_bits,
     spread_states,
     latency_parts,

@@ -336,13 +336,23 @@ class TrafficPhases:
         arrival step. Returns (class, container, its index in ``active``, steps waited, count)
         per cohort, each class's count shared among the arrival steps in proportion (the
         remainders by a north-west corner)."""
-        nb = loaded_kernels() if srv.shape[0] == 1 else None
-        if nb is not None:  # one outcome class, by engine/kernels.py: the same cohorts
-            cs, at, ages, counts, taken = nb.cohorts_one(
-                self.queued[ri], self.queued_rows[ri], self.orphans[ri], self.capacity.active, srv[0], k
+        nb = loaded_kernels()
+        if nb is not None:  # by engine/kernels.py: the same cohorts
+            q, rows, orphans, active = (
+                self.queued[ri],
+                self.queued_rows[ri],
+                self.orphans[ri],
+                self.capacity.active,
+            )
+            if srv.shape[0] == 1:
+                cs, at, ages, counts, taken = nb.cohorts_one(q, rows, orphans, active, srv[0], k)
+                self.queued_n[ri] -= taken
+                return np.zeros(cs.size, np.int64), cs, at, ages, counts
+            vs, cs, at, ages, counts, taken = nb.cohorts(
+                q, rows, orphans, active, np.ascontiguousarray(srv), k
             )
             self.queued_n[ri] -= taken
-            return np.zeros(cs.size, np.int64), cs, at, ages, counts
+            return vs, cs, at, ages, counts
         q = self.queued[ri]
         s = q.shape[0]
         tot = srv[0] if srv.shape[0] == 1 else srv.sum(axis=0)
