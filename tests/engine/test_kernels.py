@@ -37,6 +37,17 @@ def forced(mode: str) -> Iterator[None]:
             os.environ["PROBESIM_KERNELS"] = before
 
 
+@contextlib.contextmanager
+def numpy_forms() -> Iterator[None]:
+    """capacity.py's functions by their numpy forms, whatever run came before."""
+    before = capacity._active
+    capacity._active = None
+    try:
+        yield
+    finally:
+        capacity._active = before
+
+
 def both(sc: Scenario) -> tuple[str, str]:
     """The full JSON (series, events) of ``sc`` by the numpy forms and by the kernels."""
     out = []
@@ -245,7 +256,7 @@ def test_state_groups_are_the_numpy_forms(n: int, states: int, seed: int) -> Non
     d = (rng.integers(0, 5000, states) / 20.0)[pick]  # .05 steps: ties at the rounding
     s = (rng.random(states) * 300.0)[pick]
     sigma = rng.choice([0.0, 0.3, 0.0005, 0.0015], states)[pick]
-    with forced("numpy"):
+    with numpy_forms():
         first, inv = capacity.state_groups(d, s, sigma)
     got_first, got_inv = kernels.state_groups(d, s, sigma)
     assert got_first.tolist() == first.tolist()
@@ -288,3 +299,38 @@ def test_without_numba_the_numpy_forms_run(monkeypatch: pytest.MonkeyPatch) -> N
         assert capacity.loaded_kernels() is None
     with forced("numpy"):
         assert result == json.dumps(simulate(sc).to_json(series=True))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    a=st.lists(
+        st.floats(allow_nan=True, allow_infinity=True, width=64) | st.sampled_from([0.0, 0.5, 1.0]),
+        max_size=40,
+    ),
+    keys=st.lists(
+        st.floats(allow_nan=True, width=64) | st.sampled_from([0.0, 0.5, 0.99, 1.0]), min_size=1, max_size=6
+    ),
+    ordered=st.booleans(),
+)
+def test_searchsorted_is_numpys_even_on_unsorted_input(
+    a: list[float], keys: list[float], ordered: bool
+) -> None:
+    """The same index as numpy's binary search, which keeps its bounds from the key before:
+    on a CDF a rounding error may leave out of order."""
+    arr = np.array(sorted(a) if ordered else a, np.float64)
+    k = np.array(keys, np.float64)
+    assert kernels.searchsorted(arr, k).tolist() == np.searchsorted(arr, k).tolist()
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 2**31), jitter=st.booleans())
+def test_grid_quantiles_are_the_numpy_forms(seed: int, jitter: bool) -> None:
+    rng = np.random.default_rng(seed)
+    mix = np.cumsum(rng.random(capacity.GRID.size) * (rng.random(capacity.GRID.size) < 0.2))
+    mix /= max(mix[-1], 1e-300)
+    if jitter:  # a CDF a few ulps out of order, as sums of rows leave it
+        mix[rng.integers(0, mix.size, 5)] -= 1e-16
+    qs = (0.5, 0.95, 0.99, 1 - 0.5 / int(rng.integers(1, 10_000)))
+    with numpy_forms():
+        want = capacity.grid_quantiles(mix, qs)
+    assert kernels.grid_quantiles(mix, np.array(qs), capacity.GRID).tolist() == want

@@ -741,6 +741,12 @@ def _cdf_rows(d: F64, s: F64, sigma: F64) -> F64:
 
 def grid_quantiles(mix: F64, qs: tuple[float, ...]) -> list[float]:
     """Quantiles (ms) read off a CDF on GRID, interpolated between grid points."""
+    nb = loaded_kernels()
+    if nb is not None and mix.dtype == np.float64 and mix.size == GRID.size:
+        out_: list[float] = nb.grid_quantiles(
+            np.ascontiguousarray(mix), np.array(qs, np.float64), GRID
+        ).tolist()
+        return out_
     out = []
     g = _GRID
     for q, i in zip(qs, np.searchsorted(mix, qs).tolist(), strict=True):

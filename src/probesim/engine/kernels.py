@@ -803,6 +803,58 @@ def pend_later(
     return slots
 
 
+@jit
+def _less(a: float, b: float) -> bool:
+    """numpy's sort order for floats: nan after every number."""
+    return a < b or (b != b and a == a)
+
+
+@jit
+def searchsorted(a: F64, keys: F64) -> I64:
+    """np.searchsorted(a, keys) (side left), as numpy's binary search runs it: the bounds kept
+    from the previous key when keys ascend, so the same index even where ``a`` is not sorted."""
+    n = a.size
+    out = np.empty(keys.size, np.int64)
+    lo, hi = 0, n
+    last = keys[0] if keys.size else 0.0
+    for i in range(keys.size):
+        key = keys[i]
+        if _less(last, key):
+            hi = n
+        else:
+            lo = 0
+            hi = hi + 1 if hi < n else n
+        last = key
+        while lo < hi:
+            mid = lo + ((hi - lo) >> 1)
+            if _less(a[mid], key):
+                lo = mid + 1
+            else:
+                hi = mid
+        out[i] = lo
+    return out
+
+
+@jit
+def grid_quantiles(mix: F64, qs: F64, grid: F64) -> F64:
+    """engine/capacity.py's grid_quantiles: quantiles read off a CDF on ``grid``, interpolated
+    between grid points."""
+    at = searchsorted(mix, qs)
+    out = np.empty(qs.size)
+    g = grid.size
+    for j in range(qs.size):
+        i = at[j]
+        if i >= g:
+            out[j] = grid[g - 1]
+        elif i == 0:
+            out[j] = grid[0]
+        else:
+            lo, hi = mix[i - 1], mix[i]
+            frac = 0.0 if hi <= lo else (qs[j] - lo) / (hi - lo)
+            out[j] = grid[i - 1] + frac * (grid[i] - grid[i - 1])
+    return out
+
+
 KERNELS: tuple[Any, ...] = (
     serve,
     take,
@@ -815,6 +867,7 @@ KERNELS: tuple[Any, ...] = (
     spread_states,
     latency_parts,
     pend_later,
+    grid_quantiles,
 )
 
 
