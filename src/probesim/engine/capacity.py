@@ -18,11 +18,12 @@ objects, O(routes × containers) per step:
 
 When the container stops or is replaced, what it held is lost (failed as ``killed``).
 
-The serving step, the capacity a container has for arrivals and what arrivals it takes run as
-compiled kernels (engine/kernels.py, numba) when numba loads and the run is long enough to pay
-for loading it (``kernels``); otherwise as the numpy forms here. Both give the same results to
-the bit. ``PROBESIM_KERNELS=numpy`` forces the numpy forms, ``PROBESIM_KERNELS=numba`` the
-kernels whatever the run's length.
+The serving step, the capacity a container has for arrivals, what arrivals it takes, and the
+latency states, timeout draws and quantiles of what it served run as compiled kernels
+(engine/kernels.py, numba) when numba loads, its cache holds them and the run is long enough to
+pay for loading them (``kernels``); otherwise as the numpy forms here. Both give the same
+results to the bit. ``PROBESIM_KERNELS=numpy`` forces the numpy forms, ``PROBESIM_KERNELS=numba``
+the kernels whatever the run's length or the cache (compiling them if need be).
 """
 
 from __future__ import annotations

@@ -1,18 +1,26 @@
-"""Compiled kernels for the capacity model (numba, cached on disk): its serving step, the
-service each container can give in a step (for arrivals) and what arrivals it takes.
+"""Compiled kernels for the capacity model (numba, cached on disk): its serving step
+(``serve``), the capacity each container has for arrivals (``step_capacity``,
+``step_capacity_calls``) and what arrivals it takes (``take``), and the serving phase's
+per-route work in engine/traffic.py: the served cohorts (``cohorts_one``, ``cohorts``), their
+latency parts (``latency_parts``), the answers due later (``pend_later``), the latency states
+(``state_groups``), the timeout draws' per-state bookkeeping (``state_bits``,
+``spread_states``) and the grid quantiles (``grid_quantiles``).
 
-Each kernel is the numpy form in engine/capacity.py written as loops over containers, so that
-a step's cost follows the containers served, not the few hundred numpy calls of a few
-microseconds each it took: the same operations on the same values in the same order, so the
-same results to the bit (tests/engine/test_kernels.py runs both on the same scenarios). What
-that takes:
+Each kernel is the numpy form it replaces (in engine/capacity.py or engine/traffic.py) written
+as loops over containers, so that a step's cost follows the containers served, not the few
+hundred numpy calls of a few microseconds each it took: the same operations on the same values
+in the same order, so the same results to the bit (tests/engine/test_kernels.py runs both on
+the same scenarios). What that takes:
 
 - floating-point reductions in numpy's order: a column sum of a rows × columns array adds the
   rows one after another, except when it has one column, where numpy sums the column pairwise
-  (``_column_sums``);
+  (``_column_sums``); ``np.add.at`` adds in element order;
 - numpy's semantics where they differ from Python's: a division by zero gives inf or nan
-  (``error_model="numpy"``), ``np.minimum`` and ``np.maximum`` propagate nan;
-- no random draw here: draws stay in numpy, in the run's order, and kernels take their results.
+  (``error_model="numpy"``), ``np.minimum``, ``np.maximum`` and ``np.clip`` propagate nan,
+  ``np.searchsorted`` is numpy's own binary search (``searchsorted``);
+- no random draw here: draws stay in numpy, in the run's order, and kernels take their results;
+  nor exp and log (numpy's AVX-512 forms give other last bits than LLVM's), nor BLAS products;
+- no recursion: numba's cache crashes loading a recursive function.
 
 This module imports numba: engine/capacity.py imports it only when a run uses the kernels
 (``capacity.kernels``), so that runs without a capacity model never load numba. Compiling the
