@@ -8,11 +8,13 @@ STAMP := $(VENV)/.installed-stamp
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml scripts/bootstrap.sh scripts/prometheus.sh
+$(STAMP): pyproject.toml scripts/bootstrap.sh scripts/prometheus.sh src/probesim/engine/kernels.py
 	@scripts/bootstrap.sh $(VENV)
 	$(BIN)/python -m pip install -q -e '.[dev,lab]'
 	@# Debian's Prometheus server, unpacked into the venv (lab --prometheus and its tests).
 	@scripts/prometheus.sh $(VENV)
+	@# The capacity model's kernels compiled into numba's cache once (seconds), not in a user's run.
+	@$(BIN)/python -m probesim.kernel_cache || echo "setup: kernels not compiled; the numpy forms run"
 	@touch $(STAMP)
 
 run: setup
@@ -36,6 +38,7 @@ docs: setup
 
 bench: setup
 	$(BIN)/python benchmarks/engine.py
+	$(BIN)/python benchmarks/capacity.py
 	$(BIN)/python benchmarks/check.py
 	$(BIN)/python benchmarks/startup.py
 	$(BIN)/python benchmarks/events.py

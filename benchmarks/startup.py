@@ -4,6 +4,11 @@ reference measured in the same run: ``python -c pass`` (the interpreter),
 ``python -c "import typer"`` (the least any Typer command line pays before doing anything) and
 the libraries a run needs, imported and nothing done (the floor of ``probesim run``).
 
+The capacity model's kernels (engine/kernels.py, numba): ``probesim run`` on a 3-replica
+Deployment's manifest (the generated scenario, 5 minutes of the capacity model) with the numpy
+forms, with the kernels loaded from numba's on-disk cache, and with them compiled into an empty
+cache (once: what a machine's first such run pays; ``make setup`` warms the cache).
+
 Targets (issue 14): ``--help`` at most 0.12 s and ``run seed000-demo`` at most 0.35 s of wall
 time on an idle 2-core machine. On a shared, busy machine wall time waits for the CPU: compare
 the CPU figures then (a process alone on an idle core has wall ≈ CPU + a few ms).
@@ -43,14 +48,18 @@ ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 ENV["PYTHONPYCACHEPREFIX"] = os.path.join(tempfile.gettempdir(), "probesim-bench-pycache")
 
 
-def best(argv: list[str], runs: int) -> tuple[float, float]:
+def best(
+    argv: list[str], runs: int, env: dict[str, str] | None = None, warm: bool = True
+) -> tuple[float, float]:
     """The best wall and the best CPU (user + system) seconds of ``runs`` runs of ``argv``, after
-    one that fills the bytecode cache."""
+    one that fills the bytecode cache (``warm``)."""
     walls, cpus = [], []
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV, check=False)
+    env = ENV if env is None else env
+    if warm:
+        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
     for _ in range(runs):
         t = time.perf_counter()
-        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
+        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
         _, status, usage = os.wait4(p.pid, 0)
         walls.append(time.perf_counter() - t)
         p.returncode = os.waitstatus_to_exitcode(status)
@@ -84,7 +93,33 @@ def main() -> None:
             # The lesser of the two: CPU time counts numpy's BLAS thread starting beside the
             # main one, wall time counts waiting for a busy CPU.
             verdict = f"≤ {target:.2f}: misses by {min(wall, cpu) - target:.2f} s"
+        if target is not None:
+            verdict += f" ({min(wall, cpu) / target:.2f} × target)"
         print(f"  {name:28} {wall:7.3f} {cpu:7.3f}   {verdict}")
+    kernel_rows(cli, runs)
+
+
+def kernel_rows(cli: str, runs: int) -> None:
+    """``probesim run`` on a generated capacity scenario: the numpy forms, the kernels from the
+    cache, the kernels compiled anew (into an empty cache, once)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import workloads
+
+    with tempfile.TemporaryDirectory() as tmp:
+        manifest = Path(tmp) / "deploy.yaml"
+        manifest.write_text(workloads.GENERATED_APP % 3, encoding="utf-8")
+        argv = [cli, "run", str(manifest)]
+        print("  probesim run deploy.yaml (3 replicas, generated: 5 min of the capacity model)")
+        numpy_wall, numpy_cpu = best(argv, runs, ENV | {"PROBESIM_KERNELS": "numpy"})
+        print(f"  {'  numpy forms':28} {numpy_wall:7.3f} {numpy_cpu:7.3f}   reference")
+        wall, cpu = best(argv, runs, ENV | {"PROBESIM_KERNELS": "numba"})
+        print(
+            f"  {'  kernels, cached':28} {wall:7.3f} {cpu:7.3f}   {cpu - numpy_cpu:+.3f} s CPU: numba's load"
+        )
+        cold = ENV | {"PROBESIM_KERNELS": "numba", "NUMBA_CACHE_DIR": str(Path(tmp) / "numba-cache")}
+        wall, cpu = best(argv, 1, cold, warm=False)
+        said = f"{cpu - numpy_cpu:+.3f} s CPU: compiling"
+        print(f"  {'  kernels, compiled (once)':28} {wall:7.3f} {cpu:7.3f}   {said}")
 
 
 if __name__ == "__main__":

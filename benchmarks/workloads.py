@@ -9,11 +9,15 @@
 - ``dependency``: the built-in ``patient-timeout-retry-3`` (a route calling a dependency that
   delays half its answers, with a timeout and retries; keep-alive clients) scaled likewise;
 - ``outlier``: the built-in ``seed003-outlier`` (client sidecars, outlier detection) scaled to
-  ``pods`` pods, ``clients`` client sidecars and 10 requests per second per pod.
+  ``pods`` pods, ``clients`` client sidecars and 10 requests per second per pod;
+- ``generated``: the scenario ``probesim run`` generates for a Deployment and its Service (3
+  replicas requesting 100m of CPU: 30 requests/s, 5 ms of CPU each, the capacity model), for a
+  duration (the manifest is written to a temporary directory, the generator's input).
 """
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -148,3 +152,42 @@ def dependency(pods: int, seconds: int | None = None) -> Scenario:
 def outlier(pods: int, clients: int, seconds: int | None = None) -> Scenario:
     """seed003-outlier (3 pods, 2 clients, 6 req/s) scaled to ``pods``, ``clients``, 10 req/s a pod."""
     return _scaled("seed003-outlier", pods, pods * 10 / 6, seconds, clients)
+
+
+GENERATED_APP = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: %d
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - name: app
+          image: example.com/web:1.0
+          ports: [{name: http, containerPort: 8080}]
+          resources: {requests: {cpu: 100m, memory: 256Mi}, limits: {memory: 256Mi}}
+          readinessProbe: {httpGet: {path: /ready, port: http}, periodSeconds: 5}
+          livenessProbe: {httpGet: {path: /live, port: http}, periodSeconds: 10}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  selector: {app: web}
+  ports: [{port: 80, targetPort: http}]
+"""
+
+
+def generated(replicas: int = 3, minutes: int = 5) -> Scenario:
+    """What ``probesim run deploy.yaml --duration {minutes}m`` runs for a Deployment of
+    ``replicas`` (100m of CPU requested each: 10 requests/s a replica)."""
+    from probesim.analysis.default_scenario import Options, generate
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "deploy.yaml"
+        path.write_text(GENERATED_APP % replicas, encoding="utf-8")
+        sc, _ = generate([str(path)], Options(duration_ms=minutes * 60_000)).load()
+    return sc

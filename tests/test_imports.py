@@ -28,7 +28,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("engine", ("probesim.engine", "probesim.logical", "probesim.demo", "probesim.cost")),
     ("lab", ("probesim.lab",)),
     ("inputs", ("probesim.manifests", "probesim.mesh.load", "probesim.overrides", "probesim.scenarios")),
-    ("batch", ("probesim.runs", "probesim.montecarlo", "probesim.sweep")),
+    ("batch", ("probesim.runs", "probesim.montecarlo", "probesim.sweep", "probesim.kernel_cache")),
     ("analysis", ("probesim.analysis", "probesim.tune", "probesim.fit")),
     ("outputs", ("probesim.report",)),
     ("cli", ("probesim.cli",)),

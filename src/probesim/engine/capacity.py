@@ -17,12 +17,21 @@ objects, O(routes × containers) per step:
   ``separate`` it only feels CPU contention.
 
 When the container stops or is replaced, what it held is lost (failed as ``killed``).
+
+The serving step, the capacity a container has for arrivals, what arrivals it takes, and the
+latency states, timeout draws and quantiles of what it served run as compiled kernels
+(engine/kernels.py, numba) when numba loads, its cache holds them and the run is long enough to
+pay for loading them (``kernels``); otherwise as the numpy forms here. Both give the same
+results to the bit. ``PROBESIM_KERNELS=numpy`` forces the numpy forms, ``PROBESIM_KERNELS=numba``
+the kernels whatever the run's length or the cache (compiling them if need be).
 """
 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -76,6 +85,59 @@ def lognormal_cdf(x: F64, d: F64, s: F64, sigma: F64) -> F64:
         z = (logy + sig * sig / 2) / sig
         out = np.where(pos, norm_cdf(z), 0.0)
     return np.where(s <= 0, (x >= d).astype(np.float64), out)
+
+
+# A run of at least this many capacity-model steps (or a process that has run as many) loads the
+# kernels: loading numba and the cached kernels costs about 0.2 s of CPU, which the kernels
+# save in about that many steps of a small fleet (docs/performance.md).
+KERNEL_STEPS = 4000
+_kernels: ModuleType | None = None  # engine/kernels.py, once a run took it
+_steps_run = 0  # capacity-model steps this process has run with the numpy forms
+_numpy_only = False  # numba missing, or the kernels not in its cache: the numpy forms
+
+
+def kernels(steps: int) -> ModuleType | None:
+    """engine/kernels.py for a run of ``steps`` capacity-model steps, or None for the numpy
+    forms: when ``PROBESIM_KERNELS=numpy``; when numba cannot be imported; unless forced
+    (``PROBESIM_KERNELS=numba``), when neither this run nor the ones this process ran before are
+    long enough to pay for loading numba, or when numba's on-disk cache does not hold the
+    kernels (compiling them takes seconds: ``make setup`` or ``python -m probesim.kernel_cache``
+    does it once). Once a run took them, every run after does."""
+    global _kernels, _steps_run, _numpy_only
+    mode = os.environ.get("PROBESIM_KERNELS", "auto")
+    if mode == "numpy":
+        return None
+    if _kernels is not None:
+        return _kernels
+    forced = mode == "numba"
+    if not forced and (_numpy_only or _steps_run + steps < KERNEL_STEPS):
+        _steps_run += steps
+        return None
+    try:
+        from probesim.engine import kernels as nb
+    except Exception:  # numba missing, its llvmlite broken, or no cache directory it can use
+        _numpy_only = True
+        return None
+    if not forced and not nb.cached():
+        _numpy_only = True
+        return None
+    _kernels = nb
+    return nb
+
+
+_active: ModuleType | None = None  # the current run's kernels (results are the same without)
+
+
+def loaded_kernels() -> ModuleType | None:
+    """engine/kernels.py if the current run (the last capacity model made) took it."""
+    return _active
+
+
+def _run_with(nb: ModuleType | None) -> ModuleType | None:
+    """``nb`` as the current run's kernels."""
+    global _active
+    _active = nb
+    return nb
 
 
 class CapacityModel:
@@ -158,6 +220,7 @@ class CapacityModel:
                 for call in probe_cost(b, route.path).calls:
                     callers.setdefault(call.dependency, np.zeros(n, bool))[beh_inv == u] = True
             self._callers.append(callers)
+        self._classes_of: object = None  # what the outcome classes were last made for
         self.update_classes(0)
         # What a container with nothing held serves at (fixed without dependency calls; as if
         # every route had all K classes, a mean over K copies of each route's row).
@@ -186,9 +249,16 @@ class CapacityModel:
         self.active = np.zeros(0, np.int64)  # the containers the last step served (the others: 0)
         self.active_ix: slice | I64 = self.active  # the same, as a slice when consecutive
         self.used_m = np.zeros(0)  # the last step's cpu_used_m of the active containers
+        spec = fleet.scenario.spec
+        self._nb = _run_with(kernels(spec.duration // spec.step) if self.any else None)
 
     def update_classes(self, t: int) -> None:
-        """Outcome classes of every path at time ``t`` (faults, outages, open breakers)."""
+        """Outcome classes of every path at time ``t`` (faults, outages, open breakers); kept
+        as they are while what they are made of stays the same."""
+        key = self._classes_key(t)
+        if key == self._classes_of:
+            return
+        self._classes_of = key
         n = len(self.profile_of)
         for pi, path in enumerate(self.paths):
             prob = np.zeros((K, n))
@@ -223,6 +293,21 @@ class CapacityModel:
             self.wall[sl] = self.route_wall[ri] + extra[:kk]
             self.failed[sl] = failed[:kk]
         self._class_prob = {ri: self.path_classes[rt.path][0][:kk] for ri, rt in enumerate(self.fleet.routes)}
+
+    def _classes_key(self, t: int) -> tuple[object, ...]:
+        """All the outcome classes at ``t`` depend on (dependencies.one_try's inputs that move):
+        per dependency its first outage under way and the share of calls it refuses, per path
+        the containers whose breaker is open."""
+        deps = tuple(
+            (
+                next((i for i, o in enumerate(dep.outages) if o.at <= t < o.at + o.for_), -1),
+                self.refused.get(name, 0.0),
+            )
+            for name, dep in self.deps.items()
+        )
+        if not self._breakers:  # never open
+            return deps, None
+        return deps, tuple((self.breaker_until[pi] > t).tobytes() for pi in range(len(self.paths)))
 
     def load_dependencies(self, served: I64, dt: float) -> None:
         """Calls in flight at each dependency (Little's law over this step's served requests and
@@ -287,6 +372,26 @@ class CapacityModel:
     def begin_step(self, dt: float) -> None:
         """Before arrivals: how many requests each container will finish in this step, so that
         a full queue still takes in what the step's service frees up."""
+        nb = self._nb
+        if nb is not None:
+            if self.calls_any:
+                self.step_capacity = nb.step_capacity_calls(
+                    dt, self.backlog, self.cpu, self.wall, self.limit_m, self.workers
+                )
+                return
+            if self._idle_capacity is None:
+                self._idle_capacity = self._capacity(dt, self._mean_cpu, self._mean_wall)
+            self.step_capacity = nb.step_capacity(
+                dt,
+                self.backlog,
+                self.cpu,
+                self.wall,
+                self.limit_m,
+                self.workers,
+                self._idle_capacity,
+                self._hi,
+            )
+            return
         held = self._held()
         if self.calls_any:
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -324,14 +429,28 @@ class CapacityModel:
         returns how many each container took (the rest are refused). What is taken is split
         among the route's outcome classes by a multinomial draw."""
         at = span(containers)  # usually consecutive: views, not gathers
-        held = self.backlog[0, at] if self.backlog.shape[0] == 1 else self.backlog[:, at].sum(axis=0)
-        room = self.room[at] + self.step_capacity[at] - held
-        take = np.minimum(counts, np.maximum(room, 0)).astype(np.int64)
+        kk = self.k
+        nb = self._nb
+        if nb is not None:
+            alone = not self.calls_any  # one outcome class: all join its row
+            take = nb.take(
+                self.backlog,
+                self.room,
+                self.step_capacity,
+                np.ascontiguousarray(containers, np.int64),
+                counts.astype(np.int64),
+                ri * kk,
+                alone,
+            )
+        else:
+            alone = False
+            held = self.backlog[0, at] if self.backlog.shape[0] == 1 else self.backlog[:, at].sum(axis=0)
+            room = self.room[at] + self.step_capacity[at] - held
+            take = np.minimum(counts, np.maximum(room, 0)).astype(np.int64)
         prob = self._class_prob[ri][:, at]
         left = take  # (never changed in place)
         rest = np.ones(take.size)
-        kk = self.k
-        for k in range(kk):
+        for k in range(0 if alone else kk):
             if k == kk - 1:
                 part = left
             else:
@@ -391,13 +510,15 @@ class CapacityModel:
         container), each container's queue wait and each (route, container)'s service time for
         what it served (only meaningful where it served)."""
         n = self.carry.size
-        one = self.backlog.shape[0] == 1  # one route, one outcome class: no sums over rows
-        held_all = self.backlog[0] if one else self.backlog.sum(axis=0)
         if self._stable is None:
             self._stable = self._stable_when_idle(dt)
             self._unstable = ~self._stable
             self._any_unstable = bool(self._unstable.any())
             self._all_loaded = bool(self.loaded.all())
+        if self._nb is not None:
+            return self._step_compiled(dt, started_at, t)
+        one = self.backlog.shape[0] == 1  # one route, one outcome class: no sums over rows
+        held_all = self.backlog[0] if one else self.backlog.sum(axis=0)
         # Containers that hold nothing, carry nothing and stay so are left out (every output 0).
         if self._any_unstable:
             step_them = (held_all > 0) | (self.carry != 0) | self._unstable
@@ -467,6 +588,44 @@ class CapacityModel:
         self.used_m = used_m
         return served, wait, service
 
+    def _step_compiled(self, dt: float, started_at: I64, t: int) -> tuple[I64, F64, F64]:
+        """``step`` by the kernel (engine/kernels.py's serve): the same outputs and state."""
+        assert self._nb is not None
+        (
+            a,
+            served,
+            wait,
+            service,
+            self.used_m,
+            self.throttled,
+            self.cpu_used_m,
+            self.cpu_rho,
+            self.rho,
+            self.wait_ms,
+            self._leftover,
+        ) = self._nb.serve(
+            dt,
+            t,
+            self.backlog,
+            self.carry,
+            self._leftover,
+            started_at,
+            self.warm_for,
+            self.warm_factor,
+            self.cpu,
+            self.wall,
+            self.loaded,
+            self.limit_m,
+            self.workers,
+            self._unstable,
+            self._any_unstable,
+            self._all_loaded,
+            self._hi,
+        )
+        self.active = a
+        self.active_ix = span(a)
+        return served, wait, service
+
     def served_all(self, served: I64) -> I64:
         """A step's served counts (for the ``active`` containers) over every container."""
         out = np.zeros(self.backlog.shape, np.int64)
@@ -526,6 +685,11 @@ def state_groups(d: F64, s: F64, sigma: F64) -> States:
     """Requests in the same state share a latency distribution: keyed on (d, s) to 0.1 ms and
     sigma to 0.001, in key order, each key's first request and, per request, its key's index
     (np.unique's index and inverse)."""
+    nb = loaded_kernels()
+    if nb is not None:
+        c = np.ascontiguousarray  # (one layout: one compiled signature)
+        first, inv = nb.state_groups(c(d, np.float64), c(s, np.float64), c(sigma, np.float64))
+        return first, inv
     # (np.rint is np.round to 0 decimals, without its Python wrapper; in place: no temporaries.)
     ds = np.stack([d, s])
     ds *= 10
@@ -578,6 +742,12 @@ def _cdf_rows(d: F64, s: F64, sigma: F64) -> F64:
 
 def grid_quantiles(mix: F64, qs: tuple[float, ...]) -> list[float]:
     """Quantiles (ms) read off a CDF on GRID, interpolated between grid points."""
+    nb = loaded_kernels()
+    if nb is not None and mix.dtype == np.float64 and mix.size == GRID.size:
+        out_: list[float] = nb.grid_quantiles(
+            np.ascontiguousarray(mix), np.array(qs, np.float64), GRID
+        ).tolist()
+        return out_
     out = []
     g = _GRID
     for q, i in zip(qs, np.searchsorted(mix, qs).tolist(), strict=True):
@@ -622,9 +792,16 @@ def timed_out(
     if d.size == 0:
         return np.zeros(counts.shape, np.int64)
     first, inv = state_groups(d, s, sigma) if states is None else states
-    bits = np.stack([d, s, sigma]).view(np.int64)
-    rep = bits[:, first]
-    if (bits == rep.take(inv, axis=1)).all():  # (take: rep[:, inv], without fancy indexing's cost)
+    nb = loaded_kernels()
+    if nb is not None:
+        c = np.ascontiguousarray
+        d, s, sigma = c(d, np.float64), c(s, np.float64), c(sigma, np.float64)
+        same, rep = nb.state_bits(d, s, sigma, first, inv)
+    else:
+        bits = np.stack([d, s, sigma]).view(np.int64)
+        rep = bits[:, first]
+        same = bool((bits == rep.take(inv, axis=1)).all())  # (take: rep[:, inv], without fancy indexing)
+    if same:
         # Requests in the same state (to the bit) share one probability: computed once each.
         keys = list(zip(*rep.tolist(), [timeout] * first.size, strict=True))
         late = [_LATE.get(key) for key in keys]
@@ -636,12 +813,18 @@ def timed_out(
                 _LATE.clear()
             for j, i in enumerate(missing):
                 late[i] = _LATE[keys[i]] = new[j]
-        p_state = np.clip(np.array(late, np.float64), 0.0, 1.0)
-        some = p_state != 0.0
-        if not some.any():
-            return np.zeros(counts.shape, np.int64)
-        p = p_state[inv]
-        draw = None if some.all() else np.flatnonzero(some[inv])
+        if nb is not None:
+            p, drawn, which = nb.spread_states(np.array(late, np.float64), inv)
+            if which == 0:  # no state can time out
+                return np.zeros(counts.shape, np.int64)
+            draw = None if which == 1 else drawn
+        else:
+            p_state = np.clip(np.array(late, np.float64), 0.0, 1.0)
+            some = p_state != 0.0
+            if not some.any():
+                return np.zeros(counts.shape, np.int64)
+            p = p_state[inv]
+            draw = None if some.all() else np.flatnonzero(some[inv])
     else:
         p = np.clip(1.0 - lognormal_cdf(np.full(d.shape, timeout), d, s, sigma), 0.0, 1.0)
         draw = np.flatnonzero(p != 0.0)

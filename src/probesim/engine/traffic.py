@@ -22,6 +22,7 @@ from probesim.engine.capacity import (
     CapacityModel,
     grid_quantiles,
     grouped_cdfs,
+    loaded_kernels,
     mixture_cdf,
     state_groups,
     timed_out,
@@ -338,6 +339,23 @@ class TrafficPhases:
         arrival step. Returns (class, container, its index in ``active``, steps waited, count)
         per cohort, each class's count shared among the arrival steps in proportion (the
         remainders by a north-west corner)."""
+        nb = loaded_kernels()
+        if nb is not None:  # by engine/kernels.py: the same cohorts
+            q, rows, orphans, active = (
+                self.queued[ri],
+                self.queued_rows[ri],
+                self.orphans[ri],
+                self.capacity.active,
+            )
+            if srv.shape[0] == 1:
+                cs, at, ages, counts, taken = nb.cohorts_one(q, rows, orphans, active, srv[0], k)
+                self.queued_n[ri] -= taken
+                return np.zeros(cs.size, np.int64), cs, at, ages, counts
+            vs, cs, at, ages, counts, taken = nb.cohorts(
+                q, rows, orphans, active, np.ascontiguousarray(srv), k
+            )
+            self.queued_n[ri] -= taken
+            return vs, cs, at, ages, counts
         q = self.queued[ri]
         s = q.shape[0]
         tot = srv[0] if srv.shape[0] == 1 else srv.sum(axis=0)
@@ -586,44 +604,69 @@ class TrafficPhases:
             vs, cs, at, ages, n_served = self._cohorts(ri, k, served[sl])
             if cs.size == 0:
                 continue
-            sv = service[ri][at] if K == 1 else service[sl][vs, at]
-            # Latency counts from the step a request was sent: those sent now waited for the
-            # backlog ahead of them; older ones, at the head of the queue, for their steps.
-            waited = ages * step
-            d = np.where(ages == 0, wait[at], waited)
             limit = float(route.timeout)
-            sigma = cap.sigma[cs]
+            horizon = (self.pending[ri].shape[1] - 1) * step
+            nb = loaded_kernels()
+            if nb is not None:  # engine/kernels.py: the same arrays
+                sv, waited, d, sigma, failed, seen, later, later_any = nb.latency_parts(
+                    service,
+                    ri * K,
+                    vs,
+                    at,
+                    cs,
+                    ages,
+                    wait,
+                    cap.sigma,
+                    cap.failed,
+                    cap.calls_any,
+                    step,
+                    limit,
+                    horizon,
+                )
+            else:
+                sv = service[ri][at] if K == 1 else service[sl][vs, at]
+                # Latency counts from the step a request was sent: those sent now waited for the
+                # backlog ahead of them; older ones, at the head of the queue, for their steps.
+                waited = ages * step
+                d = np.where(ages == 0, wait[at], waited)
+                sigma = cap.sigma[cs]
+                # (Without dependency calls no outcome class fails.)
+                failed = cap.failed[sl][vs, cs] if cap.calls_any else np.zeros(cs.size, bool)
+                # The client sees each answer at min(latency, its timeout): those later than this
+                # step are delivered by _deliver when due (and lost if their container stops first).
+                seen = np.minimum(np.minimum(d + sv, limit) - waited, horizon)
+                later = seen >= step
+                later_any = bool(later.any())
             states = state_groups(d, sv, sigma)
             to = timed_out(n_served, d, sv, sigma, limit, self.rng, states)
-            # (Without dependency calls no outcome class fails.)
-            failed = cap.failed[sl][vs, cs] if cap.calls_any else np.zeros(cs.size, bool)
-            # The client sees each answer at min(latency, its timeout): those later than this
-            # step are delivered by _deliver when due (and lost if their container stops first).
-            seen = np.minimum(np.minimum(d + sv, limit) - waited, (self.pending[ri].shape[1] - 1) * step)
-            later = seen >= step
-            later_any = bool(later.any())
             if later_any:
-                slots = (k + np.ceil(seen[later] / step).astype(np.int64)) % self.pending[ri].shape[1]
-                # Their latency counts when the client gets the answer (or loses it), in _deliver.
                 n_l = n_served[later]
+                if nb is not None:
+                    slots = nb.pend_later(
+                        self.pending[ri], self.later_n[ri], self.later_t[ri], later, seen, step, k, t, cs,
+                        n_served, to, failed, waited,
+                    )  # fmt: skip
+                else:
+                    slots = (k + np.ceil(seen[later] / step).astype(np.int64)) % self.pending[ri].shape[1]
+                    np.add.at(self.later_n[ri], slots, n_l)
+                    np.add.at(self.later_t[ri], slots, (float(t) - waited[later]) * n_l)  # when sent
+                    ok_later = n_served[later] - to[later]
+                    np.add.at(
+                        self.pending[ri][0],
+                        (slots[~failed[later]], cs[later][~failed[later]]),
+                        ok_later[~failed[later]],
+                    )
+                    np.add.at(
+                        self.pending[ri][1],
+                        (slots[failed[later]], cs[later][failed[later]]),
+                        ok_later[failed[later]],
+                    )
+                    np.add.at(self.pending[ri][2], (slots, cs[later]), to[later])
+                # Their latency counts when the client gets the answer (or loses it), in _deliver.
                 used, group = distinct_inverse(slots)
                 self.later_cdf[ri][used] += grouped_cdfs(
                     n_l, d[later], sv[later], sigma[later], group, used.size
                 )
-                np.add.at(self.later_n[ri], slots, n_l)
-                np.add.at(self.later_t[ri], slots, (float(t) - waited[later]) * n_l)  # when sent
-                ok_later = n_served[later] - to[later]
-                np.add.at(
-                    self.pending[ri][0],
-                    (slots[~failed[later]], cs[later][~failed[later]]),
-                    ok_later[~failed[later]],
-                )
-                np.add.at(
-                    self.pending[ri][1],
-                    (slots[failed[later]], cs[later][failed[later]]),
-                    ok_later[failed[later]],
-                )
-                np.add.at(self.pending[ri][2], (slots, cs[later]), to[later])
                 self.pending_n[ri] += int(n_l.sum())
             now = ~later
             if not later_any and not cap.calls_any:  # all answered now, none failed

@@ -1,0 +1,338 @@
+"""The capacity model's compiled kernels (engine/kernels.py) against its numpy forms: the same
+results to the bit and the same draws, on the built-ins that load containers and on generated
+capacity scenarios; numpy's reduction order reproduced; when a run loads the kernels."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from probesim.engine import capacity, simulate
+from probesim.model.scenario import Scenario
+from tests.builders import builtin, scenario
+
+numba = pytest.importorskip("numba")
+kernels = pytest.importorskip("probesim.engine.kernels")
+
+
+@contextlib.contextmanager
+def forced(mode: str) -> Iterator[None]:
+    """Runs with PROBESIM_KERNELS=``mode`` (numpy, numba)."""
+    before = os.environ.get("PROBESIM_KERNELS")
+    os.environ["PROBESIM_KERNELS"] = mode
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["PROBESIM_KERNELS"]
+        else:
+            os.environ["PROBESIM_KERNELS"] = before
+
+
+@contextlib.contextmanager
+def numpy_forms() -> Iterator[None]:
+    """capacity.py's functions by their numpy forms, whatever run came before."""
+    before = capacity._active
+    capacity._active = None
+    try:
+        yield
+    finally:
+        capacity._active = before
+
+
+def both(sc: Scenario) -> tuple[str, str]:
+    """The full JSON (series, events) of ``sc`` by the numpy forms and by the kernels."""
+    out = []
+    for mode in ("numpy", "numba"):
+        with forced(mode):
+            out.append(json.dumps(simulate(sc).to_json(series=True)))
+    return out[0], out[1]
+
+
+LOADING = [
+    "gke-surge-defaults",
+    "gke-surge-tuned",
+    "patient-all-ok",
+    "patient-delays-liveness",
+    "patient-delays-readiness",
+    "patient-timeout-retry-3",
+    "patient-delays-no-probes",
+    "rollout-max-unavailable-under-load",
+]
+
+
+@pytest.mark.parametrize("name", LOADING)
+def test_the_built_ins_give_the_same_json_by_both(name: str) -> None:
+    sc = builtin(name)
+    with forced("numba"):
+        assert simulate(sc) is not None
+    numpys, kernels_ = both(sc)
+    assert numpys == kernels_
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    replicas=st.integers(1, 4),
+    cpu=st.sampled_from(["0.5ms", "5ms", "12ms", "40ms"]),
+    wall=st.sampled_from(["0ms", "3ms", "30ms"]),
+    second=st.booleans(),
+    workers=st.sampled_from([None, 1, 4, 32]),
+    queue=st.sampled_from([None, 0, 10]),
+    limit=st.sampled_from([None, "100m", "500m", "2"]),
+    probes=st.sampled_from(["shared", "separate"]),
+    warmup=st.booleans(),
+    variability=st.sampled_from([0.0, 0.3]),
+    rate=st.sampled_from([5, 40, 150, 600]),
+    timeout=st.sampled_from([None, "50ms", "1s"]),
+    calls=st.booleans(),
+    trouble=st.booleans(),
+    keep_alive=st.booleans(),
+    seed=st.integers(0, 1000),
+)
+def test_generated_capacity_runs_give_the_same_json_and_draws(
+    replicas: int,
+    cpu: str,
+    wall: str,
+    second: bool,
+    workers: int | None,
+    queue: int | None,
+    limit: str | None,
+    probes: str,
+    warmup: bool,
+    variability: float,
+    rate: int,
+    timeout: str | None,
+    calls: bool,
+    trouble: bool,
+    keep_alive: bool,
+    seed: int,
+) -> None:
+    route: dict[str, Any] = {"cpu": cpu, "wall": wall}
+    if calls:
+        route["calls"] = [{"dependency": "db", "timeout": "80ms", "retries": {"attempts": 2}}]
+        if trouble:  # a breaker, and the dependency down for a while
+            route["calls"][0]["circuitBreaker"] = {"failures": 3, "open": "4s"}
+    routes: dict[str, Any] = {"/": route, "/healthz": {"cpu": "1ms"}}
+    if second:
+        routes["/b"] = {"cpu": "2ms"}
+    cap: dict[str, Any] = {"probes": probes}
+    if workers is not None:
+        cap["workers"] = workers
+    if queue is not None:
+        cap["queue"] = queue
+    behavior: dict[str, Any] = {"routes": routes, "capacity": cap, "variability": variability}
+    if warmup:
+        behavior["warmup"] = {"for": "20s", "factor": 3}
+    traffic: list[dict[str, Any]] = [{"name": "a", "rate": rate, "keepAlive": keep_alive}]
+    if timeout is not None:
+        traffic[0]["timeout"] = timeout
+    if second:
+        traffic.append({"name": "b", "path": "/b", "rate": rate // 2 + 1})
+    resources: dict[str, Any] = {"requests": {"cpu": "100m"}}
+    if limit is not None:
+        resources["limits"] = {"cpu": limit}
+    container = {
+        "name": "app",
+        "image": "example.com/app:1",
+        "ports": [{"containerPort": 8080}],
+        "resources": resources,
+        "readinessProbe": {
+            "httpGet": {"path": "/healthz", "port": 8080},
+            "periodSeconds": 2,
+            "timeoutSeconds": 1,
+        },
+        "livenessProbe": {
+            "httpGet": {"path": "/healthz", "port": 8080},
+            "periodSeconds": 5,
+            "failureThreshold": 2,
+        },
+    }
+    spec: dict[str, Any] = {"seed": seed}
+    if calls:
+        spec["dependencies"] = {"db": {"latency": "20ms", "faults": [{"delay": "1s", "percent": 30}]}}
+        if trouble:
+            spec["dependencies"]["db"] |= {"capacity": 5, "outages": [{"at": "10s", "for": "6s"}]}
+    sc = scenario(
+        containers=[container],
+        behavior=behavior,
+        replicas=replicas,
+        duration="40s",
+        traffic=traffic,
+        spec=spec,
+    )
+    numpys, kernels_ = both(sc)
+    assert numpys == kernels_
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rows=st.integers(1, 300),
+    cols=st.integers(1, 5),
+    seed=st.integers(0, 2**31),
+    signed=st.booleans(),
+)
+def test_column_sums_add_in_numpys_order(rows: int, cols: int, seed: int, signed: bool) -> None:
+    """Row after row, except one column: pairwise (blocks of 128, eight partial sums each)."""
+    rng = np.random.default_rng(seed)
+    x = rng.random((rows, cols)) * 10.0 ** rng.integers(-6, 6, (rows, cols))
+    if signed:
+        x -= x.mean()
+    got = kernels._column_sums(x)
+    assert got.tobytes() == x.sum(axis=0).tobytes()
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 127, 128, 129, 130, 255, 256, 1000, 4097])
+def test_pairwise_sums_are_numpys(n: int) -> None:
+    a = np.random.default_rng(n).random(n) * 1e3 - 400
+    assert kernels._pairwise(a, 0, n) == a.sum()
+    if n > 3:
+        assert kernels._pairwise(a, 3, n - 3) == a[3:].sum()
+
+
+def test_nan_propagates_as_numpys_minimum_and_maximum() -> None:
+    nan = float("nan")
+    for a, b in ((nan, 1.0), (1.0, nan), (2.0, 1.0), (np.inf, 3.0)):
+        assert str(kernels._minimum(a, b)) == str(np.minimum(a, b))
+        assert str(kernels._maximum(a, b)) == str(np.maximum(a, b))
+
+
+def test_runs_take_the_kernels_once_long_enough_and_cached(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(capacity, "_kernels", None)
+    monkeypatch.setattr(capacity, "_steps_run", 0)
+    monkeypatch.setattr(capacity, "_numpy_only", False)
+    monkeypatch.setenv("PROBESIM_KERNELS", "numpy")
+    assert capacity.kernels(10**9) is None  # forced off
+    monkeypatch.setenv("PROBESIM_KERNELS", "auto")
+    # A short run stays with numpy and counts its steps; with those before, a long one loads them.
+    assert capacity.kernels(capacity.KERNEL_STEPS // 2) is None
+    assert capacity._steps_run == capacity.KERNEL_STEPS // 2
+    assert capacity.kernels(capacity.KERNEL_STEPS // 2) is kernels
+    assert capacity.kernels(1) is kernels  # taken once, every run after
+
+
+def test_the_current_run_says_which_forms_serve_it() -> None:
+    sc = builtin("rollout-max-unavailable-under-load")
+    for mode, expected in (("numpy", None), ("numba", kernels), ("numpy", None)):
+        with forced(mode):
+            simulate(sc)
+            assert capacity.loaded_kernels() is expected
+
+
+def test_a_cold_cache_keeps_the_numpy_forms_unless_forced(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(capacity, "_kernels", None)
+    monkeypatch.setattr(capacity, "_numpy_only", False)
+    monkeypatch.setattr(kernels, "cached", lambda: False)
+    monkeypatch.setenv("PROBESIM_KERNELS", "auto")
+    assert capacity.kernels(10**9) is None  # compiling would take seconds of the user's run
+    assert capacity.kernels(10**9) is None  # and is not tried again
+    monkeypatch.setenv("PROBESIM_KERNELS", "numba")
+    assert capacity.kernels(1) is kernels
+
+
+def test_the_warm_up_leaves_every_kernel_in_the_cache() -> None:
+    from probesim.kernel_cache import warm_up
+
+    assert warm_up()
+    assert kernels.cached()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    n=st.integers(1, 60),
+    states=st.integers(1, 40),
+    seed=st.integers(0, 2**31),
+)
+def test_state_groups_are_the_numpy_forms(n: int, states: int, seed: int) -> None:
+    """The same keys (0.1 ms, sigma to 0.001, ties rounded to even), order, firsts and inverse,
+    with few states (the numpy form's shortcut) and many."""
+    rng = np.random.default_rng(seed)
+    pick = rng.integers(0, states, n)
+    d = (rng.integers(0, 5000, states) / 20.0)[pick]  # .05 steps: ties at the rounding
+    s = (rng.random(states) * 300.0)[pick]
+    sigma = rng.choice([0.0, 0.3, 0.0005, 0.0015], states)[pick]
+    with numpy_forms():
+        first, inv = capacity.state_groups(d, s, sigma)
+    got_first, got_inv = kernels.state_groups(d, s, sigma)
+    assert got_first.tolist() == first.tolist()
+    assert got_inv.tolist() == inv.tolist()
+
+
+def test_state_bits_tell_minus_zero_and_nan_apart_as_the_bit_compare_does() -> None:
+    first, inv = np.array([0]), np.array([0, 0])
+    ones = np.ones(2)
+    same, rep = kernels.state_bits(np.array([1.5, 1.5]), ones, ones, first, inv)
+    assert same and rep.tolist() == np.stack([[1.5], [1.0], [1.0]]).view(np.int64).tolist()
+    assert not kernels.state_bits(np.array([0.0, -0.0]), ones, ones, first, inv)[0]  # == says equal
+    nan = np.array([np.nan, np.nan])
+    assert kernels.state_bits(nan, ones, ones, first, inv)[0]  # == says different
+
+
+def test_states_spread_their_chance_of_a_timeout_as_the_numpy_form() -> None:
+    inv = np.array([0, 1, 1, 2, 0])
+    p, draw, which = kernels.spread_states(np.array([0.0, 0.5, 1.5]), inv)
+    assert which == 2 and p.tolist() == [0.0, 0.5, 0.5, 1.0, 0.0] and draw.tolist() == [1, 2, 3]
+    p, _, which = kernels.spread_states(np.array([0.2, 0.5, 1.0]), inv)
+    assert which == 1 and p.tolist() == [0.2, 0.5, 0.5, 1.0, 0.2]
+    assert kernels.spread_states(np.array([0.0, -0.1, 0.0]), inv)[2] == 0
+
+
+def test_without_numba_the_numpy_forms_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    import probesim.engine
+
+    monkeypatch.setattr(capacity, "_kernels", None)
+    monkeypatch.setattr(capacity, "_numpy_only", False)
+    monkeypatch.delitem(sys.modules, "probesim.engine.kernels")
+    monkeypatch.delattr(probesim.engine, "kernels")
+    monkeypatch.setitem(sys.modules, "numba", None)  # import numba: ImportError
+    sc = builtin("rollout-max-unavailable-under-load")
+    with forced("numba"):
+        assert capacity.kernels(10**9) is None
+        result = json.dumps(simulate(sc).to_json(series=True))
+        assert capacity.loaded_kernels() is None
+    with forced("numpy"):
+        assert result == json.dumps(simulate(sc).to_json(series=True))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    a=st.lists(
+        st.floats(allow_nan=True, allow_infinity=True, width=64) | st.sampled_from([0.0, 0.5, 1.0]),
+        max_size=40,
+    ),
+    keys=st.lists(
+        st.floats(allow_nan=True, width=64) | st.sampled_from([0.0, 0.5, 0.99, 1.0]), min_size=1, max_size=6
+    ),
+    ordered=st.booleans(),
+)
+def test_searchsorted_is_numpys_even_on_unsorted_input(
+    a: list[float], keys: list[float], ordered: bool
+) -> None:
+    """The same index as numpy's binary search, which keeps its bounds from the key before:
+    on a CDF a rounding error may leave out of order."""
+    arr = np.array(sorted(a) if ordered else a, np.float64)
+    k = np.array(keys, np.float64)
+    assert kernels.searchsorted(arr, k).tolist() == np.searchsorted(arr, k).tolist()
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 2**31), jitter=st.booleans())
+def test_grid_quantiles_are_the_numpy_forms(seed: int, jitter: bool) -> None:
+    rng = np.random.default_rng(seed)
+    mix = np.cumsum(rng.random(capacity.GRID.size) * (rng.random(capacity.GRID.size) < 0.2))
+    mix /= max(mix[-1], 1e-300)
+    if jitter:  # a CDF a few ulps out of order, as sums of rows leave it
+        mix[rng.integers(0, mix.size, 5)] -= 1e-16
+    qs = (0.5, 0.95, 0.99, 1 - 0.5 / int(rng.integers(1, 10_000)))
+    with numpy_forms():
+        want = capacity.grid_quantiles(mix, qs)
+    assert kernels.grid_quantiles(mix, np.array(qs), capacity.GRID).tolist() == want
