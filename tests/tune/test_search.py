@@ -172,7 +172,7 @@ def test_two_studies_with_different_seeds_agree_on_every_objective(tmp_path: Pat
     requests, needless restarts and budgets spent of the two recommendations agree within 10 %,
     and each recommendation cures the hang within 90 s, makes a new pod Ready within 10 s of its
     app answering, costs at most a probe a second per pod and passes probesim check --fail-on
-    warning. About a minute a study on one core (docs/tune.md, "Convergence")."""
+    warning. 50–65 s a study on 2 cores (docs/tune.md, "Convergence")."""
     (tmp_path / "web.yaml").write_text(SLOW)
     recs = []
     for seed in (1, 2):
