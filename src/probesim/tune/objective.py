@@ -9,13 +9,17 @@ A setting is judged on the figures an SRE weighs, each to be minimised:
   (when the scenario scripts deadlocks or crashes for the workload, which the stresses run too,
   restarts are left out of the count);
 - **hung pod out of service**: the tuner scripts a deadlock — pod 0's containers hang for good
-  at a set age, after the start-up ramp, while traffic runs; a restart cures it — and measures
-  how long until the pod is out of service: it leaves the Service's endpoints (NotReady), a probe kills its
-  container, or every client's sidecar has ejected it;
-- **replicas back**: in that same run, how long until the workload has all its replicas Ready
-  again. Only a restart cures a deadlock, so a setting whose liveness never acts scores the cap
-  here however fast readiness takes the pod out: liveness is priced for what it cures, not only
-  for the restarts it costs;
+  after the start-up ramp, while traffic runs; a restart cures it — and measures how long until
+  the pod is out of service: it leaves the Service's endpoints (NotReady), a probe kills its
+  container, or every client's sidecar has ejected it. The hang falls at the worst moment for
+  the probe that takes the pod out (readiness, else liveness): the step after one of its checks
+  passed, the first at or after a set age (:func:`_worst_moment`). A hang at a fixed age would
+  be the best moment for a period that divides it and a worse one for another: the figure would
+  follow the arithmetic of the age, not the setting;
+- **replicas back**: how long until the workload has all its replicas Ready again after such a
+  hang, at the worst moment for the liveness probe (the one that cures it). Only a restart cures
+  a deadlock, so a setting whose liveness never acts scores the cap here however fast readiness
+  takes the pod out: liveness is priced for what it cures, not only for the restarts it costs;
 - **time to Ready**: in the stress suite's baseline, how long after its app answers the last of
   the workload's first pods becomes Ready (what every rollout and scale-up waits for);
 - **probe load**: probe requests per second per pod once started (readiness and liveness,
@@ -88,6 +92,8 @@ class RunFigures:
     detection_ms: int | None = None  # hung run only; None: not out of service within the cap
     recovery_ms: int | None = None  # hung run only: all replicas Ready again after the hang's cure
     all_ready_ms: int | None = None  # all replicas first Ready (None: never)
+    hang_at_ms: int | None = None  # hung run only: when pod 0 hung (its containers' age)
+    recovery_hang_at_ms: int | None = None  # ... in the run recovery_ms is read from
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -250,9 +256,40 @@ def _hung(base: dict[str, Any], workload: str, containers: list[str], mesh: bool
     return Run("hung pod", "hung", sc, workload, hang_at, False, hosts, clients)
 
 
+PHASE_MS = 75_000  # after the scripted hang: enough for any probe's first failure (period + timeout)
+
+
 def measure(run: Run) -> RunFigures:
-    """One run simulated and read (a top-level function: it runs in worker processes)."""
-    r = simulate(run.scenario)
+    """One run simulated and read (a top-level function: it runs in worker processes). The hung
+    run is first simulated just past the scripted hang, to read when pod 0's probes tick; then
+    with the hang at the worst moment for readiness (the run's figures) and for liveness (the
+    time until all replicas are Ready again); the time out of service is the later of the two."""
+    if run.kind != "hung":
+        return _read(run, simulate(run.scenario))
+    first = simulate(run.scenario.cut_to(run.hang_at_ms + PHASE_MS))
+    runs: dict[int, tuple[Run, Any]] = {}
+
+    def at(kind: ProbeKind) -> tuple[Run, Any]:
+        moved = _worst_moment(run, first, kind)
+        if moved.hang_at_ms not in runs:
+            runs[moved.hang_at_ms] = (moved, simulate(moved.scenario))
+        return runs[moved.hang_at_ms]
+
+    out, back = at("readiness"), at("liveness")
+    fig = _read(*out)
+    if back is out:
+        return fig
+    other = _read(*back)
+    # Out of service by whichever probe acts first: the later of the two runs' times (each
+    # probe's worst moment may be the other's lucky one).
+    ds = (fig.detection_ms, other.detection_ms)
+    detection = None if None in ds else max(d for d in ds if d is not None)
+    return replace(
+        fig, detection_ms=detection, recovery_ms=other.recovery_ms, recovery_hang_at_ms=back[0].hang_at_ms
+    )
+
+
+def _read(run: Run, r: Any) -> RunFigures:
     ws = r.workload(run.workload)
     offered = sum(x.offered for x in r.routes)
     failed = sum(x.failed_total for x in r.routes)
@@ -269,9 +306,53 @@ def measure(run: Run) -> RunFigures:
         recovery = _all_ready_again(r, run.workload, pod, run.hang_at_ms, w.spec.replicas)
     restarts = ws.total_restarts
     counted = restarts if run.count_restarts else 0
+    hung = run.kind == "hung"
     return RunFigures(
-        run.label, run.kind, offered, failed, restarts, counted, flaps, detection, recovery, ws.all_ready_ms
-    )
+        run.label, run.kind, offered, failed, restarts, counted, flaps, detection, recovery, ws.all_ready_ms,
+        run.hang_at_ms if hung else None, run.hang_at_ms if hung else None,
+    )  # fmt: skip
+
+
+ProbeKind = Literal["readiness", "liveness"]
+# How the kubelet's prober says a check timed out (HTTP, exec, gRPC): a check on the hung process.
+TIMED_OUT = ("context deadline exceeded", "timed out after", "did not complete within")
+
+
+def _worst_moment(run: Run, r: Any, kind: ProbeKind) -> Run:
+    """The hung run with pod 0's hang moved to the worst moment at or after it for its ``kind``
+    probe (readiness: the one that takes it out of service; liveness: the one that cures it),
+    else the other: the step after a check that passed, so the hang is missed until the next
+    tick, a full period later. That check's tick is read from ``r`` (the run simulated past the
+    hang): the probe's first timed-out check after the hang, less its timeout. ``run`` itself when it
+    already hung there, or there is no single such probe (several containers' probes tick apart)
+    or no failure of it to read the tick from."""
+    w = next(x for x in run.scenario.workloads if x.name == run.workload)
+    ready = [c.readiness_probe for c in w.pod_spec.containers if c.readiness_probe is not None]
+    live = [c.liveness_probe for c in w.pod_spec.containers if c.liveness_probe is not None]
+    first, other = (ready, live) if kind == "readiness" else (live, ready)
+    probes, which = (first, kind) if first else (other, "liveness" if kind == "readiness" else "readiness")
+    if len(probes) != 1:
+        return run
+    pod = f"pod/{pod_names_of(w)[0]}"
+    fails = [
+        e.time_ms
+        for e in r.events
+        if e.object == pod
+        and e.reason == "Unhealthy"
+        and e.time_ms > run.hang_at_ms
+        and e.message.startswith(f"{which.capitalize()} probe failed")
+        and any(said in e.message for said in TIMED_OUT)
+    ]
+    if not fails:
+        return run
+    at = fails[0] - probes[0].timeout_seconds * 1000 + run.scenario.spec.step
+    if at <= run.hang_at_ms:
+        return run
+    doc = run.scenario.model_dump(mode="json", by_alias=True, exclude_none=True)
+    for b in doc["spec"]["behavior"][run.workload]["pods"][-1]["containers"].values():
+        b["episodes"][-1]["after"] = f"{at}ms"  # the deadlock _hung scripted
+    doc["spec"]["duration"] = f"{at + DETECTION_CAP_MS}ms"
+    return replace(run, scenario=Scenario.model_validate(doc), hang_at_ms=at)
 
 
 def _all_ready_again(r: Any, workload: str, pod: str, at: int, replicas: int) -> int | None:

@@ -9,17 +9,29 @@ used as ``min(timeout, period - 1)`` (at least 1: a probe that outlives its peri
 the next one, and probesim check warns of it), the
 liveness and startup ``successThreshold`` stay 1, a new startup probe copies the liveness probe's
 handler (the same check, now gating liveness until the app has started).
+
+So do the constraints ``probesim check``'s probe rules put on timings (the probe-timing model of
+``analysis/rules/timing.py``): every sampled setting is *repaired* onto the nearest setting they
+accept (:meth:`Space.repair`) — periods of 2 s or more and timeouts below them (PS011), an exec
+probe's timeout above 1 s (PS015), liveness's failureThreshold 2 or more (PS010), readiness that
+takes a failing pod out within the detection target (PS019), liveness that acts and has the
+container back within the targets (PS014) and outlasts readiness (PS003, PS005) — so every trial
+is one the recommendation may pick. :func:`params_of` gives the parameters that rebuild a
+repaired setting (the local search and the seeded trials enqueue them).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import optuna
 
+from probesim.analysis.context import Thresholds
+from probesim.analysis.rules.timing import Timing, exec_timeout_short, outlasted, timeout_not_below_period
 from probesim.mesh.istio import DestinationRule
-from probesim.model.kubernetes import Probe, Workload
+from probesim.model.duration import parse_ms
+from probesim.model.kubernetes import Container, Probe, Workload
 
 ProbeKind = Literal["readiness", "liveness", "startup"]
 FIELD_OF: dict[ProbeKind, str] = {
@@ -37,38 +49,52 @@ class Bound:
     log: bool = False
     step: int = 1
 
+    def nearest(self, v: int) -> int:
+        """The value the bound allows nearest to ``v`` (within it, on its steps)."""
+        v = min(max(int(v), self.low), self.high)
+        return self.low + round((v - self.low) / self.step) * self.step
+
 
 # Bounds, in seconds or counts (docs/tune.md explains each). Periods and the startup probe's
-# threshold span orders of magnitude: sampled on a log scale.
+# threshold span orders of magnitude: sampled on a log scale. Periods start at 2 s (a timeout,
+# at least 1 s, must stay below the period: PS011), liveness's failureThreshold at 2 (PS010).
 PROBE_BOUNDS: dict[ProbeKind, dict[str, Bound]] = {
     "readiness": {
-        "periodSeconds": Bound(1, 30, log=True),
+        "periodSeconds": Bound(2, 30, log=True),
         "timeoutSeconds": Bound(1, 10),
         "failureThreshold": Bound(1, 10),
         "successThreshold": Bound(1, 3),
         "initialDelaySeconds": Bound(0, 60, step=5),
     },
     "liveness": {
-        "periodSeconds": Bound(1, 60, log=True),
+        "periodSeconds": Bound(2, 60, log=True),
         "timeoutSeconds": Bound(1, 10),
-        "failureThreshold": Bound(1, 10),
+        "failureThreshold": Bound(2, 10),
         "initialDelaySeconds": Bound(0, 300, step=5),
     },
     "startup": {
-        "periodSeconds": Bound(1, 30, log=True),
+        "periodSeconds": Bound(2, 30, log=True),
         "timeoutSeconds": Bound(1, 10),
         "failureThreshold": Bound(1, 60, log=True),
     },
 }
-# Istio's outlierDetection; durations in seconds.
+# Istio's outlierDetection; durations in seconds. Not ejecting on a single 5xx (PS022); at most
+# 90 % ejected unless the rule sets minHealthPercent (PS021).
 OUTLIER_BOUNDS: dict[str, Bound] = {
-    "consecutive5xxErrors": Bound(1, 20),
+    "consecutive5xxErrors": Bound(2, 20),
     "consecutiveGatewayErrors": Bound(1, 20),
     "interval": Bound(1, 60, log=True),
     "baseEjectionTime": Bound(5, 300, log=True),
     "maxEjectionPercent": Bound(10, 100, step=10),
 }
 OUTLIER_SECONDS = ("interval", "baseEjectionTime")
+# Istio's values for the fields a rule leaves out (seconds for durations).
+OUTLIER_DEFAULTS = {
+    "consecutive5xxErrors": 5,
+    "interval": 10,
+    "baseEjectionTime": 30,
+    "maxEjectionPercent": 10,
+}
 
 
 def timings(p: Probe) -> dict[str, int]:
@@ -155,7 +181,51 @@ class Space:
                 mine["startupProbe"] = {**handler(live), **new}
             if mine:
                 probes[c.name] = mine
-        return Setting(probes, self._outlier(trial))
+        return self.repair(Setting(probes, self._outlier(trial)))
+
+    def repair(self, setting: Setting) -> Setting:
+        """``setting`` moved onto the nearest timings ``probesim check``'s probe rules accept
+        (the module's docstring lists them; unchanged when they already do)."""
+        probes = {c: {f: dict(t) for f, t in ps.items()} for c, ps in setting.probes.items()}
+        grace = self.workload.pod_spec.termination_grace_period_seconds
+        for c in self.workload.pod_spec.containers:
+            if c.name in probes:
+                _repair_container(c, probes[c.name], grace)
+        outlier = dict(setting.outlier) if setting.outlier is not None else None
+        if (
+            outlier is not None
+            and outlier.get("maxEjectionPercent") == 100
+            and not outlier.get("minHealthPercent")
+        ):
+            outlier["maxEjectionPercent"] = 90  # PS021: not every host ejected at once
+        return Setting(probes, outlier)
+
+    def params_of(self, setting: Setting) -> dict[str, Any]:
+        """The parameters from which :meth:`sample` rebuilds ``setting`` (a repaired one; values
+        off the bounds or their steps are put on the nearest they allow), in sampling order."""
+        out: dict[str, Any] = {}
+        for c in self.workload.pod_spec.containers:
+            mine = setting.probes.get(c.name, {})
+            for kind in ("readiness", "liveness", "startup"):
+                if c.probe(kind) is not None:
+                    for name, b in PROBE_BOUNDS[kind].items():
+                        out[f"{c.name}.{kind}.{name}"] = b.nearest(mine[FIELD_OF[kind]][name])
+            added = mine.get("startupProbe")
+            if c.liveness_probe is not None and c.startup_probe is None:
+                out[f"{c.name}.startup.add"] = added is not None
+            if added is not None and c.startup_probe is None:
+                for name, b in PROBE_BOUNDS["startup"].items():
+                    out[f"{c.name}.startup.{name}"] = b.nearest(added[name])
+        od = setting.outlier
+        if self.rule is not None and self.current_outlier() is None:
+            out["outlier.add"] = od is not None
+        if self.rule is not None and od is not None:
+            for name, b in OUTLIER_BOUNDS.items():
+                if name == "consecutiveGatewayErrors" and name not in od:
+                    continue
+                v = od.get(name, OUTLIER_DEFAULTS.get(name, b.low))
+                out[f"outlier.{name}"] = b.nearest(parse_ms(v) // 1000 if isinstance(v, str) else int(v))
+        return out
 
     def _outlier(self, trial: optuna.Trial | optuna.trial.FixedTrial) -> dict[str, Any] | None:
         if self.rule is None:
@@ -187,3 +257,72 @@ def _probe(
     if kind != "readiness":
         out["successThreshold"] = 1
     return out
+
+
+DEFAULT_THRESHOLDS = Thresholds()  # what probesim check judges by without a .probesim.yaml
+
+
+def _below_period(t: Timing) -> Timing:
+    """A timeout below the period (PS011), above 1 s for an exec probe (PS015)."""
+    least = 2 if t.exec else 1
+    period = max(t.period, least + 1)
+    t = replace(t, period=period, timeout=min(max(t.timeout, least), period - 1))
+    assert not timeout_not_below_period(t) and not exec_timeout_short(t)
+    return t
+
+
+def _within(t: Timing, room: int, least: int) -> Timing:
+    """``t`` acting within ``room`` seconds (its act_s): failureThreshold lowered (to ``least``
+    at most), then the period."""
+    if t.act_s <= room:
+        return t
+    t = replace(t, failure=max(least, (room - t.timeout) // t.period))
+    if t.act_s > room:
+        t = _below_period(replace(t, period=max(2, (room - t.timeout) // t.failure)))
+    return t
+
+
+def _repair_container(c: Container, mine: dict[str, dict[str, Any]], pod_grace: int) -> None:
+    """One container's probe timings (``mine``, by probe field) onto what the probe rules accept,
+    in place: each probe's timeout (PS011, PS015); readiness within the detection target
+    (PS019); liveness's failureThreshold at least 2 (PS010), acting within the detection target
+    and back within the restart target (PS014), and outlasting readiness (PS003, PS005) — by a
+    higher liveness failureThreshold where the targets leave room, else by readiness yielding, as
+    the rules' own fix does. A setting no timing within the bounds makes pass is left to the
+    check filter."""
+    th = DEFAULT_THRESHOLDS
+    det = th.detection_target_ms // 1000
+    got: dict[ProbeKind, Timing] = {}
+    for kind in ("readiness", "liveness", "startup"):
+        f = mine.get(FIELD_OF[kind])
+        probe = c.probe(kind) or (c.liveness_probe if kind == "startup" else None)
+        if f is None or probe is None:
+            continue
+        t = replace(Timing.of(probe), period=f["periodSeconds"], timeout=f["timeoutSeconds"],
+                    failure=f["failureThreshold"])  # fmt: skip
+        got[kind] = _below_period(t)
+    r = got.get("readiness")
+    if r is not None:
+        r = got["readiness"] = _within(r, det, 1)
+    live = got.get("liveness")
+    if live is not None:
+        live = replace(live, failure=max(live.failure, 2))
+        grace = live.grace if live.grace is not None else pod_grace
+        room = min(det, th.restart_target_ms // 1000 - max(grace, 2))
+        live = got["liveness"] = _within(live, room, 2)
+        if r is not None and outlasted(live, r):
+            same = 1 if live.check == r.check else 0  # the same check: liveness must outlast it strictly
+            want = -(-(r.budget + same) // live.period)
+            if (
+                want <= PROBE_BOUNDS["liveness"]["failureThreshold"].high
+                and live.period * want + live.timeout <= room
+            ):
+                got["liveness"] = replace(live, failure=want)
+            else:
+                r = replace(r, failure=max(1, (live.budget - same) // r.period))
+                if outlasted(live, r):
+                    r = _below_period(replace(r, period=max(2, (live.budget - same) // r.failure)))
+                got["readiness"] = r
+    for kind, t in got.items():
+        f = mine[FIELD_OF[kind]]
+        f.update(periodSeconds=t.period, timeoutSeconds=t.timeout, failureThreshold=t.failure)

@@ -1,12 +1,17 @@
 """The search: an Optuna study kept in a database, one trial at a time, and its answer.
 
-The sampler is Optuna's multi-objective TPE (multivariate, grouped, so a startup probe that is
-added or not keeps its own parameters apart), the first ``STARTUP_TRIALS`` trials drawn at
-random. It is made afresh for every trial with a seed derived from ``--seed`` and the trial's
-number: what a trial samples depends only on the seed and the trials already in the study, so a
-study grown in two runs of 5 trials holds the same trials as one grown in a single run of 10.
-Trials run one after another (the runs inside a trial run in parallel), which keeps that true
-whatever the number of workers.
+Every trial's setting is repaired onto what probesim check's probe rules accept (``space``), so
+every trial is one the recommendation may pick. The first trials are seeded (the current
+setting, the rules' own fix), the rest up to ``STARTUP_TRIALS`` drawn at random, and from then
+on each is a move of a local search around the best setting so far, or, once that is a local
+optimum, Optuna's multi-objective TPE's (multivariate, grouped, so a startup probe that is added
+or not keeps its own parameters apart) — ``search`` says how. The sampler is made afresh for
+every trial with a seed derived from ``--seed`` and the trial's number: what a trial samples
+depends only on the seed and the trials already in the study, so a study grown in two runs of 5
+trials holds the same trials as one grown in a single run of 10. A setting already simulated is
+not simulated again (its figures are copied: the simulation is deterministic). Trials run one
+after another (the runs inside a trial run in parallel), which keeps that true whatever the
+number of workers.
 
 The study lives in Optuna's RDB storage (SQLite at ``.probesim/tune.db`` unless ``--storage``
 names another URL), under a name derived from what was tuned: the scenario and objects as
@@ -30,17 +35,18 @@ import yaml
 
 from probesim.analysis.findings import SEVERITY_RANK
 from probesim.errors import InputError
+from probesim.model.kubernetes import Workload
+from probesim.tune import search
 from probesim.tune.inputs import TuneInputs
 from probesim.tune.objective import OBJECTIVES, Executor, Figures, budget_cost, evaluate, plan
-from probesim.tune.patch import patched_rule, patched_workload
+from probesim.tune.patch import patched_rule, patched_workload, strategic_merge
+from probesim.tune.search import FAILURE_SLACK, FAILURE_TOLERANCE, STARTUP_TRIALS, setting_key
 from probesim.tune.space import TIMINGS, Setting, Space
 
-SPACE_VERSION = 4  # bump when the space or the objectives change: older studies are not mixed in
-STARTUP_TRIALS = 10
+SPACE_VERSION = 5  # bump when the space or the objectives change: older studies are not mixed in
 DEFAULT_TRIALS = 80
 DEFAULT_STORAGE = ".probesim/tune.db"
-FAILURE_TOLERANCE = 0.01  # failures within 1 % (or 5 requests) of the fewest count as equal
-FAILURE_SLACK = 5
+__all__ = ["FAILURE_SLACK", "FAILURE_TOLERANCE", "STARTUP_TRIALS"]
 
 
 @dataclass(frozen=True)
@@ -121,9 +127,27 @@ def open_study(name: str, storage: str) -> optuna.Study:
         ) from None
 
 
-def _row(t: optuna.trial.FrozenTrial) -> Row:
-    s = t.user_attrs["setting"]
-    return Row(t.number, Setting(s["probes"], s["outlier"]), Figures.from_json(t.user_attrs["figures"]))
+def rules_fix(inputs: TuneInputs, space: Space) -> Setting | None:
+    """The setting ``probesim check``'s own fixes make of the current one (every patch of the
+    workload's findings applied, as the re-check property applies them), repaired; None when
+    check finds nothing to fix."""
+    w = inputs.workload
+    doc = w.model_dump(mode="json", by_alias=True, exclude_none=True)
+    patches = [
+        f.patch
+        for f in _report(inputs, space, space.current()).findings
+        if f.patch is not None and f.patch_type == "strategic" and f.obj == f"{w.kind}/{w.name}"
+    ]
+    if not patches:
+        return None
+    for patch in patches:
+        doc = strategic_merge(doc, patch)
+    fixed = Space(Workload.model_validate(doc), inputs.rule).current()
+    mine = {
+        c: {f: t for f, t in ps.items() if f in space.current().probes.get(c, {})}
+        for c, ps in fixed.probes.items()
+    }
+    return space.repair(Setting(mine, space.current_outlier()))
 
 
 def run(
@@ -141,6 +165,18 @@ def run(
     space = Space(inputs.workload, inputs.rule)
     current = space.current()
     study = open_study(name, storage)
+    # What check warns of today that is not about probes (a missing CPU request, say): no probe
+    # setting causes or cures it. A patch passes when check warns of nothing else: no warning on
+    # a probe, none new; on a workload clean but for its probes, check --fail-on warning passes.
+    warned = {f for f in check_findings(inputs, space, current) if not _about_probes(f)}
+
+    def passes(s: Setting) -> bool:
+        return check_findings(inputs, space, s) <= warned
+
+    fix = rules_fix(inputs, space)
+    seeds = [space.repair(current), *([fix] if fix else []), space.repair(search.api_defaults(current))]
+    seeds = list({setting_key(s): s for s in seeds}.values())
+    read: dict[int, search.Done] = {}
     start = time.monotonic()
     added = 0
     timed_out = False
@@ -148,33 +184,37 @@ def run(
         if timeout_s is not None and time.monotonic() - start >= timeout_s:
             timed_out = True
             break
-        study.sampler = _sampler(seed, len(study.get_trials(deepcopy=False)))
+        every = study.get_trials(deepcopy=False)
+        for t in every:
+            if t.state == optuna.trial.TrialState.COMPLETE and t.number not in read:
+                read[t.number] = search.read(t, passes)
+        done = [read[n] for n in sorted(read)]
+        if not any(t.state == optuna.trial.TrialState.WAITING for t in every):
+            nxt = search.next_trial(space, done, len(every), seeds)
+            if nxt is not None:
+                study.enqueue_trial(nxt[0], user_attrs=nxt[1])
+        study.sampler = _sampler(seed, len(every))
         trial = study.ask()
         try:
             setting = space.sample(trial)
-            figures = evaluate(plan(inputs, space, setting), executor)
+            known = next((d.figures for d in done if setting_key(d.setting) == setting_key(setting)), None)
+            figures = known or evaluate(plan(inputs, space, setting), executor)
         except BaseException:
             study.tell(trial, state=optuna.trial.TrialState.FAIL)
             raise
         trial.set_user_attr("setting", {"probes": setting.probes, "outlier": setting.outlier})
         trial.set_user_attr("figures", figures.to_json())
+        trial.set_user_attr("eligible", passes(setting))
         study.tell(trial, list(figures.values()))
         added += 1
         if on_trial is not None:
             on_trial(added, Row(trial.number, setting, figures))
     now = Row(None, current, evaluate(plan(inputs, space, current), executor))
-    done = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
-    # What check warns of today that is not about probes (a missing CPU request, say): no probe
-    # setting causes or cures it. A patch passes when check warns of nothing else: no warning on
-    # a probe, none new; on a workload clean but for its probes, check --fail-on warning passes.
-    warned = {f for f in check_findings(inputs, space, current) if not _about_probes(f)}
-
-    def passes(r: Row) -> bool:
-        return check_findings(inputs, space, r.setting) <= warned
-
+    done_trials = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+    rows = [search.read(t, passes) for t in done_trials]
     # Only settings whose patch check passes are offered: the front is theirs (and the current's).
-    front = pareto([now, *(r for r in (_row(t) for t in done) if passes(r))])
-    recommended, why = recommend(front)
+    front = pareto([now, *(Row(d.number, d.setting, d.figures) for d in rows if d.eligible)])
+    recommended, why = recommend(front, current=current)
     trials_front = [r for r in front if r.number is not None]
     on_front = len(trials_front) < len(front)
     reasons = justify(inputs, space, recommended, now, executor) if recommended is not None else []
@@ -182,7 +222,7 @@ def run(
     return Outcome(
         name,
         storage,
-        len(done),
+        len(done_trials),
         added,
         timed_out,
         now,
@@ -302,6 +342,14 @@ def check_findings(inputs: TuneInputs, space: Space, setting: Setting) -> set[tu
     """What ``probesim check`` (its public entry point, every rule as it stands) warns of, or
     worse, on the workload patched to ``setting`` beside its Services and DestinationRule: the
     (rule, object, container) of each finding."""
+    return {
+        (f.rule.id, f.obj, f.container, f.field, f.message)
+        for f in _report(inputs, space, setting).findings
+        if SEVERITY_RANK[f.severity] >= SEVERITY_RANK["warning"]
+    }
+
+
+def _report(inputs: TuneInputs, space: Space, setting: Setting) -> Any:
     from probesim.analysis.check import check
     from probesim.manifests.yamlsrc import load_docs
 
@@ -315,14 +363,7 @@ def check_findings(inputs: TuneInputs, space: Space, setting: Setting) -> set[tu
     if rule is not None:
         d = rule.model_dump(mode="json", by_alias=True, exclude_none=True)
         docs.append({"apiVersion": "networking.istio.io/v1", "kind": "DestinationRule", **d})
-    report = check(
-        [], scenario_docs=list(load_docs(yaml.safe_dump_all(docs, sort_keys=False), "patched.yaml"))
-    )
-    return {
-        (f.rule.id, f.obj, f.container, f.field, f.message)
-        for f in report.findings
-        if SEVERITY_RANK[f.severity] >= SEVERITY_RANK["warning"]
-    }
+    return check([], scenario_docs=list(load_docs(yaml.safe_dump_all(docs, sort_keys=False), "patched.yaml")))
 
 
 def _about_probes(finding: tuple[str, str, str, str, str]) -> bool:
@@ -341,22 +382,28 @@ def pareto(rows: list[Row]) -> list[Row]:
     return sorted(front, key=lambda r: (*r.figures.values(), -1 if r.number is None else r.number))
 
 
-def recommend(front: list[Row], passes: Callable[[Row], bool] | None = None) -> tuple[Row | None, str]:
+def recommend(
+    front: list[Row], passes: Callable[[Row], bool] | None = None, current: Setting | None = None
+) -> tuple[Row | None, str]:
     """The front's setting with the fewest failed requests (within 1 % or 5 requests of the
     fewest), then the fewest needless restarts, then the least spent of the budgets for a hung
     pod's recovery, a new pod's time to Ready and probe load (``budget_cost``), among those whose
     patch ``passes`` (probesim check: the current setting always does, as it is what is
-    deployed); None when that is the current setting."""
-    fewest = min(r.figures.failed for r in front)
-    slack = max(FAILURE_SLACK, int(FAILURE_TOLERANCE * fewest))
+    deployed); None when that is the current setting. Ties go to the current setting, then to
+    the patch that changes fewest values (from ``current``), then by the setting itself: never
+    by trial number, which depends on the seed."""
+    order_by = search.ranked([r.figures for r in front])
+    fewest, slack = order_by.fewest, order_by.slack
     close = [r for r in front if r.figures.failed <= fewest + slack]
     least = min(r.figures.restarts for r in close)
-    close = [r for r in close if r.figures.restarts == least]
+
+    def changes(r: Row) -> int:
+        return len(_changes(current, r.setting)) if current is not None else 0
+
     order = sorted(
         close,
-        key=lambda r: (round(budget_cost(r.figures), 6), r.figures.detection_s, r.figures.failed,
-                       r.number is not None, r.number or 0),
-    )  # fmt: skip
+        key=lambda r: order_by.key(r.figures, (r.number is not None, changes(r), setting_key(r.setting))),
+    )
     best = next((r for r in order if r.number is None or passes is None or passes(r)), order[0])
     if best.number is None:
         return None, (
