@@ -131,3 +131,84 @@ def test_without_a_prometheus_the_error_is_one_line_naming_what_to_do(
     monkeypatch.setattr(prom.shutil, "which", lambda _: None)
     with pytest.raises(InputError, match="run make setup"):
         prom.prometheus_binary()
+
+
+WEB = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - name: app
+          image: shop/web:1.4
+          ports: [{containerPort: 8080, name: http}]
+          resources: {requests: {cpu: 500m}, limits: {cpu: "1"}}
+          readinessProbe:
+            httpGet: {path: /healthz, port: http}
+            periodSeconds: 1
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  selector: {app: web}
+  ports: [{port: 80, targetPort: http}]
+"""
+
+SCENARIO = """\
+apiVersion: probesim.dev/v1alpha1
+kind: Scenario
+metadata: {name: telemetry-round-trip}
+manifests: [k8s/web.yaml]
+spec:
+  duration: 48s
+  behavior:
+    web:
+      containers:
+        app:
+          start: 20s
+          routes: {/api: {cpu: 20ms}}
+  traffic:  # 15 requests/s, then 45 from 35 s: the CPU per request from the change
+    - {name: base, path: /api, rate: 15, start: 22s, timeout: 10s}
+    - {name: surge, path: /api, rate: 30, start: 35s, timeout: 10s}
+"""
+
+
+@needs_prometheus
+def test_round_trip_lab_prometheus_fit_recovers_the_start_and_the_cost(tmp_path: Path) -> None:
+    """A lab run of a known behaviour (the app answers 20 s after its start, a request costs
+    20 ms of CPU), scraped by a real Prometheus, saved and fitted: both values within 15 %."""
+    import json
+    import subprocess
+    import sys
+
+    (tmp_path / "k8s").mkdir()
+    (tmp_path / "k8s" / "web.yaml").write_text(WEB)
+    (tmp_path / "s.yaml").write_text(SCENARIO)
+    probesim = str(Path(sys.executable).parent / "probesim")
+    out = tmp_path / "telemetry"
+    lab = subprocess.run([probesim, "lab", str(tmp_path / "s.yaml"), "--prometheus", str(out), "--json"],
+                         capture_output=True, text=True, timeout=240)  # fmt: skip
+    assert lab.returncode == 0, lab.stderr[-2000:]
+    saved = sorted(p.name for p in (out / "web").iterdir())
+    assert saved == sorted(
+        f"{n}.json" for n in ("requests", "errors", "latency_sum", "buckets", "cpu", "ready", "restarts")
+    )
+    fit = subprocess.run([probesim, "fit", str(tmp_path / "k8s"), "--from", str(out / "web"), "--pods",
+                          str(out / "pods.json"), "-o", str(tmp_path / "fitted.yaml"), "--json"],
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert fit.returncode == 0, fit.stderr[-2000:]
+    report = json.loads(fit.stdout)
+    values = {f["field"]: f["value"] for f in report["fitted"]}
+    # The readiness probe's requests are in the app's histogram too: not taken for traffic.
+    assert "traffic./healthz" not in values
+    assert any(x["field"] == "routes./healthz" for x in report["notFitted"])
+    assert values["containers.app.start"] == pytest.approx(20, rel=0.15)
+    assert values["containers.app.routes./api.cpu"] == pytest.approx(20, rel=0.15)
+    ready = json.loads((out / "web" / "ready.json").read_text())["data"]["result"][0]["values"]
+    assert max(float(v) for _, v in ready) == 2

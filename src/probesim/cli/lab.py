@@ -2,7 +2,8 @@
 simulation."""
 
 import sys
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
@@ -10,6 +11,17 @@ from probesim.cli.common import command, load
 from probesim.cli.program import err, out
 from probesim.errors import InputError
 from probesim.safe import markup
+
+
+def _fit_queries(w: Any) -> dict[str, str]:
+    """probesim fit's queries for a workload of the lab (its default names, a 5 s rate window:
+    the lab's Prometheus scrapes every second)."""
+    from probesim.fit.queries import Mapping, queries
+    from probesim.lab.telemetry import RATE_WINDOW
+
+    return queries(
+        Mapping(), w.metadata.namespace, f"{w.name}-.*", w.pod_spec.containers[0].name, RATE_WINDOW
+    )
 
 
 def _lab_seconds(given: str, option: str) -> float:
@@ -84,6 +96,15 @@ def lab(
             "error (the startup probe's budget if longer)."
         ),
     ] = "30s",
+    prometheus: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also run a real Prometheus (Debian's, on 127.0.0.1) scraping the run every second — "
+            "each pod's request histogram, the kubelet's prober metrics, kube-state-metrics' and "
+            "cAdvisor's series — and save into this folder what probesim fit reads: the answers to "
+            "its queries (DIR/<workload>/, for fit --from) and the pods (DIR/pods.json, for --pods)."
+        ),
+    ] = None,
 ) -> None:
     """Run a scenario's workloads for real on 127.0.0.1 (each with its Services, probes, restarts
     and rollouts): pods as processes, probed as the
@@ -128,7 +149,8 @@ def lab(
                 emoji=False,
             )
         with Progress(err, run_s if run_s is not None else sc.spec.duration / 1000) as progress:
-            result = run_lab(sc, run_s, command, progress, listen_s, workload, allow_exec, command_for)
+            result = run_lab(sc, run_s, command, progress, listen_s, workload, allow_exec, command_for,
+                             prometheus, _fit_queries if prometheus is not None else None)  # fmt: skip
     except Stopped as e:
         err.print(f"[yellow]{e}: every child process stopped[/]", highlight=False)
         raise typer.Exit(128 + e.signum) from None

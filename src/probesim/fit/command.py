@@ -164,6 +164,19 @@ def fit(r: Request) -> Outcome:
 
     label = r.mapping.route_label
     requests = est.by_label(_need(got, "requests", qs), label)
+    # The kubelet's probes reach the app's handlers too, and its histogram counts them: their
+    # paths are the probes', not traffic to fit (their cost stays the generated default).
+    probe_paths = {
+        p.http_get.path for p in (c.startup_probe, c.readiness_probe, c.liveness_probe)
+        if p is not None and p.http_get is not None
+    }  # fmt: skip
+    for path in sorted(probe_paths & set(requests)):
+        del requests[path]
+        not_fitted.append(
+            (f"routes.{path}", "the path of a probe of the container: probe requests, not traffic")
+        )
+    if not requests:
+        raise InputError(f"the answer to {qs['requests']!r} holds only the probes' paths: no traffic to fit")
     cpu = _one(got.get("cpu"))
     costs: dict[str, float] = {}
     if cpu is None:
@@ -215,8 +228,11 @@ def fit(r: Request) -> Outcome:
     svc = sc.service_for(sc.spec.traffic[0]).name if sc.spec.traffic else name
     files: dict[Path, str] = {}
     traffic = []
-    t0 = min(rows[0][0] for rows in rates.values())
-    t1 = max(rows[-1][0] for rows in rates.values())
+    # The period is the telemetry's, from its earliest sample of any series (Ready pods are
+    # counted from the start, requests only once they come): the traffic keeps its place in it.
+    answered = [s.t for series in got.values() if series for s in series if s.t.size]
+    t0 = min([rows[0][0] for rows in rates.values()] + [float(t[0]) for t in answered])
+    t1 = max([rows[-1][0] for rows in rates.values()] + [float(t[-1]) for t in answered])
     for i, (route, rows) in enumerate(sorted(rates.items())):
         csv = r.output.with_name(f"{r.output.stem}-traffic-{i}.csv")
         files[csv] = "".join(f"{t - t0:g},{v:.6g}\n" for t, v in rows)
@@ -306,7 +322,9 @@ def _telemetry(
     out: dict[str, Any] = {"routes": {}}
     ready = _one(got.get("ready"))
     if ready is not None and ready.v.size:
-        out["ready"] = {"mean": float(ready.v.mean()), "min": float(ready.v.min())}
+        # After the ramp, as the simulation's is compared: from the first sample at the most.
+        after = ready.v[int(ready.v.argmax()) :]
+        out["ready"] = {"mean": float(after.mean()), "min": float(after.min())}
     restarts = _one(got.get("restarts"))
     if restarts is not None and restarts.v.size:
         out["restarts"] = float(restarts.v[-1] - restarts.v[0])

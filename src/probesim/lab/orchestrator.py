@@ -19,6 +19,7 @@ import shlex
 import signal
 import time
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 
 from probesim.engine.fleet import injected
 from probesim.errors import InputError
@@ -35,6 +36,7 @@ from probesim.lab.result import Recorder
 from probesim.lab.rollout import has_actions_of
 from probesim.lab.runtime import LISTEN_TIMEOUT_S, WARM_TIMEOUT_S, Runtime
 from probesim.lab.status import StatusManager, selects
+from probesim.lab.telemetry import Queries, Telemetry
 from probesim.lab.traffic import TrafficRunner
 from probesim.model.kubernetes import Workload, pod_names_of
 from probesim.model.scenario import ContainerBehavior, Scenario
@@ -66,6 +68,8 @@ class Lab:
         workload: Workload | None = None,
         command: list[str] | None = None,
         command_for: dict[str, list[str]] | None = None,
+        prometheus: Path | None = None,
+        queries: Queries | None = None,
     ) -> None:
         """Every workload of the scenario, each with its own pods, probes, restarts and (for a
         Deployment with actions) rollouts; or only ``workload``, with the Deployments its
@@ -79,6 +83,8 @@ class Lab:
         self.status = StatusManager(scenario, self.clock, self.pods)
         self.runtime = Runtime(scenario, self.clock, self.status, self.run_folder)
         self.prober = Prober(self.clock, self.status, self.runtime)
+        # lab --prometheus: the run's telemetry scraped by a real Prometheus, saved for fit.
+        self.telemetry = Telemetry(self, prometheus, queries or (lambda w: {})) if prometheus else None
         self.tasks: list[asyncio.Task[None]] = []
         self.progress: Callable[[Lab], None] | None = None  # called a few times a second
         self.finishing = False  # past the duration, waiting for answers on their way
@@ -171,6 +177,8 @@ class Lab:
         client sidecars' Envoys up (with no endpoint yet), so neither start-up counts as
         scenario time."""
         self.run_folder()
+        if self.telemetry is not None:  # before any app starts: each serves its metrics port
+            await self.telemetry.start([*self.pods, *self._future()])
         for pod in [*self.pods, *self._future()]:
             self.runtime.open_log(pod)
         for name, spec in self.scenario.spec.dependencies.items():
@@ -245,10 +253,14 @@ class Lab:
             # Answers still on their way, until each route's gracefulStop.
             await asyncio.wait_for(asyncio.shield(load), timeout=self.traffic.linger_s() + 10)
             self.clock.events += await self.traffic.collect()
+            if self.telemetry is not None:
+                await self.telemetry.save()
         finally:
             self.cleaning = True
             await _finish([*tasks, *self.runtime.kills])
             await self.traffic.stop()
+            if self.telemetry is not None:
+                await self.telemetry.stop()
             await self.runtime.reap([*self.pods, *self._future()])
             if self.folder is not None:
                 self.folder.cleanup()
@@ -325,6 +337,8 @@ def run_lab(
     workload: str | None = None,
     allow_exec: bool = False,
     command_for: list[str] | None = None,
+    prometheus: Path | None = None,
+    queries: Queries | None = None,
 ) -> Result:
     """Run the scenario's workloads for real (only ``workload``, if given). A manifest's
     exec probes run on this machine, only with ``allow_exec``. ``command_for``: ``REVISION=COMMAND``
@@ -348,7 +362,7 @@ def run_lab(
     ran = [w] if w is not None else list(scenario.workloads)
     check_limits(scenario, ran, seconds, allow_exec)
     check_envoy(scenario, ran)
-    lab = Lab(scenario, w, command, per_revision)
+    lab = Lab(scenario, w, command, per_revision, prometheus, queries)
     lab.progress = progress
     lab.runtime.listen_timeout_s = listen_timeout_s
     return asyncio.run(_until_stopped(lab, seconds))

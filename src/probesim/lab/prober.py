@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 
 from probesim.consecutive import next_run, reaches_threshold
 from probesim.kube.ports import container_port
@@ -42,6 +43,9 @@ class Prober:
         self.clock = clock
         self.status = status
         self.runtime = runtime
+        # Told every probe's result (lab --prometheus's prober metrics): the pod, the probe's
+        # kind, True/False (success, warning / failure) and how long it took.
+        self.on_result: Callable[[Pod, str, bool, float], None] | None = None
 
     async def worker(self, pod: Pod, w: Worker) -> None:
         """One probe's worker: a run at creation, then one per tick of a ticker anchored at the
@@ -91,10 +95,13 @@ class Prober:
         if (w.kind == "startup") == started(pod):
             return
         instance = pod.run.instance
+        began = time.monotonic()
         result, why = await execute(pod, w)
         if result == "error":
-            return  # a handler error is thrown away
+            return  # a handler error is thrown away (and counted nowhere, as doProbe's)
         ok = result != "failure"
+        if self.on_result is not None:
+            self.on_result(pod, w.kind, ok, time.monotonic() - began)
         if result == "warning":
             self.clock.event("Warning", "ProbeWarning", pod, f"{w.kind.capitalize()} probe warning: {why}")
         if not ok:

@@ -61,22 +61,29 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def config(targets: dict[str, list[str]], interval: str = SCRAPE_INTERVAL) -> dict[str, Any]:
-    """A configuration scraping ``targets`` (job name → host:port of /metrics endpoints) every
-    ``interval``; the lab's pod label is kept as the target gives it (honor_labels)."""
+Targets = dict[str, list[str] | list[tuple[str, dict[str, str]]]]
+
+
+def config(targets: Targets, interval: str = SCRAPE_INTERVAL) -> dict[str, Any]:
+    """A configuration scraping ``targets`` every ``interval``: per job, host:port of /metrics
+    endpoints, each with the labels its series get (a pod's app: its pod and namespace, as
+    Kubernetes service discovery would add them); a target's own labels are kept (honor_labels)."""
+    jobs = []
+    for job, hosts in targets.items():
+        static = [
+            {"targets": [h]} if isinstance(h, str) else {"targets": [h[0]], "labels": h[1]} for h in hosts
+        ]
+        jobs.append({"job_name": job, "honor_labels": True, "static_configs": static})
     return {
         "global": {"scrape_interval": interval, "scrape_timeout": interval, "evaluation_interval": interval},
-        "scrape_configs": [
-            {"job_name": job, "honor_labels": True, "static_configs": [{"targets": hosts}]}
-            for job, hosts in targets.items()
-        ],
+        "scrape_configs": jobs,
     }
 
 
 class Prometheus:
     """One Prometheus server process scraping the lab's targets, its files in ``folder``."""
 
-    def __init__(self, folder: Path, targets: dict[str, list[str]], interval: str = SCRAPE_INTERVAL) -> None:
+    def __init__(self, folder: Path, targets: Targets, interval: str = SCRAPE_INTERVAL) -> None:
         self.folder = folder
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.config_path = folder / "prometheus.yml"

@@ -79,6 +79,7 @@ class Runtime:
         self.kills: set[asyncio.Task[None]] = set()
         self.dependencies: list[DependencyServer] = []  # served in this process while it runs
         self.listen_timeout_s = LISTEN_TIMEOUT_S
+        self.metrics_ports: dict[str, int] = {}  # per pod, where its app serves /metrics (lab --prometheus)
 
     def _app_argv(self, pod: Pod) -> list[str]:
         app = Path(sys.executable).parent / "probesim"
@@ -86,7 +87,13 @@ class Runtime:
         argv = [str(app), "app", "--port", str(pod.port), "--behavior", behavior]
         for d in self.dependencies:
             argv += ["--dependency", f"{d.name}={d.url}"]
+        if pod.name in self.metrics_ports:
+            argv += ["--metrics-port", str(self.metrics_ports[pod.name])]
         return argv if pod.grpc_port is None else [*argv, "--grpc-port", str(pod.grpc_port)]
+
+    def _metrics_env(self, pod: Pod) -> dict[str, str]:
+        port = self.metrics_ports.get(pod.name)
+        return {} if port is None else {"METRICS_PORT": str(port)}
 
     def loaded_ahead(self, pod: Pod) -> int:
         """How many test apps to load before the clock starts for one of the first pods."""
@@ -122,7 +129,8 @@ class Runtime:
                 *pod.command,
                 env={**os.environ, "PORT": str(pod.port)}
                 | ({} if pod.grpc_port is None else {"GRPC_PORT": str(pod.grpc_port)})
-                | {env_name(d.name): d.url for d in self.dependencies},
+                | {env_name(d.name): d.url for d in self.dependencies}
+                | self._metrics_env(pod),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=pod.run.log,
                 stderr=pod.run.log,

@@ -1,0 +1,166 @@
+"""``probesim lab --prometheus DIR``: the run's telemetry, as a cluster would have it, for
+``probesim fit``.
+
+During the run each pod's test app serves its request histogram on a metrics port of its own,
+the lab serves the kubelet's, kube-state-metrics' and cAdvisor's series (lab/metrics.py), and a
+real Prometheus (lab/prometheus.py) scrapes them all every second, each app's series labelled
+with its pod and namespace as Kubernetes service discovery labels them. When the run ends, the
+lab asks that Prometheus fit's own queries over the run for each workload (``queries``, given by
+the caller: fit/queries.py's), writes the answers as ``DIR/<workload>/<name>.json`` — what
+``probesim fit --from`` reads — and the pods as ``kubectl get pods -o json`` shows them
+(``DIR/pods.json``, second-precision times as the API has them). Then Prometheus is stopped
+with everything else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from probesim.errors import InputError
+from probesim.lab.metrics import LabMetrics, LabState, PodState, WorkloadState
+from probesim.lab.pods import Pod, free_port
+from probesim.lab.prometheus import HOST, Prometheus
+
+if TYPE_CHECKING:
+    from probesim.model.kubernetes import Workload
+
+# fit's queries for a workload, by the name its answer is saved under (the caller's: fit/queries.py).
+Queries = Callable[["Workload"], dict[str, str]]
+
+RATE_WINDOW = "5s"  # for the caller's queries: five scrapes (rate() needs two samples in its window)
+SETTLE_S = 2.5  # the last scrapes after the run, before the queries
+
+
+def _rfc3339(t: float) -> str:
+    return datetime.fromtimestamp(int(t), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Telemetry:
+    """The run's metrics endpoints, its Prometheus, and what is saved for fit."""
+
+    def __init__(self, lab: Any, out: Path, queries: Queries) -> None:
+        """``lab``: the run (lab/orchestrator.py's Lab): its pods, clock, runtime and prober."""
+        self.lab = lab
+        self.out = out
+        self.queries = queries
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise InputError(f"cannot make the folder: {e.strerror}", field="--prometheus") from None
+        self.metrics = LabMetrics(self.state)
+        self.runner: web.AppRunner | None = None
+        self.server: Prometheus | None = None
+        self.port = 0
+
+    def _uid(self, pod: Pod) -> str:
+        return f"probesim-{pod.name}"
+
+    def _wall(self, monotonic: float) -> float:
+        clock = self.lab.clock
+        return float(clock.wall_t0 + (monotonic - clock.t0))
+
+    def pod_state(self, pod: Pod) -> PodState:
+        namespace = self._namespace(pod.workload)
+        ready_time = self.lab.clock.wall_t0 + pod.ready_since / 1000 if pod.ready else None
+        started = self._wall(pod.run.started_at) if pod.run.instance >= 0 else None
+        pid = pod.run.proc.pid if pod.run.proc is not None and pod.run.proc.returncode is None else None
+        return PodState(pod.name, namespace, self._uid(pod), pod.container.name, pod.ready, ready_time,
+                        started, pod.run.restarts, pid)  # fmt: skip
+
+    def _namespace(self, workload: str) -> str:
+        w = next((x for x in self.lab.scenario.workloads if x.name == workload), None)
+        return w.metadata.namespace if w is not None else "default"
+
+    def state(self) -> LabState:
+        pods = [p for p in self.lab.pods if not p.gone]
+        out = LabState([self.pod_state(p) for p in pods])
+        for w in self.lab.workloads:
+            mine = [p for p in pods if p.workload == w.name and not p.deleting]
+            ready = sum(1 for p in mine if p.ready)
+            replicas = w.spec.replicas
+            out.workloads.append(
+                WorkloadState(w.name, w.metadata.namespace, w.kind, replicas, len(mine), ready, ready)
+            )
+        return out
+
+    def on_probe(self, pod: Pod, kind: str, ok: bool, seconds: float) -> None:
+        self.metrics.probe(kind, ok, self.pod_state(pod), seconds)
+
+    async def start(self, pods: list[Pod]) -> None:
+        """Before the clock starts: a metrics port per pod (its app serves there), the lab's
+        own /metrics, and Prometheus scraping them."""
+        for pod in pods:
+            self.lab.runtime.metrics_ports[pod.name] = free_port()
+        self.lab.prober.on_result = self.on_probe
+
+        async def handle(_: web.Request) -> web.Response:
+            return web.Response(body=self.metrics.exposition(), content_type="text/plain")
+
+        app = web.Application()
+        app.router.add_get("/metrics", handle)
+        self.runner = web.AppRunner(app, access_log=None)
+        await self.runner.setup()
+        self.port = free_port()
+        await web.TCPSite(self.runner, HOST, self.port).start()
+        apps = [
+            (f"{HOST}:{port}", {"pod": name, "namespace": self._namespace(self._workload_of(name, pods))})
+            for name, port in self.lab.runtime.metrics_ports.items()
+        ]
+        folder = self.lab.run_folder().path / "prometheus"
+        self.server = Prometheus(folder, {"kubelet": [f"{HOST}:{self.port}"], "apps": apps})
+        await self.server.start()
+
+    @staticmethod
+    def _workload_of(name: str, pods: list[Pod]) -> str:
+        return next(p.workload for p in pods if p.name == name)
+
+    async def save(self) -> list[Path]:
+        """fit's queries over the run, answered by the run's Prometheus, and the pods."""
+        assert self.server is not None
+        await asyncio.sleep(SETTLE_S)
+        start, end = self.lab.clock.wall_t0, time.time()
+        written = []
+        for w in self.lab.workloads:
+            folder = self.out / w.name
+            folder.mkdir(exist_ok=True)
+            for name, q in self.queries(w).items():
+                doc = await asyncio.to_thread(self.server.query_range, q, start, end, 1)
+                (folder / f"{name}.json").write_text(json.dumps(doc), encoding="utf-8")
+            written.append(folder)
+        (self.out / "pods.json").write_text(json.dumps(self.pods_json(), indent=1), encoding="utf-8")
+        return written
+
+    def pods_json(self) -> dict[str, Any]:
+        """The pods as ``kubectl get pods -o json`` lists them (the fields fit reads)."""
+        items = []
+        for pod in self.lab.pods:
+            if pod.gone:
+                continue
+            s = self.pod_state(pod)
+            status: dict[str, Any] = {"phase": "Running", "conditions": [], "containerStatuses": []}
+            if s.ready and s.ready_time is not None:
+                status["conditions"].append({"type": "Ready", "status": "True",
+                                             "lastTransitionTime": _rfc3339(s.ready_time)})  # fmt: skip
+            else:
+                status["conditions"].append({"type": "Ready", "status": "False"})
+            cs: dict[str, Any] = {"name": s.container, "ready": s.ready, "restartCount": s.restarts}
+            if s.started is not None and pod.run.proc is not None:
+                cs["state"] = {"running": {"startedAt": _rfc3339(s.started)}}
+            status["containerStatuses"].append(cs)
+            meta = {"name": s.name, "namespace": s.namespace, "uid": s.uid}
+            items.append({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "status": status})
+        return {"apiVersion": "v1", "kind": "List", "items": items}
+
+    async def stop(self) -> None:
+        if self.server is not None:
+            await self.server.stop()
+        if self.runner is not None:
+            await self.runner.cleanup()
