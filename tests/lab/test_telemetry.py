@@ -207,6 +207,8 @@ def test_round_trip_lab_prometheus_fit_recovers_the_start_and_the_cost(tmp_path:
     values = {f["field"]: f["value"] for f in report["fitted"]}
     # The readiness probe's requests are in the app's histogram too: not taken for traffic.
     assert "traffic./healthz" not in values
+    start = next(f for f in report["fitted"] if f["field"] == "containers.app.start")
+    assert "(kube-state-metrics)" in start["source"]  # each pod's first Ready, from the series
     assert any(x["field"] == "routes./healthz" for x in report["notFitted"])
     assert values["containers.app.start"] == pytest.approx(20, rel=0.15)
     assert values["containers.app.routes./api.cpu"] == pytest.approx(20, rel=0.15)

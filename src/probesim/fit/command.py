@@ -151,16 +151,29 @@ def fit(r: Request) -> Outcome:
             not_fitted.append((path, e.message))
             return None
 
-    if r.pods is not None:
+    series_starts = est.first_ready(
+        got.get("pod_ready") or [], got.get("pod_started") or [], r.mapping.pod_label
+    )
+    if series_starts:
+        # The series know each pod's first Ready; kubectl only the last (a later flap hides it).
+        where = "kube-state-metrics (pod_ready, pod_started)"
+        start = attempt(
+            f"containers.{container}.start",
+            lambda: est.fit_start(series_starts, c.readiness_probe, container, where),
+        )
+        if start is not None:
+            start.source = start.source.replace("pods'", "pods' (kube-state-metrics)", 1)
+            fitted.append(start)
+    elif r.pods is not None:
         pods = read_pods(r.pods, pods_re, container)
         start = attempt(f"containers.{container}.start",
                         lambda: est.fit_start(pods, c.readiness_probe, container, str(r.pods)))  # fmt: skip
         if start is not None:
+            start.source = start.source.replace("pods'", "pods' (kubectl)", 1)
             fitted.append(start)
     else:
-        not_fitted.append(
-            (f"containers.{container}.start", "no pods given (--pods, kubectl get pods -o json)")
-        )
+        why = "no pods given (--pods, kubectl get pods -o json) nor pod_ready/pod_started series"
+        not_fitted.append((f"containers.{container}.start", why))
 
     label = r.mapping.route_label
     requests = est.by_label(_need(got, "requests", qs), label)

@@ -120,6 +120,26 @@ def fit_start(pods: list[PodStart], probe: Probe | None, container: str, where: 
     )  # fmt: skip
 
 
+def first_ready(pod_ready: list[Series], pod_started: list[Series], pod_label: str) -> list[PodStart]:
+    """Per pod, from kube-state-metrics' series: when its container started (the gauge's first
+    value) and the first sample at which it was Ready after that — its first Ready, where
+    ``kubectl`` keeps only the last transition (a pod that flapped later would look slow)."""
+    starts: dict[str, float] = {}
+    for s in pod_started:
+        name = s.labels.get(pod_label)
+        if name and s.v.size:
+            starts.setdefault(name, float(s.v[0]))
+    out = []
+    for s in pod_ready:
+        name = s.labels.get(pod_label)
+        if not name or name not in starts:
+            continue
+        began = starts[name]
+        up = [float(t) for t, v in zip(s.t.tolist(), s.v.tolist(), strict=True) if v >= 1 and t >= began]
+        out.append(PodStart(name, began, up[0] if up else None, 0, None, None))
+    return out
+
+
 def fit_costs(requests: dict[str, Series], cpu: Series, container: str) -> tuple[list[Fitted], float]:
     """Each route's CPU per request (ms), and the idle CPU floor (cores), by least squares."""
     a = align({**{f"r:{k}": v for k, v in requests.items()}, "cpu": cpu})

@@ -40,6 +40,9 @@ class Mapping(BaseModel):
     restarts: str = Field(
         default="kube_pod_container_status_restarts_total", description="Container restarts (a counter)."
     )
+    started: str = Field(
+        default="kube_pod_container_state_started", description="When each container started (Unix s)."
+    )
     pod_label: str = Field(default="pod", alias="podLabel", description="The label naming the pod.")
     namespace_label: str = Field(
         default="namespace", alias="namespaceLabel", description="... the namespace."
@@ -84,6 +87,8 @@ def queries(m: Mapping, namespace: str, pods: str, container: str, window: str) 
         "cpu": f'sum(rate({m.cpu}{{{sel},{m.container_label}="{container}"}}[{window}]))',
         "ready": f'sum({m.ready}{{{sel},condition="true"}})',
         "restarts": f'sum({m.restarts}{{{sel},{m.container_label}="{container}"}})',
+        "pod_ready": f'{m.ready}{{{sel},condition="true"}}',
+        "pod_started": f'{m.started}{{{sel},{m.container_label}="{container}"}}',
     }
 
 
@@ -96,4 +101,6 @@ PURPOSE = {
     "cpu": "CPU cores the app's containers use: with requests, the CPU per request",
     "ready": "Ready pods: compared with the simulation's (--compare)",
     "restarts": "container restarts: compared with the simulation's (--compare)",
+    "pod_ready": "each pod's Ready condition over time: with pod_started, when the app first answered",
+    "pod_started": "when each pod's container started: with pod_ready, the app's start",
 }
