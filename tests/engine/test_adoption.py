@@ -268,7 +268,7 @@ def test_the_lab_refuses_an_adoption() -> None:
     s = load(replica_set(), deployment())
     for w in s.workloads:
         with pytest.raises(InputError, match=f"Deployment {DEPLOY} adopts ReplicaSet {RS}"):
-            check_actions(s, w, 12)
+            check_actions(s, [w], 12)
 
 
 @settings(max_examples=40, deadline=None)
