@@ -121,6 +121,8 @@ def kernels(steps: int) -> ModuleType | None:
     if not forced and not nb.cached():
         _numpy_only = True
         return None
+    if forced:
+        nb.forget_stale()  # compiled before engine/kernels_base.py changed: compiled again
     _kernels = nb
     return nb
 
