@@ -1,5 +1,5 @@
 """Compiled kernels for the capacity model (numba, cached on disk), in one module the runs take
-(``capacity.kernels``), and whether numba's cache holds them (``cached``): its serving step
+(``kernel_choice.kernels``), and whether numba's cache holds them (``cached``): its serving step
 (``serve``), the capacity each container has for arrivals (``step_capacity``,
 ``step_capacity_calls``) and what arrivals it takes (``take``), in engine/kernels_capacity.py;
 the serving phase's per-route work in engine/traffic.py: the served cohorts (``cohorts_one``,
@@ -9,11 +9,11 @@ per-state bookkeeping (``state_bits``, ``spread_states``) and the grid quantiles
 (``grid_quantiles``), in engine/kernels_states.py; numpy's semantics they share, in
 engine/kernels_base.py.
 
-Each kernel is the numpy form it replaces (in engine/capacity.py or engine/traffic.py) written
-as loops over containers, so that a step's cost follows the containers served, not the few
-hundred numpy calls of a few microseconds each it took: the same operations on the same values
-in the same order, so the same results to the bit (tests/engine/test_kernels.py runs both on
-the same scenarios). What that takes:
+Each kernel is the numpy form it replaces (in engine/capacity.py, engine/distributions.py or
+engine/traffic.py) written as loops over containers, so that a step's cost follows the
+containers served, not the few hundred numpy calls of a few microseconds each it took: the same
+operations on the same values in the same order, so the same results to the bit
+(tests/engine/test_kernels.py runs both on the same scenarios). What that takes:
 
 - floating-point reductions in numpy's order: a column sum of a rows × columns array adds the
   rows one after another, except when it has one column, where numpy sums the column pairwise
@@ -25,9 +25,9 @@ the same scenarios). What that takes:
   nor exp and log (numpy's AVX-512 forms give other last bits than LLVM's), nor BLAS products;
 - no recursion: numba's cache crashes loading a recursive function.
 
-These modules import numba: engine/capacity.py imports this one only when a run uses the kernels
-(``capacity.kernels``), so that runs without a capacity model never load numba. Compiling the
-kernels takes seconds, once per machine (numba's on-disk cache, beside these files or in
+These modules import numba: engine/kernel_choice.py imports this one only when a run uses
+the kernels (``kernel_choice.kernels``), so that runs without a capacity model never load numba.
+Compiling the kernels takes seconds, once per machine (numba's on-disk cache, beside these files or in
 NUMBA_CACHE_DIR): ``python -m probesim.kernel_cache`` (``make setup`` runs it) compiles them
 by running two small built-ins with them, and says whether the cache holds them.
 """

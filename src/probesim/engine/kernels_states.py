@@ -1,7 +1,7 @@
-"""The latency states' compiled kernels (engine/capacity.py's latency-distribution maths):
-the requests grouped by state (``state_groups``, ``state_bits``), the timeout draws' per-state
-chance (``spread_states``) and the quantiles read off a CDF on the grid (``grid_quantiles``,
-with numpy's ``searchsorted``). Each is the numpy form it replaces written as loops, to the bit
+"""The latency states' compiled kernels (engine/distributions.py's maths): the requests grouped by
+state (``state_groups``, ``state_bits``), the timeout draws' per-state chance
+(``spread_states``) and the quantiles read off a CDF on the grid (``grid_quantiles``, with
+numpy's ``searchsorted``). Each is the numpy form it replaces written as loops, to the bit
 (engine/kernels.py says what that takes).
 """
 
@@ -14,7 +14,7 @@ from probesim.engine.kernels_base import F64, I64, jit, maximum, minimum
 
 @jit
 def state_groups(d: F64, s: F64, sigma: F64) -> tuple[I64, I64]:
-    """engine/capacity.py's state_groups: requests keyed on (d, s) to 0.1 ms and sigma to 0.001,
+    """engine/distributions.py's state_groups: requests keyed on (d, s) to 0.1 ms and sigma to 0.001,
     in key order, each key's first request and, per request, its key's index."""
     n = d.size
     key = np.empty(n, np.int64)
@@ -96,7 +96,7 @@ def state_bits(d: F64, s: F64, sigma: F64, first: I64, inv: I64) -> tuple[bool, 
 
 @jit
 def spread_states(late: F64, inv: I64) -> tuple[F64, I64, int]:
-    """capacity.timed_out's per-request chance of a timeout from its state's (``late``, clipped
+    """distributions.timed_out's per-request chance of a timeout from its state's (``late``, clipped
     to [0, 1] as np.clip does), and the requests to draw for: which is 0 when no state has a
     chance above 0, 1 when all have (every request drawn), else 2 and the requests of those."""
     states = late.size
@@ -161,7 +161,7 @@ def searchsorted(a: F64, keys: F64) -> I64:
 
 @jit
 def grid_quantiles(mix: F64, qs: F64, grid: F64) -> F64:
-    """engine/capacity.py's grid_quantiles: quantiles read off a CDF on ``grid``, interpolated
+    """engine/distributions.py's grid_quantiles: quantiles read off a CDF on ``grid``, interpolated
     between grid points."""
     at = searchsorted(mix, qs)
     out = np.empty(qs.size)

@@ -20,10 +20,11 @@ from probesim.cost import answer_slots
 from probesim.engine.arrays import distinct
 from probesim.engine.autoscaler import SYNC_PERIOD_MS, Autoscaler
 from probesim.engine.behavior import INF
-from probesim.engine.capacity import GRID, CapacityModel
+from probesim.engine.capacity import CapacityModel
 from probesim.engine.containers import Containers
 from probesim.engine.controllers.deployment import TIMED_OUT_REASON
 from probesim.engine.controllers.workloads import Controllers, PodArrays
+from probesim.engine.distributions import GRID
 from probesim.engine.draws import generator
 from probesim.engine.events import EventLog
 from probesim.engine.fleet import FAILURE, RUNNING, SUCCESS, TERMINATING, Fleet, build

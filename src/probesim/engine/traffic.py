@@ -17,18 +17,18 @@ import numpy.typing as npt
 from probesim.cost import queue_slots
 from probesim.engine.arrays import distinct_inverse, span
 from probesim.engine.behavior import INF
-from probesim.engine.capacity import (
+from probesim.engine.capacity import CapacityModel
+from probesim.engine.containers import Containers
+from probesim.engine.distributions import (
     GRID,
-    CapacityModel,
     grid_quantiles,
     grouped_cdfs,
-    loaded_kernels,
     mixture_cdf,
     state_groups,
     timed_out,
 )
-from probesim.engine.containers import Containers
 from probesim.engine.fleet import RUNNING, Fleet
+from probesim.engine.kernel_choice import loaded_kernels
 from probesim.engine.routing import Route
 from probesim.engine.sidecar.split import Sidecars
 from probesim.kube.endpoints import endpoint_ready
