@@ -1,7 +1,7 @@
-"""The serving phase's compiled kernels (engine/traffic.py's per-route work): the served
-cohorts (``cohorts_one``, ``cohorts``), their latency parts (``latency_parts``) and the answers
-due later (``pend_later``). Each is the numpy form it replaces written as loops, to the bit
-(engine/kernels.py says what that takes).
+"""The serving phase's compiled kernels (its per-route work): the served cohorts (``cohorts_one``,
+``cohorts``: engine/cohorts.py's), their latency parts (``latency_parts``) and the answers due
+later (``pend_later``: engine/traffic.py's). Each is the numpy form it replaces written as
+loops, to the bit (engine/kernels.py says what that takes).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from probesim.engine.kernels_base import F64, I64, B, jit, minimum
 def _taken(
     q: I64, queued_rows: I64, orphans: I64, active: I64, tot: I64, k: int
 ) -> tuple[I64, I64, I64, I64, I64, int]:
-    """engine/traffic.py's _cohorts up to the split (``tot``: what each container of ``active``
+    """engine/cohorts.py's cohorts up to the split (``tot``: what each container of ``active``
     served): orphans dropped, the rest taken off the client's backlog ``q`` (arrival steps ×
     containers) oldest first. Returns the served containers' indices in ``active``, the
     containers, their orphans, the arrival steps held (their ages) and what was taken from each
@@ -83,7 +83,7 @@ def _taken(
 def cohorts_one(
     q: I64, queued_rows: I64, orphans: I64, active: I64, served: I64, k: int
 ) -> tuple[I64, I64, I64, I64, int]:
-    """engine/traffic.py's _cohorts with one outcome class (``served``: per container of
+    """engine/cohorts.py's cohorts with one outcome class (``served``: per container of
     ``active``). Returns per cohort its container, its index in ``active``, the steps it waited
     and its count, in (container, age) order, and how many were taken off ``q``."""
     at, cols, _, ages, take, taken = _taken(q, queued_rows, orphans, active, served, k)
@@ -113,7 +113,7 @@ def cohorts_one(
 def cohorts(
     q: I64, queued_rows: I64, orphans: I64, active: I64, served: I64, k: int
 ) -> tuple[I64, I64, I64, I64, I64, int]:
-    """engine/traffic.py's _cohorts with outcome classes (``served``: classes × containers of
+    """engine/cohorts.py's cohorts with outcome classes (``served``: classes × containers of
     ``active``): each class's count shared among a container's buckets (its orphans, then its
     arrival steps) in proportion, the remainders by a north-west corner. Returns per cohort (not
     orphans) its class, container, index in ``active``, steps waited and count, in (class,
