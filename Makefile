@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-stamp
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml scripts/bootstrap.sh scripts/prometheus.sh src/probesim/engine/kernels.py
+$(STAMP): pyproject.toml scripts/bootstrap.sh scripts/prometheus.sh $(wildcard src/probesim/engine/kernels*.py)
 	@scripts/bootstrap.sh $(VENV)
 	$(BIN)/python -m pip install -q -e '.[dev,lab]'
 	@# Debian's Prometheus server, unpacked into the venv (lab --prometheus and its tests).

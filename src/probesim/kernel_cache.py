@@ -16,6 +16,7 @@ def warm_up() -> bool:
     from probesim.manifests.scenario import load_scenario
     from probesim.scenarios import find
 
+    kernels.forget_stale()  # compiled before engine/kernels_base.py changed: compiled again
     before = os.environ.get("PROBESIM_KERNELS")
     os.environ["PROBESIM_KERNELS"] = "numba"
     try:

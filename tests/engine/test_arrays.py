@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from probesim.engine import capacity
+from probesim.engine import distributions
 from probesim.engine.arrays import distinct, distinct_inverse, span
-from probesim.engine.capacity import GRID, grouped_cdfs, lognormal_cdf, state_groups, timed_out
+from probesim.engine.distributions import GRID, grouped_cdfs, lognormal_cdf, state_groups, timed_out
 
 ints = hnp.arrays(np.int64, st.integers(0, 60), elements=st.integers(-5, 40))
 
@@ -60,8 +60,8 @@ def test_state_groups_are_np_unique_of_the_key(seed: int, n: int, states: int) -
 def test_per_state_shortcuts_are_the_plain_forms(seed: int, n: int, states: int, cold: bool) -> None:
     counts, d, s, sigma = _requests(seed, n, states)
     if cold:  # the remembered rows and probabilities are only a cache
-        capacity._CDF_ROWS.clear()
-        capacity._LATE.clear()
+        distributions._CDF_ROWS.clear()
+        distributions._LATE.clear()
     timeout = 30_000.0
     plain_rng, rng = np.random.default_rng(seed), np.random.default_rng(seed)
     p = np.clip(1.0 - lognormal_cdf(np.full(d.shape, timeout), d, s, sigma), 0.0, 1.0)

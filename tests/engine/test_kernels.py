@@ -15,12 +15,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from probesim.engine import capacity, simulate
+from probesim.engine import distributions, kernel_choice, simulate
 from probesim.model.scenario import Scenario
 from tests.builders import builtin, scenario
 
 numba = pytest.importorskip("numba")
 kernels = pytest.importorskip("probesim.engine.kernels")
+kernels_base = pytest.importorskip("probesim.engine.kernels_base")
+kernels_states = pytest.importorskip("probesim.engine.kernels_states")
 
 
 @contextlib.contextmanager
@@ -39,13 +41,13 @@ def forced(mode: str) -> Iterator[None]:
 
 @contextlib.contextmanager
 def numpy_forms() -> Iterator[None]:
-    """capacity.py's functions by their numpy forms, whatever run came before."""
-    before = capacity._active
-    capacity._active = None
+    """distributions.py's functions by their numpy forms, whatever run came before."""
+    before = kernel_choice._active
+    kernel_choice._active = None
     try:
         yield
     finally:
-        capacity._active = before
+        kernel_choice._active = before
 
 
 def both(sc: Scenario) -> tuple[str, str]:
@@ -185,37 +187,37 @@ def test_column_sums_add_in_numpys_order(rows: int, cols: int, seed: int, signed
     x = rng.random((rows, cols)) * 10.0 ** rng.integers(-6, 6, (rows, cols))
     if signed:
         x -= x.mean()
-    got = kernels._column_sums(x)
+    got = kernels_base.column_sums(x)
     assert got.tobytes() == x.sum(axis=0).tobytes()
 
 
 @pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 127, 128, 129, 130, 255, 256, 1000, 4097])
 def test_pairwise_sums_are_numpys(n: int) -> None:
     a = np.random.default_rng(n).random(n) * 1e3 - 400
-    assert kernels._pairwise(a, 0, n) == a.sum()
+    assert kernels_base.pairwise(a, 0, n) == a.sum()
     if n > 3:
-        assert kernels._pairwise(a, 3, n - 3) == a[3:].sum()
+        assert kernels_base.pairwise(a, 3, n - 3) == a[3:].sum()
 
 
 def test_nan_propagates_as_numpys_minimum_and_maximum() -> None:
     nan = float("nan")
     for a, b in ((nan, 1.0), (1.0, nan), (2.0, 1.0), (np.inf, 3.0)):
-        assert str(kernels._minimum(a, b)) == str(np.minimum(a, b))
-        assert str(kernels._maximum(a, b)) == str(np.maximum(a, b))
+        assert str(kernels_base.minimum(a, b)) == str(np.minimum(a, b))
+        assert str(kernels_base.maximum(a, b)) == str(np.maximum(a, b))
 
 
 def test_runs_take_the_kernels_once_long_enough_and_cached(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(capacity, "_kernels", None)
-    monkeypatch.setattr(capacity, "_steps_run", 0)
-    monkeypatch.setattr(capacity, "_numpy_only", False)
+    monkeypatch.setattr(kernel_choice, "_kernels", None)
+    monkeypatch.setattr(kernel_choice, "_steps_run", 0)
+    monkeypatch.setattr(kernel_choice, "_numpy_only", False)
     monkeypatch.setenv("PROBESIM_KERNELS", "numpy")
-    assert capacity.kernels(10**9) is None  # forced off
+    assert kernel_choice.kernels(10**9) is None  # forced off
     monkeypatch.setenv("PROBESIM_KERNELS", "auto")
     # A short run stays with numpy and counts its steps; with those before, a long one loads them.
-    assert capacity.kernels(capacity.KERNEL_STEPS // 2) is None
-    assert capacity._steps_run == capacity.KERNEL_STEPS // 2
-    assert capacity.kernels(capacity.KERNEL_STEPS // 2) is kernels
-    assert capacity.kernels(1) is kernels  # taken once, every run after
+    assert kernel_choice.kernels(kernel_choice.KERNEL_STEPS // 2) is None
+    assert kernel_choice._steps_run == kernel_choice.KERNEL_STEPS // 2
+    assert kernel_choice.kernels(kernel_choice.KERNEL_STEPS // 2) is kernels
+    assert kernel_choice.kernels(1) is kernels  # taken once, every run after
 
 
 def test_the_current_run_says_which_forms_serve_it() -> None:
@@ -223,18 +225,18 @@ def test_the_current_run_says_which_forms_serve_it() -> None:
     for mode, expected in (("numpy", None), ("numba", kernels), ("numpy", None)):
         with forced(mode):
             simulate(sc)
-            assert capacity.loaded_kernels() is expected
+            assert kernel_choice.loaded_kernels() is expected
 
 
 def test_a_cold_cache_keeps_the_numpy_forms_unless_forced(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(capacity, "_kernels", None)
-    monkeypatch.setattr(capacity, "_numpy_only", False)
+    monkeypatch.setattr(kernel_choice, "_kernels", None)
+    monkeypatch.setattr(kernel_choice, "_numpy_only", False)
     monkeypatch.setattr(kernels, "cached", lambda: False)
     monkeypatch.setenv("PROBESIM_KERNELS", "auto")
-    assert capacity.kernels(10**9) is None  # compiling would take seconds of the user's run
-    assert capacity.kernels(10**9) is None  # and is not tried again
+    assert kernel_choice.kernels(10**9) is None  # compiling would take seconds of the user's run
+    assert kernel_choice.kernels(10**9) is None  # and is not tried again
     monkeypatch.setenv("PROBESIM_KERNELS", "numba")
-    assert capacity.kernels(1) is kernels
+    assert kernel_choice.kernels(1) is kernels
 
 
 def test_the_warm_up_leaves_every_kernel_in_the_cache() -> None:
@@ -259,7 +261,7 @@ def test_state_groups_are_the_numpy_forms(n: int, states: int, seed: int) -> Non
     s = (rng.random(states) * 300.0)[pick]
     sigma = rng.choice([0.0, 0.3, 0.0005, 0.0015], states)[pick]
     with numpy_forms():
-        first, inv = capacity.state_groups(d, s, sigma)
+        first, inv = distributions.state_groups(d, s, sigma)
     got_first, got_inv = kernels.state_groups(d, s, sigma)
     assert got_first.tolist() == first.tolist()
     assert got_inv.tolist() == inv.tolist()
@@ -289,16 +291,16 @@ def test_without_numba_the_numpy_forms_run(monkeypatch: pytest.MonkeyPatch) -> N
 
     import probesim.engine
 
-    monkeypatch.setattr(capacity, "_kernels", None)
-    monkeypatch.setattr(capacity, "_numpy_only", False)
+    monkeypatch.setattr(kernel_choice, "_kernels", None)
+    monkeypatch.setattr(kernel_choice, "_numpy_only", False)
     monkeypatch.delitem(sys.modules, "probesim.engine.kernels")
     monkeypatch.delattr(probesim.engine, "kernels")
     monkeypatch.setitem(sys.modules, "numba", None)  # import numba: ImportError
     sc = builtin("rollout-max-unavailable-under-load")
     with forced("numba"):
-        assert capacity.kernels(10**9) is None
+        assert kernel_choice.kernels(10**9) is None
         result = json.dumps(simulate(sc).to_json(series=True))
-        assert capacity.loaded_kernels() is None
+        assert kernel_choice.loaded_kernels() is None
     with forced("numpy"):
         assert result == json.dumps(simulate(sc).to_json(series=True))
 
@@ -321,18 +323,18 @@ def test_searchsorted_is_numpys_even_on_unsorted_input(
     on a CDF a rounding error may leave out of order."""
     arr = np.array(sorted(a) if ordered else a, np.float64)
     k = np.array(keys, np.float64)
-    assert kernels.searchsorted(arr, k).tolist() == np.searchsorted(arr, k).tolist()
+    assert kernels_states.searchsorted(arr, k).tolist() == np.searchsorted(arr, k).tolist()
 
 
 @settings(max_examples=100, deadline=None)
 @given(seed=st.integers(0, 2**31), jitter=st.booleans())
 def test_grid_quantiles_are_the_numpy_forms(seed: int, jitter: bool) -> None:
     rng = np.random.default_rng(seed)
-    mix = np.cumsum(rng.random(capacity.GRID.size) * (rng.random(capacity.GRID.size) < 0.2))
+    mix = np.cumsum(rng.random(distributions.GRID.size) * (rng.random(distributions.GRID.size) < 0.2))
     mix /= max(mix[-1], 1e-300)
     if jitter:  # a CDF a few ulps out of order, as sums of rows leave it
         mix[rng.integers(0, mix.size, 5)] -= 1e-16
     qs = (0.5, 0.95, 0.99, 1 - 0.5 / int(rng.integers(1, 10_000)))
     with numpy_forms():
-        want = capacity.grid_quantiles(mix, qs)
-    assert kernels.grid_quantiles(mix, np.array(qs), capacity.GRID).tolist() == want
+        want = distributions.grid_quantiles(mix, qs)
+    assert kernels.grid_quantiles(mix, np.array(qs), distributions.GRID).tolist() == want

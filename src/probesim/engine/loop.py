@@ -20,10 +20,12 @@ from probesim.cost import answer_slots
 from probesim.engine.arrays import distinct
 from probesim.engine.autoscaler import SYNC_PERIOD_MS, Autoscaler
 from probesim.engine.behavior import INF
-from probesim.engine.capacity import GRID, CapacityModel
+from probesim.engine.capacity import CapacityModel
+from probesim.engine.connections import Connections
 from probesim.engine.containers import Containers
 from probesim.engine.controllers.deployment import TIMED_OUT_REASON
 from probesim.engine.controllers.workloads import Controllers, PodArrays
+from probesim.engine.distributions import GRID
 from probesim.engine.draws import generator
 from probesim.engine.events import EventLog
 from probesim.engine.fleet import FAILURE, RUNNING, SUCCESS, TERMINATING, Fleet, build
@@ -32,7 +34,7 @@ from probesim.engine.pod_metrics import PodMetrics
 from probesim.engine.recording import Recorder
 from probesim.engine.sidecar.build import build_mesh
 from probesim.engine.summary import RunSummary, TrackedRollout
-from probesim.engine.traffic import Connections, TrafficPhases
+from probesim.engine.traffic import TrafficPhases
 from probesim.model.scenario import (
     DeletePod,
     Partition,

@@ -12,9 +12,9 @@ import numpy as np
 import numpy.typing as npt
 
 from probesim.engine.behavior import INF
-from probesim.engine.capacity import grid_quantiles
 from probesim.engine.containers import Containers
 from probesim.engine.controllers.workloads import Controllers, size_series
+from probesim.engine.distributions import grid_quantiles
 from probesim.engine.fleet import Fleet
 from probesim.engine.sidecar.split import Sidecars
 from probesim.kube.arithmetic import replica_set_name

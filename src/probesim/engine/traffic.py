@@ -4,7 +4,8 @@ endpoint, ``noEndpoint: retransmit``), through the clients' sidecars when a mesh
 what each endpoint's container does with them (refused, queued on its backlog, answered now or
 later, timed out), the client's side of the backlog (given up at its deadline, lost when the
 container stops), and each step's latency quantiles. engine/loop.py's run holds the state and
-calls these in their order.
+calls these in their order. A route's connections and how kept-alive requests spread over pods
+are engine/connections.py's; the cohorts of what was served, engine/cohorts.py's.
 """
 
 from __future__ import annotations
@@ -17,18 +18,20 @@ import numpy.typing as npt
 from probesim.cost import queue_slots
 from probesim.engine.arrays import distinct_inverse, span
 from probesim.engine.behavior import INF
-from probesim.engine.capacity import (
+from probesim.engine.capacity import CapacityModel
+from probesim.engine.cohorts import cohorts
+from probesim.engine.connections import Connections, keep_alive
+from probesim.engine.containers import Containers
+from probesim.engine.distributions import (
     GRID,
-    CapacityModel,
     grid_quantiles,
     grouped_cdfs,
-    loaded_kernels,
     mixture_cdf,
     state_groups,
     timed_out,
 )
-from probesim.engine.containers import Containers
-from probesim.engine.fleet import RUNNING, Fleet
+from probesim.engine.fleet import Fleet
+from probesim.engine.kernel_choice import loaded_kernels
 from probesim.engine.routing import Route
 from probesim.engine.sidecar.split import Sidecars
 from probesim.kube.endpoints import endpoint_ready
@@ -38,56 +41,6 @@ from probesim.model.scenario import ScenarioSpec
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 B = npt.NDArray[np.bool_]
-
-# When a client's TCP sends its SYN again, after the first, if nothing answers (Linux: initial
-# RTO 1 s, doubled each time, tcp_syn_retries 6); it gives up at 127 s.
-SYN_AT_MS = (0, 1_000, 3_000, 7_000, 15_000, 31_000, 63_000)
-SYN_GIVE_UP_MS = 127_000
-
-
-class Connections:
-    """A route's client connections: with keep-alive, the open ones per pod (with the instance
-    of the container they reached) and the clients (k6 VUs) holding none; and the requests
-    whose connection is still being opened (``noEndpoint: retransmit``)."""
-
-    def __init__(self, n_pods: int) -> None:
-        self.open = np.zeros(n_pods, np.int64)
-        self.instance = np.full(n_pods, -1, np.int64)
-        self.loose = 0
-        self.connecting: list[list[int]] = []  # [first SYN ms, SYNs sent, requests]
-        self.waited: list[tuple[int, int]] = []  # this step's: (requests, ms they waited to connect)
-
-    @property
-    def waiting(self) -> int:
-        """Requests still waiting for their SYN to be answered."""
-        return sum(e[2] for e in self.connecting) if self.connecting else 0
-
-    def wait(self, t: int, n: int) -> None:
-        """``n`` requests sent a SYN at ``t`` that nothing answered."""
-        if n:
-            self.connecting.append([t, 1, n])
-
-    def due(self, t: int, ready: bool, timeout: int) -> tuple[int, int]:
-        """Requests whose SYN is resent now: how many get through (``ready``: an endpoint
-        answers) and how many the client gives up on (its timeout, or TCP's)."""
-        go = late = 0
-        keep = []
-        limit = min(timeout, SYN_GIVE_UP_MS)
-        for e in self.connecting:
-            first, sent, n = e
-            if t - first >= limit:
-                late += n
-            elif sent < len(SYN_AT_MS) and t >= first + SYN_AT_MS[sent]:
-                if ready:
-                    go += n
-                    self.waited.append((n, t - first))
-                    continue
-                e[1] += 1
-                keep.append(e)
-            else:
-                keep.append(e)
-        self.connecting = keep
-        return go, late
 
 
 class TrafficPhases:
@@ -242,7 +195,21 @@ class TrafficPhases:
                 col["fault_aborts"][k] += aborted
                 col["ejections_active"][k] = mesh.ejections_active()
             elif route.traffic.keep_alive:
-                eps, per_ep = self._keep_alive(ri, n, eps, t, k, rec, key)
+                eps, per_ep = keep_alive(
+                    conns,
+                    f,
+                    route,
+                    self.ctr,
+                    self.gone,
+                    self.admitted,
+                    self._held(ri),
+                    n,
+                    eps,
+                    t,
+                    k,
+                    rec,
+                    key,
+                )
                 cat = self._categories(route, eps)
                 kk = eps.size
             else:
@@ -332,123 +299,6 @@ class TrafficPhases:
         self.queued_rows[ri][oldest] = 0
         self.step_cdf[ri] += n * (float(route.timeout) <= GRID)
 
-    def _cohorts(self, ri: int, k: int, srv: I64) -> tuple[I64, I64, I64, I64, I64]:
-        """What route ``ri``'s containers served this step (``srv``: per outcome class and
-        container the capacity model stepped, its ``active``), oldest first: requests whose
-        client gave up are dropped, the rest taken off the client's side of the backlog by
-        arrival step. Returns (class, container, its index in ``active``, steps waited, count)
-        per cohort, each class's count shared among the arrival steps in proportion (the
-        remainders by a north-west corner)."""
-        nb = loaded_kernels()
-        if nb is not None:  # by engine/kernels.py: the same cohorts
-            q, rows, orphans, active = (
-                self.queued[ri],
-                self.queued_rows[ri],
-                self.orphans[ri],
-                self.capacity.active,
-            )
-            if srv.shape[0] == 1:
-                cs, at, ages, counts, taken = nb.cohorts_one(q, rows, orphans, active, srv[0], k)
-                self.queued_n[ri] -= taken
-                return np.zeros(cs.size, np.int64), cs, at, ages, counts
-            vs, cs, at, ages, counts, taken = nb.cohorts(
-                q, rows, orphans, active, np.ascontiguousarray(srv), k
-            )
-            self.queued_n[ri] -= taken
-            return vs, cs, at, ages, counts
-        q = self.queued[ri]
-        s = q.shape[0]
-        tot = srv[0] if srv.shape[0] == 1 else srv.sum(axis=0)
-        at = np.flatnonzero(tot)
-        if at.size == 0:
-            e = np.empty(0, np.int64)
-            return e, e, e, e, e
-        cols = self.capacity.active[at]
-        ci = span(cols)  # usually consecutive: views, not gathers
-        tot = tot[at]
-        orph = np.minimum(self.orphans[ri][ci], tot)
-        self.orphans[ri][ci] -= orph
-        need = tot - orph
-        ages = np.arange(s - 1, -1, -1)  # oldest first
-        rows = (k - ages) % s
-        # Only the arrival steps that still hold requests (FIFO: a few), and the newest, which
-        # takes what was untracked: the rest hold nothing to take (slots × containers per step).
-        held: B = (self.queued_rows[ri] > 0)[rows]
-        held[-1] = True
-        ages, rows = ages[held], rows[held]
-        # Taken oldest first, each arrival step as much as it holds of what is still needed;
-        # once nothing is, the newer steps give nothing.
-        takes: list[tuple[int, I64]] = []  # (arrival step's index in rows, take per container)
-        left = need.copy()
-        taken = 0
-        for i, r in enumerate(rows.tolist()):
-            qr = q[r]
-            sub = qr[ci]
-            tk = np.minimum(sub, left)
-            n_tk = int(tk.sum())
-            if n_tk:
-                qr[ci] = sub - tk
-                left -= tk
-                takes.append((i, tk))
-                self.queued_rows[ri][r] -= n_tk
-                taken += n_tk
-                if not left.any():
-                    break
-        self.queued_n[ri] -= taken
-        newest = rows.size - 1
-        if left.any():  # none untracked, but fresh if there were
-            if takes and takes[-1][0] == newest:
-                takes[-1] = (newest, takes[-1][1] + left)
-            else:
-                takes.append((newest, left))
-        if srv.shape[0] == 1:
-            # One outcome class: each container's cohorts are its arrival steps' takes, in
-            # (container, age) order, what the general split below gives with one class.
-            if not takes:
-                e = np.empty(0, np.int64)
-                return e, e, e, e, e
-            if len(takes) == 1:
-                i, tk = takes[0]
-                cc = np.flatnonzero(tk)
-                z = np.zeros(cc.size, np.int64)
-                return z, cols[cc], at[cc], np.full(cc.size, ages[i]), tk[cc]
-            steps = np.stack([tk for _, tk in takes], axis=1)  # container × arrival step taken from
-            cc, j = np.nonzero(steps)
-            z = np.zeros(cc.size, np.int64)
-            return z, cols[cc], at[cc], ages[[i for i, _ in takes]][j], steps[cc, j]
-        take = np.zeros((rows.size, cols.size), np.int64)  # arrival step × container
-        for i, tk in takes:
-            take[i] = tk
-        buckets = np.vstack([orph[None, :], take])  # (1 + s) × containers: orphans, then by age
-        waited = np.concatenate([[-1], ages])
-        part = srv[:, at]
-        multi = (buckets > 0).sum(axis=0) > 1
-        one = np.flatnonzero(~multi)
-        vs, cc = np.nonzero(part[:, one])
-        cc = one[cc]
-        bs = np.argmax(buckets > 0, axis=0)[cc]
-        counts = part[vs, cc]
-        if multi.any():
-            m = np.flatnonzero(multi)
-            # Only the classes and arrival steps these containers hold (FIFO: a few steps).
-            kv = np.flatnonzero(part[:, m].any(axis=1))
-            kb = np.flatnonzero(buckets[:, m].any(axis=1))
-            n, b = part[np.ix_(kv, m)], buckets[np.ix_(kb, m)]
-            joint = n[:, None, :] * b[None, :, :] // b.sum(axis=0)
-            r, c = n - joint.sum(axis=1), b - joint.sum(axis=0)
-            rh, ch = np.cumsum(r, axis=0), np.cumsum(c, axis=0)
-            lo = np.maximum((rh - r)[:, None, :], (ch - c)[None, :, :])
-            joint += np.maximum(np.minimum(rh[:, None, :], ch[None, :, :]) - lo, 0)
-            jv, jb, jm = np.nonzero(joint)
-            vs = np.concatenate([vs, kv[jv]])
-            bs = np.concatenate([bs, kb[jb]])
-            cc = np.concatenate([cc, m[jm]])
-            counts = np.concatenate([counts, joint[jv, jb, jm]])
-            order = np.lexsort((bs, cc, vs))
-            vs, bs, cc, counts = vs[order], bs[order], cc[order], counts[order]
-        live = waited[bs] >= 0
-        return vs[live], cols[cc[live]], at[cc[live]], waited[bs][live], counts[live]
-
     def _with_connect_wait(self, ri: int, mix: F64, n: int) -> F64:
         """The weighted latency distribution of ``n`` answers given now (``mix``), the requests
         that first waited for their SYN to be answered (``noEndpoint: retransmit``) taken out and
@@ -479,74 +329,6 @@ class TrafficPhases:
                 np.where((status >= 400) | (status < 200), Outcome.ERROR_STATUS, Outcome.OK),
             ),
         )
-
-    def _keep_alive(
-        self, ri: int, n: int, ready: I64, t: int, k: int, rec: dict[str, I64], key: str
-    ) -> tuple[I64, I64]:
-        """Spread ``n`` requests of a keep-alive route over the pods its clients hold connections
-        to; returns the pods and their counts. kube-proxy picks a pod per connection, so an open
-        connection stays with its pod whatever its readiness (kubernetes/kubernetes#100492).
-        Connections close when their pod goes, and when the container serving them stops or is
-        replaced, unless an Istio sidecar holds them (it answers 503 while the app is down).
-        Clients reuse idle connections first; a new one opens for each request that finds none
-        idle (k6 adds VUs only then) and for each client whose connection closed. Opening one
-        with no Ready endpoint is refused at once (kube-proxy's REJECT), or waits for the next
-        SYN (``noEndpoint: retransmit``)."""
-        f, c = self.fleet, self.conns[ri]
-        refused = rec[f"{key}.no_endpoint"]
-        route = f.routes[ri]
-        tc = route.target_container
-        has = tc >= 0
-        inst = np.full(f.n_pods, -1, np.int64)
-        running = np.zeros(f.n_pods, bool)
-        inst[has] = self.ctr.instance[tc[has]]
-        running[has] = self.ctr.state[tc[has]] == RUNNING
-        closed = self.gone | ~self.admitted | ~has | (~f.pod_sidecar & (~running | (inst != c.instance)))
-        c.loose += int(c.open[closed].sum())
-        c.open[closed] = 0
-        c.instance = inst
-        busy = np.bincount(f.container_pod, weights=self._held(ri), minlength=f.n_pods).astype(np.int64)
-        tr = route.traffic
-        want = int(busy.sum()) + c.waiting + min(n, tr.pre_allocated_vus or 1)
-        if tr.max_vus is not None:
-            want = min(want, tr.max_vus)
-        c.loose += max(want - int(c.open.sum()) - c.loose - c.waiting, 0)
-        per = np.zeros(f.n_pods, np.int64)
-
-        def connect(m: int) -> None:
-            """``m`` requests open a connection first (their clients hold none)."""
-            if ready.size:
-                got = np.full(ready.size, m // ready.size, np.int64)
-                got[(route.cursor + np.arange(m % ready.size)) % ready.size] += 1
-                route.cursor = (route.cursor + m) % ready.size
-                per[ready] += got
-                c.open[ready] += got
-            elif tr.no_endpoint == "retransmit":
-                c.wait(t, m)
-            else:
-                refused[k] += m
-                c.loose += m
-
-        go, late = c.due(t, ready.size > 0, route.timeout) if c.waiting else (0, 0)
-        rec[f"{key}.timeout"][k] += late
-        c.loose += late
-        opening = min(c.loose, n)
-        c.loose -= opening
-        if opening or go:
-            connect(opening + go)
-        rest = n - opening
-        idle = np.maximum(c.open - busy, 0)
-        weight = idle if idle.any() else c.open
-        if rest and not weight.any():
-            connect(rest)
-        elif rest:
-            share = rest * weight / weight.sum()
-            base = np.floor(share).astype(np.int64)
-            top = np.argsort(base - share, kind="stable")[: rest - int(base.sum())]
-            base[top] += 1
-            per += base
-        pods = np.flatnonzero(per)
-        return pods, per[pods]
 
     def _deliver(self, t: int, k: int, rec: dict[str, I64]) -> None:
         """Answers due now reach the client; after the load generator stopped waiting
@@ -601,7 +383,10 @@ class TrafficPhases:
         for ri, route in enumerate(self.fleet.routes):
             col = self.cols[ri]
             sl = slice(ri * K, (ri + 1) * K)
-            vs, cs, at, ages, n_served = self._cohorts(ri, k, served[sl])
+            vs, cs, at, ages, n_served, taken = cohorts(
+                self.queued[ri], self.queued_rows[ri], self.orphans[ri], self.capacity.active, served[sl], k
+            )
+            self.queued_n[ri] -= taken
             if cs.size == 0:
                 continue
             limit = float(route.timeout)

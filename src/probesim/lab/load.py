@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import aiohttp
 from hdrh.histogram import HdrHistogram
 
-from probesim.engine.traffic import SYN_AT_MS, SYN_GIVE_UP_MS
+from probesim.engine.connections import SYN_AT_MS, SYN_GIVE_UP_MS
 from probesim.lab.timeouts import exact
 
 MAX_BODY = 1 << 20  # an answer's body is read and dropped; more than this is a broken server

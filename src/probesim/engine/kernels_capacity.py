@@ -1,0 +1,302 @@
+"""The capacity model's compiled kernels (engine/capacity.py's CapacityModel): its serving
+step (``serve``), the capacity each container has for arrivals (``step_capacity``,
+``step_capacity_calls``) and what arrivals it takes (``take``). Each is the numpy form it
+replaces written as loops over containers, to the bit (engine/kernels.py says what that takes).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from probesim.engine.kernels_base import F64, I64, TWO53, B, column_sums, jit, maximum, minimum
+
+MAX_RHO = 0.95  # (engine/capacity.py's)
+QUOTA_PERIOD_MS = 100.0
+
+
+@jit
+def _mean_cost(backlog: I64, cost: F64, cols: I64, held: I64) -> F64:
+    """Per container of ``cols`` (each holding something): (backlog × cost).sum(axis=0) / held."""
+    rows = backlog.shape[0]
+    m = cols.size
+    if rows == 1:
+        out = np.empty(m)
+        for j in range(m):
+            c = cols[j]
+            out[j] = backlog[0, c] * cost[0, c] / held[j]
+        return out
+    prod = np.empty((rows, m))
+    for r in range(rows):
+        for j in range(m):
+            c = cols[j]
+            prod[r, j] = backlog[r, c] * cost[r, c]
+    out = column_sums(prod)
+    for j in range(m):
+        out[j] = out[j] / held[j]
+    return out
+
+
+@jit
+def _capacity_of(dt: float, c: float, w: float, limit_m: float, workers: float) -> float:
+    """CapacityModel._capacity for one container."""
+    mu_cpu = limit_m / 1000.0 / c if c > 0 else np.inf
+    mu_w = workers / (c + w) if c + w > 0 else np.inf
+    return np.floor(minimum(minimum(mu_cpu, mu_w) * dt, TWO53))
+
+
+@jit
+def held_of(backlog: I64) -> I64:
+    """What each container holds, all routes and classes."""
+    rows, n = backlog.shape
+    out = np.zeros(n, np.int64)
+    for r in range(rows):
+        for c in range(n):
+            out[c] += backlog[r, c]
+    return out
+
+
+@jit
+def step_capacity_calls(dt: float, backlog: I64, cpu: F64, wall: F64, limit_m: F64, workers: F64) -> F64:
+    """CapacityModel.begin_step with dependency calls: every container's capacity this step."""
+    rows, n = backlog.shape
+    held = held_of(backlog)
+    all_cols = np.arange(n)
+    mc = _mean_cost(backlog, cpu, all_cols, np.ones(n, np.int64))
+    mw = _mean_cost(backlog, wall, all_cols, np.ones(n, np.int64))
+    idle_c = column_sums(cpu)
+    idle_w = column_sums(wall)
+    out = np.empty(n)
+    for c in range(n):
+        if held[c] > 0:
+            cc, ww = mc[c] / held[c], mw[c] / held[c]
+        else:
+            cc, ww = idle_c[c] / rows, idle_w[c] / rows
+        out[c] = _capacity_of(dt, cc, ww, limit_m[c], workers[c])
+    return out
+
+
+@jit
+def step_capacity(
+    dt: float, backlog: I64, cpu: F64, wall: F64, limit_m: F64, workers: F64, idle: F64, hi: int
+) -> F64:
+    """CapacityModel.begin_step without dependency calls: the idle capacity (``idle``), and
+    for the containers below ``hi`` that hold something, the capacity of what they hold."""
+    rows = backlog.shape[0]
+    out = idle.copy()
+    held = np.zeros(hi, np.int64)
+    m = 0
+    for c in range(hi):
+        h = 0
+        for r in range(rows):
+            h += backlog[r, c]
+        held[c] = h
+        if h > 0:
+            m += 1
+    cols = np.empty(m, np.int64)
+    hh = np.empty(m, np.int64)
+    j = 0
+    for c in range(hi):
+        if held[c] > 0:
+            cols[j] = c
+            hh[j] = held[c]
+            j += 1
+    mc = _mean_cost(backlog, cpu, cols, hh)
+    mw = _mean_cost(backlog, wall, cols, hh)
+    for j in range(m):
+        c = cols[j]
+        out[c] = _capacity_of(dt, mc[j], mw[j], limit_m[c], workers[c])
+    return out
+
+
+@jit
+def take(
+    backlog: I64, room: F64, step_capacity: F64, containers: I64, counts: I64, row: int, add: bool
+) -> I64:
+    """CapacityModel.accept's take: how many of ``counts`` each container of ``containers`` has
+    room for (``add``: and they join backlog row ``row``, the one outcome class)."""
+    rows = backlog.shape[0]
+    m = containers.size
+    out = np.empty(m, np.int64)
+    for j in range(m):
+        c = containers[j]
+        h = 0
+        for r in range(rows):
+            h += backlog[r, c]
+        free = room[c] + step_capacity[c] - h
+        t = minimum(float(counts[j]), maximum(free, 0.0))
+        out[j] = np.int64(t)
+        if add:
+            backlog[row, c] += out[j]
+    return out
+
+
+@jit
+def serve(
+    dt: float,
+    t: int,
+    backlog: I64,
+    carry: F64,
+    last_leftover: I64,
+    started_at: I64,
+    warm_for: F64,
+    warm_factor: F64,
+    cpu_all: F64,
+    wall_all: F64,
+    loaded_all: B,
+    limit_all: F64,
+    workers_all: F64,
+    unstable: B,
+    any_unstable: bool,
+    all_loaded: bool,
+    hi: int,
+) -> tuple[I64, I64, F64, F64, F64, B, F64, F64, F64, F64, I64]:
+    """CapacityModel.step: which containers it steps (``active``) and, for them, the served
+    count per row, the queue wait, the service time per row and the CPU used; every container's
+    throttled, CPU used, CPU utilization, utilization, wait and backlog left (0 off ``active``).
+    Updates ``backlog`` and ``carry`` in place."""
+    rows, n = backlog.shape
+    one = rows == 1
+    limit = n if any_unstable else hi
+    held_all = np.zeros(limit, np.int64)
+    m = 0
+    for c in range(limit):
+        h = 0
+        for r in range(rows):
+            h += backlog[r, c]
+        held_all[c] = h
+        if h > 0 or carry[c] != 0 or (any_unstable and unstable[c]):
+            m += 1
+    a = np.empty(m, np.int64)
+    j = 0
+    for c in range(limit):
+        if held_all[c] > 0 or carry[c] != 0 or (any_unstable and unstable[c]):
+            a[j] = c
+            j += 1
+    held = np.empty(m, np.int64)
+    cpu = np.empty((rows, m))
+    wall = np.empty((rows, m))
+    for j in range(m):
+        c = a[j]
+        held[j] = held_all[c]
+        warm = warm_factor[c] if t - started_at[c] < warm_for[c] else 1.0
+        for r in range(rows):
+            cpu[r, j] = cpu_all[r, c] * warm
+            wall[r, j] = wall_all[r, c]
+    if one:
+        mix_c_sum = np.empty(m)
+        mix_w_sum = np.empty(m)
+        for j in range(m):
+            c = a[j]
+            mix_c_sum[j] = backlog[0, c] * cpu[0, j]
+            mix_w_sum[j] = backlog[0, c] * wall[0, j]
+    else:
+        prod_c = np.empty((rows, m))
+        prod_w = np.empty((rows, m))
+        for r in range(rows):
+            for j in range(m):
+                b = backlog[r, a[j]]
+                prod_c[r, j] = b * cpu[r, j]
+                prod_w[r, j] = b * wall[r, j]
+        mix_c_sum = column_sums(prod_c)
+        mix_w_sum = column_sums(prod_w)
+    served_total = np.empty(m, np.int64)
+    wait = np.empty(m)
+    used = np.empty(m)
+    rho_a = np.empty(m)
+    throttled_a = np.zeros(m, np.bool_)
+    throttled = np.zeros(n, np.bool_)
+    cpu_used_m = np.zeros(n)
+    cpu_rho = np.zeros(n)
+    rho = np.zeros(n)
+    wait_ms = np.zeros(n)
+    for j in range(m):
+        c = a[j]
+        h = held[j]
+        leftover = min(last_leftover[c], h)
+        if h > 0:
+            mix_c = mix_c_sum[j] / h
+            mix_w = mix_w_sum[j] / h
+        else:
+            mix_c = cpu[0, j]
+            mix_w = wall[0, j]
+        lim_m = limit_all[c]
+        lim = lim_m / 1000.0
+        mu_cpu = lim / mix_c if mix_c > 0 else np.inf
+        per_request = mix_c + mix_w
+        mu_w = workers_all[c] / per_request if per_request > 0 else np.inf
+        mu = minimum(mu_cpu, mu_w)
+        mu_dt = mu * dt
+        cap = mu_dt + carry[c]
+        whole = np.floor(minimum(cap, TWO53))
+        st = np.int64(minimum(float(h), whole))
+        served_total[j] = st
+        carry[c] = cap - whole if h >= whole else 0.0
+        arrivals = h - leftover
+        finite = np.isfinite(mu)
+        r_ = arrivals / mu_dt if finite else 0.0
+        w_ = leftover / mu if finite and mu > 0 else 0.0
+        demand_m = h * mix_c / dt * 1000.0 if finite else 0.0
+        thr = demand_m > lim_m
+        u = minimum(st * mix_c / dt * 1000.0, lim_m)
+        cr = demand_m / lim_m
+        if not all_loaded and not loaded_all[c]:
+            thr = False
+            r_ = 0.0
+            u = 0.0
+            cr = 0.0
+            w_ = 0.0
+        throttled_a[j] = thr
+        rho_a[j] = r_
+        wait[j] = w_
+        used[j] = u
+        throttled[c] = thr
+        cpu_used_m[c] = u
+        cpu_rho[c] = cr
+        rho[c] = r_
+        wait_ms[c] = w_
+    # The served count per row (CapacityModel._split), taken off the backlog.
+    served = np.empty((rows, m), np.int64)
+    if one:
+        for j in range(m):
+            served[0, j] = served_total[j]
+    else:
+        for j in range(m):
+            c = a[j]
+            h = held[j]
+            f = served_total[j] / max(h, 1)
+            rest = served_total[j]
+            for r in range(rows):
+                s = np.int64(np.floor(backlog[r, c] * f)) if h > 0 else 0
+                served[r, j] = s
+                rest -= s
+            for r in range(rows):
+                give = min(rest, backlog[r, c] - served[r, j])
+                served[r, j] += give
+                rest -= give
+    leftover_all = np.zeros(n, np.int64)
+    for j in range(m):
+        c = a[j]
+        left = 0
+        for r in range(rows):
+            backlog[r, c] -= served[r, j]
+            left += backlog[r, c]
+        leftover_all[c] = left
+    service = np.empty((rows, m))
+    for j in range(m):
+        stretch = 1.0 / (1.0 - minimum(rho_a[j], MAX_RHO))
+        extra = QUOTA_PERIOD_MS / 2 if throttled_a[j] else 0.0
+        for r in range(rows):
+            service[r, j] = wall[r, j] + cpu[r, j] * stretch + extra
+    return (
+        a,
+        served,
+        wait,
+        service,
+        used,
+        throttled,
+        cpu_used_m,
+        cpu_rho,
+        rho,
+        wait_ms,
+        leftover_all,
+    )

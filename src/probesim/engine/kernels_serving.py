@@ -1,0 +1,263 @@
+"""The serving phase's compiled kernels (its per-route work): the served cohorts (``cohorts_one``,
+``cohorts``: engine/cohorts.py's), their latency parts (``latency_parts``) and the answers due
+later (``pend_later``: engine/traffic.py's). Each is the numpy form it replaces written as
+loops, to the bit (engine/kernels.py says what that takes).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from probesim.engine.kernels_base import F64, I64, B, jit, minimum
+
+
+@jit
+def _taken(
+    q: I64, queued_rows: I64, orphans: I64, active: I64, tot: I64, k: int
+) -> tuple[I64, I64, I64, I64, I64, int]:
+    """engine/cohorts.py's cohorts up to the split (``tot``: what each container of ``active``
+    served): orphans dropped, the rest taken off the client's backlog ``q`` (arrival steps ×
+    containers) oldest first. Returns the served containers' indices in ``active``, the
+    containers, their orphans, the arrival steps held (their ages) and what was taken from each
+    (steps held × containers), and how many were taken off ``q``; updates ``q``,
+    ``queued_rows`` and ``orphans``."""
+    s = q.shape[0]
+    m = 0
+    for j in range(tot.size):
+        if tot[j] != 0:
+            m += 1
+    at = np.empty(m, np.int64)
+    cols = np.empty(m, np.int64)
+    orph = np.empty(m, np.int64)
+    left = np.empty(m, np.int64)
+    i = 0
+    for j in range(tot.size):
+        if tot[j] != 0:
+            c = active[j]
+            at[i] = j
+            cols[i] = c
+            o = min(orphans[c], tot[j])
+            orphans[c] -= o
+            orph[i] = o
+            left[i] = tot[j] - o
+            i += 1
+    # The arrival steps that hold requests, oldest first, and the newest (it takes the untracked).
+    rows = np.empty(s, np.int64)
+    ages = np.empty(s, np.int64)
+    n_rows = 0
+    for age in range(s - 1, -1, -1):
+        r = ((k - age) % s + s) % s
+        if queued_rows[r] > 0 or age == 0:
+            rows[n_rows] = r
+            ages[n_rows] = age
+            n_rows += 1
+    take = np.zeros((n_rows, m), np.int64)
+    taken = 0
+    remaining = 0
+    for j in range(m):
+        remaining += left[j]
+    for i in range(n_rows):
+        if remaining == 0:
+            break
+        r = rows[i]
+        n_tk = 0
+        for j in range(m):
+            c = cols[j]
+            tk = min(q[r, c], left[j])
+            if tk != 0:
+                q[r, c] -= tk
+                left[j] -= tk
+                take[i, j] = tk
+                n_tk += tk
+        if n_tk:
+            queued_rows[r] -= n_tk
+            taken += n_tk
+            remaining -= n_tk
+    if remaining:  # none untracked, but fresh if there were
+        for j in range(m):
+            take[n_rows - 1, j] += left[j]
+    return at, cols, orph, ages[:n_rows].copy(), take, taken
+
+
+@jit
+def cohorts_one(
+    q: I64, queued_rows: I64, orphans: I64, active: I64, served: I64, k: int
+) -> tuple[I64, I64, I64, I64, int]:
+    """engine/cohorts.py's cohorts with one outcome class (``served``: per container of
+    ``active``). Returns per cohort its container, its index in ``active``, the steps it waited
+    and its count, in (container, age) order, and how many were taken off ``q``."""
+    at, cols, _, ages, take, taken = _taken(q, queued_rows, orphans, active, served, k)
+    n_rows, m = take.shape
+    n = 0
+    for j in range(m):
+        for i in range(n_rows):
+            if take[i, j] != 0:
+                n += 1
+    out_cols = np.empty(n, np.int64)
+    out_at = np.empty(n, np.int64)
+    out_ages = np.empty(n, np.int64)
+    out_counts = np.empty(n, np.int64)
+    e = 0
+    for j in range(m):
+        for i in range(n_rows):
+            if take[i, j] != 0:
+                out_cols[e] = cols[j]
+                out_at[e] = at[j]
+                out_ages[e] = ages[i]
+                out_counts[e] = take[i, j]
+                e += 1
+    return out_cols, out_at, out_ages, out_counts, taken
+
+
+@jit
+def cohorts(
+    q: I64, queued_rows: I64, orphans: I64, active: I64, served: I64, k: int
+) -> tuple[I64, I64, I64, I64, I64, int]:
+    """engine/cohorts.py's cohorts with outcome classes (``served``: classes × containers of
+    ``active``): each class's count shared among a container's buckets (its orphans, then its
+    arrival steps) in proportion, the remainders by a north-west corner. Returns per cohort (not
+    orphans) its class, container, index in ``active``, steps waited and count, in (class,
+    container, age) order, and how many were taken off ``q``."""
+    classes = served.shape[0]
+    tot = np.zeros(served.shape[1], np.int64)
+    for v in range(classes):
+        for j in range(served.shape[1]):
+            tot[j] += served[v, j]
+    at, cols, orph, ages, take, taken = _taken(q, queued_rows, orphans, active, tot, k)
+    n_rows, m = take.shape
+    nb = n_rows + 1  # buckets: orphans, then the arrival steps held
+    joint = np.zeros((classes, nb, m), np.int64)
+    bucket = np.empty(nb, np.int64)
+    r = np.empty(classes, np.int64)
+    c = np.empty(nb, np.int64)
+    for j in range(m):
+        bucket[0] = orph[j]
+        total = orph[j]
+        for i in range(n_rows):
+            bucket[i + 1] = take[i, j]
+            total += take[i, j]
+        for v in range(classes):
+            n_v = served[v, at[j]]
+            for b in range(nb):
+                joint[v, b, j] = n_v * bucket[b] // total if total else 0
+        for v in range(classes):
+            r[v] = served[v, at[j]]
+            for b in range(nb):
+                r[v] -= joint[v, b, j]
+        for b in range(nb):
+            c[b] = bucket[b]
+            for v in range(classes):
+                c[b] -= joint[v, b, j]
+        rh = 0
+        for v in range(classes):
+            rh += r[v]
+            ch = 0
+            for b in range(nb):
+                ch += c[b]
+                lo = max(rh - r[v], ch - c[b])
+                joint[v, b, j] += max(min(rh, ch) - lo, 0)
+    n = 0
+    for v in range(classes):
+        for j in range(m):
+            for b in range(1, nb):
+                if joint[v, b, j] != 0:
+                    n += 1
+    out_v = np.empty(n, np.int64)
+    out_cols = np.empty(n, np.int64)
+    out_at = np.empty(n, np.int64)
+    out_ages = np.empty(n, np.int64)
+    out_counts = np.empty(n, np.int64)
+    e = 0
+    for v in range(classes):
+        for j in range(m):
+            for b in range(1, nb):
+                if joint[v, b, j] != 0:
+                    out_v[e] = v
+                    out_cols[e] = cols[j]
+                    out_at[e] = at[j]
+                    out_ages[e] = ages[b - 1]
+                    out_counts[e] = joint[v, b, j]
+                    e += 1
+    return out_v, out_cols, out_at, out_ages, out_counts, taken
+
+
+@jit
+def latency_parts(
+    service: F64,
+    row0: int,
+    vs: I64,
+    at: I64,
+    cs: I64,
+    ages: I64,
+    wait: F64,
+    sigma_all: F64,
+    failed_all: B,
+    calls: bool,
+    step: float,
+    limit: float,
+    horizon: float,
+) -> tuple[F64, F64, F64, F64, B, F64, B, bool]:
+    """engine/traffic.py's _serve, per cohort of a route (its first row ``row0``): service
+    time, time waited in whole steps, time waited before service, sigma, whether its calls
+    failed, when its client sees the answer (from this step), and whether that is later."""
+    n = cs.size
+    sv = np.empty(n)
+    waited = np.empty(n)
+    d = np.empty(n)
+    sigma = np.empty(n)
+    failed = np.zeros(n, np.bool_)
+    seen = np.empty(n)
+    later = np.empty(n, np.bool_)
+    later_any = False
+    for e in range(n):
+        sv[e] = service[row0 + vs[e], at[e]]
+        waited[e] = ages[e] * step
+        d[e] = wait[at[e]] if ages[e] == 0 else waited[e]
+        sigma[e] = sigma_all[cs[e]]
+        if calls:
+            failed[e] = failed_all[row0 + vs[e], cs[e]]
+        seen[e] = minimum(minimum(d[e] + sv[e], limit) - waited[e], horizon)
+        later[e] = seen[e] >= step
+        later_any = later_any or later[e]
+    return sv, waited, d, sigma, failed, seen, later, later_any
+
+
+@jit
+def pend_later(
+    pending: I64,
+    later_n: F64,
+    later_t: F64,
+    later: B,
+    seen: F64,
+    step: float,
+    k: int,
+    t: int,
+    cs: I64,
+    counts: I64,
+    timed_out: I64,
+    failed: B,
+    waited: F64,
+) -> I64:
+    """engine/traffic.py's _serve for the answers a client sees after this step (``later``):
+    each one's slot on the answer wheel ``pending`` (ok, error, timeout × slots × containers),
+    their counts added there and to the slot's count and send times (in order, as np.add.at
+    adds). Returns their slots."""
+    slots_n = pending.shape[1]
+    n = 0
+    for e in range(later.size):
+        if later[e]:
+            n += 1
+    slots = np.empty(n, np.int64)
+    i = 0
+    for e in range(later.size):
+        if not later[e]:
+            continue
+        slot = (k + np.int64(np.ceil(seen[e] / step))) % slots_n
+        slots[i] = slot
+        i += 1
+        later_n[slot] += counts[e]
+        later_t[slot] += (t - waited[e]) * counts[e]
+        ok = counts[e] - timed_out[e]
+        pending[1 if failed[e] else 0, slot, cs[e]] += ok
+        pending[2, slot, cs[e]] += timed_out[e]
+    return slots
