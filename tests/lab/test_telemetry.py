@@ -196,9 +196,18 @@ def test_round_trip_lab_prometheus_fit_recovers_the_start_and_the_cost(tmp_path:
                          capture_output=True, text=True, timeout=240)  # fmt: skip
     assert lab.returncode == 0, lab.stderr[-2000:]
     saved = sorted(p.name for p in (out / "web").iterdir())
-    assert saved == sorted(
-        f"{n}.json" for n in ("requests", "errors", "latency_sum", "buckets", "cpu", "ready", "restarts")
+    names = (
+        "requests",
+        "errors",
+        "latency_sum",
+        "buckets",
+        "cpu",
+        "ready",
+        "restarts",
+        "pod_ready",
+        "pod_started",
     )
+    assert saved == sorted(f"{n}.json" for n in names)
     fit = subprocess.run([probesim, "fit", str(tmp_path / "k8s"), "--from", str(out / "web"), "--pods",
                           str(out / "pods.json"), "-o", str(tmp_path / "fitted.yaml"), "--json"],
                          capture_output=True, text=True, timeout=120)  # fmt: skip
