@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from probesim.cost import answer_slots
 from probesim.engine.arrays import distinct
 from probesim.engine.autoscaler import SYNC_PERIOD_MS, Autoscaler
 from probesim.engine.behavior import INF
@@ -498,34 +497,7 @@ class _Run(TrafficPhases, RunSummary):
         self.rates = np.array([[r.traffic.rate_at(int(t)) for t in times] for r in f.routes]).reshape(
             len(f.routes), ticks
         )
-        self.latency_cdf = np.zeros((len(f.routes), GRID.size))
-        self.step_cdf = np.zeros((len(f.routes), GRID.size))  # what clients saw answered this step
-        # Answers on their way to clients, per route: (ok, error status, timeout) × due step × container.
-        # Bounded by the run (cost.answer_slots): an answer due after its end is never delivered.
-        waits = [int(r.timeout) for r in f.routes if r.timeout < INF] + [
-            int(c.timeout or 0) * c.retries.attempts
-            for b in f.container_behavior
-            for rc in b.routes.values()
-            for c in rc.calls
-        ]
-        slots = answer_slots(waits, spec.duration, spec.step)
-        self.pending = [np.zeros((3, slots, f.n_containers), np.int64) for _ in f.routes]
-        # Per due slot: the latency distribution of those answers (weighted), how many, and the
-        # sum of the times they were served (ms).
-        self.later_cdf = [np.zeros((slots, GRID.size)) for _ in f.routes]
-        self.later_n = [np.zeros(slots) for _ in f.routes]
-        self.later_t = [np.zeros(slots) for _ in f.routes]
-        # The client's side of the backlog, per route: requests queued on each container that
-        # their client still waits for, by arrival step (a ring over the timeout, oldest given
-        # up on at their deadline); and those it gave up on that the server still holds
-        # (``orphans``: served first, as the oldest, and then counted for nothing).
-        self.queued = [np.zeros((self._queue_slots(r), f.n_containers), np.int64) for r in f.routes]
-        self.orphans = [np.zeros(f.n_containers, np.int64) for _ in f.routes]
-        # How many requests each route's buffers hold (their sums, kept as they change).
-        self.pending_n = [0] * len(f.routes)
-        self.queued_n = [0] * len(f.routes)
-        self.queued_rows = [np.zeros(q.shape[0], np.int64) for q in self.queued]  # per arrival step
-        self.touched = np.zeros(f.n_containers, bool)  # took requests since it last lost them
+        self._traffic_buffers()
         recorder = Recorder(self, ticks)
         rec = recorder.series
         self.cols = recorder.route_columns
