@@ -26,14 +26,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def restarts(policy: str, exit_code: int) -> bool:
-    """Whether a container that ended with ``exit_code`` starts again, by the restart policy
-    (kube/containers.py, the engine's rule too). A container killed for a failed probe ends with
-    137 or 143, so it restarts unless the policy is Never."""
-    return restarts_with(policy, exit_code)
-
-
-KILLED = 137  # what a container killed for a failed probe exits with, for ``restarts``
+KILLED = 137  # what a container killed for a failed probe exits with (restarts unless Never)
 
 
 @dataclass
@@ -117,7 +110,7 @@ class Pod:
         may_exit = any(k in self.workers for k in ("liveness", "startup")) or any(
             isinstance(e, Crash) for e in self.behavior.episodes
         )
-        return may_exit and restarts(self.spec.restart_policy, KILLED)
+        return may_exit and restarts_with(self.spec.restart_policy, KILLED)
 
 
 def new_pod(

@@ -21,11 +21,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from probesim.errors import InputError
-from probesim.kube.containers import MIN_GRACE, back_off
+from probesim.kube.containers import MIN_GRACE, back_off, restarts_with
 from probesim.lab.clock import Clock
 from probesim.lab.dependency import DependencyServer, env_name
 from probesim.lab.hygiene import RunFolder, dies_with_parent
-from probesim.lab.pods import HOST, KILLED, Pod, Warm, restarts
+from probesim.lab.pods import HOST, KILLED, Pod, Warm
 from probesim.lab.status import StatusManager
 from probesim.model.kubernetes import ProbeType
 from probesim.model.scenario import Scenario
@@ -191,7 +191,7 @@ class Runtime:
         if pod.run.proc is None or pod.run.killing:
             return
         pod.run.killing = True
-        again = restarts(pod.spec.restart_policy, KILLED)
+        again = restarts_with(pod.spec.restart_policy, KILLED)
         self.clock.event(
             "Normal",
             "Killing",
@@ -261,7 +261,7 @@ class Runtime:
             self.clock.event(
                 "Warning", "Exited", pod, f"Container {pod.container.name} exited with code {code}"
             )
-            if not restarts(pod.spec.restart_policy, code):
+            if not restarts_with(pod.spec.restart_policy, code):
                 self.status.update()
                 return
             await self._restart(pod, pod.run.last_exit)
