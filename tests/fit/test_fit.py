@@ -297,3 +297,32 @@ def test_fit_from_a_lab_runs_saved_telemetry(tmp_path: Path) -> None:
     )
     start = next(f for f in r.fitted if f.path == "containers.app.start")
     assert start.value == pytest.approx(20, rel=0.15) and "(kubectl)" in start.source
+
+
+@pytest.mark.parametrize(
+    ("pods", "field"),
+    [
+        (
+            {"items": [{"metadata": {"name": "web-0"}, "status": {"conditions": [1]}}]},
+            "items[0].status.conditions",
+        ),
+        ({"items": [{"metadata": {"name": "web-0"}, "status": "Running"}]}, "items[0].status"),
+        ({"items": [{"metadata": "web-0"}]}, "items[0].metadata"),
+    ],
+)
+def test_malformed_kubectl_json_is_one_line_naming_the_field(inputs: Path, pods: Any, field: str) -> None:
+    (inputs / "pods.json").write_text(json.dumps(pods))
+    r = runner.invoke(app, ["fit", str(inputs / "k8s"), "--from", str(inputs / "saved"), "--pods",
+                            str(inputs / "pods.json"), "-o", str(inputs / "f.yaml")])  # fmt: skip
+    assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
+    assert f"pods.json: {field}:" in r.output
+
+
+def test_a_k6_summary_export_is_told_apart_from_its_json_lines(inputs: Path) -> None:
+    (inputs / "summary.json").write_text(
+        json.dumps({"root_group": {}, "metrics": {"http_reqs": {"count": 3}}}, indent=2)
+    )
+    r = runner.invoke(app, ["fit", str(inputs / "k8s"), "--from", str(inputs / "saved"), "--k6",
+                            str(inputs / "summary.json"), "-o", str(inputs / "f.yaml")])  # fmt: skip
+    assert r.exit_code == 2
+    assert "a k6 summary holds the run's totals, not the traffic over time" in r.output

@@ -33,9 +33,10 @@ def request_rates(path: str) -> dict[str, list[tuple[float, float]]]:
         for n, line in enumerate(f, 1):
             if n > MAX_LINES:
                 raise InputError(f"more than {MAX_LINES:,} lines", file=path)
-            if n == 1 and line.lstrip().startswith("{") and '"root_group"' in line:
+            if n == 1 and line.strip() == "{":  # pretty-printed JSON: --summary-export's, not lines
                 summary = True
-            if summary:
+            if (n == 1 and '"root_group"' in line) or summary:
+                summary = True
                 break
             if not line.strip():
                 continue

@@ -35,6 +35,24 @@ def _time(value: Any, where: str, field: str) -> float:
         raise InputError(f"{value!r} is not an RFC 3339 time", file=where, field=field) from None
 
 
+def _obj(parent: dict[str, Any], key: str, path: str, at: str) -> dict[str, Any]:
+    """``parent[key]``, an object ({} when absent or null); another type is an error naming it."""
+    value = parent.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputError(f"is a {type(value).__name__}, not an object", file=path, field=f"{at}.{key}")
+    return value
+
+
+def _objs(parent: dict[str, Any], key: str, path: str, at: str) -> list[dict[str, Any]]:
+    """``parent[key]``, a list of objects ([] when absent); anything else is an error naming it."""
+    value = parent.get(key) or []
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise InputError("is not a list of objects", file=path, field=f"{at}.{key}")
+    return value
+
+
 def read_pods(path: str, pods: str, container: str) -> list[PodStart]:
     """The pods of ``path`` whose name matches the regular expression ``pods``, each with its
     container ``container``."""
@@ -54,26 +72,22 @@ def read_pods(path: str, pods: str, container: str) -> list[PodStart]:
     for i, pod in enumerate(items):
         if not isinstance(pod, dict) or pod.get("kind", "Pod") != "Pod":
             continue
-        name = str((pod.get("metadata") or {}).get("name", ""))
+        name = str(_obj(pod, "metadata", path, f"items[{i}]").get("name", ""))
         if not match.fullmatch(name):
             continue
-        status = pod.get("status") or {}
         at = f"items[{i}].status"
-        ready = next(
-            (
-                c
-                for c in status.get("conditions") or []
-                if c.get("type") == "Ready" and c.get("status") == "True"
-            ),
-            None,
+        status = _obj(pod, "status", path, f"items[{i}]")
+        conditions = _objs(status, "conditions", path, at)
+        ready = next((c for c in conditions if c.get("type") == "Ready" and c.get("status") == "True"), None)
+        cs = next(
+            (c for c in _objs(status, "containerStatuses", path, at) if c.get("name") == container), None
         )
-        cs = next((c for c in status.get("containerStatuses") or [] if c.get("name") == container), None)
         if cs is None:
             continue
-        running = (cs.get("state") or {}).get("running")
-        if not running or "startedAt" not in running:
+        running = _obj(cs, "state", path, f"{at}.containerStatuses").get("running")
+        if not isinstance(running, dict) or "startedAt" not in running:
             continue
-        last = (cs.get("lastState") or {}).get("terminated") or {}
+        last = _obj(_obj(cs, "lastState", path, f"{at}.containerStatuses"), "terminated", path, at)
         out.append(
             PodStart(
                 pod=name,

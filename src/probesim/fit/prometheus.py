@@ -79,7 +79,11 @@ class Saved:
         if not path.exists():
             return None
         try:
-            doc = json.loads(path.read_bytes()[:MAX_RESPONSE_BYTES])
+            if path.stat().st_size > MAX_RESPONSE_BYTES:
+                raise InputError(
+                    f"over {MAX_RESPONSE_BYTES >> 20} MiB: query a coarser --step", file=str(path)
+                )
+            doc = json.loads(path.read_bytes())
         except OSError as e:
             raise InputError(f"cannot read: {e.strerror}", file=str(path)) from None
         except ValueError as e:
@@ -113,7 +117,10 @@ class Live:
         )
         try:
             with urllib.request.urlopen(req, timeout=TIMEOUT_S) as r:
-                body = r.read(MAX_RESPONSE_BYTES)
+                body = r.read(MAX_RESPONSE_BYTES + 1)
+            if len(body) > MAX_RESPONSE_BYTES:
+                too_big = f"the answer to {query!r} is over {MAX_RESPONSE_BYTES >> 20} MiB: raise --step"
+                raise InputError(too_big, file=self.url)
         except urllib.error.HTTPError as e:  # 400 bad_data, 422 execution, 503: the body says why
             body = e.read(MAX_RESPONSE_BYTES)
         except (urllib.error.URLError, OSError, TimeoutError) as e:
