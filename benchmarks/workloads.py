@@ -184,7 +184,7 @@ spec:
 def generated(replicas: int = 3, minutes: int = 5) -> Scenario:
     """What ``probesim run deploy.yaml --duration {minutes}m`` runs for a Deployment of
     ``replicas`` (100m of CPU requested each: 10 requests/s a replica)."""
-    from probesim.analysis.default_scenario import Options, generate
+    from probesim.manifests.generated import Options, generate
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "deploy.yaml"
