@@ -16,6 +16,7 @@ from aiohttp import web
 from probesim.errors import InputError
 from probesim.lab import prometheus as prom
 from probesim.lab.metrics import LabMetrics, LabState, PodState, WorkloadState, process_cpu_seconds
+from tests.fit.telemetry import DEPLOYMENT
 from tests.lab.procs import alive, descendants
 
 
@@ -133,32 +134,8 @@ def test_without_a_prometheus_the_error_is_one_line_naming_what_to_do(
         prom.prometheus_binary()
 
 
-WEB = """\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-        - name: app
-          image: shop/web:1.4
-          ports: [{containerPort: 8080, name: http}]
-          resources: {requests: {cpu: 500m}, limits: {cpu: "1"}}
-          readinessProbe:
-            httpGet: {path: /healthz, port: http}
-            periodSeconds: 1
----
-apiVersion: v1
-kind: Service
-metadata: {name: web}
-spec:
-  selector: {app: web}
-  ports: [{port: 80, targetPort: http}]
-"""
+# The Deployment fit's own tests fit (2 replicas here: the lab runs them as processes).
+WEB = DEPLOYMENT.replace("replicas: 3", "replicas: 2")
 
 SCENARIO = """\
 apiVersion: probesim.dev/v1alpha1
