@@ -35,6 +35,13 @@ def app_command(
             "db=http://127.0.0.1:9000/; repeat for more. Only 127.0.0.1."
         ),
     ] = None,
+    service: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="NAME=URL of a Service its routes call (a call with 'service: NAME'), e.g. "
+            "backend=http://127.0.0.1:9001/ (the lab's kube-proxy for it); repeat for more. Only 127.0.0.1."
+        ),
+    ] = None,
     metrics_port: Annotated[
         int | None,
         typer.Option(
@@ -73,4 +80,9 @@ def app_command(
         if not name or not url.startswith("http://127.0.0.1:"):
             raise InputError(f"{item!r}: use NAME=http://127.0.0.1:PORT/...", field="--dependency")
         urls[name] = url
+    for item in service or []:
+        name, _, url = item.partition("=")
+        if not name or not url.startswith("http://127.0.0.1:"):
+            raise InputError(f"{item!r}: use NAME=http://127.0.0.1:PORT/", field="--service")
+        urls[f"service/{name}"] = url
     serve(cb, port, grpc_port, urls, metrics_port)

@@ -33,11 +33,27 @@ import numpy as np
 import numpy.typing as npt
 
 from probesim.engine.arrays import distinct, span
-from probesim.engine.dependencies import chain, one_try, streak_probability, with_retries
+from probesim.engine.dependencies import (
+    INF_MS,
+    Outcome,
+    chain,
+    expected_tries,
+    one_try,
+    streak_probability,
+    with_retries,
+)
 from probesim.engine.fleet import Fleet
 from probesim.engine.kernel_choice import kernels, run_with
+from probesim.engine.routing import call_key
 from probesim.model.kubernetes import Container
-from probesim.model.scenario import CircuitBreaker, ContainerBehavior, RouteCost, generic
+from probesim.model.scenario import (
+    CircuitBreaker,
+    ContainerBehavior,
+    Dependency,
+    DependencyCall,
+    RouteCost,
+    generic,
+)
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -56,6 +72,7 @@ def probe_cost(b: ContainerBehavior, path: str) -> RouteCost:
     return b.routes.get(path) or b.routes.get(generic(path)) or b.routes.get("*") or _FREE
 
 
+_NO_ENDPOINT = [Outcome(1.0, 0.0, True)]  # a Service call before its Service was looked at
 _FREE = RouteCost()  # one instance: pods share it (building one per call cost seconds at 100k pods)
 
 
@@ -137,9 +154,25 @@ class CapacityModel:
             callers: dict[str, B] = {}
             for u, b in enumerate(beh_of):
                 for call in probe_cost(b, route.path).calls:
-                    callers.setdefault(call.dependency, np.zeros(n, bool))[beh_inv == u] = True
+                    if call.dependency is not None:
+                        callers.setdefault(call.dependency, np.zeros(n, bool))[beh_inv == u] = True
             self._callers.append(callers)
+        # What a try of a call to a Service gets now, per call_key (ServiceCalls sets it each
+        # step from the Service's endpoints); and per path, the tries each container makes per
+        # request to each Service (for the calls the callers send).
+        self.service_tries: dict[str, list[Outcome]] = {}
+        self.tries_per_request: dict[str, dict[str, F64]] = {}
+        self.calls_out: dict[str, float] = {}  # per call_key: the tries the last step's requests made
         self._classes_of: object = None  # what the outcome classes were last made for
+        self._longest_wait = max(
+            (
+                float(c.timeout) if c.timeout is not None else INF_MS
+                for b in beh_of
+                for rc in b.routes.values()
+                for c in rc.calls
+            ),
+            default=0.0,
+        )
         self.update_classes(0)
         # What a container with nothing held serves at (fixed without dependency calls; as if
         # every route had all K classes, a mean over K copies of each route's row).
@@ -184,19 +217,20 @@ class CapacityModel:
             extra = np.zeros((K, n))
             failed = np.zeros((K, n), bool)
             prob[0] = 1.0
+            tries: dict[str, F64] = {}
             for prof in distinct(self.profile_of):
                 members = np.flatnonzero(self.profile_of == prof)
                 cost = probe_cost(self.behaviors[int(members[0])], path)
                 if not cost.calls:
                     continue
-                classes = chain(
-                    [
-                        with_retries(
-                            one_try(self.deps[c.dependency], c, t, self.refused.get(c.dependency, 0.0)), c
-                        )
-                        for c in cost.calls
-                    ]
-                )
+                per_try = [self._try(c, t) for c in cost.calls]
+                reach = 1.0  # the share of requests that get to make the call (those before succeeded)
+                for c, one in zip(cost.calls, per_try, strict=True):
+                    if c.service is not None:
+                        per_request = tries.setdefault(call_key(c), np.zeros(n))
+                        per_request[members] += reach * expected_tries(one, c)
+                    reach *= sum(o.prob for o in with_retries(one, c) if not o.failed)
+                classes = chain([with_retries(one, c) for one, c in zip(per_try, cost.calls, strict=True)])
                 for k, o in enumerate(classes[:K]):
                     prob[k, members], extra[k, members], failed[k, members] = o.prob, o.latency, o.failed
                 prob[len(classes) :, members] = 0.0
@@ -204,6 +238,9 @@ class CapacityModel:
             if is_open.any():  # an open breaker fails the call at once
                 prob[:, is_open], extra[:, is_open], failed[:, is_open] = 0.0, 0.0, False
                 prob[0, is_open], failed[0, is_open] = 1.0, True
+                for per_request in tries.values():
+                    per_request[is_open] = 0.0  # (an open breaker of the path: no call made)
+            self.tries_per_request[path] = tries
             self.path_classes[path] = (prob, extra, failed)
         kk = self.k
         for ri, route in enumerate(self.fleet.routes):
@@ -213,20 +250,48 @@ class CapacityModel:
             self.failed[sl] = failed[:kk]
         self._class_prob = {ri: self.path_classes[rt.path][0][:kk] for ri, rt in enumerate(self.fleet.routes)}
 
+    def _try(self, c: DependencyCall, t: int) -> list[Outcome]:
+        """What one try of call ``c`` gets at ``t``, the client's timeout applied."""
+        if c.dependency is not None:
+            return one_try(self.deps[c.dependency], c, t, self.refused.get(c.dependency, 0.0))
+        got = self.service_tries.get(call_key(c), _NO_ENDPOINT)
+        timeout = float(c.timeout) if c.timeout is not None else INF_MS
+        return [Outcome(o.prob, min(o.latency, timeout), o.failed or o.latency >= timeout) for o in got]
+
+    def service_calls(self, served: I64) -> dict[str, float]:
+        """The tries each call_key's Service got from this step's served requests (retries
+        included), over every route."""
+        out: dict[str, float] = {}
+        for ri, route in enumerate(self.fleet.routes):
+            per_key = self.tries_per_request.get(route.path)
+            if not per_key:
+                continue
+            n = served[ri * K : (ri + 1) * K].sum(axis=0)
+            for key, per_request in per_key.items():
+                out[key] = out.get(key, 0.0) + float(n @ per_request)
+        return out
+
     def _classes_key(self, t: int) -> tuple[object, ...]:
         """All the outcome classes at ``t`` depend on (dependencies.one_try's inputs that move):
         per dependency its first outage under way and the share of calls it refuses, per path
-        the containers whose breaker is open."""
-        deps = tuple(
-            (
-                next((i for i, o in enumerate(dep.outages) if o.at <= t < o.at + o.for_), -1),
-                self.refused.get(name, 0.0),
-            )
-            for name, dep in self.deps.items()
+        the containers whose breaker is open, per Service called what a try gets."""
+        deps: tuple[object, ...] = tuple(
+            (*self._outage_at(dep, t), self.refused.get(name, 0.0)) for name, dep in self.deps.items()
         )
+        if self.service_tries:
+            deps += tuple(tuple(v) for v in self.service_tries.values())
         if not self._breakers:  # never open
             return deps, None
         return deps, tuple((self.breaker_until[pi] > t).tobytes() for pi in range(len(self.paths)))
+
+    def _outage_at(self, dep: Dependency, t: int) -> tuple[int, float]:
+        """The dependency's first outage under way at ``t`` (-1: none) and, when it hangs calls,
+        how long until it ends, as far as a client's timeout can see (its hung calls are
+        answered then)."""
+        for i, o in enumerate(dep.outages):
+            if o.at <= t < o.at + o.for_:
+                return i, (min(o.at + o.for_ - t, self._longest_wait) if o.mode == "hang" else 0.0)
+        return -1, 0.0
 
     def load_dependencies(self, served: I64, dt: float) -> None:
         """Calls in flight at each dependency (Little's law over this step's served requests and

@@ -34,7 +34,11 @@ def one_try(dep: Dependency, call: DependencyCall, t: int, refused: float = 0.0)
         ]
     for o in dep.outages:
         if o.at <= t < o.at + o.for_:
-            return [Outcome(1.0, 0.0, True) if o.mode == "refuse" else Outcome(1.0, timeout, True)]
+            if o.mode == "refuse":
+                return [Outcome(1.0, 0.0, True)]
+            # A hung call is answered when the outage ends, if the client still waits then.
+            lat = o.at + o.for_ - t + dep.latency
+            return [Outcome(1.0, min(lat, timeout), lat >= timeout)]
     pd = sum(f.percent for f in dep.faults if isinstance(f, DelayFault)) / 100
     delay = max((f.delay for f in dep.faults if isinstance(f, DelayFault)), default=0)
     pa = sum(f.percent for f in dep.faults if isinstance(f, AbortFault)) / 100
@@ -58,11 +62,7 @@ def with_retries(tries: list[Outcome], call: DependencyCall) -> list[Outcome]:
     ok_lat = sum(o.prob * o.latency for o in tries if not o.failed) / q if q > 0 else 0.0
     fail_lat = sum(o.prob * o.latency for o in tries if o.failed) / p if p > 0 else 0.0
     n, b = call.retries.attempts, call.retries.backoff
-    # A retry budget lets each retry through with probability a, so that retries stay within
-    # budget % of first tries (the expected retries per call are p + p^2 + ... + p^(n-1)).
-    wanted = sum(p**j for j in range(1, n))
-    budget = call.retries.budget
-    a = 1.0 if budget is None or wanted <= budget / 100 else (budget / 100) / wanted
+    a = _allowed(p, call)
     out = []
     for j in range(n):  # success at try j + 1 after j failures (and j allowed retries)
         prob = q * p**j * a**j
@@ -75,6 +75,23 @@ def with_retries(tries: list[Outcome], call: DependencyCall) -> list[Outcome]:
     if p**n * a ** (n - 1) > 1e-12:
         out.append(Outcome(p**n * a ** (n - 1), n * fail_lat + (n - 1) * b, True))
     return out
+
+
+def expected_tries(tries: list[Outcome], call: DependencyCall) -> float:
+    """Tries one call makes on average: the first, and each retry its failures before allow
+    (within the budget, as ``with_retries`` lets them through)."""
+    p = sum(o.prob for o in tries if o.failed)
+    a = _allowed(p, call)
+    return sum((p * a) ** j for j in range(call.retries.attempts))
+
+
+def _allowed(p: float, call: DependencyCall) -> float:
+    """The chance a retry is let through: a retry budget lets each through with probability a,
+    so that retries stay within budget % of first tries (the expected retries per call are
+    p + p^2 + ... + p^(n-1), p the chance a try fails)."""
+    wanted = sum(p**j for j in range(1, call.retries.attempts))
+    budget = call.retries.budget
+    return 1.0 if budget is None or wanted <= budget / 100 else (budget / 100) / wanted
 
 
 MAX_CLASSES = 256  # outcome classes kept between calls of a sequence (the result keeps 8)

@@ -16,10 +16,12 @@ from probesim.engine.controllers.templates import WorkloadPlan, plan
 from probesim.engine.routing import (
     PodLabels,
     Route,
+    call_routes,
     labels_per_pod,
     listens,
     mirror_routes,
     route,
+    service_calls,
     service_selects,
     with_destinations,
 )
@@ -258,6 +260,7 @@ def build(scenario: Scenario) -> Fleet:
     for t in scenario.spec.traffic:
         if t.path not in targets:
             targets.append(t.path)
+    targets += [c.path for c in service_calls(cont_behavior).values() if c.path not in targets]
     behaviors = Behaviors(profiles, np.array(profile_of, np.int64), targets)
 
     # Containers of one template with one behaviour share every setting but the pod's IP.
@@ -279,6 +282,7 @@ def build(scenario: Scenario) -> Fleet:
         with_destinations(scenario, r, selected, first, cont_spec, cont_behavior, behaviors) for r in routes
     ]
     routes += mirror_routes(scenario, routes, selected, first, cont_spec, cont_behavior, behaviors)
+    routes += call_routes(scenario, selected, first, cont_spec, cont_behavior, behaviors)
     return Fleet(
         scenario=scenario,
         pod_names=pod_names,

@@ -14,7 +14,7 @@ from probesim.kube.ports import container_port, serving_container
 from probesim.kube.selectors import service_matches
 from probesim.mesh.istio import find_route
 from probesim.model.kubernetes import Container, Service
-from probesim.model.scenario import ContainerBehavior, Scenario, Traffic
+from probesim.model.scenario import ContainerBehavior, DependencyCall, Scenario, Traffic
 
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
@@ -33,6 +33,7 @@ class Route:
     timeout: int  # client timeout, ms (INF: none)
     mirror_of: int = -1  # a mirror destination's copies of that route's requests (fire and forget)
     mirror_fraction: float = 0.0
+    call: str = ""  # the calls pods make to this Service while serving (call_key), "": traffic's
     acc: float = 0.0
     cursor: int = 0
 
@@ -109,6 +110,56 @@ def mirror_routes(
             m = route(scenario, copy, pods, first, specs, beh, behaviors)
             m.mirror_of, m.mirror_fraction = ri, fraction
             out.append(m)
+    return out
+
+
+_CALLS = Traffic(rate=0.0)  # a call route's traffic: its arrivals are the callers' calls
+
+
+def call_key(c: DependencyCall) -> str:
+    """Calls to one Service, port, path and client timeout share a route."""
+    return f"{c.service}|{c.port if c.port is not None else ''}|{c.path}|{c.timeout}"
+
+
+def service_calls(beh: list[ContainerBehavior]) -> dict[str, DependencyCall]:
+    """Every call to a Service that a route cost of these behaviours makes, one per call_key, in
+    the order first met."""
+    out: dict[str, DependencyCall] = {}
+    for b in {id(b): b for b in beh}.values():
+        for cost in b.routes.values():
+            for c in cost.calls:
+                if c.service is not None:
+                    out.setdefault(call_key(c), c)
+    return out
+
+
+def call_routes(
+    scenario: Scenario,
+    pods: PodLabels,
+    first: list[int],
+    specs: list[Container],
+    beh: list[ContainerBehavior],
+    behaviors: Behaviors,
+) -> list[Route]:
+    """A route per Service the pods call while serving (``calls: [{service: …}]``): what the
+    callers send, balanced per call over the Service's Ready endpoints, served by its pods like
+    any client's requests (their costs, backlog, probes beside them). Its arrivals are the
+    callers' calls of the step before (engine/traffic.py); the answers the callers get are their
+    outcome classes (engine/capacity.py)."""
+    calls = service_calls(beh)
+    names: set[str] = set()
+    out = []
+    for key, c in calls.items():
+        name = f"calls:{c.service}{'' if c.port is None else f':{c.port}'}{c.path}"
+        while name in names:
+            name += "'"  # another client timeout to the same path
+        names.add(name)
+        t = _CALLS.model_copy(
+            update={"name": name, "service": c.service, "port": c.port, "path": c.path, "timeout": c.timeout}
+        )
+        r = route(scenario, t, pods, first, specs, beh, behaviors)
+        r.call = key
+        out.append(r)
     return out
 
 

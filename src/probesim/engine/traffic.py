@@ -33,6 +33,7 @@ from probesim.engine.distributions import (
 from probesim.engine.fleet import Fleet
 from probesim.engine.kernel_choice import loaded_kernels
 from probesim.engine.routing import Route
+from probesim.engine.service_calls import answers
 from probesim.engine.sidecar.split import Sidecars
 from probesim.kube.endpoints import endpoint_ready
 from probesim.kube.outcomes import REQUEST_CODES, Outcome
@@ -78,6 +79,7 @@ class TrafficPhases:
     queued_n: list[int]
     queued_rows: list[I64]
     touched: B
+    call_routes: list[int]
 
     def _traffic_buffers(self) -> None:
         """The traffic's own state for a run: the latency distributions, the answers on their
@@ -111,6 +113,7 @@ class TrafficPhases:
         self.queued_n = [0] * len(f.routes)
         self.queued_rows = [np.zeros(q.shape[0], np.int64) for q in self.queued]  # per arrival step
         self.touched = np.zeros(f.n_containers, bool)  # took requests since it last lost them
+        self.call_routes = [ri for ri, r in enumerate(f.routes) if r.call]
 
     def _visible_ready(self, t: int) -> B:
         """Pod Ready as clients see it, ``endpointDelay`` late."""
@@ -123,7 +126,6 @@ class TrafficPhases:
 
     def _traffic(self, t: int, k: int, rec: dict[str, I64]) -> None:
         f = self.fleet
-        beh = f.behaviors
         step = self.spec.step
         visible = self._visible_ready(t)
         for m in self.mesh.values():
@@ -164,6 +166,8 @@ class TrafficPhases:
                     self.step_cdf[ri] += queued[row] * (waited <= GRID)
             self._deliver(t, k, rec)
             cap.begin_step(float(step))
+            if self.call_routes:
+                self._service_tries(t, visible)
         for ri, route in enumerate(f.routes):
             key, col = f"route.{route.name}", self.cols[ri]
             conns, end = self.conns[ri], route.traffic.end()
@@ -176,6 +180,13 @@ class TrafficPhases:
                 primary = self.mesh.get(route.mirror_of)
                 n = primary.mirrored_now if primary is not None else 0
                 if n == 0:
+                    continue
+            elif route.call:
+                # The calls the callers' requests served in the step before made.
+                route.acc += self.capacity.calls_out.get(route.call, 0.0)
+                n = int(route.acc + 1e-9)
+                route.acc -= n
+                if n == 0 and not conns.waiting:
                     continue
             else:
                 rate = float(self.rates[ri, k])
@@ -197,26 +208,8 @@ class TrafficPhases:
                 col["offered"][k] = n
             if n == 0 and not conns.waiting:
                 continue
-            version, eps, cat = self.route_cache[ri]
+            eps, cat = self._endpoints(ri, visible)
             mesh = self.mesh.get(ri)
-            if version != self.version:
-                publish = f.publish_not_ready.get(route.service.name, False)
-                ep_ready = endpoint_ready(visible, self.deleting, publish, self.admitted & ~self.gone)
-                eps = np.flatnonzero(route.selects & ep_ready & (route.target_container >= 0))
-                cat = self._categories(route, eps)
-                self.route_cache[ri] = (self.version, eps, cat)
-                # All the endpoints in one category (a request's fate): its index, else -1.
-                self.uniform[ri] = int(cat[0]) if cat.size and bool((cat == cat[0]).all()) else -1
-                if mesh is not None:
-                    # The sidecars' view of the hosts: which are endpoints, what each answers.
-                    in_eps = np.isin(mesh.pods, eps)
-                    tc_all = route.target_container[mesh.pods]
-                    cat_pod = np.zeros(mesh.pods.size, np.int64)
-                    status_pod = np.zeros(mesh.pods.size, np.int64)
-                    pos = np.searchsorted(eps, mesh.pods[in_eps])
-                    cat_pod[in_eps] = cat[pos]
-                    status_pod[in_eps] = beh.status[route.target, tc_all[in_eps]]
-                    self.mesh_view[ri] = (in_eps, cat_pod, status_pod)
             kk = eps.size
             if mesh is not None:
                 # Through the clients' sidecars: their load balancing, ejections and faults.
@@ -295,6 +288,43 @@ class TrafficPhases:
                     ok_now -= int(offered.sum())
                     col["rejected"][k] += int(offered.sum() - took.sum())
             col["ok"][k] += ok_now
+
+    def _service_tries(self, t: int, visible: B) -> None:
+        """What a call to each Service the pods call gets in this step (engine/service_calls.py),
+        and the callers' outcome classes with it."""
+        cap = self.capacity
+        for ri in self.call_routes:
+            route = self.fleet.routes[ri]
+            eps, cat = self._endpoints(ri, visible)
+            cap.service_tries[route.call] = answers(cap, ri, route, eps, cat, self.ctr.started_at, t)
+        cap.update_classes(t)
+
+    def _endpoints(self, ri: int, visible: B) -> tuple[I64, I64]:
+        """Route ``ri``'s endpoints now and what a request meets on each (an Outcome), kept while
+        nothing they depend on changed; with client sidecars, also their view of the hosts."""
+        version, eps, cat = self.route_cache[ri]
+        if version == self.version:
+            return eps, cat
+        f, route = self.fleet, self.fleet.routes[ri]
+        publish = f.publish_not_ready.get(route.service.name, False)
+        ep_ready = endpoint_ready(visible, self.deleting, publish, self.admitted & ~self.gone)
+        eps = np.flatnonzero(route.selects & ep_ready & (route.target_container >= 0))
+        cat = self._categories(route, eps)
+        self.route_cache[ri] = (self.version, eps, cat)
+        # All the endpoints in one category (a request's fate): its index, else -1.
+        self.uniform[ri] = int(cat[0]) if cat.size and bool((cat == cat[0]).all()) else -1
+        mesh = self.mesh.get(ri)
+        if mesh is not None:
+            # The sidecars' view of the hosts: which are endpoints, what each answers.
+            in_eps = np.isin(mesh.pods, eps)
+            tc_all = route.target_container[mesh.pods]
+            cat_pod = np.zeros(mesh.pods.size, np.int64)
+            status_pod = np.zeros(mesh.pods.size, np.int64)
+            pos = np.searchsorted(eps, mesh.pods[in_eps])
+            cat_pod[in_eps] = cat[pos]
+            status_pod[in_eps] = f.behaviors.status[route.target, tc_all[in_eps]]
+            self.mesh_view[ri] = (in_eps, cat_pod, status_pod)
+        return eps, cat
 
     def _held(self, ri: int) -> I64:
         """Per container, route ``ri``'s requests in flight: queued, or served with the answer
@@ -524,6 +554,8 @@ class TrafficPhases:
                 self.cols[ri][name][k] = round(min(v, limit))
         if cap.calls_any:
             served = cap.served_all(served)
+            if self.call_routes:
+                cap.calls_out = cap.service_calls(served)
             cap.load_dependencies(served, float(self.spec.step))
             cap.breakers(t + self.spec.step, served)
             cap.update_classes(t + self.spec.step)

@@ -48,19 +48,28 @@ class Calls:
     def __init__(self, urls: dict[str, str]) -> None:
         self.urls = urls
         self.session: aiohttp.ClientSession | None = None
+        self.per_call: aiohttp.ClientSession | None = None
         self.breakers: dict[str, Breaker] = {}
         self.first_tries = 0
         self.retries = 0
 
-    def _session(self) -> aiohttp.ClientSession:
+    def _session(self, per_call: bool) -> aiohttp.ClientSession:
+        """The shared client; ``per_call``: the one for Services, a connection per call (so that
+        kube-proxy balances each call, as the simulation does)."""
+        if per_call:
+            if self.per_call is None:
+                self.per_call = aiohttp.ClientSession(
+                    connector=aiohttp.TCPConnector(limit=0, force_close=True)
+                )
+            return self.per_call
         if self.session is None:
             self.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
         return self.session
 
-    async def _try(self, url: str, timeout_ms: int | None) -> bool:
+    async def _try(self, url: str, timeout_ms: int | None, per_call: bool) -> bool:
         timeout = exact(None if timeout_ms is None else timeout_ms / 1000)
         try:
-            async with self._session().get(url, timeout=timeout) as r:
+            async with self._session(per_call).get(url, timeout=timeout) as r:
                 await r.read()
                 return 200 <= r.status < 300
         except (TimeoutError, aiohttp.ClientError, OSError):
@@ -68,12 +77,14 @@ class Calls:
 
     async def call(self, c: DependencyCall) -> bool:
         """One call as the route makes it; True when it got its answer."""
-        url = self.urls.get(c.dependency)
+        url = self.urls.get(c.target)
         if url is None:
             return False  # nothing to call: as a refused connection
+        if c.service is not None:
+            url = url.rstrip("/") + c.path  # the Service's address, as kube-proxy takes it
         breaker = None
         if c.circuit_breaker is not None:
-            breaker = self.breakers.setdefault(c.dependency, Breaker(c.circuit_breaker))
+            breaker = self.breakers.setdefault(c.target, Breaker(c.circuit_breaker))
             if not breaker.allow(time.monotonic()):
                 return False  # open: failed at once
         ok = False
@@ -86,7 +97,7 @@ class Calls:
                     break
                 self.retries += 1
                 await asyncio.sleep(c.retries.backoff / 1000)
-            ok = await self._try(url, c.timeout)
+            ok = await self._try(url, c.timeout, c.service is not None)
             if ok:
                 break
         if breaker is not None:
@@ -94,5 +105,6 @@ class Calls:
         return ok
 
     async def close(self) -> None:
-        if self.session is not None:
-            await self.session.close()
+        for session in (self.session, self.per_call):
+            if session is not None:
+                await session.close()

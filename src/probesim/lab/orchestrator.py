@@ -19,6 +19,7 @@ import shlex
 import signal
 import time
 from collections.abc import Callable, Coroutine
+from functools import partial
 from pathlib import Path
 
 from probesim.engine.fleet import injected
@@ -35,6 +36,7 @@ from probesim.lab.prober import Prober
 from probesim.lab.result import Recorder
 from probesim.lab.rollout import has_actions_of
 from probesim.lab.runtime import LISTEN_TIMEOUT_S, WARM_TIMEOUT_S, Runtime
+from probesim.lab.service_proxy import ServiceProxy
 from probesim.lab.status import StatusManager, selects
 from probesim.lab.telemetry import Queries, Telemetry
 from probesim.lab.traffic import TrafficRunner
@@ -185,6 +187,10 @@ class Lab:
             server = DependencyServer(name, spec, self.scenario.spec.seed)
             self.runtime.dependencies.append(server)
             await server.start()
+        for service in self.scenario.called_services():
+            proxy = ServiceProxy(service, partial(self.status.endpoints, service))
+            self.runtime.services.append(proxy)
+            await proxy.start()
         sidecars = {w.name for w in (*self.workloads, *self.companions()) if injected(w, self.scenario)}
         for i, pod in enumerate(self.pods):
             if pod.workload in sidecars:

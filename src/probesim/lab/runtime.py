@@ -26,6 +26,7 @@ from probesim.lab.clock import Clock
 from probesim.lab.dependency import DependencyServer, env_name
 from probesim.lab.hygiene import RunFolder, dies_with_parent
 from probesim.lab.pods import HOST, KILLED, Pod, Warm
+from probesim.lab.service_proxy import ServiceProxy, env_names
 from probesim.lab.status import StatusManager
 from probesim.model.kubernetes import ProbeType
 from probesim.model.scenario import Scenario
@@ -78,6 +79,7 @@ class Runtime:
         self.prestarts: set[asyncio.Task[None]] = set()
         self.kills: set[asyncio.Task[None]] = set()
         self.dependencies: list[DependencyServer] = []  # served in this process while it runs
+        self.services: list[ServiceProxy] = []  # the Services the apps call, as kube-proxy relays them
         self.listen_timeout_s = LISTEN_TIMEOUT_S
         self.metrics_ports: dict[str, int] = {}  # per pod, where its app serves /metrics (lab --prometheus)
 
@@ -87,6 +89,8 @@ class Runtime:
         argv = [str(app), "app", "--port", str(pod.port), "--behavior", behavior]
         for d in self.dependencies:
             argv += ["--dependency", f"{d.name}={d.url}"]
+        for sp in self.services:
+            argv += ["--service", f"{sp.service}={sp.url}"]
         if pod.name in self.metrics_ports:
             argv += ["--metrics-port", str(self.metrics_ports[pod.name])]
         return argv if pod.grpc_port is None else [*argv, "--grpc-port", str(pod.grpc_port)]
@@ -130,6 +134,11 @@ class Runtime:
                 env={**os.environ, "PORT": str(pod.port)}
                 | ({} if pod.grpc_port is None else {"GRPC_PORT": str(pod.grpc_port)})
                 | {env_name(d.name): d.url for d in self.dependencies}
+                | {
+                    k: v
+                    for sp in self.services
+                    for k, v in zip(env_names(sp.service), (HOST, str(sp.port)), strict=True)
+                }
                 | self._metrics_env(pod),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=pod.run.log,
@@ -337,6 +346,7 @@ class Runtime:
         process group ended, control sockets and logs closed."""
         await asyncio.gather(*self.prestarts, return_exceptions=True)  # bounded: a spawn each
         await asyncio.gather(*(d.stop() for d in self.dependencies), return_exceptions=True)
+        await asyncio.gather(*(sp.stop() for sp in self.services), return_exceptions=True)
         for proc in self.spawned:
             await stop(proc, None)
         for pod in pods:

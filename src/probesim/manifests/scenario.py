@@ -21,7 +21,7 @@ from probesim.manifests.errors import field_path, from_validation
 from probesim.manifests.yamlsrc import Doc, Path_, load_docs, read_text
 from probesim.model.duration import format_ms
 from probesim.model.judged import unknown_name
-from probesim.model.kubernetes import HorizontalPodAutoscaler, Workload
+from probesim.model.kubernetes import HorizontalPodAutoscaler, Service, Workload
 from probesim.model.scenario import (
     API_VERSION,
     DeletePod,
@@ -371,7 +371,7 @@ def _cross_check(s: Scenario, head: Doc) -> None:
                         ("spec", "behavior", wname, "pods", i, "containers", cname),
                         f"{w.kind} {wname} has no container {cname!r}",
                     )
-        _check_calls(wname, wb, spec, fail)
+        _check_calls(wname, wb, spec, {sv.name: sv for sv in s.services}, fail)
         gates = {g.condition_type for g in w.pod_spec.readiness_gates}
         for g in wb.readiness_gates:
             if g not in gates:
@@ -429,9 +429,14 @@ def _cross_check(s: Scenario, head: Doc) -> None:
 
 
 def _check_calls(
-    wname: str, wb: WorkloadBehavior, spec: ScenarioSpec, fail: Callable[[Path_, str], InputError]
+    wname: str,
+    wb: WorkloadBehavior,
+    spec: ScenarioSpec,
+    services: dict[str, Service],
+    fail: Callable[[Path_, str], InputError],
 ) -> None:
-    """Every dependency a route calls is one of ``spec.dependencies``."""
+    """Every dependency a route calls is one of ``spec.dependencies``; every Service it calls is
+    one of the scenario's, with the port named."""
     defined = ", ".join(repr(d) for d in spec.dependencies) or "none"
     base: Path_ = ("spec", "behavior", wname)
     groups = [((*base, "containers"), wb.containers)]
@@ -440,11 +445,29 @@ def _check_calls(
         for cname, cb in containers.items():
             for rpath, cost in cb.routes.items():
                 for j, call in enumerate(cost.calls):
-                    if call.dependency not in spec.dependencies:
+                    where = (*gpath, cname, "routes", rpath, "calls", j)
+                    if call.dependency is not None and call.dependency not in spec.dependencies:
                         raise fail(
-                            (*gpath, cname, "routes", rpath, "calls", j, "dependency"),
+                            (*where, "dependency"),
                             f"route {rpath!r} calls dependency {call.dependency!r}, which "
                             f"spec.dependencies does not define (defined: {defined})",
+                        )
+                    if call.service is None:
+                        continue
+                    svc = services.get(call.service)
+                    if svc is None:
+                        known = ", ".join(services) or "none"
+                        raise fail(
+                            (*where, "service"),
+                            f"route {rpath!r} calls Service {call.service!r}, which the manifests do "
+                            f"not define (Services: {known})",
+                        )
+                    if call.port is not None and not any(
+                        call.port in (p.port, p.name) for p in svc.spec.ports
+                    ):
+                        ports = ", ".join(str(p.name or p.port) for p in svc.spec.ports)
+                        raise fail(
+                            (*where, "port"), f"Service {svc.name} has no port {call.port!r} (ports: {ports})"
                         )
 
 

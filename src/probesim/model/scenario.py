@@ -93,9 +93,19 @@ class CircuitBreaker(Model):
 
 
 class DependencyCall(Model):
-    """A call the route makes to a shared dependency while handling a request."""
+    """A call the route makes while handling a request: to a shared dependency of
+    ``spec.dependencies`` (``dependency``), or to a Service of the scenario (``service``), whose
+    Ready endpoints answer it as they answer any client, balanced per call as kube-proxy
+    balances a new connection."""
 
-    dependency: str
+    dependency: str | None = Field(default=None, description="A name of spec.dependencies.")
+    service: str | None = Field(
+        default=None, description="A Service of the scenario: its pods serve the call, with their costs."
+    )
+    port: SInt | str | None = Field(
+        default=None, description="With 'service': its port number or name; default: the first."
+    )
+    path: str = Field(default="/", description="With 'service': the path called.")
     timeout: Duration | None = Field(
         default=100_000,
         description="The app's client timeout per try (.NET HttpClient's default 100s); null: none.",
@@ -103,6 +113,20 @@ class DependencyCall(Model):
     retries: Retries = Retries(attempts=1)
     circuit_breaker: CircuitBreaker | None = None
     on_error: HttpStatus = Field(default=500, description="What the route answers when the call fails.")
+
+    @model_validator(mode="after")
+    def _one_target(self) -> "DependencyCall":
+        if (self.dependency is None) == (self.service is None):
+            raise ValueError("give exactly one of 'dependency' or 'service'")
+        if self.dependency is not None and (self.port is not None or self.path != "/"):
+            raise ValueError("'port' and 'path' go with 'service' (a dependency answers every path)")
+        return self
+
+    @property
+    def target(self) -> str:
+        """What is called, as results and breakers name it: the dependency's name, or
+        'service/<name>' (a Service and a dependency may share a name)."""
+        return self.dependency if self.dependency is not None else f"service/{self.service}"
 
 
 class RouteCost(Model):
@@ -573,6 +597,23 @@ class Scenario(Model):
 
     def behavior(self, workload: str) -> WorkloadBehavior:
         return self.spec.behavior.get(workload, WorkloadBehavior())
+
+    def container_behaviors(self) -> list[ContainerBehavior]:
+        """Every container behaviour the scenario gives: per workload, per pod override, and
+        each rollout's new version's."""
+        wbs = [*self.spec.behavior.values()]
+        wbs += [a.behavior for a in self.spec.actions if isinstance(a, Rollout) and a.behavior is not None]
+        return [
+            cb
+            for wb in wbs
+            for cbs in (wb.containers, *(ov.containers for ov in wb.pods))
+            for cb in cbs.values()
+        ]
+
+    def called_services(self) -> list[str]:
+        """The Services the pods call while serving (``calls: [{service: …}]``), in the order first met."""
+        calls = (c for cb in self.container_behaviors() for r in cb.routes.values() for c in r.calls)
+        return list(dict.fromkeys(c.service for c in calls if c.service is not None))
 
     def service_for(self, t: Traffic) -> Service:
         """The Service a traffic route calls (its ``service``, else the first; the loader checks

@@ -32,7 +32,7 @@ def liveness_dependency(ctx: Context) -> Iterator[Finding]:
             continue
         calls = probe_cost(t.behavior, http_path(p) or "/").calls
         if calls:
-            deps = ", ".join(c.dependency for c in calls)
+            deps = ", ".join(c.target for c in calls)
             yield ctx.finding(
                 "PS016", t, f"livenessProbe {http_path(p)} calls {deps}", ("livenessProbe", "httpGet", "path")
             )
@@ -55,7 +55,7 @@ def readiness_dependency(ctx: Context) -> Iterator[Finding]:
         calls = probe_cost(t.behavior, http_path(p) or "/").calls
         daemon = t.workload.kind == "DaemonSet"
         if calls and (t.workload.spec.replicas > 1 or daemon):
-            deps = ", ".join(c.dependency for c in calls)
+            deps = ", ".join(c.target for c in calls)
             who = "every node's pod" if daemon else f"all {t.workload.spec.replicas} replicas"
             yield ctx.finding(
                 "PS017", t, f"readinessProbe {http_path(p)} calls {deps}, shared by {who}",
@@ -88,5 +88,5 @@ def retry_amplification(ctx: Context) -> Iterator[Finding]:
                 total = mesh * c.retries.attempts
                 if total > ctx.thresholds.retry_amplification:
                     tries = f"{mesh} mesh × {c.retries.attempts} app tries"
-                    msg = f"{path} → {c.dependency}: {tries} = {total} calls"
+                    msg = f"{path} → {c.target}: {tries} = {total} calls"
                     yield ctx.finding("PS025", t, msg)
