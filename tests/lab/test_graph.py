@@ -165,3 +165,101 @@ def test_compare_rows_are_judged_per_workload(tmp_path: Path) -> None:
     text = buf.getvalue()
     assert "workload patient: agrees" in text
     assert f"workload frontend: differs on 1 of {by_workload(rows)['frontend'][0]} figures" in text
+
+
+CASCADE_APPS = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: backend}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: backend}}
+  template:
+    metadata: {labels: {app: backend}}
+    spec:
+      containers:
+        - name: api
+          ports: [{containerPort: 8080}]
+          livenessProbe:
+            httpGet: {path: /check-dep, port: 8080}
+            initialDelaySeconds: 3
+            periodSeconds: 3
+            timeoutSeconds: 5
+            failureThreshold: 1
+---
+apiVersion: v1
+kind: Service
+metadata: {name: backend}
+spec:
+  selector: {app: backend}
+  ports: [{port: 80, targetPort: 8080}]
+"""
+
+# frontend → backend → db, as seed 004's testbed behind a frontend and seed 001's cascade across
+# services: db hangs from 8 s to 20 s; the backend's /work calls it with a 1 s timeout (then
+# answers 500), and its liveness probe waits on it (timeout 5 s, failureThreshold 1): both
+# backend pods are killed at 14 s, drain 2 s, restart and listen 2 s later. The frontend's
+# route calls the backend's Service for every request and answers 500 when the call fails.
+CASCADE = """\
+apiVersion: probesim.dev/v1alpha1
+kind: Scenario
+metadata: {name: cascade}
+manifests: [apps.yaml, frontend.yaml]
+spec:
+  duration: 22s
+  step: 100ms
+  dependencies:
+    db:
+      latency: 20ms
+      outages: [{at: 8s, for: 12s, mode: hang}]
+  behavior:
+    backend:
+      containers:
+        api:
+          start: 2s
+          shutdown: 2s
+          routes:
+            /check-dep: {calls: [{dependency: db}]}
+            /work: {cpu: 2ms, calls: [{dependency: db, timeout: 1s}]}
+    frontend:
+      containers:
+        web:
+          start: 1s
+          routes:
+            /: {cpu: 1ms, calls: [{service: backend, path: /work, timeout: 3s}]}
+  traffic:
+    - {name: front, service: frontend, path: /, rate: 10, start: 4s, stop: 20s}
+"""
+
+
+def test_a_slow_dependency_cascades_through_the_backend_to_the_frontend_simulated_as_measured(
+    tmp_path: Path, busy: subprocess.Popen[bytes]
+) -> None:
+    (tmp_path / "apps.yaml").write_text(CASCADE_APPS)
+    # Its readiness on a path of its own (its "/" calls the backend: readiness would cascade too).
+    frontend = FRONTEND.replace("REPLICAS", "2").replace("path: /,", "path: /healthz,")
+    (tmp_path / "frontend.yaml").write_text(frontend)
+    (tmp_path / "cascade.yaml").write_text(CASCADE)
+    sc = load_scenario(str(tmp_path / "cascade.yaml"))
+    sim = simulate(sc)
+    lab = run_lab(sc)
+    assert busy.poll() is None
+    # The backend's liveness probe waits on the hung db: both pods killed at 14 s; the frontend,
+    # whose requests all fail meanwhile, is never restarted.
+    for pod in ("pod/backend-0", "pod/backend-1"):
+        assert [round(e.time_ms / 1000) for e in lab.events_for(pod, "Killing")] == [14]
+    assert lab.workload("frontend").total_restarts == 0
+    front, calls = lab.route("front"), lab.route("calls:backend/work")
+    assert front.offered == 160
+    # ok: 4-8 s, and the calls whose db answer came when the outage ended (19-20 s).
+    assert 44 <= front.ok <= 54 and front.failed_total == front.failed["error_status"]
+    # The backend's side: every call counted, refused while it restarted (16-18 s, no app).
+    assert calls.service == "backend" and calls.offered == front.offered
+    assert 35 <= calls.failed["restarting"] <= 45
+    rows = compare(sim, lab)
+    assert agree(rows), [r for r in rows if not r["agree"]]
+    objects = {str(r["object"]) for r in rows}
+    assert {"route/front", "route/calls:backend/work", "workload/backend"} <= objects
+    busy.kill()
+    busy.wait(timeout=10)
+    assert children_left() == []

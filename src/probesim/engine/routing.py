@@ -121,6 +121,11 @@ def call_key(c: DependencyCall) -> str:
     return f"{c.service}|{c.port if c.port is not None else ''}|{c.path}|{c.timeout}"
 
 
+def call_name(c: DependencyCall) -> str:
+    """A call route's name in results: calls:<service>[:<port>]<path>."""
+    return f"calls:{c.service}{'' if c.port is None else f':{c.port}'}{c.path}"
+
+
 def service_calls(beh: list[ContainerBehavior]) -> dict[str, DependencyCall]:
     """Every call to a Service that a route cost of these behaviours makes, one per call_key, in
     the order first met."""
@@ -150,7 +155,7 @@ def call_routes(
     names: set[str] = set()
     out = []
     for key, c in calls.items():
-        name = f"calls:{c.service}{'' if c.port is None else f':{c.port}'}{c.path}"
+        name = call_name(c)
         while name in names:
             name += "'"  # another client timeout to the same path
         names.add(name)

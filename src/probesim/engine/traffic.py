@@ -80,6 +80,7 @@ class TrafficPhases:
     queued_rows: list[I64]
     touched: B
     call_routes: list[int]
+    answered_at_once: list[int]  # per route, this step's answers at once (no capacity model)
 
     def _traffic_buffers(self) -> None:
         """The traffic's own state for a run: the latency distributions, the answers on their
@@ -114,6 +115,7 @@ class TrafficPhases:
         self.queued_rows = [np.zeros(q.shape[0], np.int64) for q in self.queued]  # per arrival step
         self.touched = np.zeros(f.n_containers, bool)  # took requests since it last lost them
         self.call_routes = [ri for ri, r in enumerate(f.routes) if r.call]
+        self.answered_at_once = [0] * len(f.routes)
 
     def _visible_ready(self, t: int) -> B:
         """Pod Ready as clients see it, ``endpointDelay`` late."""
@@ -168,6 +170,7 @@ class TrafficPhases:
             cap.begin_step(float(step))
             if self.call_routes:
                 self._service_tries(t, visible)
+        self.answered_at_once = [0] * len(f.routes)
         for ri, route in enumerate(f.routes):
             key, col = f"route.{route.name}", self.cols[ri]
             conns, end = self.conns[ri], route.traffic.end()
@@ -288,6 +291,7 @@ class TrafficPhases:
                     ok_now -= int(offered.sum())
                     col["rejected"][k] += int(offered.sum() - took.sum())
             col["ok"][k] += ok_now
+            self.answered_at_once[ri] = ok_now
 
     def _service_tries(self, t: int, visible: B) -> None:
         """What a call to each Service the pods call gets in this step (engine/service_calls.py),
@@ -527,8 +531,9 @@ class TrafficPhases:
                 col["ok"][k] += n_ok
                 col["timeout"][k] += int(to[now].sum())
                 col["error_status"][k] += int((n_served[now & failed] - to[now & failed]).sum())
-            # Answered within the step, and immediate answers (0 ms).
-            instant = max(int(col["ok"][k]) - n_ok, 0)
+            # Answered within the step, and immediate answers (0 ms; not the answers delivered
+            # now that were served earlier: their latency came with them, in _deliver).
+            instant = self.answered_at_once[ri]
             if instant == 0 and not later_any:
                 # All of them, no immediate answer: their states are in hand.
                 mix = mixture_cdf(n_served, d, sv, sigma, states)

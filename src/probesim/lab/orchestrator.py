@@ -36,7 +36,7 @@ from probesim.lab.prober import Prober
 from probesim.lab.result import Recorder
 from probesim.lab.rollout import has_actions_of
 from probesim.lab.runtime import LISTEN_TIMEOUT_S, WARM_TIMEOUT_S, Runtime
-from probesim.lab.service_proxy import ServiceProxy
+from probesim.lab.service_proxy import ServiceProxy, call_names
 from probesim.lab.status import StatusManager, selects
 from probesim.lab.telemetry import Queries, Telemetry
 from probesim.lab.traffic import TrafficRunner
@@ -188,7 +188,9 @@ class Lab:
             self.runtime.dependencies.append(server)
             await server.start()
         for service in self.scenario.called_services():
-            proxy = ServiceProxy(service, partial(self.status.endpoints, service))
+            proxy = ServiceProxy(
+                service, partial(self.status.endpoints, service), call_names(self.scenario, service)
+            )
             self.runtime.services.append(proxy)
             await proxy.start()
         sidecars = {w.name for w in (*self.workloads, *self.companions()) if injected(w, self.scenario)}
@@ -271,7 +273,15 @@ class Lab:
             if self.folder is not None:
                 self.folder.cleanup()
         deployments = {name: c.deployment for name, c in self.controllers.items()}
-        return rec.result(self.scenario, duration_s, self.pods, self.clock.events, self.traffic, deployments)
+        return rec.result(
+            self.scenario,
+            duration_s,
+            self.pods,
+            self.clock.events,
+            self.traffic,
+            deployments,
+            self.runtime.services,
+        )
 
 
 async def _finish(tasks: list[asyncio.Task[None]], rounds: int = 20) -> None:

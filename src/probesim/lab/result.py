@@ -12,6 +12,7 @@ import numpy as np
 from probesim.lab.limits import routes_to
 from probesim.lab.pods import HOST, Pod
 from probesim.lab.rollout import LabDeployment
+from probesim.lab.service_proxy import ServiceProxy
 from probesim.lab.traffic import TrafficRunner
 from probesim.model.kubernetes import Workload, pod_names_of
 from probesim.model.scenario import Scenario
@@ -69,6 +70,7 @@ class Recorder:
         events: list[Event],
         traffic: TrafficRunner,
         deployments: dict[str, LabDeployment],
+        proxies: list[ServiceProxy],
     ) -> Result:
         events.sort(key=lambda e: e.time_ms)
         times = self.own[0].column(0) if self.own else np.zeros(0, np.int64)
@@ -107,9 +109,13 @@ class Recorder:
                 self.failed_of[name],
             )
         routes = []
-        for name, res in traffic.loads.items():
+        loads = [
+            (name, traffic.service_of(next(t for t in traffic.routes if t.label == name)), res)
+            for name, res in traffic.loads.items()
+        ]
+        loads += [(name, proxy.service, res) for proxy in proxies for name, res in proxy.loads.items()]
+        for name, service, res in loads:
             failed = {c: res.failed.get(c, 0) for c in CAUSES}
-            service = traffic.service_of(next(t for t in traffic.routes if t.label == name))
             # As the simulation counts them: offered includes the iterations dropped for want of
             # a VU; what is neither answered, failed nor interrupted was still awaited at the end.
             waiting = res.sent - res.ok - sum(failed.values()) - res.interrupted
