@@ -7,9 +7,9 @@ from probesim.engine.controllers.statefulset import (
     SetPod,
     StatefulSetState,
     created_revision,
-    max_unavailable,
     reconcile,
 )
+from probesim.kube.arithmetic import statefulset_max_unavailable as max_unavailable
 
 
 def healthy(o: int, rev: int) -> SetPod:

@@ -37,11 +37,11 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from probesim.analysis.rules import rolling_update
 from probesim.cost import DEFAULT_MAX_COST, run_cost
 from probesim.engine import simulate
 from probesim.engine.controllers.templates import PlanError
 from probesim.kube.load_model import default_rate, workload_behavior
+from probesim.kube.rolling import rolling_update
 from probesim.kube.selectors import selects
 from probesim.manifests.kubernetes import SIMULATED_KINDS, Objects
 from probesim.model.duration import format_ms, parse_ms

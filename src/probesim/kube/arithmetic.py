@@ -33,6 +33,22 @@ def resolve_fenceposts(
     return surge, unavailable
 
 
+def deployment_limits(
+    max_surge: IntOrPercent, max_unavailable: IntOrPercent, replicas: int
+) -> tuple[int, int]:
+    """A RollingUpdate Deployment's ``MaxSurge`` and ``MaxUnavailable``: the fenceposts, the
+    latter at most ``replicas`` (0 with none)."""
+    surge, unavailable = resolve_fenceposts(max_surge, max_unavailable, replicas)
+    return surge, 0 if replicas == 0 else min(unavailable, replicas)
+
+
+def statefulset_max_unavailable(v: IntOrPercent | None, replicas: int) -> int:
+    """``getStatefulSetMaxUnavailable``: default 1; a percentage rounds **down** (unlike a
+    Deployment's surge) and the result is at least 1."""
+    n = scaled_value(1 if v is None else v, replicas, False)
+    return max(n, 1)
+
+
 _SAFE = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand alphanums
 
 

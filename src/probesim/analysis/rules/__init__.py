@@ -9,9 +9,8 @@ from collections.abc import Iterator
 from probesim.analysis.context import Context
 from probesim.analysis.findings import REGISTRY, Finding
 from probesim.analysis.rules import dependencies, kinds, mesh, probes, rollout, startup  # noqa: F401  (registers)
-from probesim.analysis.rules.rollout import Rolling, rolling_update
 
-__all__ = ["Rolling", "rolling_update", "rules_markdown"]
+__all__ = ["rules_markdown"]
 
 rule = REGISTRY.rule
 

@@ -1,4 +1,5 @@
-"""The rolling-update, readiness and load model, and the rule on a rollout's capacity (PS032)."""
+"""The rule on a rollout's capacity (PS032), over the rolling-update and readiness models of
+kube/ and the load the workload's pods carry."""
 
 from __future__ import annotations
 
@@ -12,116 +13,17 @@ from probesim.analysis.findings import REGISTRY, Finding
 from probesim.analysis.patch import apply, container_patch
 from probesim.analysis.rules.timing import plan
 from probesim.engine.capacity import probe_cost
-from probesim.engine.controllers.deployment import DeploymentState
-from probesim.engine.controllers.statefulset import max_unavailable as sts_max_unavailable
 from probesim.kube.load_model import default_rate, workload_behavior
+from probesim.kube.readiness import earliest_ready, ready_after
+from probesim.kube.rolling import Rolling, rolling_update
 from probesim.kube.selectors import selects
 from probesim.model.duration import format_ms
-from probesim.model.kubernetes import Container, Probe, Workload
-from probesim.model.scenario import Cluster, ContainerBehavior, Deadlock, Errors, Hang, Traffic, generic
+from probesim.model.kubernetes import Workload
+from probesim.model.scenario import Cluster, ContainerBehavior, Traffic
 
 rule = REGISTRY.rule
 
 # -- rollouts ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Rolling:
-    """What a rolling update takes away (the controllers' rounding, engine/controllers)."""
-
-    replicas: int
-    unavailable: int  # pods the controller may take down at once
-    surge: int  # pods it may add above replicas (0 for a StatefulSet)
-    knob: str  # the field, for messages
-
-    @property
-    def wave(self) -> int:
-        """The first new pods counted Ready together, each of which lets an old pod go: maxSurge
-        of them, or the pods taken down when there is no surge."""
-        return self.surge or self.unavailable
-
-
-def rolling_update(w: Workload, replicas: int | None = None) -> Rolling | None:
-    """The workload's rolling update (with ``replicas`` instead of its own, if given), or None
-    when it has none (Recreate, OnDelete, a partition above every ordinal, other kinds)."""
-    n = w.spec.replicas if replicas is None else replicas
-    if w.kind == "Deployment":
-        strategy = w.spec.strategy
-        ru = strategy.rolling_update if strategy is not None else None
-        if strategy is None or strategy.type != "RollingUpdate" or ru is None or n == 0:
-            return None
-        d = DeploymentState(w.name, n, 0, "RollingUpdate", ru.max_surge, ru.max_unavailable)
-        knob = f"maxSurge {ru.max_surge}, maxUnavailable {ru.max_unavailable}"
-        return Rolling(n, d.max_unavailable_n(), d.max_surge_n(), knob)
-    if w.kind == "StatefulSet":
-        us = w.spec.update_strategy
-        sru = us.rolling_update if us is not None else None
-        if us is None or us.type != "RollingUpdate" or n == 0 or (sru is not None and sru.partition >= n):
-            return None
-        v = sru.max_unavailable if sru is not None else None
-        knob = "one pod at a time" if v is None else f"maxUnavailable {v}"
-        return Rolling(n, min(sts_max_unavailable(v, n), n), 0, knob)
-    return None
-
-
-def _ready_after(b: ContainerBehavior, target: str, http: bool) -> float:
-    """When (ms after the container starts) ``target`` — an HTTP path, or a probe's behaviour key —
-    first answers with success and keeps doing so: after ``start`` (at once when a
-    ``startingStatus`` below 400 is answered meanwhile), past the ``errors`` and ``hang``
-    episodes anchored ``after`` a start that cover it then; never (inf) when it fails for good."""
-    if b.paths.get(target, b.paths.get(generic(target), 200)) >= 400:
-        return math.inf
-    t = 0.0 if b.starting_status is not None and b.starting_status < 400 else float(b.start)
-    moved = True
-    while moved:
-        moved = False
-        for e in b.episodes:
-            if e.after is None or e.after > t:
-                continue
-            if (
-                isinstance(e, Errors)
-                and e.status >= 400
-                and (e.paths is None or target in e.paths or generic(target) in e.paths)
-            ):
-                end = math.inf if e.for_ is None else e.after + e.for_
-            elif isinstance(e, Hang) and (http or not e.accepts_tcp):
-                end = e.after + e.for_
-            elif isinstance(e, Deadlock) and (http or not e.accepts_tcp):
-                end = math.inf
-            else:
-                continue
-            if end > t:
-                t, moved = end, True
-    return t
-
-
-def _probe_key(p: Probe) -> tuple[str, bool]:
-    """A probe's behaviour key (as the engine looks it up) and whether it needs an HTTP answer."""
-    if p.http_get is not None:
-        return p.http_get.path, True
-    if p.exec is not None:
-        return "exec:" + " ".join(p.exec.command), True
-    if p.grpc is not None:
-        return "grpc:" + (p.grpc.service or ""), True
-    return "tcp", False  # a tcpSocket probe passes once the app listens
-
-
-def _earliest_ready(c: Container, b: ContainerBehavior) -> float:
-    """The earliest a new container can be Ready (ms after it starts): at once without a
-    readiness probe (kubelet: Ready when running); else when its check first passes, not before
-    initialDelaySeconds (kubelet.md §2.2.15; readiness is probed as soon as it can be, §2.1.5),
-    after a startup probe's earliest success, plus successThreshold − 1 periods."""
-    p = c.readiness_probe
-    if p is None:
-        return 0.0
-    gate = 0.0
-    s = c.startup_probe
-    if s is not None:
-        key, http = _probe_key(s)
-        gate = max(s.initial_delay_seconds * 1000, _ready_after(b, key, http))
-    key, http = _probe_key(p)
-    first = max(gate, p.initial_delay_seconds * 1000, _ready_after(b, key, http))
-    return first + (p.success_threshold - 1) * p.period_seconds * 1000
 
 
 @dataclass(frozen=True)
@@ -234,14 +136,14 @@ def rollout_capacity(ctx: Context) -> Iterator[Finding]:
             continue
         b = _behavior(ctx, t)
         load = _load(ctx, t, b)
-        serve = max(_ready_after(b, p, True) for p in load.paths)
+        serve = max(ready_after(b, p, True) for p in load.paths)
         if load.rate == 0 or math.isinf(serve):
             continue
         cores = (t.container.resources.limits.cpu or node) / 1000
         workers = float(b.capacity.workers or math.inf)
         if load.utilization(ro.replicas, cores, workers) >= 1:
             continue
-        ready = _earliest_ready(t.container, b)
+        ready = earliest_ready(t.container, b)
         cold = ready < serve
         # Cold new pods cost capacity too when they count as available before they serve.
         early = cold and ready + w.spec.min_ready_seconds * 1000 < serve
@@ -254,7 +156,7 @@ def rollout_capacity(ctx: Context) -> Iterator[Finding]:
         patch: dict[str, Any] = {}
         notes: list[str] = []
         if cold:
-            path = max(load.paths, key=lambda p: _ready_after(b, p, True))
+            path = max(load.paths, key=lambda p: ready_after(b, p, True))
             rp = t.container.readiness_probe
             msg = (f"new pods can be Ready {format_ms(int(ready))} after they start, {path} answers from "
                    f"{format_ms(int(serve))}: {where} sends them requests they fail")  # fmt: skip

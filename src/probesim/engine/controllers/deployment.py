@@ -17,7 +17,7 @@ from typing import Literal
 from probesim.engine.controllers.conditions import Condition, DeploymentStatus
 from probesim.kube.arithmetic import (
     IntOrPercent,
-    resolve_fenceposts,
+    deployment_limits,
     round_to_int,
 )
 
@@ -83,13 +83,13 @@ class DeploymentState:
         """``MaxSurge``: 0 unless RollingUpdate."""
         if self.strategy != "RollingUpdate":
             return 0
-        return resolve_fenceposts(self.max_surge, self.max_unavailable, self.replicas)[0]
+        return deployment_limits(self.max_surge, self.max_unavailable, self.replicas)[0]
 
     def max_unavailable_n(self) -> int:
         """``MaxUnavailable``: 0 unless RollingUpdate or with 0 replicas; at most ``replicas``."""
-        if self.strategy != "RollingUpdate" or self.replicas == 0:
+        if self.strategy != "RollingUpdate":
             return 0
-        return min(resolve_fenceposts(self.max_surge, self.max_unavailable, self.replicas)[1], self.replicas)
+        return deployment_limits(self.max_surge, self.max_unavailable, self.replicas)[1]
 
     # -- queries --------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from probesim.kube.arithmetic import IntOrPercent, scaled_value
+from probesim.kube.arithmetic import IntOrPercent, statefulset_max_unavailable
 
 
 @dataclass(frozen=True)
@@ -43,13 +43,6 @@ class StatefulSetState:
 class Decision:
     create: list[tuple[int, int]] = field(default_factory=list)  # (ordinal, revision)
     delete: list[int] = field(default_factory=list)  # ordinals
-
-
-def max_unavailable(v: IntOrPercent | None, replicas: int) -> int:
-    """``getStatefulSetMaxUnavailable``: default 1; a percentage rounds **down** (unlike a
-    Deployment's surge) and the result is at least 1."""
-    n = scaled_value(1 if v is None else v, replicas, False)
-    return max(n, 1)
 
 
 def created_revision(s: StatefulSetState, ordinal: int) -> int:
@@ -108,7 +101,7 @@ def reconcile(s: StatefulSetState, pods: dict[int, SetPod]) -> Decision:
                 return out
         return out
     # MaxUnavailableStatefulSet: up to maxUnavailable pods down at once, highest ordinals first.
-    limit = max_unavailable(s.max_unavailable, s.replicas)
+    limit = statefulset_max_unavailable(s.max_unavailable, s.replicas)
     down = sum(1 for p in replicas if p is None or not _healthy(p))
     if down >= limit:
         return out
