@@ -3,13 +3,15 @@ process state; probe workers (startup, readiness, liveness); kills for failed li
 and their same-sync restarts; readiness manual triggers for pods that synced; pod conditions;
 endpoints; traffic over [t, t + step); the record.
 
-This module keeps the run's state and that order; the traffic and serving phases are in
-engine/traffic.py, the summary built after the loop in engine/summary.py (both inherited).
+This module keeps that order and the state no part owns; the run's parts are components it
+holds: the pods' status clients see (engine/pod_status.py), the traffic and serving with their
+buffers (engine/traffic.py's Traffic), the probe workers (engine/kubelet.py), the capacity
+model, the controllers, the HPAs' metrics, the record (engine/recording.py), and the summary
+made after the loop (engine/summary.py).
 """
 
 from __future__ import annotations
 
-from collections import deque
 from operator import attrgetter
 from typing import Any
 
@@ -20,20 +22,19 @@ from probesim.engine.arrays import distinct
 from probesim.engine.autoscaler import SYNC_PERIOD_MS, Autoscaler
 from probesim.engine.behavior import INF
 from probesim.engine.capacity import CapacityModel
-from probesim.engine.connections import Connections
 from probesim.engine.containers import Containers
 from probesim.engine.controllers.deployment import TIMED_OUT_REASON
 from probesim.engine.controllers.workloads import Controllers, PodArrays
-from probesim.engine.distributions import GRID
 from probesim.engine.draws import generator
 from probesim.engine.events import EventLog
 from probesim.engine.fleet import FAILURE, RUNNING, SUCCESS, TERMINATING, Fleet, build
 from probesim.engine.kubelet import ProbeWorkers
 from probesim.engine.pod_metrics import PodMetrics
+from probesim.engine.pod_status import PodStatus
 from probesim.engine.recording import Recorder
 from probesim.engine.sidecar.build import build_mesh
-from probesim.engine.summary import RunSummary, TrackedRollout
-from probesim.engine.traffic import TrafficPhases
+from probesim.engine.summary import Summary, TrackedRollout
+from probesim.engine.traffic import Traffic
 from probesim.model.scenario import (
     DeletePod,
     Partition,
@@ -52,7 +53,7 @@ def simulate(scenario: Scenario) -> Result:
     return _Run(scenario).run()
 
 
-class _Run(TrafficPhases, RunSummary):
+class _Run:
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
         self.spec = scenario.spec
@@ -103,10 +104,8 @@ class _Run(TrafficPhases, RunSummary):
         }
         self.ready_transition = np.zeros(n, np.int64)
         self.pod_metrics = PodMetrics(f.n_containers, self.spec.step)
-        self.admitted = np.zeros(n, bool)
-        self.deleting = np.zeros(n, bool)  # has a deletionTimestamp
+        self.pods = PodStatus(n, self.spec.endpoint_delay)
         self.any_deleting = False
-        self.gone = np.zeros(n, bool)  # all containers stopped: removed from the API
         self.admitted_at = np.full(n, INF, np.int64)
         self.ready = np.zeros(n, bool)
         self.ready_since = np.full(n, INF, np.int64)
@@ -114,32 +113,23 @@ class _Run(TrafficPhases, RunSummary):
         self.gates_at = np.full(n, INF, np.int64)
         self.gate_times: set[int] = set()  # every pod's gates_at, to look the step's time up
         self.dirty = True
-        self.version = 0  # bumps whenever what traffic sees may have changed
-        delay = self.spec.endpoint_delay
-        self.visible_history: deque[tuple[int, B]] = deque([(-delay - 1, np.zeros(n, bool))])
         self.mesh = build_mesh(scenario, f, self.rng)
-        self.route_cache: list[tuple[int, I64, I64]] = [
-            (-1, np.empty(0, np.int64), np.empty(0, np.int64))
-        ] * len(f.routes)
-        self.conns = [Connections(n) for _ in f.routes]
-        self.uniform = [-1] * len(f.routes)
-        self.mesh_view: dict[int, tuple[B, I64, I64]] = {}
 
     # -- steps -------------------------------------------------------------------------------
 
     def _admit(self, t: int) -> None:
         """Bare Pods: created when the run starts."""
-        self._create(np.flatnonzero(self.eligible & ~self.admitted), t)
+        self._create(np.flatnonzero(self.eligible & ~self.pods.admitted), t)
 
     def _create(self, new: I64, t: int) -> None:
         """New pods: scheduled now, their containers start after the pod start delay."""
         f = self.fleet
         if new.size == 0:
             return
-        self.admitted[new] = True
+        self.pods.admitted[new] = True
         self.admitted_at[new] = t
         self.ready_transition[new] = t
-        self.version += 1
+        self.pods.version += 1
         self.gates_at[new] = np.minimum(t + f.pod_gate_delay[new], INF)
         self.gate_times.update(self.gates_at[new].tolist())
         if self.gate_true is not None:
@@ -167,9 +157,9 @@ class _Run(TrafficPhases, RunSummary):
         §2.4.33); a ReplicaSet replaces the pod at once."""
         f = self.fleet
         for p in victims:
-            if not self.admitted[p] or self.deleting[p]:
+            if not self.pods.admitted[p] or self.pods.deleting[p]:
                 continue
-            self.deleting[p] = True
+            self.pods.deleting[p] = True
             self.any_deleting = True
             conts = np.arange(*self._containers_of(p).indices(f.n_containers))
             for kind in ("liveness", "startup"):
@@ -181,7 +171,7 @@ class _Run(TrafficPhases, RunSummary):
                 w.cached[conts] = SUCCESS
             self.ctr.stop_pod(p, t, self.log)
         self.dirty = True
-        self.version += 1
+        self.pods.version += 1
 
     def _named(self, t: int, names: list[str]) -> list[int]:
         """``kubectl delete pod NAME``: the pod of that name that exists now — a StatefulSet's
@@ -191,7 +181,9 @@ class _Run(TrafficPhases, RunSummary):
         out = []
         for name in names:
             live = [
-                p for p, n in enumerate(f.pod_names) if n == name and self.admitted[p] and not self.gone[p]
+                p
+                for p, n in enumerate(f.pod_names)
+                if n == name and self.pods.admitted[p] and not self.pods.gone[p]
             ]
             if live:
                 out.append(live[-1])
@@ -221,9 +213,9 @@ class _Run(TrafficPhases, RunSummary):
         else:
             started, restarts, stopped = np.zeros(0, bool), np.zeros(0, np.int64), np.zeros(0, bool)
         return PodArrays(
-            admitted=self.admitted,
-            deleting=self.deleting,
-            gone=self.gone,
+            admitted=self.pods.admitted,
+            deleting=self.pods.deleting,
+            gone=self.pods.gone,
             ready=self.ready,
             ready_since=self.ready_since,
             admitted_at=self.admitted_at,
@@ -235,10 +227,10 @@ class _Run(TrafficPhases, RunSummary):
     def _reconcile(self, t: int, sets: bool = True) -> None:
         """The Deployment, ReplicaSet and StatefulSet controllers (engine/controllers): they say
         which pods to create and which to delete; the kubelet's side of both is here."""
-        create, delete = self.controllers.reconcile(t, self._view, self.version)
+        create, delete = self.controllers.reconcile(t, self._view, self.pods.version)
         if sets:
             # StatefulSets move once a step, seeing the Ready changes of the step before.
-            more, gone = self.controllers.reconcile_sets(t, self._view, self.version)
+            more, gone = self.controllers.reconcile_sets(t, self._view, self.pods.version)
             create += more
             delete += gone
         if create:
@@ -248,7 +240,7 @@ class _Run(TrafficPhases, RunSummary):
             # IsPodActive: a pod being deleted leaves its ReplicaSet's status at once, and the
             # Deployment sees that status change (its progress) in the same instant.
             for _ in range(4):
-                create, delete = self.controllers.reconcile(t, self._view, self.version)
+                create, delete = self.controllers.reconcile(t, self._view, self.pods.version)
                 if create:
                     self._create(np.array(create, np.int64), t)
                 if not delete:
@@ -311,14 +303,14 @@ class _Run(TrafficPhases, RunSummary):
         f = self.fleet
         if self.gate_true is None:
             self.gate_true = {}
-            for p in np.flatnonzero(self.admitted):
+            for p in np.flatnonzero(self.pods.admitted):
                 self._gates_at_creation(np.array([p]), int(self.admitted_at[p]))
         cond = a.condition
         if a.pod is not None:
             pods = np.array([f.pod_names.index(a.pod)], np.int64)
         else:
             wi = next(j for j, w in enumerate(self.scenario.workloads) if w.name == a.workload)
-            pods = np.flatnonzero((f.pod_workload == wi) & self.admitted & ~self.gone)
+            pods = np.flatnonzero((f.pod_workload == wi) & self.pods.admitted & ~self.pods.gone)
         arr = self.gate_true.setdefault(cond, np.full(f.n_pods, -1, np.int64))
         arr[pods] = t if a.status else INF
         self._gates_from_conditions(pods)
@@ -367,11 +359,11 @@ class _Run(TrafficPhases, RunSummary):
     def _reap(self) -> None:
         """Deleted pods whose containers have all stopped leave the API (and the endpoints)."""
         alive = self.ctr.alive()
-        for p in np.flatnonzero(self.deleting & ~self.gone):
+        for p in np.flatnonzero(self.pods.deleting & ~self.pods.gone):
             if not alive[self._containers_of(int(p))].any():
-                self.gone[p] = True
+                self.pods.gone[p] = True
                 self.dirty = True
-                self.version += 1
+                self.pods.version += 1
 
     def _started(self) -> B:
         s = self.workers["startup"]
@@ -386,7 +378,7 @@ class _Run(TrafficPhases, RunSummary):
             beh.evaluate(t, serving, self.ctr.started_at)
             self.ctr.changed = False
             self.dirty = True
-            self.version += 1
+            self.pods.version += 1
 
     def _probes(self, t: int) -> None:
         w = self.workers
@@ -447,7 +439,7 @@ class _Run(TrafficPhases, RunSummary):
         started = self._started()
         c_ready = started & (~r.spec.has | (r.visible(self.ctr.instance) == SUCCESS))
         pod_ready = self._per_pod(np.minimum, c_ready.astype(np.int8)).astype(bool)
-        pod_ready &= self.admitted & ~self.gone & (self.gates_at <= t)
+        pod_ready &= self.pods.admitted & ~self.pods.gone & (self.gates_at <= t)
         # A container replaced since the last step (an exit and a restart within one step) was
         # not ready in between: the kubelet reports the dead one not ready and the new one starts at
         # readiness Failure, so Ready went False and back, with a new transition time.
@@ -458,11 +450,11 @@ class _Run(TrafficPhases, RunSummary):
             self.log.add(t, "Warning", "PodNotReady", f"pod/{name}", "Pod condition Ready changed to False")
             self.log.add(t, "Normal", "PodReady", f"pod/{name}", "Pod condition Ready changed to True")
             self.ready_transition[p] = self.ready_since[p] = t
-            self.version += 1
+            self.pods.version += 1
         flips = np.flatnonzero(pod_ready != self.ready)
         if flips.size == 0:
             return
-        self.version += 1
+        self.pods.version += 1
         self.ready_transition[flips] = t
         up = pod_ready[flips]
         self.ready_since[flips] = np.where(up, t, INF)
@@ -476,32 +468,48 @@ class _Run(TrafficPhases, RunSummary):
                     t, "Warning", "PodNotReady", f"pod/{name}", "Pod condition Ready changed to False"
                 )
         self.ready = pod_ready
-        self.visible_history.append((t, pod_ready.copy()))
+        self.pods.ready_set(t, pod_ready.copy())
 
     # -- the loop ----------------------------------------------------------------------------
 
     def _end_ramps(self, t: int, route_wls: list[list[int]], wl_span: list[Any], want: list[int]) -> None:
         """Close the start-up ramp of each route whose workloads all have every replica Ready at
         ``t`` (counted as the workload series count Ready); requests from ``t`` on are steady."""
-        ready = self.ready & self.admitted & ~self.deleting
-        for ri in np.flatnonzero(self.ramp_open).tolist():
+        ready = self.ready & self.pods.admitted & ~self.pods.deleting
+        tr = self.traffic
+        for ri in np.flatnonzero(tr.ramp_open).tolist():
             if all(int(ready[wl_span[i]].sum()) >= want[i] for i in route_wls[ri]):
-                self.ramp_open[ri] = False
-                self.ramp_end[ri] = t
+                tr.ramp_open[ri] = False
+                tr.ramp_end[ri] = t
 
     def run(self) -> Result:
         f = self.fleet
         spec = self.spec
         ticks = spec.duration // spec.step
         times = np.arange(ticks, dtype=np.int64) * spec.step
-        self.rates = np.array([[r.traffic.rate_at(int(t)) for t in times] for r in f.routes]).reshape(
+        rates = np.array([[r.traffic.rate_at(int(t)) for t in times] for r in f.routes]).reshape(
             len(f.routes), ticks
         )
-        self._traffic_buffers()
         recorder = Recorder(self, ticks)
         rec = recorder.series
-        self.cols = recorder.route_columns
         wl_span = recorder.wl_span
+        # The start-up ramp, per route: open until every workload behind it first has all its
+        # replicas Ready (as WorkloadSummary.all_ready_ms has it); its answers' latency apart.
+        route_wls = [distinct(f.pod_workload[r.selects]).tolist() for r in f.routes]
+        want = [w.spec.replicas for w in self.scenario.workloads]
+        ramp_open = np.array([bool(ws) and all(want[i] > 0 for i in ws) for ws in route_wls], bool)
+        self.traffic = Traffic(
+            spec,
+            f,
+            self.rng,
+            self.ctr,
+            self.capacity,
+            self.mesh,
+            self.pods,
+            rates,
+            recorder.route_columns,
+            ramp_open,
+        )
         admit_version, to_admit = -1, False
         actions: dict[int, list[str]] = {}
         others: dict[int, list[int]] = {}
@@ -510,13 +518,6 @@ class _Run(TrafficPhases, RunSummary):
                 actions.setdefault(a.at, []).append(a.pod)
             else:
                 others.setdefault(a.at, []).append(i)
-        # The start-up ramp, per route: open until every workload behind it first has all its
-        # replicas Ready (as WorkloadSummary.all_ready_ms has it); its answers' latency apart.
-        route_wls = [distinct(f.pod_workload[r.selects]).tolist() for r in f.routes]
-        want = [w.spec.replicas for w in self.scenario.workloads]
-        self.ramp_open = np.array([bool(ws) and all(want[i] > 0 for i in ws) for ws in route_wls], bool)
-        self.ramp_end: list[int | None] = [None] * len(f.routes)
-        self.ramp_cdf = np.zeros((len(f.routes), GRID.size))
         for k in range(ticks):
             t = int(times[k])
             self.log.synced_pods.clear()
@@ -529,9 +530,9 @@ class _Run(TrafficPhases, RunSummary):
             if self.autoscalers:
                 self._autoscale(t)
             self._reconcile(t)
-            if admit_version != self.version:  # eligible and admitted change with the version
-                admit_version = self.version
-                to_admit = bool((self.eligible & ~self.admitted).any())
+            if admit_version != self.pods.version:  # eligible and admitted change with the version
+                admit_version = self.pods.version
+                to_admit = bool((self.eligible & ~self.pods.admitted).any())
             if to_admit:
                 self._admit(t)
             self._lifecycle(t)
@@ -544,17 +545,20 @@ class _Run(TrafficPhases, RunSummary):
                 self._reconcile(t, sets=False)
             if self.rollouts:
                 self._track_rollouts(t)
-            if self.ramp_open.any():
+            if self.traffic.ramp_open.any():
                 self._end_ramps(t, route_wls, wl_span, want)
-            self._traffic(t, k, rec)
+            self.traffic.send(t, k, rec)
             if self.capacity.any:
-                self._serve(t, k, rec)
+                self.traffic.serve(t, k, rec)
                 self.pod_metrics.sample(k, self.capacity.cpu_used_m)
                 recorder.record_cpu(k, self)
             recorder.record_state(k, t, self)
-        self.rec_ref = rec
-        self.events = self.log.take()
+        events = self.log.take()
         for m in self.mesh.values():
-            self.events.extend(m.events)
-        self.events.sort(key=attrgetter("time_ms"))
-        return self._result(times, rec, recorder.wl_pods)
+            events.extend(m.events)
+        events.sort(key=attrgetter("time_ms"))
+        summary = Summary(
+            self.scenario, f, self.ctr, self.controllers, self.mesh, self.rollouts, self.admitted_at,
+            self.first_ready, self.traffic, events,
+        )  # fmt: skip
+        return summary.result(times, rec, recorder.wl_pods)

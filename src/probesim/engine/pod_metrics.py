@@ -24,9 +24,7 @@ class RunState(Protocol):
     capacity: Any
     ctr: Any
     autoscalers: dict[int, Any]
-    admitted: Any
-    gone: Any
-    deleting: Any
+    pods: Any  # PodStatus
     ready: Any
     ready_transition: Any
     admitted_at: Any
@@ -60,7 +58,7 @@ class PodMetrics:
         rows = self.window.shape[0]
         out = {}
         for wi in run.autoscalers:
-            pods = np.flatnonzero((f.pod_workload == wi) & run.admitted & ~run.gone)
+            pods = np.flatnonzero((f.pod_workload == wi) & run.pods.admitted & ~run.pods.gone)
             usage = np.full(pods.size, np.nan)
             for nc in distinct(n_cont[pods]).tolist():
                 sel = np.flatnonzero(n_cont[pods] == nc)
@@ -74,7 +72,7 @@ class PodMetrics:
                 request_m=np.where(has_request[pods], request[pods], 0.0),
                 usage_m=np.where(sampled[pods], usage, np.nan),
                 pending=~created[pods],
-                deleting=run.deleting[pods],
+                deleting=run.pods.deleting[pods],
                 ready=run.ready[pods],
                 transition=run.ready_transition[pods],
                 start=run.admitted_at[pods],

@@ -47,17 +47,11 @@ class RunState(Protocol):
     autoscalers: dict[int, Any]
     ctr: Any
     capacity: Any
-    version: int
-    admitted: Any
-    gone: Any
-    deleting: Any
+    pods: Any  # PodStatus
+    traffic: Any  # Traffic
     ready: Any
     ready_since: Any
     desired: Any
-
-    def _in_flight(self, ri: int) -> int: ...
-
-    def _visible_ready(self, t: int) -> Any: ...
 
 
 class Recorder:
@@ -128,22 +122,22 @@ class Recorder:
         and each workload's replicas at the end of step ``k`` (time ``t``)."""
         f = run.fleet
         for ri, column in enumerate(self.inflight):
-            column[k] = run._in_flight(ri)
-        if self.counted_version != run.version:
-            self.counted_version = run.version
-            visible = run._visible_ready(t)
-            listed = run.admitted & ~run.gone
+            column[k] = run.traffic.in_flight(ri)
+        if self.counted_version != run.pods.version:
+            self.counted_version = run.pods.version
+            visible = run.pods.visible_ready(t)
+            listed = run.pods.admitted & ~run.pods.gone
             for name, sel in f.service_pods.items():
                 members = sel & listed
                 in_rotation = members & endpoint_ready(
-                    visible, run.deleting, f.publish_not_ready[name], members
+                    visible, run.pods.deleting, f.publish_not_ready[name], members
                 )
                 self.service_counts[name] = (
                     int(in_rotation.sum()),
                     int((members & visible).sum()),
-                    int((members & run.deleting).sum()),
+                    int((members & run.pods.deleting).sum()),
                 )
-            active = run.admitted & ~run.deleting
+            active = run.pods.admitted & ~run.pods.deleting
             self.counts = [
                 (
                     int(active[pods].sum()),
@@ -163,7 +157,9 @@ class Recorder:
             if self.min_ready[i]:
                 pods = self.wl_span[i]
                 ready_pods = (
-                    run.ready[pods] & ~run.deleting[pods] & (run.ready_since[pods] + self.min_ready[i] < t)
+                    run.ready[pods]
+                    & ~run.pods.deleting[pods]
+                    & (run.ready_since[pods] + self.min_ready[i] < t)
                 )
                 available = int(ready_pods.sum())
             else:

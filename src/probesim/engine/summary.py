@@ -1,4 +1,4 @@
-"""The run's summary, built once the loop is done: per route (counts by cause, latency
+"""The run's summary, built once the loop is done (Summary): per route (counts by cause, latency
 quantiles of the run, time without a ready endpoint, the sidecars' stats), per workload
 (restarts, first and full readiness, minimum ready and available), per rollout (its span and the
 requests that failed during it), and the Result that carries them with the series and events.
@@ -17,8 +17,9 @@ from probesim.engine.controllers.workloads import Controllers, size_series
 from probesim.engine.distributions import grid_quantiles
 from probesim.engine.fleet import Fleet
 from probesim.engine.sidecar.split import Sidecars
+from probesim.engine.traffic import Traffic
 from probesim.kube.arithmetic import replica_set_name
-from probesim.model.scenario import Scenario, ScenarioSpec
+from probesim.model.scenario import Scenario
 from probesim.results import CAUSES, Event, Result, RolloutSummary, RouteSummary, Span, WorkloadSummary
 
 I64 = npt.NDArray[np.int64]
@@ -39,24 +40,27 @@ class TrackedRollout:
     superseded: int | None = None
 
 
-class RunSummary:
-    """The summary's builders (engine/loop.py's _Run inherits them), over the run's state."""
+class Summary:
+    """The summary of a finished run, from what its parts hold."""
 
-    scenario: Scenario
-    spec: ScenarioSpec
-    fleet: Fleet
-    ctr: Containers
-    controllers: Controllers
-    mesh: dict[int, Sidecars]
-    rollouts: list[TrackedRollout]
-    admitted_at: I64
-    first_ready: I64
-    latency_cdf: F64
-    ramp_cdf: F64
-    ramp_end: list[int | None]
-    rates: F64
-    rec_ref: dict[str, I64]
-    events: list[Event]
+    def __init__(
+        self,
+        scenario: Scenario,
+        fleet: Fleet,
+        ctr: Containers,
+        controllers: Controllers,
+        mesh: dict[int, Sidecars],
+        rollouts: list[TrackedRollout],
+        admitted_at: I64,
+        first_ready: I64,
+        traffic: Traffic,
+        events: list[Event],
+    ) -> None:
+        self.scenario, self.spec, self.fleet, self.ctr = scenario, scenario.spec, fleet, ctr
+        self.controllers, self.mesh, self.rollouts = controllers, mesh, rollouts
+        self.admitted_at, self.first_ready = admitted_at, first_ready
+        self.traffic = traffic
+        self.events = events
 
     def _rollout_summaries(self, times: I64, rec: dict[str, I64]) -> list[RolloutSummary]:
         f = self.fleet
@@ -94,11 +98,11 @@ class RunSummary:
     def _spans(self, ri: int, times: I64, rec: dict[str, I64]) -> tuple[Span, Span | None]:
         """Route ``ri``'s start-up ramp and steady state (None: the ramp never ended)."""
         key = f"route.{self.fleet.routes[ri].name}"
-        end = self.ramp_end[ri]
+        end = self.traffic.ramp_end[ri]
         cut = self.spec.duration if end is None else end
-        ramp_cdf = self.ramp_cdf[ri] if end is not None else self.latency_cdf[ri]
+        ramp_cdf = self.traffic.ramp_cdf[ri] if end is not None else self.traffic.latency_cdf[ri]
         out = []
-        parts = ((0, cut, ramp_cdf), (cut, self.spec.duration, self.latency_cdf[ri] - ramp_cdf))
+        parts = ((0, cut, ramp_cdf), (cut, self.spec.duration, self.traffic.latency_cdf[ri] - ramp_cdf))
         for start, stop, cdf in parts:
             part = (times >= start) & (times < stop)
             out.append(
@@ -120,7 +124,7 @@ class RunSummary:
         """p50/p90/p95/p99 of every answered request of the run (or of ``cdf``, a part of it),
         and the largest seen."""
         if cdf is None:
-            cdf = self.latency_cdf[ri]
+            cdf = self.traffic.latency_cdf[ri]
         if cdf[-1] <= 1e-9 or not max_series.size:
             return {}
         # As a load generator sees it: a request it gave up on took its timeout.
@@ -136,16 +140,16 @@ class RunSummary:
             "max": max(float(max_series.max()), round(p99, 1)),
         }
 
-    def _no_endpoint_seconds(self, ri: int) -> float:
+    def _no_endpoint_seconds(self, ri: int, rec: dict[str, I64]) -> float:
         """How long route ``ri``'s Service had no ready endpoint while the route sent traffic."""
         # By index: routes.index() compares Routes field by field, and two equal traffic
         # entries reach their numpy fields, whose truth value is ambiguous.
         route = self.fleet.routes[ri]
-        ready = self.rec_ref[f"service.{route.service.name}.ready"]
-        active = self.rates[ri] > 0
+        ready = rec[f"service.{route.service.name}.ready"]
+        active = self.traffic.rates[ri] > 0
         return float(((ready == 0) & active).sum() * self.spec.step / 1000)
 
-    def _result(self, times: I64, rec: dict[str, I64], wl_pods: list[I64]) -> Result:
+    def result(self, times: I64, rec: dict[str, I64], wl_pods: list[I64]) -> Result:
         f = self.fleet
         spec = self.spec
         routes = []
@@ -163,7 +167,7 @@ class RunSummary:
                     interrupted=int(rec[f"{key}.interrupted"].sum()),
                     in_flight=int(rec[f"{key}.inflight"][-1]) if times.size else 0,
                     latency_ms=self._route_latency(ri, rec[f"{key}.max_ms"]),
-                    no_endpoint_s=self._no_endpoint_seconds(ri),
+                    no_endpoint_s=self._no_endpoint_seconds(ri, rec),
                     envoy=dict(vars(self.mesh[ri].stats)) if ri in self.mesh else {},
                     ramp=ramp,
                     steady=steady,

@@ -10,8 +10,6 @@ are engine/connections.py's; the cohorts of what was served, engine/cohorts.py's
 
 from __future__ import annotations
 
-from collections import deque
-
 import numpy as np
 import numpy.typing as npt
 
@@ -32,6 +30,7 @@ from probesim.engine.distributions import (
 )
 from probesim.engine.fleet import Fleet
 from probesim.engine.kernel_choice import loaded_kernels
+from probesim.engine.pod_status import PodStatus
 from probesim.engine.routing import Route
 from probesim.engine.service_calls import answers
 from probesim.engine.sidecar.split import Sidecars
@@ -44,48 +43,49 @@ F64 = npt.NDArray[np.float64]
 B = npt.NDArray[np.bool_]
 
 
-class TrafficPhases:
-    """The traffic and serving phases of the run (engine/loop.py's _Run inherits them); the
-    state they read and write is the run's, set in its __init__ and run()."""
+class Traffic:
+    """The traffic and serving phases of a run, with the state they own: each route's
+    endpoints as last computed, connections, answers on their way, the client's side of the
+    backlog, latency distributions and the start-up ramps. The run calls ``send`` then
+    (with the capacity model) ``serve`` each step; it reads the pods' status (``pods``), the
+    containers and the capacity model, and writes the route series (``cols``)."""
 
-    spec: ScenarioSpec
-    fleet: Fleet
-    rng: np.random.Generator
-    ctr: Containers
-    capacity: CapacityModel
-    mesh: dict[int, Sidecars]
-    admitted: B
-    deleting: B
-    gone: B
-    version: int
-    visible_history: deque[tuple[int, B]]
-    route_cache: list[tuple[int, I64, I64]]
-    conns: list[Connections]
-    uniform: list[int]
-    mesh_view: dict[int, tuple[B, I64, I64]]
-    rates: F64
-    cols: list[dict[str, I64]]
-    latency_cdf: F64
-    ramp_cdf: F64  # the part of latency_cdf answered during each route's start-up ramp
-    ramp_open: B
-    step_cdf: F64
-    pending: list[I64]
-    later_cdf: list[F64]
-    later_n: list[F64]
-    later_t: list[F64]
-    queued: list[I64]
-    orphans: list[I64]
-    pending_n: list[int]
-    queued_n: list[int]
-    queued_rows: list[I64]
-    touched: B
-    call_routes: list[int]
-    answered_at_once: list[int]  # per route, this step's answers at once (no capacity model)
-
-    def _traffic_buffers(self) -> None:
-        """The traffic's own state for a run: the latency distributions, the answers on their
-        way to clients, the client's side of the backlog and their counts."""
-        f, spec = self.fleet, self.spec
+    def __init__(
+        self,
+        spec: ScenarioSpec,
+        fleet: Fleet,
+        rng: np.random.Generator,
+        ctr: Containers,
+        capacity: CapacityModel,
+        mesh: dict[int, Sidecars],
+        pods: PodStatus,
+        rates: F64,
+        cols: list[dict[str, I64]],
+        ramp_open: B,
+    ) -> None:
+        f = fleet
+        self.spec, self.fleet, self.rng, self.ctr, self.capacity, self.mesh = (
+            spec,
+            fleet,
+            rng,
+            ctr,
+            capacity,
+            mesh,
+        )
+        self.pods = pods
+        self.rates = rates  # per route and step: requests per second wanted
+        self.cols = cols
+        # The start-up ramp, per route: open until every workload behind it first has all its
+        # replicas Ready; the latency of its answers is kept apart, and when it ended.
+        self.ramp_open = ramp_open
+        self.ramp_end: list[int | None] = [None] * len(f.routes)
+        self.ramp_cdf = np.zeros((len(f.routes), GRID.size))
+        self.route_cache: list[tuple[int, I64, I64]] = [
+            (-1, np.empty(0, np.int64), np.empty(0, np.int64))
+        ] * len(f.routes)
+        self.conns = [Connections(f.n_pods) for _ in f.routes]
+        self.uniform = [-1] * len(f.routes)
+        self.mesh_view: dict[int, tuple[B, I64, I64]] = {}
         self.latency_cdf = np.zeros((len(f.routes), GRID.size))
         self.step_cdf = np.zeros((len(f.routes), GRID.size))  # what clients saw answered this step
         # Answers on their way to clients, per route: (ok, error status, timeout) × due step × container.
@@ -115,21 +115,13 @@ class TrafficPhases:
         self.queued_rows = [np.zeros(q.shape[0], np.int64) for q in self.queued]  # per arrival step
         self.touched = np.zeros(f.n_containers, bool)  # took requests since it last lost them
         self.call_routes = [ri for ri, r in enumerate(f.routes) if r.call]
-        self.answered_at_once = [0] * len(f.routes)
+        self.answered_at_once = [0] * len(f.routes)  # per route, this step's answers at once
 
-    def _visible_ready(self, t: int) -> B:
-        """Pod Ready as clients see it, ``endpointDelay`` late."""
-        cutoff = t - self.spec.endpoint_delay
-        h = self.visible_history
-        while len(h) > 1 and h[1][0] <= cutoff:
-            h.popleft()
-            self.version += 1
-        return h[0][1]
-
-    def _traffic(self, t: int, k: int, rec: dict[str, I64]) -> None:
+    def send(self, t: int, k: int, rec: dict[str, I64]) -> None:
+        """The requests of step ``k`` (at ``t``): sent, balanced, refused or taken in."""
         f = self.fleet
         step = self.spec.step
-        visible = self._visible_ready(t)
+        visible = self.pods.visible_ready(t)
         for m in self.mesh.values():
             m.tick(t)
         if self.capacity.any:
@@ -229,8 +221,8 @@ class TrafficPhases:
                     f,
                     route,
                     self.ctr,
-                    self.gone,
-                    self.admitted,
+                    self.pods.gone,
+                    self.pods.admitted,
                     self._held(ri),
                     n,
                     eps,
@@ -307,14 +299,14 @@ class TrafficPhases:
         """Route ``ri``'s endpoints now and what a request meets on each (an Outcome), kept while
         nothing they depend on changed; with client sidecars, also their view of the hosts."""
         version, eps, cat = self.route_cache[ri]
-        if version == self.version:
+        if version == self.pods.version:
             return eps, cat
         f, route = self.fleet, self.fleet.routes[ri]
         publish = f.publish_not_ready.get(route.service.name, False)
-        ep_ready = endpoint_ready(visible, self.deleting, publish, self.admitted & ~self.gone)
+        ep_ready = endpoint_ready(visible, self.pods.deleting, publish, self.pods.admitted & ~self.pods.gone)
         eps = np.flatnonzero(route.selects & ep_ready & (route.target_container >= 0))
         cat = self._categories(route, eps)
-        self.route_cache[ri] = (self.version, eps, cat)
+        self.route_cache[ri] = (self.pods.version, eps, cat)
         # All the endpoints in one category (a request's fate): its index, else -1.
         self.uniform[ri] = int(cat[0]) if cat.size and bool((cat == cat[0]).all()) else -1
         mesh = self.mesh.get(ri)
@@ -336,7 +328,7 @@ class TrafficPhases:
         connection; one the client gave up on holds neither."""
         return self.pending[ri].sum(axis=(0, 1)) + self.queued[ri].sum(axis=0)
 
-    def _in_flight(self, ri: int) -> int:
+    def in_flight(self, ri: int) -> int:
         """Route ``ri``'s requests whose client still waits: queued, answers (or timeouts) on
         their way, and those still connecting."""
         return self.queued_n[ri] + self.pending_n[ri] + self.conns[ri].waiting
@@ -439,7 +431,7 @@ class TrafficPhases:
             col["error_status"][k] += int(due[1])
             col["timeout"][k] += int(due[2])
 
-    def _serve(self, t: int, k: int, rec: dict[str, I64]) -> None:
+    def serve(self, t: int, k: int, rec: dict[str, I64]) -> None:
         """Loaded containers serve their backlog. Finished requests count as ok, as the route's
         error status when a dependency call failed, or as timeouts when they took longer than
         the client's timeout."""
