@@ -102,24 +102,19 @@ def run_cost(s: Scenario) -> RunCost:
         extra = len(scales) * n + (rolls * (3 * n + 1) + n if rolls else 0)
         pods += extra
         containers += extra * (len(w.pod_spec.containers) + len(w.pod_spec.init_containers))
-    calls = max(
-        (
-            len(r.calls)
-            for wb in s.spec.behavior.values()
-            for cbs in (wb.containers, *(ov.containers for ov in wb.pods))
-            for cb in cbs.values()
-            for r in cb.routes.values()
-        ),
-        default=0,
-    )
+    behaviors = s.container_behaviors()
+    calls = max((len(r.calls) for cb in behaviors for r in cb.routes.values()), default=0)
     rows = sum(len(t.points) + len(t.stages) + len(t.spikes) for t in s.spec.traffic)
-    routes = len(s.spec.traffic)
-    behaviors = [
-        cb
-        for wb in s.spec.behavior.values()
-        for cbs in (wb.containers, *(ov.containers for ov in wb.pods))
-        for cb in cbs.values()
-    ]
+    # Each Service a pod calls is a route too (engine/routing.py's call routes), one per path,
+    # port and client timeout called.
+    called = {
+        (c.service, c.port, c.path, c.timeout)
+        for cb in behaviors
+        for r in cb.routes.values()
+        for c in r.calls
+        if c.service is not None
+    }
+    routes = len(s.spec.traffic) + len(called)
     loaded = any(cb.loaded for cb in behaviors)
     timeouts = [int(t.timeout) for t in s.spec.traffic if t.timeout is not None]
     call_waits = [
