@@ -283,3 +283,28 @@ def test_a_statefulset_rolls_one_pod_at_a_time_and_stalls_with_the_others_servin
     for stress in ("rollout", "rollout-never-ready"):
         r = run_one((0, "StatefulSet/web", "default", stress, apply(base, w, stress), StressThresholds(), ""))
         assert (r.verdict, r.why, r.error_percent) == ("pass", "", 0.0), stress
+
+
+def test_a_workload_is_stressed_with_the_services_it_calls() -> None:
+    from probesim.engine import simulate
+    from tests.builders import builtin
+
+    given = builtin("service-cascade")
+    front = given.workload("frontend")
+    svcs = [s for s in given.services if s.name == "frontend"]
+    doc = base_scenario(front, svcs, given)
+    # The backend it calls comes with it, with its Service and behaviour; the stress acts on
+    # the frontend alone (its traffic), the backend serves the calls.
+    assert [w["metadata"]["name"] for w in doc["workloads"]] == ["frontend", "backend"]
+    assert sorted(s["metadata"]["name"] for s in doc["services"]) == ["backend", "frontend"]
+    assert set(doc["spec"]["behavior"]) == {"frontend", "backend"}
+    sc = apply(doc, front, "traffic-x2")
+    assert sc is not None and [t.service for t in sc.spec.traffic] == ["frontend"]
+    r = simulate(sc)
+    front_route, calls = r.route("front"), r.route("calls:backend/work")
+    last = int(r.series["route.front.ok"][-1] + r.series["route.front.error_status"][-1])
+    assert calls.offered == front_route.offered - last > 0  # every request served called it
+    # The backend calls no Service: nothing comes with it.
+    backend = given.workload("backend")
+    alone = base_scenario(backend, [s for s in given.services if s.name == "backend"], given)
+    assert [w["metadata"]["name"] for w in alone["workloads"]] == ["backend"]

@@ -125,7 +125,7 @@ def _dump(m: Any) -> Any:
 def base_scenario(w: Workload, services: list[Service], given: Scenario | None) -> dict[str, Any]:
     """The workload alone (as a Scenario document): its Services, its behaviour and the traffic
     the given scenario sends them, or the default load model."""
-    names = {s.name for s in services}
+    own, names = services, {s.name for s in services}
     spec: dict[str, Any] = {"duration": f"{DURATION_MS // 1000}s"}
     traffic: list[dict[str, Any]] = []
     doc: dict[str, Any] = {"name": f"{w.name}-stress"}
@@ -148,15 +148,42 @@ def base_scenario(w: Workload, services: list[Service], given: Scenario | None) 
         doc["virtualServices"] = [
             _dump(v) for v in given.virtual_services if any(h.split(".")[0] in names for h in v.spec.hosts)
         ]
-    if "behavior" not in spec:
-        spec["behavior"] = {w.name: workload_behavior(w, services)}
+        # What it calls goes with it, as the scenario has it: a stress of the workload reaches
+        # what it calls, and a call to a Service that is not there would be a refusal.
+        for callee, its in _callees(given, w):
+            doc["workloads"] = [*doc.get("workloads", []), _dump(callee)]
+            if callee.name in gs.get("behavior", {}):
+                spec.setdefault("behavior", {})[callee.name] = gs["behavior"][callee.name]
+            services = [*services, *(x for x in its if x not in services)]
+    if w.name not in spec.get("behavior", {}):
+        spec.setdefault("behavior", {})[w.name] = workload_behavior(w, own)
     if not traffic:
-        traffic = [{"service": services[0].name, "path": "/", "rate": default_rate(w), "start": "1m"}]
+        traffic = [{"service": own[0].name, "path": "/", "rate": default_rate(w), "start": "1m"}]
     spec["traffic"] = traffic
     doc["spec"] = spec
-    doc["workloads"] = [_dump(w)]
+    doc["workloads"] = [_dump(w), *doc.get("workloads", [])]
     doc["services"] = [_dump(s) for s in services]
     return doc
+
+
+def _callees(given: Scenario, w: Workload) -> list[tuple[Workload, list[Service]]]:
+    """The workloads behind the Services ``w``'s pods call (``calls: [{service: …}]``), and
+    theirs in turn, each with the Services of the scenario that select it."""
+    out: list[tuple[Workload, list[Service]]] = []
+    todo, seen = [w], {w.name}
+    while todo:
+        caller = todo.pop(0)
+        wb = given.spec.behavior.get(caller.name)
+        if wb is None:
+            continue
+        behaviors = [cb for cbs in (wb.containers, *(ov.containers for ov in wb.pods)) for cb in cbs.values()]
+        called = {c.service for cb in behaviors for r in cb.routes.values() for c in r.calls if c.service}
+        for svc in (s for s in given.services if s.name in called):
+            for callee in (x for x in given.workloads if x.name not in seen and selects(svc, x)):
+                seen.add(callee.name)
+                out.append((callee, [s for s in given.services if selects(s, callee)]))
+                todo.append(callee)
+    return out
 
 
 def apply(base: dict[str, Any], w: Workload, stress: str) -> Scenario | None:

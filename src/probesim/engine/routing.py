@@ -152,9 +152,12 @@ def call_routes(
     callers' calls of the step before (engine/traffic.py); the answers the callers get are their
     outcome classes (engine/capacity.py)."""
     calls = service_calls(beh)
+    known = {s.name for s in scenario.services}
     names: set[str] = set()
     out = []
     for key, c in calls.items():
+        if c.service not in known:
+            continue  # (the loader refuses it; a scenario made in code may lack it: refused calls)
         name = call_name(c)
         while name in names:
             name += "'"  # another client timeout to the same path
