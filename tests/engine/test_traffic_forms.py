@@ -8,7 +8,7 @@ import pytest
 
 from probesim.engine import simulate
 from probesim.errors import InputError
-from probesim.model.scenario import Traffic
+from probesim.model.traffic import Traffic
 from tests.builders import run, scenario, series
 
 

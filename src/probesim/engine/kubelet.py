@@ -19,7 +19,7 @@ import numpy.typing as npt
 from probesim.consecutive import next_run, reaches_threshold
 from probesim.engine.arrays import distinct
 from probesim.engine.behavior import INF
-from probesim.engine.capacity import CapacityModel, probe_cost
+from probesim.engine.capacity import CapacityModel
 from probesim.engine.containers import Containers
 from probesim.engine.events import EventLog
 from probesim.engine.fleet import (
@@ -66,7 +66,7 @@ class ProbeWorkers:
         def cost(b: ContainerBehavior, target: int) -> RouteCost:
             key = (id(b), target)
             if key not in cache:
-                cache[key] = probe_cost(b, targets[target])
+                cache[key] = b.cost(targets[target])
             return cache[key]
 
         costs = [cost(b, tgt) for b, tgt in zip(fleet.container_behavior, spec.target.tolist(), strict=True)]
@@ -405,7 +405,7 @@ class ProbeWorkers:
                     # fails with the route's error status when the call fails (seed 004).
                     for tgt in distinct(s.target[li]):
                         sel = s.target[li] == tgt
-                        extra, failed = cap.probe_call(li[sel], self.target_names[int(tgt)])
+                        extra, failed = cap.classes.probe_call(li[sel], self.target_names[int(tgt)])
                         lat[sel] += extra
                         status[np.flatnonzero(loaded)[sel]] = np.where(
                             failed, self.on_error[li[sel]], status[np.flatnonzero(loaded)[sel]]

@@ -14,7 +14,8 @@ from probesim.kube.ports import container_port, serving_container
 from probesim.kube.selectors import service_matches
 from probesim.mesh.istio import find_route
 from probesim.model.kubernetes import Container, Service
-from probesim.model.scenario import ContainerBehavior, DependencyCall, Scenario, Traffic
+from probesim.model.scenario import ContainerBehavior, DependencyCall, Scenario
+from probesim.model.traffic import Traffic
 
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]

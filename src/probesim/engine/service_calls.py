@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from probesim.engine.capacity import MAX_RHO, QUOTA_PERIOD_MS, CapacityModel, K
+from probesim.engine.call_classes import K
+from probesim.engine.capacity import MAX_RHO, QUOTA_PERIOD_MS, CapacityModel
 from probesim.engine.dependencies import INF_MS, Outcome, merge
 from probesim.engine.routing import Route
 from probesim.kube.outcomes import Outcome as Meets
@@ -59,7 +60,7 @@ def answers(
             + cpu / (1.0 - np.minimum(cap.rho[c], MAX_RHO))
             + np.where(cap.throttled[c], QUOTA_PERIOD_MS / 2, 0.0)
         )
-        prob, extra, failed = cap.path_classes[route.path]
+        prob, extra, failed = cap.classes.path_classes[route.path]
         for k in range(K):
             p = prob[k, c]
             for j in np.flatnonzero(p > 0).tolist():

@@ -178,7 +178,7 @@ class Traffic:
                     continue
             elif route.call:
                 # The calls the callers' requests served in the step before made.
-                route.acc += self.capacity.calls_out.get(route.call, 0.0)
+                route.acc += self.capacity.classes.calls_out.get(route.call, 0.0)
                 n = int(route.acc + 1e-9)
                 route.acc -= n
                 if n == 0 and not conns.waiting:
@@ -292,7 +292,7 @@ class Traffic:
         for ri in self.call_routes:
             route = self.fleet.routes[ri]
             eps, cat = self._endpoints(ri, visible)
-            cap.service_tries[route.call] = answers(cap, ri, route, eps, cat, self.ctr.started_at, t)
+            cap.classes.service_tries[route.call] = answers(cap, ri, route, eps, cat, self.ctr.started_at, t)
         cap.update_classes(t)
 
     def _endpoints(self, ri: int, visible: B) -> tuple[I64, I64]:
@@ -552,7 +552,7 @@ class Traffic:
         if cap.calls_any:
             served = cap.served_all(served)
             if self.call_routes:
-                cap.calls_out = cap.service_calls(served)
-            cap.load_dependencies(served, float(self.spec.step))
-            cap.breakers(t + self.spec.step, served)
+                cap.classes.calls_out = cap.classes.service_calls(served)
+            cap.classes.load_dependencies(served, float(self.spec.step))
+            cap.classes.breakers(t + self.spec.step, served)
             cap.update_classes(t + self.spec.step)

@@ -18,7 +18,8 @@ from probesim.lab.rollout import check_actions, has_actions_of, peak_pods
 from probesim.lab.status import selects
 from probesim.lab.traffic import meshed
 from probesim.model.kubernetes import Workload, pod_names_of
-from probesim.model.scenario import Scenario, Traffic
+from probesim.model.scenario import Scenario
+from probesim.model.traffic import Traffic
 
 # What one machine runs faithfully: each pod is up to three processes (its app and those loaded
 # ahead for its restarts) plus an Envoy with Istio's sidecar; the load generator is this process.

@@ -23,7 +23,8 @@ from probesim.lab.load import KeepAlive, LoadResult, constant_rate
 from probesim.lab.pods import HOST, Pod, free_port
 from probesim.lab.status import StatusManager
 from probesim.mesh.envoy import Translator
-from probesim.model.scenario import Scenario, Traffic
+from probesim.model.scenario import Scenario
+from probesim.model.traffic import Traffic
 from probesim.results import Event
 
 MAX_SIDECARS = 8

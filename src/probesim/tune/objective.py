@@ -42,7 +42,6 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from probesim.analysis.stress import STRESSES, base_scenario, stress_scenario
 from probesim.engine import simulate
-from probesim.engine.capacity import probe_cost
 from probesim.model.duration import parse_ms
 from probesim.model.kubernetes import Workload, pod_names_of
 from probesim.model.scenario import ContainerBehavior, Scenario
@@ -169,7 +168,7 @@ def probe_load(w: Workload, behavior: dict[str, Any]) -> tuple[float, float]:
             rate = 1 / p.period_seconds
             rps += rate
             path = p.http_get.path if p.http_get is not None else "exec" if p.exec is not None else "grpc"
-            cpu += rate * probe_cost(b, path).cpu
+            cpu += rate * b.cost(path).cpu
     return round(rps, 4), round(cpu, 3)
 
 

@@ -9,7 +9,6 @@ from probesim.analysis.context import Context
 from probesim.analysis.findings import REGISTRY, Finding
 from probesim.analysis.rules.mesh import http_routes, istio_docs
 from probesim.analysis.rules.timing import http_path
-from probesim.engine.capacity import probe_cost
 
 rule = REGISTRY.rule
 
@@ -30,7 +29,7 @@ def liveness_dependency(ctx: Context) -> Iterator[Finding]:
         p = t.container.liveness_probe
         if p is None or t.behavior is None or http_path(p) is None:
             continue
-        calls = probe_cost(t.behavior, http_path(p) or "/").calls
+        calls = t.behavior.cost(http_path(p) or "/").calls
         if calls:
             deps = ", ".join(c.target for c in calls)
             yield ctx.finding(
@@ -52,7 +51,7 @@ def readiness_dependency(ctx: Context) -> Iterator[Finding]:
         p = t.container.readiness_probe
         if p is None or t.behavior is None or http_path(p) is None:
             continue
-        calls = probe_cost(t.behavior, http_path(p) or "/").calls
+        calls = t.behavior.cost(http_path(p) or "/").calls
         daemon = t.workload.kind == "DaemonSet"
         if calls and (t.workload.spec.replicas > 1 or daemon):
             deps = ", ".join(c.target for c in calls)

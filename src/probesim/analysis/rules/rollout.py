@@ -12,14 +12,14 @@ from probesim.analysis.context import Context, Target
 from probesim.analysis.findings import REGISTRY, Finding
 from probesim.analysis.patch import apply, container_patch
 from probesim.analysis.rules.timing import plan
-from probesim.engine.capacity import probe_cost
 from probesim.kube.load_model import default_rate, workload_behavior
 from probesim.kube.readiness import earliest_ready, ready_after
 from probesim.kube.rolling import Rolling, rolling_update
 from probesim.kube.selectors import selects
 from probesim.model.duration import format_ms
 from probesim.model.kubernetes import Workload
-from probesim.model.scenario import Cluster, ContainerBehavior, Traffic
+from probesim.model.scenario import Cluster, ContainerBehavior
+from probesim.model.traffic import Traffic
 
 rule = REGISTRY.rule
 
@@ -69,7 +69,7 @@ def _load(ctx: Context, t: Target, b: ContainerBehavior) -> _Load:
         routes = [("/", default_rate(t.workload))]
     cpu = busy = 0.0
     for path, rate in routes:
-        cost = probe_cost(b, path)
+        cost = b.cost(path)
         cpu += rate * cost.cpu / 1000
         busy += rate * (cost.cpu + cost.wall) / 1000
     paths = tuple(dict.fromkeys(p for p, _ in routes))
@@ -164,7 +164,7 @@ def rollout_capacity(ctx: Context) -> Iterator[Finding]:
             delay = -(-(int(serve) - extra) // 1000)
             pl = plan(ctx, t)
             change = pl.change("readiness")
-            if rp is not None and rp.http_get is not None and not probe_cost(b, path).calls:
+            if rp is not None and rp.http_get is not None and not b.cost(path).calls:
                 # readiness on the path the traffic needs passes exactly when the app serves it
                 change.setdefault("readinessProbe", {})["httpGet"] = {"path": path}
                 alt = f"or readinessProbe.initialDelaySeconds: {delay}"

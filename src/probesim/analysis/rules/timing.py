@@ -15,7 +15,6 @@ from typing import Any
 
 from probesim.analysis.context import Context, Target
 from probesim.analysis.rules.handlers import readiness_handler, serves_nothing
-from probesim.engine.capacity import probe_cost
 from probesim.model.kubernetes import Probe, ProbeType
 
 KINDS: tuple[ProbeType, ...] = ("startup", "readiness", "liveness")
@@ -90,7 +89,7 @@ def check_ms(t: Target, p: Probe) -> float:
         key = "exec:" + " ".join(p.exec.command)
     else:
         key = "grpc:" + (p.grpc.service or "" if p.grpc is not None else "")
-    cost = probe_cost(b, key)
+    cost = b.cost(key)
     return float(cost.cpu + cost.wall)
 
 

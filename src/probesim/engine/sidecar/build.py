@@ -17,7 +17,8 @@ from probesim.kube.ports import container_port
 from probesim.mesh.envoy import cluster_name
 from probesim.mesh.istio import DestinationRule, HTTPRoute, TrafficPolicy, find_route
 from probesim.model.kubernetes import Service
-from probesim.model.scenario import Scenario, Traffic
+from probesim.model.scenario import Scenario
+from probesim.model.traffic import Traffic
 
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
