@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 
 from tests.builders import http, run, series, times
 
@@ -127,3 +128,19 @@ def test_latency_spread_is_reproducible_per_seed() -> None:
     assert np.array_equal(a.series["route./.timeout"], b.series["route./.timeout"])
     assert not np.array_equal(a.series["route./.timeout"], c.series["route./.timeout"])
     assert 0 < a.route("/").failed["timeout"] < a.route("/").offered
+
+
+def test_a_routes_error_share_fails_that_share_of_its_requests() -> None:
+    # 5 % of /api's answers are 503 once served; / has no share.
+    r = run(
+        behavior={
+            "routes": {"/api": {"cpu": "2ms", "errors": {"percent": 5, "status": 503}}, "/": {"cpu": "1ms"}}
+        },
+        traffic=[{"name": "api", "path": "/api", "rate": 100}, {"name": "root", "path": "/", "rate": 50}],
+        duration="60s",
+        replicas=2,
+    )
+    api, root = r.route("api"), r.route("root")
+    assert api.failed_total == api.failed["error_status"]
+    assert api.failed_total / api.offered == pytest.approx(0.05, abs=0.01)
+    assert root.failed_total == 0 and root.ok == root.offered

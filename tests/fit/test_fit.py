@@ -1,7 +1,7 @@
 """probesim fit on telemetry of a known behaviour (tests/fit/telemetry.py): each value recovered
 within 15 % of the truth, saying where it came from; what the data cannot determine refused with
 why; bad or missing series one-line errors naming the query; --compare agreeing on what the
-scenario holds and disagreeing on what it cannot (an error fraction)."""
+scenario holds (an error fraction included)."""
 
 from __future__ import annotations
 
@@ -87,17 +87,23 @@ def test_compare_agrees_on_what_the_scenario_holds(inputs: Path) -> None:
     assert all(x["agree"] for x in rows), rows
 
 
-def test_an_error_fraction_is_measured_but_not_simulated_and_compare_says_so(inputs: Path) -> None:
+def test_an_error_fraction_is_fitted_into_the_route_and_compare_agrees(inputs: Path) -> None:
     write_saved(inputs / "saved", Truth(error_share=0.05))
     r = runner.invoke(app, ["fit", str(inputs / "k8s"), "--from", str(inputs / "saved"), "-o",
                             str(inputs / "f.yaml"), "--compare", "--json"])  # fmt: skip
-    assert r.exit_code == 1, r.output
+    assert r.exit_code == 0, r.output
     report = json.loads(r.stdout)
-    why = {x["field"]: x["why"] for x in report["notFitted"]}
-    assert why["routes./api.errorRate"].startswith("5.00 % of answers were 5xx")
-    assert why["containers.app.start"].startswith("no pods given (--pods, kubectl get pods -o json)")
-    bad = [x for x in report["comparison"]["rows"] if not x["agree"]]
-    assert [(x["figure"], x["measured"]) for x in bad] == [("error rate", pytest.approx(0.05))]
+    errors = next(f for f in report["fitted"] if f["field"] == "containers.app.routes./api.errors")
+    assert errors["value"] == pytest.approx(5.0, rel=0.15)
+    assert errors["unit"].startswith("% of answers") and "binomial" in errors["fit"]
+    assert 'http_response_status_code=~"5.."' in errors["source"]  # the query it came from
+    doc = next(iter(yaml.safe_load_all((inputs / "f.yaml").read_text(encoding="utf-8"))))
+    route = doc["spec"]["behavior"]["web"]["containers"]["app"]["routes"]["/api"]
+    assert route["errors"] == {"percent": errors["value"], "status": 500}
+    # The fitted scenario fails its share of requests, as the telemetry did.
+    rate = next(x for x in report["comparison"]["rows"] if x["figure"] == "error rate")
+    assert rate["measured"] == pytest.approx(0.05) and rate["agree"], rate
+    assert rate["simulated"] == pytest.approx(0.05, abs=0.01)
 
 
 def test_a_start_the_data_cannot_tell_is_refused_with_why(inputs: Path) -> None:

@@ -91,6 +91,15 @@ def test_refuses_until_started_then_answers_per_path() -> None:
         assert get(port, "/missing") == 404
 
 
+def test_a_routes_error_share_fails_that_share_of_its_requests() -> None:
+    with app("{routes: {/api: {errors: {percent: 20, status: 503}}}}") as (_, port):
+        poll(port, "/", 200, time.monotonic(), 30.0)
+        got = [get(port, "/api") for _ in range(400)]
+        assert set(got) == {200, 503}
+        assert 50 <= got.count(503) <= 110  # 80 expected: 20 % of 400, each request on its own
+        assert {get(port, "/other") for _ in range(20)} == {200}  # other paths: no share
+
+
 def test_error_window_and_hang_in_real_time() -> None:
     behavior = "{episodes: [{kind: errors, after: 1500ms, for: 2s, status: 503, paths: [/api]}, {kind: hang, after: 4s, for: 1500ms}]}"
     with app(behavior) as (_, port):

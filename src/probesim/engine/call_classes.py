@@ -109,7 +109,7 @@ class CallClasses:
             for prof in distinct(self.profile_of):
                 members = np.flatnonzero(self.profile_of == prof)
                 cost = self.behaviors[int(members[0])].cost(path)
-                if not cost.calls:
+                if not cost.calls and cost.errors is None:
                     continue
                 per_try = [self._try(c, t) for c in cost.calls]
                 reach = 1.0  # the share of requests that get to make the call (those before succeeded)
@@ -118,7 +118,11 @@ class CallClasses:
                         per_request = tries.setdefault(call_key(c), np.zeros(n))
                         per_request[members] += reach * expected_tries(one, c)
                     reach *= sum(o.prob for o in with_retries(one, c) if not o.failed)
-                classes = chain([with_retries(one, c) for one, c in zip(per_try, cost.calls, strict=True)])
+                outcomes = [with_retries(one, c) for one, c in zip(per_try, cost.calls, strict=True)]
+                if cost.errors is not None:  # after the calls: a share answered with an error
+                    share = cost.errors.percent / 100
+                    outcomes.append([Outcome(share, 0.0, True), Outcome(1 - share, 0.0, False)])
+                classes = chain(outcomes)
                 for k, o in enumerate(classes[:K]):
                     prob[k, members], extra[k, members], failed[k, members] = o.prob, o.latency, o.failed
                 prob[len(classes) :, members] = 0.0

@@ -94,7 +94,7 @@ class CapacityModel:
         self.behaviors = behaviors
         self.profile_of = fleet.behaviors.profile_of
         self.paths = list(dict.fromkeys([rt.path for rt in routes] + probe_paths))
-        self.calls_any = any(b.cost(p).calls for b in beh_of for p in self.paths)
+        self.calls_any = any(b.cost(p).calls or b.cost(p).errors for b in beh_of for p in self.paths)
         # Requests of a route that calls dependencies split into outcome classes (virtual route
         # v = r * k + class); without any call, every request is of the first class, and the
         # route keeps one row (the other classes would stay empty).

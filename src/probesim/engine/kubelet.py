@@ -70,7 +70,10 @@ class ProbeWorkers:
             return cache[key]
 
         costs = [cost(b, tgt) for b, tgt in zip(fleet.container_behavior, spec.target.tolist(), strict=True)]
-        self.on_error = np.array([c.calls[0].on_error if c.calls else 500 for c in costs], np.int64)
+        self.on_error = np.array(
+            [c.calls[0].on_error if c.calls else c.errors.status if c.errors else 500 for c in costs],
+            np.int64,
+        )
         self.probe_cpu = np.array([c.cpu for c in costs], np.float64)
         self.probe_wall = np.array([c.wall for c in costs], np.float64)
         self.kind = kind

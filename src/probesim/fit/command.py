@@ -229,13 +229,7 @@ def fit(r: Request) -> Outcome:
             ("variability", f"no latency buckets of {busiest} (query 'buckets') to fit its spread")
         )
     errors = est.by_label(got.get("errors") or [], label)
-    for route, s in requests.items():
-        total = float(s.v.sum())
-        failed = float(errors[route].v.sum()) if route in errors else 0.0
-        if total > 0 and failed > 0:
-            share = f"{100 * failed / total:.2f} %"
-            why = f"{share} of answers were 5xx: measured, but scenarios hold no error fraction yet"
-            not_fitted.append((f"routes.{route}.errorRate", why + " (docs/fidelity.md)"))
+    fitted += est.fit_errors(requests, errors, container, f"the answer to {qs['errors']!r}", r.step)
     traffic_src = "k6 --out json" if r.k6 else f"the answer to {qs['requests']!r}"
     rates = _traffic(r, requests)
     svc = sc.service_for(sc.spec.traffic[0]).name if sc.spec.traffic else name
@@ -297,13 +291,15 @@ def _scenario_text(
     spec["duration"] = format_ms(duration_ms)
     spec.pop("step", None)
     behavior = spec["behavior"][workload]["containers"].setdefault(container, {})
-    routes: dict[str, dict[str, str]] = {"*": behavior.get("routes", {}).get("*", {"cpu": "0.5ms"})}
+    routes: dict[str, dict[str, Any]] = {"*": behavior.get("routes", {}).get("*", {"cpu": "0.5ms"})}
     for f in fitted:
         if f.path == f"containers.{container}.start":
             behavior["start"] = f"{f.value:g}s"
         elif f.path.startswith(f"containers.{container}.routes."):
             route, what = f.path.split(".routes.", 1)[1].rsplit(".", 1)
-            routes.setdefault(route, {})[what] = f"{f.value:g}ms"
+            routes.setdefault(route, {})[what] = (
+                {"percent": f.value, "status": 500} if what == "errors" else f"{f.value:g}ms"
+            )
     if len(routes) > 1:
         behavior["routes"] = routes
     if variability is not None:

@@ -267,3 +267,29 @@ def fit_variability(
     return Fitted("variability", round(best, 2), "log-sd",
                   f"the histogram's {bound.size} bucket fractions over {a.t.size} samples",
                   f"largest gap between the fitted and measured fractions {err:.3f}")  # fmt: skip
+
+
+def fit_errors(
+    requests: dict[str, Series], errors: dict[str, Series], container: str, source: str, step_s: float
+) -> list[Fitted]:
+    """Each route's share of 5xx answers over the period (its ``errors``), with the binomial
+    standard error of that share over the answers counted (rates × the query's step)."""
+    out = []
+    for route, s in sorted(requests.items()):
+        total = float(s.v.sum())
+        failed = float(errors[route].v.sum()) if route in errors else 0.0
+        if total <= 0 or failed <= 0:
+            continue
+        share = min(failed / total, 1.0)
+        answers = total * step_s
+        se = math.sqrt(share * (1 - share) / max(answers, 1.0))
+        out.append(
+            Fitted(
+                f"containers.{container}.routes.{route}.errors",
+                round(100 * share, 3),
+                "% of answers (status 500)",
+                source,
+                f"± {100 * se:.2f} % (binomial, over about {answers:,.0f} answers)",
+            )
+        )
+    return out

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import random
 import signal
 import socket
 import time
@@ -67,6 +68,7 @@ class App:
         self.port = port
         self.grpc_port = grpc_port
         self.dependencies = Calls(dependencies or {})
+        self.draws = random.Random(port)  # which requests a route's error share fails
         self.grpc: Any = None  # the gRPC server while listening
         self.started = started if started is not None else time.monotonic() - process_age()
         self.scenario_zero = zero if zero is not None else self.started
@@ -143,7 +145,7 @@ class App:
         path = request.path
         cost = self.b.routes.get(path) or self.b.routes.get("*")
         failed_call: int | None = None
-        if cost is not None and (cost.cpu or cost.wall or cost.calls):
+        if cost is not None and (cost.cpu or cost.wall or cost.calls or cost.errors):
             full = self.queue_limit is not None and self.waiting >= self.queue_limit
             if self.slots is not None and self.slots.locked() and full:
                 return web.Response(status=503, text="overloaded\n")
@@ -162,6 +164,9 @@ class App:
                     if not await self.dependencies.call(call):
                         failed_call = call.on_error
                         break
+                errors = cost.errors
+                if failed_call is None and errors is not None and self.draws.random() * 100 < errors.percent:
+                    failed_call = errors.status  # this one request, as the route's share has it
             finally:
                 if self.slots is not None:
                     self.slots.release()

@@ -130,12 +130,25 @@ class DependencyCall(Model):
         return self.dependency if self.dependency is not None else f"service/{self.service}"
 
 
+class RouteErrors(Model):
+    """A share of a path's requests the app answers with an error status once it has served
+    them (a bug on some inputs, a flaky downstream it does not model): each request on its own."""
+
+    percent: Annotated[SFloat, Field(gt=0, le=100)] = Field(description="Requests answered so, in percent.")
+    status: HttpStatus = Field(default=500, description="The status they get.")
+
+
 class RouteCost(Model):
     """What one request to a path costs the app."""
 
     cpu: FineDuration = Field(default=0.0, description="CPU time per request (e.g. '20ms').")
     wall: FineDuration = Field(default=0.0, description="Time per request spent waiting, not on CPU (I/O).")
     calls: tuple[DependencyCall, ...] = Field(default=(), description="Dependency calls, one after another.")
+    errors: RouteErrors | None = Field(
+        default=None,
+        description="A share of requests answered with an error status after their calls succeeded "
+        "(probesim fit measures it from the app's request histogram).",
+    )
 
 
 FREE = RouteCost()  # one instance: pods share it (building one per lookup cost seconds at 100k pods)
@@ -204,7 +217,7 @@ class ContainerBehavior(Model):
     @property
     def loaded(self) -> bool:
         """Whether requests cost anything, i.e. the capacity model applies."""
-        return any(r.cpu > 0 or r.wall > 0 or r.calls for r in self.routes.values())
+        return any(r.cpu > 0 or r.wall > 0 or r.calls or r.errors for r in self.routes.values())
 
     def cost(self, path: str) -> RouteCost:
         """What a request (or probe) to ``path`` costs: its route, else the route of 'exec' or
