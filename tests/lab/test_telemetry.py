@@ -149,7 +149,7 @@ spec:
       containers:
         app:
           start: 20s
-          routes: {/api: {cpu: 20ms}}
+          routes: {/api: {cpu: 20ms, errors: {percent: 5}}}
   traffic:  # 15 requests/s, then 45 from 35 s: the CPU per request from the change
     - {name: base, path: /api, rate: 15, start: 22s, timeout: 10s}
     - {name: surge, path: /api, rate: 30, start: 35s, timeout: 10s}
@@ -157,9 +157,12 @@ spec:
 
 
 @needs_prometheus
-def test_round_trip_lab_prometheus_fit_recovers_the_start_and_the_cost(tmp_path: Path) -> None:
+def test_round_trip_lab_prometheus_fit_recovers_the_start_the_cost_and_the_error_share(
+    tmp_path: Path,
+) -> None:
     """A lab run of a known behaviour (the app answers 20 s after its start, a request costs
-    20 ms of CPU), scraped by a real Prometheus, saved and fitted: both values within 15 %."""
+    20 ms of CPU, 5 % of them are answered 500), scraped by a real Prometheus, saved and fitted:
+    each value within 15 %."""
     import json
     import subprocess
     import sys
@@ -198,5 +201,6 @@ def test_round_trip_lab_prometheus_fit_recovers_the_start_and_the_cost(tmp_path:
     assert any(x["field"] == "routes./healthz" for x in report["notFitted"])
     assert values["containers.app.start"] == pytest.approx(20, rel=0.15)
     assert values["containers.app.routes./api.cpu"] == pytest.approx(20, rel=0.15)
+    assert values["containers.app.routes./api.errors"] == pytest.approx(5, rel=0.15)
     ready = json.loads((out / "web" / "ready.json").read_text())["data"]["result"][0]["values"]
     assert max(float(v) for _, v in ready) == 2

@@ -42,6 +42,14 @@ def app_command(
             "backend=http://127.0.0.1:9001/ (the lab's kube-proxy for it); repeat for more. Only 127.0.0.1."
         ),
     ] = None,
+    cpu_limit: Annotated[
+        float | None,
+        typer.Option(
+            help="The container's CPU limit in cores (e.g. 0.5): the app keeps to it as CFS does, "
+            "stopping for the rest of each 100 ms period once it has used its quota.",
+            min=0.001,
+        ),
+    ] = None,
     metrics_port: Annotated[
         int | None,
         typer.Option(
@@ -85,4 +93,4 @@ def app_command(
         if not name or not url.startswith("http://127.0.0.1:"):
             raise InputError(f"{item!r}: use NAME=http://127.0.0.1:PORT/", field="--service")
         urls[f"service/{name}"] = url
-    serve(cb, port, grpc_port, urls, metrics_port)
+    serve(cb, port, grpc_port, urls, metrics_port, cpu_limit)

@@ -7,8 +7,9 @@ With a metrics port (``--metrics-port``, $METRICS_PORT) it also serves ``/metric
 HTTP server histogram per route under OpenTelemetry's stable name,
 ``http_server_request_duration_seconds{http_request_method, http_route,
 http_response_status_code}`` with its advisory buckets (reference/telemetry.md §5.2), each
-request timed from its arrival to its answer (hangs and queueing included). The metrics port
-answers also while the app hangs or refuses, as a metrics thread of a real app would.
+request timed from its arrival to its answer (hangs and queueing included). The metrics port is
+served by a thread of its own and answers also while the app hangs, refuses or is busy, as a
+metrics thread of a real app would.
 
 It binds only to 127.0.0.1. Times are measured from the container's start (``after``) or from
 the scenario's start (``at``); run by hand, both are the process's start.
@@ -21,8 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
-import random
 import signal
 import socket
 import time
@@ -49,6 +50,50 @@ class Window:
     end: float  # inf: never ends
 
 
+class CpuQuota:
+    """The CFS quota of a container's CPU limit, kept by the process itself (the lab runs no
+    cgroup): in each 100 ms period it may spend ``cores`` × 100 ms of CPU, and once that is spent
+    the whole process stops until the next period — requests, probes and all, as a throttled
+    container does. Without a limit, or with one of a core or more (the app works on one core),
+    CPU is spent as it comes."""
+
+    PERIOD_S = 0.1
+    SLICE_S = 0.002  # CPU spent between two looks at the quota
+
+    def __init__(self, cores: float | None) -> None:
+        self.cores = cores if cores is not None and cores < 1 else None
+        self.period = -1.0
+        self.used = 0.0
+        self.throttled = 0  # periods in which it was throttled (cAdvisor's nr_throttled)
+
+    def spend(self, seconds: float) -> None:
+        left = seconds
+        while left > 0:
+            if self.cores is None:
+                _spin(left)
+                return
+            now = time.monotonic()
+            period = math.floor(now / self.PERIOD_S) * self.PERIOD_S
+            if period != self.period:
+                self.period, self.used = period, 0.0
+            room = self.cores * self.PERIOD_S - self.used
+            if room <= 0:
+                self.throttled += 1
+                time.sleep(period + self.PERIOD_S - now)  # all of it waits: a blocking sleep
+                continue
+            begin = time.process_time()
+            _spin(min(left, room, self.SLICE_S))
+            used = time.process_time() - begin
+            self.used += used
+            left -= used
+
+
+def _spin(seconds: float) -> None:
+    until = time.process_time() + seconds
+    while time.process_time() < until:
+        pass
+
+
 class App:
     def __init__(
         self,
@@ -59,8 +104,10 @@ class App:
         grpc_port: int | None = None,
         dependencies: dict[str, str] | None = None,
         metrics_port: int | None = None,
+        cpu_limit: float | None = None,
     ) -> None:
-        """``dependencies``: each dependency's URL; ``metrics_port``: where /metrics is served.
+        """``dependencies``: each dependency's URL; ``metrics_port``: where /metrics is served;
+        ``cpu_limit``: the container's CPU limit in cores (the app holds itself to it).
         ``started`` and ``zero`` (the container's
         start and the scenario's t0) are on the system-wide monotonic clock the lab reads too; by
         default, when the process started."""
@@ -68,7 +115,8 @@ class App:
         self.port = port
         self.grpc_port = grpc_port
         self.dependencies = Calls(dependencies or {})
-        self.draws = random.Random(port)  # which requests a route's error share fails
+        self.served: dict[str, int] = {}  # per path with an error share: requests that reached it
+        self.quota = CpuQuota(cpu_limit)
         self.grpc: Any = None  # the gRPC server while listening
         self.started = started if started is not None else time.monotonic() - process_age()
         self.scenario_zero = zero if zero is not None else self.started
@@ -157,16 +205,14 @@ class App:
                 self.waiting -= 1
             try:
                 await asyncio.sleep(cost.wall / 1000)
-                spin_until = time.process_time() + cost.cpu / 1000
-                while time.process_time() < spin_until:
-                    pass
+                self.quota.spend(cost.cpu / 1000)
                 for call in cost.calls:  # one after another; a worker (if any) held throughout
                     if not await self.dependencies.call(call):
                         failed_call = call.on_error
                         break
                 errors = cost.errors
-                if failed_call is None and errors is not None and self.draws.random() * 100 < errors.percent:
-                    failed_call = errors.status  # this one request, as the route's share has it
+                if failed_call is None and errors is not None and self._fails(path, errors.percent):
+                    failed_call = errors.status
             finally:
                 if self.slots is not None:
                     self.slots.release()
@@ -174,6 +220,14 @@ class App:
         if 300 <= status < 400 and path in self.b.redirects:
             return web.Response(status=status, headers={"Location": self.b.redirects[path]})
         return web.Response(status=status, text=f"{status}\n")
+
+    def _fails(self, path: str, percent: float) -> bool:
+        """Whether this request of ``path`` is one of its error share: the n-th fails when
+        n × share crosses a whole number, so that every count of requests holds the share to
+        within one (a short run shows the share it was given; which ones fail is immaterial)."""
+        n = self.served.get(path, 0)
+        self.served[path] = n + 1
+        return math.floor((n + 1) * percent / 100) > math.floor(n * percent / 100)
 
     async def observed(self, request: web.Request) -> web.Response:
         """``handle``, timed into the request histogram (when there is one)."""
@@ -184,20 +238,15 @@ class App:
             self.duration.labels(*labels).observe(time.monotonic() - began)
         return response
 
-    async def _serve_metrics(self) -> web.AppRunner | None:
+    def _serve_metrics(self) -> None:
+        """/metrics on the metrics port, from a thread of its own (prometheus_client's server),
+        as a real app's: it answers while the app's loop is busy with requests, hung or
+        throttled, so that Prometheus's scrapes do not miss the busiest moments."""
         if self.metrics_port is None:
-            return None
-        from prometheus_client.exposition import generate_latest
+            return
+        from prometheus_client import start_http_server
 
-        async def metrics(_: web.Request) -> web.Response:
-            return web.Response(body=generate_latest(self.registry), content_type="text/plain")
-
-        app = web.Application()
-        app.router.add_get("/metrics", metrics)
-        runner = web.AppRunner(app, handle_signals=False, access_log=None)
-        await runner.setup()
-        await web.TCPSite(runner, HOST, self.metrics_port).start()
-        return runner
+        start_http_server(self.metrics_port, addr=HOST, registry=self.registry)
 
     async def health_status(self, service: str = "") -> str:
         """The gRPC health answer: the check behaves as an HTTP path named ``grpc:<service>``,
@@ -246,7 +295,7 @@ class App:
     async def run(self) -> None:
         server = web.Application()
         server.router.add_route("*", "/{tail:.*}", self.observed)
-        await self._serve_metrics()
+        self._serve_metrics()
         # the drain is the behaviour's `shutdown`, slept before; then in-flight requests are dropped
         self.runner = web.AppRunner(server, handle_signals=False, access_log=None, shutdown_timeout=0.1)
         await self.runner.setup()
@@ -312,6 +361,7 @@ def serve(
     grpc_port: int | None = None,
     dependencies: dict[str, str] | None = None,
     metrics_port: int | None = None,
+    cpu_limit: float | None = None,
 ) -> None:
     if grpc_port is not None:  # import now, not at the start edge (it takes a good 100 ms)
         import grpc.aio  # noqa: F401
@@ -321,8 +371,9 @@ def serve(
         go = wait_for_go(socket.socket(fileno=int(control)))
         if go is None:
             return
-        app = App(behavior, port, go[0], go[1], grpc_port, dependencies, metrics_port)
+        app = App(behavior, port, go[0], go[1], grpc_port, dependencies, metrics_port, cpu_limit)
         app.port_ = Port(port, go[2])
     else:
-        app = App(behavior, port, grpc_port=grpc_port, dependencies=dependencies, metrics_port=metrics_port)
+        app = App(behavior, port, grpc_port=grpc_port, dependencies=dependencies, metrics_port=metrics_port,
+                  cpu_limit=cpu_limit)  # fmt: skip
     asyncio.run(app.run())

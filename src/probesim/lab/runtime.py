@@ -93,6 +93,9 @@ class Runtime:
             argv += ["--service", f"{sp.service}={sp.url}"]
         if pod.name in self.metrics_ports:
             argv += ["--metrics-port", str(self.metrics_ports[pod.name])]
+        limit = pod.container.resources.limits.cpu
+        if limit:  # (0: no quota)
+            argv += ["--cpu-limit", f"{limit / 1000:g}"]  # the container's quota, kept by the app
         return argv if pod.grpc_port is None else [*argv, "--grpc-port", str(pod.grpc_port)]
 
     def _metrics_env(self, pod: Pod) -> dict[str, str]:
