@@ -144,3 +144,19 @@ def test_a_routes_error_share_fails_that_share_of_its_requests() -> None:
     assert api.failed_total == api.failed["error_status"]
     assert api.failed_total / api.offered == pytest.approx(0.05, abs=0.01)
     assert root.failed_total == 0 and root.ok == root.offered
+
+
+def test_the_apps_own_cpu_takes_its_share_of_the_limit_and_counts_in_the_usage() -> None:
+    # 500m, 20 ms of CPU a request: 25 requests/s at most, or 20 when the app spends 100m of its
+    # own (idleCpu). At 22 requests/s the first keeps up, the second's backlog grows by 2 a second.
+    beh = {"routes": {"/": {"cpu": "20ms"}}, "variability": 0.0}
+    kw: dict[str, Any] = {"containers": app("500m"), "traffic": [{"rate": 22}], "duration": "10s"}
+    plain = run(behavior=beh, **kw)
+    busy = run(behavior={**beh, "idleCpu": "100m"}, **kw)
+    assert plain.route("/").ok == 220 and series(plain, "route./.inflight")[-1] == 0
+    assert series(plain, "workload.web.cpu_m") == [440] * 10  # 22 × 20 ms
+    assert series(plain, "workload.web.throttled") == [0] * 10
+    assert busy.route("/").ok <= 20 * 10 and busy.route("/").in_flight >= 20  # 2 a second behind
+    assert series(busy, "route./.inflight")[:6] == [2, 4, 6, 8, 10, 12]
+    assert series(busy, "workload.web.cpu_m") == [500] * 10  # 400m of requests and its 100m
+    assert series(busy, "workload.web.throttled") == [1] * 10

@@ -51,6 +51,8 @@ def test_each_value_is_recovered_within_15_percent(inputs: Path) -> None:
     assert v["containers.app.routes./api.wall"] == pytest.approx(truth.wall_s * 1000, rel=0.15)
     assert v["variability"] == pytest.approx(truth.sigma, rel=0.15)
     assert v["traffic./api"] == pytest.approx(30, rel=0.05)  # the mean of 30 + 20 sin over two periods
+    # The CPU besides requests, per pod: the idle floor over the 3 pods.
+    assert v["containers.app.idleCpu"] == pytest.approx(truth.idle_cores / truth.pods * 1000, rel=0.15)
     # Where each came from.
     by = {f["field"]: f for f in report["fitted"]}
     assert (
@@ -62,6 +64,7 @@ def test_each_value_is_recovered_within_15_percent(inputs: Path) -> None:
     doc = next(iter(yaml.safe_load_all(out.read_text(encoding="utf-8"))))
     app_ = doc["spec"]["behavior"]["web"]["containers"]["app"]
     assert app_["start"] == f"{v['containers.app.start']:g}s"
+    assert app_["idleCpu"] == f"{v['containers.app.idleCpu']:g}m"
     assert app_["routes"]["/api"] == {"cpu": f"{v['containers.app.routes./api.cpu']:g}ms",
                                       "wall": f"{v['containers.app.routes./api.wall']:g}ms"}  # fmt: skip
     assert doc["spec"]["traffic"] == [{"name": "/api", "service": "web", "path": "/api",

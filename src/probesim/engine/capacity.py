@@ -73,13 +73,18 @@ class CapacityModel:
 
         self.loaded = per_behavior(lambda b: b.loaded, bool)
         cluster = fleet.scenario.spec.cluster
-        self.limit_m = np.array(
+        limit_m = np.array(
             [
                 c.resources.limits.cpu if c.resources.limits.cpu is not None else cluster.node_cpu
                 for c in spec_of
             ],
             np.float64,
         )[spec_inv]
+        # The app's own CPU besides requests takes its share of the limit while it runs: the
+        # requests have what is left (limit_m), and the usage counts it (cpu_in_use).
+        self.idle_m = per_behavior(lambda b: b.idle_cpu, np.float64)
+        self.any_idle = bool(self.idle_m.any())
+        self.limit_m = np.maximum(limit_m - self.idle_m, 0.0) if self.any_idle else limit_m
         # The API server defaults a missing request to the limit.
         self.request_m = np.array(
             [c.resources.requests.cpu or c.resources.limits.cpu or 0 for c in spec_of], np.float64
@@ -420,6 +425,11 @@ class CapacityModel:
         self.active = a
         self.active_ix = span(a)
         return served, wait, service
+
+    def cpu_in_use(self, running: B) -> F64:
+        """Each container's CPU in the last step (millicores): its requests', and the app's own
+        while it runs."""
+        return self.cpu_used_m + self.idle_m * running if self.any_idle else self.cpu_used_m
 
     def served_all(self, served: I64) -> I64:
         """A step's served counts (for the ``active`` containers) over every container."""

@@ -109,6 +109,9 @@ class Recorder:
         # 0.0 adds nothing to a pod's sum, to the bit).
         act_pod = f.container_pod[capacity.active]
         per_pod = np.bincount(act_pod, weights=capacity.used_m, minlength=f.n_pods)
+        if capacity.any_idle:  # the apps' own CPU, while they run
+            idle = capacity.idle_m * run.ctr.running()
+            per_pod = per_pod + np.bincount(f.container_pod, weights=idle, minlength=f.n_pods)
         throttled = np.zeros(f.n_pods, bool)
         throttled[act_pod[capacity.throttled[capacity.active_ix]]] = True
         for i, cols in enumerate(self.cpu):

@@ -195,12 +195,16 @@ def fit(r: Request) -> Outcome:
     if cpu is None:
         not_fitted.append((f"containers.{container}.routes.*.cpu", f"no answer to {qs['cpu']!r}"))
     else:
-        found = attempt(
-            f"containers.{container}.routes.*.cpu", lambda: est.fit_costs(requests, cpu, container)[0]
+        got_costs = attempt(
+            f"containers.{container}.routes.*.cpu", lambda: est.fit_costs(requests, cpu, container)
         )
-        for f in found or []:
+        found, floor = got_costs if got_costs is not None else ([], 0.0)
+        for f in found:
             fitted.append(f)
             costs[f.path.split(".routes.", 1)[1].rsplit(".", 1)[0]] = f.value
+        idle = est.fit_idle(floor, _one(got.get("ready")), found, container)
+        if idle is not None:
+            fitted.append(idle)
     sums = got.get("latency_sum")
     limit_m = c.resources.limits.cpu or sc.spec.cluster.node_cpu
     walls: dict[str, float] = {}
@@ -295,6 +299,8 @@ def _scenario_text(
     for f in fitted:
         if f.path == f"containers.{container}.start":
             behavior["start"] = f"{f.value:g}s"
+        elif f.path == f"containers.{container}.idleCpu":
+            behavior["idleCpu"] = f"{f.value:g}m"
         elif f.path.startswith(f"containers.{container}.routes."):
             route, what = f.path.split(".routes.", 1)[1].rsplit(".", 1)
             routes.setdefault(route, {})[what] = (

@@ -180,6 +180,21 @@ def fit_costs(requests: dict[str, Series], cpu: Series, container: str) -> tuple
     return out, floor
 
 
+def fit_idle(floor: float, ready: Series | None, costs: list[Fitted], container: str) -> Fitted | None:
+    """The app's CPU besides requests (millicores per pod): the cost fit's idle floor over the
+    pods that ran (the mean of the ready series); None when the fit has no floor."""
+    if floor <= 0 or not costs or ready is None or not ready.v.size or float(ready.v.mean()) <= 0:
+        return None
+    pods = float(ready.v.mean())
+    return Fitted(
+        f"containers.{container}.idleCpu",
+        round(floor / pods * 1000, 1),
+        "millicores per pod",
+        f"the cost fit's idle floor ({floor:.3g} cores) over {pods:.3g} pods (ready, mean)",
+        costs[0].fit,
+    )
+
+
 def fit_wall(
     requests: dict[str, Series],
     latency_sum: dict[str, Series],

@@ -117,6 +117,7 @@ class App:
         self.dependencies = Calls(dependencies or {})
         self.served: dict[str, int] = {}  # per path with an error share: requests that reached it
         self.quota = CpuQuota(cpu_limit)
+        self.idling: asyncio.Task[None] | None = None  # spending idleCpu
         self.grpc: Any = None  # the gRPC server while listening
         self.started = started if started is not None else time.monotonic() - process_age()
         self.scenario_zero = zero if zero is not None else self.started
@@ -221,6 +222,14 @@ class App:
             return web.Response(status=status, headers={"Location": self.b.redirects[path]})
         return web.Response(status=status, text=f"{status}\n")
 
+    async def _idle(self) -> None:
+        """The app's own CPU besides requests (``idleCpu``), spent a slice each quota period,
+        within its quota."""
+        share = self.b.idle_cpu / 1000 * CpuQuota.PERIOD_S
+        while True:
+            self.quota.spend(share)
+            await asyncio.sleep(max(CpuQuota.PERIOD_S - share, 0.0))
+
     def _fails(self, path: str, percent: float) -> bool:
         """Whether this request of ``path`` is one of its error share: the n-th fails when
         n × share crosses a whole number, so that every count of requests holds the share to
@@ -305,6 +314,7 @@ class App:
         loop.add_signal_handler(signal.SIGINT, stop.set)
         crash_at = min(self.crashes, default=None)
         edges = sorted(self._edges())
+        self.idling = asyncio.create_task(self._idle()) if self.b.idle_cpu else None
         while not stop.is_set():
             now = time.monotonic() + LEAD_S
             if crash_at is not None and now >= crash_at[0]:

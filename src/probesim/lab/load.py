@@ -29,6 +29,7 @@ class LoadResult:
     dropped: int = 0  # no free slot (in-flight cap)
     interrupted: int = 0  # still unanswered when the generator stopped waiting (gracefulStop)
     statuses: Counter[int] = field(default_factory=Counter)  # answers by HTTP status
+    sent_at: list[float] = field(default_factory=list)  # each request's send time (Unix s), as k6 logs it
     ok: int = 0  # 2xx and 3xx
     failed: Counter[str] = field(default_factory=Counter)  # by the simulation's cause names
     # answered requests' latency in µs, 1 µs to 10 min at 3 significant digits
@@ -288,12 +289,14 @@ async def constant_rate(
                     out.dropped += 1
                     continue
                 out.sent += 1
+                out.sent_at.append(time.time())
                 task = asyncio.create_task(kept(free.popleft()))
             else:
                 if slots.locked():
                     out.dropped += 1
                     continue
                 out.sent += 1
+                out.sent_at.append(time.time())
                 if not urls and not retransmit:
                     out.failed["no_endpoint"] += 1
                     continue

@@ -136,7 +136,24 @@ class Telemetry:
                 (folder / f"{name}.json").write_text(json.dumps(doc), encoding="utf-8")
             written.append(folder)
         (self.out / "pods.json").write_text(json.dumps(self.pods_json(), indent=1), encoding="utf-8")
+        self._write_k6(self.out / "k6.json")
         return written
+
+    def _write_k6(self, path: Path) -> None:
+        """What the load generator sent, as ``k6 run --out json`` logs it: an ``http_reqs``
+        Point per request, at its send time, tagged with its URL (for fit --k6: the offered
+        traffic, which the app's histogram cannot tell once requests queue)."""
+        traffic = self.lab.traffic
+        with path.open("w", encoding="utf-8") as f:
+            for t in traffic.routes:
+                res = traffic.loads.get(t.label)
+                if res is None:
+                    continue
+                url = f"http://{traffic.service_of(t)}{t.path}"
+                tags = {"name": url, "url": url, "method": t.method}
+                for at in res.sent_at:
+                    point = {"time": _rfc3339(at), "value": 1, "tags": tags}
+                    f.write(json.dumps({"type": "Point", "metric": "http_reqs", "data": point}) + "\n")
 
     def pods_json(self) -> dict[str, Any]:
         """The pods as ``kubectl get pods -o json`` lists them (the fields fit reads)."""

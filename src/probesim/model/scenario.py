@@ -210,6 +210,11 @@ class ContainerBehavior(Model):
     )
     capacity: Capacity = Capacity()
     warmup: Warmup | None = None
+    idle_cpu: Millicores = Field(
+        default=0,
+        description="CPU the app uses besides its requests (runtime, GC, timers, its own metrics), in "
+        "cores or '30m': it counts against the CPU limit and in the container's CPU usage.",
+    )
     variability: Annotated[SFloat, Field(ge=0, le=3)] = Field(
         default=0.5, description="Spread of service times (sigma of a log-normal around the cost)."
     )
