@@ -70,7 +70,8 @@ def test_each_value_is_recovered_within_15_percent(inputs: Path) -> None:
     assert doc["spec"]["traffic"] == [{"name": "/api", "service": "web", "path": "/api",
                                        "series": "fitted-traffic-0.csv"}]  # fmt: skip
     rows = (inputs / "fitted-traffic-0.csv").read_text(encoding="utf-8").splitlines()
-    assert len(rows) == 120 and rows[0].startswith("0,") and rows[1].startswith("15,")
+    assert len(rows) == 121 and rows[0].startswith("0,") and rows[1].startswith("15,")
+    assert rows[-1] == "1800,0"  # the traffic ends after the last sample's step
     assert doc["spec"]["duration"] == "30m"
     run = runner.invoke(app, ["run", str(out), "--json", "--no-series"])
     assert run.exit_code == 0, run.output
@@ -239,7 +240,7 @@ def test_k6_output_gives_the_traffic_as_sent(inputs: Path) -> None:
     assert next(f for f in r.fitted if f.path == "traffic./api").source == "k6 --out json"
     csv = next(iter(r.files.values())).splitlines()
     # k6 ran 10 minutes into the telemetry's period (16:10 of 16:00-16:30): its rows keep their place.
-    assert csv == [f"{600 + s},{5 + s}" for s in range(10)]
+    assert csv == [f"{600 + s},{5 + s}" for s in range(10)] + ["610,0"]  # and no more after it
 
 
 def test_the_first_ready_comes_from_the_series_when_kubectl_only_has_the_last(inputs: Path) -> None:

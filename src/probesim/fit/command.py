@@ -154,6 +154,7 @@ def fit(r: Request) -> Outcome:
     series_starts = est.first_ready(
         got.get("pod_ready") or [], got.get("pod_started") or [], r.mapping.pod_label
     )
+    pod_starts: list[float] = [ps.started for ps in series_starts]
     if series_starts:
         # The series know each pod's first Ready; kubectl only the last (a later flap hides it).
         where = "kube-state-metrics (pod_ready, pod_started)"
@@ -166,6 +167,7 @@ def fit(r: Request) -> Outcome:
             fitted.append(start)
     elif r.pods is not None:
         pods = read_pods(r.pods, pods_re, container)
+        pod_starts = [ps.started for ps in pods]
         start = attempt(f"containers.{container}.start",
                         lambda: est.fit_start(pods, c.readiness_probe, container, str(r.pods)))  # fmt: skip
         if start is not None:
@@ -243,10 +245,20 @@ def fit(r: Request) -> Outcome:
     # counted from the start, requests only once they come): the traffic keeps its place in it.
     answered = [s.t for series in got.values() if series for s in series if s.t.size]
     t0 = min([rows[0][0] for rows in rates.values()] + [float(t[0]) for t in answered])
+    # Pods that started just before the period (a lab run, a fresh rollout): the period starts
+    # with them, so that the simulation's pods start when they did and the traffic comes at
+    # the same point of their start-up.
+    fitted_start = next((f.value for f in fitted if f.path == f"containers.{container}.start"), 0.0)
+    began = min(pod_starts, default=None)
+    if began is not None and t0 - (fitted_start + 30) <= began < t0:
+        t0 = began
     t1 = max([rows[-1][0] for rows in rates.values()] + [float(t[-1]) for t in answered])
     for i, (route, rows) in enumerate(sorted(rates.items())):
         csv = r.output.with_name(f"{r.output.stem}-traffic-{i}.csv")
-        files[csv] = "".join(f"{t - t0:g},{v:.6g}\n" for t, v in rows)
+        # A series rate holds until the next row: the traffic ends after its last one (it is
+        # not sent on for the rest of the period).
+        last = rows[-1][0] - t0 + (1.0 if r.k6 else r.step)
+        files[csv] = "".join(f"{t - t0:g},{v:.6g}\n" for t, v in rows) + f"{last:g},0\n"
         traffic.append(
             {"name": route, "service": svc, "path": "/" if route == "*" else route, "series": csv.name}
         )
