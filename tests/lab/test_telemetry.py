@@ -211,16 +211,38 @@ def test_round_trip_lab_prometheus_fit_recovers_a_saturating_surge_and_simulates
                          capture_output=True, text=True, timeout=120)  # fmt: skip
     assert fit.returncode == 0, fit.stderr[-2000:]
     report = json.loads(fit.stdout)
+    # The same from the live API: the run's Prometheus, served again on its data, queried by
+    # fit --prometheus over the run's period with the lab's 5 s windows.
+    period = json.loads((out / "period.json").read_text())
+    server = prom.Prometheus(out / "prometheus", {})
+
+    async def live() -> subprocess.CompletedProcess[str]:
+        await server.start()
+        try:
+            return await asyncio.to_thread(
+                subprocess.run,
+                [probesim, "fit", str(tmp_path / "k8s"), "--prometheus", server.url, "--start", period["start"],
+                 "--end", period["end"], "--step", "1", "--window", "5s", "--pods", str(out / "pods.json"),
+                 "--k6", str(out / "k6.json"), "-o", str(tmp_path / "live.yaml"), "--json"],
+                capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+        finally:
+            await server.stop()
+
+    from_api = asyncio.run(live())
+    assert from_api.returncode == 0, from_api.stderr[-2000:]
+    live_values = {f["field"]: f["value"] for f in json.loads(from_api.stdout)["fitted"]}
     values = {f["field"]: f["value"] for f in report["fitted"]}
     # The readiness probe's requests are in the app's histogram too: not taken for traffic.
     assert "traffic./healthz" not in values
     start = next(f for f in report["fitted"] if f["field"] == "containers.app.start")
     assert "(kube-state-metrics)" in start["source"]  # each pod's first Ready, from the series
     assert any(x["field"] == "routes./healthz" for x in report["notFitted"])
-    assert values["containers.app.start"] == pytest.approx(20, rel=0.15)
-    assert values["containers.app.routes./api.cpu"] == pytest.approx(20, rel=0.15)
-    assert values["containers.app.routes./api.errors"] == pytest.approx(5, rel=0.15)
-    assert 0 < values["containers.app.idleCpu"] < 100  # the test app's own CPU, in millicores
+    for v in (values, live_values):
+        assert v["containers.app.start"] == pytest.approx(20, rel=0.15)
+        assert v["containers.app.routes./api.cpu"] == pytest.approx(20, rel=0.15)
+        assert v["containers.app.routes./api.errors"] == pytest.approx(5, rel=0.15)
+        assert 0 < v["containers.app.idleCpu"] < 100  # the test app's own CPU, in millicores
     ready = json.loads((out / "web" / "ready.json").read_text())["data"]["result"][0]["values"]
     assert max(float(v) for _, v in ready) == 2
     # The fitted scenario, simulated, against the lab's run.

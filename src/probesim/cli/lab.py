@@ -102,7 +102,9 @@ def lab(
             help="Also run a real Prometheus (Debian's, on 127.0.0.1) scraping the run every second — "
             "each pod's request histogram, the kubelet's prober metrics, kube-state-metrics' and "
             "cAdvisor's series — and save into this folder what probesim fit reads: the answers to "
-            "its queries (DIR/<workload>/, for fit --from) and the pods (DIR/pods.json, for --pods)."
+            "its queries (DIR/<workload>/, for fit --from), the pods (DIR/pods.json, for --pods), "
+            "what the load generator sent (DIR/k6.json, k6's JSON lines, for --k6), and Prometheus's "
+            "own data (DIR/prometheus/: serve it again to query it, over DIR/period.json)."
         ),
     ] = None,
 ) -> None:

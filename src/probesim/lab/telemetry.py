@@ -114,7 +114,9 @@ class Telemetry:
             (f"{HOST}:{port}", {"pod": name, "namespace": self._namespace(self._workload_of(name, pods))})
             for name, port in self.lab.runtime.metrics_ports.items()
         ]
-        folder = self.lab.run_folder().path / "prometheus"
+        # Its data stays in the output folder: served again later (Prometheus(folder, {})), it
+        # answers fit --prometheus over the run's period (DIR/period.json).
+        folder = self.out / "prometheus"
         self.server = Prometheus(folder, {"kubelet": [f"{HOST}:{self.port}"], "apps": apps})
         await self.server.start()
 
@@ -137,6 +139,8 @@ class Telemetry:
             written.append(folder)
         (self.out / "pods.json").write_text(json.dumps(self.pods_json(), indent=1), encoding="utf-8")
         self._write_k6(self.out / "k6.json")
+        period = {"start": _rfc3339(start), "end": _rfc3339(end + 1)}  # what fit --start/--end take
+        (self.out / "period.json").write_text(json.dumps(period), encoding="utf-8")
         return written
 
     def _write_k6(self, path: Path) -> None:
