@@ -276,9 +276,11 @@ LAB_RUN = Path(__file__).parent / "data" / "lab-run"
 
 def test_fit_from_a_lab_runs_saved_telemetry(tmp_path: Path) -> None:
     """Fixtures a lab run produced (probesim lab s.yaml --prometheus DIR, the scenario of
-    tests/lab/test_telemetry.py: an app answering 20 s after its start, 20 ms of CPU a request,
-    15 then 45 requests/s): the answers its real Prometheus gave to fit's queries and the pods
-    as kubectl lists them. Both ways to the start (series, kubectl) and the cost within 15 %."""
+    tests/lab/test_telemetry.py: an app answering 20 s after its start, 20 ms of CPU a request
+    at half a core, 5 % of them answered 500, 15 then 60 requests/s — a surge that saturates the
+    2 pods): the answers its real Prometheus gave to fit's queries, the pods as kubectl lists
+    them and what the load generator sent as k6 logs it. Both ways to the start (series,
+    kubectl), the cost and the error share within 15 %, the traffic as sent."""
     from tests.lab.test_telemetry import WEB
 
     (tmp_path / "k8s").mkdir()
@@ -289,11 +291,19 @@ def test_fit_from_a_lab_runs_saved_telemetry(tmp_path: Path) -> None:
             tmp_path / "f.yaml",
             saved=str(LAB_RUN / "web"),
             pods=str(LAB_RUN / "pods.json"),
+            k6=str(LAB_RUN / "k6.json"),
         )
     )
     values = {f.path: f.value for f in r.fitted}
     assert values["containers.app.start"] == pytest.approx(20, rel=0.15)
     assert values["containers.app.routes./api.cpu"] == pytest.approx(20, rel=0.15)
+    assert values["containers.app.routes./api.errors"] == pytest.approx(5, rel=0.15)
+    # The traffic as sent: 15 a second for 26 s and 45 more for 13 s, all 975 in the series
+    # (the app's histogram alone would stop at what the saturated pods answered).
+    (csv,) = r.files.values()
+    rows = [line.split(",") for line in csv.splitlines()]
+    assert sum(float(v) for _, v in rows) == 975 and rows[-1][1] == "0"
+    assert max(float(v) for _, v in rows) == 60
     # kubectl alone (the series' answers left out) gives the start too.
     only = tmp_path / "saved"
     only.mkdir()
