@@ -42,6 +42,7 @@ from probesim.tune.objective import OBJECTIVES, Executor, Figures, budget_cost, 
 from probesim.tune.patch import patched_rule, patched_workload, strategic_merge
 from probesim.tune.search import FAILURE_SLACK, FAILURE_TOLERANCE, STARTUP_TRIALS, setting_key
 from probesim.tune.space import TIMINGS, Setting, Space
+from probesim.tune.store import Kept
 
 SPACE_VERSION = 5  # bump when the space or the objectives change: older studies are not mixed in
 DEFAULT_TRIALS = 80
@@ -107,17 +108,20 @@ def _sampler(seed: int, number: int) -> optuna.samplers.BaseSampler:
         )
 
 
-def open_study(name: str, storage: str) -> optuna.Study:
+def open_study(name: str, storage: str) -> Kept:
+    """The study in its storage, and the in-memory copy the search works on (tune/store.py)."""
     from sqlalchemy.exc import SQLAlchemyError
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
-        return optuna.create_study(
+        where = optuna.storages.get_storage(storage)
+        saved = optuna.create_study(
             study_name=name,
-            storage=storage,
+            storage=where,
             directions=["minimize"] * len(OBJECTIVES),
             load_if_exists=True,
         )
+        return Kept(saved, where)
     except (ValueError, ImportError, optuna.exceptions.StorageInternalError, SQLAlchemyError) as e:
         why = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise InputError(
@@ -164,7 +168,8 @@ def run(
     its front."""
     space = Space(inputs.workload, inputs.rule)
     current = space.current()
-    study = open_study(name, storage)
+    kept = open_study(name, storage)
+    study = kept.study
     # What check warns of today that is not about probes (a missing CPU request, say): no probe
     # setting causes or cures it. A patch passes when check warns of nothing else: no warning on
     # a probe, none new; on a workload clean but for its probes, check --fail-on warning passes.
@@ -201,11 +206,13 @@ def run(
             figures = known or evaluate(plan(inputs, space, setting), executor)
         except BaseException:
             study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            kept.keep(trial.number)
             raise
         trial.set_user_attr("setting", {"probes": setting.probes, "outlier": setting.outlier})
         trial.set_user_attr("figures", figures.to_json())
         trial.set_user_attr("eligible", passes(setting))
         study.tell(trial, list(figures.values()))
+        kept.keep(trial.number)
         added += 1
         if on_trial is not None:
             on_trial(added, Row(trial.number, setting, figures))
