@@ -41,6 +41,7 @@ from probesim.analysis.rules import rolling_update
 from probesim.cost import DEFAULT_MAX_COST, run_cost
 from probesim.engine import simulate
 from probesim.engine.controllers.templates import PlanError
+from probesim.engine.kernel_choice import KERNEL_STEPS, kernels
 from probesim.kube.load_model import default_rate, workload_behavior
 from probesim.kube.selectors import selects
 from probesim.manifests.kubernetes import SIMULATED_KINDS, Objects
@@ -435,6 +436,11 @@ def stress_suite(
     # The costliest first, so that the last simulation to finish is a short one.
     todo = sorted(first.values(), key=lambda i: (-_units(jobs[i][4]), i))
     workers = processes or min(len(todo), os.cpu_count() or 1) or 1
+    # Loaded here, the capacity model's kernels are the workers' from their first run, instead of
+    # each worker's after its numpy forms have run long enough to pay for loading them.
+    steps = sum(sc.spec.duration // sc.spec.step for i in todo if (sc := jobs[i][4]) is not None)
+    if steps >= KERNEL_STEPS:
+        kernels(steps)
     if workers <= 1 or len(todo) <= 1:
         done = [run_one(jobs[i]) for i in todo]
     else:
