@@ -39,6 +39,7 @@ docs: setup
 bench: setup
 	$(BIN)/python benchmarks/engine.py
 	$(BIN)/python benchmarks/capacity.py
+	$(BIN)/python benchmarks/answers.py
 	$(BIN)/python benchmarks/check.py
 	$(BIN)/python benchmarks/startup.py
 	$(BIN)/python benchmarks/events.py

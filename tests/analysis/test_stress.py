@@ -308,3 +308,28 @@ def test_a_workload_is_stressed_with_the_services_it_calls() -> None:
     backend = given.workload("backend")
     alone = base_scenario(backend, [s for s in given.services if s.name == "backend"], given)
     assert [w["metadata"]["name"] for w in alone["workloads"]] == ["backend"]
+
+
+def test_a_stress_giving_the_baselines_very_scenario_is_simulated_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The default load model's app answers at once: start-x2 (twice 0 s) is the baseline's run.
+    import probesim.analysis.stress as stress
+
+    simulated: list[str] = []
+
+    def counted(job: tuple) -> stress.StressResult:  # type: ignore[type-arg]
+        simulated.append(job[3])
+        return run_one(job)
+
+    monkeypatch.setattr(stress, "run_one", counted)
+    objs = k8s.parse(load_docs(deployment(GOOD), "m.yaml"))
+    got = {r.stress: r for r in stress_suite(objs, None, StressThresholds(), processes=1)}
+    assert list(got) == list(SUITE)  # every stress reported, in the suite's order
+    assert simulated.count("baseline") == 1 and "start-x2" not in simulated
+    base, again = got["baseline"], got["start-x2"]
+    assert again.stress == "start-x2"
+    assert again.to_json() == {**base.to_json(), "stress": "start-x2"}
+    w = objs.workloads[0]
+    sc = apply(base_scenario(w, objs.services, None), w, "start-x2")
+    assert run_one((0, base.workload, base.namespace, "start-x2", sc, StressThresholds(), "")) == again

@@ -5,6 +5,7 @@ printed patch, applied to the manifest, gives the figures reported; bad inputs e
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from typer.testing import CliRunner
 from probesim.cli import app
 from probesim.tune import study
 from probesim.tune.inputs import TuneInputs, load
-from probesim.tune.objective import Serial, evaluate, plan
+from probesim.tune.objective import Serial, evaluate, measure, measured, plan
 from probesim.tune.patch import merge_patch, strategic_merge, workload_patch
 from probesim.tune.report import values_paths
 from probesim.tune.space import Setting, Space
@@ -183,6 +184,35 @@ def test_same_seed_same_trials_and_a_resumed_study_equals_one_run(
 
 def _args(case: Path) -> tuple[list[str], str, None]:
     return [str(case / "web.yaml")], str(case / "s.yaml"), None
+
+
+def test_a_settings_runs_in_two_rounds_give_what_each_run_measured_alone(inputs: TuneInputs) -> None:
+    # evaluate runs the hung pod's two worst moments side by side, and start-x2 (the scenario's
+    # start of 8 s, doubled) once per distinct scenario: the figures are measure()'s, run by run.
+    space = Space(inputs.workload, inputs.rule)
+    runs = plan(inputs, space, space.current())
+    assert measured(runs, Serial()) == [measure(r) for r in runs]
+    twice = [*runs, replace(runs[0], label="again")]
+    got = measured(twice, Serial())
+    assert got[-1] == replace(got[0], label="again")
+
+
+def test_a_trial_left_waiting_in_the_storage_is_finished_there_at_its_number(
+    case: Path, inputs: TuneInputs
+) -> None:
+    import optuna
+
+    url = f"sqlite:///{case / 'tune.db'}"
+    study.run(inputs, 2, 0, url, "waiting", Serial())
+    saved = optuna.load_study(study_name="waiting", storage=url)
+    params = saved.trials[1].params
+    saved.enqueue_trial(params, user_attrs={"move": ["enqueued", 1]})  # as an interrupted run leaves it
+    again = study.run(inputs, 1, 0, url, "waiting", Serial())
+    assert (again.trials, again.added) == (3, 1)
+    stored = optuna.load_study(study_name="waiting", storage=url).trials
+    assert [t.state for t in stored] == [optuna.trial.TrialState.COMPLETE] * 3
+    assert stored[2].params == params and stored[2].user_attrs["move"] == ["enqueued", 1]
+    assert stored[2].values == stored[1].values  # the same setting: its figures copied
 
 
 def test_strategic_merge_merges_containers_by_name_and_merge_patch_replaces() -> None:

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal, Protocol, TypeVar
 
 from probesim.analysis.stress import STRESSES, base_scenario, stress_scenario
@@ -262,29 +262,46 @@ def measure(run: Run) -> RunFigures:
     """One run simulated and read (a top-level function: it runs in worker processes). The hung
     run is first simulated just past the scripted hang, to read when pod 0's probes tick; then
     with the hang at the worst moment for readiness (the run's figures) and for liveness (the
-    time until all replicas are Ready again); the time out of service is the later of the two."""
+    time until all replicas are Ready again); the time out of service is the later of the two.
+    ``evaluate`` takes the same steps, the hung run's last two beside the other runs."""
     if run.kind != "hung":
         return _read(run, simulate(run.scenario))
+    moved = worst_moments(run)
+    return _hung_figures(moved, [measure_moved(m) for m in _distinct_moments(moved)])
+
+
+def worst_moments(run: Run) -> tuple[Run, Run]:
+    """The hung run moved to the worst moment for readiness and for liveness (``_worst_moment``),
+    read from the run simulated just past the scripted hang (a top-level function: it runs in
+    worker processes)."""
     first = simulate(run.scenario.cut_to(run.hang_at_ms + PHASE_MS))
-    runs: dict[int, tuple[Run, Any]] = {}
+    return _worst_moment(run, first, "readiness"), _worst_moment(run, first, "liveness")
 
-    def at(kind: ProbeKind) -> tuple[Run, Any]:
-        moved = _worst_moment(run, first, kind)
-        if moved.hang_at_ms not in runs:
-            runs[moved.hang_at_ms] = (moved, simulate(moved.scenario))
-        return runs[moved.hang_at_ms]
 
-    out, back = at("readiness"), at("liveness")
-    fig = _read(*out)
-    if back is out:
+def measure_moved(run: Run) -> RunFigures:
+    """A hung run at one of its worst moments, simulated and read (in worker processes)."""
+    return _read(run, simulate(run.scenario))
+
+
+def _distinct_moments(moved: tuple[Run, Run]) -> list[Run]:
+    """The runs to simulate for the two moments: one when both moved the hang to the same time
+    (the same scenario)."""
+    out, back = moved
+    return [out] if back.hang_at_ms == out.hang_at_ms else [out, back]
+
+
+def _hung_figures(moved: tuple[Run, Run], figs: list[RunFigures]) -> RunFigures:
+    """The hung run's figures from its runs at the worst moments (``_distinct_moments``'s order)."""
+    fig = figs[0]
+    if len(figs) == 1:
         return fig
-    other = _read(*back)
+    other = figs[1]
     # Out of service by whichever probe acts first: the later of the two runs' times (each
     # probe's worst moment may be the other's lucky one).
     ds = (fig.detection_ms, other.detection_ms)
     detection = None if None in ds else max(d for d in ds if d is not None)
     return replace(
-        fig, detection_ms=detection, recovery_ms=other.recovery_ms, recovery_hang_at_ms=back[0].hang_at_ms
+        fig, detection_ms=detection, recovery_ms=other.recovery_ms, recovery_hang_at_ms=moved[1].hang_at_ms
     )
 
 
@@ -398,9 +415,68 @@ def _out_of_service(
     return min(times) - at if times else None
 
 
+def _phase_one(run: Run) -> RunFigures | tuple[Run, Run]:
+    """A run's figures, or a hung run's two worst moments (in worker processes)."""
+    return worst_moments(run) if run.kind == "hung" else measure(run)
+
+
+def _same(run: Run) -> tuple[Any, ...]:
+    """What a run's figures depend on: all of it but its label (a stress may give the same
+    scenario as another: twice a start of 0 s is the baseline's)."""
+    rest = tuple(getattr(run, f.name) for f in fields(run) if f.name not in ("label", "scenario"))
+    return (run.scenario.model_dump_json(), *rest)
+
+
+def _longest_first(runs: Sequence[Run], steps: Callable[[Run], int]) -> list[int]:
+    """The order to hand ``runs`` to the workers: the longest simulations first, so that the
+    last to finish is a short one (ties in the runs' order)."""
+    return sorted(range(len(runs)), key=lambda i: (-steps(runs[i]), i))
+
+
+def _mapped(
+    executor: Executor, fn: Callable[[Run], R], runs: Sequence[Run], steps: Callable[[Run], int]
+) -> list[R]:
+    order = _longest_first(runs, steps)
+    got = executor.map(fn, [runs[i] for i in order])
+    out: list[Any] = [None] * len(runs)
+    for i, x in zip(order, got, strict=True):
+        out[i] = x
+    return out
+
+
+def measured(runs: Sequence[Run], executor: Executor) -> list[RunFigures]:
+    """``measure`` of each run, in the runs' order, simulated in two rounds over the executor:
+    every run but the hung one, beside the hung run simulated past its hang; then the hung run at
+    its two worst moments, side by side (``measure`` takes them one after the other). A run that
+    is another but for its label is simulated once. The figures are ``measure``'s: each is a
+    deterministic simulation, wherever and in whatever order it runs."""
+    keys = [_same(r) for r in runs]
+    index: dict[tuple[Any, ...], int] = {}
+    distinct: list[Run] = []
+    for k, r in zip(keys, runs, strict=True):
+        if k not in index:
+            index[k] = len(distinct)
+            distinct.append(r)
+
+    def duration(r: Run) -> int:
+        return r.hang_at_ms + PHASE_MS if r.kind == "hung" else r.scenario.spec.duration
+
+    first = _mapped(executor, _phase_one, distinct, duration)
+    moments = [x for x in first if isinstance(x, tuple)]
+    second = [m for moved in moments for m in _distinct_moments(moved)]
+    later = iter(_mapped(executor, measure_moved, second, lambda r: r.scenario.spec.duration))
+    figs: list[RunFigures] = []
+    for x in first:
+        if isinstance(x, tuple):
+            figs.append(_hung_figures(x, [next(later) for _ in _distinct_moments(x)]))
+        else:
+            figs.append(x)
+    return [replace(figs[index[k]], label=r.label) for k, r in zip(keys, runs, strict=True)]
+
+
 def evaluate(runs: Sequence[Run], executor: Executor) -> Figures:
     """The figures of one setting from its runs (summed in the runs' order)."""
-    got = executor.map(measure, list(runs))
+    got = measured(runs, executor)
     hung = [x for x in got if x.kind == "hung"]
     detection = hung[0].detection_ms if hung else None
     recovery = hung[0].recovery_ms if hung else None

@@ -42,6 +42,7 @@ from probesim.tune.objective import OBJECTIVES, Executor, Figures, budget_cost, 
 from probesim.tune.patch import patched_rule, patched_workload, strategic_merge
 from probesim.tune.search import FAILURE_SLACK, FAILURE_TOLERANCE, STARTUP_TRIALS, setting_key
 from probesim.tune.space import TIMINGS, Setting, Space
+from probesim.tune.store import Kept
 
 SPACE_VERSION = 5  # bump when the space or the objectives change: older studies are not mixed in
 DEFAULT_TRIALS = 80
@@ -107,17 +108,20 @@ def _sampler(seed: int, number: int) -> optuna.samplers.BaseSampler:
         )
 
 
-def open_study(name: str, storage: str) -> optuna.Study:
+def open_study(name: str, storage: str) -> Kept:
+    """The study in its storage, and the in-memory copy the search works on (tune/store.py)."""
     from sqlalchemy.exc import SQLAlchemyError
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
-        return optuna.create_study(
+        where = optuna.storages.get_storage(storage)
+        saved = optuna.create_study(
             study_name=name,
-            storage=storage,
+            storage=where,
             directions=["minimize"] * len(OBJECTIVES),
             load_if_exists=True,
         )
+        return Kept(saved, where)
     except (ValueError, ImportError, optuna.exceptions.StorageInternalError, SQLAlchemyError) as e:
         why = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise InputError(
@@ -164,7 +168,8 @@ def run(
     its front."""
     space = Space(inputs.workload, inputs.rule)
     current = space.current()
-    study = open_study(name, storage)
+    kept = open_study(name, storage)
+    study = kept.study
     # What check warns of today that is not about probes (a missing CPU request, say): no probe
     # setting causes or cures it. A patch passes when check warns of nothing else: no warning on
     # a probe, none new; on a workload clean but for its probes, check --fail-on warning passes.
@@ -201,23 +206,36 @@ def run(
             figures = known or evaluate(plan(inputs, space, setting), executor)
         except BaseException:
             study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            kept.keep(trial.number)
             raise
         trial.set_user_attr("setting", {"probes": setting.probes, "outlier": setting.outlier})
         trial.set_user_attr("figures", figures.to_json())
         trial.set_user_attr("eligible", passes(setting))
         study.tell(trial, list(figures.values()))
+        kept.keep(trial.number)
         added += 1
         if on_trial is not None:
             on_trial(added, Row(trial.number, setting, figures))
-    now = Row(None, current, evaluate(plan(inputs, space, current), executor))
     done_trials = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
     rows = [search.read(t, passes) for t in done_trials]
+    # A setting's figures are those of a trial with the same setting (the simulation is
+    # deterministic): the current one is usually the first trial, and a value put back by
+    # justify often gives one tried already.
+    tried = {setting_key(d.setting): d.figures for d in rows}
+
+    def figures_of(s: Setting) -> Figures:
+        got = tried.get(setting_key(s))
+        return got if got is not None else evaluate(plan(inputs, space, s), executor)
+
+    now = Row(None, current, figures_of(current))
     # Only settings whose patch check passes are offered: the front is theirs (and the current's).
     front = pareto([now, *(Row(d.number, d.setting, d.figures) for d in rows if d.eligible)])
     recommended, why = recommend(front, current=current)
     trials_front = [r for r in front if r.number is not None]
     on_front = len(trials_front) < len(front)
-    reasons = justify(inputs, space, recommended, now, executor) if recommended is not None else []
+    reasons = (
+        justify(inputs, space, recommended, now, executor, figures_of) if recommended is not None else []
+    )
     worse = worse_than(recommended.figures, now.figures) if recommended is not None else []
     return Outcome(
         name,
@@ -296,15 +314,27 @@ def _reverted(setting: Setting, change: tuple[str, str, str | None, Any, Any]) -
     return Setting(probes, outlier)
 
 
-def justify(inputs: TuneInputs, space: Space, rec: Row, now: Row, executor: Executor) -> list[str]:
+def justify(
+    inputs: TuneInputs,
+    space: Space,
+    rec: Row,
+    now: Row,
+    executor: Executor,
+    figures_of: Callable[[Setting], Figures] | None = None,
+) -> list[str]:
     """One line per recommended value: the run and figure that decided it, found by simulating
-    the recommendation with that value alone put back as it is now and naming the first
-    objective (FIGURES' order) it would then be worse on."""
+    the recommendation with that value alone put back as it is now (``figures_of``: a setting's
+    figures, known or simulated) and naming the first objective (FIGURES' order) it would then
+    be worse on."""
     lines = []
     for change in _changes(now.setting, rec.setting):
         c, fname, key, old, new = change
         what = f"{c + ' ' if c else ''}{fname}" + (f".{key} {old} → {new}" if key else " added")
-        back = evaluate(plan(inputs, space, _reverted(rec.setting, change)), executor)
+        reverted = _reverted(rec.setting, change)
+        if figures_of is not None:
+            back = figures_of(reverted)
+        else:
+            back = evaluate(plan(inputs, space, reverted), executor)
         why = f"{what}: without it no figure is worse (either value serves; the search's pick)"
         for k, label, unit, tol in FIGURES:
             a, b = getattr(rec.figures, k), getattr(back, k)

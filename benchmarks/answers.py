@@ -1,0 +1,129 @@
+"""What users wait for (issue 25's rows that time whole commands): ``probesim tune`` and
+``probesim check --stress``, each run as a user runs it, a process of its own, against its target:
+
+- ``probesim tune`` on the 3-replica Deployment whose generated scenario benchmarks/capacity.py
+  steps (workloads.GENERATED_APP), 200 trials, and the default trial count for reference, each
+  into a study of its own (a fresh SQLite file: a study found again would add to it), in local
+  worker processes on every core. Target: 200 trials ≤ 30 s of wall time on 2 cores;
+- ``probesim check --stress`` on the 9-workload repository and on the 24-workload one of
+  ../shared/realworld, read in place (the issue's 9-workload bank-of-anthos is not in that
+  corpus: podinfo-deploy has the 9 workloads the suite stresses, of 13; otel-demo has 24
+  Deployments and a StatefulSet, 23 of them behind a Service). Targets: ≤ 2 s and ≤ 5 s.
+
+Each row prints its figure, its target, whether it is met (or by how much it is missed, as the
+ratio figure / target) and, beside the wall time the targets are about, the CPU seconds of the
+process and its workers (``os.wait4``): both commands fan their simulations out over worker
+processes, so wall time is what a user waits for and, on a shared machine, CPU time is the
+steadier figure. Best of 3 (tune: of 2); ``--quick``: one run each. The command is this
+interpreter's ``probesim`` (``python -c "from probesim.cli import main; main()"``, what the
+entry point runs), so a tree run with PYTHONPATH=src is measured as it is.
+``probesim run seed000-demo`` (≤ 0.35 s) is benchmarks/startup.py's row.
+
+Run: ``make bench`` (or ``python benchmarks/answers.py [--quick]``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import workloads
+
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "realworld"
+PROBESIM = [sys.executable, "-c", "from probesim.cli import main; main()"]
+TUNE_TRIALS = 200
+TUNE_TARGET_S = 30.0
+CHECKS = (("podinfo-deploy", 9, 2.0), ("otel-demo", 24, 5.0))
+
+
+def timed(argv: list[str], cwd: Path, ok: tuple[int, ...] = (0,)) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system, the process and the workers it waited for) of one
+    run of ``argv``; exits when it fails."""
+    t = time.perf_counter()
+    p = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert p.stderr is not None
+    err = p.stderr.read()
+    _, status, usage = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t
+    code = os.waitstatus_to_exitcode(status)
+    if code not in ok:
+        tail = err.decode(errors="replace").strip().splitlines()[-3:]
+        raise SystemExit(f"{' '.join(argv[3:])} exited {code}: {' / '.join(tail)}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def best(argv_of: object, cwd: Path, repeat: int, ok: tuple[int, ...] = (0,)) -> tuple[float, float]:
+    """The best wall and the best CPU of ``repeat`` runs; ``argv_of(i)`` gives run ``i``'s."""
+    runs = [timed(argv_of(i), cwd, ok) for i in range(repeat)]  # type: ignore[operator]
+    return min(w for w, _ in runs), min(c for _, c in runs)
+
+
+def verdict(value: float, target: float) -> str:
+    ratio = value / target
+    return f"met ({ratio:.2f} × target)" if value <= target else f"MISSED ×{ratio:.1f} ({ratio:.2f} × target)"
+
+
+def row(name: str, figure: str, target: str, outcome: str, note: str = "") -> None:
+    print(f"| {name} | {figure} | {target} | {outcome} | {note} |", flush=True)
+
+
+def tune_rows(repeat: int) -> None:
+    from probesim.tune.study import DEFAULT_TRIALS
+
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        (d / "deploy.yaml").write_text(workloads.GENERATED_APP % 3, encoding="utf-8")
+
+        def tune(trials: int) -> object:
+            def argv(i: int) -> list[str]:
+                db = f"sqlite:///{d / f'tune-{trials}-{i}.db'}"
+                return [*PROBESIM, "tune", "deploy.yaml", "--trials", str(trials), "--storage", db, "--json"]
+
+            return argv
+
+        for trials in (TUNE_TRIALS, DEFAULT_TRIALS):
+            wall, cpu = best(tune(trials), d, repeat)
+            name = f"`probesim tune` on the generated 3-replica Deployment, {trials} trials"
+            figure, pace = f"{wall:.1f} s wall ({cpu:.1f} s CPU)", f"{wall / trials * 1000:.0f} ms a trial"
+            if trials == TUNE_TRIALS:
+                target = f"≤ {TUNE_TARGET_S:g} s wall"
+                row(name, figure, target, verdict(wall, TUNE_TARGET_S), pace)
+            else:
+                at = TUNE_TARGET_S * trials / TUNE_TRIALS
+                row(
+                    f"{name} (the default)", figure, "reference", f"{wall / at:.2f} × the target's pace", pace
+                )
+
+
+def check_rows(repeat: int) -> None:
+    for name, workloads_n, target in CHECKS:
+        path = CORPUS / name
+        label = f"`check --stress` on {name} ({workloads_n} workloads, ../shared/realworld)"
+        if not path.is_dir():
+            row(label, "skipped", f"≤ {target:g} s", "—", f"{path} not found")
+            continue
+        # Exit 1: the suite's findings (a failed stress is an error finding), not a failure to run.
+        wall, cpu = best(lambda _i, p=path: [*PROBESIM, "check", "--stress", str(p)], CORPUS, repeat, (0, 1))
+        row(label, f"{wall:.2f} s wall ({cpu:.2f} s CPU)", f"≤ {target:g} s", verdict(wall, target))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="one run of each")
+    args = ap.parse_args()
+    print(f"({os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; wall, CPU of the process and its workers)")
+    print("| workload | probesim | target | outcome | note |")
+    print("|---|---|---|---|---|")
+    check_rows(1 if args.quick else 3)
+    tune_rows(1 if args.quick else 2)
+
+
+if __name__ == "__main__":
+    main()
