@@ -81,15 +81,6 @@ class CallClasses:
         self.tries_per_request: dict[str, dict[str, F64]] = {}
         self.calls_out: dict[str, float] = {}  # per call_key: the tries the last step's requests made
         self._classes_of: object = None  # what the outcome classes were last made for
-        self._longest_wait = max(
-            (
-                float(c.timeout) if c.timeout is not None else INF_MS
-                for b in beh_of
-                for rc in b.routes.values()
-                for c in rc.calls
-            ),
-            default=0.0,
-        )
 
     def update(self, t: int) -> bool:
         """Outcome classes of every path at time ``t`` (faults, outages, open breakers, what the
@@ -162,7 +153,7 @@ class CallClasses:
         per dependency its first outage under way and the share of calls it refuses, per path
         the containers whose breaker is open, per Service called what a try gets."""
         deps: tuple[object, ...] = tuple(
-            (*self._outage_at(dep, t), self.refused.get(name, 0.0)) for name, dep in self.deps.items()
+            (self._outage_at(dep, t), self.refused.get(name, 0.0)) for name, dep in self.deps.items()
         )
         if self.service_tries:
             deps += tuple(tuple(v) for v in self.service_tries.values())
@@ -170,14 +161,10 @@ class CallClasses:
             return deps, None
         return deps, tuple((self.breaker_until[pi] > t).tobytes() for pi in range(len(self.paths)))
 
-    def _outage_at(self, dep: Dependency, t: int) -> tuple[int, float]:
-        """The dependency's first outage under way at ``t`` (-1: none) and, when it hangs calls,
-        how long until it ends, as far as a client's timeout can see (its hung calls are
-        answered then)."""
-        for i, o in enumerate(dep.outages):
-            if o.at <= t < o.at + o.for_:
-                return i, (min(o.at + o.for_ - t, self._longest_wait) if o.mode == "hang" else 0.0)
-        return -1, 0.0
+    @staticmethod
+    def _outage_at(dep: Dependency, t: int) -> int:
+        """The dependency's first outage under way at ``t`` (-1: none)."""
+        return next((i for i, o in enumerate(dep.outages) if o.at <= t < o.at + o.for_), -1)
 
     def load_dependencies(self, served: I64, dt: float) -> None:
         """Calls in flight at each dependency (Little's law over this step's served requests and

@@ -34,11 +34,8 @@ def one_try(dep: Dependency, call: DependencyCall, t: int, refused: float = 0.0)
         ]
     for o in dep.outages:
         if o.at <= t < o.at + o.for_:
-            if o.mode == "refuse":
-                return [Outcome(1.0, 0.0, True)]
-            # A hung call is answered when the outage ends, if the client still waits then.
-            lat = o.at + o.for_ - t + dep.latency
-            return [Outcome(1.0, min(lat, timeout), lat >= timeout)]
+            # A hung call fails at its timeout (docs/fidelity.md: also when the outage ends first).
+            return [Outcome(1.0, 0.0, True) if o.mode == "refuse" else Outcome(1.0, timeout, True)]
     pd = sum(f.percent for f in dep.faults if isinstance(f, DelayFault)) / 100
     delay = max((f.delay for f in dep.faults if isinstance(f, DelayFault)), default=0)
     pa = sum(f.percent for f in dep.faults if isinstance(f, AbortFault)) / 100
