@@ -86,7 +86,7 @@ def run_cost(s: Scenario) -> RunCost:
         n = 1 if w.kind == "Pod" else max(w.spec.replicas, hpa.spec.max_replicas if hpa else 0)
         pods += n
         containers += n * (len(w.pod_spec.containers) + len(w.pod_spec.init_containers))
-    from probesim.model.scenario import DeletePod, Restart, Rollback, Rollout, Scale
+    from probesim.model.scenario import DeletePod, Restart, Rollback, Rollout, Scale, service_calls
 
     replaced = sum(isinstance(a, DeletePod) for a in s.spec.actions)
     pods += replaced
@@ -107,14 +107,7 @@ def run_cost(s: Scenario) -> RunCost:
     rows = sum(len(t.points) + len(t.stages) + len(t.spikes) for t in s.spec.traffic)
     # Each Service a pod calls is a route too (engine/routing.py's call routes), one per path,
     # port and client timeout called.
-    called = {
-        (c.service, c.port, c.path, c.timeout)
-        for cb in behaviors
-        for r in cb.routes.values()
-        for c in r.calls
-        if c.service is not None
-    }
-    routes = len(s.spec.traffic) + len(called)
+    routes = len(s.spec.traffic) + len(service_calls(behaviors))
     loaded = any(cb.loaded for cb in behaviors)
     timeouts = [int(t.timeout) for t in s.spec.traffic if t.timeout is not None]
     call_waits = [

@@ -47,7 +47,7 @@ from probesim.kube.selectors import selects
 from probesim.manifests.kubernetes import SIMULATED_KINDS, Objects
 from probesim.model.duration import format_ms, parse_ms
 from probesim.model.kubernetes import Probe, Service, Workload
-from probesim.model.scenario import Scenario
+from probesim.model.scenario import Scenario, service_calls
 from probesim.results.result import CAUSES, Result
 
 # The faults, judged after the start-up ramp (probesim tune judges a setting by these too).
@@ -177,8 +177,7 @@ def _callees(given: Scenario, w: Workload) -> list[tuple[Workload, list[Service]
         wb = given.spec.behavior.get(caller.name)
         if wb is None:
             continue
-        behaviors = [cb for cbs in (wb.containers, *(ov.containers for ov in wb.pods)) for cb in cbs.values()]
-        called = {c.service for cb in behaviors for r in cb.routes.values() for c in r.calls if c.service}
+        called = {c.service for c in service_calls(wb.container_behaviors()).values()}
         for svc in (s for s in given.services if s.name in called):
             for callee in (x for x in given.workloads if x.name not in seen and selects(svc, x)):
                 seen.add(callee.name)

@@ -14,6 +14,7 @@ import numpy.typing as npt
 from probesim.engine.arrays import distinct
 from probesim.engine.dependencies import (
     INF_MS,
+    REFUSED,
     Outcome,
     chain,
     expected_tries,
@@ -22,15 +23,13 @@ from probesim.engine.dependencies import (
     with_retries,
 )
 from probesim.engine.fleet import Fleet
-from probesim.engine.routing import call_key
-from probesim.model.scenario import CircuitBreaker, ContainerBehavior, Dependency, DependencyCall
+from probesim.model.scenario import CircuitBreaker, ContainerBehavior, Dependency, DependencyCall, call_key
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
 
 K = 8  # outcome classes per route (dependency calls, retries)
-_NO_ENDPOINT = [Outcome(1.0, 0.0, True)]  # a Service call before its Service was looked at
 
 
 class CallClasses:
@@ -131,7 +130,7 @@ class CallClasses:
         """What one try of call ``c`` gets at ``t``, the client's timeout applied."""
         if c.dependency is not None:
             return one_try(self.deps[c.dependency], c, t, self.refused.get(c.dependency, 0.0))
-        got = self.service_tries.get(call_key(c), _NO_ENDPOINT)
+        got = self.service_tries.get(call_key(c), REFUSED)  # (before its Service was looked at)
         timeout = float(c.timeout) if c.timeout is not None else INF_MS
         return [Outcome(o.prob, min(o.latency, timeout), o.failed or o.latency >= timeout) for o in got]
 

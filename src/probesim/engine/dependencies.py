@@ -23,6 +23,9 @@ class Outcome:
     failed: bool
 
 
+REFUSED = [Outcome(1.0, 0.0, True)]  # a call that fails at once: refused, no endpoint
+
+
 def one_try(dep: Dependency, call: DependencyCall, t: int, refused: float = 0.0) -> list[Outcome]:
     """The outcomes of a single try at scenario time ``t``; ``refused``: the share of calls the
     dependency turns away because it is at capacity."""

@@ -21,14 +21,13 @@ from probesim.engine.routing import (
     listens,
     mirror_routes,
     route,
-    service_calls,
     service_selects,
     with_destinations,
 )
 from probesim.kube.arithmetic import replica_set_name, resolve_fenceposts
 from probesim.kube.ports import container_port
 from probesim.model.kubernetes import Container, Probe, ProbeType, Workload, pod_names_of
-from probesim.model.scenario import ContainerBehavior, DeletePod, Rollback, Scale, Scenario
+from probesim.model.scenario import ContainerBehavior, DeletePod, Rollback, Scale, Scenario, service_calls
 
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]

@@ -14,7 +14,7 @@ from probesim.kube.ports import container_port, serving_container
 from probesim.kube.selectors import service_matches
 from probesim.mesh.istio import find_route
 from probesim.model.kubernetes import Container, Service
-from probesim.model.scenario import ContainerBehavior, DependencyCall, Scenario
+from probesim.model.scenario import ContainerBehavior, Scenario, call_name, service_calls
 from probesim.model.traffic import Traffic
 
 I64 = npt.NDArray[np.int64]
@@ -115,28 +115,6 @@ def mirror_routes(
 
 
 _CALLS = Traffic(rate=0.0)  # a call route's traffic: its arrivals are the callers' calls
-
-
-def call_key(c: DependencyCall) -> str:
-    """Calls to one Service, port, path and client timeout share a route."""
-    return f"{c.service}|{c.port if c.port is not None else ''}|{c.path}|{c.timeout}"
-
-
-def call_name(c: DependencyCall) -> str:
-    """A call route's name in results: calls:<service>[:<port>]<path>."""
-    return f"calls:{c.service}{'' if c.port is None else f':{c.port}'}{c.path}"
-
-
-def service_calls(beh: list[ContainerBehavior]) -> dict[str, DependencyCall]:
-    """Every call to a Service that a route cost of these behaviours makes, one per call_key, in
-    the order first met."""
-    out: dict[str, DependencyCall] = {}
-    for b in {id(b): b for b in beh}.values():
-        for cost in b.routes.values():
-            for c in cost.calls:
-                if c.service is not None:
-                    out.setdefault(call_key(c), c)
-    return out
 
 
 def call_routes(

@@ -16,13 +16,11 @@ import numpy.typing as npt
 
 from probesim.engine.call_classes import K
 from probesim.engine.capacity import MAX_RHO, QUOTA_PERIOD_MS, CapacityModel
-from probesim.engine.dependencies import INF_MS, Outcome, merge
+from probesim.engine.dependencies import INF_MS, REFUSED, Outcome, merge
 from probesim.engine.routing import Route
 from probesim.kube.outcomes import Outcome as Meets
 
 I64 = npt.NDArray[np.int64]
-
-REFUSED = [Outcome(1.0, 0.0, True)]
 
 
 def answers(

@@ -64,7 +64,6 @@ class CpuQuota:
         self.cores = cores if cores is not None and cores < 1 else None
         self.period = -1.0
         self.used = 0.0
-        self.throttled = 0  # periods in which it was throttled (cAdvisor's nr_throttled)
 
     def spend(self, seconds: float) -> None:
         left = seconds
@@ -78,7 +77,6 @@ class CpuQuota:
                 self.period, self.used = period, 0.0
             room = self.cores * self.PERIOD_S - self.used
             if room <= 0:
-                self.throttled += 1
                 time.sleep(period + self.PERIOD_S - now)  # all of it waits: a blocking sleep
                 continue
             begin = time.process_time()

@@ -17,10 +17,9 @@ import re
 import time
 from collections.abc import Callable
 
-from probesim.engine.routing import call_key, call_name
 from probesim.lab.load import LoadResult, cause_of
 from probesim.lab.port import HOST
-from probesim.model.scenario import Scenario
+from probesim.model.scenario import Scenario, call_name, service_calls
 
 CONNECT_TIMEOUT_S = 30.0  # a pod that never answers the SYN: the caller's own timeout comes first
 CHUNK = 65536
@@ -38,15 +37,9 @@ def env_names(service: str) -> tuple[str, str]:
 def call_names(scenario: Scenario, service: str) -> dict[str, str]:
     """Per path of ``service`` that the pods call, the call route the simulation counts it in;
     a path called with several ports or client timeouts (several routes) is left out."""
-    keys: dict[str, set[str]] = {}
-    names: dict[str, str] = {}
-    for cb in scenario.container_behaviors():
-        for rc in cb.routes.values():
-            for c in rc.calls:
-                if c.service == service:
-                    keys.setdefault(c.path, set()).add(call_key(c))
-                    names[c.path] = call_name(c)
-    return {path: names[path] for path, k in keys.items() if len(k) == 1}
+    calls = [c for c in service_calls(scenario.container_behaviors()).values() if c.service == service]
+    paths = [c.path for c in calls]
+    return {c.path: call_name(c) for c in calls if paths.count(c.path) == 1}
 
 
 class ServiceProxy:

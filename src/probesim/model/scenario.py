@@ -256,6 +256,32 @@ class WorkloadBehavior(Model):
         description="Readiness-gate condition type → time after pod start when a controller sets it True.",
     )
 
+    def container_behaviors(self) -> list[ContainerBehavior]:
+        """Every container behaviour it gives: per container, and per pod override."""
+        return [cb for cbs in (self.containers, *(ov.containers for ov in self.pods)) for cb in cbs.values()]
+
+
+def call_key(c: DependencyCall) -> str:
+    """Calls to one Service, port, path and client timeout share a route."""
+    return f"{c.service}|{c.port if c.port is not None else ''}|{c.path}|{c.timeout}"
+
+
+def call_name(c: DependencyCall) -> str:
+    """A call route's name in results: calls:<service>[:<port>]<path>."""
+    return f"calls:{c.service}{'' if c.port is None else f':{c.port}'}{c.path}"
+
+
+def service_calls(beh: list[ContainerBehavior]) -> dict[str, DependencyCall]:
+    """Every call to a Service that a route cost of these behaviours makes, one per call_key, in
+    the order first met."""
+    out: dict[str, DependencyCall] = {}
+    for b in {id(b): b for b in beh}.values():
+        for cost in b.routes.values():
+            for c in cost.calls:
+                if c.service is not None:
+                    out.setdefault(call_key(c), c)
+    return out
+
 
 class DeletePod(Model):
     """``kubectl delete pod``: the pod terminates with its grace period; its controller
@@ -502,8 +528,7 @@ class Scenario(Model):
 
     def called_services(self) -> list[str]:
         """The Services the pods call while serving (``calls: [{service: …}]``), in the order first met."""
-        calls = (c for cb in self.container_behaviors() for r in cb.routes.values() for c in r.calls)
-        return list(dict.fromkeys(c.service for c in calls if c.service is not None))
+        return list(dict.fromkeys(str(c.service) for c in service_calls(self.container_behaviors()).values()))
 
     def service_for(self, t: Traffic) -> Service:
         """The Service a traffic route calls (its ``service``, else the first; the loader checks
