@@ -8,8 +8,10 @@ Deployment controller (``lab.controller``). The restart-policy decision is here 
 from __future__ import annotations
 
 import asyncio
+import random
 import socket
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TextIO
 
 from probesim.kube.containers import restarts_with
@@ -21,9 +23,32 @@ PROBE_KINDS: tuple[ProbeType, ...] = ("startup", "readiness", "liveness")
 
 
 def free_port() -> int:
+    """A port free now on 127.0.0.1, for something that binds it later (a pod's container at
+    each start, an Envoy): below the kernel's ephemeral range, so that no outgoing connection of
+    the lab's own (load, probes, Envoys' upstreams) takes it in between; any free one else."""
+    low = _ephemeral_low()
+    for _ in range(64 if low > 2048 else 0):
+        port = _draws.randrange(max(low - 12_000, 1024), low)
+        with socket.socket() as s:
+            try:
+                s.bind((HOST, port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as s:
         s.bind((HOST, 0))
         return int(s.getsockname()[1])
+
+
+_draws = random.SystemRandom()
+
+
+def _ephemeral_low() -> int:
+    """The first port of the kernel's ephemeral range (Linux's default 32768)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 KILLED = 137  # what a container killed for a failed probe exits with (restarts unless Never)
