@@ -5,6 +5,7 @@ limits counted over all workloads. Beside a CPU-bound process, as a busy machine
 from __future__ import annotations
 
 import io
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,11 +17,12 @@ from rich.console import Console
 
 from probesim.engine import simulate
 from probesim.errors import InputError
-from probesim.lab.compare import agree, compare
+from probesim.lab.compare import agree, compare, outlier_interval_ms, simulated_hosts
 from probesim.lab.limits import MAX_PODS, MAX_RATE
 from probesim.lab.orchestrator import run_lab
 from probesim.manifests.scenario import load_scenario
 from probesim.report.compare import by_workload, render_lab_comparison
+from tests.builders import builtin
 from tests.lab.procs import children_left
 
 PATIENT = Path(__file__).parents[2] / "src/probesim/scenarios/manifests/patient-liveness.yaml"
@@ -260,6 +262,30 @@ def test_a_slow_dependency_cascades_through_the_backend_to_the_frontend_simulate
     assert agree(rows), [r for r in rows if not r["agree"]]
     objects = {str(r["object"]) for r in rows}
     assert {"route/front", "route/calls:backend/work", "workload/backend"} <= objects
+    busy.kill()
+    busy.wait(timeout=10)
+    assert children_left() == []
+
+
+def test_calls_to_a_service_with_a_destination_rule_go_through_a_real_envoy_that_ejects_the_bad_canary(
+    busy: subprocess.Popen[bytes],
+) -> None:
+    # The built-in: the backend Service's canary pod answers 500 from 4 s; the callers'
+    # sidecar (a real Envoy, configured as probesim envoy-config translates the rule) ejects it
+    # after 3 consecutive 5xx, and the frontend barely notices.
+    sc = builtin("service-call-outlier")
+    sim = simulate(sc)
+    lab = run_lab(sc)
+    assert busy.poll() is None
+    ejects = lab.events_for("sidecar/calls-backend", "OutlierEject")
+    assert len(ejects) == 1 and 4000 <= ejects[0].time_ms <= 5500
+    assert lab.hosts[json.loads(ejects[0].message)["upstream_url"]] == "backend-canary-0"
+    front, calls = lab.route("front"), lab.route("calls:backend/work")
+    assert front.offered == 160 and front.failed_total <= 5
+    assert calls.offered == front.offered and calls.envoy["ejections_enforced_total"] == 1
+    rows = compare(sim, lab, outlier_interval_ms(sc), {**simulated_hosts(sc), **lab.hosts})
+    assert agree(rows), [r for r in rows if not r["agree"]]
+    assert "sidecar/calls-backend → pod/backend-canary-0" in {str(r["object"]) for r in rows}
     busy.kill()
     busy.wait(timeout=10)
     assert children_left() == []

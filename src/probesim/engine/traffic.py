@@ -32,7 +32,7 @@ from probesim.engine.fleet import Fleet
 from probesim.engine.kernel_choice import loaded_kernels
 from probesim.engine.pod_status import PodStatus
 from probesim.engine.routing import Route
-from probesim.engine.service_calls import answers
+from probesim.engine.service_calls import answers, through_sidecar
 from probesim.engine.sidecar.split import Sidecars
 from probesim.kube.endpoints import endpoint_ready
 from probesim.kube.outcomes import REQUEST_CODES, Outcome
@@ -292,7 +292,15 @@ class Traffic:
         for ri in self.call_routes:
             route = self.fleet.routes[ri]
             eps, cat = self._endpoints(ri, visible)
-            cap.classes.service_tries[route.call] = answers(cap, ri, route, eps, cat, self.ctr.started_at, t)
+            sidecars = self.mesh.get(ri)
+            if sidecars is None:
+                got = answers(cap, ri, route, eps, cat, self.ctr.started_at, t)
+            else:
+                in_eps, _, status = self.mesh_view[ri]
+                got = through_sidecar(
+                    cap, ri, route, sidecars, in_eps, eps, cat, status, self.ctr.started_at, t
+                )
+            cap.classes.service_tries[route.call] = got
         cap.update_classes(t)
 
     def _endpoints(self, ri: int, visible: B) -> tuple[I64, I64]:

@@ -70,10 +70,13 @@ class Calls:
             self.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
         return self.session
 
-    async def _try(self, url: str, timeout_ms: int | None, per_call: bool) -> bool:
+    async def _try(self, url: str, timeout_ms: int | None, service: str | None) -> bool:
         timeout = exact(None if timeout_ms is None else timeout_ms / 1000)
+        # A Service is called by its name, as a client in the cluster addresses it: the caller's
+        # sidecar, when it has one, picks the Service's route by the Host header.
+        headers = {"Host": service} if service is not None else None
         try:
-            async with self._session(per_call).get(url, timeout=timeout) as r:
+            async with self._session(service is not None).get(url, timeout=timeout, headers=headers) as r:
                 await r.read()
                 return 200 <= r.status < 300
         except (TimeoutError, aiohttp.ClientError, OSError):
@@ -101,7 +104,7 @@ class Calls:
                     break
                 self.retries += 1
                 await asyncio.sleep(c.retries.backoff / 1000)
-            ok = await self._try(url, c.timeout, c.service is not None)
+            ok = await self._try(url, c.timeout, c.service)
             if ok:
                 break
         if breaker is not None:

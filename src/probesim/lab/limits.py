@@ -16,7 +16,7 @@ from probesim.lab.envoy import envoy_binary
 from probesim.lab.pods import PROBE_KINDS
 from probesim.lab.rollout import check_actions, has_actions_of, peak_pods
 from probesim.lab.status import selects
-from probesim.lab.traffic import meshed
+from probesim.lab.traffic import meshed, meshed_calls
 from probesim.model.kubernetes import Workload, pod_names_of
 from probesim.model.scenario import Scenario
 from probesim.model.traffic import Traffic
@@ -86,9 +86,10 @@ def check_limits(scenario: Scenario, workloads: list[Workload], seconds: float, 
 
 
 def check_envoy(scenario: Scenario, workloads: list[Workload]) -> None:
-    """A run whose routes go through client sidecars, or whose pods have their own, needs
-    Envoy: without it, say how to get it before anything starts."""
+    """A run whose routes or calls go through client sidecars, or whose pods have their own,
+    needs Envoy: without it, say how to get it before anything starts."""
     sidecars = any(injected(w, scenario) for w in workloads)
+    sidecars |= any(meshed_calls(scenario, s) for s in scenario.called_services())
     if sidecars or any(meshed(scenario, t) for t in routes_to(scenario, workloads)):
         envoy_binary()
 

@@ -31,7 +31,7 @@ from probesim.lab.envoy import Envoy
 from probesim.lab.hygiene import RunFolder
 from probesim.lab.limits import MAX_PODS, check_envoy, check_limits, found, parse_command_for, routes_to
 from probesim.lab.load import LoadResult
-from probesim.lab.pods import Pod, new_pod
+from probesim.lab.pods import HOST, Pod, new_pod
 from probesim.lab.prober import Prober
 from probesim.lab.result import Recorder
 from probesim.lab.rollout import has_actions_of
@@ -39,7 +39,7 @@ from probesim.lab.runtime import LISTEN_TIMEOUT_S, WARM_TIMEOUT_S, Runtime
 from probesim.lab.service_proxy import ServiceProxy, call_names
 from probesim.lab.status import StatusManager, selects
 from probesim.lab.telemetry import Queries, Telemetry
-from probesim.lab.traffic import TrafficRunner
+from probesim.lab.traffic import TrafficRunner, meshed_calls
 from probesim.model.kubernetes import Workload, pod_names_of
 from probesim.model.scenario import ContainerBehavior, Scenario
 from probesim.results import Result
@@ -188,9 +188,10 @@ class Lab:
             self.runtime.dependencies.append(server)
             await server.start()
         for service in self.scenario.called_services():
-            proxy = ServiceProxy(
-                service, partial(self.status.endpoints, service), call_names(self.scenario, service)
-            )
+            endpoints: Callable[[], list[tuple[str, int]]] = partial(self.status.endpoints, service)
+            if meshed_calls(self.scenario, service):  # the relay sends every call to the sidecar
+                endpoints = partial(list, [(HOST, await self.traffic.call_sidecar(service))])
+            proxy = ServiceProxy(service, endpoints, call_names(self.scenario, service))
             self.runtime.services.append(proxy)
             await proxy.start()
         sidecars = {w.name for w in (*self.workloads, *self.companions()) if injected(w, self.scenario)}

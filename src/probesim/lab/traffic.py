@@ -2,8 +2,10 @@
 sidecars (one Envoy per client pod, configured by the same translation as probesim
 envoy-config) when the scenario has Istio objects for its Service, else round robin over the
 Service's Ready endpoints at each request (kube-proxy); the pods' own inbound sidecars when
-the workload is injected. The sidecars' endpoints follow the status manager's; their
-statistics and outlier event logs are read back at the end, in the simulation's names."""
+the workload is injected; and the client sidecar of the pods' calls to a Service that has
+Istio objects (the lab's kube-proxy relay sends them to it). The sidecars' endpoints follow
+the status manager's; their statistics and outlier event logs are read back at the end, in the
+simulation's names."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from probesim.lab.load import KeepAlive, LoadResult, constant_rate
 from probesim.lab.pods import HOST, Pod, free_port
 from probesim.lab.status import StatusManager
 from probesim.mesh.envoy import Translator
-from probesim.model.scenario import Scenario
+from probesim.model.scenario import Scenario, service_calls
 from probesim.model.traffic import Traffic
 from probesim.results import Event
 
@@ -35,6 +37,16 @@ def meshed(scenario: Scenario, t: Traffic) -> bool:
     (``engine.sidecar.build.istio_for``)."""
     rule, vroute = istio_for(scenario, scenario.service_for(t).name, t)
     return rule is not None or vroute is not None
+
+
+def meshed_calls(scenario: Scenario, service: str) -> bool:
+    """Whether the pods' calls to ``service`` go through a client sidecar: the simulation's
+    rule for any path they call."""
+    return any(
+        meshed(scenario, Traffic(rate=0.0, service=service, port=c.port, path=c.path))
+        for c in service_calls(scenario.container_behaviors()).values()
+        if c.service == service
+    )
 
 
 class TrafficRunner:
@@ -63,6 +75,7 @@ class TrafficRunner:
                     f"{MAX_SIDECARS} client sidecars (one Envoy process each)"
                 )
         self.envoys: list[Envoy] = []  # client sidecars
+        self.callers: dict[str, Envoy] = {}  # per Service the pods call through one, its sidecar
         self.sidecars: list[Envoy] = []  # the pods' own, inbound
         self.listen: list[int] = []
         self.loads: dict[str, LoadResult] = {}
@@ -70,7 +83,7 @@ class TrafficRunner:
         status.on_endpoints.append(self.push_endpoints)
 
     def push_endpoints(self) -> None:
-        for envoy in self.envoys:
+        for envoy in (*self.envoys, *self.callers.values()):
             envoy.set_endpoints(self.status.cluster_endpoints(list(envoy.eds)))
 
     def service_of(self, t: Traffic) -> str:
@@ -114,16 +127,31 @@ class TrafficRunner:
         await asyncio.gather(*jobs)
 
     async def _start_envoy(self) -> None:
+        listen = free_port()
+        envoy = self._client_envoy(listen, f"client-{len(self.envoys)}")
+        self.envoys.append(envoy)
+        self.listen.append(listen)
+        await envoy.start()
+
+    async def call_sidecar(self, service: str) -> int:
+        """The client sidecar the pods' calls to ``service`` go through (one for all the
+        callers, as the simulation has it: docs/fidelity.md); its listening port."""
+        listen = free_port()
+        envoy = self._client_envoy(listen, f"calls-{service}")
+        self.callers[service] = envoy
+        await envoy.start()
+        return listen
+
+    def _client_envoy(self, listen: int, name: str) -> Envoy:
+        """A client sidecar configured by the same translation as probesim envoy-config, with
+        every cluster's endpoints as the status manager has them (per subset)."""
         s = self.scenario
         endpoints = {svc.name: self.status.endpoints(svc.name) for svc in s.services}
         tr = Translator(list(s.destination_rules), list(s.virtual_services), list(s.services), endpoints)
-        listen = free_port()
         bootstrap = tr.bootstrap(listen)  # its admin address is replaced by a Unix socket
-        envoy = Envoy(bootstrap, self.folder().sub(f"client-{len(self.envoys)}"))
-        self.envoys.append(envoy)
-        self.listen.append(listen)
-        envoy.set_endpoints(self.status.cluster_endpoints(list(envoy.eds)))  # per subset
-        await envoy.start()
+        envoy = Envoy(bootstrap, self.folder().sub(name))
+        envoy.set_endpoints(self.status.cluster_endpoints(list(envoy.eds)))
+        return envoy
 
     async def _load(
         self,
@@ -174,16 +202,17 @@ class TrafficRunner:
     async def collect(self) -> list[Event]:
         """The client sidecars' statistics, summed over them, and their outlier events."""
         events: list[Event] = []
-        for i, envoy in enumerate(self.envoys):
+        named = [(f"client-{i}", e) for i, e in enumerate(self.envoys)]
+        for name, envoy in [*named, *((f"calls-{s}", e) for s, e in self.callers.items())]:
             for k, v in (await envoy.stats()).items():
                 self.envoy_stats[k] = self.envoy_stats.get(k, 0) + v
             for cluster, n in (await envoy.failed_outlier_check()).items():
                 k = f"cluster.{cluster}.outlier_detection.hosts_failed_outlier_check"
                 self.envoy_stats[k] = self.envoy_stats.get(k, 0) + n
-            events += self._outlier_events(i, envoy)
+            events += self._outlier_events(name, envoy)
         return events
 
-    def _outlier_events(self, client: int, envoy: Envoy) -> list[Event]:
+    def _outlier_events(self, sidecar: str, envoy: Envoy) -> list[Event]:
         """Envoy's outlier detection event log, a line per ejection or unejection, as events of
         the client's sidecar (the simulation's names); times from Envoy's wall-clock stamps."""
         out = []
@@ -198,7 +227,7 @@ class TrafficRunner:
                     round((at - self.clock.wall_t0) * 1000),
                     "Warning" if action == "EJECT" else "Normal",
                     f"Outlier{action.title()}",
-                    f"sidecar/client-{client}",
+                    f"sidecar/{sidecar}",
                     json.dumps(doc, separators=(",", ":")),
                     "envoy",
                 )
@@ -224,4 +253,5 @@ class TrafficRunner:
         return od
 
     async def stop(self) -> None:
-        await asyncio.gather(*(e.stop() for e in (*self.envoys, *self.sidecars)), return_exceptions=True)
+        envoys = (*self.envoys, *self.callers.values(), *self.sidecars)
+        await asyncio.gather(*(e.stop() for e in envoys), return_exceptions=True)

@@ -104,6 +104,9 @@ def build_mesh(scenario: Scenario, fleet: Fleet, rng: np.random.Generator) -> di
         rule, vroute = istio_for(scenario, host, t)
         if rule is None and vroute is None:
             continue
+        # The pods' calls to a Service go through one client sidecar for all of them, as the
+        # lab's (docs/fidelity.md).
+        sidecars = [f"calls-{host}"] if route.call else None
         if vroute is not None and splits(vroute, host):
             parts = []
             for d in vroute.route:
@@ -135,6 +138,7 @@ def build_mesh(scenario: Scenario, fleet: Fleet, rng: np.random.Generator) -> di
                         _lb(prule),
                         rng,
                         scenario.spec.step,
+                        sidecars,
                     )
                 )
             every = np.flatnonzero(route.selects & (route.target_container >= 0))
@@ -156,6 +160,7 @@ def build_mesh(scenario: Scenario, fleet: Fleet, rng: np.random.Generator) -> di
             _lb(rule),
             rng,
             scenario.spec.step,
+            sidecars,
         )
     return out
 

@@ -39,10 +39,12 @@ class OutlierMonitor:
         cluster: str,
         upstreams: list[str],
         timeout_ms: int,
+        sidecars: list[str],
     ) -> None:
         """``stats``: the route's counters (the monitor bumps the ``ejections_*``); ``rng``: the
         run's generator (enforcement rolls); ``upstreams``: "ip:port" per host, for the event
-        log; ``timeout_ms``: when a timed-out request reaches its host's monitor (0: never)."""
+        log; ``timeout_ms``: when a timed-out request reaches its host's monitor (0: never);
+        ``sidecars``: each client's sidecar name in the event log."""
         self.detector = detector
         self.split = bool(detector and detector.split)
         self.clients = clients
@@ -51,6 +53,7 @@ class OutlierMonitor:
         self.cluster = cluster
         self.upstreams = upstreams
         self.timeout_ms = timeout_ms
+        self.sidecars = sidecars
         self.merge_window = MERGE_WINDOW_MS
         self.n_ejected = 0  # hosts ejected now, over all clients
         self.events: list[Event] = []
@@ -386,7 +389,9 @@ class OutlierMonitor:
             f'"num_ejections":{int(c.num_ejections[h])},"enforced":{"true" if enforced else "false"}}}'
         )
         type_ = "Warning" if action == "EJECT" else "Normal"
-        self.events.append(Event(t, type_, f"Outlier{action.title()}", f"sidecar/client-{ci}", msg, "envoy"))
+        self.events.append(
+            Event(t, type_, f"Outlier{action.title()}", f"sidecar/{self.sidecars[ci]}", msg, "envoy")
+        )
 
     def ejections_active(self) -> int:
         """Hosts ejected now, summed over the clients (kept as ejections come and go)."""

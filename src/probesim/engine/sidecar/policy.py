@@ -16,6 +16,9 @@ from probesim.mesh.istio import HTTPRoute, ms
 
 I64 = npt.NDArray[np.int64]
 
+# What a try met besides a status, for ``RoutePolicy.retried``.
+REFUSED_TRY, HUNG_TRY, TIMED_OUT_TRY = -1, -2, -3
+
 
 @dataclass
 class RoutePolicy:
@@ -30,6 +33,10 @@ class RoutePolicy:
     times_out: bool  # a hung host's request ends with a 504 (a route or per-try timeout)
     timeout_ms: int  # when a timed-out request reaches its host's monitor (0: never)
     mirror: float  # copies per request
+    delay_ms: int = 0  # how long a delayed request waits before it is sent
+    per_try_ms: int = 0  # a try's timeout (0: none)
+    route_ms: int = 0  # the route's timeout over every try (0: none, Istio's default)
+    backoff_ms: float = 25.0  # the retries' base interval (Envoy's default 25 ms)
 
     @classmethod
     def of(cls, route: HTTPRoute | None) -> RoutePolicy:
@@ -76,6 +83,7 @@ class RoutePolicy:
             if route.mirror is not None:
                 mirror = route.mirror_percentage.value / 100 if route.mirror_percentage else 1.0
             mirror += sum((m.percentage.value / 100 if m.percentage else 1.0) for m in route.mirrors)
+        per_try = route.retries.per_try_timeout if route and route.retries else None
         return cls(
             abort,
             delay,
@@ -88,6 +96,30 @@ class RoutePolicy:
             times_out,
             timeout_ms,
             mirror,
+            delay_ms=(ms(f.delay.fixed_delay) if f and f.delay else None) or 0,
+            per_try_ms=ms(per_try) or 0,
+            route_ms=(ms(route.timeout) if route else None) or 0,
+            backoff_ms=float((ms(route.retries.backoff) if route and route.retries else None) or 25),
+        )
+
+    def backoff(self, j: int) -> float:
+        """The mean wait before retry ``j`` (1, 2, …): uniform in [0, base × 2^(j-1)), the
+        interval capped at 10 × base (§5.5.4)."""
+        return min(self.backoff_ms * 2 ** (j - 1), 10 * self.backoff_ms) / 2
+
+    def retried(self, code: int) -> bool:
+        """Whether a failed try is retried: ``code`` its status, or REFUSED_TRY (a connect
+        failure) or TIMED_OUT_TRY (the per-try timeout); a hung try without one is not."""
+        if code == REFUSED_TRY:
+            return self.retry_connect
+        if code == TIMED_OUT_TRY:
+            return self.retry_timeout
+        if code < 0:
+            return False
+        return (
+            (code >= 500 and self.retry_5xx)
+            or (502 <= code <= 504 and self.retry_gateway)
+            or code in self.retry_codes
         )
 
     def retriable(

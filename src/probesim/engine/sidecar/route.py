@@ -78,7 +78,10 @@ class MeshRoute:
         lb: str,
         rng: np.random.Generator,
         step: int = 1000,
+        sidecars: list[str] | None = None,
     ) -> None:
+        """``sidecars``: the name of each client's sidecar in the event log (default
+        client-0, client-1, …)."""
         self.name = name
         self.pods = host_pods  # the Service's pods, in pod order (the cluster's hosts)
         self.upstreams = upstreams  # "ip:port" per host, for the event log
@@ -106,7 +109,14 @@ class MeshRoute:
         self.policy = RoutePolicy.of(route)
         self.stats = SidecarStats()
         self.outlier = OutlierMonitor(
-            self.detector, self.clients, self.stats, rng, cluster, upstreams, self.policy.timeout_ms
+            self.detector,
+            self.clients,
+            self.stats,
+            rng,
+            cluster,
+            upstreams,
+            self.policy.timeout_ms,
+            sidecars or [f"client-{ci}" for ci in range(clients)],
         )
         self._last_view: _HostView | None = None  # kept while the loop passes the same arrays
         # _batch's (view, clients' visible arrays, hosts, host counts, places), kept while the same.
@@ -260,10 +270,27 @@ class MeshRoute:
             self._cgw[rows] = np.where(sent, 0, self._cgw[rows])
         return np.asarray(per.sum(axis=0), np.int64)
 
+    def shares(self, in_eps: B) -> tuple[npt.NDArray[np.float64], float]:
+        """How the route's next request is shared out as the clients' load balancers see the
+        hosts now (ejections as delivered, the panic threshold), each client sending its turn:
+        per host, and the share that finds no host (503 no healthy upstream)."""
+        out = np.zeros(self.pods.size)
+        none = 0.0
+        members = np.flatnonzero(in_eps)
+        for c in self.clients:
+            hosts, _ = self._pickable(c, members)
+            if hosts.size:
+                out[hosts] += 1.0 / (len(self.clients) * hosts.size)
+            else:
+                none += 1.0 / len(self.clients)
+        return out, none
+
     def _hosts(self, c: Client, in_eps: npt.NDArray[np.bool_]) -> tuple[I64, bool]:
+        return self._pickable(c, self._view.members)
+
+    def _pickable(self, c: Client, members: I64) -> tuple[I64, bool]:
         """The host set to pick from as the load balancer sees it, and whether it is in panic
         (§3.3)."""
-        members = self._view.members
         if members.size == 0:
             return members, False
         healthy = members[~c.visible[members]]
