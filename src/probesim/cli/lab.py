@@ -112,7 +112,9 @@ def lab(
     and rollouts): pods as processes, probed as the
     kubelet probes them, restarted with CrashLoopBackOff; its traffic sent open-loop, through one
     real Envoy per client pod when DestinationRules or VirtualServices name the Service (the
-    configuration of probesim envoy-config), with endpoints following readiness. With --compare,
+    configuration of probesim envoy-config), with endpoints following readiness; the pods' calls
+    to another Service through its kube-proxy relay, and through one more Envoy when such rules
+    name that Service (example: probesim lab service-call-outlier --compare). With --compare,
     side by side with the simulation. Every child process is stopped when it ends, fails or is
     interrupted (Ctrl-C, SIGTERM, SIGHUP), and dies with the lab if it is killed.
 
