@@ -18,9 +18,11 @@ import yaml
 from typer.testing import CliRunner
 
 from probesim.cli import app
+from probesim.errors import InputError
 from probesim.fit.command import Request, fit
-from probesim.fit.queries import Mapping, queries
-from tests.fit.telemetry import DEPLOYMENT, T0, Truth, write_pods, write_saved
+from probesim.fit.kubectl import read_events
+from probesim.fit.queries import PRESETS, Mapping, queries
+from tests.fit.telemetry import DEPLOYMENT, T0, Truth, _matrix, write_pods, write_saved
 
 runner = CliRunner()
 
@@ -217,7 +219,7 @@ def test_a_live_prometheus_is_queried_over_the_period(inputs: Path, server: str)
     assert _values(json.loads(r.stdout))["containers.app.routes./api.cpu"] == pytest.approx(20, rel=0.15)
     assert {s["start"] for s in _Prometheus.seen} == {str(T0)}
     assert {float(s["end"]) for s in _Prometheus.seen} == {end}
-    assert len(_Prometheus.seen) == 9  # each query once
+    assert len(_Prometheus.seen) == len(queries(Mapping(), "shop", "web-.*", "app", "1m", "web"))  # each once
 
 
 def test_k6_output_gives_the_traffic_as_sent(inputs: Path) -> None:
@@ -346,3 +348,97 @@ def test_a_k6_summary_export_is_told_apart_from_its_json_lines(inputs: Path) -> 
                             str(inputs / "summary.json"), "-o", str(inputs / "f.yaml")])  # fmt: skip
     assert r.exit_code == 2
     assert "a k6 summary holds the run's totals, not the traffic over time" in r.output
+
+
+def _as_istio(saved: Path) -> None:
+    """The app's histogram as Istio's server sidecars export it: in milliseconds, no route label."""
+    for name in ("requests", "errors", "latency_sum", "buckets"):
+        doc = json.loads((saved / f"{name}.json").read_text())
+        for series in doc["data"]["result"]:
+            series["metric"].pop("http_route")
+            le = series["metric"].get("le")
+            if le is not None and le != "+Inf":
+                series["metric"]["le"] = repr(float(le) * 1000)
+            if name == "latency_sum":
+                series["values"] = [[t, repr(float(v) * 1000)] for t, v in series["values"]]
+        (saved / f"{name}.json").write_text(json.dumps(doc))
+
+
+def test_istios_request_metrics_fit_the_workload_as_one_route(inputs: Path) -> None:
+    r = runner.invoke(
+        app, ["fit", str(inputs / "k8s"), "-o", "x.yaml", "--print-queries", "--mapping", "istio"]
+    )
+    assert r.exit_code == 0, r.output
+    sel = 'namespace="shop",pod=~"web-.*",reporter="destination"'
+    assert f"sum(rate(istio_request_duration_milliseconds_count{{{sel}}}[1m]))" in r.output
+    assert (
+        f'sum(rate(istio_request_duration_milliseconds_count{{{sel},response_code=~"5.."}}[1m]))' in r.output
+    )
+    assert f"sum by (le) (rate(istio_request_duration_milliseconds_bucket{{{sel}}}[1m]))" in r.output
+    _as_istio(inputs / "saved")
+    out = fit(Request([str(inputs / "k8s")], inputs / "f.yaml", saved=str(inputs / "saved"),
+                      pods=str(inputs / "pods.json"), mapping=PRESETS["istio"]))  # fmt: skip
+    values = {f.path: f.value for f in out.fitted}
+    truth = Truth()
+    assert values["containers.app.routes.*.cpu"] == pytest.approx(truth.cpu_s * 1000, rel=0.15)
+    assert values["containers.app.routes.*.wall"] == pytest.approx(truth.wall_s * 1000, rel=0.15)
+    assert values["traffic.*"] == pytest.approx(30, rel=0.05)
+
+
+def _probes(saved: Path, failed: list[float]) -> None:
+    """The kubelet's prober counter: readiness failures as given per sample, successes beside."""
+    n = len(json.loads((saved / "ready.json").read_text())["data"]["result"][0]["values"])
+    times = [T0 + 15 * i for i in range(n)]
+    series = [
+        ({"probe_type": "Readiness", "result": "failed"}, failed + [failed[-1]] * (n - len(failed))),
+        ({"probe_type": "Readiness", "result": "successful"}, [15.0 * 3 * i for i in range(n)]),
+    ]
+    (saved / "probes.json").write_text(json.dumps(_matrix(series, times)))
+
+
+def test_probe_failures_are_compared_from_the_prober_counter_or_the_events(inputs: Path) -> None:
+    _probes(inputs / "saved", [0, 0, 1, 3, 4])
+    req = Request(
+        [str(inputs / "k8s")], inputs / "f.yaml", saved=str(inputs / "saved"), pods=str(inputs / "pods.json")
+    )
+    out = fit(req)
+    assert out.telemetry["probeFailures"] == {"Readiness": 4}
+    from probesim.fit.command import compare, write
+
+    write(out, inputs / "f.yaml")
+    rows = {(r["object"], r["figure"]): r for r in compare(out, inputs / "f.yaml")}
+    row = rows[("workload/web", "readiness probe failures")]
+    # The fitted app never fails its probe: 4 failures the scenario does not hold, beyond ±2.
+    assert (row["simulated"], row["measured"], row["agree"]) == (0.0, 4.0, False)
+    # kubectl's events instead: repeats folded into a count; those before the ramp left out.
+    events = {"apiVersion": "v1", "kind": "List", "items": [
+        {"kind": "Event", "involvedObject": {"kind": "Pod", "name": "web-1"}, "reason": "Unhealthy",
+         "message": 'Liveness probe failed: Get "http://10.0.0.5:8080/healthz": context deadline exceeded',
+         "count": 3, "firstTimestamp": "2025-11-24T16:05:00Z", "lastTimestamp": "2025-11-24T16:06:00Z"},
+        {"kind": "Event", "involvedObject": {"kind": "Pod", "name": "web-1"}, "reason": "Unhealthy",
+         "message": "Readiness probe failed: HTTP probe failed with statuscode: 503", "count": 2,
+         "lastTimestamp": "2025-11-24T15:00:00Z"},
+        {"kind": "Event", "involvedObject": {"kind": "Pod", "name": "web-1"}, "reason": "Killing",
+         "message": "Container app failed liveness probe, will be restarted", "lastTimestamp": "2025-11-24T16:06:00Z"},
+        {"kind": "Event", "involvedObject": {"kind": "Pod", "name": "api-0"}, "reason": "Unhealthy",
+         "message": "Liveness probe failed: x", "count": 9, "lastTimestamp": "2025-11-24T16:06:00Z"},
+    ]}  # fmt: skip
+    (inputs / "events.json").write_text(json.dumps(events))
+    assert read_events(str(inputs / "events.json"), "web-.*") == {
+        "Liveness": 3, "Readiness": 2, "Startup": 0, "Killing": 1, "BackOff": 0
+    }  # fmt: skip
+    req.events = str(inputs / "events.json")
+    out = fit(req)
+    assert out.telemetry["probeFailures"] == {"Liveness": 3, "Readiness": 0, "Startup": 0}
+    write(out, inputs / "f.yaml")
+    rows = {(r["object"], r["figure"]): r for r in compare(out, inputs / "f.yaml")}
+    assert rows[("workload/web", "liveness probe failures")]["measured"] == 3.0
+    assert ("workload/web", "readiness probe failures") not in rows  # none either side
+
+
+def test_a_bad_event_is_one_line_naming_the_field(tmp_path: Path) -> None:
+    (tmp_path / "e.json").write_text(json.dumps({"items": [{"kind": "Event", "involvedObject": {"name": "web-0"},
+                                                            "reason": "Unhealthy", "count": "x"}]}))  # fmt: skip
+    with pytest.raises(InputError) as e:
+        read_events(str(tmp_path / "e.json"), "web-.*")
+    assert e.value.field == "items[0].count" and "not a positive count" in e.value.message

@@ -199,15 +199,30 @@ def test_round_trip_lab_prometheus_fit_recovers_a_saturating_surge_and_simulates
         "restarts",
         "pod_ready",
         "pod_started",
+        "probes",
+        "replicas_ready",
     )
     assert saved == sorted(f"{n}.json" for n in names)
+    # The kubelet's failures twice, as a cluster has them: its prober counter and its events.
+    from probesim.fit.kubectl import read_events
+
+    events = read_events(str(out / "events.json"), "web-.*")
+    probes = json.loads((out / "web" / "probes.json").read_text())["data"]["result"]
+    counted = sum(
+        float(x["values"][-1][1])
+        for x in probes
+        if x["metric"] == {"probe_type": "Readiness", "result": "failed"}
+    )
+    assert events["Readiness"] >= 2 * 15  # the app answers 20 s after its start: probed every 1 s
+    assert abs(events["Readiness"] - counted) <= 2, (events, probes)
     # The surge saturated the CPU: the pods used their whole quota (1 core in all).
     cpu = json.loads((out / "web" / "cpu.json").read_text())["data"]["result"][0]["values"]
     assert max(float(v) for _, v in cpu) >= 0.9
     assert sum(1 for _ in (out / "k6.json").open()) == 15 * 26 + 45 * 13  # every request sent
     fitted_yaml = tmp_path / "fitted.yaml"
     fit = subprocess.run([probesim, "fit", str(tmp_path / "k8s"), "--from", str(out / "web"), "--pods",
-                          str(out / "pods.json"), "--k6", str(out / "k6.json"), "-o", str(fitted_yaml), "--json"],
+                          str(out / "pods.json"), "--k6", str(out / "k6.json"), "--events", str(out / "events.json"),
+                          "-o", str(fitted_yaml), "--json"],
                          capture_output=True, text=True, timeout=120)  # fmt: skip
     assert fit.returncode == 0, fit.stderr[-2000:]
     report = json.loads(fit.stdout)

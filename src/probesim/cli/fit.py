@@ -68,12 +68,20 @@ def fit(
     k6: Annotated[
         str | None, typer.Option(help="k6 run --out json=FILE output: the traffic as k6 sent it.")
     ] = None,
+    events: Annotated[
+        str | None,
+        typer.Option(
+            help="kubectl get events -o json output: probe failures by probe, for --compare (else the "
+            "kubelet's prober_probe_total)."
+        ),
+    ] = None,
     workload: Annotated[str | None, typer.Option(help="The workload to fit (default: the only one).")] = None,
     container: Annotated[str | None, typer.Option(help="Its container (default: the first).")] = None,
     mapping: Annotated[
         str | None,
         typer.Option(
-            help="A YAML file renaming the series fit reads (docs/fit.md: histogram, routeLabel, ...)."
+            help="A YAML file renaming the series fit reads (docs/fit.md: histogram, routeLabel, ...), "
+            "or 'istio' for Istio's istio_request_duration_milliseconds (one route)."
         ),
     ] = None,
     print_queries: Annotated[
@@ -112,7 +120,7 @@ def fit(
     req = Request(
         manifests=manifests, output=output, workload=workload, container=container, prometheus=prometheus,
         saved=saved, start=_when(start, "--start"), end=_when(end, "--end"), step=step, window=window,
-        pods=pods, k6=k6, mapping=load_mapping(mapping),
+        pods=pods, k6=k6, events=events, mapping=load_mapping(mapping),
     )  # fmt: skip
     if print_queries:
         from probesim.fit.command import target_queries

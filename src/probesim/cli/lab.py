@@ -19,9 +19,9 @@ def _fit_queries(w: Any) -> dict[str, str]:
     from probesim.fit.queries import Mapping, queries
     from probesim.lab.telemetry import RATE_WINDOW
 
-    return queries(
-        Mapping(), w.metadata.namespace, f"{w.name}-.*", w.pod_spec.containers[0].name, RATE_WINDOW
-    )
+    deployment = w.name if w.kind == "Deployment" else None
+    container = w.pod_spec.containers[0].name
+    return queries(Mapping(), w.metadata.namespace, f"{w.name}-.*", container, RATE_WINDOW, deployment)
 
 
 def _lab_seconds(given: str, option: str) -> float:

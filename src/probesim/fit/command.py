@@ -41,6 +41,7 @@ class Request:
     window: str = "1m"
     pods: str | None = None
     k6: str | None = None
+    events: str | None = None
     mapping: Mapping = field(default_factory=Mapping)
 
 
@@ -117,7 +118,8 @@ def _target(r: Request) -> _Target:
                          field="--container")  # fmt: skip
     c = next(x for x in w.pod_spec.containers if x.name == container)
     pods_re = f"{name}-.*"
-    qs = queries(r.mapping, w.metadata.namespace, pods_re, container, r.window)
+    deployment = name if w.kind == "Deployment" else None
+    qs = queries(r.mapping, w.metadata.namespace, pods_re, container, r.window, deployment)
     return _Target(generated, sc, w, c, pods_re, qs)
 
 
@@ -178,6 +180,7 @@ def fit(r: Request) -> Outcome:
         not_fitted.append((f"containers.{container}.start", why))
 
     label = r.mapping.route_label
+    bucket_scale = 1.0 if r.mapping.unit == "seconds" else 0.001  # the buckets' bounds to seconds
     requests = est.by_label(_need(got, "requests", qs), label)
     # The kubelet's probes reach the app's handlers too, and its histogram counts them: their
     # paths are the probes', not traffic to fit (their cost stays the generated default).
@@ -208,6 +211,8 @@ def fit(r: Request) -> Outcome:
         if idle is not None:
             fitted.append(idle)
     sums = got.get("latency_sum")
+    if sums and r.mapping.unit == "milliseconds":  # seconds answering per second, as fit_wall takes
+        sums = [Series(x.labels, x.t, x.v / 1000) for x in sums]
     limit_m = c.resources.limits.cpu or sc.spec.cluster.node_cpu
     walls: dict[str, float] = {}
     if sums:
@@ -223,10 +228,14 @@ def fit(r: Request) -> Outcome:
     if buckets and busiest in costs and cpu is not None:
         mine = [s for s in buckets if (s.labels.get(label, "") or "*") == busiest]
         cost_s = (costs[busiest] / 1000, walls.get(busiest, 0.0) / 1000)
-        scale = 1.0 if r.mapping.unit == "seconds" else 0.001
         if sum(cost_s) > 0:
             variability = est.fit_variability(
-                mine, cpu, _one(got.get("ready")), cost_s, limit_m / 1000, scale
+                mine,
+                cpu,
+                _one(got.get("ready")),
+                cost_s,
+                limit_m / 1000,
+                bucket_scale,
             )
         if variability is not None:
             fitted.append(variability)
@@ -270,8 +279,9 @@ def fit(r: Request) -> Outcome:
         generated.text, name, container, fitted, not_fitted, traffic, duration_ms, variability
     )
     telemetry = _telemetry(
-        got, requests, errors, est.by_label(sums or [], label), buckets or [], label, r.mapping
+        got, requests, errors, est.by_label(sums or [], label), buckets or [], label, bucket_scale
     )
+    _probe_telemetry(telemetry, got, r, pods_re)
     return Outcome(text, files, fitted, not_fitted, telemetry, name, svc)
 
 
@@ -343,36 +353,61 @@ def _telemetry(
     sums: dict[str, Series],
     buckets: list[Series],
     label: str,
-    m: Mapping,
+    bucket_scale: float,
 ) -> dict[str, Any]:
-    """What the telemetry recorded, as --compare sets it beside the simulation."""
+    """What the telemetry recorded, as --compare sets it beside the simulation (``sums`` in
+    seconds; the buckets' bounds times ``bucket_scale`` are seconds)."""
     out: dict[str, Any] = {"routes": {}}
-    ready = _one(got.get("ready"))
+    ready = _one(got.get("ready")) or _one(got.get("replicas_ready"))  # the pods', else the Deployment's
     if ready is not None and ready.v.size:
         # After the ramp, as the simulation's is compared: from the first sample at the most.
         after = ready.v[int(ready.v.argmax()) :]
         out["ready"] = {"mean": float(after.mean()), "min": float(after.min())}
+        out["rampEnd"] = float(ready.t[int(ready.v.argmax())])
     restarts = _one(got.get("restarts"))
     if restarts is not None and restarts.v.size:
         out["restarts"] = float(restarts.v[-1] - restarts.v[0])
-    scale = 1.0 if m.unit == "seconds" else 0.001
     for route, s in requests.items():
         total = float(s.v.sum())
         row: dict[str, Any] = {"rate": float(s.v.mean())}
         if total > 0:
             row["errorRate"] = float(errors[route].v.sum()) / total if route in errors else 0.0
             if route in sums:
-                row["meanMs"] = 1000 * float(sums[route].v.sum()) / total * scale
+                row["meanMs"] = 1000 * float(sums[route].v.sum()) / total
         cum: dict[float, float] = {}
         for b in buckets:
             if (b.labels.get(label, "") or "*") != route or "le" not in b.labels:
                 continue
-            le = math.inf if b.labels["le"] in ("+Inf", "Inf") else float(b.labels["le"]) * scale * 1000
+            bound = b.labels["le"]
+            le = math.inf if bound in ("+Inf", "Inf") else float(bound) * bucket_scale * 1000
             cum[le] = cum.get(le, 0.0) + float(b.v.sum())
         if cum.get(math.inf, 0) > 0:
             row["buckets"] = sorted(cum.items())
         out["routes"][route] = row
     return out
+
+
+def _probe_telemetry(tel: dict[str, Any], got: dict[str, list[Series] | None], r: Request, pods: str) -> None:
+    """Probe failures by probe after the ramp (as --compare takes the simulation's): from the
+    events when given (kubectl get events -o json), else from the kubelet's prober counter."""
+    since = tel.get("rampEnd")
+    if r.events is not None:
+        from probesim.fit.kubectl import PROBE_FAILED, read_events
+
+        counted = read_events(r.events, pods, since)
+        tel["probeFailures"] = {k: counted[k] for k in PROBE_FAILED}
+        tel["probeSource"] = f"events ({r.events})"
+        return
+    if not got.get("probes"):  # no prober series: nothing to tell
+        return
+    failed = [x for x in got.get("probes") or [] if x.labels.get("result") == "failed" and x.v.size]
+    out: dict[str, int] = {}
+    for x in failed:
+        v = x.v[x.t >= since] if since is not None else x.v
+        if v.size:
+            out[x.labels.get("probe_type", "")] = round(float(v[-1] - v[0]))
+    tel["probeFailures"] = out
+    tel["probeSource"] = "prober_probe_total"
 
 
 def quantile_bucket(buckets: list[tuple[float, float]], q: float) -> tuple[float, float]:
@@ -417,6 +452,23 @@ def compare(outcome: Outcome, scenario_path: Path) -> list[dict[str, Any]]:
         tol = max(1.0, 0.1 * tel["restarts"])
         row(f"workload/{w.name}", "restarts", float(w.total_restarts), tel["restarts"], tol,
             abs(w.total_restarts - tel["restarts"]) <= tol)  # fmt: skip
+    if "probeFailures" in tel:
+        # The simulation's kubelet says each failure in an event, as the real one does.
+        pods = {f"pod/{p}" for p in w.restarts}
+        ramp = w.all_ready_ms or 0
+        for kind in ("Liveness", "Readiness", "Startup"):
+            measured = tel["probeFailures"].get(kind, 0)
+            sim_n = sum(
+                1
+                for e in result.events
+                if e.object in pods and e.reason == "Unhealthy" and e.time_ms >= ramp
+                and e.message.startswith(f"{kind} probe failed")
+            )  # fmt: skip
+            if measured or sim_n:
+                tol = max(2.0, 0.1 * measured)
+                figure = f"{kind.lower()} probe failures"
+                row(f"workload/{w.name}", figure, float(sim_n), float(measured), tol,
+                    abs(sim_n - measured) <= tol)  # fmt: skip
     for rt in result.routes:
         t = tel["routes"].get(rt.name)
         if t is None:

@@ -1,4 +1,5 @@
-"""Container starts, Ready times and restarts from ``kubectl get pods -o json``.
+"""Container starts, Ready times and restarts from ``kubectl get pods -o json``; probe
+failures, kills and back-offs from ``kubectl get events -o json``.
 
 A pod's readiness flip is its ``Ready`` condition's ``lastTransitionTime``; its container's
 start is ``state.running.startedAt`` (../shared/reference/telemetry.md §7.1). Only pods Ready
@@ -53,20 +54,64 @@ def _objs(parent: dict[str, Any], key: str, path: str, at: str) -> list[dict[str
     return value
 
 
-def read_pods(path: str, pods: str, container: str) -> list[PodStart]:
-    """The pods of ``path`` whose name matches the regular expression ``pods``, each with its
-    container ``container``."""
-    import re
-
+def _items(path: str, command: str) -> list[Any]:
+    """The objects of a ``kubectl … -o json`` file (a List's items, or the one object)."""
     try:
         doc = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror}", file=path) from None
     except ValueError as e:
-        raise InputError(f"not JSON (kubectl get pods -o json writes it): {e}", file=path) from None
+        raise InputError(f"not JSON ({command} -o json writes it): {e}", file=path) from None
     items = doc.get("items") if isinstance(doc, dict) and "items" in doc else [doc]
     if not isinstance(items, list):
         raise InputError("items is not a list", file=path, field="items")
+    return items
+
+
+# What the kubelet's events say, by reason and the start of the message (kubelet.md): probe
+# failures by probe, containers killed, restarts held back.
+PROBE_FAILED = {"Liveness": "Liveness probe failed", "Readiness": "Readiness probe failed",
+                "Startup": "Startup probe failed"}  # fmt: skip
+
+
+def read_events(path: str, pods: str, since: float | None = None) -> dict[str, int]:
+    """Per kind (``Liveness``, ``Readiness``, ``Startup`` probe failures, ``Killing``,
+    ``BackOff``), how many times the events of ``path`` say it of a pod whose name matches
+    ``pods``, counting each event's ``count`` (the API folds repeats into one); ``since``: only
+    events last seen then or later (Unix s)."""
+    import re
+
+    match = re.compile(pods)
+    out = dict.fromkeys((*PROBE_FAILED, "Killing", "BackOff"), 0)
+    for i, ev in enumerate(_items(path, "kubectl get events")):
+        if not isinstance(ev, dict) or ev.get("kind", "Event") != "Event":
+            continue
+        at = f"items[{i}]"
+        obj = _obj(ev, "involvedObject", path, at)
+        if obj.get("kind", "Pod") != "Pod" or not match.fullmatch(str(obj.get("name", ""))):
+            continue
+        last = ev.get("lastTimestamp") or ev.get("eventTime")
+        if since is not None and last is not None and _time(last, path, f"{at}.lastTimestamp") < since:
+            continue
+        count = ev.get("count") or 1
+        if not isinstance(count, int) or count < 1:
+            raise InputError(f"{count!r} is not a positive count", file=path, field=f"{at}.count")
+        reason, message = str(ev.get("reason", "")), str(ev.get("message", ""))
+        if reason == "Unhealthy":
+            kind = next((k for k, p in PROBE_FAILED.items() if message.startswith(p)), None)
+            if kind is not None:
+                out[kind] += count
+        elif reason in ("Killing", "BackOff"):
+            out[reason] += count
+    return out
+
+
+def read_pods(path: str, pods: str, container: str) -> list[PodStart]:
+    """The pods of ``path`` whose name matches the regular expression ``pods``, each with its
+    container ``container``."""
+    import re
+
+    items = _items(path, "kubectl get pods")
     match = re.compile(pods)
     out = []
     for i, pod in enumerate(items):

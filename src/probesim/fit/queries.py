@@ -3,9 +3,10 @@
 Defaults follow what clusters expose (../shared/reference/telemetry.md): the app's request
 histogram under OpenTelemetry's stable name (``http_server_request_duration_seconds``, labels
 ``http_route`` and ``http_response_status_code``), cAdvisor's CPU counter, kube-state-metrics'
-ready and restart series. A mapping file renames any of them (a Prometheus client histogram
-such as ``http_request_duration_seconds`` with ``handler`` and ``code``, or Istio's
-``istio_request_duration_milliseconds``).
+ready and restart series, the kubelet's prober counter. A mapping file renames any of them (a
+Prometheus client histogram such as ``http_request_duration_seconds`` with ``handler`` and
+``code``); ``--mapping istio`` reads Istio's ``istio_request_duration_milliseconds`` as the
+server sidecars report it (one route: Istio's metrics have no path label).
 """
 
 from __future__ import annotations
@@ -30,7 +31,14 @@ class Mapping(BaseModel):
     )
     unit: Literal["seconds", "milliseconds"] = Field(default="seconds", description="The histogram's unit.")
     route_label: str = Field(
-        default="http_route", alias="routeLabel", description="Its label naming the route."
+        default="http_route",
+        alias="routeLabel",
+        description="Its label naming the route ('': none, all requests one route).",
+    )
+    filter: str = Field(
+        default="",
+        description="More label matchers for the app's series, as PromQL writes them "
+        '(Istio: reporter="destination", each request once, as its server\'s sidecar saw it).',
     )
     status_label: str = Field(
         default="http_response_status_code", alias="statusLabel", description="Its label holding the status."
@@ -43,6 +51,17 @@ class Mapping(BaseModel):
     started: str = Field(
         default="kube_pod_container_state_started", description="When each container started (Unix s)."
     )
+    probes: str = Field(
+        default="prober_probe_total", description="The kubelet's probe results (probe_type, result)."
+    )
+    replicas_ready: str = Field(
+        default="kube_deployment_status_replicas_ready",
+        alias="replicasReady",
+        description="The Deployment's Ready replicas (kube-state-metrics).",
+    )
+    deployment_label: str = Field(
+        default="deployment", alias="deploymentLabel", description="Its label naming the Deployment."
+    )
     pod_label: str = Field(default="pod", alias="podLabel", description="The label naming the pod.")
     namespace_label: str = Field(
         default="namespace", alias="namespaceLabel", description="... the namespace."
@@ -52,10 +71,26 @@ class Mapping(BaseModel):
     )
 
 
+PRESETS = {
+    # Istio's standard metrics (telemetry.md §4.1): the server sidecar's duration histogram, in
+    # ms; its status in response_code; no path label.
+    "istio": Mapping(
+        histogram="istio_request_duration_milliseconds",
+        unit="milliseconds",
+        route_label="",
+        status_label="response_code",
+        filter='reporter="destination"',
+    ),
+}
+
+
 def load_mapping(path: str | None) -> Mapping:
-    """The mapping file's names (the defaults without one); a bad file is an InputError naming it."""
+    """The mapping file's names (the defaults without one; a preset's by its name when no such
+    file exists); a bad file is an InputError naming it."""
     if path is None:
         return Mapping()
+    if path in PRESETS and not Path(path).exists():
+        return PRESETS[path]
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except OSError as e:
@@ -71,25 +106,35 @@ def load_mapping(path: str | None) -> Mapping:
         raise InputError(f"{first['msg']} (fields: {allowed})", file=path, field=where or None) from None
 
 
-def queries(m: Mapping, namespace: str, pods: str, container: str, window: str) -> dict[str, str]:
+def queries(
+    m: Mapping, namespace: str, pods: str, container: str, window: str, workload: str | None = None
+) -> dict[str, str]:
     """Each query fit runs, by the name its answer is saved under (``<name>.json``).
 
     ``pods`` is a regular expression of the workload's pod names (``web-.*``); ``window`` the
-    rate window, several scrape intervals long (rate needs two samples inside it)."""
+    rate window, several scrape intervals long (rate needs two samples inside it); ``workload``
+    the Deployment's name, for its replicas."""
     sel = f'{m.namespace_label}="{namespace}",{m.pod_label}=~"{pods}"'
-    app = sel  # the app's own series: scraped from its pods, labelled with them
+    app = sel + (f",{m.filter}" if m.filter else "")  # the app's own series, scraped from its pods
+    ctr = f'{sel},{m.container_label}="{container}"'
     h, r, s = m.histogram, m.route_label, m.status_label
-    return {
-        "requests": f"sum by ({r}) (rate({h}_count{{{app}}}[{window}]))",
-        "errors": f'sum by ({r}) (rate({h}_count{{{app},{s}=~"5.."}}[{window}]))',
-        "latency_sum": f"sum by ({r}) (rate({h}_sum{{{app}}}[{window}]))",
-        "buckets": f"sum by ({r}, le) (rate({h}_bucket{{{app}}}[{window}]))",
-        "cpu": f'sum(rate({m.cpu}{{{sel},{m.container_label}="{container}"}}[{window}]))',
+    by, by_le = (f" by ({r}) ", f" by ({r}, le) ") if r else ("", " by (le) ")
+    out = {
+        "requests": f"sum{by}(rate({h}_count{{{app}}}[{window}]))",
+        "errors": f'sum{by}(rate({h}_count{{{app},{s}=~"5.."}}[{window}]))',
+        "latency_sum": f"sum{by}(rate({h}_sum{{{app}}}[{window}]))",
+        "buckets": f"sum{by_le}(rate({h}_bucket{{{app}}}[{window}]))",
+        "cpu": f"sum(rate({m.cpu}{{{ctr}}}[{window}]))",
         "ready": f'sum({m.ready}{{{sel},condition="true"}})',
-        "restarts": f'sum({m.restarts}{{{sel},{m.container_label}="{container}"}})',
+        "restarts": f"sum({m.restarts}{{{ctr}}})",
         "pod_ready": f'{m.ready}{{{sel},condition="true"}}',
-        "pod_started": f'{m.started}{{{sel},{m.container_label}="{container}"}}',
+        "pod_started": f"{m.started}{{{ctr}}}",
+        "probes": f"sum by (probe_type, result) ({m.probes}{{{ctr}}})",
     }
+    if workload is not None:
+        dep = f'{m.namespace_label}="{namespace}",{m.deployment_label}="{workload}"'
+        out["replicas_ready"] = f"sum({m.replicas_ready}{{{dep}}})"
+    return out
 
 
 # What each answer is for, as --print-queries and docs/fit.md say it.
@@ -103,4 +148,6 @@ PURPOSE = {
     "restarts": "container restarts: compared with the simulation's (--compare)",
     "pod_ready": "each pod's Ready condition over time: with pod_started, when the app first answered",
     "pod_started": "when each pod's container started: with pod_ready, the app's start",
+    "probes": "the kubelet's probe results by probe type: failures beside the simulation's (--compare)",
+    "replicas_ready": "the Deployment's Ready replicas: the ready pods when the pod series are missing",
 }

@@ -8,8 +8,9 @@ with its pod and namespace as Kubernetes service discovery labels them. When the
 lab asks that Prometheus fit's own queries over the run for each workload (``queries``, given by
 the caller: fit/queries.py's), writes the answers as ``DIR/<workload>/<name>.json`` — what
 ``probesim fit --from`` reads — and the pods as ``kubectl get pods -o json`` shows them
-(``DIR/pods.json``, second-precision times as the API has them). Then Prometheus is stopped
-with everything else.
+(``DIR/pods.json``, second-precision times as the API has them) and their events as
+``kubectl get events -o json`` does (``DIR/events.json``). Then Prometheus is stopped with
+everything else.
 """
 
 from __future__ import annotations
@@ -139,6 +140,7 @@ class Telemetry:
             written.append(folder)
         (self.out / "pods.json").write_text(json.dumps(self.pods_json(), indent=1), encoding="utf-8")
         self._write_k6(self.out / "k6.json")
+        (self.out / "events.json").write_text(json.dumps(self.events_json(), indent=1), encoding="utf-8")
         period = {"start": _rfc3339(start), "end": _rfc3339(end + 1)}  # what fit --start/--end take
         (self.out / "period.json").write_text(json.dumps(period), encoding="utf-8")
         return written
@@ -158,6 +160,29 @@ class Telemetry:
                 for at in res.sent_at:
                     point = {"time": _rfc3339(at), "value": 1, "tags": tags}
                     f.write(json.dumps({"type": "Point", "metric": "http_reqs", "data": point}) + "\n")
+
+    def events_json(self) -> dict[str, Any]:
+        """The pods' events as ``kubectl get events -o json`` lists them: repeats of the same
+        reason and message on one pod folded into one event with its ``count`` and first and
+        last times, as the API's event recorder folds them."""
+        folded: dict[tuple[str, str, str, str], list[float]] = {}
+        for e in self.lab.clock.events:
+            kind, _, name = e.object.partition("/")
+            if kind != "pod":
+                continue
+            at = self.lab.clock.wall_t0 + e.time_ms / 1000
+            folded.setdefault((name, e.type, e.reason, e.message), []).append(at)
+        namespaces = {p.name: self._namespace(p.workload) for p in self.lab.pods}
+        items = []
+        for (name, type_, reason, message), times in folded.items():
+            ns = namespaces.get(name, "default")
+            items.append({
+                "apiVersion": "v1", "kind": "Event", "metadata": {"namespace": ns},
+                "involvedObject": {"kind": "Pod", "name": name, "namespace": ns},
+                "type": type_, "reason": reason, "message": message, "count": len(times),
+                "firstTimestamp": _rfc3339(min(times)), "lastTimestamp": _rfc3339(max(times)),
+            })  # fmt: skip
+        return {"apiVersion": "v1", "kind": "List", "items": items}
 
     def pods_json(self) -> dict[str, Any]:
         """The pods as ``kubectl get pods -o json`` lists them (the fields fit reads)."""
