@@ -52,7 +52,8 @@ def test_results_do_not_depend_on_the_cpus_vector_extensions() -> None:
     )
     assert r.returncode == 0, r.stderr[-2000:]
     other = json.loads(r.stdout)
-    # The switch took: numpy's exp gives other bits there than here.
-    assert other["exp"] != np.exp(np.linspace(-30, 5, 100_001)).tobytes().hex()
+    if other["exp"] == np.exp(np.linspace(-30, 5, 100_001)).tobytes().hex():
+        # (An AVX2-only CPU: numpy's AVX2 exp gives the baseline's bits.)
+        pytest.skip("switching numpy's vector paths off changes no bit of its exp on this CPU")
     for name, theirs in zip(CASES, other["results"], strict=True):
         assert theirs == _result(name), name

@@ -370,10 +370,9 @@ def test_istios_request_metrics_fit_the_workload_as_one_route(inputs: Path) -> N
     )
     assert r.exit_code == 0, r.output
     sel = 'namespace="shop",pod=~"web-.*",reporter="destination"'
-    assert f"sum(rate(istio_request_duration_milliseconds_count{{{sel}}}[1m]))" in r.output
-    assert (
-        f'sum(rate(istio_request_duration_milliseconds_count{{{sel},response_code=~"5.."}}[1m]))' in r.output
-    )
+    assert f"sum(rate(istio_requests_total{{{sel}}}[1m]))" in r.output
+    assert f'sum(rate(istio_requests_total{{{sel},response_code=~"5.."}}[1m]))' in r.output
+    assert f"sum(rate(istio_request_duration_milliseconds_sum{{{sel}}}[1m]))" in r.output
     assert f"sum by (le) (rate(istio_request_duration_milliseconds_bucket{{{sel}}}[1m]))" in r.output
     _as_istio(inputs / "saved")
     out = fit(Request([str(inputs / "k8s")], inputs / "f.yaml", saved=str(inputs / "saved"),

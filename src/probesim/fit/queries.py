@@ -5,8 +5,9 @@ histogram under OpenTelemetry's stable name (``http_server_request_duration_seco
 ``http_route`` and ``http_response_status_code``), cAdvisor's CPU counter, kube-state-metrics'
 ready and restart series, the kubelet's prober counter. A mapping file renames any of them (a
 Prometheus client histogram such as ``http_request_duration_seconds`` with ``handler`` and
-``code``); ``--mapping istio`` reads Istio's ``istio_request_duration_milliseconds`` as the
-server sidecars report it (one route: Istio's metrics have no path label).
+``code``); ``--mapping istio`` reads Istio's ``istio_requests_total`` and
+``istio_request_duration_milliseconds`` as the server sidecars report them (one route: Istio's
+metrics have no path label).
 """
 
 from __future__ import annotations
@@ -34,6 +35,12 @@ class Mapping(BaseModel):
         default="http_route",
         alias="routeLabel",
         description="Its label naming the route ('': none, all requests one route).",
+    )
+    requests_counter: str = Field(
+        default="",
+        alias="requestsCounter",
+        description="A request counter to count requests and errors by ('': the histogram's _count), "
+        "with the histogram's route and status labels.",
     )
     filter: str = Field(
         default="",
@@ -79,6 +86,7 @@ PRESETS = {
         unit="milliseconds",
         route_label="",
         status_label="response_code",
+        requests_counter="istio_requests_total",
         filter='reporter="destination"',
     ),
 }
@@ -119,9 +127,10 @@ def queries(
     ctr = f'{sel},{m.container_label}="{container}"'
     h, r, s = m.histogram, m.route_label, m.status_label
     by, by_le = (f" by ({r}) ", f" by ({r}, le) ") if r else ("", " by (le) ")
+    count = m.requests_counter or f"{h}_count"
     out = {
-        "requests": f"sum{by}(rate({h}_count{{{app}}}[{window}]))",
-        "errors": f'sum{by}(rate({h}_count{{{app},{s}=~"5.."}}[{window}]))',
+        "requests": f"sum{by}(rate({count}{{{app}}}[{window}]))",
+        "errors": f'sum{by}(rate({count}{{{app},{s}=~"5.."}}[{window}]))',
         "latency_sum": f"sum{by}(rate({h}_sum{{{app}}}[{window}]))",
         "buckets": f"sum{by_le}(rate({h}_bucket{{{app}}}[{window}]))",
         "cpu": f"sum(rate({m.cpu}{{{ctr}}}[{window}]))",
