@@ -30,8 +30,9 @@ lint: setup
 browser:
 	@scripts/browser.sh
 
+# Two workers: the lab's real-time tests in one (one after another), the rest shared.
 test: lint browser
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2 --dist loadgroup
 
 docs: setup
 	$(BIN)/python -c "from probesim.analysis.rules import rules_markdown as m; open('docs/rules.md', 'w').write(m())"
