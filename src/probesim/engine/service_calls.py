@@ -240,10 +240,10 @@ def through_policy(pol: RoutePolicy, picked: tuple[list[tuple[float, list[Try]]]
         _add(call, delayed, pol.delay)
     if pol.abort:  # answered by the sidecar after any delay: no try
         call = {k: v * (1 - pol.abort) for k, v in call.items()}
-        delayed = pol.delay if pol.delay_ms else 0.0
-        _add(call, {(0.0, True): 1 - delayed}, pol.abort)
-        if delayed:
-            _add(call, {(float(pol.delay_ms), True): delayed}, pol.abort)
+        held = pol.delay if pol.delay_ms else 0.0  # the share aborted after its delay
+        _add(call, {(0.0, True): 1 - held}, pol.abort)
+        if held:
+            _add(call, {(float(pol.delay_ms), True): held}, pol.abort)
     if pol.route_ms:
         capped: Classes = {}
         for (lat, fa), p in call.items():
