@@ -145,6 +145,17 @@ def test_no_healthy_host_and_fault_aborts_fail_at_once_without_a_try() -> None:
     pol = policy(fault={"abort": {"httpStatus": 503, "percentage": {"value": 10}}})
     got = through(pol, [(0.8, [OK])], none=0.2)
     assert got == pytest.approx({(3.0, False): 0.9 * 0.8, (0.0, True): 0.9 * 0.2 + 0.1})
+    # A delay holds the request before the sidecar sends it, or aborts it.
+    pol = policy(
+        fault={
+            "delay": {"fixedDelay": "1s", "percentage": {"value": 50}},
+            "abort": {"httpStatus": 503, "percentage": {"value": 10}},
+        }
+    )
+    got = through(pol, [(1.0, [OK])])
+    assert got == pytest.approx(
+        {(3.0, False): 0.45, (1003.0, False): 0.45, (0.0, True): 0.05, (1000.0, True): 0.05}
+    )
 
 
 def test_the_lab_sends_calls_through_a_sidecar_exactly_when_the_simulation_does() -> None:

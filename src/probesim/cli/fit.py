@@ -81,7 +81,7 @@ def fit(
         str | None,
         typer.Option(
             help="A YAML file renaming the series fit reads (docs/fit.md: histogram, routeLabel, ...), "
-            "or 'istio' for Istio's istio_request_duration_milliseconds (one route)."
+            "or 'istio' for Istio's istio_requests_total and istio_request_duration_milliseconds (one route)."
         ),
     ] = None,
     print_queries: Annotated[

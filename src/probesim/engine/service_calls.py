@@ -238,10 +238,12 @@ def through_policy(pol: RoutePolicy, picked: tuple[list[tuple[float, list[Try]]]
         delayed = {(lat + pol.delay_ms, fa): p for (lat, fa), p in call.items()}
         call = {k: v * (1 - pol.delay) for k, v in call.items()}
         _add(call, delayed, pol.delay)
-    if pol.abort:
+    if pol.abort:  # answered by the sidecar after any delay: no try
         call = {k: v * (1 - pol.abort) for k, v in call.items()}
-        wait = pol.delay_ms * pol.delay
-        _add(call, {(wait, True): pol.abort}, 1.0)  # answered by the sidecar: no try
+        held = pol.delay if pol.delay_ms else 0.0  # the share aborted after its delay
+        _add(call, {(0.0, True): 1 - held}, pol.abort)
+        if held:
+            _add(call, {(float(pol.delay_ms), True): held}, pol.abort)
     if pol.route_ms:
         capped: Classes = {}
         for (lat, fa), p in call.items():

@@ -398,13 +398,13 @@ def _probe_telemetry(tel: dict[str, Any], got: dict[str, list[Series] | None], r
         tel["probeFailures"] = {k: counted[k] for k in PROBE_FAILED}
         tel["probeSource"] = f"events ({r.events})"
         return
-    if not got.get("probes"):  # no prober series: nothing to tell
+    probes = got.get("probes")
+    if not probes:  # no prober series: nothing to tell
         return
-    failed = [x for x in got.get("probes") or [] if x.labels.get("result") == "failed" and x.v.size]
     out: dict[str, int] = {}
-    for x in failed:
+    for x in probes:
         v = x.v[x.t >= since] if since is not None else x.v
-        if v.size:
+        if x.labels.get("result") == "failed" and v.size:
             out[x.labels.get("probe_type", "")] = round(float(v[-1] - v[0]))
     tel["probeFailures"] = out
     tel["probeSource"] = "prober_probe_total"

@@ -78,7 +78,8 @@ def read_events(path: str, pods: str, since: float | None = None) -> dict[str, i
     """Per kind (``Liveness``, ``Readiness``, ``Startup`` probe failures, ``Killing``,
     ``BackOff``), how many times the events of ``path`` say it of a pod whose name matches
     ``pods``, counting each event's ``count`` (the API folds repeats into one); ``since``: only
-    events last seen then or later (Unix s)."""
+    events last seen then or later (Unix s; a folded event counts whole: its repeats' own times
+    are not kept)."""
     import re
 
     match = re.compile(pods)

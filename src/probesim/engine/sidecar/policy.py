@@ -109,18 +109,11 @@ class RoutePolicy:
 
     def retried(self, code: int) -> bool:
         """Whether a failed try is retried: ``code`` its status, or REFUSED_TRY (a connect
-        failure) or TIMED_OUT_TRY (the per-try timeout); a hung try without one is not."""
-        if code == REFUSED_TRY:
-            return self.retry_connect
-        if code == TIMED_OUT_TRY:
-            return self.retry_timeout
-        if code < 0:
-            return False
-        return (
-            (code >= 500 and self.retry_5xx)
-            or (502 <= code <= 504 and self.retry_gateway)
-            or code in self.retry_codes
-        )
+        failure), TIMED_OUT_TRY (the per-try timeout's 504) or HUNG_TRY (no answer and no
+        timeout: never); ``retriable``'s rules for one try."""
+        refused, hung = code == REFUSED_TRY, code in (HUNG_TRY, TIMED_OUT_TRY)
+        st = 504 if code == TIMED_OUT_TRY else max(code, 0)
+        return bool(self.retriable(np.array([refused]), np.array([hung]), np.array([st]))[0])
 
     def retriable(
         self, refused: npt.NDArray[np.bool_], hung: npt.NDArray[np.bool_], st: I64
