@@ -34,7 +34,7 @@ from probesim.engine.fleet import (
     Fleet,
     ProbeSpecArrays,
 )
-from probesim.kube.outcomes import Outcome
+from probesim.kube.outcomes import ERROR_STATUS, HANDLER_ERROR, NO_ANSWER, OK, REFUSED, Outcome
 from probesim.model.scenario import ContainerBehavior, RouteCost
 
 I64 = npt.NDArray[np.int64]
@@ -420,10 +420,10 @@ class ProbeWorkers:
         passed = np.where(tcp, listening, listening & ~timed_out & (status >= 200) & (status < 400))
         why = np.where(
             ~listening,
-            Outcome.REFUSED,
-            np.where(timed_out, Outcome.NO_ANSWER, np.where(passed, Outcome.OK, Outcome.ERROR_STATUS)),
+            REFUSED,
+            np.where(timed_out, NO_ANSWER, np.where(passed, OK, ERROR_STATUS)),
         )
-        why = np.where(s.port_error[idx], Outcome.HANDLER_ERROR, why)
+        why = np.where(s.port_error[idx], HANDLER_ERROR, why)
         latency = np.where(s.port_error[idx], 0, latency)  # the port is resolved before connecting
         self.pending_passed[idx] = passed
         self.pending_instance[idx] = ctr.instance[idx]
@@ -440,12 +440,12 @@ class ProbeWorkers:
     def _apply(self, idx: I64, t: int, ctr: Containers, log: EventLog) -> I64:
         """Count finished runs toward the thresholds and write verdicts (§2.2.17-19)."""
         why = self.pending_why[idx]
-        for c in idx[why == Outcome.HANDLER_ERROR]:
+        for c in idx[why == HANDLER_ERROR]:
             pod, _ = self.fleet.container_label(int(c))
             msg = f"{self.title} probe errored and resulted in unknown state: {self.spec.error[int(c)]}"
             log.add(t, "Warning", "Unhealthy", f"pod/{pod}", msg)
         # A handler error is thrown away: counters and cache unchanged.
-        idx = idx[why != Outcome.HANDLER_ERROR]
+        idx = idx[why != HANDLER_ERROR]
         if idx.size == 0:
             return idx
         for c in idx[self.pending_warn[idx]]:

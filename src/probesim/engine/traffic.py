@@ -35,12 +35,14 @@ from probesim.engine.routing import Route
 from probesim.engine.service_calls import answers, through_sidecar
 from probesim.engine.sidecar.split import Sidecars
 from probesim.kube.endpoints import endpoint_ready
-from probesim.kube.outcomes import REQUEST_CODES, Outcome
+from probesim.kube.outcomes import ERROR_STATUS, NO_ANSWER, OK, REFUSED, REQUEST_CODES
 from probesim.model.scenario import ScenarioSpec
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 B = npt.NDArray[np.bool_]
+_NONE = np.empty(0, np.int64)  # no containers (read only)
+_NONE.flags.writeable = False
 
 
 class Traffic:
@@ -114,6 +116,7 @@ class Traffic:
         self.queued_n = [0] * len(f.routes)
         self.queued_rows = [np.zeros(q.shape[0], np.int64) for q in self.queued]  # per arrival step
         self.touched = np.zeros(f.n_containers, bool)  # took requests since it last lost them
+        self._none_stopped: tuple[int, int] | None = None  # (containers' epoch, cap.hi) when none was
         self.call_routes = [ri for ri, r in enumerate(f.routes) if r.call]
         self.answered_at_once = [0] * len(f.routes)  # per route, this step's answers at once
 
@@ -131,10 +134,17 @@ class Traffic:
             # Only containers that took requests may hold any (the rest stay out of the masks:
             # the answer buffers are slots × containers), all of them below cap.hi.
             hi = cap.hi
-            stopped = ~self.ctr.alive(hi) | (self.ctr.instance[:hi] != cap.instance[:hi])
-            gone = np.flatnonzero(self.touched[:hi] & stopped)
-            self.touched[gone] = False
-            cap.drop(stopped)
+            if (self.ctr.epoch, hi) != self._none_stopped:
+                stopped = ~self.ctr.alive(hi) | (self.ctr.instance[:hi] != cap.instance[:hi])
+                gone = np.flatnonzero(self.touched[:hi] & stopped)
+                self.touched[gone] = False
+                cap.drop(stopped)
+                # None stopped stays so until a container starts, exits or is killed (every such
+                # change bumps the epoch) or new ones take requests: arrivals only set a
+                # container's instance to its current one.
+                self._none_stopped = (self.ctr.epoch, hi) if not stopped.any() else None
+            else:
+                gone = _NONE
             for ri, route in enumerate(f.routes):
                 self.step_cdf[ri] = 0.0
                 self._give_up(ri, k, rec)  # their client gave up by now, before the stop was seen
@@ -260,16 +270,16 @@ class Traffic:
                     if kk
                     else np.zeros(REQUEST_CODES, np.int64)
                 )
-            col["restarting"][k] += counts[Outcome.REFUSED]
-            col["not_answering"][k] += counts[Outcome.NO_ANSWER]
-            col["error_status"][k] += counts[Outcome.ERROR_STATUS]
-            ok_now = int(counts[Outcome.OK])
+            col["restarting"][k] += counts[REFUSED]
+            col["not_answering"][k] += counts[NO_ANSWER]
+            col["error_status"][k] += counts[ERROR_STATUS]
+            ok_now = int(counts[OK])
             cap = self.capacity
             if cap.any and kk:
                 # Requests to loaded containers join their backlog; they finish (or time out)
                 # when served, in _serve. What does not fit is refused at once.
                 tc = route.target_container[eps]
-                queued = (cat == Outcome.OK) & cap.loaded[tc] & (per_ep > 0)
+                queued = (cat == OK) & cap.loaded[tc] & (per_ep > 0)
                 if queued.any():
                     qc = tc[queued]
                     qx = span(qc)  # usually consecutive: views, not gathers
@@ -278,10 +288,11 @@ class Traffic:
                     self.touched[qx] = True
                     q = self.queued[ri]
                     q[k % q.shape[0], qx] += took  # (one endpoint per pod: no container twice)
-                    self.queued_n[ri] += int(took.sum())
-                    self.queued_rows[ri][k % q.shape[0]] += int(took.sum())
-                    ok_now -= int(offered.sum())
-                    col["rejected"][k] += int(offered.sum() - took.sum())
+                    n_took, n_offered = int(took.sum()), int(offered.sum())
+                    self.queued_n[ri] += n_took
+                    self.queued_rows[ri][k % q.shape[0]] += n_took
+                    ok_now -= n_offered
+                    col["rejected"][k] += n_offered - n_took
             col["ok"][k] += ok_now
             self.answered_at_once[ri] = ok_now
 
@@ -389,11 +400,11 @@ class Traffic:
         status = beh.status[route.target, tc]
         return np.where(
             ~beh.listening[tc] | route.closed[pods],
-            Outcome.REFUSED,
+            REFUSED,
             np.where(
                 beh.hung[tc],
-                Outcome.NO_ANSWER,
-                np.where((status >= 400) | (status < 200), Outcome.ERROR_STATUS, Outcome.OK),
+                NO_ANSWER,
+                np.where((status >= 400) | (status < 200), ERROR_STATUS, OK),
             ),
         )
 

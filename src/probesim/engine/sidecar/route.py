@@ -19,7 +19,7 @@ import numpy.typing as npt
 from probesim.engine.sidecar.ejection import OutlierMonitor
 from probesim.engine.sidecar.outlier import Client, Detector, SidecarStats
 from probesim.engine.sidecar.policy import RoutePolicy
-from probesim.kube.outcomes import Outcome
+from probesim.kube.outcomes import ERROR_STATUS, NO_ANSWER, REFUSED
 from probesim.mesh.istio import DestinationRule, HTTPRoute
 from probesim.results import Event
 
@@ -44,11 +44,11 @@ class _HostView:
 
     def __init__(self, route: MeshRoute, in_eps: B, cat: I64, status: I64) -> None:
         self.members = np.flatnonzero(in_eps)
-        self.refused = cat == Outcome.REFUSED
+        self.refused = cat == REFUSED
         # A hung host answers nothing: with a route or per-try timeout the sidecar gives up
         # with 504 (reported as a local-origin timeout, §2.1.3); without one it just waits.
-        self.hung = cat == Outcome.NO_ANSWER
-        st = np.where(self.refused, 503, np.where(cat == Outcome.ERROR_STATUS, status, 200))
+        self.hung = cat == NO_ANSWER
+        st = np.where(self.refused, 503, np.where(cat == ERROR_STATUS, status, 200))
         # 0: no answer, nothing reported.
         self.st = np.where(self.hung, 504 if route.policy.times_out else 0, st)
         self.retriable = route.policy.retriable(self.refused, self.hung, self.st)
