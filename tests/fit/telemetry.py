@@ -59,6 +59,12 @@ class Truth:
     cores_per_pod: float = 1.0
     minutes: int = 30
     step_s: float = 15.0
+    probe_wall_s: float | None = None  # the readiness probe's path waits this (prober series)
+    throttle_peak: float = 0.0  # throttled share of CFS periods at the peak load (cAdvisor series)
+    replicas: int | None = None  # the Deployment's replica series (kube-state-metrics)
+
+
+PROBE_CPU_S = 0.001  # the probe path's CPU, as the generated scenario costs any path ('*')
 
 
 def _matrix(series: list[tuple[dict[str, str], list[float]]], times: list[float]) -> dict[str, object]:
@@ -90,7 +96,10 @@ def write_saved(folder: Path, truth: Truth, seed: int = 7) -> dict[str, float]:
     rate = 30 + 20 * np.sin(np.arange(n) / n * 4 * math.pi)  # 10 to 50 requests/s over all pods
     cpu = truth.idle_cores + rate * truth.cpu_s + rng.normal(0, 0.005, n)
     rho = np.clip(cpu / (truth.pods * truth.cores_per_pod), 0, 0.95)
-    mean = truth.wall_s + truth.cpu_s / (1 - rho)
+    # Throttled in a share of periods growing with the load; a throttled request waits half a
+    # 100 ms period, as the capacity model has it.
+    throttled = truth.throttle_peak * (rate - rate.min()) / (rate.max() - rate.min())
+    mean = truth.wall_s + truth.cpu_s / (1 - rho) + throttled * 0.05
     route = {"http_route": "/api"}
     buckets = [
         ({**route, "le": repr(le)}, [r * _cdf(le, m, truth.sigma) for r, m in zip(rate, mean, strict=True)])
@@ -105,6 +114,20 @@ def write_saved(folder: Path, truth: Truth, seed: int = 7) -> dict[str, float]:
         "ready": [({}, [float(truth.pods)] * n)],
         "restarts": [({}, [0.0] * n)],
     }
+    if truth.throttle_peak:
+        periods = np.full(n, 10.0 * truth.pods)  # each pod ran in every 100 ms period
+        answers["cfs_periods"] = [({}, list(periods))]
+        answers["throttled_periods"] = [({}, list(periods * throttled))]
+    if truth.probe_wall_s is not None:
+        probe_mean = truth.probe_wall_s + PROBE_CPU_S / (1 - rho) + throttled * 0.05
+        runs = np.full(n, float(truth.pods))  # a readiness probe a second on each pod
+        kind = {"probe_type": "Readiness"}
+        answers["probe_runs"] = [(kind, list(runs))]
+        answers["probe_seconds"] = [(kind, list(runs * probe_mean))]
+    if truth.replicas is not None:
+        for name in ("replicas", "replicas_desired", "replicas_available"):
+            answers[name] = [({}, [float(truth.replicas)] * n)]
+        answers["replicas_unavailable"] = [({}, [float(truth.replicas - truth.pods)] * n)]
     folder.mkdir(parents=True, exist_ok=True)
     for name, series in answers.items():
         (folder / f"{name}.json").write_text(json.dumps(_matrix(series, times)), encoding="utf-8")

@@ -441,3 +441,80 @@ def test_a_bad_event_is_one_line_naming_the_field(tmp_path: Path) -> None:
     with pytest.raises(InputError) as e:
         read_events(str(tmp_path / "e.json"), "web-.*")
     assert e.value.field == "items[0].count" and "not a positive count" in e.value.message
+
+
+def test_a_probe_paths_wait_comes_from_the_kubelets_probe_durations(inputs: Path) -> None:
+    """A health endpoint that waits 200 ms (on a database, say): prober_probe_duration_seconds
+    gives it, less its CPU stretched by the load; the fitted scenario costs the probe's path so."""
+    write_saved(inputs / "saved", Truth(probe_wall_s=0.2))
+    r = fit(Request([str(inputs / "k8s")], inputs / "f.yaml", saved=str(inputs / "saved")))
+    wall = next(f for f in r.fitted if f.path == "containers.app.routes./healthz.wall")
+    assert wall.value == pytest.approx(200, rel=0.15)
+    assert wall.source.startswith("the kubelet's Readiness probe durations") and "120 samples" in wall.source
+    assert any("successful probes only" in n for n in wall.notes)
+    doc = next(iter(yaml.safe_load_all(r.scenario)))
+    routes = doc["spec"]["behavior"]["web"]["containers"]["app"]["routes"]
+    # Its CPU is the generated scenario's for any path; the request route is fitted as before.
+    assert routes["/healthz"] == {"cpu": "1ms", "wall": f"{wall.value:g}ms"}
+    assert set(routes["/api"]) == {"cpu", "wall"}
+    # Without the prober's histogram the path keeps the generated cost.
+    for name in ("probe_runs", "probe_seconds"):
+        (inputs / "saved" / f"{name}.json").unlink()
+    r = fit(Request([str(inputs / "k8s")], inputs / "f.yaml", saved=str(inputs / "saved")))
+    assert not any(f.path.endswith("/healthz.wall") for f in r.fitted)
+
+
+def test_throttling_is_taken_off_the_wait_and_set_beside_the_simulations(inputs: Path) -> None:
+    """Pods throttled in up to 60 % of their CFS periods at the peak: each sample's expected wait
+    for the quota (its share × 50 ms) comes off the latency before the wait is fitted; without
+    cAdvisor's counters it would be counted as the route's own wait."""
+    truth = Truth(throttle_peak=0.6)
+    write_saved(inputs / "saved", truth)
+    req = Request([str(inputs / "k8s")], inputs / "f.yaml", saved=str(inputs / "saved"))
+    out = fit(req)
+    wall = next(f for f in out.fitted if f.path == "containers.app.routes./api.wall")
+    assert wall.value == pytest.approx(truth.wall_s * 1000, rel=0.15)
+    assert "the throttling wait (cAdvisor's CFS periods)" in wall.source
+    share = out.telemetry["throttledShare"]
+    assert share == pytest.approx(0.3, abs=0.02)  # the mean of a share rising from 0 to 0.6
+    from probesim.fit.command import compare, write
+
+    write(out, inputs / "f.yaml")
+    rows = {(r["object"], r["figure"]): r for r in compare(out, inputs / "f.yaml")}
+    row = rows[("workload/web", "CPU-throttled share")]
+    # Three 1-core pods never need more than a core between them: the simulation throttles
+    # none, and says it disagrees.
+    assert (row["simulated"], row["agree"]) == (0.0, False) and row["measured"] == share
+    for name in ("cfs_periods", "throttled_periods"):
+        (inputs / "saved" / f"{name}.json").unlink()
+    out = fit(req)
+    wall = next(f for f in out.fitted if f.path == "containers.app.routes./api.wall")
+    assert wall.value > 1.3 * truth.wall_s * 1000  # the quota's wait taken for the route's
+    assert "throttledShare" not in out.telemetry
+
+
+def test_the_deployments_replica_series_are_set_beside_the_simulations(inputs: Path) -> None:
+    from probesim.fit.command import compare, write
+
+    for replicas, agree in ((3, True), (5, False)):
+        write_saved(inputs / "saved", Truth(replicas=replicas))
+        out = fit(Request([str(inputs / "k8s")], inputs / "f.yaml", saved=str(inputs / "saved")))
+        write(out, inputs / "f.yaml")
+        rows = {r["figure"]: r for r in compare(out, inputs / "f.yaml") if r["object"] == "workload/web"}
+        for figure in ("desired replicas (mean)", "pods (mean)", "available pods (mean)"):
+            assert rows[figure]["simulated"] == 3.0 and rows[figure]["measured"] == replicas, rows[figure]
+            assert rows[figure]["agree"] is agree
+        # The pods missing from 5 are unavailable; the simulation has none.
+        assert rows["unavailable pods (mean)"]["measured"] == replicas - 3
+        assert rows["unavailable pods (mean)"]["simulated"] == 0.0
+
+
+def test_a_probe_path_under_load_throughout_is_not_fitted_and_says_why(inputs: Path) -> None:
+    """Pods held to 100m run beyond 80 % of their limit at every sample: a probe's time there is the
+    queue's (the simulation adds that itself), so no wall is fitted from it."""
+    (inputs / "k8s" / "web.yaml").write_text(DEPLOYMENT.replace('limits: {cpu: "1"}', "limits: {cpu: 100m}"))
+    write_saved(inputs / "saved", Truth(probe_wall_s=0.2))
+    r = fit(Request([str(inputs / "k8s")], inputs / "f.yaml", saved=str(inputs / "saved")))
+    assert not any(f.path.endswith("/healthz.wall") for f in r.fitted)
+    why = dict(r.not_fitted)["containers.app.routes./healthz.wall"]
+    assert "fewer than 3 samples of Readiness probe durations below 80% CPU utilization" in why

@@ -5,6 +5,7 @@ query; the server stopped and its process gone afterwards."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import os
 import shutil
@@ -16,7 +17,15 @@ from aiohttp import web
 
 from probesim.errors import InputError
 from probesim.lab import prometheus as prom
-from probesim.lab.metrics import LabMetrics, LabState, PodState, WorkloadState, process_cpu_seconds
+from probesim.lab.app import CpuQuota
+from probesim.lab.metrics import (
+    LabMetrics,
+    LabState,
+    PodState,
+    WorkloadState,
+    cfs_counts,
+    process_cpu_seconds,
+)
 from tests.fit.telemetry import DEPLOYMENT
 from tests.lab.procs import alive, descendants
 
@@ -56,6 +65,7 @@ def test_the_exposition_has_the_kubelet_and_kube_state_metrics_names() -> None:
     )
     assert 'kube_pod_status_ready_time{namespace="shop",pod="web-0",uid="uid-0"} 1.76400002e+09' in text
     assert 'kube_deployment_status_replicas_ready{deployment="web",namespace="shop"} 3.0' in text
+    assert 'kube_deployment_status_replicas_unavailable{deployment="web",namespace="shop"} 0.0' in text
     assert (
         'container_cpu_usage_seconds_total{container="app",cpu="total",namespace="shop",pod="web-0"}' in text
     )
@@ -70,6 +80,30 @@ def test_process_cpu_seconds_grows_with_work() -> None:
     after = process_cpu_seconds(os.getpid())
     assert after is not None and after - before >= 0.15
     assert process_cpu_seconds(2**31 - 1) is None
+
+
+def test_a_quota_counts_its_periods_and_throttling_as_cpu_stat_does(tmp_path: Path) -> None:
+    """Held to 0.2 core, 60 ms of CPU spans at least three 100 ms periods, the first two used up
+    (20 ms each) and stopped for the rest; the counts reach the file as periods end and the
+    lab's cAdvisor series carry them."""
+    stat = tmp_path / "cpu.stat"
+    q = CpuQuota(0.2, stat)
+    q.spend(0.06)
+    q.spend(0.001)  # in a later period: the file holds the counts of the ones before
+    assert q.nr_periods >= 3 and 2 <= q.nr_throttled <= q.nr_periods - 1
+    assert 0.1 <= q.throttled_s <= 0.2 + 0.05 * q.nr_periods  # ~80 ms stopped in each used-up period
+    counts = cfs_counts(stat)
+    assert counts is not None and counts[1] >= 2 and counts[0] >= counts[1]
+    m = LabMetrics(lambda: LabState([dataclasses.replace(_pod(), cpu_stat=stat)]))
+    text = m.exposition().decode()
+    labels = 'container="app",namespace="shop",pod="web-0"'
+    assert f"container_cpu_cfs_periods_total{{{labels}}} {float(counts[0])}" in text
+    assert f"container_cpu_cfs_throttled_periods_total{{{labels}}} {float(counts[1])}" in text
+    # No quota, no CFS periods: neither file nor series.
+    free = CpuQuota(None, tmp_path / "none.stat")
+    free.spend(0.01)
+    assert not (tmp_path / "none.stat").exists() and cfs_counts(tmp_path / "none.stat") is None
+    assert "container_cpu_cfs_periods_total{" not in LabMetrics(lambda: _state()).exposition().decode()
 
 
 needs_prometheus = pytest.mark.skipif(
@@ -201,6 +235,14 @@ def test_round_trip_lab_prometheus_fit_recovers_a_saturating_surge_and_simulates
         "pod_started",
         "probes",
         "replicas_ready",
+        "probe_seconds",
+        "probe_runs",
+        "cfs_periods",
+        "throttled_periods",
+        "replicas",
+        "replicas_available",
+        "replicas_unavailable",
+        "replicas_desired",
     )
     assert saved == sorted(f"{n}.json" for n in names)
     # The kubelet's failures twice, as a cluster has them: its prober counter and its events.
@@ -260,6 +302,34 @@ def test_round_trip_lab_prometheus_fit_recovers_a_saturating_surge_and_simulates
         assert 0 < v["containers.app.idleCpu"] < 100  # the test app's own CPU, in millicores
     ready = json.loads((out / "web" / "ready.json").read_text())["data"]["result"][0]["values"]
     assert max(float(v) for _, v in ready) == 2
+
+    # cAdvisor's CFS counters: no period throttled before the surge, nearly all of them in it.
+    def rates(name: str) -> list[float]:
+        values = json.loads((out / "web" / f"{name}.json").read_text())["data"]["result"][0]["values"]
+        return [float(v) for _, v in values]
+
+    throttled, periods = rates("throttled_periods"), rates("cfs_periods")
+    assert throttled[0] == 0 and max(throttled) >= 0.8 * max(periods) > 0
+    # The kubelet's probe durations give the probe path's wait, from the samples before the surge.
+    healthz = next(f for f in report["fitted"] if f["field"] == "containers.app.routes./healthz.wall")
+    assert 0 <= healthz["value"] < 50 and "below 80% utilization" in healthz["source"]
+    from probesim.fit.command import Request, compare, write
+    from probesim.fit.command import fit as fit_telemetry
+
+    outcome = fit_telemetry(Request([str(tmp_path / "k8s")], tmp_path / "c.yaml", saved=str(out / "web"),
+                                    pods=str(out / "pods.json"), k6=str(out / "k6.json")))  # fmt: skip
+    write(outcome, tmp_path / "c.yaml")
+    rows = {r["figure"]: r for r in compare(outcome, tmp_path / "c.yaml") if r["object"] == "workload/web"}
+    for figure in (
+        "desired replicas (mean)",
+        "pods (mean)",
+        "available pods (mean)",
+        "unavailable pods (mean)",
+    ):
+        assert rows[figure]["agree"], rows[figure]
+    # Throttled in the surge, in the lab and in the simulation (which steps whole seconds).
+    thr = rows["CPU-throttled share"]
+    assert thr["measured"] > 0.3 and thr["simulated"] > 0.3 and abs(thr["simulated"] - thr["measured"]) < 0.2
     # The fitted scenario, simulated, against the lab's run.
     sim = simulate(load_scenario(str(fitted_yaml)))
     (route,) = sim.routes

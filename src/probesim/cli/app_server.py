@@ -1,5 +1,6 @@
 """``probesim app``: the lab's test app, serving a container's behaviour for real."""
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -50,6 +51,16 @@ def app_command(
             min=0.001,
         ),
     ] = None,
+    cpu_stat_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="With --cpu-limit, write its CFS counts (a cgroup cpu.stat's nr_periods, nr_throttled, "
+            "throttled_usec) to DIR/<this process's PID> as each 100 ms period ends, for the lab's "
+            "cAdvisor series.",
+            file_okay=False,
+            exists=True,
+        ),
+    ] = None,
     metrics_port: Annotated[
         int | None,
         typer.Option(
@@ -93,4 +104,4 @@ def app_command(
         if not name or not url.startswith("http://127.0.0.1:"):
             raise InputError(f"{item!r}: use NAME=http://127.0.0.1:PORT/", field="--service")
         urls[f"service/{name}"] = url
-    serve(cb, port, grpc_port, urls, metrics_port, cpu_limit)
+    serve(cb, port, grpc_port, urls, metrics_port, cpu_limit, cpu_stat_dir)

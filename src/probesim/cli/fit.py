@@ -91,8 +91,9 @@ def fit(
         bool,
         typer.Option(
             "--compare",
-            help="Also simulate the fitted scenario and print it beside the telemetry: ready pods, restarts, "
-            "requests/s, error rate, latency p50/p95; exit 1 when a figure differs beyond its tolerance.",
+            help="Also simulate the fitted scenario and print it beside the telemetry: ready pods, replicas, "
+            "CPU-throttled share, restarts, probe failures, requests/s, error rate, latency p50/p95; exit 1 "
+            "when a figure differs beyond its tolerance.",
         ),
     ] = False,
     as_json: Annotated[
@@ -102,10 +103,13 @@ def fit(
     """Fit a workload's behaviour to its telemetry (Prometheus, kubectl, k6) and write the
     scenario that reproduces it.
 
-    It fits the app's start (from kubectl's pod start and Ready times), each route's CPU and wait per
-    request and the spread of its service times (from Prometheus: the app's request histogram and
-    cAdvisor's CPU), and the traffic as recorded (a rate series). Each value says where it came
-    from and how well it fits; what the data cannot determine is listed, with why.
+    It fits the app's start (from kube-state-metrics' pod series or kubectl's pod start and Ready
+    times), each route's CPU and wait per request and the spread of its service times (from
+    Prometheus: the app's request histogram, cAdvisor's CPU and CFS throttling counters), each
+    probe path's own wait (the kubelet's prober_probe_duration_seconds), and the traffic as
+    recorded (a rate series). Each value says where it came from and how well it fits; what the
+    data cannot determine is listed, with why. --compare also sets the Deployment's replica
+    series, the throttled share and the probe failures beside the simulation's.
 
     Then run, tune or stress from it: probesim tune k8s/ --scenario fitted.yaml. See docs/fit.md.
 

@@ -15,13 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from probesim.errors import InputError
 from probesim.fit import estimate as est
 from probesim.fit.prometheus import Live, Saved, Series
 from probesim.fit.queries import Mapping, queries
-from probesim.model.duration import format_ms
+from probesim.model.duration import format_ms, parse_ms_float
 from probesim.safe import visible
 
 
@@ -190,9 +191,8 @@ def fit(r: Request) -> Outcome:
     }  # fmt: skip
     for path in sorted(probe_paths & set(requests)):
         del requests[path]
-        not_fitted.append(
-            (f"routes.{path}", "the path of a probe of the container: probe requests, not traffic")
-        )
+        why = "the path of a probe of the container: probe requests, not traffic"
+        not_fitted.append((f"routes.{path}", why))
     if not requests:
         raise InputError(f"the answer to {qs['requests']!r} holds only the probes' paths: no traffic to fit")
     cpu = _one(got.get("cpu"))
@@ -214,14 +214,21 @@ def fit(r: Request) -> Outcome:
     if sums and r.mapping.unit == "milliseconds":  # seconds answering per second, as fit_wall takes
         sums = [Series(x.labels, x.t, x.v / 1000) for x in sums]
     limit_m = c.resources.limits.cpu or sc.spec.cluster.node_cpu
+    # cAdvisor counts CFS periods only for a container with a CPU limit (a quota).
+    throttle = est.throttled_share(_one(got.get("throttled_periods")), _one(got.get("cfs_periods")))
     walls: dict[str, float] = {}
     if sums:
         for f in est.fit_wall(requests, est.by_label(sums, label), cpu, _one(got.get("ready")), costs,
-                              limit_m / 1000, container) if cpu is not None else []:  # fmt: skip
+                              limit_m / 1000, container, throttle) if cpu is not None else []:  # fmt: skip
             fitted.append(f)
             walls[f.path.split(".routes.", 1)[1].rsplit(".", 1)[0]] = f.value
     else:
         not_fitted.append((f"containers.{container}.routes.*.wall", f"no answer to {qs['latency_sum']!r}"))
+    if cpu is not None:
+        cores = limit_m / 1000
+        probe_walls, refused = _probe_walls(got, c, container, cpu, cores, throttle, generated.text, name)
+        fitted += probe_walls
+        not_fitted += refused
     busiest = max(requests, key=lambda k: float(requests[k].v.sum()))
     variability = None
     buckets = got.get("buckets")
@@ -236,6 +243,7 @@ def fit(r: Request) -> Outcome:
                 cost_s,
                 limit_m / 1000,
                 bucket_scale,
+                throttle,
             )
         if variability is not None:
             fitted.append(variability)
@@ -276,13 +284,50 @@ def fit(r: Request) -> Outcome:
                                  f"{len(rows)} rows written to {csv.name}"))  # fmt: skip
     duration_ms = math.ceil(t1 - t0 + (r.step if not r.k6 else 1)) * 1000
     text = _scenario_text(
-        generated.text, name, container, fitted, not_fitted, traffic, duration_ms, variability
+        generated.text, name, container, fitted, not_fitted, traffic, duration_ms, variability, probe_paths
     )
     telemetry = _telemetry(
         got, requests, errors, est.by_label(sums or [], label), buckets or [], label, bucket_scale
     )
     _probe_telemetry(telemetry, got, r, pods_re)
+    _workload_telemetry(telemetry, got, throttle)
     return Outcome(text, files, fitted, not_fitted, telemetry, name, svc)
+
+
+def _probe_walls(
+    got: dict[str, list[Series] | None],
+    c: Any,
+    container: str,
+    cpu: Series,
+    cores_per_pod: float,
+    throttle: Series | None,
+    generated: str,
+    workload: str,
+) -> tuple[list[est.Fitted], list[tuple[str, str]]]:
+    """The wall of each HTTP probe's path from the kubelet's probe durations (the CPU of the
+    path as the generated scenario costs it), and the paths it could not fit."""
+    seconds, runs = got.get("probe_seconds"), got.get("probe_runs")
+    if not seconds or not runs:
+        return [], []
+    kinds = {"Startup": c.startup_probe, "Readiness": c.readiness_probe, "Liveness": c.liveness_probe}
+    paths = {k: p.http_get.path for k, p in kinds.items() if p is not None and p.http_get is not None}
+    routes = _generated_routes(generated, workload, container)
+    cpu_ms = {path: _cost_ms(routes.get(path, routes.get("*", {})).get("cpu")) for path in paths.values()}
+    return est.fit_probe_walls(
+        est.by_label(seconds, "probe_type"), est.by_label(runs, "probe_type"), paths, cpu_ms, cpu,
+        _one(got.get("ready")), cores_per_pod, throttle, container,
+    )  # fmt: skip
+
+
+def _generated_routes(generated: str, workload: str, container: str) -> dict[str, dict[str, Any]]:
+    doc = yaml.safe_load(generated)
+    behavior = doc["spec"].get("behavior", {}).get(workload, {}).get("containers", {}).get(container, {})
+    routes: dict[str, dict[str, Any]] = behavior.get("routes", {})
+    return routes
+
+
+def _cost_ms(text: Any) -> float:
+    return parse_ms_float(text) if text is not None else 0.0
 
 
 def _need(got: dict[str, list[Series] | None], name: str, qs: dict[str, str]) -> list[Series]:
@@ -311,13 +356,15 @@ def _scenario_text(
     traffic: list[dict[str, Any]],
     duration_ms: int,
     variability: est.Fitted | None,
+    probe_paths: set[str],
 ) -> str:
     doc = yaml.safe_load(generated)
     spec = doc["spec"]
     spec["duration"] = format_ms(duration_ms)
     spec.pop("step", None)
     behavior = spec["behavior"][workload]["containers"].setdefault(container, {})
-    routes: dict[str, dict[str, Any]] = {"*": behavior.get("routes", {}).get("*", {"cpu": "0.5ms"})}
+    given = behavior.get("routes", {})
+    routes: dict[str, dict[str, Any]] = {"*": given.get("*", {"cpu": "0.5ms"})}
     for f in fitted:
         if f.path == f"containers.{container}.start":
             behavior["start"] = f"{f.value:g}s"
@@ -325,7 +372,9 @@ def _scenario_text(
             behavior["idleCpu"] = f"{f.value:g}m"
         elif f.path.startswith(f"containers.{container}.routes."):
             route, what = f.path.split(".routes.", 1)[1].rsplit(".", 1)
-            routes.setdefault(route, {})[what] = (
+            # A probe's path, its wall fitted alone, keeps the CPU the generated scenario gave it.
+            base = {"cpu": given.get(route, routes["*"]).get("cpu", "0ms")} if route in probe_paths else {}
+            routes.setdefault(route, base)[what] = (
                 {"percent": f.value, "status": 500} if what == "errors" else f"{f.value:g}ms"
             )
     if len(routes) > 1:
@@ -410,6 +459,42 @@ def _probe_telemetry(tel: dict[str, Any], got: dict[str, list[Series] | None], r
     tel["probeSource"] = "prober_probe_total"
 
 
+# kube-state-metrics' Deployment series (by fit's query name) and the simulation's workload
+# series that hold the same status field.
+REPLICA_SERIES = {
+    "replicas_desired": ("desired", "desired replicas (mean)"),
+    "replicas": ("current", "pods (mean)"),
+    "replicas_available": ("available", "available pods (mean)"),
+    "replicas_unavailable": ("unavailable", "unavailable pods (mean)"),
+}
+
+
+def _workload_telemetry(
+    tel: dict[str, Any], got: dict[str, list[Series] | None], throttle: Series | None
+) -> None:
+    """The Deployment's replica counts (means after the ramp, as the ready pods) and the share of
+    CFS periods in which its containers were throttled."""
+    since = tel.get("rampEnd")
+
+    def after(x: Series) -> Any:
+        return x.v[x.t >= since] if since is not None else x.v
+
+    replicas: dict[str, float] = {}
+    for name in REPLICA_SERIES:
+        x = _one(got.get(name))
+        if x is not None and after(x).size:
+            replicas[name] = float(after(x).mean())
+    if replicas:
+        tel["replicas"] = replicas
+    thr, periods = _one(got.get("throttled_periods")), _one(got.get("cfs_periods"))
+    if throttle is not None and thr is not None and periods is not None:
+        a = est.align({"thr": thr, "all": periods})
+        keep = a.t >= since if since is not None else np.ones(a.t.size, bool)
+        ran = float(a.columns["all"][keep].sum())
+        if ran > 0:
+            tel["throttledShare"] = min(float(a.columns["thr"][keep].sum()) / ran, 1.0)
+
+
 def quantile_bucket(buckets: list[tuple[float, float]], q: float) -> tuple[float, float]:
     """The bucket (lower, upper bound in ms) holding quantile ``q`` of a cumulative histogram."""
     total = buckets[-1][1]
@@ -435,9 +520,9 @@ def compare(outcome: Outcome, scenario_path: Path) -> list[dict[str, Any]]:
 
     tel = outcome.telemetry
     w = next(x for x in result.workloads if x.name == outcome.workload)
+    after = result.time_ms >= (w.all_ready_ms or 0)  # as the routes: after the start-up ramp
     if "ready" in tel:
         ready = result.series[f"workload.{w.name}.ready"]
-        after = result.time_ms >= (w.all_ready_ms or 0)  # as the routes: after the start-up ramp
         sim = float(ready[after].mean()) if after.any() else float(ready.mean())
         tol = max(0.5, 0.1 * tel["ready"]["mean"])
         row(
@@ -448,6 +533,21 @@ def compare(outcome: Outcome, scenario_path: Path) -> list[dict[str, Any]]:
             tol,
             abs(sim - tel["ready"]["mean"]) <= tol,
         )
+    for name, measured in tel.get("replicas", {}).items():
+        field, figure = REPLICA_SERIES[name]
+        series = result.series[f"workload.{w.name}.{field}"]
+        sim = float(series[after].mean()) if after.any() else float(series.mean())
+        tol = max(0.5, 0.1 * measured)
+        row(f"workload/{w.name}", figure, sim, measured, tol, abs(sim - measured) <= tol)
+    if "throttledShare" in tel:
+        # cAdvisor counts 100 ms periods; the simulation steps whole: a pod is throttled in a step
+        # when its demand exceeds its limit. Its share is of pod-steps.
+        running = result.series[f"workload.{w.name}.current"][after]
+        throttled = result.series.get(f"workload.{w.name}.throttled")
+        sim = float(throttled[after].sum()) / max(float(running.sum()), 1.0) if throttled is not None else 0.0
+        measured = tel["throttledShare"]
+        tol = max(0.1, 0.25 * measured)
+        row(f"workload/{w.name}", "CPU-throttled share", sim, measured, tol, abs(sim - measured) <= tol)
     if "restarts" in tel:
         tol = max(1.0, 0.1 * tel["restarts"])
         row(f"workload/{w.name}", "restarts", float(w.total_restarts), tel["restarts"], tol,

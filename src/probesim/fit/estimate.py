@@ -14,6 +14,13 @@ The models are the engine's (docs/scenarios.md, "Load: route costs and capacity"
 - wait per request: a request takes wall + cpu / (1 - ρ) on average (its CPU shared with the
   others, ρ the CPU utilization of the pods), so each sample's mean latency less its stretched
   CPU estimates the wait.
+- throttling: a pod throttled by its CPU limit's quota makes its requests wait, half a 100 ms
+  period on average in the capacity model; with cAdvisor's CFS counters, each sample's expected
+  wait (its throttled share of periods × 50 ms) is taken off the latency before the wait per
+  request is fitted, as the simulation adds it back where it throttles.
+- a probe's path: the kubelet times each probe (``prober_probe_duration_seconds``, successes
+  only), which the capacity model answers as it answers a request: that path's wall is the
+  median over samples of the mean probe duration less its CPU stretched and the throttling wait.
 - variability: the service time is log-normal with mean 1 around the cost; its log-sd is the
   one whose distribution best matches the histogram's bucket fractions (comparing fractions at
   each bound, not interpolated quantiles, which the buckets bias).
@@ -27,6 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from probesim.engine.capacity import MAX_RHO, QUOTA_PERIOD_MS
 from probesim.errors import InputError
 from probesim.fit.kubectl import PodStart
 from probesim.fit.prometheus import Series
@@ -78,6 +86,32 @@ def align(named: dict[str, Series]) -> Aligned:
         index = {x: i for i, x in enumerate(s.t.tolist())}
         cols[name] = np.array([s.v[index[x]] for x in t.tolist()])
     return Aligned(t, cols)
+
+
+UNLOADED_RHO = 0.8  # a probe's duration tells its path's own wait only below this utilization
+UNLOADED_THROTTLE = 0.1  # ... and this share of throttled periods
+
+
+def throttled_share(throttled: Series | None, periods: Series | None) -> Series | None:
+    """Each sample's share of CFS periods in which the container was throttled (cAdvisor's two
+    counters' rates); None without both. A sample with no period counted (no CPU used, or no
+    quota) is not throttled."""
+    if throttled is None or periods is None:
+        return None
+    a = align({"thr": throttled, "all": periods})
+    if not a.t.size:
+        return None
+    ran = a.columns["all"]
+    share = np.where(ran > 0, a.columns["thr"] / np.maximum(ran, 1e-12), 0.0)
+    return Series({}, a.t, np.clip(share, 0.0, 1.0))
+
+
+def _throttle_wait_s(a: Aligned, keep: npt.NDArray[np.bool_] | slice) -> F64:
+    """The capacity model's throttling wait (seconds) at each kept sample of ``a`` (its
+    ``throttle`` column: 0 without one)."""
+    if "throttle" not in a.columns:
+        return np.zeros(a.t[keep].size)
+    return np.asarray(a.columns["throttle"][keep] * QUOTA_PERIOD_MS / 2 / 1000, dtype=np.float64)
 
 
 def fit_start(pods: list[PodStart], probe: Probe | None, container: str, where: str) -> Fitted:
@@ -203,32 +237,109 @@ def fit_wall(
     costs: dict[str, float],
     cores_per_pod: float,
     container: str,
+    throttle: Series | None = None,
 ) -> list[Fitted]:
-    """Each route's wait per request (ms): mean latency less its CPU cost stretched by 1/(1 - ρ)."""
+    """Each route's wait per request (ms): mean latency less its CPU cost stretched by 1/(1 - ρ)
+    and, with the throttled share of CFS periods (``throttle``), less the throttling wait."""
     out = []
     for route, req in requests.items():
         if route not in latency_sum:
             continue
-        named = {"req": req, "sum": latency_sum[route], "cpu": cpu} | ({"ready": ready} if ready else {})
-        a = align(named)
-        keep = a.columns["req"] > 0
-        if keep.sum() < 3:
-            continue
-        pods = a.columns["ready"][keep] if ready is not None else np.ones(int(keep.sum()))
-        rho = np.clip(a.columns["cpu"][keep] / np.maximum(pods * cores_per_pod, 1e-9), 0, 0.95)
-        mean_s = a.columns["sum"][keep] / a.columns["req"][keep]
-        cpu_s = costs.get(route, 0.0) / 1000
-        waits = mean_s - cpu_s / (1 - rho)
-        wall = max(0.0, float(np.median(waits)))
-        predicted = wall + cpu_s / (1 - rho)
-        rel = float(np.sqrt(np.mean(((predicted - mean_s) / mean_s) ** 2)))
-        notes = [] if float(np.median(waits)) >= 0 else ["mean latency below the CPU cost: no wait"]
-        out.append(Fitted(
-            f"containers.{container}.routes.{route}.wall", round(wall * 1000, 3), "ms",
-            f"mean latency less the CPU stretched by 1/(1 − utilization), {int(keep.sum())} samples",
-            f"rms residual {100 * rel:.1f} % of the mean latency", notes,
-        ))  # fmt: skip
+        walls = _walls(req, latency_sum[route], cpu, ready, costs.get(route, 0.0) / 1000, cores_per_pod,
+                       throttle, f"containers.{container}.routes.{route}.wall", "mean latency")  # fmt: skip
+        if walls is not None:
+            out.append(walls)
     return out
+
+
+def _walls(
+    count: Series,
+    seconds: Series,
+    cpu: Series,
+    ready: Series | None,
+    cpu_s: float,
+    cores_per_pod: float,
+    throttle: Series | None,
+    path: str,
+    what: str,
+    unloaded: bool = False,
+) -> Fitted | None:
+    """A path's wall (ms): the median over samples of its mean duration (``seconds`` / ``count``
+    rates) less its CPU (``cpu_s``) stretched by 1/(1 - ρ) and the throttling wait; None with
+    fewer than 3 samples. ``unloaded``: only samples below UNLOADED_RHO of utilization and
+    UNLOADED_THROTTLE of throttled periods (where no queue holds it)."""
+    named = {"req": count, "sum": seconds, "cpu": cpu} | ({"ready": ready} if ready else {})
+    a = align(named | ({"throttle": throttle} if throttle is not None else {}))
+    pods_all = a.columns["ready"] if ready is not None else np.ones(a.t.size)
+    raw_rho = a.columns["cpu"] / np.maximum(pods_all * cores_per_pod, 1e-9)
+    keep = a.columns["req"] > 0
+    if unloaded:
+        keep &= raw_rho < UNLOADED_RHO
+        if "throttle" in a.columns:
+            keep &= a.columns["throttle"] < UNLOADED_THROTTLE
+    if keep.sum() < 3:
+        return None
+    rho = np.clip(raw_rho[keep], 0, MAX_RHO)
+    mean_s = a.columns["sum"][keep] / a.columns["req"][keep]
+    waits = mean_s - cpu_s / (1 - rho) - _throttle_wait_s(a, keep)
+    wall = max(0.0, float(np.median(waits)))
+    predicted = wall + cpu_s / (1 - rho) + _throttle_wait_s(a, keep)
+    rel = float(np.sqrt(np.mean(((predicted - mean_s) / mean_s) ** 2)))
+    notes = [] if float(np.median(waits)) >= 0 else [f"{what} below the CPU cost: no wait"]
+    less = " and the throttling wait (cAdvisor's CFS periods)" if throttle is not None else ""
+    return Fitted(
+        path, round(wall * 1000, 3), "ms",
+        f"{what} less the CPU stretched by 1/(1 − utilization){less}, {int(keep.sum())} samples",
+        f"rms residual {100 * rel:.1f} % of the {what}", notes,
+    )  # fmt: skip
+
+
+def fit_probe_walls(
+    seconds: dict[str, Series],
+    runs: dict[str, Series],
+    paths: dict[str, str],
+    cpu_ms: dict[str, float],
+    cpu: Series,
+    ready: Series | None,
+    cores_per_pod: float,
+    throttle: Series | None,
+    container: str,
+) -> tuple[list[Fitted], list[tuple[str, str]]]:
+    """Each probe path's wall (ms) from the kubelet's probe durations by probe type (``seconds``
+    and ``runs``: the histogram's _sum and _count rates, keyed by probe_type), ``paths`` the
+    HTTP path each probe type asks, ``cpu_ms`` each path's CPU cost; and the paths it could not
+    fit, with why. Probe types asking one path are counted together. Only samples of a pod
+    neither loaded nor throttled count: under load a probe waits in the app's queue, which the
+    simulation adds itself (and the kubelet times no probe that timed out)."""
+    by_path: dict[str, list[str]] = {}
+    for kind, path in paths.items():
+        if kind in seconds and kind in runs:
+            by_path.setdefault(path, []).append(kind)
+    out, refused = [], []
+    for path, kinds in sorted(by_path.items()):
+        total_s = _summed([seconds[k] for k in kinds])
+        total_n = _summed([runs[k] for k in kinds])
+        where = f"containers.{container}.routes.{path}.wall"
+        f = _walls(total_n, total_s, cpu, ready, cpu_ms.get(path, 0.0) / 1000, cores_per_pod, throttle,
+                   where, "mean probe duration", unloaded=True)  # fmt: skip
+        if f is None:
+            refused.append((where, f"fewer than 3 samples of {' and '.join(sorted(kinds))} probe durations "
+                            f"below {UNLOADED_RHO:.0%} CPU utilization and {UNLOADED_THROTTLE:.0%} throttled "
+                            "periods: under load a probe's time is the queue's"))  # fmt: skip
+            continue
+        f.source = f"the kubelet's {' and '.join(sorted(kinds))} probe durations: " + f.source
+        f.source += f" (those below {UNLOADED_RHO:.0%} utilization, {UNLOADED_THROTTLE:.0%} throttled)"
+        f.notes.append("successful probes only (the kubelet times no failure)")
+        out.append(f)
+    return out, refused
+
+
+def _summed(series: list[Series]) -> Series:
+    """Series added on their common samples."""
+    if len(series) == 1:
+        return series[0]
+    a = align({str(i): s for i, s in enumerate(series)})
+    return Series({}, a.t, np.sum(np.stack(list(a.columns.values())), axis=0))
 
 
 _ERF = np.frompyfunc(math.erf, 1, 1)
@@ -247,6 +358,7 @@ def fit_variability(
     cost_s: tuple[float, float],
     cores_per_pod: float,
     scale: float,
+    throttle: Series | None = None,
 ) -> Fitted | None:
     """The service times' log-sd whose distribution best matches the histogram's bucket
     fractions over the period: each sample's latencies are log-normal around wall + cpu/(1 - ρ)
@@ -262,13 +374,14 @@ def fit_variability(
     inf = next((k for k, b in bounds.items() if b == math.inf), None)
     if inf is None or len(named) < 3:
         return None
-    a = align({**{f"le:{k}": v for k, v in named.items()}, "cpu": cpu} | ({"ready": ready} if ready else {}))
+    extra = ({"ready": ready} if ready else {}) | ({"throttle": throttle} if throttle is not None else {})
+    a = align({**{f"le:{k}": v for k, v in named.items()}, "cpu": cpu} | extra)
     n = a.columns[f"le:{inf}"]
     if a.t.size == 0 or n.sum() <= 0:
         return None
     pods = a.columns["ready"] if ready is not None else np.ones(a.t.size)
-    rho = np.clip(a.columns["cpu"] / np.maximum(pods * cores_per_pod, 1e-9), 0, 0.95)
-    means = cost_s[1] + cost_s[0] / (1 - rho)
+    rho = np.clip(a.columns["cpu"] / np.maximum(pods * cores_per_pod, 1e-9), 0, MAX_RHO)
+    means = cost_s[1] + cost_s[0] / (1 - rho) + _throttle_wait_s(a, slice(None))
     finite = sorted((b, k) for k, b in bounds.items() if b != math.inf)
     bound = np.array([b for b, _ in finite])
     measured = np.array([a.columns[f"le:{k}"].sum() for _, k in finite]) / n.sum()

@@ -3,7 +3,8 @@
 Defaults follow what clusters expose (../shared/reference/telemetry.md): the app's request
 histogram under OpenTelemetry's stable name (``http_server_request_duration_seconds``, labels
 ``http_route`` and ``http_response_status_code``), cAdvisor's CPU counter, kube-state-metrics'
-ready and restart series, the kubelet's prober counter. A mapping file renames any of them (a
+ready, restart and Deployment replica series, cAdvisor's CFS throttling counters, the kubelet's
+prober counter and duration histogram. A mapping file renames any of them (a
 Prometheus client histogram such as ``http_request_duration_seconds`` with ``handler`` and
 ``code``); ``--mapping istio`` reads Istio's ``istio_requests_total`` and
 ``istio_request_duration_milliseconds`` as the server sidecars report them (one route: Istio's
@@ -65,6 +66,39 @@ class Mapping(BaseModel):
         default="kube_deployment_status_replicas_ready",
         alias="replicasReady",
         description="The Deployment's Ready replicas (kube-state-metrics).",
+    )
+    replicas: str = Field(
+        default="kube_deployment_status_replicas", description="The Deployment's pods (status.replicas)."
+    )
+    replicas_available: str = Field(
+        default="kube_deployment_status_replicas_available",
+        alias="replicasAvailable",
+        description="Its available pods (Ready for minReadySeconds).",
+    )
+    replicas_unavailable: str = Field(
+        default="kube_deployment_status_replicas_unavailable",
+        alias="replicasUnavailable",
+        description="Its unavailable pods (status.unavailableReplicas).",
+    )
+    spec_replicas: str = Field(
+        default="kube_deployment_spec_replicas",
+        alias="specReplicas",
+        description="The replicas it asks for (spec.replicas: the HPA's choice under one).",
+    )
+    probe_duration: str = Field(
+        default="prober_probe_duration_seconds",
+        alias="probeDuration",
+        description="The kubelet's probe durations, a histogram in seconds (probe_type).",
+    )
+    cfs_periods: str = Field(
+        default="container_cpu_cfs_periods_total",
+        alias="cfsPeriods",
+        description="cAdvisor's CFS enforcement periods the container ran in (a counter).",
+    )
+    cfs_throttled_periods: str = Field(
+        default="container_cpu_cfs_throttled_periods_total",
+        alias="cfsThrottledPeriods",
+        description="cAdvisor's CFS periods in which the container used up its CPU limit (a counter).",
     )
     deployment_label: str = Field(
         default="deployment", alias="deploymentLabel", description="Its label naming the Deployment."
@@ -139,10 +173,18 @@ def queries(
         "pod_ready": f'{m.ready}{{{sel},condition="true"}}',
         "pod_started": f"{m.started}{{{ctr}}}",
         "probes": f"sum by (probe_type, result) ({m.probes}{{{ctr}}})",
+        "probe_seconds": f"sum by (probe_type) (rate({m.probe_duration}_sum{{{ctr}}}[{window}]))",
+        "probe_runs": f"sum by (probe_type) (rate({m.probe_duration}_count{{{ctr}}}[{window}]))",
+        "cfs_periods": f"sum(rate({m.cfs_periods}{{{ctr}}}[{window}]))",
+        "throttled_periods": f"sum(rate({m.cfs_throttled_periods}{{{ctr}}}[{window}]))",
     }
     if workload is not None:
         dep = f'{m.namespace_label}="{namespace}",{m.deployment_label}="{workload}"'
         out["replicas_ready"] = f"sum({m.replicas_ready}{{{dep}}})"
+        out["replicas"] = f"sum({m.replicas}{{{dep}}})"
+        out["replicas_available"] = f"sum({m.replicas_available}{{{dep}}})"
+        out["replicas_unavailable"] = f"sum({m.replicas_unavailable}{{{dep}}})"
+        out["replicas_desired"] = f"sum({m.spec_replicas}{{{dep}}})"
     return out
 
 
@@ -159,4 +201,14 @@ PURPOSE = {
     "pod_started": "when each pod's container started: with pod_ready, the app's start",
     "probes": "the kubelet's probe results by probe type: failures beside the simulation's (--compare)",
     "replicas_ready": "the Deployment's Ready replicas: the ready pods when the pod series are missing",
+    "probe_seconds": "seconds the kubelet's probes took per second by probe type: with probe_runs, "
+    "their mean duration, the wait of the probes' paths",
+    "probe_runs": "probe runs timed per second by probe type (successes and unknowns)",
+    "cfs_periods": "CFS periods per second the container ran in: with throttled_periods, its throttled share",
+    "throttled_periods": "CFS periods per second the container was throttled in (its CPU limit used up)",
+    "replicas": "the Deployment's pods: compared with the simulation's (--compare)",
+    "replicas_available": "its available pods: compared with the simulation's (--compare)",
+    "replicas_unavailable": "its unavailable pods: compared with the simulation's (--compare)",
+    "replicas_desired": "the replicas it asks for (the HPA's choice under one): compared with the "
+    "simulation's (--compare)",
 }

@@ -28,6 +28,7 @@ import signal
 import socket
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -55,29 +56,67 @@ class CpuQuota:
     cgroup): in each 100 ms period it may spend ``cores`` × 100 ms of CPU, and once that is spent
     the whole process stops until the next period — requests, probes and all, as a throttled
     container does. Without a limit, or with one of a core or more (the app works on one core),
-    CPU is spent as it comes."""
+    CPU is spent as it comes.
+
+    With a limit and a ``stat`` file, it counts as the kernel's cgroup ``cpu.stat`` does and
+    writes the counts there (cAdvisor's source): ``nr_periods`` (periods in which it used CPU),
+    ``nr_throttled`` (those in which it used up its quota) and ``throttled_usec`` (time stopped
+    for it), rewritten whole as each period ends."""
 
     PERIOD_S = 0.1
     SLICE_S = 0.002  # CPU spent between two looks at the quota
 
-    def __init__(self, cores: float | None) -> None:
+    def __init__(self, cores: float | None, stat: Path | None = None) -> None:
         self.cores = cores if cores is not None and cores < 1 else None
+        self.stat = stat if cores is not None else None  # no quota, no CFS periods
         self.period = -1.0
         self.used = 0.0
+        self.nr_periods = 0
+        self.nr_throttled = 0
+        self.throttled_s = 0.0
+        self.throttled_now = False  # in this period
+
+    def _at(self, now: float) -> float:
+        """The period ``now`` falls in, counted when new."""
+        period = math.floor(now / self.PERIOD_S) * self.PERIOD_S
+        if period != self.period:
+            if self.stat is not None and self.period >= 0:
+                self._write()
+            self.period, self.used, self.throttled_now = period, 0.0, False
+            self.nr_periods += 1
+        return period
+
+    def _write(self) -> None:
+        assert self.stat is not None
+        text = (
+            f"nr_periods {self.nr_periods}\nnr_throttled {self.nr_throttled}\n"
+            f"throttled_usec {round(self.throttled_s * 1e6)}\n"
+        )
+        tmp = self.stat.with_suffix(".tmp")
+        with contextlib.suppress(OSError):  # the lab gone: nobody reads it
+            tmp.write_text(text)
+            os.replace(tmp, self.stat)
 
     def spend(self, seconds: float) -> None:
         left = seconds
         while left > 0:
+            now = time.monotonic()
+            period = self._at(now)
             if self.cores is None:
                 _spin(left)
+                if self.stat is not None:  # the periods the spin ran into
+                    end = math.floor(time.monotonic() / self.PERIOD_S) * self.PERIOD_S
+                    self.nr_periods += round((end - self.period) / self.PERIOD_S)
+                    self.period = end
                 return
-            now = time.monotonic()
-            period = math.floor(now / self.PERIOD_S) * self.PERIOD_S
-            if period != self.period:
-                self.period, self.used = period, 0.0
             room = self.cores * self.PERIOD_S - self.used
             if room <= 0:
-                time.sleep(period + self.PERIOD_S - now)  # all of it waits: a blocking sleep
+                if not self.throttled_now:
+                    self.nr_throttled += 1
+                    self.throttled_now = True
+                wait = period + self.PERIOD_S - now
+                self.throttled_s += wait
+                time.sleep(wait)  # all of it waits: a blocking sleep
                 continue
             begin = time.process_time()
             _spin(min(left, room, self.SLICE_S))
@@ -103,9 +142,11 @@ class App:
         dependencies: dict[str, str] | None = None,
         metrics_port: int | None = None,
         cpu_limit: float | None = None,
+        cpu_stat: Path | None = None,
     ) -> None:
         """``dependencies``: each dependency's URL; ``metrics_port``: where /metrics is served;
-        ``cpu_limit``: the container's CPU limit in cores (the app holds itself to it).
+        ``cpu_limit``: the container's CPU limit in cores (the app holds itself to it);
+        ``cpu_stat``: where to write its CFS counts (CpuQuota).
         ``started`` and ``zero`` (the container's
         start and the scenario's t0) are on the system-wide monotonic clock the lab reads too; by
         default, when the process started."""
@@ -114,7 +155,7 @@ class App:
         self.grpc_port = grpc_port
         self.dependencies = Calls(dependencies or {})
         self.served: dict[str, int] = {}  # per path with an error share: requests that reached it
-        self.quota = CpuQuota(cpu_limit)
+        self.quota = CpuQuota(cpu_limit, cpu_stat)
         self.idling: asyncio.Task[None] | None = None  # spending idleCpu
         self.grpc: Any = None  # the gRPC server while listening
         self.started = started if started is not None else time.monotonic() - process_age()
@@ -370,7 +411,11 @@ def serve(
     dependencies: dict[str, str] | None = None,
     metrics_port: int | None = None,
     cpu_limit: float | None = None,
+    cpu_stat_dir: Path | None = None,
 ) -> None:
+    """Serve until stopped; with ``cpu_stat_dir``, the CFS counts go to its file named by this
+    process's PID (where the lab's cAdvisor looks)."""
+    stat = cpu_stat_dir / str(os.getpid()) if cpu_stat_dir is not None else None
     if grpc_port is not None:  # import now, not at the start edge (it takes a good 100 ms)
         import grpc.aio  # noqa: F401
         import grpc_health.v1.health_pb2_grpc  # noqa: F401
@@ -379,9 +424,9 @@ def serve(
         go = wait_for_go(socket.socket(fileno=int(control)))
         if go is None:
             return
-        app = App(behavior, port, go[0], go[1], grpc_port, dependencies, metrics_port, cpu_limit)
+        app = App(behavior, port, go[0], go[1], grpc_port, dependencies, metrics_port, cpu_limit, stat)
         app.port_ = Port(port, go[2])
     else:
         app = App(behavior, port, grpc_port=grpc_port, dependencies=dependencies, metrics_port=metrics_port,
-                  cpu_limit=cpu_limit)  # fmt: skip
+                  cpu_limit=cpu_limit, cpu_stat=stat)  # fmt: skip
     asyncio.run(app.run())

@@ -8,9 +8,13 @@ that ``probesim fit`` reads a lab run as it reads a cluster:
 - kube-state-metrics' pod and workload series, read from the lab's state at each scrape:
   ``kube_pod_status_ready{condition}``, ``kube_pod_container_status_restarts_total``,
   ``kube_pod_container_state_started``, ``kube_pod_status_ready_time``,
-  ``kube_deployment_spec_replicas`` and ``kube_deployment_status_replicas{,_ready,_available}``;
+  ``kube_deployment_spec_replicas`` and
+  ``kube_deployment_status_replicas{,_ready,_available,_unavailable}``;
 - cAdvisor's ``container_cpu_usage_seconds_total{cpu="total"}``: the pod process's real CPU
-  time (user + system, its waited-for children included), from /proc.
+  time (user + system, its waited-for children included), from /proc; and for a container held
+  to a CPU limit, ``container_cpu_cfs_periods_total``, ``container_cpu_cfs_throttled_periods_total``
+  and ``container_cpu_cfs_throttled_seconds_total``, from the counts its app keeps as a cgroup's
+  ``cpu.stat`` does (lab/app.py's CpuQuota).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -42,6 +47,7 @@ class PodState:
     started: float | None  # Unix s the running container started
     restarts: int
     pid: int | None  # the container's process, for its CPU time
+    cpu_stat: Path | None = None  # its CFS counts, as a cgroup's cpu.stat holds them (lab/app.py)
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,15 @@ class LabState:
     workloads: list[WorkloadState] = field(default_factory=list)
 
 
+def cfs_counts(path: Path) -> tuple[int, int, float] | None:
+    """nr_periods, nr_throttled and throttled seconds of a cpu.stat file (None: not there yet)."""
+    try:
+        fields = dict(line.split(" ", 1) for line in path.read_text().splitlines() if " " in line)
+        return int(fields["nr_periods"]), int(fields["nr_throttled"]), int(fields["throttled_usec"]) / 1e6
+    except (OSError, KeyError, ValueError):
+        return None
+
+
 def process_cpu_seconds(pid: int) -> float | None:
     """User + system CPU seconds of a process and its waited-for children (/proc/<pid>/stat)."""
     try:
@@ -77,6 +92,7 @@ class _StateCollector(Collector):
     def __init__(self, state: Callable[[], LabState]) -> None:
         self.state = state
         self.cpu_last: dict[str, float] = {}  # a pod's CPU counter never goes back within a run
+        self.cfs_last: dict[str, tuple[int, int, float]] = {}  # and its CFS counts, likewise
 
     def collect(self) -> Iterator[Metric]:
         s = self.state()
@@ -91,6 +107,15 @@ class _StateCollector(Collector):
                                        labels=["namespace", "pod", "uid"])  # fmt: skip
         cpu = CounterMetricFamily("container_cpu_usage_seconds", "CPU time used by the container.",
                                   labels=["namespace", "pod", "container", "cpu"])  # fmt: skip
+        # cAdvisor's CFS counters (from the cgroup's cpu.stat): only containers under a quota.
+        cfs = [
+            CounterMetricFamily(f"container_cpu_cfs_{name}", doc, labels=["namespace", "pod", "container"])
+            for name, doc in (
+                ("periods", "Elapsed enforcement periods."),
+                ("throttled_periods", "Periods in which the container was throttled."),
+                ("throttled_seconds", "Time the container was throttled."),
+            )
+        ]
         for p in s.pods:
             for cond, on in (("true", p.ready), ("false", not p.ready), ("unknown", False)):
                 ready.add_metric([p.namespace, p.name, p.uid, cond], 1.0 if on else 0.0)
@@ -107,6 +132,13 @@ class _StateCollector(Collector):
                 self.cpu_last[key] = used
             if key in self.cpu_last:
                 cpu.add_metric([p.namespace, p.name, p.container, "total"], self.cpu_last[key])
+            counts = cfs_counts(p.cpu_stat) if p.cpu_stat is not None else None
+            if counts is not None:
+                self.cfs_last[key] = counts
+            if key in self.cfs_last:
+                n, thr, thr_s = self.cfs_last[key]
+                for family, v in zip(cfs, (float(n), float(thr), thr_s), strict=True):
+                    family.add_metric([p.namespace, p.name, p.container], v)
         spec = GaugeMetricFamily(
             "kube_deployment_spec_replicas", "Desired replicas.", labels=["namespace", "deployment"]
         )
@@ -116,15 +148,18 @@ class _StateCollector(Collector):
                 "Deployment status.",
                 labels=["namespace", "deployment"],
             )
-            for k in ("", "_ready", "_available")
+            for k in ("", "_ready", "_available", "_unavailable")
         }
         for w in s.workloads:
             if w.kind != "Deployment":
                 continue
             spec.add_metric([w.namespace, w.name], float(w.spec_replicas))
-            for k, v in (("", w.replicas), ("_ready", w.ready), ("_available", w.available)):
+            # status.unavailableReplicas: the replicas asked for less those available, at least 0.
+            unavailable = max(w.spec_replicas - w.available, 0)
+            for k, v in (("", w.replicas), ("_ready", w.ready), ("_available", w.available),
+                         ("_unavailable", unavailable)):  # fmt: skip
                 reps[k].add_metric([w.namespace, w.name], float(v))
-        yield from (ready, restarts, started, ready_time, cpu, spec, *reps.values())
+        yield from (ready, restarts, started, ready_time, cpu, *cfs, spec, *reps.values())
 
 
 class LabMetrics:

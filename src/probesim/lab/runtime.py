@@ -82,6 +82,7 @@ class Runtime:
         self.services: list[ServiceProxy] = []  # the Services the apps call, as kube-proxy relays them
         self.listen_timeout_s = LISTEN_TIMEOUT_S
         self.metrics_ports: dict[str, int] = {}  # per pod, where its app serves /metrics (lab --prometheus)
+        self.cpu_stat_dir: Path | None = None  # where apps held to a CPU limit write their CFS counts
 
     def _app_argv(self, pod: Pod) -> list[str]:
         app = Path(sys.executable).parent / "probesim"
@@ -96,6 +97,8 @@ class Runtime:
         limit = pod.container.resources.limits.cpu
         if limit:  # (0: no quota)
             argv += ["--cpu-limit", f"{limit / 1000:g}"]  # the container's quota, kept by the app
+            if self.cpu_stat_dir is not None:
+                argv += ["--cpu-stat-dir", str(self.cpu_stat_dir)]
         return argv if pod.grpc_port is None else [*argv, "--grpc-port", str(pod.grpc_port)]
 
     def _metrics_env(self, pod: Pod) -> dict[str, str]:

@@ -73,8 +73,10 @@ class Telemetry:
         ready_time = self.lab.clock.wall_t0 + pod.ready_since / 1000 if pod.ready else None
         started = self._wall(pod.run.started_at) if pod.run.instance >= 0 else None
         pid = pod.run.proc.pid if pod.run.proc is not None and pod.run.proc.returncode is None else None
+        stat_dir = self.lab.runtime.cpu_stat_dir
+        stat = stat_dir / str(pid) if stat_dir is not None and pid is not None else None
         return PodState(pod.name, namespace, self._uid(pod), pod.container.name, pod.ready, ready_time,
-                        started, pod.run.restarts, pid)  # fmt: skip
+                        started, pod.run.restarts, pid, stat)  # fmt: skip
 
     def _namespace(self, workload: str) -> str:
         w = next((x for x in self.lab.scenario.workloads if x.name == workload), None)
@@ -100,6 +102,7 @@ class Telemetry:
         own /metrics, and Prometheus scraping them."""
         for pod in pods:
             self.lab.runtime.metrics_ports[pod.name] = free_port()
+        self.lab.runtime.cpu_stat_dir = self.lab.run_folder().sub("cpu-stat")
         self.lab.prober.on_result = self.on_probe
 
         async def handle(_: web.Request) -> web.Response:
