@@ -402,7 +402,8 @@ def test_probe_failures_are_compared_from_the_prober_counter_or_the_events(input
     )
     out = fit(req)
     assert out.telemetry["probeFailures"] == {"Readiness": 4}
-    from probesim.fit.command import compare, write
+    from probesim.fit.command import write
+    from probesim.fit.compare import compare
 
     write(out, inputs / "f.yaml")
     rows = {(r["object"], r["figure"]): r for r in compare(out, inputs / "f.yaml")}
@@ -477,7 +478,8 @@ def test_throttling_is_taken_off_the_wait_and_set_beside_the_simulations(inputs:
     assert "the throttling wait (cAdvisor's CFS periods)" in wall.source
     share = out.telemetry["throttledShare"]
     assert share == pytest.approx(0.3, abs=0.02)  # the mean of a share rising from 0 to 0.6
-    from probesim.fit.command import compare, write
+    from probesim.fit.command import write
+    from probesim.fit.compare import compare
 
     write(out, inputs / "f.yaml")
     rows = {(r["object"], r["figure"]): r for r in compare(out, inputs / "f.yaml")}
@@ -494,7 +496,8 @@ def test_throttling_is_taken_off_the_wait_and_set_beside_the_simulations(inputs:
 
 
 def test_the_deployments_replica_series_are_set_beside_the_simulations(inputs: Path) -> None:
-    from probesim.fit.command import compare, write
+    from probesim.fit.command import write
+    from probesim.fit.compare import compare
 
     for replicas, agree in ((3, True), (5, False)):
         write_saved(inputs / "saved", Truth(replicas=replicas))

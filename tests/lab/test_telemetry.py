@@ -314,8 +314,9 @@ def test_round_trip_lab_prometheus_fit_recovers_a_saturating_surge_and_simulates
     # The kubelet's probe durations give the probe path's wait, from the samples before the surge.
     healthz = next(f for f in report["fitted"] if f["field"] == "containers.app.routes./healthz.wall")
     assert 0 <= healthz["value"] < 50 and "below 80% utilization" in healthz["source"]
-    from probesim.fit.command import Request, compare, write
+    from probesim.fit.command import Request, write
     from probesim.fit.command import fit as fit_telemetry
+    from probesim.fit.compare import compare
 
     outcome = fit_telemetry(Request([str(tmp_path / "k8s")], tmp_path / "c.yaml", saved=str(out / "web"),
                                     pods=str(out / "pods.json"), k6=str(out / "k6.json")))  # fmt: skip

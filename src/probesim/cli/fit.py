@@ -116,9 +116,10 @@ def fit(
     Example: [bold]probesim fit k8s/ --prometheus http://127.0.0.1:9090 --start 2026-12-01T10:00:00Z
     --end 2026-12-01T11:00:00Z --pods pods.json -o fitted.yaml --compare[/bold]
     """
-    from probesim.fit.command import Request, agree, write
-    from probesim.fit.command import compare as run_compare
+    from probesim.fit.command import Request, write
     from probesim.fit.command import fit as run_fit
+    from probesim.fit.compare import agree
+    from probesim.fit.compare import compare as run_compare
     from probesim.fit.queries import PURPOSE, load_mapping
 
     req = Request(

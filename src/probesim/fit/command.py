@@ -1,5 +1,5 @@
 """``probesim fit``'s work: read the telemetry, fit each value, write the scenario (and its
-traffic series), and with ``--compare`` simulate it beside what the telemetry recorded.
+traffic series), with what the telemetry recorded for ``--compare`` (fit/compare.py).
 
 The scenario starts as the one ``probesim run`` generates for the manifests (the objects copied
 in, docs/scenarios.md "Generated scenarios"); fit replaces the workload's behaviour by what it
@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import yaml
 
 from probesim.errors import InputError
 from probesim.fit import estimate as est
-from probesim.fit.prometheus import Live, Saved, Series
+from probesim.fit.compare import probe_failures, recorded, workload_figures
+from probesim.fit.prometheus import Live, Saved, Series, only
 from probesim.fit.queries import Mapping, queries
 from probesim.model.duration import format_ms, parse_ms_float
 from probesim.safe import visible
@@ -79,13 +79,6 @@ def _answers(r: Request, qs: dict[str, str]) -> dict[str, list[Series] | None]:
         assert r.saved is not None
         source = Saved(r.saved)
     return {name: source.answer(name, q) for name, q in qs.items()}
-
-
-def _one(series: list[Series] | None) -> Series | None:
-    """The one series of a sum() query (none: None)."""
-    if not series:
-        return None
-    return series[0]
 
 
 @dataclass
@@ -195,7 +188,7 @@ def fit(r: Request) -> Outcome:
         not_fitted.append((f"routes.{path}", why))
     if not requests:
         raise InputError(f"the answer to {qs['requests']!r} holds only the probes' paths: no traffic to fit")
-    cpu = _one(got.get("cpu"))
+    cpu = only(got.get("cpu"))
     costs: dict[str, float] = {}
     if cpu is None:
         not_fitted.append((f"containers.{container}.routes.*.cpu", f"no answer to {qs['cpu']!r}"))
@@ -207,7 +200,7 @@ def fit(r: Request) -> Outcome:
         for f in found:
             fitted.append(f)
             costs[f.path.split(".routes.", 1)[1].rsplit(".", 1)[0]] = f.value
-        idle = est.fit_idle(floor, _one(got.get("ready")), found, container)
+        idle = est.fit_idle(floor, only(got.get("ready")), found, container)
         if idle is not None:
             fitted.append(idle)
     sums = got.get("latency_sum")
@@ -215,10 +208,10 @@ def fit(r: Request) -> Outcome:
         sums = [Series(x.labels, x.t, x.v / 1000) for x in sums]
     limit_m = c.resources.limits.cpu or sc.spec.cluster.node_cpu
     # cAdvisor counts CFS periods only for a container with a CPU limit (a quota).
-    throttle = est.throttled_share(_one(got.get("throttled_periods")), _one(got.get("cfs_periods")))
+    throttle = est.throttled_share(only(got.get("throttled_periods")), only(got.get("cfs_periods")))
     walls: dict[str, float] = {}
     if sums:
-        for f in est.fit_wall(requests, est.by_label(sums, label), cpu, _one(got.get("ready")), costs,
+        for f in est.fit_wall(requests, est.by_label(sums, label), cpu, only(got.get("ready")), costs,
                               limit_m / 1000, container, throttle) if cpu is not None else []:  # fmt: skip
             fitted.append(f)
             walls[f.path.split(".routes.", 1)[1].rsplit(".", 1)[0]] = f.value
@@ -239,7 +232,7 @@ def fit(r: Request) -> Outcome:
             variability = est.fit_variability(
                 mine,
                 cpu,
-                _one(got.get("ready")),
+                only(got.get("ready")),
                 cost_s,
                 limit_m / 1000,
                 bucket_scale,
@@ -286,11 +279,11 @@ def fit(r: Request) -> Outcome:
     text = _scenario_text(
         generated.text, name, container, fitted, not_fitted, traffic, duration_ms, variability, probe_paths
     )
-    telemetry = _telemetry(
+    telemetry = recorded(
         got, requests, errors, est.by_label(sums or [], label), buckets or [], label, bucket_scale
     )
-    _probe_telemetry(telemetry, got, r, pods_re)
-    _workload_telemetry(telemetry, got, throttle)
+    probe_failures(telemetry, got, r.events, pods_re)
+    workload_figures(telemetry, got, throttle)
     return Outcome(text, files, fitted, not_fitted, telemetry, name, svc)
 
 
@@ -315,7 +308,7 @@ def _probe_walls(
     cpu_ms = {path: _cost_ms(routes.get(path, routes.get("*", {})).get("cpu")) for path in paths.values()}
     return est.fit_probe_walls(
         est.by_label(seconds, "probe_type"), est.by_label(runs, "probe_type"), paths, cpu_ms, cpu,
-        _one(got.get("ready")), cores_per_pod, throttle, container,
+        only(got.get("ready")), cores_per_pod, throttle, container,
     )  # fmt: skip
 
 
@@ -393,209 +386,6 @@ def _scenario_text(
         head += [f"  {k}: {why}" for k, why in not_fitted]
     comment = "".join(f"# {visible(line, 1000)}\n" for line in head)
     return comment + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
-
-
-def _telemetry(
-    got: dict[str, list[Series] | None],
-    requests: dict[str, Series],
-    errors: dict[str, Series],
-    sums: dict[str, Series],
-    buckets: list[Series],
-    label: str,
-    bucket_scale: float,
-) -> dict[str, Any]:
-    """What the telemetry recorded, as --compare sets it beside the simulation (``sums`` in
-    seconds; the buckets' bounds times ``bucket_scale`` are seconds)."""
-    out: dict[str, Any] = {"routes": {}}
-    ready = _one(got.get("ready")) or _one(got.get("replicas_ready"))  # the pods', else the Deployment's
-    if ready is not None and ready.v.size:
-        # After the ramp, as the simulation's is compared: from the first sample at the most.
-        after = ready.v[int(ready.v.argmax()) :]
-        out["ready"] = {"mean": float(after.mean()), "min": float(after.min())}
-        out["rampEnd"] = float(ready.t[int(ready.v.argmax())])
-    restarts = _one(got.get("restarts"))
-    if restarts is not None and restarts.v.size:
-        out["restarts"] = float(restarts.v[-1] - restarts.v[0])
-    for route, s in requests.items():
-        total = float(s.v.sum())
-        row: dict[str, Any] = {"rate": float(s.v.mean())}
-        if total > 0:
-            row["errorRate"] = float(errors[route].v.sum()) / total if route in errors else 0.0
-            if route in sums:
-                row["meanMs"] = 1000 * float(sums[route].v.sum()) / total
-        cum: dict[float, float] = {}
-        for b in buckets:
-            if (b.labels.get(label, "") or "*") != route or "le" not in b.labels:
-                continue
-            bound = b.labels["le"]
-            le = math.inf if bound in ("+Inf", "Inf") else float(bound) * bucket_scale * 1000
-            cum[le] = cum.get(le, 0.0) + float(b.v.sum())
-        if cum.get(math.inf, 0) > 0:
-            row["buckets"] = sorted(cum.items())
-        out["routes"][route] = row
-    return out
-
-
-def _probe_telemetry(tel: dict[str, Any], got: dict[str, list[Series] | None], r: Request, pods: str) -> None:
-    """Probe failures by probe after the ramp (as --compare takes the simulation's): from the
-    events when given (kubectl get events -o json), else from the kubelet's prober counter."""
-    since = tel.get("rampEnd")
-    if r.events is not None:
-        from probesim.fit.kubectl import PROBE_FAILED, read_events
-
-        counted = read_events(r.events, pods, since)
-        tel["probeFailures"] = {k: counted[k] for k in PROBE_FAILED}
-        tel["probeSource"] = f"events ({r.events})"
-        return
-    probes = got.get("probes")
-    if not probes:  # no prober series: nothing to tell
-        return
-    out: dict[str, int] = {}
-    for x in probes:
-        v = x.v[x.t >= since] if since is not None else x.v
-        if x.labels.get("result") == "failed" and v.size:
-            out[x.labels.get("probe_type", "")] = round(float(v[-1] - v[0]))
-    tel["probeFailures"] = out
-    tel["probeSource"] = "prober_probe_total"
-
-
-# kube-state-metrics' Deployment series (by fit's query name) and the simulation's workload
-# series that hold the same status field.
-REPLICA_SERIES = {
-    "replicas_desired": ("desired", "desired replicas (mean)"),
-    "replicas": ("current", "pods (mean)"),
-    "replicas_available": ("available", "available pods (mean)"),
-    "replicas_unavailable": ("unavailable", "unavailable pods (mean)"),
-}
-
-
-def _workload_telemetry(
-    tel: dict[str, Any], got: dict[str, list[Series] | None], throttle: Series | None
-) -> None:
-    """The Deployment's replica counts (means after the ramp, as the ready pods) and the share of
-    CFS periods in which its containers were throttled."""
-    since = tel.get("rampEnd")
-
-    def after(x: Series) -> Any:
-        return x.v[x.t >= since] if since is not None else x.v
-
-    replicas: dict[str, float] = {}
-    for name in REPLICA_SERIES:
-        x = _one(got.get(name))
-        if x is not None and after(x).size:
-            replicas[name] = float(after(x).mean())
-    if replicas:
-        tel["replicas"] = replicas
-    thr, periods = _one(got.get("throttled_periods")), _one(got.get("cfs_periods"))
-    if throttle is not None and thr is not None and periods is not None:
-        a = est.align({"thr": thr, "all": periods})
-        keep = a.t >= since if since is not None else np.ones(a.t.size, bool)
-        ran = float(a.columns["all"][keep].sum())
-        if ran > 0:
-            tel["throttledShare"] = min(float(a.columns["thr"][keep].sum()) / ran, 1.0)
-
-
-def quantile_bucket(buckets: list[tuple[float, float]], q: float) -> tuple[float, float]:
-    """The bucket (lower, upper bound in ms) holding quantile ``q`` of a cumulative histogram."""
-    total = buckets[-1][1]
-    lower = 0.0
-    for le, n in buckets:
-        if n >= q * total:
-            return lower, le
-        lower = le
-    return lower, math.inf
-
-
-def compare(outcome: Outcome, scenario_path: Path) -> list[dict[str, Any]]:
-    """The fitted scenario simulated, each figure beside the telemetry's, with a tolerance."""
-    from probesim.engine import simulate
-    from probesim.manifests.scenario import load_scenario
-
-    result = simulate(load_scenario(str(scenario_path)))
-    rows: list[dict[str, Any]] = []
-
-    def row(obj: str, figure: str, sim: float | None, measured: float, tol: float, agree: bool) -> None:
-        rows.append({"object": obj, "figure": figure, "simulated": sim, "measured": measured,
-                     "tolerance": tol, "agree": agree})  # fmt: skip
-
-    tel = outcome.telemetry
-    w = next(x for x in result.workloads if x.name == outcome.workload)
-    after = result.time_ms >= (w.all_ready_ms or 0)  # as the routes: after the start-up ramp
-    if "ready" in tel:
-        ready = result.series[f"workload.{w.name}.ready"]
-        sim = float(ready[after].mean()) if after.any() else float(ready.mean())
-        tol = max(0.5, 0.1 * tel["ready"]["mean"])
-        row(
-            f"workload/{w.name}",
-            "ready pods (mean)",
-            sim,
-            tel["ready"]["mean"],
-            tol,
-            abs(sim - tel["ready"]["mean"]) <= tol,
-        )
-    for name, measured in tel.get("replicas", {}).items():
-        field, figure = REPLICA_SERIES[name]
-        series = result.series[f"workload.{w.name}.{field}"]
-        sim = float(series[after].mean()) if after.any() else float(series.mean())
-        tol = max(0.5, 0.1 * measured)
-        row(f"workload/{w.name}", figure, sim, measured, tol, abs(sim - measured) <= tol)
-    if "throttledShare" in tel:
-        # cAdvisor counts 100 ms periods; the simulation steps whole: a pod is throttled in a step
-        # when its demand exceeds its limit. Its share is of pod-steps.
-        running = result.series[f"workload.{w.name}.current"][after]
-        throttled = result.series.get(f"workload.{w.name}.throttled")
-        sim = float(throttled[after].sum()) / max(float(running.sum()), 1.0) if throttled is not None else 0.0
-        measured = tel["throttledShare"]
-        tol = max(0.1, 0.25 * measured)
-        row(f"workload/{w.name}", "CPU-throttled share", sim, measured, tol, abs(sim - measured) <= tol)
-    if "restarts" in tel:
-        tol = max(1.0, 0.1 * tel["restarts"])
-        row(f"workload/{w.name}", "restarts", float(w.total_restarts), tel["restarts"], tol,
-            abs(w.total_restarts - tel["restarts"]) <= tol)  # fmt: skip
-    if "probeFailures" in tel:
-        # The simulation's kubelet says each failure in an event, as the real one does.
-        pods = {f"pod/{p}" for p in w.restarts}
-        ramp = w.all_ready_ms or 0
-        for kind in ("Liveness", "Readiness", "Startup"):
-            measured = tel["probeFailures"].get(kind, 0)
-            sim_n = sum(
-                1
-                for e in result.events
-                if e.object in pods and e.reason == "Unhealthy" and e.time_ms >= ramp
-                and e.message.startswith(f"{kind} probe failed")
-            )  # fmt: skip
-            if measured or sim_n:
-                tol = max(2.0, 0.1 * measured)
-                figure = f"{kind.lower()} probe failures"
-                row(f"workload/{w.name}", figure, float(sim_n), float(measured), tol,
-                    abs(sim_n - measured) <= tol)  # fmt: skip
-    for rt in result.routes:
-        t = tel["routes"].get(rt.name)
-        if t is None:
-            continue
-        # The telemetry is of pods already running; the simulation starts them: compare the
-        # steady state after its start-up ramp (the whole run when there is none).
-        span: Any = rt.steady if rt.steady is not None else rt
-        seconds = (span.end_ms - span.start_ms) / 1000 if rt.steady is not None else result.duration_ms / 1000
-        done = span.ok + span.failed_total
-        rate = done / max(seconds, 1e-9)
-        row(f"route/{rt.name}", "answered requests/s", rate, t["rate"], 0.05 * t["rate"],
-            abs(rate - t["rate"]) <= 0.05 * t["rate"] + 1e-9)  # fmt: skip
-        if "errorRate" in t:
-            tol = max(0.01, 0.15 * t["errorRate"])
-            err = span.error_rate
-            row(f"route/{rt.name}", "error rate", err, t["errorRate"], tol, abs(err - t["errorRate"]) <= tol)
-        for q in ("p50", "p95"):
-            if "buckets" in t and q in span.latency_ms:
-                lo, hi = quantile_bucket(t["buckets"], int(q[1:]) / 100)
-                sim_q = span.latency_ms[q]
-                # The histogram tells only the bucket holding the quantile: agreeing is landing in it.
-                row(f"route/{rt.name}", f"latency {q} (ms)", sim_q, hi, hi - lo, lo <= sim_q <= hi)
-    return rows
-
-
-def agree(rows: list[dict[str, Any]]) -> bool:
-    return all(r["agree"] for r in rows)
 
 
 def write(outcome: Outcome, path: Path) -> None:

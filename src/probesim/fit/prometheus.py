@@ -131,3 +131,10 @@ class Live:
         except ValueError:
             raise InputError(f"the answer to {query!r} is not JSON", file=self.url) from None
         return parse_response(doc, query, self.url)
+
+
+def only(series: list[Series] | None) -> Series | None:
+    """The one series of a sum() query (none: None)."""
+    if not series:
+        return None
+    return series[0]
