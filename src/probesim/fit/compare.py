@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from probesim.fit import estimate as est
 from probesim.fit.prometheus import Series, only
 
-if TYPE_CHECKING:
-    from probesim.fit.command import Outcome
+
+class Outcome(Protocol):
+    """What compare reads of fit's outcome (fit/command.py's Outcome)."""
+
+    telemetry: dict[str, Any]
+    workload: str
 
 
 def recorded(
