@@ -6,6 +6,7 @@ scenario holds (an error fraction included)."""
 from __future__ import annotations
 
 import json
+import math
 import threading
 import urllib.parse
 from collections.abc import Iterator
@@ -19,7 +20,8 @@ from typer.testing import CliRunner
 
 from probesim.cli import app
 from probesim.errors import InputError
-from probesim.fit.command import Request, fit
+from probesim.fit.command import Request, fit, write
+from probesim.fit.compare import compare
 from probesim.fit.kubectl import read_events
 from probesim.fit.queries import PRESETS, Mapping, queries
 from tests.fit.telemetry import DEPLOYMENT, T0, Truth, _matrix, write_pods, write_saved
@@ -306,6 +308,27 @@ def test_fit_from_a_lab_runs_saved_telemetry(tmp_path: Path) -> None:
     rows = [line.split(",") for line in csv.splitlines()]
     assert sum(float(v) for _, v in rows) == 975 and rows[-1][1] == "0"
     assert max(float(v) for _, v in rows) == 60
+    # What the requests got, as k6 logs it, beside what the simulation's clients got: in the surge
+    # the clients waited seconds, which the app's histogram (timing from when the app read a
+    # request) does not show; the client-side rows agree where the histogram's cannot.
+    write(r, tmp_path / "f.yaml")
+    rows_by = {x["figure"]: x for x in compare(r, tmp_path / "f.yaml") if x["object"] == "route//api"}
+    p95, histogram_p95 = rows_by["client latency p95 (ms, k6)"], rows_by["latency p95 (ms)"]
+    assert p95["measured"] > 1000 >= histogram_p95["measured"]
+    assert p95["agree"] and rows_by["client failed share (k6)"]["agree"], rows_by
+    # The same run's k6 summary: its totals are its lines' (every request ended, 5 % failed).
+    points = [json.loads(line) for line in (LAB_RUN / "k6.json").open()]
+    failed = [p["data"]["value"] for p in points if p["metric"] == "http_req_failed"]
+    summary = json.loads((LAB_RUN / "k6-summary.json").read_text())["metrics"]
+    assert summary["http_reqs"]["count"] == 975 == len(failed)
+    assert summary["http_req_failed"]["value"] == pytest.approx(sum(failed) / len(failed))
+    # Fitted from the summary, the traffic is its mean rate for the run's length: the surge is gone.
+    s = fit(Request([str(tmp_path / "k8s")], tmp_path / "s.yaml", saved=str(LAB_RUN / "web"),
+                    k6=str(LAB_RUN / "k6-summary.json")))  # fmt: skip
+    (csv,) = s.files.values()
+    rates = [float(line.split(",")[1]) for line in csv.splitlines()]
+    rate = summary["http_reqs"]["rate"]
+    assert rates[:-1] == [pytest.approx(rate, rel=1e-5)] * math.ceil(975 / rate) and rates[-1] == 0
     # kubectl alone (the series' answers left out) gives the start too.
     only = tmp_path / "saved"
     only.mkdir()
@@ -340,14 +363,121 @@ def test_malformed_kubectl_json_is_one_line_naming_the_field(inputs: Path, pods:
     assert f"pods.json: {field}:" in r.output
 
 
-def test_a_k6_summary_export_is_told_apart_from_its_json_lines(inputs: Path) -> None:
-    (inputs / "summary.json").write_text(
-        json.dumps({"root_group": {}, "metrics": {"http_reqs": {"count": 3}}}, indent=2)
-    )
+def _summary(p95: float = 40.0, failed: float = 0.02, **metrics: Any) -> str:
+    """A k6 --summary-export of a 60 s run at 30 requests/s (its classic format)."""
+    doc = {
+        "root_group": {"name": "", "path": "", "id": "d41d8cd98f00b204e9800998ecf8427e", "groups": {}, "checks": {}},
+        "metrics": {
+            "http_reqs": {"count": 1800, "rate": 30.0},
+            "http_req_duration": {"avg": 15.0, "min": 2.0, "med": 12.0, "max": 300.0, "p(90)": 30.0, "p(95)": p95},
+            "http_req_failed": {"value": failed, "passes": round(1800 * failed), "fails": 1800 - round(1800 * failed)},
+            "vus": {"value": 1, "min": 1, "max": 5},
+            **metrics,
+        },
+    }  # fmt: skip
+    return json.dumps(doc, indent=4)
+
+
+def test_a_k6_summary_gives_its_mean_rate_as_a_constant_traffic_and_what_it_got(inputs: Path) -> None:
+    """The summary has no times: its rate is sent for its run's length (count / rate) from the
+    app's first counted request; --compare sets its p50/p95 and failed share beside the
+    simulation's clients, over the whole run."""
+    (inputs / "summary.json").write_text(_summary())
+    r = runner.invoke(app, ["fit", str(inputs / "k8s"), "--from", str(inputs / "saved"), "--k6",
+                            str(inputs / "summary.json"), "-o", str(inputs / "f.yaml"), "--compare", "--json"])  # fmt: skip
+    assert r.exit_code in (0, 1), r.output
+    report = json.loads(r.stdout)
+    traffic = next(f for f in report["fitted"] if f["field"] == "traffic./api")
+    assert traffic["value"] == 30 and "k6 --summary-export (its mean rate" in traffic["source"]
+    rows = (inputs / "f-traffic-0.csv").read_text().splitlines()
+    # The app's first counted request is the period's first sample: 60 rows of 30, then none.
+    assert rows == [f"{s},30" for s in range(60)] + ["60,0"]
+    figures = {x["figure"]: x for x in report["comparison"]["rows"] if x["object"] == "route//api"}
+    assert figures["client latency p50 (ms, k6)"]["measured"] == 12.0
+    assert figures["client latency p95 (ms, k6)"]["measured"] == 40.0
+    assert figures["client failed share (k6)"]["measured"] == 0.02
+    # The tolerance: a quarter of k6's figure, at least 10 ms.
+    sim = figures["client latency p95 (ms, k6)"]["simulated"]
+    assert sim > 0
+    for measured, agree in ((sim * 1.2, True), (sim * 1.4 + 10, False)):
+        (inputs / "summary.json").write_text(_summary(p95=measured))
+        again = runner.invoke(app, ["fit", str(inputs / "k8s"), "--from", str(inputs / "saved"), "--k6",
+                                    str(inputs / "summary.json"), "-o", str(inputs / "f.yaml"), "--compare",
+                                    "--json"])  # fmt: skip
+        row = next(x for x in json.loads(again.stdout)["comparison"]["rows"]
+                   if x["figure"] == "client latency p95 (ms, k6)")  # fmt: skip
+        assert row["simulated"] == sim and row["agree"] is agree, row
+
+
+def test_a_k6_summary_with_route_submetrics_gives_each_route_its_rate(inputs: Path) -> None:
+    subs = {"http_reqs{name:/api}": {"count": 1200, "rate": 20.0},
+            "http_reqs{url:http://web.shop/other}": {"count": 600, "rate": 10.0},
+            "http_req_duration{name:/api}": {"med": 9.0, "p(95)": 33.0},
+            "http_reqs{status:200}": {"count": 1700, "rate": 28.3}}  # fmt: skip
+    (inputs / "summary.json").write_text(_summary(**subs))
+    from probesim.fit.k6 import read
+
+    rec = read(str(inputs / "summary.json"))
+    assert rec.mean_rates == {"/api": 20.0, "/other": 10.0} and rec.duration_s == 60
+    assert rec.got() == {
+        "*": {"requests": 1800, "p50Ms": 12.0, "p95Ms": 40.0, "failedShare": 0.02},
+        "/api": {"requests": 1200, "p50Ms": 9.0, "p95Ms": 33.0},
+        "/other": {"requests": 600},
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        (_summary(failed=2.0), "summary.json: metrics.http_req_failed.value: 2: a share of 0 to 1"),
+        (_summary(http_reqs={"count": 10}), "summary.json: metrics.http_reqs: no requests in the summary"),
+        (
+            _summary(**{"http_req_duration{name:/api}": {"med": "fast"}}),
+            "summary.json: metrics.http_req_duration{name:/api}.med: 'fast': a number of 0 or more",
+        ),
+        (json.dumps({"version": "1.0.0", "metrics": {}}), "k6's new machine-readable summary is not read"),
+        ("{\n  broken", "summary.json: not JSON"),
+    ],
+)
+def test_a_bad_k6_summary_is_one_line_naming_the_field(inputs: Path, text: str, says: str) -> None:
+    (inputs / "summary.json").write_text(text)
     r = runner.invoke(app, ["fit", str(inputs / "k8s"), "--from", str(inputs / "saved"), "--k6",
                             str(inputs / "summary.json"), "-o", str(inputs / "f.yaml")])  # fmt: skip
-    assert r.exit_code == 2
-    assert "a k6 summary holds the run's totals, not the traffic over time" in r.output
+    assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
+    assert says in r.output
+
+
+def test_k6_lines_give_each_routes_durations_and_failed_share_after_the_ramp(inputs: Path) -> None:
+    """http_req_duration and http_req_failed Points: k6's percentiles (linear between the sorted
+    samples) and the failed share, of the requests that ended after the telemetry's ramp."""
+    from probesim.fit.k6 import read
+
+    def point(metric: str, second: int, value: float, url: str = "http://web.shop/api") -> str:
+        return json.dumps({"type": "Point", "metric": metric, "data": {
+            "time": f"2025-11-24T16:10:{second:02d}Z", "value": value, "tags": {"url": url, "name": url}}})  # fmt: skip
+
+    lines = [point("http_reqs", s, 1) for s in range(10)]
+    lines += [point("http_req_duration", 0, 5000.0)]  # before the ramp's end: left out
+    lines += [point("http_req_duration", 1 + i % 9, float(i)) for i in range(1, 101)]
+    lines += [point("http_req_failed", 1 + i % 9, float(i <= 5)) for i in range(1, 101)]
+    lines += [point("http_req_duration", 2, 7.0, "http://web.shop/health")]
+    (inputs / "k6.json").write_text("\n".join(lines) + "\n")
+    rec = read(str(inputs / "k6.json"))
+    since = T0 + 601  # 16:10:01
+    assert rec.got(since) == {
+        "/api": {"requests": 100, "p50Ms": 50.5, "p95Ms": pytest.approx(95.05), "failedShare": 0.05},
+        "/health": {"requests": 1, "p50Ms": 7.0, "p95Ms": 7.0},
+    }
+    assert rec.got()["/api"]["requests"] == 101
+    # fit takes them after the ramp of the telemetry's ready pods (all 3 Ready from its start).
+    r = fit(
+        Request(
+            [str(inputs / "k8s")], inputs / "f.yaml", saved=str(inputs / "saved"), k6=str(inputs / "k6.json")
+        )
+    )
+    assert r.telemetry["rampEnd"] == T0
+    assert r.telemetry["k6"] == {"source": "k6 --out json", "timed": True, "routes": rec.got(T0)}
+    assert r.telemetry["k6"]["routes"]["/api"]["requests"] == 101
 
 
 def _as_istio(saved: Path) -> None:

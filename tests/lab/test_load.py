@@ -170,7 +170,39 @@ def test_requests_unanswered_at_the_graceful_stop_are_interrupted() -> None:
     t0 = time.monotonic()
     out = asyncio.run(go())
     assert (out.sent, out.ok, out.interrupted, sum(out.failed.values())) == (5, 0, 5, 0)
+    assert out.trail == []  # k6 logs no sample of an interrupted request
     assert time.monotonic() - t0 < 5
+
+
+@pytest.mark.parametrize("keep", [None, KeepAlive()])
+def test_each_ended_request_leaves_its_duration_and_whether_it_failed(keep: KeepAlive | None) -> None:
+    """As k6's http_req_duration and http_req_failed: every answered or failed request once, at
+    its end, failed when its status is not 200-399; a timeout lasts its timeout."""
+
+    async def go() -> LoadResult:
+        n = 0
+
+        async def handler(_: web.Request) -> web.Response:
+            nonlocal n
+            n += 1
+            if n % 4 == 0:
+                await asyncio.sleep(5)  # beyond the timeout
+            return web.Response(text="no" if n % 4 == 2 else "ok", status=500 if n % 4 == 2 else 200)
+
+        runner, url = await _serve(handler)
+        try:
+            return await constant_rate([url], rate=20, duration_s=0.4, timeout_s=1.0, keep_alive=keep)
+        finally:
+            await runner.cleanup()
+
+    before = time.time()
+    out = asyncio.run(go())
+    assert out.sent == 8 and len(out.trail) == 8
+    assert sum(failed for _, _, failed in out.trail) == out.sent - out.ok == 4  # two 500s, two timeouts
+    assert (out.ok, out.failed["error_status"], out.failed["timeout"]) == (4, 2, 2)
+    slow = sorted(ms for _, ms, _ in out.trail)[-2:]
+    assert all(1000 <= ms < 2500 for ms in slow), out.trail
+    assert all(before <= end <= time.time() for end, _, _ in out.trail)
 
 
 def test_a_malformed_answer_on_a_kept_connection_counts_as_a_reset() -> None:

@@ -260,7 +260,20 @@ def test_round_trip_lab_prometheus_fit_recovers_a_saturating_surge_and_simulates
     # The surge saturated the CPU: the pods used their whole quota (1 core in all).
     cpu = json.loads((out / "web" / "cpu.json").read_text())["data"]["result"][0]["values"]
     assert max(float(v) for _, v in cpu) >= 0.9
-    assert sum(1 for _ in (out / "k6.json").open()) == 15 * 26 + 45 * 13  # every request sent
+    # Every request sent, as k6 logs it; each that ended with its duration and whether it failed,
+    # the same as the run's result and as the k6 summary's totals.
+    points = [json.loads(line) for line in (out / "k6.json").open()]
+    by_metric = {m: [p["data"]["value"] for p in points if p["metric"] == m]
+                 for m in ("http_reqs", "http_req_duration", "http_req_failed")}  # fmt: skip
+    assert len(by_metric["http_reqs"]) == 15 * 26 + 45 * 13
+    routes = measured["summary"]["routes"]
+    ended = sum(r["ok"] + r["failed"] for r in routes)
+    assert len(by_metric["http_req_duration"]) == len(by_metric["http_req_failed"]) == ended
+    assert sum(by_metric["http_req_failed"]) == sum(r["failed"] for r in routes)
+    assert max(by_metric["http_req_duration"]) >= 0.99 * max(r["latencyMs"]["max"] for r in routes)
+    summary = json.loads((out / "k6-summary.json").read_text())["metrics"]
+    assert summary["http_reqs"]["count"] == 15 * 26 + 45 * 13
+    assert summary["http_req_failed"]["passes"] == sum(by_metric["http_req_failed"])
     fitted_yaml = tmp_path / "fitted.yaml"
     fit = subprocess.run([probesim, "fit", str(tmp_path / "k8s"), "--from", str(out / "web"), "--pods",
                           str(out / "pods.json"), "--k6", str(out / "k6.json"), "--events", str(out / "events.json"),
@@ -321,7 +334,12 @@ def test_round_trip_lab_prometheus_fit_recovers_a_saturating_surge_and_simulates
     outcome = fit_telemetry(Request([str(tmp_path / "k8s")], tmp_path / "c.yaml", saved=str(out / "web"),
                                     pods=str(out / "pods.json"), k6=str(out / "k6.json")))  # fmt: skip
     write(outcome, tmp_path / "c.yaml")
-    rows = {r["figure"]: r for r in compare(outcome, tmp_path / "c.yaml") if r["object"] == "workload/web"}
+    compared = compare(outcome, tmp_path / "c.yaml")
+    rows = {r["figure"]: r for r in compared if r["object"] == "workload/web"}
+    # What the load generator's requests got (k6.json), beside the simulation's clients.
+    client = {r["figure"]: r for r in compared if r["object"] == "route//api"}
+    assert client["client latency p95 (ms, k6)"]["measured"] > 1000  # the surge's queue
+    assert client["client failed share (k6)"]["agree"], client
     for figure in (
         "desired replicas (mean)",
         "pods (mean)",

@@ -66,7 +66,13 @@ def fit(
         typer.Option(help="kubectl get pods -o json output: start and Ready times fit the app's start."),
     ] = None,
     k6: Annotated[
-        str | None, typer.Option(help="k6 run --out json=FILE output: the traffic as k6 sent it.")
+        str | None,
+        typer.Option(
+            help="A k6 run: its --out json=FILE lines (the traffic as sent, second by second) or its "
+            "--summary-export=FILE (the run's mean rate, from the app's first counted request). "
+            "--compare sets what k6 got (http_req_duration p50/p95, http_req_failed) beside the "
+            "simulation's clients."
+        ),
     ] = None,
     events: Annotated[
         str | None,
@@ -92,7 +98,8 @@ def fit(
         typer.Option(
             "--compare",
             help="Also simulate the fitted scenario and print it beside the telemetry: ready pods, replicas, "
-            "CPU-throttled share, restarts, probe failures, requests/s, error rate, latency p50/p95; exit 1 "
+            "CPU-throttled share, restarts, probe failures, requests/s, error rate, latency p50/p95 (and "
+            "what k6's clients got, with --k6); exit 1 "
             "when a figure differs beyond its tolerance.",
         ),
     ] = False,
@@ -109,7 +116,8 @@ def fit(
     probe path's own wait (the kubelet's prober_probe_duration_seconds), and the traffic as
     recorded (a rate series). Each value says where it came from and how well it fits; what the
     data cannot determine is listed, with why. --compare also sets the Deployment's replica
-    series, the throttled share and the probe failures beside the simulation's.
+    series, the throttled share and the probe failures beside the simulation's, and with --k6
+    what the load generator's requests got (their durations and failed share).
 
     Then run, tune or stress from it: probesim tune k8s/ --scenario fitted.yaml. See docs/fit.md.
 

@@ -103,7 +103,8 @@ def lab(
             "each pod's request histogram, the kubelet's prober metrics, kube-state-metrics' and "
             "cAdvisor's series — and save into this folder what probesim fit reads: the answers to "
             "its queries (DIR/<workload>/, for fit --from), the pods (DIR/pods.json, for --pods), "
-            "what the load generator sent (DIR/k6.json, k6's JSON lines, for --k6), and Prometheus's "
+            "what the load generator sent and got (DIR/k6.json, k6's JSON lines, and DIR/k6-summary.json, "
+            "its --summary-export, for --k6), and Prometheus's "
             "own data (DIR/prometheus/: serve it again to query it, over DIR/period.json)."
         ),
     ] = None,

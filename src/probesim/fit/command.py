@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from probesim.errors import InputError
@@ -246,8 +247,9 @@ def fit(r: Request) -> Outcome:
         )
     errors = est.by_label(got.get("errors") or [], label)
     fitted += est.fit_errors(requests, errors, container, f"the answer to {qs['errors']!r}", r.step)
-    traffic_src = "k6 --out json" if r.k6 else f"the answer to {qs['requests']!r}"
-    rates = _traffic(r, requests)
+    k6 = _read_k6(r.k6, requests) if r.k6 is not None else None
+    rates = k6[1] if k6 is not None else _series_rates(requests)
+    traffic_src = k6[2] if k6 is not None else f"the answer to {qs['requests']!r}"
     svc = sc.service_for(sc.spec.traffic[0]).name if sc.spec.traffic else name
     files: dict[Path, str] = {}
     traffic = []
@@ -284,6 +286,8 @@ def fit(r: Request) -> Outcome:
     )
     probe_failures(telemetry, got, r.events, pods_re)
     workload_figures(telemetry, got, throttle)
+    if k6 is not None:
+        telemetry["k6"] = _k6_got(k6[0], telemetry.get("rampEnd"), rates)
     return Outcome(text, files, fitted, not_fitted, telemetry, name, svc)
 
 
@@ -330,14 +334,45 @@ def _need(got: dict[str, list[Series] | None], name: str, qs: dict[str, str]) ->
     return s
 
 
-def _traffic(r: Request, requests: dict[str, Series]) -> dict[str, list[tuple[float, float]]]:
-    """Each route's rate over time: what k6 sent when its output is given, else what the app
-    counted."""
-    if r.k6 is not None:
-        from probesim.fit.k6 import request_rates
-
-        return request_rates(r.k6)
+def _series_rates(requests: dict[str, Series]) -> dict[str, list[tuple[float, float]]]:
+    """Each route's rate over time as the app counted it."""
     return {k: list(zip(s.t.tolist(), s.v.tolist(), strict=True)) for k, s in requests.items() if s.t.size}
+
+
+def _read_k6(path: str, requests: dict[str, Series]) -> tuple[Any, dict[str, list[tuple[float, float]]], str]:
+    """The k6 run, each route's rate over time as k6 sent it, and where the rates came from.
+    A summary has no times: its mean rate is sent from the app's first counted request for the
+    run's duration, split over the routes as the app counted them when k6 did not."""
+    from probesim.fit.k6 import read
+
+    rec = read(path)
+    if rec.timed:
+        return rec, rec.rates, rec.source
+    firsts = [float(s.t[np.flatnonzero(s.v > 0)[0]]) for s in requests.values() if (s.v > 0).any()]
+    if not firsts:
+        raise InputError("a k6 summary has no times and the app counted no request to place it at",
+                         file=path)  # fmt: skip
+    begin = min(firsts)
+    means = dict(rec.mean_rates)
+    how = "its mean rate"
+    if set(means) == {"*"}:
+        totals = {k: float(s.v.sum()) for k, s in requests.items()}
+        whole = sum(totals.values())
+        means = {k: means["*"] * n / whole for k, n in totals.items() if n > 0}
+        if len(means) > 1:
+            how += ", split over the routes as the app counted them"
+    seconds = max(1, math.ceil(rec.duration_s))
+    rates = {k: [(begin + i, v) for i in range(seconds)] for k, v in means.items()}
+    return rec, rates, f"{rec.source} ({how}, from the app's first counted request: the summary has no times)"
+
+
+def _k6_got(rec: Any, since: float | None, rates: dict[str, list[tuple[float, float]]]) -> dict[str, Any]:
+    """What k6's requests got, per route, for --compare: after the ramp from its lines, the whole
+    run from a summary (its overall figures are the route's when there is one route)."""
+    got = rec.got(since if rec.timed else None)
+    if "*" in got and len(rates) == 1 and next(iter(rates)) not in got:
+        got[next(iter(rates))] = got.pop("*")
+    return {"source": rec.source, "timed": rec.timed, "routes": got}
 
 
 def _scenario_text(

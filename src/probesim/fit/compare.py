@@ -199,13 +199,17 @@ def compare(outcome: Outcome, scenario_path: Path) -> list[dict[str, Any]]:
                 figure = f"{kind.lower()} probe failures"
                 row(f"workload/{w.name}", figure, float(sim_n), float(measured), tol,
                     abs(sim_n - measured) <= tol)  # fmt: skip
+    k6 = tel.get("k6") or {"routes": {}}
     for rt in result.routes:
-        t = tel["routes"].get(rt.name)
-        if t is None:
-            continue
         # The telemetry is of pods already running; the simulation starts them: compare the
         # steady state after its start-up ramp (the whole run when there is none).
         span: Any = rt.steady if rt.steady is not None else rt
+        if rt.name in k6["routes"]:
+            # What the load generator got: after the ramp from its lines, the whole run from a summary.
+            _client_rows(row, f"route/{rt.name}", k6["routes"][rt.name], span if k6["timed"] else rt)
+        t = tel["routes"].get(rt.name)
+        if t is None:
+            continue
         seconds = (span.end_ms - span.start_ms) / 1000 if rt.steady is not None else result.duration_ms / 1000
         done = span.ok + span.failed_total
         rate = done / max(seconds, 1e-9)
@@ -222,6 +226,27 @@ def compare(outcome: Outcome, scenario_path: Path) -> list[dict[str, Any]]:
                 # The histogram tells only the bucket holding the quantile: agreeing is landing in it.
                 row(f"route/{rt.name}", f"latency {q} (ms)", sim_q, hi, hi - lo, lo <= sim_q <= hi)
     return rows
+
+
+# k6's percentiles are of its samples, the simulation's read off a latency grid 6 % apart, and a
+# queue's latency moves fast with the load: within a quarter, or 10 ms for fast answers.
+CLIENT_LATENCY_TOLERANCE = (10.0, 0.25)
+
+
+def _client_rows(row: Any, obj: str, got: dict[str, float], part: Any) -> None:
+    """k6's request durations and failed share beside the simulation's, as its clients see them
+    (a request given up on took its timeout, in both)."""
+    floor, share = CLIENT_LATENCY_TOLERANCE
+    for q in ("p50", "p95"):
+        measured = got.get(f"{q}Ms")
+        if measured is not None and q in part.latency_ms:
+            sim, tol = part.latency_ms[q], max(floor, share * measured)
+            row(obj, f"client latency {q} (ms, k6)", sim, measured, tol, abs(sim - measured) <= tol)
+    if "failedShare" in got:
+        measured = got["failedShare"]
+        tol = max(0.01, 0.15 * measured)
+        err = part.error_rate
+        row(obj, "client failed share (k6)", err, measured, tol, abs(err - measured) <= tol)
 
 
 def agree(rows: list[dict[str, Any]]) -> bool:

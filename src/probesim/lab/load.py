@@ -30,6 +30,9 @@ class LoadResult:
     interrupted: int = 0  # still unanswered when the generator stopped waiting (gracefulStop)
     statuses: Counter[int] = field(default_factory=Counter)  # answers by HTTP status
     sent_at: list[float] = field(default_factory=list)  # each request's send time (Unix s), as k6 logs it
+    # Each request that ended (answered or failed, not interrupted): its end (Unix s), how long it
+    # took in ms and whether it failed, as k6's http_req_duration and http_req_failed samples.
+    trail: list[tuple[float, float, bool]] = field(default_factory=list)
     ok: int = 0  # 2xx and 3xx
     failed: Counter[str] = field(default_factory=Counter)  # by the simulation's cause names
     # answered requests' latency in µs, 1 µs to 10 min at 3 significant digits
@@ -212,24 +215,32 @@ async def constant_rate(
             await asyncio.sleep(max(0.0, since + at / 1000 - time.monotonic()))
         raise AssertionError("unreachable")
 
-    def answered(t: float, status: int, body: bytes) -> None:
+    def answered(t: float, status: int, body: bytes) -> bool:
+        """Count an answer; whether it failed (k6 expects 200-399)."""
         out.statuses[status] += 1
         out.latency_us.record_value(max(1, round((time.monotonic() - t) * 1e6)))
         if status < 400:
             out.ok += 1
-        else:
-            out.failed[cause_of(status, body)] += 1
+            return False
+        out.failed[cause_of(status, body)] += 1
+        return True
+
+    def ended(t: float, failed: bool | None) -> None:
+        """A request's k6 samples (none when it was interrupted: k6 logs no sample for it)."""
+        if failed is not None:
+            out.trail.append((time.time(), (time.monotonic() - t) * 1000, failed))
 
     async with aiohttp.ClientSession(timeout=exact(timeout_s)) as session:
 
         async def one(url: str | None) -> None:
             t = time.monotonic()
+            failed: bool | None = True
             try:
                 async with asyncio.timeout(timeout_s):
                     url = url or await pick(t)
                     async with session.request(method, url, headers=headers) as r:
                         body = await r.read()
-                answered(t, r.status, body)
+                failed = answered(t, r.status, body)
             except TimeoutError:
                 out.failed["timeout"] += 1
             except NoEndpoint:
@@ -238,11 +249,16 @@ async def constant_rate(
                 out.failed["restarting"] += 1  # refused: nothing listens
             except aiohttp.ClientError:
                 out.failed["killed"] += 1  # reset or closed after connecting
+            except asyncio.CancelledError:
+                failed = None
+                raise
             finally:
+                ended(t, failed)
                 slots.release()
 
         async def kept(vu: list[Conn | None]) -> None:
             t = time.monotonic()
+            failed: bool | None = True
             try:
                 async with asyncio.timeout(timeout_s):
                     for _ in range(2):
@@ -259,7 +275,7 @@ async def constant_rate(
                             vu[0] = None
                     else:
                         raise ConnectionResetError("closed before answering, twice")
-                answered(t, status, body)
+                failed = answered(t, status, body)
             except TimeoutError:
                 out.failed["timeout"] += 1
                 _drop(vu)  # a client closes a connection it gave up on
@@ -271,7 +287,11 @@ async def constant_rate(
             except (ConnectionError, asyncio.IncompleteReadError):
                 out.failed["killed"] += 1  # reset, or cut off mid-answer
                 _drop(vu)
+            except asyncio.CancelledError:
+                failed = None
+                raise
             finally:
+                ended(t, failed)
                 free.append(vu)
 
         start = time.monotonic()
@@ -299,6 +319,7 @@ async def constant_rate(
                 out.sent_at.append(time.time())
                 if not urls and not retransmit:
                     out.failed["no_endpoint"] += 1
+                    ended(time.monotonic(), True)
                     continue
                 await slots.acquire()
                 # Round robin when there are several; none yet: wait for one (retransmit).

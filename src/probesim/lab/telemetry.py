@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from aiohttp import web
 
 from probesim.errors import InputError
@@ -143,15 +144,17 @@ class Telemetry:
             written.append(folder)
         (self.out / "pods.json").write_text(json.dumps(self.pods_json(), indent=1), encoding="utf-8")
         self._write_k6(self.out / "k6.json")
+        (self.out / "k6-summary.json").write_text(json.dumps(self.k6_summary(), indent=4), encoding="utf-8")
         (self.out / "events.json").write_text(json.dumps(self.events_json(), indent=1), encoding="utf-8")
         period = {"start": _rfc3339(start), "end": _rfc3339(end + 1)}  # what fit --start/--end take
         (self.out / "period.json").write_text(json.dumps(period), encoding="utf-8")
         return written
 
     def _write_k6(self, path: Path) -> None:
-        """What the load generator sent, as ``k6 run --out json`` logs it: an ``http_reqs``
-        Point per request, at its send time, tagged with its URL (for fit --k6: the offered
-        traffic, which the app's histogram cannot tell once requests queue)."""
+        """What the load generator sent and got, as ``k6 run --out json`` logs it: an
+        ``http_reqs`` Point per request at its send time (for fit --k6: the offered traffic,
+        which the app's histogram cannot tell once requests queue), and for each request that
+        ended, at its end, its ``http_req_duration`` (ms) and ``http_req_failed`` (1: not 200-399)."""
         traffic = self.lab.traffic
         with path.open("w", encoding="utf-8") as f:
             for t in traffic.routes:
@@ -163,6 +166,33 @@ class Telemetry:
                 for at in res.sent_at:
                     point = {"time": _rfc3339(at), "value": 1, "tags": tags}
                     f.write(json.dumps({"type": "Point", "metric": "http_reqs", "data": point}) + "\n")
+                for end, ms, failed in res.trail:
+                    for metric, value in (("http_req_duration", round(ms, 3)),
+                                          ("http_req_failed", int(failed))):  # fmt: skip
+                        point = {"time": _rfc3339(end), "value": value, "tags": tags}
+                        f.write(json.dumps({"type": "Point", "metric": metric, "data": point}) + "\n")
+
+    def k6_summary(self) -> dict[str, Any]:
+        """The run's totals as ``k6 run --summary-export`` writes them (its classic format, no
+        thresholds: no submetric): requests and their rate over the run, the durations' trend
+        (avg, min, med, max, p(90), p(95); percentiles linear between the sorted samples, as k6's)
+        and the failed share."""
+        loads = [res for t in self.lab.traffic.routes if (res := self.lab.traffic.loads.get(t.label))]
+        sent = [at for res in loads for at in res.sent_at]
+        trail = [x for res in loads for x in res.trail]
+        ms = np.array([x[1] for x in trail])
+        failed = sum(1 for x in trail if x[2])
+        began = min(sent, default=0.0)
+        seconds = max(max((x[0] for x in trail), default=0.0), max(sent, default=0.0)) - began
+        metrics: dict[str, Any] = {"http_reqs": {"count": len(sent), "rate": len(sent) / max(seconds, 1.0)}}
+        if ms.size:
+            p50, p90, p95 = (float(x) for x in np.percentile(ms, [50, 90, 95]))
+            metrics["http_req_duration"] = {"avg": float(ms.mean()), "min": float(ms.min()), "med": p50,
+                                            "max": float(ms.max()), "p(90)": p90, "p(95)": p95}  # fmt: skip
+            n = int(ms.size)
+            metrics["http_req_failed"] = {"value": failed / n, "passes": failed, "fails": n - failed}
+        root = {"name": "", "path": "", "id": "d41d8cd98f00b204e9800998ecf8427e", "groups": {}, "checks": {}}
+        return {"root_group": root, "metrics": metrics}
 
     def events_json(self) -> dict[str, Any]:
         """The pods' events as ``kubectl get events -o json`` lists them: repeats of the same
