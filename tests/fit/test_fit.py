@@ -221,7 +221,9 @@ def test_a_live_prometheus_is_queried_over_the_period(inputs: Path, server: str)
     assert _values(json.loads(r.stdout))["containers.app.routes./api.cpu"] == pytest.approx(20, rel=0.15)
     assert {s["start"] for s in _Prometheus.seen} == {str(T0)}
     assert {float(s["end"]) for s in _Prometheus.seen} == {end}
-    assert len(_Prometheus.seen) == len(queries(Mapping(), "shop", "web-.*", "app", "1m", "web"))  # each once
+    assert len(_Prometheus.seen) == len(
+        queries(Mapping(), "shop", "web-.*", "app", "1m", "web", "web")
+    )  # each once
 
 
 def test_k6_output_gives_the_traffic_as_sent(inputs: Path) -> None:
@@ -651,3 +653,45 @@ def test_a_probe_path_under_load_throughout_is_not_fitted_and_says_why(inputs: P
     assert not any(f.path.endswith("/healthz.wall") for f in r.fitted)
     why = dict(r.not_fitted)["containers.app.routes./healthz.wall"]
     assert "fewer than 3 samples of Readiness probe durations below 80% CPU utilization" in why
+
+
+DESTINATION_RULE = """\
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: web, namespace: shop}
+spec:
+  host: web.shop.svc.cluster.local
+  trafficPolicy:
+    outlierDetection: {consecutive5xxErrors: 1, interval: 10s, baseEjectionTime: 30s, maxEjectionPercent: 100}
+"""
+
+
+def test_envoys_outlier_ejections_are_compared_with_the_simulated_sidecars(inputs: Path) -> None:
+    """Envoy's ejections_enforced_total summed over the callers' sidecars (cluster_name as Istio
+    tags it), its increase over the period beside the simulation's client sidecars' count."""
+    (inputs / "k8s" / "web.yaml").write_text(DEPLOYMENT + DESTINATION_RULE, encoding="utf-8")
+    write_saved(inputs / "saved", Truth(error_share=0.05))
+    times = [T0 + 15 * i for i in range(121)]
+
+    def run(increase: float) -> dict[str, Any]:
+        counter = [increase * i / 120 for i in range(121)]
+        doc = _matrix([({}, counter)], times)
+        (inputs / "saved" / "ejections.json").write_text(json.dumps(doc))
+        r = runner.invoke(app, ["fit", str(inputs / "k8s"), "--from", str(inputs / "saved"), "-o",
+                                str(inputs / "f.yaml"), "--compare", "--json"])  # fmt: skip
+        assert r.exit_code in (0, 1), r.output
+        rows = json.loads(r.stdout)["comparison"]["rows"]
+        return next(x for x in rows if x["figure"] == "outlier ejections (Envoy)")
+
+    first = run(40.0)
+    assert first["object"] == "service/web" and first["measured"] == 40.0
+    assert first["tolerance"] == 4.0  # a tenth of the count, at least one
+    sim = first["simulated"]
+    assert run(sim)["agree"] and not run(sim + 5)["agree"]
+    # What fit asks Prometheus for.
+    q = queries(Mapping(), "shop", "web-.*", "app", "1m", "web", "web")["ejections"]
+    assert q == (
+        "sum(envoy_cluster_outlier_detection_ejections_enforced_total{cluster_name=~"
+        '"outbound\\\\|[0-9]+\\\\|[^|]*\\\\|web\\\\.shop\\\\.svc\\\\..*"})'
+    )

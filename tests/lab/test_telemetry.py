@@ -383,3 +383,87 @@ def test_round_trip_lab_prometheus_fit_recovers_a_saturating_surge_and_simulates
     # which starts timing once the app reads a request, sees less of it).
     surge = next(r for r in lab_routes if r["name"] == "surge")
     assert surge["latencyMs"]["p95"] > 1500 and route.latency_ms["p95"] > 1500
+
+
+@needs_prometheus
+def test_envoys_own_stats_are_scraped_with_istios_cluster_label(tmp_path: Path) -> None:
+    """Seed 003 through real Envoys (two client sidecars, pod 2 answering 500): each exports
+    /stats/prometheus on Istio's Prometheus listener (127.0.0.1, only that path of its admin
+    interface), Prometheus finds them as they start, and fit's ejections query — Istio's
+    cluster_name label — answers the two ejections the sidecars logged."""
+    import json
+    import subprocess
+    import sys
+    from datetime import datetime
+
+    probesim = str(Path(sys.executable).parent / "probesim")
+    out = tmp_path / "telemetry"
+    lab = subprocess.run([probesim, "lab", "seed003-outlier", "--duration", "18s", "--prometheus", str(out),
+                          "--json"], capture_output=True, text=True, timeout=180)  # fmt: skip
+    assert lab.returncode == 0, lab.stderr[-2000:]
+    (route,) = json.loads(lab.stdout)["summary"]["routes"]
+    assert route["envoy"]["ejections_enforced_total"] == 2
+    targets = json.loads((out / "prometheus" / "envoy-targets.json").read_text())
+    assert [t["labels"] for t in targets] == [{"sidecar": "client-0"}, {"sidecar": "client-1"}]
+    assert all(t["targets"][0].startswith("127.0.0.1:") for t in targets)
+    ejections = json.loads((out / "backend" / "ejections.json").read_text())["data"]["result"]
+    (series,) = ejections
+    assert float(series["values"][-1][1]) == 2 and float(series["values"][0][1]) == 0
+    # The run's Prometheus has each sidecar's own series, as Istio tags them.
+    period = [
+        datetime.fromisoformat(t).timestamp() for t in json.loads((out / "period.json").read_text()).values()
+    ]
+    server = prom.Prometheus(out / "prometheus", {})
+
+    async def ask() -> dict[str, object]:
+        await server.start()
+        try:
+            query = 'envoy_cluster_outlier_detection_ejections_enforced_total{cluster_name=~"outbound.*"}'
+            return await asyncio.to_thread(server.query_range, query, period[0], period[1], 1)
+        finally:
+            await server.stop()
+
+    doc = asyncio.run(ask())
+    result = doc["data"]["result"]  # type: ignore[index]
+    assert sorted(r["metric"]["sidecar"] for r in result) == ["client-0", "client-1"]
+    assert {r["metric"]["cluster_name"] for r in result} == {
+        "outbound|8080||backend.default.svc.cluster.local"
+    }
+    assert all(float(r["values"][-1][1]) == 1 for r in result)  # each sidecar ejected pod 2 once
+
+
+def test_envoys_stats_listener_serves_only_the_prometheus_path(tmp_path: Path) -> None:
+    """Istio's Prometheus listener forwards /stats/prometheus to the admin interface, and no
+    other of its paths: /quitquitquit over TCP is a 404 and Envoy keeps running."""
+    import urllib.error
+    import urllib.request
+
+    from probesim.lab.envoy import Envoy, inbound_bootstrap
+    from probesim.lab.pods import free_port
+
+    async def go() -> tuple[str, int, bool]:
+        port = free_port()
+        envoy = Envoy(inbound_bootstrap(free_port(), free_port()), tmp_path / "e", stats_port=port)
+        await envoy.start()
+        try:
+
+            def get(path: str, method: str = "GET") -> tuple[int, str]:
+                req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method)
+                try:
+                    with urllib.request.urlopen(req, timeout=5) as r:
+                        return r.status, r.read().decode()
+                except urllib.error.HTTPError as e:
+                    return e.code, ""
+
+            status, text = await asyncio.to_thread(get, "/stats/prometheus")
+            assert status == 200
+            quit_status, _ = await asyncio.to_thread(get, "/quitquitquit", "POST")
+            assert envoy.proc is not None
+            return text, quit_status, envoy.proc.returncode is None
+        finally:
+            await envoy.stop()
+
+    (tmp_path / "e").mkdir()
+    text, quit_status, running = asyncio.run(go())
+    assert 'envoy_cluster_upstream_rq_total{cluster_name="inbound|80||"} 0' in text.splitlines()
+    assert quit_status == 404 and running

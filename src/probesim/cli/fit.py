@@ -98,8 +98,8 @@ def fit(
         typer.Option(
             "--compare",
             help="Also simulate the fitted scenario and print it beside the telemetry: ready pods, replicas, "
-            "CPU-throttled share, restarts, probe failures, requests/s, error rate, latency p50/p95 (and "
-            "what k6's clients got, with --k6); exit 1 "
+            "CPU-throttled share, restarts, probe failures, Envoy's outlier ejections, requests/s, error "
+            "rate, latency p50/p95 (and what k6's clients got, with --k6); exit 1 "
             "when a figure differs beyond its tolerance.",
         ),
     ] = False,

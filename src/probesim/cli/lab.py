@@ -13,7 +13,7 @@ from probesim.errors import InputError
 from probesim.safe import markup
 
 
-def _fit_queries(w: Any) -> dict[str, str]:
+def _fit_queries(w: Any, service: str | None) -> dict[str, str]:
     """probesim fit's queries for a workload of the lab (its default names, a 5 s rate window:
     the lab's Prometheus scrapes every second)."""
     from probesim.fit.queries import Mapping, queries
@@ -21,7 +21,8 @@ def _fit_queries(w: Any) -> dict[str, str]:
 
     deployment = w.name if w.kind == "Deployment" else None
     container = w.pod_spec.containers[0].name
-    return queries(Mapping(), w.metadata.namespace, f"{w.name}-.*", container, RATE_WINDOW, deployment)
+    ns = w.metadata.namespace
+    return queries(Mapping(), ns, f"{w.name}-.*", container, RATE_WINDOW, deployment, service)
 
 
 def _lab_seconds(given: str, option: str) -> float:
@@ -101,7 +102,8 @@ def lab(
         typer.Option(
             help="Also run a real Prometheus (Debian's, on 127.0.0.1) scraping the run every second — "
             "each pod's request histogram, the kubelet's prober metrics, kube-state-metrics' and "
-            "cAdvisor's series — and save into this folder what probesim fit reads: the answers to "
+            "cAdvisor's series, every Envoy's /stats/prometheus — and save into this folder what "
+            "probesim fit reads: the answers to "
             "its queries (DIR/<workload>/, for fit --from), the pods (DIR/pods.json, for --pods), "
             "what the load generator sent and got (DIR/k6.json, k6's JSON lines, and DIR/k6-summary.json, "
             "its --summary-export, for --k6), and Prometheus's "

@@ -90,6 +90,7 @@ class _Target:
     container: Any
     pods: str  # a regular expression of its pods' names
     queries: dict[str, str]
+    service: str | None  # the Service in front of it
 
 
 def _target(r: Request) -> _Target:
@@ -114,8 +115,11 @@ def _target(r: Request) -> _Target:
     c = next(x for x in w.pod_spec.containers if x.name == container)
     pods_re = f"{name}-.*"
     deployment = name if w.kind == "Deployment" else None
-    qs = queries(r.mapping, w.metadata.namespace, pods_re, container, r.window, deployment)
-    return _Target(generated, sc, w, c, pods_re, qs)
+    from probesim.kube.selectors import selects
+
+    service = next((s.name for s in sc.services if selects(s, w)), None)
+    qs = queries(r.mapping, w.metadata.namespace, pods_re, container, r.window, deployment, service)
+    return _Target(generated, sc, w, c, pods_re, qs, service)
 
 
 def target_queries(r: Request) -> dict[str, str]:
@@ -285,7 +289,7 @@ def fit(r: Request) -> Outcome:
         got, requests, errors, est.by_label(sums or [], label), buckets or [], label, bucket_scale
     )
     probe_failures(telemetry, got, r.events, pods_re)
-    workload_figures(telemetry, got, throttle)
+    workload_figures(telemetry, got, throttle, tg.service)
     if k6 is not None:
         telemetry["k6"] = _k6_got(k6[0], telemetry.get("rampEnd"), rates)
     return Outcome(text, files, fitted, not_fitted, telemetry, name, svc)

@@ -100,10 +100,14 @@ REPLICA_SERIES = {
 
 
 def workload_figures(
-    tel: dict[str, Any], got: dict[str, list[Series] | None], throttle: Series | None
+    tel: dict[str, Any],
+    got: dict[str, list[Series] | None],
+    throttle: Series | None,
+    service: str | None = None,
 ) -> None:
-    """The Deployment's replica counts (means after the ramp, as the ready pods) and the share of
-    CFS periods in which its containers were throttled."""
+    """The Deployment's replica counts (means after the ramp, as the ready pods), the share of
+    CFS periods in which its containers were throttled, and the outlier ejections its Service's
+    callers' Envoys enforced over the period."""
     since = tel.get("rampEnd")
 
     def after(x: Series) -> Any:
@@ -123,6 +127,10 @@ def workload_figures(
         ran = float(a.columns["all"][keep].sum())
         if ran > 0:
             tel["throttledShare"] = min(float(a.columns["thr"][keep].sum()) / ran, 1.0)
+    ejections = only(got.get("ejections"))
+    if service is not None and ejections is not None and ejections.v.size:
+        # A sum of counters: the increase over the period (a sidecar's restart would reset its own).
+        tel["ejections"] = {"service": service, "count": float(ejections.v[-1] - ejections.v[0])}
 
 
 def quantile_bucket(buckets: list[tuple[float, float]], q: float) -> tuple[float, float]:
@@ -178,6 +186,19 @@ def compare(outcome: Outcome, scenario_path: Path) -> list[dict[str, Any]]:
         measured = tel["throttledShare"]
         tol = max(0.1, 0.25 * measured)
         row(f"workload/{w.name}", "CPU-throttled share", sim, measured, tol, abs(sim - measured) <= tol)
+    if "ejections" in tel:
+        # The simulation's callers' sidecars, over its whole run (Envoy's counter, its name).
+        svc, measured = tel["ejections"]["service"], tel["ejections"]["count"]
+        sim_n = sum(r.envoy.get("ejections_enforced_total", 0) for r in result.routes if r.service == svc)
+        tol = max(1.0, 0.1 * measured)
+        row(
+            f"service/{svc}",
+            "outlier ejections (Envoy)",
+            float(sim_n),
+            measured,
+            tol,
+            abs(sim_n - measured) <= tol,
+        )
     if "restarts" in tel:
         tol = max(1.0, 0.1 * tel["restarts"])
         row(f"workload/{w.name}", "restarts", float(w.total_restarts), tel["restarts"], tol,

@@ -100,6 +100,16 @@ class Mapping(BaseModel):
         alias="cfsThrottledPeriods",
         description="cAdvisor's CFS periods in which the container used up its CPU limit (a counter).",
     )
+    ejections: str = Field(
+        default="envoy_cluster_outlier_detection_ejections_enforced_total",
+        description="Envoy's outlier ejections enforced, per upstream cluster (a counter, from the "
+        "callers' sidecars: Istio exports it once proxyStatsMatcher includes outlier_detection).",
+    )
+    cluster_label: str = Field(
+        default="cluster_name",
+        alias="clusterLabel",
+        description="Its label naming the cluster (Istio's; plain Envoy's is envoy_cluster_name).",
+    )
     deployment_label: str = Field(
         default="deployment", alias="deploymentLabel", description="Its label naming the Deployment."
     )
@@ -149,13 +159,20 @@ def load_mapping(path: str | None) -> Mapping:
 
 
 def queries(
-    m: Mapping, namespace: str, pods: str, container: str, window: str, workload: str | None = None
+    m: Mapping,
+    namespace: str,
+    pods: str,
+    container: str,
+    window: str,
+    workload: str | None = None,
+    service: str | None = None,
 ) -> dict[str, str]:
     """Each query fit runs, by the name its answer is saved under (``<name>.json``).
 
     ``pods`` is a regular expression of the workload's pod names (``web-.*``); ``window`` the
     rate window, several scrape intervals long (rate needs two samples inside it); ``workload``
-    the Deployment's name, for its replicas."""
+    the Deployment's name, for its replicas; ``service`` the Service in front of it, for the
+    outlier ejections of its Envoy clusters (``outbound|<port>|<subset>|<service>.<namespace>.svc…``)."""
     sel = f'{m.namespace_label}="{namespace}",{m.pod_label}=~"{pods}"'
     app = sel + (f",{m.filter}" if m.filter else "")  # the app's own series, scraped from its pods
     ctr = f'{sel},{m.container_label}="{container}"'
@@ -185,6 +202,10 @@ def queries(
         out["replicas_available"] = f"sum({m.replicas_available}{{{dep}}})"
         out["replicas_unavailable"] = f"sum({m.replicas_unavailable}{{{dep}}})"
         out["replicas_desired"] = f"sum({m.spec_replicas}{{{dep}}})"
+    if service is not None:
+        # A PromQL string: each regex backslash doubled.
+        clusters = rf"outbound\\|[0-9]+\\|[^|]*\\|{service}\\.{namespace}\\.svc\\..*"
+        out["ejections"] = f'sum({m.ejections}{{{m.cluster_label}=~"{clusters}"}})'
     return out
 
 
@@ -209,6 +230,8 @@ PURPOSE = {
     "replicas": "the Deployment's pods: compared with the simulation's (--compare)",
     "replicas_available": "its available pods: compared with the simulation's (--compare)",
     "replicas_unavailable": "its unavailable pods: compared with the simulation's (--compare)",
+    "ejections": "outlier ejections of the Service's pods by its callers' Envoys: compared with "
+    "the simulation's (--compare)",
     "replicas_desired": "the replicas it asks for (the HPA's choice under one): compared with the "
     "simulation's (--compare)",
 }

@@ -106,13 +106,64 @@ def inbound_bootstrap(listen: int, app_port: int) -> dict[str, Any]:
     }
 
 
+# Istio's bootstrap tags a cluster's stats by its name (cluster_name="outbound|80||web.shop.svc…")
+# in place of Envoy's default tags, so that its /stats/prometheus series are a mesh's.
+ISTIO_STATS_TAGS = {
+    "use_all_default_tags": False,
+    "stats_tags": [
+        {"tag_name": "cluster_name", "regex": r"^cluster\.((.+?(\..+?\.svc\.cluster\.local)?)\.)"},
+        {"tag_name": "response_code_class", "regex": r"_rq(_(\dxx))$"},
+        {"tag_name": "response_code", "regex": r"_rq(_(\d{3}))$"},
+    ],
+}
+
+
+def stats_listener(port: int, admin: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Istio's Prometheus listener (``envoy_prometheus_port``, 15090 in a pod): ``/stats/prometheus``
+    on 127.0.0.1:``port`` forwarded to the admin interface, and nothing else of it (the admin's
+    other paths, /quitquitquit among them, stay on its Unix socket)."""
+    t = "type.googleapis.com/envoy."
+    hcm = {
+        "@type": f"{t}extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+        "stat_prefix": "stats",
+        "route_config": {
+            "virtual_hosts": [{
+                "name": "backend", "domains": ["*"],
+                "routes": [{"match": {"prefix": "/stats/prometheus"},
+                            "route": {"cluster": "prometheus_stats"}}],
+            }]
+        },
+        "http_filters": [{"name": "envoy.filters.http.router",
+                          "typed_config": {"@type": f"{t}extensions.filters.http.router.v3.Router"}}],
+    }  # fmt: skip
+    listener = {
+        "name": "prometheus",
+        "address": {"socket_address": {"address": "127.0.0.1", "port_value": port}},
+        "filter_chains": [{"filters": [{"name": "envoy.filters.network.http_connection_manager",
+                                        "typed_config": hcm}]}],
+    }  # fmt: skip
+    cluster = {
+        "name": "prometheus_stats",
+        "type": "STATIC",
+        "connect_timeout": "0.250s",
+        "load_assignment": {
+            "cluster_name": "prometheus_stats",
+            "endpoints": [{"lb_endpoints": [{"endpoint": {"address": {"pipe": {"path": str(admin)}}}}]}],
+        },
+    }
+    return listener, cluster
+
+
 class Envoy:
     """One Envoy process. Its clusters take their endpoints from files (path-based EDS), so that
     the lab can move endpoints in and out as pods become Ready or not, as Istio would.
     ``folder``: where its files go (a fresh one, mode 0700; by default a temporary folder of
-    its own). The bootstrap's admin address is replaced by the folder's Unix socket."""
+    its own). The bootstrap's admin address is replaced by the folder's Unix socket.
+    ``stats_port``: where Prometheus scrapes its ``/stats/prometheus`` (none: not exported)."""
 
-    def __init__(self, bootstrap: dict[str, Any], folder: Path | None = None) -> None:
+    def __init__(
+        self, bootstrap: dict[str, Any], folder: Path | None = None, stats_port: int | None = None
+    ) -> None:
         self._own = None if folder is not None else tempfile.TemporaryDirectory(prefix="probesim-envoy-")
         self.folder = folder if folder is not None else Path(self._own.name if self._own else "")
         self.eds: dict[str, Path] = {}
@@ -140,6 +191,12 @@ class Envoy:
                 "set TMPDIR to a shorter one"
             )
         bootstrap["admin"] = {"address": {"pipe": {"path": str(self.admin_socket), "mode": ADMIN_MODE}}}
+        bootstrap.setdefault("stats_config", json.loads(json.dumps(ISTIO_STATS_TAGS)))
+        self.stats_port = stats_port
+        if stats_port is not None:
+            listener, cluster = stats_listener(stats_port, self.admin_socket)
+            bootstrap["static_resources"].setdefault("listeners", []).append(listener)
+            bootstrap["static_resources"]["clusters"].append(cluster)  # after the EDS ones: static
         self.path = self.folder / "envoy.yaml"
         self.path.write_text(yaml.safe_dump(bootstrap, sort_keys=False))
         self.proc: asyncio.subprocess.Process | None = None

@@ -86,7 +86,7 @@ class Lab:
         self.runtime = Runtime(scenario, self.clock, self.status, self.run_folder)
         self.prober = Prober(self.clock, self.status, self.runtime)
         # lab --prometheus: the run's telemetry scraped by a real Prometheus, saved for fit.
-        self.telemetry = Telemetry(self, prometheus, queries or (lambda w: {})) if prometheus else None
+        self.telemetry = Telemetry(self, prometheus, queries or (lambda w, s: {})) if prometheus else None
         self.tasks: list[asyncio.Task[None]] = []
         self.progress: Callable[[Lab], None] | None = None  # called a few times a second
         self.finishing = False  # past the duration, waiting for answers on their way

@@ -64,30 +64,57 @@ def free_port() -> int:
 Targets = dict[str, list[str] | list[tuple[str, dict[str, str]]]]
 
 
-def config(targets: Targets, interval: str = SCRAPE_INTERVAL) -> dict[str, Any]:
+# Per job found in a file (its targets added as they start: each Envoy), that file and the path
+# its targets serve their metrics on.
+FileTargets = dict[str, tuple[Path, str]]
+
+
+def config(
+    targets: Targets, interval: str = SCRAPE_INTERVAL, files: FileTargets | None = None
+) -> dict[str, Any]:
     """A configuration scraping ``targets`` every ``interval``: per job, host:port of /metrics
     endpoints, each with the labels its series get (a pod's app: its pod and namespace, as
-    Kubernetes service discovery would add them); a target's own labels are kept (honor_labels)."""
-    jobs = []
+    Kubernetes service discovery would add them); a target's own labels are kept (honor_labels).
+    ``files``: jobs whose targets Prometheus reads from a file (file_sd, re-read when it changes)."""
+    jobs: list[dict[str, Any]] = []
     for job, hosts in targets.items():
         static = [
             {"targets": [h]} if isinstance(h, str) else {"targets": [h[0]], "labels": h[1]} for h in hosts
         ]
         jobs.append({"job_name": job, "honor_labels": True, "static_configs": static})
+    for job, (path, metrics_path) in (files or {}).items():
+        jobs.append({"job_name": job, "honor_labels": True, "metrics_path": metrics_path,
+                     "file_sd_configs": [{"files": [str(path)], "refresh_interval": "5s"}]})  # fmt: skip
     return {
         "global": {"scrape_interval": interval, "scrape_timeout": interval, "evaluation_interval": interval},
         "scrape_configs": jobs,
     }
 
 
+def write_targets(path: Path, targets: list[tuple[str, dict[str, str]]]) -> None:
+    """A file_sd file: each host:port with its labels, moved into place whole (Prometheus watches it)."""
+    doc = [{"targets": [host], "labels": labels} for host, labels in targets]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc), encoding="utf-8")
+    tmp.replace(path)
+
+
 class Prometheus:
     """One Prometheus server process scraping the lab's targets, its files in ``folder``."""
 
-    def __init__(self, folder: Path, targets: Targets, interval: str = SCRAPE_INTERVAL) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        targets: Targets,
+        interval: str = SCRAPE_INTERVAL,
+        files: FileTargets | None = None,
+    ) -> None:
         self.folder = folder
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for path, _ in (files or {}).values():
+            write_targets(path, [])
         self.config_path = folder / "prometheus.yml"
-        self.config_path.write_text(yaml.safe_dump(config(targets, interval), sort_keys=False))
+        self.config_path.write_text(yaml.safe_dump(config(targets, interval, files), sort_keys=False))
         self.data = folder / "data"
         self.port = 0
         self.proc: asyncio.subprocess.Process | None = None

@@ -27,15 +27,16 @@ import numpy as np
 from aiohttp import web
 
 from probesim.errors import InputError
+from probesim.kube.selectors import selects
 from probesim.lab.metrics import LabMetrics, LabState, PodState, WorkloadState
 from probesim.lab.pods import Pod, free_port
-from probesim.lab.prometheus import HOST, Prometheus
+from probesim.lab.prometheus import HOST, Prometheus, write_targets
 
 if TYPE_CHECKING:
     from probesim.model.kubernetes import Workload
 
 # fit's queries for a workload, by the name its answer is saved under (the caller's: fit/queries.py).
-Queries = Callable[["Workload"], dict[str, str]]
+Queries = Callable[["Workload", str | None], dict[str, str]]  # a workload, its Service
 
 RATE_WINDOW = "5s"  # for the caller's queries: five scrapes (rate() needs two samples in its window)
 SETTLE_S = 2.5  # the last scrapes after the run, before the queries
@@ -61,6 +62,8 @@ class Telemetry:
         self.runner: web.AppRunner | None = None
         self.server: Prometheus | None = None
         self.port = 0
+        self.envoys: list[tuple[str, dict[str, str]]] = []  # each Envoy's /stats/prometheus and labels
+        self.envoy_file = out / "prometheus" / "envoy-targets.json"
 
     def _uid(self, pod: Pod) -> str:
         return f"probesim-{pod.name}"
@@ -122,8 +125,23 @@ class Telemetry:
         # Its data stays in the output folder: served again later (Prometheus(folder, {})), it
         # answers fit --prometheus over the run's period (DIR/period.json).
         folder = self.out / "prometheus"
-        self.server = Prometheus(folder, {"kubelet": [f"{HOST}:{self.port}"], "apps": apps})
+        self.envoy_file = folder / "envoy-targets.json"
+        self.server = Prometheus(folder, {"kubelet": [f"{HOST}:{self.port}"], "apps": apps},
+                                 files={"envoy": (self.envoy_file, "/stats/prometheus")})  # fmt: skip
+        self.lab.traffic.stats_port = self.envoy_target
         await self.server.start()
+
+    def envoy_target(self, name: str, pod: str | None) -> int:
+        """A port for an Envoy's /stats/prometheus (Istio's 15090 listener), scraped from now on:
+        a pod's sidecar with the pod's labels, a client sidecar with its name."""
+        port = free_port()
+        labels = {"sidecar": name}
+        if pod is not None:
+            workload = next((p.workload for p in self.lab.pods if p.name == pod), "")
+            labels |= {"pod": pod, "namespace": self._namespace(workload)}
+        self.envoys.append((f"{HOST}:{port}", labels))
+        write_targets(self.envoy_file, self.envoys)
+        return port
 
     @staticmethod
     def _workload_of(name: str, pods: list[Pod]) -> str:
@@ -138,7 +156,8 @@ class Telemetry:
         for w in self.lab.workloads:
             folder = self.out / w.name
             folder.mkdir(exist_ok=True)
-            for name, q in self.queries(w).items():
+            service = next((s.name for s in self.lab.scenario.services if selects(s, w)), None)
+            for name, q in self.queries(w, service).items():
                 doc = await asyncio.to_thread(self.server.query_range, q, start, end, 1)
                 (folder / f"{name}.json").write_text(json.dumps(doc), encoding="utf-8")
             written.append(folder)

@@ -80,6 +80,9 @@ class TrafficRunner:
         self.listen: list[int] = []
         self.loads: dict[str, LoadResult] = {}
         self.envoy_stats: dict[str, int] = {}
+        # Where an Envoy (its name, its pod for a pod's sidecar) exports /stats/prometheus, when
+        # the run's telemetry scrapes them (lab --prometheus); None: not exported.
+        self.stats_port: Callable[[str, str | None], int] | None = None
         status.on_endpoints.append(self.push_endpoints)
 
     def push_endpoints(self) -> None:
@@ -100,7 +103,9 @@ class TrafficRunner:
         """The pod's Istio sidecar takes its traffic: a client's connection ends there and
         outlives the app's restarts (Envoy answers 503 meanwhile)."""
         listen = free_port()
-        sidecar = Envoy(inbound_bootstrap(listen, pod.port), self.folder().sub(f"sidecar-{index}"))
+        name = f"sidecar-{index}"
+        stats = self.stats_port(name, pod.name) if self.stats_port is not None else None
+        sidecar = Envoy(inbound_bootstrap(listen, pod.port), self.folder().sub(name), stats)
         self.sidecars.append(sidecar)
         await sidecar.start()
         pod.inbound = listen
@@ -149,7 +154,8 @@ class TrafficRunner:
         endpoints = {svc.name: self.status.endpoints(svc.name) for svc in s.services}
         tr = Translator(list(s.destination_rules), list(s.virtual_services), list(s.services), endpoints)
         bootstrap = tr.bootstrap(listen)  # its admin address is replaced by a Unix socket
-        envoy = Envoy(bootstrap, self.folder().sub(name))
+        stats = self.stats_port(name, None) if self.stats_port is not None else None
+        envoy = Envoy(bootstrap, self.folder().sub(name), stats)
         envoy.set_endpoints(self.status.cluster_endpoints(list(envoy.eds)))
         return envoy
 
