@@ -88,6 +88,29 @@ def verdicts(
     return got
 
 
+def test_a_traffic_series_is_stressed_as_the_same_rate_is(tmp_path: Path) -> None:
+    """A scenario's traffic given as a series file (as probesim fit writes it): its rows reach
+    the stresses (a copy of the scenario keeps them) and are scaled by traffic-x2: the verdicts
+    and figures are those of the same traffic given as a rate, and the overload still fails."""
+    (tmp_path / "t.csv").write_text("0,0\n30,8\n")
+    series = LOADED.replace(
+        "{service: web, path: /, rate: 8, start: 30s}", "{service: web, path: /, series: t.csv}"
+    )
+    mistake = READY + STARTUP + live(period=1, threshold=1, timeout=1) + CPU
+    text = deployment(mistake)
+    objs = k8s.parse(load_docs(text, "m.yaml"))
+    w = objs.workloads[0]
+    figures = []
+    for scenario in (LOADED, series):
+        sc = scenario_from_text(scenario + "---\n" + text, "s.yaml", tmp_path)
+        base = base_scenario(w, objs.services, sc)
+        runs = [run_one((0, "Deployment/web", "default", st, apply(base, w, st), StressThresholds(), ""))
+                for st in ("baseline", "traffic-x3")]  # fmt: skip
+        figures.append([(r.verdict, r.error_percent, r.restarts, r.min_ready_fraction) for r in runs])
+    assert figures[0] == figures[1]
+    assert figures[1][0][0] == "pass" and figures[1][1][0] == "fail" and figures[1][1][2] > 0
+
+
 @pytest.mark.parametrize("scenario", [LOADED, CPU_BOUND], ids=["workers", "cpu"])
 def test_a_correct_deployment_passes_every_stress(scenario: str) -> None:
     got = verdicts(CORRECT, scenario)

@@ -112,6 +112,11 @@ def test_an_error_fraction_is_fitted_into_the_route_and_compare_agrees(inputs: P
     rate = next(x for x in report["comparison"]["rows"] if x["figure"] == "error rate")
     assert rate["measured"] == pytest.approx(0.05) and rate["agree"], rate
     assert rate["simulated"] == pytest.approx(0.05, abs=0.01)
+    # check --stress starts from the fitted scenario: its traffic (a series file) and its errors.
+    r = runner.invoke(app, ["check", str(inputs / "k8s"), "--stress", "--scenario", str(inputs / "f.yaml"),
+                            "--format", "json"])  # fmt: skip
+    baseline = next(x for x in json.loads(r.stdout)["stress"] if x["stress"] == "baseline")
+    assert baseline["errorPercent"] == pytest.approx(5.0, abs=1.0), baseline
 
 
 def test_a_start_the_data_cannot_tell_is_refused_with_why(inputs: Path) -> None:

@@ -182,6 +182,27 @@ def test_same_seed_same_trials_and_a_resumed_study_equals_one_run(
     assert study.study_name(inputs, 0) != study.study_name(inputs, 1)
 
 
+def test_a_traffic_series_scenario_is_tuned_on_the_same_figures_as_its_rate(
+    case: Path, tmp_path: Path
+) -> None:
+    """Tuned from a scenario whose traffic is a series file (as probesim fit writes it), every
+    run sends its rows: the figures are those of the same traffic as a rate, and the study is
+    another when the file's rows change."""
+    (tmp_path / "web.yaml").write_text(WEB)
+    (tmp_path / "t.csv").write_text("0,0\n10,20\n")
+    (tmp_path / "s.yaml").write_text(SCENARIO.replace("rate: 20, start: 10s", "series: t.csv"))
+    by_series = load([str(tmp_path / "web.yaml")], str(tmp_path / "s.yaml"), None)
+    by_rate = load(*_args(case))
+    space = Space(by_rate.workload, by_rate.rule)
+    current = space.current()
+    assert evaluate(plan(by_series, space, current), Serial()) == evaluate(
+        plan(by_rate, space, current), Serial()
+    )
+    name = study.study_name(by_series, 0)
+    (tmp_path / "t.csv").write_text("0,0\n10,21\n")
+    assert study.study_name(load([str(tmp_path / "web.yaml")], str(tmp_path / "s.yaml"), None), 0) != name
+
+
 def _args(case: Path) -> tuple[list[str], str, None]:
     return [str(case / "web.yaml")], str(case / "s.yaml"), None
 

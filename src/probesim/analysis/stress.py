@@ -29,6 +29,7 @@ or if the release rolls out to every replica.
 from __future__ import annotations
 
 import copy
+import json
 import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
@@ -131,7 +132,7 @@ def base_scenario(w: Workload, services: list[Service], given: Scenario | None) 
     traffic: list[dict[str, Any]] = []
     doc: dict[str, Any] = {"name": f"{w.name}-stress"}
     if given is not None:
-        g = _dump(given)
+        g = given.to_doc()
         gs = g["spec"]
         spec.update(
             {k: gs[k] for k in ("seed", "step", "endpointDelay", "cluster", "dependencies") if k in gs}
@@ -452,7 +453,7 @@ def stress_suite(
     # A stress may give the very scenario of another (twice a start of 0 s is the baseline's),
     # variants the same workload again: each distinct simulation, judged alike, runs once.
     keys = [
-        None if sc is None else (sc.model_dump_json(), _judged_as(stress))
+        None if sc is None else (json.dumps(sc.to_doc()), _judged_as(stress))
         for _, _, _, stress, sc, _, _ in jobs
     ]
     first: dict[tuple[str, str], int] = {}

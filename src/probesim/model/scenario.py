@@ -530,6 +530,16 @@ class Scenario(Model):
         """The Services the pods call while serving (``calls: [{service: …}]``), in the order first met."""
         return list(dict.fromkeys(str(c.service) for c in service_calls(self.container_behaviors()).values()))
 
+    def to_doc(self, exclude_none: bool = True) -> dict[str, Any]:
+        """The scenario as a document that validates back to it: its dump, with each traffic
+        ``series``' rows in place (read from the CSV when the scenario loaded, they are no field
+        a dump writes; without them the copy would send nothing)."""
+        doc = self.model_dump(mode="json", by_alias=True, exclude_none=exclude_none)
+        for t, raw in zip(self.spec.traffic, doc["spec"].get("traffic", []), strict=True):
+            if t.points:
+                raw["points"] = [list(p) for p in t.points]
+        return doc
+
     def service_for(self, t: Traffic) -> Service:
         """The Service a traffic route calls (its ``service``, else the first; the loader checks
         there is one)."""

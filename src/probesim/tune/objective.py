@@ -36,6 +36,7 @@ where they ran.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal, Protocol, TypeVar
@@ -364,7 +365,7 @@ def _worst_moment(run: Run, r: Any, kind: ProbeKind) -> Run:
     at = fails[0] - probes[0].timeout_seconds * 1000 + run.scenario.spec.step
     if at <= run.hang_at_ms:
         return run
-    doc = run.scenario.model_dump(mode="json", by_alias=True, exclude_none=True)
+    doc = run.scenario.to_doc()
     for b in doc["spec"]["behavior"][run.workload]["pods"][-1]["containers"].values():
         b["episodes"][-1]["after"] = f"{at}ms"  # the deadlock _hung scripted
     doc["spec"]["duration"] = f"{at + DETECTION_CAP_MS}ms"
@@ -424,7 +425,7 @@ def _same(run: Run) -> tuple[Any, ...]:
     """What a run's figures depend on: all of it but its label (a stress may give the same
     scenario as another: twice a start of 0 s is the baseline's)."""
     rest = tuple(getattr(run, f.name) for f in fields(run) if f.name not in ("label", "scenario"))
-    return (run.scenario.model_dump_json(), *rest)
+    return (json.dumps(run.scenario.to_doc()), *rest)
 
 
 def _longest_first(runs: Sequence[Run], steps: Callable[[Run], int]) -> list[int]:

@@ -87,7 +87,7 @@ def storage_url(given: str | None) -> str:
 
 def study_name(inputs: TuneInputs, seed: int) -> str:
     """A name that changes with anything that changes the trials' figures."""
-    sc = inputs.scenario.model_dump(mode="json", by_alias=True)
+    sc = inputs.scenario.to_doc(exclude_none=False)  # a traffic series' rows too: a new CSV, a new study
     blob = json.dumps([SPACE_VERSION, seed, inputs.given, inputs.workload.name, sc], sort_keys=True)
     return f"probesim-tune-{inputs.workload.name}-{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
 
