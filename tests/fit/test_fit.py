@@ -454,6 +454,27 @@ def test_a_bad_k6_summary_is_one_line_naming_the_field(inputs: Path, text: str, 
     assert says in r.output
 
 
+def test_a_gzipped_k6_output_is_read_as_k6_writes_it_and_a_broken_one_is_one_line(inputs: Path) -> None:
+    import gzip
+
+    from probesim.fit.k6 import read
+
+    plain = LAB_RUN / "k6.json"
+    with gzip.open(inputs / "k6.json.gz", "wt", encoding="utf-8") as f:
+        f.write(plain.read_text(encoding="utf-8"))
+    a, b = read(str(plain)), read(str(inputs / "k6.json.gz"))
+    assert a.rates == b.rates and a.got() == b.got() and a.got()["/api"]["requests"] == 975
+    (inputs / "cut.json.gz").write_bytes((inputs / "k6.json.gz").read_bytes()[:500])
+    (inputs / "not.json.gz").write_text("plain text")
+    (inputs / "binary.json").write_bytes(b"\xff\xfe\x00garbage")
+    for name, says in (("cut.json.gz", "cannot read"), ("not.json.gz", "cannot read"),
+                       ("binary.json", "not UTF-8 text")):  # fmt: skip
+        r = runner.invoke(app, ["fit", str(inputs / "k8s"), "--from", str(inputs / "saved"), "--k6",
+                                str(inputs / name), "-o", str(inputs / "f.yaml")])  # fmt: skip
+        assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
+        assert f"{name}: {says}" in r.output
+
+
 def test_k6_lines_give_each_routes_durations_and_failed_share_after_the_ramp(inputs: Path) -> None:
     """http_req_duration and http_req_failed Points: k6's percentiles (linear between the sorted
     samples) and the failed share, of the requests that ended after the telemetry's ramp."""

@@ -11,6 +11,7 @@ submetric per tag where a threshold named one (``http_req_duration{name:/api}``)
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import re
@@ -18,7 +19,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 from urllib.parse import urlparse
 
 import numpy as np
@@ -85,24 +86,28 @@ class Record:
 
 
 def read(path: str) -> Record:
-    """The k6 run in ``path``: its JSON lines or its summary export (told apart by their start)."""
+    """The k6 run in ``path``: its JSON lines or its summary export (told apart by their start);
+    gzipped when the name ends in .gz, as k6 writes it then."""
     try:
-        f = Path(path).open(encoding="utf-8")  # noqa: SIM115  (closed by the with below)
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", file=path) from None
-    if path.endswith(".gz"):
-        f.close()
-        raise InputError("a gzipped k6 output: gunzip it first", file=path)
-    with f:
-        first = f.readline()
-        if first.strip() == "{" or '"root_group"' in first or '"metrics"' in first:
+        with _open(path) as f:
+            first = f.readline()
             f.seek(0)
-            text = f.read(MAX_SUMMARY_BYTES + 1)
-            if len(text) > MAX_SUMMARY_BYTES:
-                raise InputError(f"a k6 summary larger than {MAX_SUMMARY_BYTES >> 20} MB", file=path)
-            return _summary(path, text)
-        f.seek(0)
-        return _lines(path, f)
+            if first.strip() == "{" or '"root_group"' in first or '"metrics"' in first:
+                text = f.read(MAX_SUMMARY_BYTES + 1)
+                if len(text) > MAX_SUMMARY_BYTES:
+                    raise InputError(f"a k6 summary larger than {MAX_SUMMARY_BYTES >> 20} MB", file=path)
+                return _summary(path, text)
+            return _lines(path, f)
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text: a k6 output is JSON", file=path) from None
+    except (OSError, EOFError) as e:  # unreadable, or a .gz that is not gzip or is cut short
+        raise InputError(f"cannot read: {getattr(e, 'strerror', None) or e}", file=path) from None
+
+
+def _open(path: str) -> IO[str]:
+    if path.endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8")
+    return Path(path).open(encoding="utf-8")
 
 
 def _lines(path: str, f: Any) -> Record:
