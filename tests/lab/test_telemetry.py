@@ -243,6 +243,7 @@ def test_round_trip_lab_prometheus_fit_recovers_a_saturating_surge_and_simulates
         "replicas_available",
         "replicas_unavailable",
         "replicas_desired",
+        "ejections",  # its Service's callers' Envoys: none here (no mesh), an empty answer
     )
     assert saved == sorted(f"{n}.json" for n in names)
     # The kubelet's failures twice, as a cluster has them: its prober counter and its events.
