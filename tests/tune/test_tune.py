@@ -510,3 +510,30 @@ def test_the_recommendation_cures_a_hang_quickly_keeps_rollouts_fast_and_probes_
     (tmp_path / "patched.yaml").write_text(yaml.safe_dump_all(docs))
     checked = runner.invoke(app, ["check", str(tmp_path / "patched.yaml"), "--fail-on", "warning"])
     assert checked.exit_code == 0, checked.output
+
+
+def test_a_value_is_justified_by_the_figure_that_decided_it_not_by_failures_within_the_slack(
+    inputs: TuneInputs,
+) -> None:
+    """Put back, a value costs 100 more failed requests of 30,000 (within the 1 % the
+    recommendation counts as equal) and three times the probes: the reason said is the probes."""
+    from probesim.tune.objective import Figures, RunFigures
+
+    space = Space(inputs.workload, inputs.rule)
+    now = space.current()
+    probes = json.loads(json.dumps(now.probes))
+    probes["app"]["readinessProbe"]["periodSeconds"] = 4
+    rec_setting = Setting(probes, now.outlier)
+
+    def figures(failed: int, rps: float) -> Figures:
+        run = RunFigures("stress traffic-x3", "stress", 40_000, failed, 0, 0, 0)
+        return Figures(failed, 0, 8.0, True, 0, (run,), 39.0, 0.0, rps)
+
+    rec = study.Row(1, rec_setting, figures(30_000, 0.35))
+    current = study.Row(None, now, figures(30_100, 1.1))
+    for back, says in (
+        (figures(30_100, 1.1), "probe requests per second per pod 0.35/s, 1.1/s with 1"),
+        (figures(30_400, 1.1), "failed requests 30000, 30400 with 1 (stress traffic-x3: +400)"),
+    ):
+        (line,) = study.justify(inputs, space, rec, current, Serial(), figures_of=lambda s, b=back: b)
+        assert line == f"app readinessProbe.periodSeconds 1 → 4: {says}", line

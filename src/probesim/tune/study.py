@@ -40,7 +40,7 @@ from probesim.tune import search
 from probesim.tune.inputs import TuneInputs
 from probesim.tune.objective import OBJECTIVES, Executor, Figures, budget_cost, evaluate, plan
 from probesim.tune.patch import patched_rule, patched_workload, strategic_merge
-from probesim.tune.search import FAILURE_SLACK, FAILURE_TOLERANCE, STARTUP_TRIALS, setting_key
+from probesim.tune.search import FAILURE_SLACK, FAILURE_TOLERANCE, STARTUP_TRIALS, setting_key, slack_of
 from probesim.tune.space import TIMINGS, Setting, Space
 from probesim.tune.store import Kept
 
@@ -338,7 +338,8 @@ def justify(
         why = f"{what}: without it no figure is worse (either value serves; the search's pick)"
         for k, label, unit, tol in FIGURES:
             a, b = getattr(rec.figures, k), getattr(back, k)
-            if b > a + tol:
+            # Failed requests as the recommendation weighs them: within 1 % (or 5) is no worse.
+            if b > a + (slack_of(a) if k == "failed" else tol):
                 run = ""
                 if k in ("failed", "restarts"):
                     attr = "failed" if k == "failed" else "counted_restarts"
