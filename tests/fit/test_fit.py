@@ -721,3 +721,15 @@ def test_envoys_outlier_ejections_are_compared_with_the_simulated_sidecars(input
         "sum(envoy_cluster_outlier_detection_ejections_enforced_total{cluster_name=~"
         '"outbound\\\\|[0-9]+\\\\|[^|]*\\\\|web\\\\.shop\\\\.svc\\\\..*"})'
     )
+
+
+def test_a_long_periods_traffic_rows_keep_their_seconds(inputs: Path) -> None:
+    """12 days at a 5-minute step: the rows' times past a million seconds are written whole,
+    not as 1.0368e+06 (which would lose their seconds)."""
+    truth = Truth(minutes=60 * 24 * 12, step_s=300.0)
+    write_saved(inputs / "saved", truth)
+    r = fit(Request([str(inputs / "k8s")], inputs / "f.yaml", saved=str(inputs / "saved"), step=300.0))
+    (csv,) = r.files.values()
+    times = [line.split(",")[0] for line in csv.splitlines()]
+    assert times[:2] == ["0", "300"] and times[-1] == str(60 * 24 * 12 * 60)
+    assert all(t.isdigit() for t in times) and times == sorted(times, key=int)

@@ -274,7 +274,7 @@ def fit(r: Request) -> Outcome:
         # A series rate holds until the next row: the traffic ends after its last one (it is
         # not sent on for the rest of the period).
         last = rows[-1][0] - t0 + (1.0 if r.k6 else r.step)
-        files[csv] = "".join(f"{t - t0:g},{v:.6g}\n" for t, v in rows) + f"{last:g},0\n"
+        files[csv] = "".join(f"{_seconds(t - t0)},{v:.6g}\n" for t, v in rows) + f"{_seconds(last)},0\n"
         traffic.append(
             {"name": route, "service": svc, "path": "/" if route == "*" else route, "series": csv.name}
         )
@@ -336,6 +336,12 @@ def _need(got: dict[str, list[Series] | None], name: str, qs: dict[str, str]) ->
     if not s:
         raise InputError(f"no series answer {qs[name]!r} (saved as {name}.json): fit needs the requests")
     return s
+
+
+def _seconds(x: float) -> str:
+    """A time of the period in seconds, to the millisecond the scenario holds, never in an
+    exponent (a long period's 1.0368e+06 would lose its seconds)."""
+    return f"{x:.3f}".rstrip("0").rstrip(".")
 
 
 def _series_rates(requests: dict[str, Series]) -> dict[str, list[tuple[float, float]]]:
