@@ -733,3 +733,23 @@ def test_a_long_periods_traffic_rows_keep_their_seconds(inputs: Path) -> None:
     times = [line.split(",")[0] for line in csv.splitlines()]
     assert times[:2] == ["0", "300"] and times[-1] == str(60 * 24 * 12 * 60)
     assert all(t.isdigit() for t in times) and times == sorted(times, key=int)
+
+
+def test_the_simulated_side_of_the_ejections_row_is_the_client_sidecars_counter() -> None:
+    """Seed 003 (pod 2 answering 500 behind two client sidecars): the row's simulated figure is
+    Envoy's ejections_enforced_total summed over the routes to the Service, as the run has it."""
+    from types import SimpleNamespace
+
+    import probesim.scenarios as scenarios
+    from probesim.engine import simulate
+    from probesim.fit.compare import compare
+    from probesim.manifests.scenario import load_scenario
+
+    path = Path(scenarios.__file__).parent / "seed003-outlier.yaml"
+    run = simulate(load_scenario(str(path)))
+    enforced = sum(r.envoy["ejections_enforced_total"] for r in run.routes if r.service == "backend")
+    assert enforced >= 2  # each sidecar ejects pod 2, and again once it returns
+    tel = {"routes": {}, "ejections": {"service": "backend", "count": float(enforced)}}
+    (row,) = compare(SimpleNamespace(telemetry=tel, workload="backend"), path)
+    assert row == {"object": "service/backend", "figure": "outlier ejections (Envoy)", "simulated": enforced,
+                   "measured": enforced, "tolerance": 1.0, "agree": True}  # fmt: skip

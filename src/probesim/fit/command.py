@@ -21,8 +21,11 @@ import yaml
 from probesim.errors import InputError
 from probesim.fit import estimate as est
 from probesim.fit.compare import probe_failures, recorded, workload_figures
+from probesim.fit.k6 import Record as K6Record
+from probesim.fit.k6 import read as read_k6
 from probesim.fit.prometheus import Live, Saved, Series, only
 from probesim.fit.queries import Mapping, queries
+from probesim.kube.selectors import selects
 from probesim.model.duration import format_ms, parse_ms_float
 from probesim.safe import visible
 
@@ -115,8 +118,6 @@ def _target(r: Request) -> _Target:
     c = next(x for x in w.pod_spec.containers if x.name == container)
     pods_re = f"{name}-.*"
     deployment = name if w.kind == "Deployment" else None
-    from probesim.kube.selectors import selects
-
     service = next((s.name for s in sc.services if selects(s, w)), None)
     qs = queries(r.mapping, w.metadata.namespace, pods_re, container, r.window, deployment, service)
     return _Target(generated, sc, w, c, pods_re, qs, service)
@@ -251,9 +252,12 @@ def fit(r: Request) -> Outcome:
         )
     errors = est.by_label(got.get("errors") or [], label)
     fitted += est.fit_errors(requests, errors, container, f"the answer to {qs['errors']!r}", r.step)
-    k6 = _read_k6(r.k6, requests) if r.k6 is not None else None
-    rates = k6[1] if k6 is not None else _series_rates(requests)
-    traffic_src = k6[2] if k6 is not None else f"the answer to {qs['requests']!r}"
+    k6: K6Record | None = None
+    if r.k6 is not None:
+        k6 = read_k6(r.k6)
+        rates, traffic_src = _k6_traffic(k6, requests, r.k6)
+    else:
+        rates, traffic_src = _series_rates(requests), f"the answer to {qs['requests']!r}"
     svc = sc.service_for(sc.spec.traffic[0]).name if sc.spec.traffic else name
     files: dict[Path, str] = {}
     traffic = []
@@ -291,7 +295,7 @@ def fit(r: Request) -> Outcome:
     probe_failures(telemetry, got, r.events, pods_re)
     workload_figures(telemetry, got, throttle, tg.service)
     if k6 is not None:
-        telemetry["k6"] = _k6_got(k6[0], telemetry.get("rampEnd"), rates)
+        telemetry["k6"] = _k6_got(k6, telemetry.get("rampEnd"), rates)
     return Outcome(text, files, fitted, not_fitted, telemetry, name, svc)
 
 
@@ -349,15 +353,14 @@ def _series_rates(requests: dict[str, Series]) -> dict[str, list[tuple[float, fl
     return {k: list(zip(s.t.tolist(), s.v.tolist(), strict=True)) for k, s in requests.items() if s.t.size}
 
 
-def _read_k6(path: str, requests: dict[str, Series]) -> tuple[Any, dict[str, list[tuple[float, float]]], str]:
-    """The k6 run, each route's rate over time as k6 sent it, and where the rates came from.
-    A summary has no times: its mean rate is sent from the app's first counted request for the
-    run's duration, split over the routes as the app counted them when k6 did not."""
-    from probesim.fit.k6 import read
-
-    rec = read(path)
+def _k6_traffic(
+    rec: K6Record, requests: dict[str, Series], path: str
+) -> tuple[dict[str, list[tuple[float, float]]], str]:
+    """Each route's rate over time as k6 sent it, and where the rates came from. A summary has
+    no times: its mean rate is sent from the app's first counted request for the run's duration,
+    split over the routes as the app counted them when k6 did not."""
     if rec.timed:
-        return rec, rec.rates, rec.source
+        return rec.rates, rec.source
     firsts = [float(s.t[np.flatnonzero(s.v > 0)[0]]) for s in requests.values() if (s.v > 0).any()]
     if not firsts:
         raise InputError("a k6 summary has no times and the app counted no request to place it at",
@@ -373,10 +376,12 @@ def _read_k6(path: str, requests: dict[str, Series]) -> tuple[Any, dict[str, lis
             how += ", split over the routes as the app counted them"
     seconds = max(1, math.ceil(rec.duration_s))
     rates = {k: [(begin + i, v) for i in range(seconds)] for k, v in means.items()}
-    return rec, rates, f"{rec.source} ({how}, from the app's first counted request: the summary has no times)"
+    return rates, f"{rec.source} ({how}, from the app's first counted request: the summary has no times)"
 
 
-def _k6_got(rec: Any, since: float | None, rates: dict[str, list[tuple[float, float]]]) -> dict[str, Any]:
+def _k6_got(
+    rec: K6Record, since: float | None, rates: dict[str, list[tuple[float, float]]]
+) -> dict[str, Any]:
     """What k6's requests got, per route, for --compare: after the ramp from its lines, the whole
     run from a summary (its overall figures are the route's when there is one route)."""
     got = rec.got(since if rec.timed else None)

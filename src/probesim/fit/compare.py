@@ -7,6 +7,7 @@ error rate and latency buckets; each figure with its tolerance and whether the t
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -14,6 +15,7 @@ import numpy as np
 
 from probesim.fit import estimate as est
 from probesim.fit.prometheus import Series, only
+from probesim.results.result import RouteSummary, Span
 
 
 class Outcome(Protocol):
@@ -254,7 +256,9 @@ def compare(outcome: Outcome, scenario_path: Path) -> list[dict[str, Any]]:
 CLIENT_LATENCY_TOLERANCE = (10.0, 0.25)
 
 
-def _client_rows(row: Any, obj: str, got: dict[str, float], part: Any) -> None:
+def _client_rows(
+    row: Callable[..., None], obj: str, got: dict[str, float], part: Span | RouteSummary
+) -> None:
     """k6's request durations and failed share beside the simulation's, as its clients see them
     (a request given up on took its timeout, in both)."""
     floor, share = CLIENT_LATENCY_TOLERANCE

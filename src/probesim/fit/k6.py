@@ -65,21 +65,22 @@ class Record:
         that ended at or after ``since`` (a summary's totals are the whole run's)."""
         if not self.timed:
             return self.totals
+        empty = (np.zeros(0), np.zeros(0))
+
+        def after(samples: tuple[Any, Any]) -> Any:
+            t, v = samples
+            return v[t >= since] if since is not None else v
+
         out: dict[str, dict[str, float]] = {}
         for route in sorted({*self.durations, *self.failures}):
             row: dict[str, float] = {}
-            if route in self.durations:
-                t, v = self.durations[route]
-                v = v[t >= since] if since is not None else v
-                if v.size:
-                    row["requests"] = float(v.size)
-                    row["p50Ms"] = float(np.percentile(v, 50))
-                    row["p95Ms"] = float(np.percentile(v, 95))
-            if route in self.failures:
-                t, v = self.failures[route]
-                v = v[t >= since] if since is not None else v
-                if v.size:
-                    row["failedShare"] = float(v.mean())
+            ms, failed = after(self.durations.get(route, empty)), after(self.failures.get(route, empty))
+            if ms.size:
+                row["requests"] = float(ms.size)
+                row["p50Ms"] = float(np.percentile(ms, 50))
+                row["p95Ms"] = float(np.percentile(ms, 95))
+            if failed.size:
+                row["failedShare"] = float(failed.mean())
             if row:
                 out[route] = row
         return out
@@ -197,21 +198,19 @@ def _summary(path: str, text: str) -> Record:
         raise InputError("no requests in the summary (metrics.http_reqs needs its count and rate)",
                          file=path, field="metrics.http_reqs")  # fmt: skip
     rec = Record(SUMMARY, duration_s=count / rate)
-    by_route: dict[str, dict[str, Any]] = defaultdict(dict)
+    # Per route ("*": the whole run's), each metric's name in the file and its object.
+    by_route: dict[str, dict[str, tuple[str, Any]]] = defaultdict(dict)
     for key, obj in metrics.items():
         m = SUBMETRIC.match(key)
         if m is None:
-            by_route["*"][key] = obj
+            by_route["*"][key] = (key, obj)
         elif m.group(2) in ("name", "url"):
             tag = m.group(3)
             by_route[route_of(tag, "" if m.group(2) == "name" else tag)][m.group(1)] = (key, obj)
     for route, ms in by_route.items():
 
-        def get(metric: str, key: str, ms: dict[str, Any] = ms) -> float | None:
-            entry = ms.get(metric)
-            if entry is None:
-                return None
-            name, obj = entry if isinstance(entry, tuple) else (metric, entry)
+        def get(metric: str, key: str, ms: dict[str, tuple[str, Any]] = ms) -> float | None:
+            name, obj = ms.get(metric, (metric, None))
             return number(name, key, obj)
 
         row: dict[str, float] = {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import json
 import os
 import shutil
@@ -191,7 +192,7 @@ class Envoy:
                 "set TMPDIR to a shorter one"
             )
         bootstrap["admin"] = {"address": {"pipe": {"path": str(self.admin_socket), "mode": ADMIN_MODE}}}
-        bootstrap.setdefault("stats_config", json.loads(json.dumps(ISTIO_STATS_TAGS)))
+        bootstrap.setdefault("stats_config", copy.deepcopy(ISTIO_STATS_TAGS))
         self.stats_port = stats_port
         if stats_port is not None:
             listener, cluster = stats_listener(stats_port, self.admin_socket)
