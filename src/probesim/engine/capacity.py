@@ -34,6 +34,7 @@ import numpy.typing as npt
 
 from probesim.engine.arrays import span
 from probesim.engine.call_classes import CallClasses, K
+from probesim.engine.draws import binomial, lognormal
 from probesim.engine.fleet import Fleet
 from probesim.engine.kernel_choice import kernels, run_with
 from probesim.model.kubernetes import Container
@@ -162,7 +163,8 @@ class CapacityModel:
 
     def probe_latency(self, idx: I64, base_ms: F64, rng: np.random.Generator) -> F64:
         """One probe's latency on each container of ``idx`` whose cost is ``base_ms``."""
-        x = rng.lognormal(-(self.sigma[idx] ** 2) / 2, self.sigma[idx])
+        sigma = self.sigma[idx]
+        x = lognormal(rng, -(sigma**2) / 2, sigma)
         shared = ~self.separate[idx]
         rho = np.where(shared, self.rho[idx], self.cpu_rho[idx])
         stretch = base_ms / (1.0 - np.minimum(rho, MAX_RHO))
@@ -255,7 +257,7 @@ class CapacityModel:
                 part = left
             else:
                 p = np.clip(np.where(rest > 1e-12, prob[k] / np.maximum(rest, 1e-12), 0.0), 0.0, 1.0)
-                part = self.rng.binomial(left, p) if self.calls_any else np.where(k == 0, left, 0)
+                part = binomial(self.rng, left, p) if self.calls_any else np.where(k == 0, left, 0)
             self.backlog[ri * kk + k, at] += part
             left = left - part
             rest = rest - prob[k]

@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from probesim.engine.behavior import INF
+from probesim.engine.draws import binomial
 from probesim.engine.kernel_choice import loaded_kernels
 
 F64 = npt.NDArray[np.float64]
@@ -226,9 +227,9 @@ def timed_out(
         p = np.clip(1.0 - lognormal_cdf(np.full(d.shape, timeout), d, s, sigma), 0.0, 1.0)
         draw = np.flatnonzero(p != 0.0)
     if draw is None:
-        return np.asarray(rng.binomial(counts, p), np.int64)
+        return binomial(rng, counts, p)
     # A zero probability draws nothing (numpy's binomial returns 0 at once), so only the rest
     # are drawn, in order: the same draws.
     out = np.zeros(counts.shape, np.int64)
-    out[draw] = rng.binomial(counts[draw], p[draw])
+    out[draw] = binomial(rng, counts[draw], p[draw])
     return out
