@@ -338,3 +338,107 @@ def test_grid_quantiles_are_the_numpy_forms(seed: int, jitter: bool) -> None:
     with numpy_forms():
         want = distributions.grid_quantiles(mix, qs)
     assert kernels.grid_quantiles(mix, np.array(qs), distributions.GRID).tolist() == want
+
+
+HANDLERS: dict[str, dict[str, Any]] = {
+    "http": {"httpGet": {"path": "/healthz", "port": 8080}},
+    "http-named": {"httpGet": {"path": "/healthz", "port": "http"}},
+    "http-undeclared": {"httpGet": {"path": "/healthz", "port": "admin"}},  # the handler errors
+    "http-closed": {"httpGet": {"path": "/healthz", "port": 9090}},  # nothing listens: refused
+    "http-redirect": {"httpGet": {"path": "/moved", "port": 8080}},
+    "tcp": {"tcpSocket": {"port": 8080}},
+    "exec": {"exec": {"command": ["cat", "/tmp/ok"]}},
+    "grpc": {"grpc": {"port": 8080}},
+}
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    replicas=st.integers(1, 3),
+    readiness=st.sampled_from(sorted(HANDLERS)),
+    liveness=st.sampled_from(sorted(HANDLERS)),
+    startup=st.sampled_from([None, "http", "tcp", "exec"]),
+    timeout_s=st.integers(1, 2),
+    period_s=st.integers(1, 3),
+    delay_s=st.sampled_from([0, 3]),
+    thresholds=st.sampled_from([(1, 1), (1, 3), (2, 2)]),
+    step=st.sampled_from(["1s", "250ms", "100ms"]),
+    cpu=st.sampled_from(["5ms", "40ms", "150ms"]),
+    probe_cpu=st.sampled_from(["1ms", "300ms", "1500ms"]),
+    probes=st.sampled_from(["shared", "separate"]),
+    rate=st.sampled_from([5, 60, 400]),
+    episode=st.sampled_from([None, "hang", "hang-no-tcp", "deadlock", "errors", "crash"]),
+    variability=st.sampled_from([0.0, 0.5]),
+    seed=st.integers(0, 1000),
+)
+def test_generated_probe_workers_give_the_same_json_and_draws(
+    replicas: int,
+    readiness: str,
+    liveness: str,
+    startup: str | None,
+    timeout_s: int,
+    period_s: int,
+    delay_s: int,
+    thresholds: tuple[int, int],
+    step: str,
+    cpu: str,
+    probe_cpu: str,
+    probes: str,
+    rate: int,
+    episode: str | None,
+    variability: float,
+    seed: int,
+) -> None:
+    """The probe workers' kernels (engine/kernels_probes.py) against their numpy forms on
+    loaded containers: every handler, port errors and refusals, redirects off the host, hung and
+    failing apps, probes slower than a step (in flight across steps) and than their timeout,
+    restarts, initial delays and thresholds."""
+
+    def probe(handler: str) -> dict[str, Any]:
+        success, failure = thresholds
+        return HANDLERS[handler] | {
+            "timeoutSeconds": timeout_s,
+            "periodSeconds": period_s,
+            "initialDelaySeconds": delay_s,
+            "successThreshold": success,
+            "failureThreshold": failure,
+        }
+
+    container: dict[str, Any] = {
+        "name": "app",
+        "image": "example.com/app:1",
+        "ports": [{"containerPort": 8080, "name": "http"}],
+        "resources": {"requests": {"cpu": "100m"}, "limits": {"cpu": "500m"}},
+        "readinessProbe": probe(readiness),
+        "livenessProbe": probe(liveness) | {"successThreshold": 1},
+    }
+    if startup is not None:
+        container["startupProbe"] = probe(startup) | {"successThreshold": 1, "failureThreshold": 4}
+    episodes = {
+        None: [],
+        "hang": [{"kind": "hang", "after": "12s", "for": "5s"}],
+        "hang-no-tcp": [{"kind": "hang", "after": "12s", "for": "5s", "acceptsTcp": False}],
+        "deadlock": [{"kind": "deadlock", "after": "15s"}],
+        "errors": [{"kind": "errors", "after": "10s", "for": "6s", "status": 503}],
+        "crash": [{"kind": "crash", "after": "14s"}],
+    }[episode]
+    behavior: dict[str, Any] = {
+        "start": "2s",
+        "routes": {"/": {"cpu": cpu}, "/healthz": {"cpu": probe_cpu}, "exec": {"cpu": probe_cpu}},
+        "capacity": {"probes": probes, "workers": 4, "queue": 20},
+        "variability": variability,
+        "redirects": {"/moved": "http://elsewhere.example.com/"},
+        "episodes": episodes,
+        "warmup": {"for": "8s", "factor": 2},
+    }
+    sc = scenario(
+        containers=[container],
+        behavior=behavior,
+        replicas=replicas,
+        duration="40s",
+        step=step,
+        traffic=[{"name": "a", "rate": rate, "timeout": "2s"}],
+        spec={"seed": seed},
+    )
+    numpys, kernels_ = both(sc)
+    assert numpys == kernels_

@@ -6,8 +6,9 @@ the serving phase's per-route work in engine/traffic.py: the served cohorts (``c
 ``cohorts``), their latency parts (``latency_parts``), the answers due later (``pend_later``),
 in engine/kernels_serving.py; the latency states (``state_groups``), the timeout draws'
 per-state bookkeeping (``state_bits``, ``spread_states``) and the grid quantiles
-(``grid_quantiles``), in engine/kernels_states.py; numpy's semantics they share, in
-engine/kernels_base.py.
+(``grid_quantiles``), in engine/kernels_states.py; the probe workers' runs on loaded containers
+(``probe_start``, ``probe_finish``, ``probe_apply``, ``steady_sets``: engine/kubelet.py's), in
+engine/kernels_probes.py; numpy's semantics they share, in engine/kernels_base.py.
 
 Each kernel is the numpy form it replaces (in engine/capacity.py, engine/distributions.py or
 engine/traffic.py) written as loops over containers, so that a step's cost follows the
@@ -39,8 +40,9 @@ from typing import Any
 
 import numba  # noqa: F401  (without numba this module does not load, even with the ones below loaded)
 
-from probesim.engine import kernels_base, kernels_capacity, kernels_serving, kernels_states
+from probesim.engine import kernels_base, kernels_capacity, kernels_probes, kernels_serving, kernels_states
 from probesim.engine.kernels_capacity import serve, step_capacity, step_capacity_calls, take
+from probesim.engine.kernels_probes import probe_apply, probe_finish, probe_start, steady_sets
 from probesim.engine.kernels_serving import cohorts, cohorts_one, latency_parts, pend_later
 from probesim.engine.kernels_states import grid_quantiles, spread_states, state_bits, state_groups
 
@@ -53,10 +55,14 @@ __all__ = [
     "grid_quantiles",
     "latency_parts",
     "pend_later",
+    "probe_apply",
+    "probe_finish",
+    "probe_start",
     "serve",
     "spread_states",
     "state_bits",
     "state_groups",
+    "steady_sets",
     "step_capacity",
     "step_capacity_calls",
     "take",
@@ -75,12 +81,16 @@ KERNELS: tuple[Any, ...] = (
     latency_parts,
     pend_later,
     grid_quantiles,
+    probe_start,
+    probe_finish,
+    probe_apply,
+    steady_sets,
 )
 
 
 def _compiled() -> list[Any]:
     """Every function compiled in the kernels' modules: the kernels and the helpers they call."""
-    modules = (kernels_capacity, kernels_serving, kernels_states)
+    modules = (kernels_capacity, kernels_probes, kernels_serving, kernels_states)
     return [
         f
         for m in modules

@@ -13,6 +13,8 @@ completes only at its timeout; a tick that falls while it waits runs once when i
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import numpy as np
 import numpy.typing as npt
 
@@ -21,6 +23,7 @@ from probesim.engine.arrays import distinct
 from probesim.engine.behavior import INF
 from probesim.engine.capacity import CapacityModel
 from probesim.engine.containers import Containers
+from probesim.engine.draws import lognormal
 from probesim.engine.events import EventLog
 from probesim.engine.fleet import (
     EXEC,
@@ -34,11 +37,13 @@ from probesim.engine.fleet import (
     Fleet,
     ProbeSpecArrays,
 )
+from probesim.engine.kernel_choice import loaded_kernels
 from probesim.kube.outcomes import ERROR_STATUS, HANDLER_ERROR, NO_ANSWER, OK, REFUSED, Outcome
 from probesim.model.scenario import ContainerBehavior, RouteCost
 
 I64 = npt.NDArray[np.int64]
 INITIAL = {"startup": UNKNOWN, "readiness": FAILURE, "liveness": SUCCESS}
+KIND = {"startup": 0, "readiness": 1, "liveness": 2}  # as engine/kernels_probes.py takes it
 # Steady workers skip the full path (and, on the step grid, are not stepped at all); False runs
 # every worker through it, as a check that the shortcut changes nothing (tests).
 SHORTCUTS = True
@@ -255,6 +260,16 @@ class ProbeWorkers:
             self._catch_up(np.flatnonzero(self.lazy[:hi]), t)
         self.dirty = False
         self._steady_key = key
+        nb = self._kernels()
+        if nb is not None:
+            until, self.has_lazy = nb.steady_sets(
+                hi, t, KIND[self.kind], SHORTCUTS, self.step_ms, self.active, self.busy_until, self.buffered,
+                ctr.instance, self.seen, self.on_hold, ctr.state, ctr.started_at, self._delay_ms, started,
+                self.cached, self._would_pass(), self.last_passed, self.run, self._period_on_step,
+                self.next_tick, self.steady, self.passing, self.lazy,
+            )  # fmt: skip
+            self._steady_until = np.int64(until)
+            return
         inst = ctr.instance[:hi]
         base = (
             self.active[:hi]
@@ -347,6 +362,9 @@ class ProbeWorkers:
         log: EventLog,
         from_sync: bool = False,
     ) -> I64:
+        nb = self._kernels()
+        if nb is not None:
+            return self._do_probe_compiled(nb, idx, t, ctr, started, log, from_sync)
         inst = ctr.instance[idx]
         # A container started at this very instant is not in the status a ticking worker reads
         # yet; the pod sync its start causes is what reports it (and triggers readiness).
@@ -439,24 +457,30 @@ class ProbeWorkers:
 
     def _apply(self, idx: I64, t: int, ctr: Containers, log: EventLog) -> I64:
         """Count finished runs toward the thresholds and write verdicts (§2.2.17-19)."""
+        s = self.spec
+        nb = self._kernels()
+        if nb is not None:
+            changed, errored, warned, failed, bumps = nb.probe_apply(
+                idx, KIND[self.kind], ctr.instance, s.success_th, s.failure_th, self.seen, self.cached,
+                self.on_hold, self.last_passed, self.run, self.pending_passed, self.pending_instance,
+                self.pending_why, self.pending_warn,
+            )  # fmt: skip
+            self.version += bumps
+            self._events(errored, warned, failed, t, log)
+            return changed
         why = self.pending_why[idx]
-        for c in idx[why == HANDLER_ERROR]:
-            pod, _ = self.fleet.container_label(int(c))
-            msg = f"{self.title} probe errored and resulted in unknown state: {self.spec.error[int(c)]}"
-            log.add(t, "Warning", "Unhealthy", f"pod/{pod}", msg)
+        errored = idx[why == HANDLER_ERROR]
         # A handler error is thrown away: counters and cache unchanged.
         idx = idx[why != HANDLER_ERROR]
         if idx.size == 0:
+            self._events(errored, idx, idx, t, log)
             return idx
-        for c in idx[self.pending_warn[idx]]:
-            pod, _ = self.fleet.container_label(int(c))
-            msg = f"{self.title} probe warning: Probe terminated redirects, Response body: "
-            log.add(t, "Warning", "ProbeWarning", f"pod/{pod}", msg)
+        warned = idx[self.pending_warn[idx]]
         passed = self.pending_passed[idx]
         run = np.where(self.run[idx] > 0, next_run(self.last_passed[idx], self.run[idx], passed), 1)
         self.run[idx] = run
         self.last_passed[idx] = passed
-        cross = reaches_threshold(passed, run, self.spec.success_th[idx], self.spec.failure_th[idx])
+        cross = reaches_threshold(passed, run, s.success_th[idx], s.failure_th[idx])
         current = (self.pending_instance[idx] == ctr.instance[idx]) & (self.seen[idx] == ctr.instance[idx])
         write = cross & current
         value = np.where(passed, SUCCESS, FAILURE)
@@ -471,9 +495,64 @@ class ProbeWorkers:
         if hold.any():
             self.on_hold[idx[hold]] = True
             self.run[idx[hold]] = 0
-        if not passed.all():
-            self._unhealthy(idx[~passed], t, log)
+        self._events(errored, warned, idx[~passed], t, log)
         return changed
+
+    def _kernels(self) -> ModuleType | None:
+        """engine/kernels.py if this run's probes take it: a run with a capacity model that
+        took the kernels, without dependency calls (a probe that calls one stays numpy's)."""
+        cap = self.capacity
+        return loaded_kernels() if cap.any and not cap.calls_any else None
+
+    def _do_probe_compiled(
+        self,
+        nb: ModuleType,
+        idx: I64,
+        t: int,
+        ctr: Containers,
+        started: npt.NDArray[np.bool_],
+        log: EventLog,
+        from_sync: bool,
+    ) -> I64:
+        """do_probe, _execute and _apply as engine/kernels_probes.py's kernels; the loaded
+        probes' latency draws between them, numpy's (the same values in the same order)."""
+        s, beh, cap = self.spec, self.fleet.behaviors, self.capacity
+        kind = KIND[self.kind]
+        dead, run, bumps, loaded, mean, sigma = nb.probe_start(
+            idx, t, from_sync, kind, INITIAL[self.kind], ctr.instance, ctr.started_at, ctr.state, started,
+            self.seen, self.cached, self.on_hold, self.active, s.delay_s, self.executions, self.last_run,
+            beh.listening, s.closed, beh.hung, s.handler, cap.loaded, cap.sigma,
+        )  # fmt: skip
+        self.version += bumps
+        if run.size == 0:
+            return dead
+        x = lognormal(self.rng, mean, sigma) if loaded.size else mean
+        changed, errored, warned, failed, bumps, busy_min = nb.probe_finish(
+            run, x, t, self.step_ms, kind, ctr.instance, ctr.started_at, s.handler, s.timeout, s.target,
+            s.port_error, s.closed, s.success_th, s.failure_th, beh.listening, beh.hung, beh.hang_end,
+            beh.status, beh.offhost, cap.loaded, cap.warm_for, cap.warm_factor, self.probe_cpu,
+            self.probe_wall, cap.separate, cap.rho, cap.cpu_rho, cap.throttled, cap.wait_ms, self.seen,
+            self.cached, self.on_hold, self.last_passed, self.run, self.busy_until, self.pending_passed,
+            self.pending_instance, self.pending_why, self.pending_status, self.pending_warn,
+        )  # fmt: skip
+        self.version += bumps
+        if busy_min >= 0:
+            self.busy_min = min(self.busy_min, np.int64(busy_min))
+        self._events(errored, warned, failed, t, log)
+        return np.concatenate((dead, changed)) if dead.size else changed
+
+    def _events(self, errored: I64, warned: I64, failed: I64, t: int, log: EventLog) -> None:
+        """The events of finished runs: handler errors, redirect warnings, then failures."""
+        for c in errored.tolist():
+            pod, _ = self.fleet.container_label(c)
+            msg = f"{self.title} probe errored and resulted in unknown state: {self.spec.error[c]}"
+            log.add(t, "Warning", "Unhealthy", f"pod/{pod}", msg)
+        for c in warned.tolist():
+            pod, _ = self.fleet.container_label(c)
+            msg = f"{self.title} probe warning: Probe terminated redirects, Response body: "
+            log.add(t, "Warning", "ProbeWarning", f"pod/{pod}", msg)
+        if failed.size:
+            self._unhealthy(failed, t, log)
 
     def _unhealthy(self, idx: I64, t: int, log: EventLog) -> None:
         """An Unhealthy event for each failed run of ``idx``, worded as the kubelet's prober."""
