@@ -442,3 +442,70 @@ def test_generated_probe_workers_give_the_same_json_and_draws(
     )
     numpys, kernels_ = both(sc)
     assert numpys == kernels_
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    n=st.integers(0, 50),
+    kk=st.integers(1, 7),
+    cursor=st.integers(0, 6),
+    seed=st.integers(0, 2**31),
+    rows=st.integers(1, 3),
+)
+def test_arrivals_take_the_round_robin_and_room_of_the_numpy_form(
+    n: int, kk: int, cursor: int, seed: int, rows: int
+) -> None:
+    """kernels_capacity.arrive against engine/traffic.py's numpy form of a route's arrivals:
+    the round robin from the cursor, the count per Outcome, and what each loaded container has
+    room for joining its backlog row and the client's queue."""
+    from probesim.kube.outcomes import OK, REQUEST_CODES
+
+    rng = np.random.default_rng(seed)
+    cursor %= kk
+    n_containers = kk + 2
+    eps = np.sort(rng.choice(n_containers, kk, replace=False)).astype(np.int64)
+    target = np.arange(n_containers, dtype=np.int64)
+    cat = np.where(rng.random(kk) < 0.7, OK, rng.integers(0, REQUEST_CODES, kk)).astype(np.int64)
+    loaded = rng.random(n_containers) < 0.8
+    backlog = rng.integers(0, 5, (rows, n_containers)).astype(np.int64)
+    room = np.where(rng.random(n_containers) < 0.2, np.inf, rng.integers(0, 8, n_containers)).astype(
+        np.float64
+    )
+    step_capacity = rng.integers(0, 4, n_containers).astype(np.float64)
+    row = int(rng.integers(0, rows))
+    instance = rng.integers(0, 9, n_containers).astype(np.int64)
+
+    # The numpy form (Traffic.send and CapacityModel.accept for one outcome class).
+    b0, i0, t0, q0 = (
+        backlog.copy(),
+        np.full(n_containers, -1),
+        np.zeros(n_containers, bool),
+        np.zeros((2, n_containers), np.int64),
+    )
+    per_ep = np.full(kk, n // kk, np.int64)
+    per_ep[(cursor + np.arange(n % kk)) % kk] += 1
+    counts = np.bincount(cat, weights=per_ep, minlength=REQUEST_CODES).astype(np.int64)
+    tc = target[eps]
+    queued = (cat == OK) & loaded[tc] & (per_ep > 0)
+    qc, offered = tc[queued], per_ep[queued]
+    free = room[qc] + step_capacity[qc] - b0[:, qc].sum(axis=0)
+    took = np.minimum(offered, np.maximum(free, 0)).astype(np.int64)
+    b0[row, qc] += took
+    i0[qc] = instance[qc]
+    t0[qc] = True
+    q0[1, qc] += took
+
+    b1, i1, t1, q1 = (
+        backlog.copy(),
+        np.full(n_containers, -1),
+        np.zeros(n_containers, bool),
+        np.zeros((2, n_containers), np.int64),
+    )
+    got, n_took, n_offered, hi = kernels.arrive(
+        n, cursor, eps, cat, target, loaded, b1, room, step_capacity, row, i1, instance, t1, q1, 1
+    )
+    assert got.tolist() == counts.tolist()
+    assert (n_took, n_offered) == (int(took.sum()), int(offered.sum()))
+    assert hi == (int(qc[-1]) + 1 if qc.size else -1)
+    assert b1.tolist() == b0.tolist() and q1.tolist() == q0.tolist()
+    assert i1.tolist() == i0.tolist() and t1.tolist() == t0.tolist()

@@ -266,6 +266,11 @@ class CapacityModel:
             self._hi = max(self._hi, int(containers[-1]) + 1)
         return take
 
+    def took_below(self, hi: int) -> None:
+        """Containers below ``hi`` took requests (engine/kernels.py's ``arrive``, which is
+        ``accept`` for one outcome class; -1: none did)."""
+        self._hi = max(self._hi, hi)
+
     def _held(self) -> I64:
         """What each container holds, all routes and classes (one row: that row, not a copy)."""
         return self.backlog[0] if self.backlog.shape[0] == 1 else self.backlog.sum(axis=0)

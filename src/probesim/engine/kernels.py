@@ -1,7 +1,8 @@
 """Compiled kernels for the capacity model (numba, cached on disk), in one module the runs take
 (``kernel_choice.kernels``), and whether numba's cache holds them (``cached``): its serving step
 (``serve``), the capacity each container has for arrivals (``step_capacity``,
-``step_capacity_calls``) and what arrivals it takes (``take``), in engine/kernels_capacity.py;
+``step_capacity_calls``) and what arrivals it takes (``take``; ``arrive`` with a route's round
+robin), in engine/kernels_capacity.py;
 the serving phase's per-route work in engine/traffic.py: the served cohorts (``cohorts_one``,
 ``cohorts``), their latency parts (``latency_parts``), the answers due later (``pend_later``),
 in engine/kernels_serving.py; the latency states (``state_groups``), the timeout draws'
@@ -41,13 +42,14 @@ from typing import Any
 import numba  # noqa: F401  (without numba this module does not load, even with the ones below loaded)
 
 from probesim.engine import kernels_base, kernels_capacity, kernels_probes, kernels_serving, kernels_states
-from probesim.engine.kernels_capacity import serve, step_capacity, step_capacity_calls, take
+from probesim.engine.kernels_capacity import arrive, serve, step_capacity, step_capacity_calls, take
 from probesim.engine.kernels_probes import probe_apply, probe_finish, probe_start, steady_sets
 from probesim.engine.kernels_serving import cohorts, cohorts_one, latency_parts, pend_later
 from probesim.engine.kernels_states import grid_quantiles, spread_states, state_bits, state_groups
 
 __all__ = [
     "KERNELS",
+    "arrive",
     "cached",
     "cohorts",
     "cohorts_one",
@@ -71,6 +73,7 @@ __all__ = [
 KERNELS: tuple[Any, ...] = (
     serve,
     take,
+    arrive,
     step_capacity,
     step_capacity_calls,
     state_groups,

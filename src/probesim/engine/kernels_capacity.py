@@ -1,6 +1,7 @@
 """The capacity model's compiled kernels (engine/capacity.py's CapacityModel): its serving
 step (``serve``), the capacity each container has for arrivals (``step_capacity``,
-``step_capacity_calls``) and what arrivals it takes (``take``). Each is the numpy form it
+``step_capacity_calls``) and what arrivals it takes (``take``; with the round robin over a route's endpoints,
+``arrive``). Each is the numpy form it
 replaces written as loops over containers, to the bit (engine/kernels.py says what that takes).
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from probesim.engine.kernels_base import F64, I64, TWO53, B, column_sums, jit, maximum, minimum
+from probesim.kube.outcomes import OK, REQUEST_CODES
 
 MAX_RHO = 0.95  # (engine/capacity.py's)
 QUOTA_PERIOD_MS = 100.0
@@ -109,25 +111,75 @@ def step_capacity(
 
 
 @jit
+def _fits(backlog: I64, room: F64, step_capacity: F64, c: int, count: int) -> np.int64:
+    """How many of ``count`` arrivals container ``c`` has room for."""
+    h = 0
+    for r in range(backlog.shape[0]):
+        h += backlog[r, c]
+    free = room[c] + step_capacity[c] - h
+    return np.int64(minimum(float(count), maximum(free, 0.0)))
+
+
+@jit
 def take(
     backlog: I64, room: F64, step_capacity: F64, containers: I64, counts: I64, row: int, add: bool
 ) -> I64:
     """CapacityModel.accept's take: how many of ``counts`` each container of ``containers`` has
     room for (``add``: and they join backlog row ``row``, the one outcome class)."""
-    rows = backlog.shape[0]
     m = containers.size
     out = np.empty(m, np.int64)
     for j in range(m):
         c = containers[j]
-        h = 0
-        for r in range(rows):
-            h += backlog[r, c]
-        free = room[c] + step_capacity[c] - h
-        t = minimum(float(counts[j]), maximum(free, 0.0))
-        out[j] = np.int64(t)
+        out[j] = _fits(backlog, room, step_capacity, c, counts[j])
         if add:
             backlog[row, c] += out[j]
     return out
+
+
+@jit
+def arrive(
+    n: int,
+    cursor: int,
+    eps: I64,
+    cat: I64,
+    target_container: I64,
+    loaded: B,
+    backlog: I64,
+    room: F64,
+    step_capacity: F64,
+    row: int,
+    cap_instance: I64,
+    instance: I64,
+    touched: B,
+    queued: I64,
+    queued_row: int,
+) -> tuple[I64, int, int, int]:
+    """A route's ``n`` requests of a step over its endpoints ``eps`` (round robin from
+    ``cursor``; ``cat``: what a request meets on each, an Outcome), those to loaded containers
+    taken into backlog row ``row`` as far as they fit (engine/traffic.py's send with
+    CapacityModel.accept, for one outcome class), the rest refused: the count per Outcome, how
+    many were taken and offered to loaded containers, and one past the last container that
+    took some (-1: none). Updates the backlog, the containers' instances, ``touched`` and the
+    client's ``queued`` row."""
+    kk = eps.size
+    counts = np.zeros(REQUEST_CODES, np.int64)
+    base, extra = n // kk, n % kk
+    n_took = n_offered = 0
+    hi = -1
+    for j in range(kk):
+        per_ep = base + (1 if (j - cursor) % kk < extra else 0)
+        counts[cat[j]] += per_ep
+        c = target_container[eps[j]]
+        if cat[j] == OK and loaded[c] and per_ep > 0:
+            took = _fits(backlog, room, step_capacity, c, per_ep)
+            backlog[row, c] += took
+            cap_instance[c] = instance[c]
+            touched[c] = True
+            queued[queued_row, c] += took
+            n_took += int(took)
+            n_offered += per_ep
+            hi = c + 1
+    return counts, n_took, n_offered, hi
 
 
 @jit

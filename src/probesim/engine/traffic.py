@@ -10,6 +10,8 @@ are engine/connections.py's; the cohorts of what was served, engine/cohorts.py's
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import numpy as np
 import numpy.typing as npt
 
@@ -259,6 +261,19 @@ class Traffic:
                     route.cursor = (route.cursor + n) % kk
                     counts = np.zeros(REQUEST_CODES, np.int64)
                     counts[self.uniform[ri]] = n
+                elif (nb := self._arrive_compiled()) is not None:
+                    cap = self.capacity
+                    q = self.queued[ri]
+                    arrived = k % q.shape[0]
+                    counts, n_took, n_offered, took_hi = nb.arrive(
+                        n, route.cursor, eps, cat, route.target_container, cap.loaded, cap.backlog,
+                        cap.room, cap.step_capacity, ri * cap.k, cap.instance, self.ctr.instance,
+                        self.touched, q, arrived,
+                    )  # fmt: skip
+                    route.cursor = (route.cursor + n) % kk
+                    cap.took_below(took_hi)
+                    self._count_sent(ri, k, counts, n_took, n_offered, arrived)
+                    continue
                 else:
                     per_ep = np.full(kk, n // kk, np.int64)
                     per_ep[(route.cursor + np.arange(n % kk)) % kk] += 1
@@ -270,11 +285,9 @@ class Traffic:
                     if kk
                     else np.zeros(REQUEST_CODES, np.int64)
                 )
-            col["restarting"][k] += counts[REFUSED]
-            col["not_answering"][k] += counts[NO_ANSWER]
-            col["error_status"][k] += counts[ERROR_STATUS]
-            ok_now = int(counts[OK])
             cap = self.capacity
+            n_took = n_offered = 0
+            q = self.queued[ri]
             if cap.any and kk:
                 # Requests to loaded containers join their backlog; they finish (or time out)
                 # when served, in _serve. What does not fit is refused at once.
@@ -286,15 +299,33 @@ class Traffic:
                     offered = per_ep[queued]
                     took = cap.accept(ri, qc, offered, self.ctr.instance[qx])
                     self.touched[qx] = True
-                    q = self.queued[ri]
                     q[k % q.shape[0], qx] += took  # (one endpoint per pod: no container twice)
                     n_took, n_offered = int(took.sum()), int(offered.sum())
-                    self.queued_n[ri] += n_took
-                    self.queued_rows[ri][k % q.shape[0]] += n_took
-                    ok_now -= n_offered
-                    col["rejected"][k] += n_offered - n_took
-            col["ok"][k] += ok_now
-            self.answered_at_once[ri] = ok_now
+            self._count_sent(ri, k, counts, n_took, n_offered, k % q.shape[0])
+
+    def _arrive_compiled(self) -> ModuleType | None:
+        """engine/kernels.py if this run's plain routes (no client sidecar, no keep-alive) take
+        their arrivals by its ``arrive``: a capacity model with one outcome class (without
+        dependency calls: the split among classes draws)."""
+        cap = self.capacity
+        return loaded_kernels() if cap.any and not cap.calls_any else None
+
+    def _count_sent(self, ri: int, k: int, counts: I64, n_took: int, n_offered: int, row: int) -> None:
+        """Route ``ri``'s requests of step ``k`` by what they met (``counts``, per Outcome), of
+        which ``n_offered`` went to loaded containers and ``n_took`` joined their backlog (in
+        the client's arrival ``row``): the rest of those were refused, the other OK answered."""
+        col = self.cols[ri]
+        col["restarting"][k] += counts[REFUSED]
+        col["not_answering"][k] += counts[NO_ANSWER]
+        col["error_status"][k] += counts[ERROR_STATUS]
+        ok_now = int(counts[OK])
+        if n_offered:
+            self.queued_n[ri] += n_took
+            self.queued_rows[ri][row] += n_took
+            ok_now -= n_offered
+            col["rejected"][k] += n_offered - n_took
+        col["ok"][k] += ok_now
+        self.answered_at_once[ri] = ok_now
 
     def _service_tries(self, t: int, visible: B) -> None:
         """What a call to each Service the pods call gets in this step (engine/service_calls.py),
