@@ -158,7 +158,7 @@ def probe_finish(
 ) -> tuple[I64, I64, I64, I64, int, int]:
     """The probes of ``run`` (ProbeWorkers._execute; ``x``: the loaded ones' log-normal draws,
     in order): what each finds, pending until it completes; those that complete within the
-    step counted at once (``_finish``). Returns what ``_finish`` does, and the earliest
+    step counted at once (``probe_apply``). Returns what ``probe_apply`` does, and the earliest
     completion of the probes still in flight (-1: none)."""
     now = np.empty(run.size, np.int64)
     n_now = 0
@@ -206,7 +206,7 @@ def probe_finish(
         else:
             now[n_now] = c
             n_now += 1
-    changed, errored, warned, failed, bumps = _finish(
+    changed, errored, warned, failed, bumps = probe_apply(
         now[:n_now], kind, instance, success_th, failure_th, seen, cached, on_hold, last_passed, runs,
         pending_passed, pending_instance, pending_why, pending_warn,
     )  # fmt: skip
@@ -230,34 +230,10 @@ def probe_apply(
     pending_why: I64,
     pending_warn: B,
 ) -> tuple[I64, I64, I64, I64, int]:
-    """ProbeWorkers._apply: what ``_finish`` does."""
-    return _finish(
-        idx, kind, instance, success_th, failure_th, seen, cached, on_hold, last_passed, runs,
-        pending_passed, pending_instance, pending_why, pending_warn,
-    )  # fmt: skip
-
-
-@jit
-def _finish(
-    idx: I64,
-    kind: int,
-    instance: I64,
-    success_th: I64,
-    failure_th: I64,
-    seen: I64,
-    cached: I64,
-    on_hold: B,
-    last_passed: B,
-    runs: I64,
-    pending_passed: B,
-    pending_instance: I64,
-    pending_why: I64,
-    pending_warn: B,
-) -> tuple[I64, I64, I64, I64, int]:
-    """Count the finished runs of ``idx`` toward the thresholds and write verdicts (a handler
-    error is thrown away). Returns the workers whose result changed, and those with a handler
-    error, a redirect warning and a failure (their events, in that order), and the version
-    bumps (0 or 1)."""
+    """ProbeWorkers._apply: count the finished runs of ``idx`` toward the thresholds and write
+    verdicts (a handler error is thrown away). Returns the workers whose result changed, those
+    with a handler error, a redirect warning and a failure (their events, in that order), and
+    the version bumps (0 or 1)."""
     m = idx.size
     changed = np.empty(m, np.int64)
     errored = np.empty(m, np.int64)
