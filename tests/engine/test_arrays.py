@@ -60,8 +60,8 @@ def test_state_groups_are_np_unique_of_the_key(seed: int, n: int, states: int) -
 def test_per_state_shortcuts_are_the_plain_forms(seed: int, n: int, states: int, cold: bool) -> None:
     counts, d, s, sigma = _requests(seed, n, states)
     if cold:  # the remembered rows and probabilities are only a cache
-        distributions._CDF_ROWS.clear()
-        distributions._LATE.clear()
+        distributions.CDF_ROWS.clear()
+        distributions.LATE.clear()
     timeout = 30_000.0
     plain_rng, rng = np.random.default_rng(seed), np.random.default_rng(seed)
     p = np.clip(1.0 - lognormal_cdf(np.full(d.shape, timeout), d, s, sigma), 0.0, 1.0)

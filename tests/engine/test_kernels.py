@@ -16,6 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from probesim.engine import distributions, kernel_choice, simulate
+from probesim.engine.loop import _Run
+from probesim.engine.state_memo import StateMemo
 from probesim.model.scenario import Scenario
 from tests.builders import builtin, scenario
 
@@ -509,3 +511,91 @@ def test_arrivals_take_the_round_robin_and_room_of_the_numpy_form(
     assert hi == (int(qc[-1]) + 1 if qc.size else -1)
     assert b1.tolist() == b0.tolist() and q1.tolist() == q0.tolist()
     assert i1.tolist() == i0.tolist() and t1.tolist() == t0.tolist()
+
+
+def test_a_state_memo_mirrors_its_entries_for_the_kernels() -> None:
+    """engine/state_memo.py: what the numpy forms remember, the kernels find by the same bits
+    (negative words, a timeout's bits), and nothing once cleared or past its capacity."""
+    memo = StateMemo(1, 4)
+    neg = int(np.float64(-2.5).view(np.int64))
+    memo.entries[(neg, 7, 0, 1000.0)] = 0.25
+    memo.entries[(neg, 7, 0, 50.0)] = 0.5
+    memo.entries[(1, 2, 3, 1000.0)] = 0.75
+    keys, values, index = memo.arrays(kernels)
+    tmo = int(np.float64(1000.0).view(np.int64))
+    find = kernels_states.find
+    assert values[find(keys, index, neg, 7, 0, tmo), 0] == 0.25
+    assert values[find(keys, index, neg, 7, 0, int(np.float64(50.0).view(np.int64))), 0] == 0.5
+    assert values[find(keys, index, 1, 2, 3, tmo), 0] == 0.75
+    assert find(keys, index, 1, 2, 4, tmo) == -1
+    for i in range(4, 7):  # past capacity: kept in the dict, not mirrored
+        memo.entries[(i, 0, 0, 1.0)] = float(i)
+    keys, values, index = memo.arrays(kernels)
+    one = int(np.float64(1.0).view(np.int64))
+    assert values[find(keys, index, 4, 0, 0, one), 0] == 4.0
+    assert find(keys, index, 5, 0, 0, one) == -1 and len(memo) == 6
+    memo.clear()
+    keys, values, index = memo.arrays(kernels)
+    assert find(keys, index, 1, 2, 3, tmo) == -1
+
+
+@pytest.mark.parametrize("case", ["usual", "timeout", "two-states"])
+def test_one_class_routes_are_served_in_one_kernel_call_in_the_usual_case(
+    monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """engine/traffic.py's serve takes serve_route's whole path (DONE) when every answer comes
+    within the step in one latency state that cannot time out, and goes on with its parts
+    otherwise (PARTS: a timeout that can be drawn, two latency states); the same
+    JSON, and the same latency CDFs to the bit, either way."""
+    seen: list[int] = []
+    route_kernel = kernels.serve_route
+
+    def counted(*args: Any) -> Any:
+        out = route_kernel(*args)
+        seen.append(out[0])
+        return out
+
+    monkeypatch.setattr(kernels, "serve_route", counted)
+    traffic: dict[str, Any] = {"name": "a", "rate": 200}
+    if case == "timeout":
+        traffic["timeout"] = "40ms"
+    container = {
+        "name": "app",
+        "image": "example.com/app:1",
+        "ports": [{"containerPort": 8080}],
+        "resources": {"requests": {"cpu": "100m"}, "limits": {"cpu": "500m"}},
+        "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 2},
+    }
+    behavior: dict[str, Any] = {
+        "routes": {"/": {"cpu": "4ms", "wall": "20ms"}, "/healthz": {"cpu": "1ms"}},
+        "variability": 0.3,
+    }
+    overrides = None
+    if case == "two-states":  # pod 1's requests cost more: two latency states
+        slower = behavior | {"routes": {"/": {"cpu": "6ms", "wall": "20ms"}, "/healthz": {"cpu": "1ms"}}}
+        overrides = [{"ordinals": [1], "containers": {"app": slower}}]
+    sc = scenario(
+        containers=[container],
+        behavior=behavior,
+        overrides=overrides,
+        replicas=2,
+        duration="30s",
+        traffic=[traffic],
+    )
+    numpys, kernels_ = both(sc)
+    assert numpys == kernels_
+    # The latency CDFs behind the quantiles (rounded to the ms in the JSON), to the bit.
+    cdfs = []
+    for mode in ("numpy", "numba"):
+        with forced(mode):
+            run = _Run(sc)
+            run.run()
+            cdfs.append(np.stack(run.traffic.latency_cdf).view(np.int64))
+    assert np.array_equal(cdfs[0], cdfs[1])
+    done, parts = seen.count(kernels.kernels_serving.DONE), seen.count(kernels.PARTS)
+    if case == "usual":  # 200 req/s on 2 pods at 500m: within the step, no timeout to draw
+        assert done > 0.9 * len(seen) and parts == 0
+    elif case == "timeout":  # 40 ms is within the tail of 20 ms + 4 ms·X: every step draws
+        assert done == 0 and parts > 0.9 * len(seen)
+    else:
+        assert done == 0 and parts > 0.9 * len(seen)

@@ -16,6 +16,7 @@ import numpy.typing as npt
 from probesim.engine.behavior import INF
 from probesim.engine.draws import binomial
 from probesim.engine.kernel_choice import loaded_kernels
+from probesim.engine.state_memo import StateMemo
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -117,24 +118,24 @@ def state_groups(d: F64, s: F64, sigma: F64) -> States:
     return order[new], inv
 
 
+_MEMO_MAX = 2048  # entries: for CDF rows of 281 floats each, a bounded 4.6 MB (and its mirror)
 # CDF rows on GRID by the exact bits of (d, s, sigma): the states of a run recur step after step.
-_CDF_ROWS: dict[tuple[int, int, int], F64] = {}
-_CDF_ROWS_MAX = 2048  # 281 floats each: a bounded 4.6 MB
+CDF_ROWS = StateMemo(GRID.size, _MEMO_MAX)
 
 
 def _cdf_rows(d: F64, s: F64, sigma: F64) -> F64:
     """lognormal_cdf(GRID) per (d, s, sigma), one row each, remembered across steps."""
     bits = (d.view(np.int64).tolist(), s.view(np.int64).tolist(), sigma.view(np.int64).tolist())
     keys = list(zip(*bits, strict=True))
-    rows = [_CDF_ROWS.get(key) for key in keys]
+    rows = [CDF_ROWS.entries.get(key) for key in keys]
     missing = [i for i, row in enumerate(rows) if row is None]
     if missing:
         m = np.array(missing, np.int64)
         new = lognormal_cdf(GRID[None, :], d[m][:, None], s[m][:, None], sigma[m][:, None])
-        if len(_CDF_ROWS) + len(missing) > _CDF_ROWS_MAX:
-            _CDF_ROWS.clear()
+        if len(CDF_ROWS) + len(missing) > _MEMO_MAX:
+            CDF_ROWS.clear()
         for j, i in enumerate(missing):
-            rows[i] = _CDF_ROWS[keys[i]] = new[j]
+            rows[i] = CDF_ROWS.entries[keys[i]] = new[j]
     return np.array(rows)
 
 
@@ -170,8 +171,8 @@ def quantiles(counts: I64, d: F64, s: F64, sigma: F64, qs: tuple[float, ...]) ->
     return grid_quantiles(mixture_cdf(counts, d, s, sigma), qs)
 
 
-# P(latency > timeout) by the exact bits of (d, s, sigma, timeout), as _CDF_ROWS.
-_LATE: dict[tuple[int, int, int, float], float] = {}
+# P(latency > timeout) by the exact bits of (d, s, sigma) and the timeout, as CDF_ROWS.
+LATE = StateMemo(1, _MEMO_MAX)
 
 
 def timed_out(
@@ -202,15 +203,15 @@ def timed_out(
     if same:
         # Requests in the same state (to the bit) share one probability: computed once each.
         keys = list(zip(*rep.tolist(), [timeout] * first.size, strict=True))
-        late = [_LATE.get(key) for key in keys]
+        late = [LATE.entries.get(key) for key in keys]
         missing = [i for i, x in enumerate(late) if x is None]
         if missing:
             m = first[missing]
             new = (1.0 - lognormal_cdf(np.full(m.size, timeout), d[m], s[m], sigma[m])).tolist()
-            if len(_LATE) + len(missing) > _CDF_ROWS_MAX:
-                _LATE.clear()
+            if len(LATE) + len(missing) > _MEMO_MAX:
+                LATE.clear()
             for j, i in enumerate(missing):
-                late[i] = _LATE[keys[i]] = new[j]
+                late[i] = LATE.entries[keys[i]] = new[j]
         if nb is not None:
             p, drawn, which = nb.spread_states(np.array(late, np.float64), inv)
             if which == 0:  # no state can time out

@@ -44,11 +44,25 @@ import numba  # noqa: F401  (without numba this module does not load, even with 
 from probesim.engine import kernels_base, kernels_capacity, kernels_probes, kernels_serving, kernels_states
 from probesim.engine.kernels_capacity import arrive, serve, step_capacity, step_capacity_calls, take
 from probesim.engine.kernels_probes import probe_apply, probe_finish, probe_start, steady_sets
-from probesim.engine.kernels_serving import cohorts, cohorts_one, latency_parts, pend_later
-from probesim.engine.kernels_states import grid_quantiles, spread_states, state_bits, state_groups
+from probesim.engine.kernels_serving import (
+    PARTS,
+    cohorts,
+    cohorts_one,
+    latency_parts,
+    pend_later,
+    serve_route,
+)
+from probesim.engine.kernels_states import (
+    grid_quantiles,
+    memo_insert,
+    spread_states,
+    state_bits,
+    state_groups,
+)
 
 __all__ = [
     "KERNELS",
+    "PARTS",
     "arrive",
     "cached",
     "cohorts",
@@ -56,11 +70,13 @@ __all__ = [
     "forget_stale",
     "grid_quantiles",
     "latency_parts",
+    "memo_insert",
     "pend_later",
     "probe_apply",
     "probe_finish",
     "probe_start",
     "serve",
+    "serve_route",
     "spread_states",
     "state_bits",
     "state_groups",
@@ -83,6 +99,8 @@ KERNELS: tuple[Any, ...] = (
     spread_states,
     latency_parts,
     pend_later,
+    serve_route,
+    memo_insert,
     grid_quantiles,
     probe_start,
     probe_finish,

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from probesim.engine.kernels_base import F64, I64, B, jit, minimum
+from probesim.engine.kernels_base import F64, I64, B, jit, maximum, minimum
+from probesim.engine.kernels_states import find, state_bits, state_groups
+
+# serve_route's outcomes: nothing served; served, counted and its latencies in the step's CDF;
+# served, the rest left to engine/traffic.py's numpy path (with the cohorts' parts).
+NONE_SERVED, DONE, PARTS = 0, 1, 2
 
 
 @jit
@@ -261,3 +266,85 @@ def pend_later(
         pending[1 if failed[e] else 0, slot, cs[e]] += ok
         pending[2, slot, cs[e]] += timed_out[e]
     return slots
+
+
+@jit
+def serve_route(
+    q: I64,
+    queued_rows: I64,
+    orphans: I64,
+    active: I64,
+    served: I64,
+    k: int,
+    service: F64,
+    row0: int,
+    wait: F64,
+    sigma_all: F64,
+    step: float,
+    limit: float,
+    horizon: float,
+    drawn: bool,
+    late_keys: I64,
+    late_values: F64,
+    late_index: I64,
+    row_keys: I64,
+    rows: F64,
+    row_index: I64,
+    direct: bool,
+    step_cdf: F64,
+    ok: I64,
+) -> tuple[int, int, I64, F64]:
+    """engine/traffic.py's serve for a route with one outcome class: its cohorts (``cohorts_one``)
+    and their latency parts and, in the usual case, the rest: every answer given within the step
+    (none later), in one latency state, which cannot outlast the client's timeout (``drawn``:
+    whether the timeout is finite) by the remembered chance (``late_*``, engine/state_memo.py),
+    its CDF row remembered (``row*``), and their latency mixture going straight into the step's
+    CDF (``direct``: no immediate answers and no SYNs waited this step). Then its ok count is
+    added at ``ok[k]`` and its mixture to ``step_cdf``, as the numpy path adds them (DONE).
+    Otherwise (PARTS) nothing is counted: returned are the containers, indices in ``active``
+    and counts (ints) and the service time, time waited in whole steps, wait before service,
+    sigma and when the client sees the answer (floats), per cohort. And how many were taken off
+    ``q``."""
+    cs, at, ages, counts, taken = cohorts_one(q, queued_rows, orphans, active, served, k)
+    n = cs.size
+    if n == 0:
+        return NONE_SERVED, taken, np.empty((3, 0), np.int64), np.empty((5, 0))
+    vs = np.zeros(n, np.int64)
+    no_calls = np.zeros((1, 1), np.bool_)
+    sv, waited, d, sigma, _, seen, _, later_any = latency_parts(
+        service, row0, vs, at, cs, ages, wait, sigma_all, no_calls, False, step, limit, horizon
+    )
+    fast = direct and not later_any
+    e = -1
+    if fast:
+        first, inv = state_groups(d, sv, sigma)
+        fast = first.size == 1
+    if fast:
+        same, rep = state_bits(d, sv, sigma, first, inv)
+        if drawn:
+            tmo = np.array([limit]).view(np.int64)[0]
+            j = find(late_keys, late_index, rep[0, 0], rep[1, 0], rep[2, 0], tmo) if same else -1
+            # (spread_states' clip: a chance of 0 draws nothing.)
+            fast = j >= 0 and minimum(maximum(late_values[j, 0], 0.0), 1.0) == 0.0
+        if fast:
+            e = find(row_keys, row_index, rep[0, 0], rep[1, 0], rep[2, 0], 0)
+            fast = e >= 0
+    if not fast:
+        ints = np.empty((3, n), np.int64)
+        floats = np.empty((5, n))
+        for i in range(n):
+            ints[0, i], ints[1, i], ints[2, i] = cs[i], at[i], counts[i]
+            floats[0, i], floats[1, i], floats[2, i] = sv[i], waited[i], d[i]
+            floats[3, i], floats[4, i] = sigma[i], seen[i]
+        return PARTS, taken, ints, floats
+    # mixture_cdf's weight (bincount's float sum in order) and total, then _with_connect_wait's
+    # mix * n with n the same total.
+    w = 0.0
+    total = 0
+    for i in range(n):
+        w += counts[i]
+        total += counts[i]
+    ok[k] += total
+    for g in range(step_cdf.size):
+        step_cdf[g] += (w * rows[e, g]) / total * total
+    return DONE, taken, np.empty((3, 0), np.int64), np.empty((5, 0))

@@ -177,3 +177,39 @@ def grid_quantiles(mix: F64, qs: F64, grid: F64) -> F64:
             frac = 0.0 if hi <= lo else (qs[j] - lo) / (hi - lo)
             out[j] = grid[i - 1] + frac * (grid[i] - grid[i - 1])
     return out
+
+
+@jit
+def _slot(index: I64, a: int, b: int, c: int, e: int) -> np.int64:
+    """Where a key (four int64 words) starts its probe in a memo's index (engine/state_memo.py)."""
+    h = np.uint64(a) * np.uint64(0x9E3779B97F4A7C15)
+    h ^= np.uint64(b) * np.uint64(0xC2B2AE3D27D4EB4F)
+    h ^= np.uint64(c) * np.uint64(0x165667B19E3779F9)
+    h ^= np.uint64(e) * np.uint64(0x27D4EB2F165667C5)
+    h ^= h >> np.uint64(29)
+    return np.int64(h & np.uint64(index.size - 1))
+
+
+@jit
+def find(keys: I64, index: I64, a: int, b: int, c: int, e: int) -> int:
+    """The entry of a memo (engine/state_memo.py) with key (a, b, c, e), or -1."""
+    mask = index.size - 1
+    s = _slot(index, a, b, c, e)
+    while True:
+        j = index[s]
+        if j < 0:
+            return -1
+        if keys[j, 0] == a and keys[j, 1] == b and keys[j, 2] == c and keys[j, 3] == e:
+            return j
+        s = (s + 1) & mask
+
+
+@jit
+def memo_insert(keys: I64, index: I64, lo: int, hi: int) -> None:
+    """Index a memo's entries lo..hi-1 (their keys in ``keys``)."""
+    mask = index.size - 1
+    for j in range(lo, hi):
+        s = _slot(index, keys[j, 0], keys[j, 1], keys[j, 2], keys[j, 3])
+        while index[s] >= 0:
+            s = (s + 1) & mask
+        index[s] = j

@@ -10,7 +10,9 @@ are engine/connections.py's; the cohorts of what was served, engine/cohorts.py's
 
 from __future__ import annotations
 
+import math
 from types import ModuleType
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -23,7 +25,9 @@ from probesim.engine.cohorts import cohorts
 from probesim.engine.connections import Connections, keep_alive
 from probesim.engine.containers import Containers
 from probesim.engine.distributions import (
+    CDF_ROWS,
     GRID,
+    LATE,
     grid_quantiles,
     grouped_cdfs,
     mixture_cdf,
@@ -43,6 +47,9 @@ from probesim.model.scenario import ScenarioSpec
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 B = npt.NDArray[np.bool_]
+# Per cohort: service time, time waited in whole steps, wait before service, sigma, whether its
+# calls failed, when its client sees the answer, whether that is later than the step; any later.
+LatencyParts = tuple[F64, F64, F64, F64, B, F64, B, bool]
 _NONE = np.empty(0, np.int64)  # no containers (read only)
 _NONE.flags.writeable = False
 
@@ -481,6 +488,58 @@ class Traffic:
             col["error_status"][k] += int(due[1])
             col["timeout"][k] += int(due[2])
 
+    def _latency_parts(
+        self,
+        nb: ModuleType | None,
+        ri: int,
+        vs: I64,
+        cs: I64,
+        at: I64,
+        ages: I64,
+        service: F64,
+        wait: F64,
+        limit: float,
+        horizon: float,
+    ) -> LatencyParts:
+        """Per cohort of route ``ri`` (outcome class, container, its index among those served,
+        steps waited): its service time, time waited in whole steps, wait before service, sigma,
+        whether its calls failed, when its client sees the answer (from this step), whether that
+        is later than this step, and whether any is."""
+        cap = self.capacity
+        K = cap.k
+        step = float(self.spec.step)
+        if nb is not None:  # engine/kernels.py: the same arrays
+            parts: LatencyParts = nb.latency_parts(
+                service,
+                ri * K,
+                vs,
+                at,
+                cs,
+                ages,
+                wait,
+                cap.sigma,
+                cap.failed,
+                cap.calls_any,
+                step,
+                limit,
+                horizon,
+            )
+            return parts
+        sl = slice(ri * K, (ri + 1) * K)
+        sv = service[ri][at] if K == 1 else service[sl][vs, at]
+        # Latency counts from the step a request was sent: those sent now waited for the
+        # backlog ahead of them; older ones, at the head of the queue, for their steps.
+        waited = ages * step
+        d = np.where(ages == 0, wait[at], waited)
+        sigma = cap.sigma[cs]
+        # (Without dependency calls no outcome class fails.)
+        failed = cap.failed[sl][vs, cs] if cap.calls_any else np.zeros(cs.size, bool)
+        # The client sees each answer at min(latency, its timeout): those later than this
+        # step are delivered by _deliver when due (and lost if their container stops first).
+        seen = np.minimum(np.minimum(d + sv, limit) - waited, horizon)
+        later = seen >= step
+        return cast(LatencyParts, (sv, waited, d, sigma, failed, seen, later, bool(later.any())))
+
     def serve(self, t: int, k: int, rec: dict[str, I64]) -> None:
         """Loaded containers serve their backlog. Finished requests count as ok, as the route's
         error status when a dependency call failed, or as timeouts when they took longer than
@@ -489,48 +548,38 @@ class Traffic:
         served, wait, service = cap.step(float(self.spec.step), self.ctr.started_at, t)
         K = cap.k
         step = float(self.spec.step)
+        nb = loaded_kernels()
         for ri, route in enumerate(self.fleet.routes):
             col = self.cols[ri]
-            sl = slice(ri * K, (ri + 1) * K)
-            vs, cs, at, ages, n_served, taken = cohorts(
-                self.queued[ri], self.queued_rows[ri], self.orphans[ri], self.capacity.active, served[sl], k
-            )
-            self.queued_n[ri] -= taken
-            if cs.size == 0:
-                continue
             limit = float(route.timeout)
             horizon = (self.pending[ri].shape[1] - 1) * step
-            nb = loaded_kernels()
-            if nb is not None:  # engine/kernels.py: the same arrays
-                sv, waited, d, sigma, failed, seen, later, later_any = nb.latency_parts(
-                    service,
-                    ri * K,
-                    vs,
-                    at,
-                    cs,
-                    ages,
-                    wait,
-                    cap.sigma,
-                    cap.failed,
-                    cap.calls_any,
-                    step,
-                    limit,
-                    horizon,
-                )
-            else:
-                sv = service[ri][at] if K == 1 else service[sl][vs, at]
-                # Latency counts from the step a request was sent: those sent now waited for the
-                # backlog ahead of them; older ones, at the head of the queue, for their steps.
-                waited = ages * step
-                d = np.where(ages == 0, wait[at], waited)
-                sigma = cap.sigma[cs]
-                # (Without dependency calls no outcome class fails.)
-                failed = cap.failed[sl][vs, cs] if cap.calls_any else np.zeros(cs.size, bool)
-                # The client sees each answer at min(latency, its timeout): those later than this
-                # step are delivered by _deliver when due (and lost if their container stops first).
-                seen = np.minimum(np.minimum(d + sv, limit) - waited, horizon)
+            if nb is not None and K == 1:
+                # The usual case in one kernel call; otherwise the cohorts' parts, to go on with.
+                direct = self.answered_at_once[ri] == 0 and sum(c for c, _ in self.conns[ri].waited) == 0
+                how, taken, ints, floats = nb.serve_route(
+                    self.queued[ri], self.queued_rows[ri], self.orphans[ri], cap.active, served[ri], k,
+                    service, ri, wait, cap.sigma, step, limit, horizon, math.isfinite(limit) and limit < INF,
+                    *LATE.arrays(nb), *CDF_ROWS.arrays(nb), direct, self.step_cdf[ri], col["ok"],
+                )  # fmt: skip
+                self.queued_n[ri] -= taken
+                if how != nb.PARTS:
+                    continue
+                cs, at, n_served = ints
+                sv, waited, d, sigma, seen = floats
+                failed = np.zeros(cs.size, bool)
                 later = seen >= step
                 later_any = bool(later.any())
+            else:
+                q, rows, orphans = self.queued[ri], self.queued_rows[ri], self.orphans[ri]
+                vs, cs, at, ages, n_served, taken = cohorts(
+                    q, rows, orphans, cap.active, served[ri * K : ri * K + K], k
+                )
+                self.queued_n[ri] -= taken
+                if cs.size == 0:
+                    continue
+                sv, waited, d, sigma, failed, seen, later, later_any = self._latency_parts(
+                    nb, ri, vs, cs, at, ages, service, wait, limit, horizon
+                )
             states = state_groups(d, sv, sigma)
             to = timed_out(n_served, d, sv, sigma, limit, self.rng, states)
             if later_any:
