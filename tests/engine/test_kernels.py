@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 from probesim.engine import distributions, kernel_choice, simulate
 from probesim.engine.loop import _Run
 from probesim.engine.state_memo import StateMemo
+from probesim.engine.traffic import Traffic
 from probesim.model.scenario import Scenario
 from tests.builders import builtin, scenario
 
@@ -599,3 +601,49 @@ def test_one_class_routes_are_served_in_one_kernel_call_in_the_usual_case(
         assert done == 0 and parts > 0.9 * len(seen)
     else:
         assert done == 0 and parts > 0.9 * len(seen)
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 2**31), routes=st.integers(1, 4), half=st.booleans())
+def test_step_quantiles_are_the_numpy_forms(seed: int, routes: int, half: bool) -> None:
+    """The kernel's step quantiles (and the run's CDFs they add to) against Traffic._quantiles:
+    routes that saw nothing, a ramp open or not, a timeout below the quantiles, totals at .5."""
+    rng = np.random.default_rng(seed)
+    g = distributions.GRID.size
+    step = np.cumsum(rng.integers(0, 3, (routes, g)), axis=1).astype(float)
+    step[0] = 0.0  # saw nothing this step
+    if half:
+        step *= 0.5  # totals at .5: rounded to even
+    ramp_open = rng.random(routes) < 0.5
+    limits = rng.choice([30.0, 1000.0, float("inf")], routes)
+    states = []
+    for form in ("numpy", "kernel"):
+        state = SimpleNamespace(
+            fleet=SimpleNamespace(routes=[None] * routes),
+            step_cdf=step.copy(),
+            latency_cdf=np.full((routes, g), 2.0),
+            ramp_cdf=np.ones((routes, g)),
+            ramp_open=ramp_open,
+            limits=limits,
+            quantiles=np.full((routes, 4, 3), -1, np.int64),
+        )
+        if form == "numpy":
+            with numpy_forms():
+                Traffic._quantiles(state, 1)  # type: ignore[arg-type]
+        else:
+            kernels.step_quantiles(
+                state.step_cdf,
+                state.latency_cdf,
+                state.ramp_cdf,
+                ramp_open,
+                limits,
+                distributions.GRID,
+                state.quantiles,
+                1,
+            )
+        states.append(state)
+    a, b = states
+    assert np.array_equal(a.quantiles, b.quantiles) and (a.quantiles[1:, :, 1] >= 0).all()
+    assert (a.quantiles[0] == -1).all()
+    assert np.array_equal(a.latency_cdf.view(np.int64), b.latency_cdf.view(np.int64))
+    assert np.array_equal(a.ramp_cdf.view(np.int64), b.ramp_cdf.view(np.int64))

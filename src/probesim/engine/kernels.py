@@ -58,6 +58,7 @@ from probesim.engine.kernels_states import (
     spread_states,
     state_bits,
     state_groups,
+    step_quantiles,
 )
 
 __all__ = [
@@ -83,6 +84,7 @@ __all__ = [
     "steady_sets",
     "step_capacity",
     "step_capacity_calls",
+    "step_quantiles",
     "take",
 ]
 
@@ -102,6 +104,7 @@ KERNELS: tuple[Any, ...] = (
     serve_route,
     memo_insert,
     grid_quantiles,
+    step_quantiles,
     probe_start,
     probe_finish,
     probe_apply,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from probesim.engine.kernels_base import F64, I64, jit, maximum, minimum
+from probesim.engine.kernels_base import F64, I64, B, jit, maximum, minimum
 
 
 @jit
@@ -213,3 +213,34 @@ def memo_insert(keys: I64, index: I64, lo: int, hi: int) -> None:
         while index[s] >= 0:
             s = (s + 1) & mask
         index[s] = j
+
+
+@jit
+def step_quantiles(
+    step_cdf: F64, latency_cdf: F64, ramp_cdf: F64, ramp_open: B, limits: F64, grid: F64, out: I64, k: int
+) -> None:
+    """engine/traffic.py's _quantiles for every route (rows of ``step_cdf``): this step's CDF
+    added to the run's (and the start-up ramp's while open), and its p50, p95, p99 and max
+    (``out[route, :, k]``, whole ms, at most the route's timeout, rounded half to even as
+    Python's round)."""
+    g = grid.size
+    qs = np.empty(4)
+    qs[0], qs[1], qs[2] = 0.5, 0.95, 0.99
+    mix = np.empty(g)
+    for ri in range(step_cdf.shape[0]):
+        total = step_cdf[ri, g - 1]
+        if total <= 0:
+            continue
+        for j in range(g):
+            latency_cdf[ri, j] += step_cdf[ri, j]
+        if ramp_open[ri]:
+            for j in range(g):
+                ramp_cdf[ri, j] += step_cdf[ri, j]
+        for j in range(g):
+            mix[j] = step_cdf[ri, j] / total
+        qs[3] = 1 - 0.5 / max(np.rint(total), 1.0)
+        vals = grid_quantiles(mix, qs, grid)
+        limit = limits[ri]
+        for j in range(4):
+            v = vals[j]
+            out[ri, j, k] = np.int64(np.rint(limit if limit < v else v))

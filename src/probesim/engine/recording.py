@@ -22,6 +22,7 @@ from probesim.results import CAUSES
 I64 = npt.NDArray[np.int64]
 WORKLOAD_SERIES = ("desired", "current", "ready", "available", "unavailable", "restarts")
 CPU_SERIES = ("cpu_m", "cpu_max_m", "throttled")
+QUANTILE_SERIES = ("p50_ms", "p95_ms", "p99_ms", "max_ms")
 ROUTE_SERIES = (
     "offered",
     "ok",
@@ -29,10 +30,7 @@ ROUTE_SERIES = (
     "inflight",
     "dropped",
     "interrupted",
-    "p50_ms",
-    "p95_ms",
-    "p99_ms",
-    "max_ms",
+    *QUANTILE_SERIES,
     "fault_aborts",
     "ejections_active",
 )
@@ -63,9 +61,15 @@ class Recorder:
         for w in workloads:
             for s in WORKLOAD_SERIES:
                 rec[f"workload.{w.name}.{s}"] = np.zeros(ticks, np.int64)
-        for r in f.routes:
+        # Per route, its latency quantiles' series (QUANTILE_SERIES) as rows of one block.
+        self.route_quantiles = np.zeros((len(f.routes), len(QUANTILE_SERIES), ticks), np.int64)
+        for ri, r in enumerate(f.routes):
             for s in ROUTE_SERIES:
-                rec[f"route.{r.name}.{s}"] = np.zeros(ticks, np.int64)
+                rec[f"route.{r.name}.{s}"] = (
+                    self.route_quantiles[ri, QUANTILE_SERIES.index(s)]
+                    if s in QUANTILE_SERIES
+                    else np.zeros(ticks, np.int64)
+                )
         self.route_columns = [{s: rec[f"route.{r.name}.{s}"] for s in ROUTE_SERIES} for r in f.routes]
         self.inflight = [rec[f"route.{r.name}.inflight"] for r in f.routes]
         # EndpointSlice conditions as clients see them (§4.8): ready, serving, terminating.

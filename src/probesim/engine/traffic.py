@@ -72,6 +72,7 @@ class Traffic:
         pods: PodStatus,
         rates: F64,
         cols: list[dict[str, I64]],
+        quantiles: I64,
         ramp_open: B,
     ) -> None:
         f = fleet
@@ -86,6 +87,8 @@ class Traffic:
         self.pods = pods
         self.rates = rates  # per route and step: requests per second wanted
         self.cols = cols
+        self.quantiles = quantiles  # per route, its QUANTILE_SERIES (rows of cols' series)
+        self.limits = np.array([float(r.timeout) for r in f.routes])
         # The start-up ramp, per route: open until every workload behind it first has all its
         # replicas Ready; the latency of its answers is kept apart, and when it ended.
         self.ramp_open = ramp_open
@@ -635,19 +638,19 @@ class Traffic:
                 mix = mixture_cdf(counts, np.append(d[now], 0.0), np.append(sv[now], 0.0), np.append(sg, 0.0))
                 n_now = int(counts.sum())
             self.step_cdf[ri] += self._with_connect_wait(ri, mix, n_now)
-        for ri, route in enumerate(self.fleet.routes):
-            # Latency quantiles of what clients got (or lost) this step, and of the run so far.
-            seen_now = self.step_cdf[ri]
-            total = float(seen_now[-1])
-            if total <= 0:
-                continue
-            self.latency_cdf[ri] += seen_now
-            if self.ramp_open[ri]:
-                self.ramp_cdf[ri] += seen_now
-            limit = float(route.timeout)
-            qs = grid_quantiles(seen_now / total, (0.5, 0.95, 0.99, 1 - 0.5 / max(round(total), 1)))
-            for name, v in zip(("p50_ms", "p95_ms", "p99_ms", "max_ms"), qs, strict=True):
-                self.cols[ri][name][k] = round(min(v, limit))
+        if nb is not None:  # engine/kernels.py: the same quantiles
+            nb.step_quantiles(
+                self.step_cdf,
+                self.latency_cdf,
+                self.ramp_cdf,
+                self.ramp_open,
+                self.limits,
+                GRID,
+                self.quantiles,
+                k,
+            )
+        else:
+            self._quantiles(k)
         if cap.calls_any:
             served = cap.served_all(served)
             if self.call_routes:
@@ -655,3 +658,18 @@ class Traffic:
             cap.classes.load_dependencies(served, float(self.spec.step))
             cap.classes.breakers(t + self.spec.step, served)
             cap.update_classes(t + self.spec.step)
+
+    def _quantiles(self, k: int) -> None:
+        """Latency quantiles of what clients got (or lost) this step, and the run's CDFs so far."""
+        for ri in range(len(self.fleet.routes)):
+            seen_now = self.step_cdf[ri]
+            total = float(seen_now[-1])
+            if total <= 0:
+                continue
+            self.latency_cdf[ri] += seen_now
+            if self.ramp_open[ri]:
+                self.ramp_cdf[ri] += seen_now
+            limit = float(self.limits[ri])
+            qs = grid_quantiles(seen_now / total, (0.5, 0.95, 0.99, 1 - 0.5 / max(round(total), 1)))
+            for j, v in enumerate(qs):
+                self.quantiles[ri, j, k] = round(min(v, limit))
