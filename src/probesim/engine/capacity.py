@@ -398,19 +398,7 @@ class CapacityModel:
     def _step_compiled(self, dt: float, started_at: I64, t: int) -> tuple[I64, F64, F64]:
         """``step`` by the kernel (engine/kernels.py's serve): the same outputs and state."""
         assert self._nb is not None
-        (
-            a,
-            served,
-            wait,
-            service,
-            self.used_m,
-            self.throttled,
-            self.cpu_used_m,
-            self.cpu_rho,
-            self.rho,
-            self.wait_ms,
-            self._leftover,
-        ) = self._nb.serve(
+        a, served, wait, service, self.used_m = self._nb.serve(
             dt,
             t,
             self.backlog,
@@ -428,6 +416,11 @@ class CapacityModel:
             self._any_unstable,
             self._all_loaded,
             self._hi,
+            self.throttled,
+            self.cpu_used_m,
+            self.cpu_rho,
+            self.rho,
+            self.wait_ms,
         )
         self.active = a
         self.active_ix = span(a)
