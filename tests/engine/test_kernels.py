@@ -101,6 +101,7 @@ def test_the_built_ins_give_the_same_json_by_both(name: str) -> None:
     calls=st.booleans(),
     trouble=st.booleans(),
     keep_alive=st.booleans(),
+    idle=st.sampled_from([None, "30m"]),
     seed=st.integers(0, 1000),
 )
 def test_generated_capacity_runs_give_the_same_json_and_draws(
@@ -119,6 +120,7 @@ def test_generated_capacity_runs_give_the_same_json_and_draws(
     calls: bool,
     trouble: bool,
     keep_alive: bool,
+    idle: str | None,
     seed: int,
 ) -> None:
     route: dict[str, Any] = {"cpu": cpu, "wall": wall}
@@ -137,6 +139,8 @@ def test_generated_capacity_runs_give_the_same_json_and_draws(
     behavior: dict[str, Any] = {"routes": routes, "capacity": cap, "variability": variability}
     if warmup:
         behavior["warmup"] = {"for": "20s", "factor": 3}
+    if idle is not None:  # the app's own CPU, while it runs
+        behavior["idleCpu"] = idle
     traffic: list[dict[str, Any]] = [{"name": "a", "rate": rate, "keepAlive": keep_alive}]
     if timeout is not None:
         traffic[0]["timeout"] = timeout

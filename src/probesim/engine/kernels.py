@@ -41,9 +41,17 @@ from typing import Any
 
 import numba  # noqa: F401  (without numba this module does not load, even with the ones below loaded)
 
-from probesim.engine import kernels_base, kernels_capacity, kernels_probes, kernels_serving, kernels_states
+from probesim.engine import (
+    kernels_base,
+    kernels_capacity,
+    kernels_probes,
+    kernels_record,
+    kernels_serving,
+    kernels_states,
+)
 from probesim.engine.kernels_capacity import arrive, serve, step_capacity, step_capacity_calls, take
 from probesim.engine.kernels_probes import probe_apply, probe_finish, probe_start, steady_sets
+from probesim.engine.kernels_record import record_cpu
 from probesim.engine.kernels_serving import (
     PARTS,
     cohorts,
@@ -76,6 +84,7 @@ __all__ = [
     "probe_apply",
     "probe_finish",
     "probe_start",
+    "record_cpu",
     "serve",
     "serve_route",
     "spread_states",
@@ -109,12 +118,13 @@ KERNELS: tuple[Any, ...] = (
     probe_finish,
     probe_apply,
     steady_sets,
+    record_cpu,
 )
 
 
 def _compiled() -> list[Any]:
     """Every function compiled in the kernels' modules: the kernels and the helpers they call."""
-    modules = (kernels_capacity, kernels_probes, kernels_serving, kernels_states)
+    modules = (kernels_capacity, kernels_probes, kernels_record, kernels_serving, kernels_states)
     return [
         f
         for m in modules

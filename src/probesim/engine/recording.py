@@ -16,10 +16,13 @@ import numpy as np
 import numpy.typing as npt
 
 from probesim.engine.arrays import span
+from probesim.engine.kernel_choice import loaded_kernels
 from probesim.kube.endpoints import endpoint_ready
 from probesim.results import CAUSES
 
 I64 = npt.NDArray[np.int64]
+_NO_IDLE = np.zeros(0)  # no app uses CPU of its own (read only)
+_NO_IDLE.flags.writeable = False
 WORKLOAD_SERIES = ("desired", "current", "ready", "available", "unavailable", "restarts")
 CPU_SERIES = ("cpu_m", "cpu_max_m", "throttled")
 QUANTILE_SERIES = ("p50_ms", "p95_ms", "p99_ms", "max_ms")
@@ -88,10 +91,19 @@ class Recorder:
         self.wl_pods = [np.flatnonzero(np.isin(f.pod_workload, ws)) for ws in family]
         self.wl_containers = [np.flatnonzero(np.isin(f.pod_workload[f.container_pod], ws)) for ws in family]
         self.wl_span = [span(pods) for pods in self.wl_pods]  # (a workload's pods: usually consecutive views)
-        self.cpu = [
-            [rec.setdefault(f"workload.{w.name}.{s}", np.zeros(ticks, np.int64)) for s in CPU_SERIES]
-            for w in workloads
-        ]
+        # Per workload, its CPU_SERIES as rows of one block (workloads of one name share theirs).
+        row_of: dict[str, int] = {}
+        for w in workloads:
+            row_of.setdefault(w.name, len(row_of))
+        self.cpu_block = np.zeros((len(row_of), len(CPU_SERIES), ticks), np.int64)
+        self.cpu_rows = np.array([row_of[w.name] for w in workloads], np.int64)
+        for w in workloads:
+            for j, s in enumerate(CPU_SERIES):
+                rec.setdefault(f"workload.{w.name}.{s}", self.cpu_block[row_of[w.name], j])
+        self.cpu = [[rec[f"workload.{w.name}.{s}"] for s in CPU_SERIES] for w in workloads]
+        # Every workload's pods, one after another (``wl_ends``: where each workload's end).
+        self.wl_flat = np.concatenate([*self.wl_pods, np.empty(0, np.int64)]).astype(np.int64)
+        self.wl_ends = np.cumsum([p.size for p in self.wl_pods], dtype=np.int64)
         self.workloads = [[rec[f"workload.{w.name}.{s}"] for s in WORKLOAD_SERIES] for w in workloads]
         self.hpas = {
             wi: tuple(
@@ -109,6 +121,14 @@ class Recorder:
         """The CPU the capacity model's containers used this step, per workload (sum and busiest
         pod, in millicores) and its throttled pods."""
         f, capacity = run.fleet, run.capacity
+        nb = loaded_kernels()
+        if nb is not None:  # engine/kernels.py: the same figures
+            idle = capacity.idle_m * run.ctr.running() if capacity.any_idle else _NO_IDLE
+            nb.record_cpu(
+                k, f.container_pod, f.n_pods, capacity.active, capacity.used_m, capacity.throttled, idle,
+                self.wl_flat, self.wl_ends, self.cpu_rows, self.cpu_block,
+            )  # fmt: skip
+            return
         # Only the containers the capacity model stepped use CPU or are throttled (the others'
         # 0.0 adds nothing to a pod's sum, to the bit).
         act_pod = f.container_pod[capacity.active]
