@@ -252,7 +252,8 @@ def test_a_run_too_costly_is_refused_up_front_with_its_estimate(
 ) -> None:
     deploy = yaml.safe_load(yaml.safe_dump(DEPLOY))
     deploy["spec"]["replicas"] = replicas
-    spec: dict[str, object] = {"duration": "60s", "traffic": [{"rate": 1}] * routes, **timing}
+    traffic = [{"name": f"t{i}", "rate": 1} for i in range(routes)]
+    spec: dict[str, object] = {"duration": "60s", "traffic": traffic, **timing}
     s = write_scenario(tmp_path, spec, manifests=[deploy, SERVICE])
     line = fails_cleanly(["run", str(s)], f"error: {s}: this run would cost ")
     assert expected in line and "more than --max-cost 10,000,000" in line
@@ -266,3 +267,19 @@ def test_max_cost_raises_or_lowers_the_limit(tmp_path: Path) -> None:
     assert runner.invoke(app, ["run", str(s), "--max-cost", "36250"]).exit_code == 0
     fails_cleanly(["compare", str(s), str(s), "--max-cost", "1000"], "more than --max-cost 1,000")
     assert "--max-cost" in runner.invoke(app, ["run", "--help"]).output
+
+
+@pytest.mark.parametrize(
+    ("traffic", "says"),
+    [
+        ([{"name": "a", "rate": 1}, {"name": "a", "rate": 2}], "traffic[1] has the name of traffic[0] ('a')"),
+        ([{"rate": 1}, {"rate": 2}], "traffic[0] and traffic[1] both send to '/' without a name"),
+    ],
+)
+def test_two_traffic_entries_of_one_name_are_refused(
+    tmp_path: Path, traffic: list[dict[str, object]], says: str
+) -> None:
+    """Their series, summary and thresholds are keyed on the name: the second's would be lost."""
+    s = write_scenario(tmp_path, {"duration": "10s", "traffic": traffic})
+    line = fails_cleanly(["run", str(s)], f"error: {s}:")
+    assert says in line and "give each traffic entry its own name" in line

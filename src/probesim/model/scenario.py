@@ -464,6 +464,24 @@ class ScenarioSpec(Model):
         "(probesim run --threshold takes the same text); probesim run exits 99 when one is crossed.",
     )
 
+    @model_validator(mode="after")
+    def _distinct_traffic(self) -> "ScenarioSpec":
+        # A route's series, summary and thresholds are keyed on its name (else its path).
+        first: dict[str, int] = {}
+        for i, t in enumerate(self.traffic):
+            j = first.setdefault(t.label, i)
+            if j != i:
+                what = (
+                    f"traffic[{i}] has the name of traffic[{j}] ({t.label!r})"
+                    if t.name
+                    else f"traffic[{j}] and traffic[{i}] both send to {t.label!r} without a name"
+                )
+                raise ValueError(
+                    f"{what}: give each traffic entry its own name (its series, summary and "
+                    "thresholds are keyed on it)"
+                )
+        return self
+
 
 class Metadata(Model):
     name: str
