@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from probesim.engine import distributions, kernel_choice, simulate
 from probesim.engine.loop import _Run
+from probesim.engine.series_names import P50_AT, ROUTE_SERIES
 from probesim.engine.state_memo import StateMemo
 from probesim.engine.traffic import Traffic
 from probesim.model.scenario import Scenario
@@ -503,20 +504,34 @@ def test_arrivals_take_the_round_robin_and_room_of_the_numpy_form(
     t0[qc] = True
     q0[1, qc] += took
 
+    # ... and counted as Traffic._count_sent counts them, into the route's series at step 2.
+    before = rng.integers(0, 5, (len(ROUTE_SERIES), 4)).astype(np.int64)
+    sent = SimpleNamespace(
+        cols=[dict(zip(ROUTE_SERIES, before.copy(), strict=True))],
+        queued_n=[3],
+        queued_rows=[np.array([4, 1], np.int64)],
+        answered_at_once=[0],
+    )
+    Traffic._count_sent(sent, 0, 2, counts, int(took.sum()), int(offered.sum()), 1)  # type: ignore[arg-type]
+
     b1, i1, t1, q1 = (
         backlog.copy(),
         np.full(n_containers, -1),
         np.zeros(n_containers, bool),
         np.zeros((2, n_containers), np.int64),
     )
-    got, n_took, n_offered, hi = kernels.arrive(
-        n, cursor, eps, cat, target, loaded, b1, room, step_capacity, row, i1, instance, t1, q1, 1
-    )
-    assert got.tolist() == counts.tolist()
+    series, rows_held = before.copy(), np.array([4, 1], np.int64)
+    n_took, n_offered, hi, ok_now = kernels.arrive(
+        n, cursor, eps, cat, target, loaded, b1, room, step_capacity, row, i1, instance, t1, q1, rows_held, 1,
+        series, 2,
+    )  # fmt: skip
     assert (n_took, n_offered) == (int(took.sum()), int(offered.sum()))
     assert hi == (int(qc[-1]) + 1 if qc.size else -1)
     assert b1.tolist() == b0.tolist() and q1.tolist() == q0.tolist()
     assert i1.tolist() == i0.tolist() and t1.tolist() == t0.tolist()
+    assert series.tolist() == [sent.cols[0][name].tolist() for name in ROUTE_SERIES]
+    assert rows_held.tolist() == sent.queued_rows[0].tolist() and ok_now == sent.answered_at_once[0]
+    assert sent.queued_n[0] == 3 + (n_took if n_offered else 0)
 
 
 def test_a_state_memo_mirrors_its_entries_for_the_kernels() -> None:
@@ -629,7 +644,7 @@ def test_step_quantiles_are_the_numpy_forms(seed: int, routes: int, half: bool) 
             ramp_cdf=np.ones((routes, g)),
             ramp_open=ramp_open,
             limits=limits,
-            quantiles=np.full((routes, 4, 3), -1, np.int64),
+            route_block=np.full((routes, len(ROUTE_SERIES), 3), -1, np.int64),
         )
         if form == "numpy":
             with numpy_forms():
@@ -642,12 +657,14 @@ def test_step_quantiles_are_the_numpy_forms(seed: int, routes: int, half: bool) 
                 ramp_open,
                 limits,
                 distributions.GRID,
-                state.quantiles,
+                state.route_block,
                 1,
             )
         states.append(state)
     a, b = states
-    assert np.array_equal(a.quantiles, b.quantiles) and (a.quantiles[1:, :, 1] >= 0).all()
-    assert (a.quantiles[0] == -1).all()
+    assert np.array_equal(a.route_block, b.route_block)
+    quantiles = a.route_block[:, P50_AT : P50_AT + 4]
+    assert (quantiles[1:, :, 1] >= 0).all() and (quantiles[0] == -1).all()
+    assert (np.delete(a.route_block, np.s_[P50_AT : P50_AT + 4], axis=1) == -1).all()  # no other series
     assert np.array_equal(a.latency_cdf.view(np.int64), b.latency_cdf.view(np.int64))
     assert np.array_equal(a.ramp_cdf.view(np.int64), b.ramp_cdf.view(np.int64))

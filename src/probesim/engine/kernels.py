@@ -3,13 +3,18 @@
 (``serve``), the capacity each container has for arrivals (``step_capacity``,
 ``step_capacity_calls``) and what arrivals it takes (``take``; ``arrive`` with a route's round
 robin), in engine/kernels_capacity.py;
-the serving phase's per-route work in engine/traffic.py: the served cohorts (``cohorts_one``,
-``cohorts``), their latency parts (``latency_parts``), the answers due later (``pend_later``),
-in engine/kernels_serving.py; the latency states (``state_groups``), the timeout draws'
-per-state bookkeeping (``state_bits``, ``spread_states``) and the grid quantiles
-(``grid_quantiles``), in engine/kernels_states.py; the probe workers' runs on loaded containers
-(``probe_start``, ``probe_finish``, ``probe_apply``, ``steady_sets``: engine/kubelet.py's), in
-engine/kernels_probes.py; numpy's semantics they share, in engine/kernels_base.py.
+the serving phase's per-route work in engine/traffic.py: a one-class route's whole serving in the
+usual case (``serve_route``), the served cohorts (``cohorts_one``, ``cohorts``), their latency
+parts (``latency_parts``), the answers due later (``pend_later``), in engine/kernels_serving.py;
+the latency states (``state_groups``), the timeout draws' per-state bookkeeping
+(``state_bits``, ``spread_states``), the remembered per-state values (``find``,
+``memo_insert``: engine/state_memo.py's mirror), the grid quantiles (``grid_quantiles``) and
+a step's route quantiles (``step_quantiles``), in engine/kernels_states.py; the probe workers'
+runs on loaded containers (``probe_start``, ``probe_finish``, ``probe_apply``,
+``steady_sets``: engine/kubelet.py's), in engine/kernels_probes.py; a step's CPU series
+(``record_cpu``: engine/recording.py's), in engine/kernels_record.py; numpy's semantics they
+share, in engine/kernels_base.py, and where the route series sit in a route's block, in
+engine/series_names.py.
 
 Each kernel is the numpy form it replaces (in engine/capacity.py, engine/distributions.py or
 engine/traffic.py) written as loops over containers, so that a step's cost follows the
@@ -48,6 +53,7 @@ from probesim.engine import (
     kernels_record,
     kernels_serving,
     kernels_states,
+    series_names,
 )
 from probesim.engine.kernels_capacity import arrive, serve, step_capacity, step_capacity_calls, take
 from probesim.engine.kernels_probes import probe_apply, probe_finish, probe_start, steady_sets
@@ -133,20 +139,24 @@ def _compiled() -> list[Any]:
     ]
 
 
+# Files the kernels take code or constants from (numba compiles those functions into the kernels
+# calling them, and freezes those constants there, but checks only a kernel's own source file).
+_SHARED = (kernels_base.__file__, series_names.__file__)
+
+
 def _older(function: Any) -> bool:
-    """Whether the cache holds ``function`` compiled before engine/kernels_base.py last changed
-    (numba compiles that file's functions into the ones calling them, but checks only their own
-    source file)."""
+    """Whether the cache holds ``function`` compiled before one of the _SHARED files last
+    changed."""
     index = function._cache._cache_file
-    return bool(index._load_index()) and os.path.getmtime(index._index_path) < os.path.getmtime(
-        kernels_base.__file__
+    return bool(index._load_index()) and os.path.getmtime(index._index_path) < max(
+        os.path.getmtime(f) for f in _SHARED
     )
 
 
 def cached() -> bool:
     """Whether numba's on-disk cache holds every kernel, compiled from its sources (an index
     for another source is stale: numba checks the file's time stamp and size; one compiled
-    before engine/kernels_base.py changed is too)."""
+    before one of the _SHARED files changed is too)."""
     try:
         return all(bool(k._cache._cache_file._load_index()) and not _older(k) for k in KERNELS)
     except Exception:  # numba's cache internals moved: say no, and the numpy forms run
@@ -154,8 +164,8 @@ def cached() -> bool:
 
 
 def forget_stale() -> None:
-    """Empty the cache index of every function of the kernels' modules compiled before
-    engine/kernels_base.py changed, so that its next call compiles it again."""
+    """Empty the cache index of every function of the kernels' modules compiled before one of
+    the _SHARED files changed, so that its next call compiles it again."""
     try:
         for f in _compiled():
             if _older(f):

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from probesim.engine.kernels_base import F64, I64, TWO53, B, column_sums, jit, maximum, minimum
-from probesim.kube.outcomes import OK, REQUEST_CODES
+from probesim.engine.series_names import ERROR_STATUS_AT, NOT_ANSWERING_AT, OK_AT, REJECTED_AT, RESTARTING_AT
+from probesim.kube.outcomes import ERROR_STATUS, NO_ANSWER, OK, REFUSED, REQUEST_CODES
 
 MAX_RHO = 0.95  # (engine/capacity.py's)
 QUOTA_PERIOD_MS = 100.0
@@ -152,14 +153,19 @@ def arrive(
     instance: I64,
     touched: B,
     queued: I64,
+    queued_rows: I64,
     queued_row: int,
-) -> tuple[I64, int, int, int]:
+    series: I64,
+    k: int,
+) -> tuple[int, int, int, int]:
     """A route's ``n`` requests of a step over its endpoints ``eps`` (round robin from
     ``cursor``; ``cat``: what a request meets on each, an Outcome), those to loaded containers
     taken into backlog row ``row`` as far as they fit (engine/traffic.py's send with
-    CapacityModel.accept, for one outcome class), the rest refused: the count per Outcome, how
-    many were taken and offered to loaded containers, and one past the last container that
-    took some (-1: none). Updates the backlog, the containers' instances, ``touched`` and the
+    CapacityModel.accept, for one outcome class), the rest refused, and counted as its
+    _count_sent counts them, into the route's ``series`` (engine/series_names.py) at step ``k``
+    and the client's arrival row ``queued_row``. Returns how many were taken and offered to
+    loaded containers, one past the last container that took some (-1: none), and how many
+    were answered at once. Updates the backlog, the containers' instances, ``touched`` and the
     client's ``queued`` row."""
     kk = eps.size
     counts = np.zeros(REQUEST_CODES, np.int64)
@@ -179,7 +185,16 @@ def arrive(
             n_took += int(took)
             n_offered += per_ep
             hi = c + 1
-    return counts, n_took, n_offered, hi
+    series[RESTARTING_AT, k] += counts[REFUSED]
+    series[NOT_ANSWERING_AT, k] += counts[NO_ANSWER]
+    series[ERROR_STATUS_AT, k] += counts[ERROR_STATUS]
+    ok_now = counts[OK]
+    if n_offered:
+        queued_rows[queued_row] += n_took
+        ok_now -= n_offered
+        series[REJECTED_AT, k] += n_offered - n_took
+    series[OK_AT, k] += ok_now
+    return n_took, n_offered, hi, ok_now
 
 
 @jit

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from probesim.engine.kernels_base import F64, I64, B, jit, maximum, minimum
+from probesim.engine.series_names import P50_AT
 
 
 @jit
@@ -221,8 +222,8 @@ def step_quantiles(
 ) -> None:
     """engine/traffic.py's _quantiles for every route (rows of ``step_cdf``): this step's CDF
     added to the run's (and the start-up ramp's while open), and its p50, p95, p99 and max
-    (``out[route, :, k]``, whole ms, at most the route's timeout, rounded half to even as
-    Python's round)."""
+    (into the route's series block ``out``, whole ms, at most the route's timeout, rounded half
+    to even as Python's round)."""
     g = grid.size
     qs = np.empty(4)
     qs[0], qs[1], qs[2] = 0.5, 0.95, 0.99
@@ -243,4 +244,4 @@ def step_quantiles(
         limit = limits[ri]
         for j in range(4):
             v = vals[j]
-            out[ri, j, k] = np.int64(np.rint(limit if limit < v else v))
+            out[ri, P50_AT + j, k] = np.int64(np.rint(limit if limit < v else v))

@@ -508,7 +508,7 @@ class _Run:
             self.pods,
             rates,
             recorder.route_columns,
-            recorder.route_quantiles,
+            recorder.route_block,
             ramp_open,
         )
         admit_version, to_admit = -1, False

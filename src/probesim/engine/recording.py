@@ -17,26 +17,12 @@ import numpy.typing as npt
 
 from probesim.engine.arrays import span
 from probesim.engine.kernel_choice import loaded_kernels
+from probesim.engine.series_names import CPU_SERIES, ROUTE_SERIES, WORKLOAD_SERIES
 from probesim.kube.endpoints import endpoint_ready
-from probesim.results import CAUSES
 
 I64 = npt.NDArray[np.int64]
 _NO_IDLE = np.zeros(0)  # no app uses CPU of its own (read only)
 _NO_IDLE.flags.writeable = False
-WORKLOAD_SERIES = ("desired", "current", "ready", "available", "unavailable", "restarts")
-CPU_SERIES = ("cpu_m", "cpu_max_m", "throttled")
-QUANTILE_SERIES = ("p50_ms", "p95_ms", "p99_ms", "max_ms")
-ROUTE_SERIES = (
-    "offered",
-    "ok",
-    *CAUSES,
-    "inflight",
-    "dropped",
-    "interrupted",
-    *QUANTILE_SERIES,
-    "fault_aborts",
-    "ejections_active",
-)
 
 
 class RunState(Protocol):
@@ -64,15 +50,11 @@ class Recorder:
         for w in workloads:
             for s in WORKLOAD_SERIES:
                 rec[f"workload.{w.name}.{s}"] = np.zeros(ticks, np.int64)
-        # Per route, its latency quantiles' series (QUANTILE_SERIES) as rows of one block.
-        self.route_quantiles = np.zeros((len(f.routes), len(QUANTILE_SERIES), ticks), np.int64)
+        # Per route, its series (ROUTE_SERIES) as rows of one block (route names are distinct).
+        self.route_block = np.zeros((len(f.routes), len(ROUTE_SERIES), ticks), np.int64)
         for ri, r in enumerate(f.routes):
-            for s in ROUTE_SERIES:
-                rec[f"route.{r.name}.{s}"] = (
-                    self.route_quantiles[ri, QUANTILE_SERIES.index(s)]
-                    if s in QUANTILE_SERIES
-                    else np.zeros(ticks, np.int64)
-                )
+            for j, s in enumerate(ROUTE_SERIES):
+                rec[f"route.{r.name}.{s}"] = self.route_block[ri, j]
         self.route_columns = [{s: rec[f"route.{r.name}.{s}"] for s in ROUTE_SERIES} for r in f.routes]
         self.inflight = [rec[f"route.{r.name}.inflight"] for r in f.routes]
         # EndpointSlice conditions as clients see them (§4.8): ready, serving, terminating.

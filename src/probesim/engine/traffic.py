@@ -38,6 +38,7 @@ from probesim.engine.fleet import Fleet
 from probesim.engine.kernel_choice import loaded_kernels
 from probesim.engine.pod_status import PodStatus
 from probesim.engine.routing import Route
+from probesim.engine.series_names import P50_AT
 from probesim.engine.service_calls import answers, through_sidecar
 from probesim.engine.sidecar.split import Sidecars
 from probesim.kube.endpoints import endpoint_ready
@@ -72,7 +73,7 @@ class Traffic:
         pods: PodStatus,
         rates: F64,
         cols: list[dict[str, I64]],
-        quantiles: I64,
+        route_block: I64,
         ramp_open: B,
     ) -> None:
         f = fleet
@@ -87,7 +88,7 @@ class Traffic:
         self.pods = pods
         self.rates = rates  # per route and step: requests per second wanted
         self.cols = cols
-        self.quantiles = quantiles  # per route, its QUANTILE_SERIES (rows of cols' series)
+        self.route_block = route_block  # per route, its ROUTE_SERIES (cols' series are its rows)
         self.limits = np.array([float(r.timeout) for r in f.routes])
         # The start-up ramp, per route: open until every workload behind it first has all its
         # replicas Ready; the latency of its answers is kept apart, and when it ended.
@@ -275,14 +276,16 @@ class Traffic:
                     cap = self.capacity
                     q = self.queued[ri]
                     arrived = k % q.shape[0]
-                    counts, n_took, n_offered, took_hi = nb.arrive(
+                    n_took, n_offered, took_hi, ok_now = nb.arrive(
                         n, route.cursor, eps, cat, route.target_container, cap.loaded, cap.backlog,
                         cap.room, cap.step_capacity, ri * cap.k, cap.instance, self.ctr.instance,
-                        self.touched, q, arrived,
+                        self.touched, q, self.queued_rows[ri], arrived, self.route_block[ri], k,
                     )  # fmt: skip
                     route.cursor = (route.cursor + n) % kk
                     cap.took_below(took_hi)
-                    self._count_sent(ri, k, counts, n_took, n_offered, arrived)
+                    if n_offered:  # (the rest of the send's count, as _count_sent has it)
+                        self.queued_n[ri] += n_took
+                    self.answered_at_once[ri] = ok_now
                     continue
                 else:
                     per_ep = np.full(kk, n // kk, np.int64)
@@ -646,7 +649,7 @@ class Traffic:
                 self.ramp_open,
                 self.limits,
                 GRID,
-                self.quantiles,
+                self.route_block,
                 k,
             )
         else:
@@ -672,4 +675,4 @@ class Traffic:
             limit = float(self.limits[ri])
             qs = grid_quantiles(seen_now / total, (0.5, 0.95, 0.99, 1 - 0.5 / max(round(total), 1)))
             for j, v in enumerate(qs):
-                self.quantiles[ri, j, k] = round(min(v, limit))
+                self.route_block[ri, P50_AT + j, k] = round(min(v, limit))

@@ -469,6 +469,11 @@ class ScenarioSpec(Model):
         # A route's series, summary and thresholds are keyed on its name (else its path).
         first: dict[str, int] = {}
         for i, t in enumerate(self.traffic):
+            if t.label.startswith("calls:"):
+                raise ValueError(
+                    f"traffic[{i}] is named {t.label!r}: names starting 'calls:' are the results' "
+                    "names of the calls pods make to a Service; give it another name"
+                )
             j = first.setdefault(t.label, i)
             if j != i:
                 what = (
