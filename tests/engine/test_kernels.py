@@ -668,3 +668,49 @@ def test_step_quantiles_are_the_numpy_forms(seed: int, routes: int, half: bool) 
     assert (np.delete(a.route_block, np.s_[P50_AT : P50_AT + 4], axis=1) == -1).all()  # no other series
     assert np.array_equal(a.latency_cdf.view(np.int64), b.latency_cdf.view(np.int64))
     assert np.array_equal(a.ramp_cdf.view(np.int64), b.ramp_cdf.view(np.int64))
+
+
+def test_a_probe_slower_than_its_period_keeps_one_tick_waiting_in_both_forms(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """kernels_probes.probe_tick against ProbeWorkers.step's numpy form where its branches
+    differ: readiness every 2 s taking about 3 s on a loaded container (its next tick fires while
+    it runs and waits, buffered, for it to finish), steady liveness passes counted as runs."""
+    buffered: list[bool] = []
+    tick = kernels.probe_tick
+
+    def seen(*args: Any) -> Any:
+        buffered.append(bool(args[10]))  # buffered_any as the tick began
+        return tick(*args)
+
+    monkeypatch.setattr(kernels, "probe_tick", seen)
+    container = {
+        "name": "app",
+        "image": "example.com/app:1",
+        "ports": [{"containerPort": 8080, "name": "http"}],
+        "resources": {"requests": {"cpu": "100m"}, "limits": {"cpu": "500m"}},
+        "readinessProbe": {
+            "httpGet": {"path": "/slow", "port": 8080},
+            "periodSeconds": 2,
+            "timeoutSeconds": 5,
+        },
+        "livenessProbe": {
+            "httpGet": {"path": "/live", "port": 8080},
+            "periodSeconds": 1,
+            "failureThreshold": 3,
+        },
+    }
+    behavior = {
+        "routes": {"/": {"cpu": "5ms"}, "/slow": {"cpu": "1500ms"}, "/live": {"cpu": "1ms"}},
+        "capacity": {"probes": "shared", "workers": 4, "queue": 20},
+    }
+    sc = scenario(
+        containers=[container],
+        behavior=behavior,
+        replicas=2,
+        duration="40s",
+        traffic=[{"name": "a", "rate": 5, "timeout": "2s"}],
+    )
+    numpys, kernels_ = both(sc)
+    assert numpys == kernels_
+    assert any(buffered) and not all(buffered)

@@ -11,10 +11,10 @@ the latency states (``state_groups``), the timeout draws' per-state bookkeeping
 ``memo_insert``: engine/state_memo.py's mirror), the grid quantiles (``grid_quantiles``) and
 a step's route quantiles (``step_quantiles``), in engine/kernels_states.py; the probe workers'
 runs on loaded containers (``probe_start``, ``probe_finish``, ``probe_apply``,
-``steady_sets``: engine/kubelet.py's), in engine/kernels_probes.py; a step's CPU series
-(``record_cpu``: engine/recording.py's), in engine/kernels_record.py; numpy's semantics they
-share, in engine/kernels_base.py, and where the route series sit in a route's block, in
-engine/series_names.py.
+``steady_sets``, their ticks ``probe_tick`` and ``next_wake``: engine/kubelet.py's), in
+engine/kernels_probes.py; a step's CPU series (``record_cpu``: engine/recording.py's), in
+engine/kernels_record.py; numpy's semantics they share, in engine/kernels_base.py, and where
+the route series sit in a route's block, in engine/series_names.py.
 
 Each kernel is the numpy form it replaces (in engine/capacity.py, engine/distributions.py or
 engine/traffic.py) written as loops over containers, so that a step's cost follows the
@@ -56,7 +56,14 @@ from probesim.engine import (
     series_names,
 )
 from probesim.engine.kernels_capacity import arrive, serve, step_capacity, step_capacity_calls, take
-from probesim.engine.kernels_probes import probe_apply, probe_finish, probe_start, steady_sets
+from probesim.engine.kernels_probes import (
+    next_wake,
+    probe_apply,
+    probe_finish,
+    probe_start,
+    probe_tick,
+    steady_sets,
+)
 from probesim.engine.kernels_record import record_cpu
 from probesim.engine.kernels_serving import (
     PARTS,
@@ -86,10 +93,12 @@ __all__ = [
     "grid_quantiles",
     "latency_parts",
     "memo_insert",
+    "next_wake",
     "pend_later",
     "probe_apply",
     "probe_finish",
     "probe_start",
+    "probe_tick",
     "record_cpu",
     "serve",
     "serve_route",
@@ -124,6 +133,8 @@ KERNELS: tuple[Any, ...] = (
     probe_finish,
     probe_apply,
     steady_sets,
+    probe_tick,
+    next_wake,
     record_cpu,
 )
 

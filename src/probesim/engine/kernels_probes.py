@@ -339,3 +339,77 @@ def steady_sets(
             lazy[c] = True
             has_lazy = True
     return until, has_lazy
+
+
+@jit
+def probe_tick(
+    hi: int,
+    t: int,
+    active: B,
+    next_tick: I64,
+    period: I64,
+    lazy: B,
+    has_lazy: bool,
+    busy_until: I64,
+    busy_min: int,
+    buffered: B,
+    buffered_any: bool,
+    steady: B,
+    passing: B,
+    executions: I64,
+    last_run: I64,
+    run: I64,
+) -> I64:
+    """ProbeWorkers.step's ticks (engine/kubelet.py): the workers whose tick fires at ``t`` move
+    to their next tick; those in flight keep one tick waiting (``buffered``); the rest run,
+    steady ones as a pass like the last (_steady_runs). Returns the others, to probe."""
+    fire = np.zeros(hi, np.bool_)
+    for c in range(hi):
+        fire[c] = active[c] and next_tick[c] <= t and not (has_lazy and lazy[c])
+    for c in range(hi):
+        if fire[c]:
+            per = period[c]
+            next_tick[c] += ((t - next_tick[c]) // per + 1) * per
+    runnable = np.empty(hi, np.int64)
+    m = 0
+    for c in range(hi):
+        idle = busy_until[c] == INF
+        if buffered_any:
+            buffered[c] = buffered[c] or (fire[c] and not idle)
+            if (fire[c] or buffered[c]) and idle and active[c]:
+                runnable[m] = c
+                m += 1
+        elif fire[c]:
+            if busy_min < INF and not idle:
+                buffered[c] = True
+            else:
+                runnable[m] = c
+                m += 1
+    n_rest = 0
+    for i in range(m):
+        c = runnable[i]
+        buffered[c] = False
+        if steady[c]:
+            if passing[c]:
+                executions[c] += 1
+                last_run[c] = t
+                run[c] += 1
+        else:
+            n_rest += 1
+    rest = np.empty(n_rest, np.int64)
+    j = 0
+    for i in range(m):
+        if not steady[runnable[i]]:
+            rest[j] = runnable[i]
+            j += 1
+    return rest
+
+
+@jit
+def next_wake(hi: int, active: B, next_tick: I64, lazy: B, has_lazy: bool) -> np.int64:
+    """ProbeWorkers._rewake's earliest tick: of the active workers not deferred (INF: none)."""
+    w = INF
+    for c in range(hi):
+        if active[c] and not (has_lazy and lazy[c]) and next_tick[c] < w:
+            w = next_tick[c]
+    return w

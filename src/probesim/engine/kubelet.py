@@ -182,6 +182,20 @@ class ProbeWorkers:
                 changed.append(self._apply(done, t, ctr, log))
             self.busy_min = np.int64(self.busy_until[:hi].min()) if hi else INF
         self._refresh_steady(t, ctr, started)
+        nb = self._kernels()
+        if nb is not None:  # engine/kernels_probes.py: the same ticks
+            rest = nb.probe_tick(
+                hi, t, self.active, self.next_tick, self.spec.period, self.lazy, self.has_lazy,
+                self.busy_until, self.busy_min, self.buffered, self.buffered_any, self.steady, self.passing,
+                self.executions, self.last_run, self.run,
+            )  # fmt: skip
+            if rest.size:
+                self.dirty = True
+                changed.append(self.do_probe(rest, t, ctr, started, log))
+            if self.buffered_any or self.busy_min < INF:
+                self.buffered_any = bool(self.buffered.any())
+            self._rewake()
+            return np.concatenate(changed) if changed else np.empty(0, np.int64)
         fire = self.active[:hi] & (self.next_tick[:hi] <= t)
         if self.has_lazy:
             fire &= ~self.lazy[:hi]
@@ -616,6 +630,13 @@ class ProbeWorkers:
 
     def _rewake(self) -> None:
         hi = self.hi
+        nb = self._kernels()
+        if nb is not None:
+            self.wakeup = min(
+                np.int64(nb.next_wake(hi, self.active, self.next_tick, self.lazy, self.has_lazy)),
+                self.busy_min,
+            )
+            return
         active = self.active[:hi]
         nt = self.next_tick[:hi][active & ~self.lazy[:hi] if self.has_lazy else active]
         w = np.int64(nt.min()) if nt.size else INF
