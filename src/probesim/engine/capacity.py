@@ -142,8 +142,10 @@ class CapacityModel:
         self._any_unstable = False
         self._all_loaded = False
         self.active = np.zeros(0, np.int64)  # the containers the last step served (the others: 0)
-        self.active_ix: slice | I64 = self.active  # the same, as a slice when consecutive
         self.used_m = np.zeros(0)  # the last step's cpu_used_m of the active containers
+        # Where engine/kernels_serving.py's serve_step writes active and used_m (their first m).
+        self.active_out = np.zeros(n, np.int64)
+        self.used_out = np.zeros(n)
         spec = fleet.scenario.spec
         self._nb = run_with(kernels(spec.duration // spec.step) if self.any else None)
 
@@ -311,17 +313,42 @@ class CapacityModel:
                 ok &= (mu > 0) & (np.isinf(mu) | (np.floor(np.minimum(mu * dt, 2**53)) >= 1))
         return np.asarray(ok, bool)
 
+    @property
+    def active_ix(self) -> slice | I64:
+        """``active`` as a slice when consecutive (views and copies, not gathers)."""
+        return span(self.active)
+
+    def _prepare(self, dt: float) -> None:
+        """What the first step finds out once: the containers that stay idle when they hold
+        nothing (_stable_when_idle), and whether every container is loaded."""
+        if self._stable is None:
+            self._stable = self._stable_when_idle(dt)
+            self._unstable = ~self._stable
+            self._any_unstable = bool(self._unstable.any())
+            self._all_loaded = bool(self.loaded.all())
+
+    def kernel_state(self, dt: float, started_at: I64, t: int) -> tuple[Any, ...]:
+        """engine/kernels_capacity.py's serve arguments: the step, and this model's state (the
+        arrays it updates in place among them)."""
+        self._prepare(dt)
+        return (
+            dt, t, self.backlog, self.carry, self._leftover, started_at, self.warm_for, self.warm_factor,
+            self.cpu, self.wall, self.loaded, self.limit_m, self.workers, self._unstable, self._any_unstable,
+            self._all_loaded, self._hi, self.throttled, self.cpu_used_m, self.cpu_rho, self.rho, self.wait_ms,
+        )  # fmt: skip
+
+    def stepped(self, m: int) -> None:
+        """After serve_step: the containers it stepped and their CPU, its first ``m`` outputs."""
+        self.active = self.active_out[:m]
+        self.used_m = self.used_out[:m]
+
     def step(self, dt: float, started_at: I64, t: int) -> tuple[I64, F64, F64]:
         """Serve one step. For the containers it steps (``active``, ascending; the others serve
         nothing and every output of theirs is 0), returns the served count per (route,
         container), each container's queue wait and each (route, container)'s service time for
         what it served (only meaningful where it served)."""
         n = self.carry.size
-        if self._stable is None:
-            self._stable = self._stable_when_idle(dt)
-            self._unstable = ~self._stable
-            self._any_unstable = bool(self._unstable.any())
-            self._all_loaded = bool(self.loaded.all())
+        self._prepare(dt)
         if self._nb is not None:
             return self._step_compiled(dt, started_at, t)
         one = self.backlog.shape[0] == 1  # one route, one outcome class: no sums over rows
@@ -332,7 +359,7 @@ class CapacityModel:
         else:
             step_them = (held_all[: self._hi] > 0) | (self.carry[: self._hi] != 0)
         a = self.active = np.flatnonzero(step_them)
-        ix = self.active_ix = span(a)  # usually consecutive: views and copies, not gathers
+        ix = span(a)  # usually consecutive: views and copies, not gathers
         held = held_all[ix]
         backlog = self.backlog[:, ix]
         leftover = np.minimum(self._leftover[ix], held)
@@ -398,32 +425,8 @@ class CapacityModel:
     def _step_compiled(self, dt: float, started_at: I64, t: int) -> tuple[I64, F64, F64]:
         """``step`` by the kernel (engine/kernels.py's serve): the same outputs and state."""
         assert self._nb is not None
-        a, served, wait, service, self.used_m = self._nb.serve(
-            dt,
-            t,
-            self.backlog,
-            self.carry,
-            self._leftover,
-            started_at,
-            self.warm_for,
-            self.warm_factor,
-            self.cpu,
-            self.wall,
-            self.loaded,
-            self.limit_m,
-            self.workers,
-            self._unstable,
-            self._any_unstable,
-            self._all_loaded,
-            self._hi,
-            self.throttled,
-            self.cpu_used_m,
-            self.cpu_rho,
-            self.rho,
-            self.wait_ms,
-        )
+        a, served, wait, service, self.used_m = self._nb.serve(*self.kernel_state(dt, started_at, t))
         self.active = a
-        self.active_ix = span(a)
         return served, wait, service
 
     def cpu_in_use(self, running: B) -> F64:

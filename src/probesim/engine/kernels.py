@@ -3,8 +3,9 @@
 (``serve``), the capacity each container has for arrivals (``step_capacity``,
 ``step_capacity_calls``) and what arrivals it takes (``take``; ``arrive`` with a route's round
 robin), in engine/kernels_capacity.py;
-the serving phase's per-route work in engine/traffic.py: a one-class route's whole serving in the
-usual case (``serve_route``), the served cohorts (``cohorts_one``, ``cohorts``), their latency
+the serving phase's work in engine/serving.py: a one-class route's whole serving in the usual
+case (``serve_route``; with the capacity step and the quantiles for a run of one route,
+``serve_step``), the served cohorts (``cohorts_one``, ``cohorts``), their latency
 parts (``latency_parts``), the answers due later (``pend_later``), in engine/kernels_serving.py;
 the latency states (``state_groups``), the timeout draws' per-state bookkeeping
 (``state_bits``, ``spread_states``), the remembered per-state values (``find``,
@@ -72,6 +73,7 @@ from probesim.engine.kernels_serving import (
     latency_parts,
     pend_later,
     serve_route,
+    serve_step,
 )
 from probesim.engine.kernels_states import (
     grid_quantiles,
@@ -102,6 +104,7 @@ __all__ = [
     "record_cpu",
     "serve",
     "serve_route",
+    "serve_step",
     "spread_states",
     "state_bits",
     "state_groups",
@@ -126,6 +129,7 @@ KERNELS: tuple[Any, ...] = (
     latency_parts,
     pend_later,
     serve_route,
+    serve_step,
     memo_insert,
     grid_quantiles,
     step_quantiles,

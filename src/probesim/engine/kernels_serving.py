@@ -6,10 +6,14 @@ loops, to the bit (engine/kernels.py says what that takes).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from probesim.engine.kernels_base import F64, I64, B, jit, maximum, minimum
-from probesim.engine.kernels_states import find, state_bits, state_groups
+from probesim.engine.kernels_capacity import serve
+from probesim.engine.kernels_states import find, state_bits, state_groups, step_quantiles
+from probesim.engine.series_names import OK_AT
 
 # serve_route's outcomes: nothing served; served, counted and its latencies in the step's CDF;
 # served, the rest left to engine/traffic.py's numpy path (with the cohorts' parts).
@@ -348,3 +352,62 @@ def serve_route(
     for g in range(step_cdf.size):
         step_cdf[g] += (w * rows[e, g]) / total * total
     return DONE, taken, np.empty((3, 0), np.int64), np.empty((5, 0))
+
+
+@jit
+def serve_step(
+    capacity: tuple[Any, ...],  # kernels_capacity.serve's arguments
+    active_out: I64,
+    used_out: F64,
+    q: I64,
+    queued_rows: I64,
+    orphans: I64,
+    k: int,
+    sigma_all: F64,
+    step: float,
+    limit: float,
+    horizon: float,
+    drawn: bool,
+    late_keys: I64,
+    late_values: F64,
+    late_index: I64,
+    row_keys: I64,
+    rows: F64,
+    row_index: I64,
+    direct: bool,
+    step_cdf: F64,
+    latency_cdf: F64,
+    ramp_cdf: F64,
+    ramp_open: B,
+    limits: F64,
+    grid: F64,
+    route_block: I64,
+) -> tuple[int, int, int, F64]:
+    """engine/serving.py's serve for a run with one route and one outcome class, in one call:
+    the capacity model's step (kernels_capacity.serve; its containers and their CPU into
+    ``active_out`` and ``used_out``), the route's serving (serve_route) and, unless it leaves
+    its parts to the numpy path, the step's quantiles (kernels_states.step_quantiles). Returns
+    serve_route's outcome, how many it took off ``q``, how many containers were stepped and, for
+    PARTS, serve_route's parts as one array (its ints, as floats, then its floats: exact, as
+    counts and indices are far below 2**53; numba boxes each array it returns at ~0.5 µs)."""
+    a, served, wait, service, used = serve(*capacity)
+    m = a.size
+    for j in range(m):
+        active_out[j] = a[j]
+        used_out[j] = used[j]
+    how, taken, ints, floats = serve_route(
+        q, queued_rows, orphans, a, served[0], k, service, 0, wait, sigma_all, step, limit, horizon,
+        drawn, late_keys, late_values, late_index, row_keys, rows, row_index, direct, step_cdf[0],
+        route_block[0, OK_AT],
+    )  # fmt: skip
+    if how == PARTS:
+        n = ints.shape[1]
+        parts = np.empty((8, n))
+        for i in range(n):
+            for r in range(3):
+                parts[r, i] = ints[r, i]
+            for r in range(5):
+                parts[3 + r, i] = floats[r, i]
+        return how, taken, m, parts
+    step_quantiles(step_cdf, latency_cdf, ramp_cdf, ramp_open, limits, grid, route_block, k)
+    return how, taken, m, np.empty((8, 0))

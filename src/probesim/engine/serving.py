@@ -143,21 +143,23 @@ class Serving:
         error status when a dependency call failed, or as timeouts when they took longer than
         the client's timeout."""
         cap = self.capacity
-        served, wait, service = cap.step(float(self.spec.step), self.ctr.started_at, t)
         K = cap.k
-        step = float(self.spec.step)
         nb = loaded_kernels()
+        if nb is not None and K == 1 and len(self.fleet.routes) == 1:
+            self._serve_one(nb, t, k)
+            return
+        served, wait, service = cap.step(float(self.spec.step), self.ctr.started_at, t)
+        step = float(self.spec.step)
         for ri, route in enumerate(self.fleet.routes):
-            col = self.cols[ri]
             limit = float(route.timeout)
             horizon = (self.pending[ri].shape[1] - 1) * step
             if nb is not None and K == 1:
                 # The usual case in one kernel call; otherwise the cohorts' parts, to go on with.
-                direct = self.answered_at_once[ri] == 0 and sum(c for c, _ in self.conns[ri].waited) == 0
                 how, taken, ints, floats = nb.serve_route(
                     self.queued[ri], self.queued_rows[ri], self.orphans[ri], cap.active, served[ri], k,
                     service, ri, wait, cap.sigma, step, limit, horizon, math.isfinite(limit) and limit < INF,
-                    *LATE.arrays(nb), *CDF_ROWS.arrays(nb), direct, self.step_cdf[ri], col["ok"],
+                    *LATE.arrays(nb), *CDF_ROWS.arrays(nb), self._direct(ri), self.step_cdf[ri],
+                    self.cols[ri]["ok"],
                 )  # fmt: skip
                 self.queued_n[ri] -= taken
                 if how != nb.PARTS:
@@ -166,7 +168,7 @@ class Serving:
                 sv, waited, d, sigma, seen = floats
                 failed = np.zeros(cs.size, bool)
                 later = seen >= step
-                later_any = bool(later.any())
+                parts = (cs, at, n_served, sv, waited, d, sigma, failed, seen, later, bool(later.any()))
             else:
                 q, rows, orphans = self.queued[ri], self.queued_rows[ri], self.orphans[ri]
                 vs, cs, at, ages, n_served, taken = cohorts(
@@ -178,72 +180,10 @@ class Serving:
                 sv, waited, d, sigma, failed, seen, later, later_any = self._latency_parts(
                     nb, ri, vs, cs, at, ages, service, wait, limit, horizon
                 )
-            states = state_groups(d, sv, sigma)
-            to = timed_out(n_served, d, sv, sigma, limit, self.rng, states)
-            if later_any:
-                n_l = n_served[later]
-                if nb is not None:
-                    slots = nb.pend_later(
-                        self.pending[ri], self.later_n[ri], self.later_t[ri], later, seen, step, k, t, cs,
-                        n_served, to, failed, waited,
-                    )  # fmt: skip
-                else:
-                    slots = (k + np.ceil(seen[later] / step).astype(np.int64)) % self.pending[ri].shape[1]
-                    np.add.at(self.later_n[ri], slots, n_l)
-                    np.add.at(self.later_t[ri], slots, (float(t) - waited[later]) * n_l)  # when sent
-                    ok_later = n_served[later] - to[later]
-                    np.add.at(
-                        self.pending[ri][0],
-                        (slots[~failed[later]], cs[later][~failed[later]]),
-                        ok_later[~failed[later]],
-                    )
-                    np.add.at(
-                        self.pending[ri][1],
-                        (slots[failed[later]], cs[later][failed[later]]),
-                        ok_later[failed[later]],
-                    )
-                    np.add.at(self.pending[ri][2], (slots, cs[later]), to[later])
-                # Their latency counts when the client gets the answer (or loses it), in _deliver.
-                used, group = distinct_inverse(slots)
-                self.later_cdf[ri][used] += grouped_cdfs(
-                    n_l, d[later], sv[later], sigma[later], group, used.size
-                )
-                self.pending_n[ri] += int(n_l.sum())
-            now = ~later
-            if not later_any and not cap.calls_any:  # all answered now, none failed
-                n_to = int(to.sum())
-                n_ok = int(n_served.sum()) - n_to
-                col["ok"][k] += n_ok
-                col["timeout"][k] += n_to
-            else:
-                n_ok = int(n_served[now & ~failed].sum() - to[now & ~failed].sum())
-                col["ok"][k] += n_ok
-                col["timeout"][k] += int(to[now].sum())
-                col["error_status"][k] += int((n_served[now & failed] - to[now & failed]).sum())
-            # Answered within the step, and immediate answers (0 ms; not the answers delivered
-            # now that were served earlier: their latency came with them, in _deliver).
-            instant = self.answered_at_once[ri]
-            if instant == 0 and not later_any:
-                # All of them, no immediate answer: their states are in hand.
-                mix = mixture_cdf(n_served, d, sv, sigma, states)
-                n_now = int(n_served.sum())
-            else:
-                counts = np.append(n_served[now], instant)
-                sg = sigma[now]
-                mix = mixture_cdf(counts, np.append(d[now], 0.0), np.append(sv[now], 0.0), np.append(sg, 0.0))
-                n_now = int(counts.sum())
-            self.step_cdf[ri] += self._with_connect_wait(ri, mix, n_now)
+                parts = (cs, at, n_served, sv, waited, d, sigma, failed, seen, later, later_any)
+            self._answer(nb, ri, t, k, *parts)
         if nb is not None:  # engine/kernels.py: the same quantiles
-            nb.step_quantiles(
-                self.step_cdf,
-                self.latency_cdf,
-                self.ramp_cdf,
-                self.ramp_open,
-                self.limits,
-                GRID,
-                self.route_block,
-                k,
-            )
+            self._step_quantiles(nb, k)
         else:
             self._quantiles(k)
         if cap.calls_any:
@@ -253,6 +193,142 @@ class Serving:
             cap.classes.load_dependencies(served, float(self.spec.step))
             cap.classes.breakers(t + self.spec.step, served)
             cap.update_classes(t + self.spec.step)
+
+    def _direct(self, ri: int) -> bool:
+        """Whether route ``ri``'s answers of this step go straight into its CDF: none answered
+        at once, and no SYN waited (_with_connect_wait)."""
+        return self.answered_at_once[ri] == 0 and sum(c for c, _ in self.conns[ri].waited) == 0
+
+    def _step_quantiles(self, nb: ModuleType, k: int) -> None:
+        nb.step_quantiles(
+            self.step_cdf,
+            self.latency_cdf,
+            self.ramp_cdf,
+            self.ramp_open,
+            self.limits,
+            GRID,
+            self.route_block,
+            k,
+        )
+
+    def _serve_one(self, nb: ModuleType, t: int, k: int) -> None:
+        """serve for a run of one route and one outcome class: the capacity model's step, the
+        route's serving and the step's quantiles in one kernel call (serve_step) in the usual
+        case, else the route's parts go on as serve's."""
+        cap = self.capacity
+        step = float(self.spec.step)
+        limit = float(self.limits[0])
+        how, taken, m, parts = nb.serve_step(
+            cap.kernel_state(step, self.ctr.started_at, t), cap.active_out, cap.used_out,
+            self.queued[0], self.queued_rows[0], self.orphans[0], k, cap.sigma, step, limit,
+            (self.pending[0].shape[1] - 1) * step, math.isfinite(limit) and limit < INF,
+            *LATE.arrays(nb), *CDF_ROWS.arrays(nb), self._direct(0), self.step_cdf, self.latency_cdf,
+            self.ramp_cdf, self.ramp_open, self.limits, GRID, self.route_block,
+        )  # fmt: skip
+        cap.stepped(m)
+        self.queued_n[0] -= taken
+        if how != nb.PARTS:
+            return
+        cs, at, n_served = parts[:3].astype(np.int64)
+        sv, waited, d, sigma, seen = parts[3:]
+        later = seen >= step
+        self._answer(
+            nb,
+            0,
+            t,
+            k,
+            cs,
+            at,
+            n_served,
+            sv,
+            waited,
+            d,
+            sigma,
+            np.zeros(cs.size, bool),
+            seen,
+            later,
+            bool(later.any()),
+        )
+        self._step_quantiles(nb, k)
+
+    def _answer(
+        self,
+        nb: ModuleType | None,
+        ri: int,
+        t: int,
+        k: int,
+        cs: I64,
+        at: I64,
+        n_served: I64,
+        sv: F64,
+        waited: F64,
+        d: F64,
+        sigma: F64,
+        failed: B,
+        seen: F64,
+        later: B,
+        later_any: bool,
+    ) -> None:
+        """What route ``ri``'s containers served, per cohort (container, its index among those
+        stepped, count, and its latency parts): timeouts drawn, answers due later put on the
+        wheel, the rest counted now, and their latency added to the step's CDF."""
+        cap = self.capacity
+        col = self.cols[ri]
+        step = float(self.spec.step)
+        limit = float(self.limits[ri])
+        states = state_groups(d, sv, sigma)
+        to = timed_out(n_served, d, sv, sigma, limit, self.rng, states)
+        if later_any:
+            n_l = n_served[later]
+            if nb is not None:
+                slots = nb.pend_later(
+                    self.pending[ri], self.later_n[ri], self.later_t[ri], later, seen, step, k, t, cs,
+                    n_served, to, failed, waited,
+                )  # fmt: skip
+            else:
+                slots = (k + np.ceil(seen[later] / step).astype(np.int64)) % self.pending[ri].shape[1]
+                np.add.at(self.later_n[ri], slots, n_l)
+                np.add.at(self.later_t[ri], slots, (float(t) - waited[later]) * n_l)  # when sent
+                ok_later = n_served[later] - to[later]
+                np.add.at(
+                    self.pending[ri][0],
+                    (slots[~failed[later]], cs[later][~failed[later]]),
+                    ok_later[~failed[later]],
+                )
+                np.add.at(
+                    self.pending[ri][1],
+                    (slots[failed[later]], cs[later][failed[later]]),
+                    ok_later[failed[later]],
+                )
+                np.add.at(self.pending[ri][2], (slots, cs[later]), to[later])
+            # Their latency counts when the client gets the answer (or loses it), in _deliver.
+            used, group = distinct_inverse(slots)
+            self.later_cdf[ri][used] += grouped_cdfs(n_l, d[later], sv[later], sigma[later], group, used.size)
+            self.pending_n[ri] += int(n_l.sum())
+        now = ~later
+        if not later_any and not cap.calls_any:  # all answered now, none failed
+            n_to = int(to.sum())
+            n_ok = int(n_served.sum()) - n_to
+            col["ok"][k] += n_ok
+            col["timeout"][k] += n_to
+        else:
+            n_ok = int(n_served[now & ~failed].sum() - to[now & ~failed].sum())
+            col["ok"][k] += n_ok
+            col["timeout"][k] += int(to[now].sum())
+            col["error_status"][k] += int((n_served[now & failed] - to[now & failed]).sum())
+        # Answered within the step, and immediate answers (0 ms; not the answers delivered
+        # now that were served earlier: their latency came with them, in _deliver).
+        instant = self.answered_at_once[ri]
+        if instant == 0 and not later_any:
+            # All of them, no immediate answer: their states are in hand.
+            mix = mixture_cdf(n_served, d, sv, sigma, states)
+            n_now = int(n_served.sum())
+        else:
+            counts = np.append(n_served[now], instant)
+            sg = sigma[now]
+            mix = mixture_cdf(counts, np.append(d[now], 0.0), np.append(sv[now], 0.0), np.append(sg, 0.0))
+            n_now = int(counts.sum())
+        self.step_cdf[ri] += self._with_connect_wait(ri, mix, n_now)
 
     def _quantiles(self, k: int) -> None:
         """Latency quantiles of what clients got (or lost) this step, and the run's CDFs so far."""
