@@ -6,7 +6,8 @@ robin), in engine/kernels_capacity.py;
 the serving phase's work in engine/serving.py: a one-class route's whole serving in the usual
 case (``serve_route``; with the capacity step and the quantiles for a run of one route,
 ``serve_step``), the served cohorts (``cohorts_one``, ``cohorts``), their latency
-parts (``latency_parts``), the answers due later (``pend_later``), in engine/kernels_serving.py;
+parts (``latency_parts``), the answers due later (``pend_later``) and delivered when due
+(``deliver``: engine/traffic.py's), in engine/kernels_serving.py;
 the latency states (``state_groups``), the timeout draws' per-state bookkeeping
 (``state_bits``, ``spread_states``), the remembered per-state values (``find``,
 ``memo_insert``: engine/state_memo.py's mirror), the grid quantiles (``grid_quantiles``) and
@@ -70,6 +71,7 @@ from probesim.engine.kernels_serving import (
     PARTS,
     cohorts,
     cohorts_one,
+    deliver,
     latency_parts,
     pend_later,
     serve_route,
@@ -91,6 +93,7 @@ __all__ = [
     "cached",
     "cohorts",
     "cohorts_one",
+    "deliver",
     "forget_stale",
     "grid_quantiles",
     "latency_parts",
@@ -128,6 +131,7 @@ KERNELS: tuple[Any, ...] = (
     spread_states,
     latency_parts,
     pend_later,
+    deliver,
     serve_route,
     serve_step,
     memo_insert,

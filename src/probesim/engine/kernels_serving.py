@@ -13,7 +13,7 @@ import numpy as np
 from probesim.engine.kernels_base import F64, I64, B, jit, maximum, minimum
 from probesim.engine.kernels_capacity import serve
 from probesim.engine.kernels_states import find, state_bits, state_groups, step_quantiles
-from probesim.engine.series_names import OK_AT
+from probesim.engine.series_names import ERROR_STATUS_AT, OK_AT, TIMEOUT_AT
 
 # serve_route's outcomes: nothing served; served, counted and its latencies in the step's CDF;
 # served, the rest left to engine/traffic.py's numpy path (with the cohorts' parts).
@@ -411,3 +411,39 @@ def serve_step(
         return how, taken, m, parts
     step_quantiles(step_cdf, latency_cdf, ramp_cdf, ramp_open, limits, grid, route_block, k)
     return how, taken, m, np.empty((8, 0))
+
+
+@jit
+def deliver(
+    wheel: I64, later_n: F64, later_t: F64, later_cdf: F64, step_cdf: F64, series: I64, k: int
+) -> int:
+    """engine/traffic.py's _deliver for a route whose client still waits: the answers due at
+    step ``k`` (the slot of ``wheel``: ok, error status, timeout × slots × containers) counted
+    into its ``series`` and their latency into ``step_cdf``, the slot freed. Returns how many
+    were delivered."""
+    slots = wheel.shape[1]
+    slot = k % slots
+    recorded = later_n[slot]
+    if recorded == 0:
+        later_t[slot] = 0.0
+        later_cdf[slot, :] = 0.0
+        return 0
+    due = np.zeros(3, np.int64)
+    for o in range(3):
+        for c in range(wheel.shape[2]):
+            due[o] += wheel[o, slot, c]
+    total = due[0] + due[1] + due[2]
+    if recorded > 0 and (due[0] != 0 or due[1] != 0 or due[2] != 0):
+        share = float(total) / recorded
+        for g in range(step_cdf.size):
+            step_cdf[g] += later_cdf[slot, g] * share
+    later_n[slot] = 0.0
+    later_t[slot] = 0.0
+    later_cdf[slot, :] = 0.0
+    if due[0] == 0 and due[1] == 0 and due[2] == 0:
+        return 0
+    wheel[:, slot, :] = 0
+    series[OK_AT, k] += due[0]
+    series[ERROR_STATUS_AT, k] += due[1]
+    series[TIMEOUT_AT, k] += due[2]
+    return total

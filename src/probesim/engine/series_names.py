@@ -26,5 +26,6 @@ RESTARTING_AT = ROUTE_SERIES.index("restarting")
 NOT_ANSWERING_AT = ROUTE_SERIES.index("not_answering")
 ERROR_STATUS_AT = ROUTE_SERIES.index("error_status")
 REJECTED_AT = ROUTE_SERIES.index("rejected")
+TIMEOUT_AT = ROUTE_SERIES.index("timeout")
 P50_AT = ROUTE_SERIES.index("p50_ms")  # the quantiles follow it, in QUANTILE_SERIES order
 assert ROUTE_SERIES[P50_AT : P50_AT + len(QUANTILE_SERIES)] == QUANTILE_SERIES

@@ -78,6 +78,11 @@ class Traffic(Serving):
         self.cols = cols
         self.route_block = route_block  # per route, its ROUTE_SERIES (cols' series are its rows)
         self.limits = np.array([float(r.timeout) for r in f.routes])
+        # Per route, until when its load generator waits for answers: its end + gracefulStop.
+        self.waits_until = [
+            float("inf") if (end := r.traffic.end()) is None else end + r.traffic.graceful_stop
+            for r in f.routes
+        ]
         # The start-up ramp, per route: open until every workload behind it first has all its
         # replicas Ready; the latency of its answers is kept apart, and when it ended.
         self.ramp_open = ramp_open
@@ -176,9 +181,9 @@ class Traffic(Serving):
         self.answered_at_once = [0] * len(f.routes)
         for ri, route in enumerate(f.routes):
             key, col = f"route.{route.name}", self.cols[ri]
-            conns, end = self.conns[ri], route.traffic.end()
+            conns = self.conns[ri]
             conns.waited.clear()
-            if conns.waiting and end is not None and t > end + route.traffic.graceful_stop:
+            if conns.waiting and t > self.waits_until[ri]:
                 col["interrupted"][k] += conns.waiting  # still connecting
                 conns.connecting.clear()
             if route.mirror_of >= 0:
@@ -428,11 +433,11 @@ class Traffic(Serving):
     def _deliver(self, t: int, k: int, rec: dict[str, I64]) -> None:
         """Answers due now reach the client; after the load generator stopped waiting
         (``stop`` + ``gracefulStop``) they are interrupted instead."""
-        for ri, route in enumerate(self.fleet.routes):
+        nb = loaded_kernels()
+        for ri in range(len(self.fleet.routes)):
             wheel = self.pending[ri]
             col = self.cols[ri]
-            end = route.traffic.end()
-            if end is not None and t > end + route.traffic.graceful_stop:
+            if t > self.waits_until[ri]:
                 # The load generator stopped waiting: every answer still to come is interrupted.
                 q = self.queued[ri]
                 if self.pending_n[ri] or self.queued_n[ri]:
@@ -444,6 +449,12 @@ class Traffic(Serving):
                     self.queued_rows[ri][:] = 0
                     self.later_n[ri][:] = self.later_t[ri][:] = 0.0
                     self.later_cdf[ri][:] = 0.0
+                continue
+            if nb is not None:  # engine/kernels.py: the same answers
+                self.pending_n[ri] -= nb.deliver(
+                    wheel, self.later_n[ri], self.later_t[ri], self.later_cdf[ri], self.step_cdf[ri],
+                    self.route_block[ri], k,
+                )  # fmt: skip
                 continue
             slot = k % wheel.shape[1]
             recorded = self.later_n[ri][slot]
