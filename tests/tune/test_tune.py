@@ -537,3 +537,28 @@ def test_a_value_is_justified_by_the_figure_that_decided_it_not_by_failures_with
     ):
         (line,) = study.justify(inputs, space, rec, current, Serial(), figures_of=lambda s, b=back: b)
         assert line == f"app readinessProbe.periodSeconds 1 → 4: {says}", line
+
+
+def test_a_study_loads_the_kernels_before_its_workers_take_runs(
+    monkeypatch: pytest.MonkeyPatch, case: Path, inputs: TuneInputs
+) -> None:
+    """Loaded before local workers fork, the kernels are theirs from their first run: no run of a
+    study long enough to pay for them takes the numpy forms first (they give the same figures)."""
+    pytest.importorskip("numba")
+    from probesim.engine import kernel_choice
+
+    monkeypatch.setattr(kernel_choice, "_kernels", None)
+    monkeypatch.setattr(kernel_choice, "_steps_run", 0)
+    monkeypatch.setattr(kernel_choice, "_numpy_only", False)
+    monkeypatch.setenv("PROBESIM_KERNELS", "auto")
+    space = Space(inputs.workload, inputs.rule)
+    per_setting = sum(
+        r.scenario.spec.duration // r.scenario.spec.step for r in plan(inputs, space, space.current())
+    )
+    assert per_setting * 2 >= kernel_choice.KERNEL_STEPS  # (two trials are long enough)
+    from probesim.engine import kernels as nb
+
+    if not nb.cached():
+        pytest.skip("numba's cache does not hold the kernels (make setup warms it)")
+    study.run(inputs, 2, 0, f"sqlite:///{case / 'preload.db'}", "preload", Serial())
+    assert kernel_choice._kernels is not None and kernel_choice._steps_run == 0

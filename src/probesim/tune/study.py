@@ -34,6 +34,7 @@ import optuna
 import yaml
 
 from probesim.analysis.findings import SEVERITY_RANK
+from probesim.engine.kernel_choice import kernels
 from probesim.errors import InputError
 from probesim.model.kubernetes import Workload
 from probesim.tune import search
@@ -168,6 +169,10 @@ def run(
     its front."""
     space = Space(inputs.workload, inputs.rule)
     current = space.current()
+    # Loaded here, before local workers fork, the capacity model's kernels are theirs from their
+    # first run, instead of each worker's once its numpy forms have run KERNEL_STEPS steps.
+    per_setting = sum(r.scenario.spec.duration // r.scenario.spec.step for r in plan(inputs, space, current))
+    kernels(per_setting * trials)
     kept = open_study(name, storage)
     study = kept.study
     # What check warns of today that is not about probes (a missing CPU request, say): no probe
