@@ -365,8 +365,11 @@ def test_round_trip_lab_prometheus_fit_recovers_a_saturating_surge_and_simulates
     offered = sum(r["offered"] for r in lab_routes)
     failed = {c: sum(r["failedByCause"][c] for r in lab_routes) for c in route.failed}
     assert route.offered == offered == 975
-    for cause in ("no_endpoint", "timeout"):
-        assert abs(route.failed[cause] - failed[cause]) <= max(2, failed[cause] // 10), (
+    # Timeouts: on a busy machine the lab's pods get less CPU than their quota at the surge's
+    # edge, and a few more requests (up to 1 % of them, 4 seen with a test suite beside it) time
+    # out than the fitted simulation says.
+    for cause, slack in (("no_endpoint", 0), ("timeout", offered // 100)):
+        assert abs(route.failed[cause] - failed[cause]) <= max(2, failed[cause] // 10, slack), (
             cause,
             route.failed,
             failed,

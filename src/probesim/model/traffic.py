@@ -35,7 +35,10 @@ class Traffic(Model):
     last stage) or ``series`` (a CSV of ``seconds,rate`` rows, each rate held until the next row);
     ``spikes`` add to it."""
 
-    name: str | None = None
+    name: str | None = Field(
+        default=None,
+        description="This traffic's name in the results (default: its path); each entry needs its own.",
+    )
     service: str | None = Field(default=None, description="Service name; default: the only Service.")
     port: SInt | str | None = Field(
         default=None, description="Service port number or name; default: the first."
