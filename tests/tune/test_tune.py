@@ -236,6 +236,64 @@ def test_a_trial_left_waiting_in_the_storage_is_finished_there_at_its_number(
     assert stored[2].values == stored[1].values  # the same setting: its figures copied
 
 
+class _Watched:
+    """Runs each item when its result is read (as a pool's results come); notes how many
+    trials the storage holds when a setting's first round is handed out and when its first
+    result is read; raises KeyboardInterrupt instead on the ``interrupt_at``-th first round."""
+
+    def __init__(self, url: str, name: str, interrupt_at: int = 0) -> None:
+        self.url, self.name, self.interrupt_at = url, name, interrupt_at
+        self.stored_when_handed: list[int] = []
+        self.stored_when_read: list[int] = []
+
+    def stored(self) -> int:
+        import optuna
+
+        return len(optuna.load_study(study_name=self.name, storage=self.url).trials)
+
+    def map(self, fn: Any, items: Any) -> Any:
+        from probesim.tune.objective import _phase_one
+
+        first_round = fn is _phase_one
+        if first_round:
+            if len(self.stored_when_handed) + 1 == self.interrupt_at:
+                raise KeyboardInterrupt
+            self.stored_when_handed.append(self.stored())
+        work = list(items)
+
+        def results() -> Any:
+            if first_round:
+                self.stored_when_read.append(self.stored())
+            for x in work:
+                yield fn(x)
+
+        return results()
+
+
+def test_a_finished_trial_is_written_while_the_next_simulates_and_none_is_lost_when_stopped(
+    case: Path, inputs: TuneInputs, tmp_path: Path
+) -> None:
+    import optuna
+
+    url = f"sqlite:///{tmp_path / 'tune.db'}"
+    ex = _Watched(url, "overlap")
+    study.run(inputs, 3, 0, url, "overlap", ex)
+    # Trial n's runs are handed out before the trial before it is written, and read after: the
+    # writing happened while they ran. Every trial is written before the front is justified
+    # (its runs after the loop).
+    assert ex.stored_when_handed[:3] == [0, 0, 1]
+    assert ex.stored_when_read[:3] == [0, 1, 2]
+    assert set(ex.stored_when_handed[3:]) | set(ex.stored_when_read[3:]) <= {3}
+    assert len(optuna.load_study(study_name="overlap", storage=url).trials) == 3
+    stopped = _Watched(url, "stopped", interrupt_at=3)
+    with pytest.raises(KeyboardInterrupt):
+        study.run(inputs, 5, 0, url, "stopped", stopped)
+    stored = optuna.load_study(study_name="stopped", storage=url).trials
+    done, failed = optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL
+    assert [t.state for t in stored] == [done, done, failed]
+    assert stored[1].values == optuna.load_study(study_name="overlap", storage=url).trials[1].values
+
+
 def test_strategic_merge_merges_containers_by_name_and_merge_patch_replaces() -> None:
     doc = {"spec": {"containers": [{"name": "a", "image": "x", "livenessProbe": {"periodSeconds": 5}},
                                    {"name": "b", "image": "y"}]}}  # fmt: skip

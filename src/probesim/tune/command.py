@@ -6,7 +6,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -23,13 +23,14 @@ R = TypeVar("R")
 
 
 class Pool:
-    """The runs of a trial over a ``concurrent.futures`` executor (local processes or Dask's)."""
+    """The runs of a trial over a ``concurrent.futures`` executor (local processes or Dask's):
+    every item is submitted at once, its results read in order as they come."""
 
     def __init__(self, ex: cf.Executor) -> None:
         self.ex = ex
 
-    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
-        return list(self.ex.map(fn, items))
+    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[R]:
+        return self.ex.map(fn, items)
 
 
 def tune(

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -178,7 +178,11 @@ R = TypeVar("R")
 
 
 class Executor(Protocol):
-    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]: ...
+    """Runs ``fn`` over ``items``. Every item is handed out when ``map`` returns (the results
+    may still be coming: they are read in order from what it returned), so the caller can do
+    other work while they run."""
+
+    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterable[R]: ...
 
 
 class Serial:
@@ -435,22 +439,32 @@ def _longest_first(runs: Sequence[Run], steps: Callable[[Run], int]) -> list[int
 
 
 def _mapped(
-    executor: Executor, fn: Callable[[Run], R], runs: Sequence[Run], steps: Callable[[Run], int]
+    executor: Executor,
+    fn: Callable[[Run], R],
+    runs: Sequence[Run],
+    steps: Callable[[Run], int],
+    meanwhile: Callable[[], object] | None = None,
 ) -> list[R]:
     order = _longest_first(runs, steps)
     got = executor.map(fn, [runs[i] for i in order])
+    if meanwhile is not None:
+        meanwhile()
     out: list[Any] = [None] * len(runs)
     for i, x in zip(order, got, strict=True):
         out[i] = x
     return out
 
 
-def measured(runs: Sequence[Run], executor: Executor) -> list[RunFigures]:
+def measured(
+    runs: Sequence[Run], executor: Executor, meanwhile: Callable[[], object] | None = None
+) -> list[RunFigures]:
     """``measure`` of each run, in the runs' order, simulated in two rounds over the executor:
     every run but the hung one, beside the hung run simulated past its hang; then the hung run at
     its two worst moments, side by side (``measure`` takes them one after the other). A run that
     is another but for its label is simulated once. The figures are ``measure``'s: each is a
-    deterministic simulation, wherever and in whatever order it runs."""
+    deterministic simulation, wherever and in whatever order it runs. ``meanwhile`` is called
+    once the first round is handed out, before its results are read: the caller's own work
+    while the workers simulate."""
     keys = [_same(r) for r in runs]
     index: dict[tuple[Any, ...], int] = {}
     distinct: list[Run] = []
@@ -462,7 +476,7 @@ def measured(runs: Sequence[Run], executor: Executor) -> list[RunFigures]:
     def duration(r: Run) -> int:
         return r.hang_at_ms + PHASE_MS if r.kind == "hung" else r.scenario.spec.duration
 
-    first = _mapped(executor, _phase_one, distinct, duration)
+    first = _mapped(executor, _phase_one, distinct, duration, meanwhile)
     moments = [x for x in first if isinstance(x, tuple)]
     second = [m for moved in moments for m in _distinct_moments(moved)]
     later = iter(_mapped(executor, measure_moved, second, lambda r: r.scenario.spec.duration))
@@ -475,9 +489,12 @@ def measured(runs: Sequence[Run], executor: Executor) -> list[RunFigures]:
     return [replace(figs[index[k]], label=r.label) for k, r in zip(keys, runs, strict=True)]
 
 
-def evaluate(runs: Sequence[Run], executor: Executor) -> Figures:
-    """The figures of one setting from its runs (summed in the runs' order)."""
-    got = measured(runs, executor)
+def evaluate(
+    runs: Sequence[Run], executor: Executor, meanwhile: Callable[[], object] | None = None
+) -> Figures:
+    """The figures of one setting from its runs (summed in the runs' order); ``meanwhile`` as
+    ``measured`` calls it."""
+    got = measured(runs, executor, meanwhile)
     hung = [x for x in got if x.kind == "hung"]
     detection = hung[0].detection_ms if hung else None
     recovery = hung[0].recovery_ms if hung else None

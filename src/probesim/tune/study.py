@@ -21,6 +21,7 @@ same study and add to it; changed manifests start a new one.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
@@ -155,6 +156,13 @@ def rules_fix(inputs: TuneInputs, space: Space) -> Setting | None:
     return space.repair(Setting(mine, space.current_outlier()))
 
 
+def _check_and_flush(passes: Callable[[Setting], bool], s: Setting, into: list[bool], kept: Kept) -> None:
+    """A trial's work in the main process while the workers simulate it: the trials finished
+    before it written to the storage, and whether check passes its setting (into ``into``)."""
+    kept.flush()
+    into.append(passes(s))
+
+
 def run(
     inputs: TuneInputs,
     trials: int,
@@ -190,37 +198,46 @@ def run(
     start = time.monotonic()
     added = 0
     timed_out = False
-    for _ in range(trials):
-        if timeout_s is not None and time.monotonic() - start >= timeout_s:
-            timed_out = True
-            break
-        every = study.get_trials(deepcopy=False)
-        for t in every:
-            if t.state == optuna.trial.TrialState.COMPLETE and t.number not in read:
-                read[t.number] = search.read(t, passes)
-        done = [read[n] for n in sorted(read)]
-        if not any(t.state == optuna.trial.TrialState.WAITING for t in every):
-            nxt = search.next_trial(space, done, len(every), seeds)
-            if nxt is not None:
-                study.enqueue_trial(nxt[0], user_attrs=nxt[1])
-        study.sampler = _sampler(seed, len(every))
-        trial = study.ask()
-        try:
-            setting = space.sample(trial)
-            known = next((d.figures for d in done if setting_key(d.setting) == setting_key(setting)), None)
-            figures = known or evaluate(plan(inputs, space, setting), executor)
-        except BaseException:
-            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+    try:
+        for _ in range(trials):
+            if timeout_s is not None and time.monotonic() - start >= timeout_s:
+                timed_out = True
+                break
+            every = study.get_trials(deepcopy=False)
+            for t in every:
+                if t.state == optuna.trial.TrialState.COMPLETE and t.number not in read:
+                    read[t.number] = search.read(t, passes)
+            done = [read[n] for n in sorted(read)]
+            if not any(t.state == optuna.trial.TrialState.WAITING for t in every):
+                nxt = search.next_trial(space, done, len(every), seeds)
+                if nxt is not None:
+                    study.enqueue_trial(nxt[0], user_attrs=nxt[1])
+            study.sampler = _sampler(seed, len(every))
+            trial = study.ask()
+            eligible: list[bool] = []
+            try:
+                setting = space.sample(trial)
+                known = next(
+                    (d.figures for d in done if setting_key(d.setting) == setting_key(setting)), None
+                )
+                meanwhile = functools.partial(_check_and_flush, passes, setting, eligible, kept)
+                figures = known or evaluate(plan(inputs, space, setting), executor, meanwhile)
+                if not eligible:
+                    meanwhile()
+            except BaseException:
+                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                kept.keep(trial.number)
+                raise
+            trial.set_user_attr("setting", {"probes": setting.probes, "outlier": setting.outlier})
+            trial.set_user_attr("figures", figures.to_json())
+            trial.set_user_attr("eligible", eligible[0])
+            study.tell(trial, list(figures.values()))
             kept.keep(trial.number)
-            raise
-        trial.set_user_attr("setting", {"probes": setting.probes, "outlier": setting.outlier})
-        trial.set_user_attr("figures", figures.to_json())
-        trial.set_user_attr("eligible", passes(setting))
-        study.tell(trial, list(figures.values()))
-        kept.keep(trial.number)
-        added += 1
-        if on_trial is not None:
-            on_trial(added, Row(trial.number, setting, figures))
+            added += 1
+            if on_trial is not None:
+                on_trial(added, Row(trial.number, setting, figures))
+    finally:
+        kept.flush()
     done_trials = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
     rows = [search.read(t, passes) for t in done_trials]
     # A setting's figures are those of a trial with the same setting (the simulation is
