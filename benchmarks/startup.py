@@ -21,6 +21,7 @@ Run: ``make bench`` (or ``python benchmarks/startup.py [RUNS]``).
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import subprocess
@@ -70,7 +71,11 @@ def best(
 
 
 def main() -> None:
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else RUNS
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("runs", nargs="?", type=int, default=RUNS, help=f"runs of each command (default {RUNS})")
+    runs = ap.parse_args().runs
+    if runs < 1:
+        ap.error("runs must be at least 1")
     py, cli = sys.executable, probesim()
     rows: list[tuple[str, list[str], float | None]] = [
         ("python -c pass", [py, "-c", "pass"], None),
