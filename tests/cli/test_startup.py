@@ -44,7 +44,8 @@ def test_help_imports_no_models_numpy_yaml_or_markdown() -> None:
 def test_a_plain_run_imports_no_plotting_parallel_tuning_or_manifest_analysis() -> None:
     """``probesim run <built-in>`` without --plot, --report, --json or --runs: matplotlib, plotly,
     dask and optuna never load, nor the manifest analysis (probesim check, generated scenarios);
-    nor numpy.random for a run that draws nothing, nor numpy.ma (np.unique's import)."""
+    nor numpy.random for a run that draws nothing, nor numpy.ma (np.unique's import), nor XML
+    (the JUnit writer's, without --junit)."""
     code = (
         "import sys, io, contextlib\n"
         "sys.argv = ['probesim', 'run', 'seed000-demo']\n"
@@ -56,7 +57,7 @@ def test_a_plain_run_imports_no_plotting_parallel_tuning_or_manifest_analysis() 
         "('matplotlib', 'plotly', 'dask', 'distributed', 'optuna', 'numba', 'pyarrow') "
         "or m.startswith(('probesim.analysis', 'probesim.manifests.generated', 'probesim.manifests.discovery', "
         "'probesim.tune', 'probesim.report.html', 'rich.markdown')) "
-        "or m in ('numpy.random', 'numpy.ma')))"
+        "or m in ('numpy.random', 'numpy.ma', 'xml.etree.ElementTree')))"
     )
     r = _py(code)
     assert r.returncode == 0, r.stderr

@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from xml.etree import ElementTree as ET
 
 # Characters XML 1.0 cannot hold (JUnit must stay well-formed whatever names hold).
 _XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
@@ -34,6 +33,9 @@ class Case:
 
 def junit_xml(suite_name: str, cases: Sequence[Case], system_out: str | None = None) -> str:
     """One test suite of ``cases`` in a testsuites root, counts on both."""
+    # Loaded here: every probesim run imports this module (its thresholds), few write JUnit.
+    from xml.etree import ElementTree as ET
+
     suite = ET.Element("testsuite", name=xml_text(suite_name))
     failures = errors = 0
     for c in cases:
