@@ -12,8 +12,9 @@ cache (once: what a machine's first such run pays; ``make setup`` warms the cach
 Targets (issue 14): ``--help`` at most 0.12 s and ``run seed000-demo`` at most 0.35 s of wall
 time on an idle 2-core machine. A second reference, the libraries with probesim's own modules
 a run imports (nothing run), splits a miss of the run's target into the libraries, probesim's
-modules (most of it pydantic building the models' validators) and the run itself. On a shared, busy machine wall time waits for the CPU: compare
-the CPU figures then (a process alone on an idle core has wall ≈ CPU + a few ms).
+modules (most of it pydantic building the models' validators) and the run itself. On a
+shared, busy machine wall time waits for the CPU: compare the CPU figures then (a process alone
+on an idle core has wall ≈ CPU + a few ms).
 Python modules are run from their bytecode cache, as an installed probesim's are (the cache goes
 to a directory of its own, so a tree or environment set not to write it, PYTHONDONTWRITEBYTECODE,
 is left as it is; compiling probesim's modules anew costs about 0.1 s more), after a first run
