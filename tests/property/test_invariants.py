@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -205,6 +206,33 @@ def test_every_request_is_accounted_for_under_load(sc: Any) -> None:
     # offered = ok + failed + dropped + interrupted + in flight, at every step, whatever the
     # queues, timeouts, dependencies, connections, sidecars and autoscaler do.
     accounted(simulate(sc))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(loaded_scenarios())
+def test_the_buffers_kept_sums_are_what_they_hold(sc: Any) -> None:
+    # A route's requests in flight are counted from the sums its buffers keep as they change
+    # (the VUs they hold, the inflight series): at every step, before and after its traffic,
+    # they equal what the answer wheel and the client queue hold.
+    from probesim.engine.traffic import Traffic
+
+    send, checked = Traffic.send, [0]
+
+    def check(self: Traffic) -> None:
+        for ri in range(len(self.fleet.routes)):
+            assert self.pending_n[ri] == int(self.pending[ri].sum())
+            assert self.queued_n[ri] == int(self.queued[ri].sum())
+            checked[0] += 1
+
+    def checked_send(self: Traffic, t: int, k: int, rec: Any) -> None:
+        check(self)
+        send(self, t, k, rec)
+        check(self)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Traffic, "send", checked_send)
+        accounted(simulate(sc))
+    assert checked[0] > 0
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

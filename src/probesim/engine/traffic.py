@@ -209,8 +209,10 @@ class Traffic(Serving):
             vus = route.traffic.max_vus
             if vus is not None:
                 # k6 constant-arrival-rate: an iteration needs a free VU; requests still
-                # waiting for an answer hold theirs. The rest are dropped iterations.
-                busy = int(self._held(ri).sum()) + conns.waiting
+                # waiting for an answer hold theirs. The rest are dropped iterations. (What the
+                # buffers hold is kept as their sums change: _held(ri).sum(), without summing
+                # the answer wheel's slots × containers every step.)
+                busy = self.pending_n[ri] + self.queued_n[ri] + conns.waiting
                 sent = min(n, max(vus - busy, 0))
                 col["offered"][k] = n
                 col["dropped"][k] = n - sent
