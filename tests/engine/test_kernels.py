@@ -718,3 +718,52 @@ def test_a_probe_slower_than_its_period_keeps_one_tick_waiting_in_both_forms(
     numpys, kernels_ = both(sc)
     assert numpys == kernels_
     assert any(buffered) and not all(buffered)
+
+
+def _split_numpy(
+    rng: np.random.Generator, backlog: Any, prob: Any, containers: Any, take: Any, row: int
+) -> None:
+    """CapacityModel.accept's numpy form of the class split (engine/capacity.py)."""
+    from probesim.engine.draws import binomial
+
+    at = containers
+    kk = prob.shape[0]
+    left, rest = take, np.ones(take.size)
+    for k in range(kk):
+        if k == kk - 1:
+            part = left
+        else:
+            p = np.clip(np.where(rest > 1e-12, prob[k, at] / np.maximum(rest, 1e-12), 0.0), 0.0, 1.0)
+            part = binomial(rng, left, p)
+        backlog[row + k, at] += part
+        left = left - part
+        rest = rest - prob[k, at]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    kk=st.integers(2, 5),
+    n=st.integers(1, 40),
+    seed=st.integers(0, 2**32 - 1),
+    scale=st.sampled_from([3, 40, 1_000, 10**6]),
+    skew=st.floats(0.0, 1.0),
+)
+def test_the_class_split_draws_numpys_binomials_in_numpys_order(
+    kk: int, n: int, seed: int, scale: int, skew: float
+) -> None:
+    # Counts small and large (the inversion and BTPE algorithms), shares below and above a half
+    # (numpy draws 1 - p and flips), zero counts and zero shares (no draw), containers skipped.
+    g = np.random.default_rng(seed)
+    containers = np.flatnonzero(g.random(n) < 0.8).astype(np.int64)
+    take = g.integers(0, scale, containers.size).astype(np.int64)
+    take[g.random(containers.size) < 0.2] = 0
+    raw = g.random((kk, n)) ** (1 + 4 * skew)
+    raw[:, g.random(n) < 0.2] *= np.eye(kk)[:, :1]  # all to the first class on some
+    prob = np.ascontiguousarray(raw / raw.sum(axis=0), np.float64)
+    backlog_np = g.integers(0, 5, (kk + 3, n)).astype(np.int64)
+    backlog_nb = backlog_np.copy()
+    a, b = np.random.default_rng(seed + 1), np.random.default_rng(seed + 1)
+    _split_numpy(a, backlog_np, prob, containers, take, 2)
+    kernels.split_classes(b, backlog_nb, prob, containers, take, 2)
+    assert (backlog_np == backlog_nb).all()
+    assert a.bit_generator.state == b.bit_generator.state  # the same draws made, no more

@@ -34,7 +34,7 @@ import numpy.typing as npt
 
 from probesim.engine.arrays import span
 from probesim.engine.call_classes import CallClasses, K
-from probesim.engine.draws import binomial, lognormal
+from probesim.engine.draws import binomial, lognormal, numpy_generator
 from probesim.engine.fleet import Fleet
 from probesim.engine.kernel_choice import kernels, run_with
 from probesim.model.kubernetes import Container
@@ -237,15 +237,16 @@ class CapacityModel:
         nb = self._nb
         if nb is not None:
             alone = not self.calls_any  # one outcome class: all join its row
+            cs = np.ascontiguousarray(containers, np.int64)
             take = nb.take(
-                self.backlog,
-                self.room,
-                self.step_capacity,
-                np.ascontiguousarray(containers, np.int64),
-                counts.astype(np.int64),
-                ri * kk,
-                alone,
+                self.backlog, self.room, self.step_capacity, cs, counts.astype(np.int64), ri * kk, alone
             )
+            if not alone:
+                # Split among the classes in the kernel, drawn from the run's generator as numpy's
+                # array call would draw them.
+                shares = np.ascontiguousarray(self._class_prob[ri], np.float64)
+                nb.split_classes(numpy_generator(self.rng), self.backlog, shares, cs, take, ri * kk)
+                alone = True
         else:
             alone = False
             held = self.backlog[0, at] if self.backlog.shape[0] == 1 else self.backlog[:, at].sum(axis=0)

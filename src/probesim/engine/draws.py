@@ -43,6 +43,16 @@ def generator(seed: int | None) -> Generator:
     return cast("Generator", _Draws(seed))
 
 
+def numpy_generator(rng: Generator) -> Generator:
+    """The numpy ``Generator`` behind the run's ``rng`` (made now if nothing drew yet): what a
+    compiled kernel draws from, advancing the same state as the run's other draws."""
+    if isinstance(rng, _Draws):
+        if rng._generator is None:
+            rng._generator = np.random.default_rng(rng._seed)
+        return rng._generator
+    return rng
+
+
 # Up to this many values, one scalar call each (a 3-pod fleet's draws are 3 values).
 ONE_BY_ONE = 8
 

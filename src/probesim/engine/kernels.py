@@ -2,7 +2,7 @@
 (``kernel_choice.kernels``), and whether numba's cache holds them (``cached``): its serving step
 (``serve``), the capacity each container has for arrivals (``step_capacity``,
 ``step_capacity_calls``) and what arrivals it takes (``take``; ``arrive`` with a route's round
-robin), in engine/kernels_capacity.py;
+robin; ``split_classes``, among a route's outcome classes), in engine/kernels_capacity.py;
 the serving phase's work in engine/serving.py: a one-class route's whole serving in the usual
 case (``serve_route``; with the capacity step and the quantiles for a run of one route,
 ``serve_step``), the served cohorts (``cohorts_one``, ``cohorts``), their latency
@@ -30,8 +30,12 @@ operations on the same values in the same order, so the same results to the bit
 - numpy's semantics where they differ from Python's: a division by zero gives inf or nan
   (``error_model="numpy"``), ``np.minimum``, ``np.maximum`` and ``np.clip`` propagate nan,
   ``np.searchsorted`` is numpy's own binary search (``searchsorted``);
-- no random draw here: draws stay in numpy, in the run's order, and kernels take their results;
-  nor exp and log (numpy's AVX-512 forms give other last bits than LLVM's), nor BLAS products;
+- random draws stay in numpy, in the run's order, and kernels take their results — except the
+  binomial class split (``split_classes``), which draws from the run's own numpy Generator with
+  numba's port of numpy's binomial (inversion and BTPE, the same values and generator state:
+  tests/engine/test_kernels.py holds it to numpy's over generated counts and shares);
+  no exp and log of arrays (numpy's AVX-512 forms give other last bits than LLVM's), nor BLAS
+  products;
 - no recursion: numba's cache crashes loading a recursive function.
 
 These modules import numba: engine/kernel_choice.py imports this one only when a run uses
@@ -57,7 +61,14 @@ from probesim.engine import (
     kernels_states,
     series_names,
 )
-from probesim.engine.kernels_capacity import arrive, serve, step_capacity, step_capacity_calls, take
+from probesim.engine.kernels_capacity import (
+    arrive,
+    serve,
+    split_classes,
+    step_capacity,
+    step_capacity_calls,
+    take,
+)
 from probesim.engine.kernels_probes import (
     next_wake,
     probe_apply,
@@ -108,6 +119,7 @@ __all__ = [
     "serve",
     "serve_route",
     "serve_step",
+    "split_classes",
     "spread_states",
     "state_bits",
     "state_groups",
@@ -121,6 +133,7 @@ __all__ = [
 KERNELS: tuple[Any, ...] = (
     serve,
     take,
+    split_classes,
     arrive,
     step_capacity,
     step_capacity_calls,

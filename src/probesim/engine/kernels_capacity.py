@@ -1,7 +1,7 @@
 """The capacity model's compiled kernels (engine/capacity.py's CapacityModel): its serving
 step (``serve``), the capacity each container has for arrivals (``step_capacity``,
 ``step_capacity_calls``) and what arrivals it takes (``take``; with the round robin over a route's endpoints,
-``arrive``). Each is the numpy form it
+``arrive``; split among the route's outcome classes, ``split_classes``). Each is the numpy form it
 replaces written as loops over containers, to the bit (engine/kernels.py says what that takes).
 """
 
@@ -135,6 +135,33 @@ def take(
         if add:
             backlog[row, c] += out[j]
     return out
+
+
+@jit
+def split_classes(
+    rng: np.random.Generator, backlog: I64, prob: F64, containers: I64, take: I64, row: int
+) -> None:
+    """CapacityModel.accept's split of what each container of ``containers`` took (``take``)
+    among the route's outcome classes (``prob``: each class's share per container; backlog rows
+    ``row`` on): class by class, a binomial draw per container of what is left, in the order
+    numpy's array call draws them, by numba's port of numpy's binomial on the run's generator
+    (``rng``): the same values and the same generator state after."""
+    kk = prob.shape[0]
+    m = containers.size
+    left = take.copy()
+    rest = np.ones(m)
+    for k in range(kk):
+        for j in range(m):
+            c = containers[j]
+            if k == kk - 1:
+                part = left[j]
+            else:
+                r = rest[j]
+                p = prob[k, c] / maximum(r, 1e-12) if r > 1e-12 else 0.0
+                part = rng.binomial(left[j], minimum(maximum(p, 0.0), 1.0))
+            backlog[row + k, c] += part
+            left[j] -= part
+            rest[j] = rest[j] - prob[k, c]
 
 
 @jit
