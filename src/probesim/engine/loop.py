@@ -519,8 +519,8 @@ class _Run:
                 actions.setdefault(a.at, []).append(a.pod)
             else:
                 others.setdefault(a.at, []).append(i)
-        for k in range(ticks):
-            t = int(times[k])
+        ramps = bool(self.traffic.ramp_open.any())  # (a ramp once closed stays so)
+        for k, t in enumerate(times.tolist()):
             self.log.synced_pods.clear()
             if t in others:
                 self._act(t, others[t])
@@ -546,8 +546,9 @@ class _Run:
                 self._reconcile(t, sets=False)
             if self.rollouts:
                 self._track_rollouts(t)
-            if self.traffic.ramp_open.any():
+            if ramps:
                 self._end_ramps(t, route_wls, wl_span, want)
+                ramps = bool(self.traffic.ramp_open.any())
             self.traffic.send(t, k, rec)
             if self.capacity.any:
                 self.traffic.serve(t, k, rec)
