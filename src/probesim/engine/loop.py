@@ -552,7 +552,8 @@ class _Run:
             self.traffic.send(t, k, rec)
             if self.capacity.any:
                 self.traffic.serve(t, k, rec)
-                self.pod_metrics.sample(k, self.capacity.cpu_in_use(self.ctr.running()))
+                if self.autoscalers:  # (what metrics-server reports: only an HPA reads it)
+                    self.pod_metrics.sample(k, self.capacity.cpu_in_use(self.ctr.running()))
                 recorder.record_cpu(k, self)
             recorder.record_state(k, t, self)
         events = self.log.take()
