@@ -70,6 +70,7 @@ class Serving:
     queued_rows: list[I64]
     call_routes: list[int]
     answered_at_once: list[int]
+    _one: tuple[float, float, float, bool] | None = None  # _serve_one's constants, once known
 
     def _with_connect_wait(self, ri: int, mix: F64, n: int) -> F64:
         """The weighted latency distribution of ``n`` answers given now (``mix``), the requests
@@ -216,12 +217,15 @@ class Serving:
         route's serving and the step's quantiles in one kernel call (serve_step) in the usual
         case, else the route's parts go on as serve's."""
         cap = self.capacity
-        step = float(self.spec.step)
-        limit = float(self.limits[0])
+        one = self._one
+        if one is None:  # the run's constants: the step, the timeout, the wheel's horizon
+            step, limit = float(self.spec.step), float(self.limits[0])
+            horizon = (self.pending[0].shape[1] - 1) * step
+            one = self._one = (step, limit, horizon, bool(math.isfinite(limit) and limit < INF))
+        step, limit, horizon, limited = one
         how, taken, m, parts = nb.serve_step(
             cap.kernel_state(step, self.ctr.started_at, t), cap.active_out, cap.used_out,
-            self.queued[0], self.queued_rows[0], self.orphans[0], k, cap.sigma, step, limit,
-            (self.pending[0].shape[1] - 1) * step, math.isfinite(limit) and limit < INF,
+            self.queued[0], self.queued_rows[0], self.orphans[0], k, cap.sigma, step, limit, horizon, limited,
             *LATE.arrays(nb), *CDF_ROWS.arrays(nb), self._direct(0), self.step_cdf, self.latency_cdf,
             self.ramp_cdf, self.ramp_open, self.limits, GRID, self.route_block,
         )  # fmt: skip
