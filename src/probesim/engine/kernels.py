@@ -33,7 +33,9 @@ operations on the same values in the same order, so the same results to the bit
 - random draws stay in numpy, in the run's order, and kernels take their results — except the
   binomial class split (``split_classes``), which draws from the run's own numpy Generator with
   numba's port of numpy's binomial (inversion and BTPE, the same values and generator state:
-  tests/engine/test_kernels.py holds it to numpy's over generated counts and shares);
+  tests/engine/test_kernels.py holds it to numpy's over generated counts and shares; numba
+  before 0.61 drew other values for mid-sized counts, hence pyproject's floor). numba unboxes
+  a Generator argument at ~7 µs a call: a kernel that draws pays off only over many draws;
   no exp and log of arrays (numpy's AVX-512 forms give other last bits than LLVM's), nor BLAS
   products;
 - no recursion: numba's cache crashes loading a recursive function.
