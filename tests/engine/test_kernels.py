@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from probesim.engine import distributions, kernel_choice, simulate
+from probesim.engine import capacity, distributions, kernel_choice, simulate
 from probesim.engine.loop import _Run
 from probesim.engine.series_names import P50_AT, ROUTE_SERIES
 from probesim.engine.state_memo import StateMemo
@@ -720,26 +720,6 @@ def test_a_probe_slower_than_its_period_keeps_one_tick_waiting_in_both_forms(
     assert any(buffered) and not all(buffered)
 
 
-def _split_numpy(
-    rng: np.random.Generator, backlog: Any, prob: Any, containers: Any, take: Any, row: int
-) -> None:
-    """CapacityModel.accept's numpy form of the class split (engine/capacity.py)."""
-    from probesim.engine.draws import binomial
-
-    at = containers
-    kk = prob.shape[0]
-    left, rest = take, np.ones(take.size)
-    for k in range(kk):
-        if k == kk - 1:
-            part = left
-        else:
-            p = np.clip(np.where(rest > 1e-12, prob[k, at] / np.maximum(rest, 1e-12), 0.0), 0.0, 1.0)
-            part = binomial(rng, left, p)
-        backlog[row + k, at] += part
-        left = left - part
-        rest = rest - prob[k, at]
-
-
 @settings(max_examples=150, deadline=None)
 @given(
     kk=st.integers(2, 5),
@@ -763,7 +743,7 @@ def test_the_class_split_draws_numpys_binomials_in_numpys_order(
     backlog_np = g.integers(0, 5, (kk + 3, n)).astype(np.int64)
     backlog_nb = backlog_np.copy()
     a, b = np.random.default_rng(seed + 1), np.random.default_rng(seed + 1)
-    _split_numpy(a, backlog_np, prob, containers, take, 2)
+    capacity.split_classes(a, backlog_np, prob, containers, take, 2)  # the numpy form accept runs
     kernels.split_classes(b, backlog_nb, prob, containers, take, 2)
     assert (backlog_np == backlog_nb).all()
     assert a.bit_generator.state == b.bit_generator.state  # the same draws made, no more

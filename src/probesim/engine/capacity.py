@@ -236,34 +236,23 @@ class CapacityModel:
         kk = self.k
         nb = self._nb
         if nb is not None:
-            alone = not self.calls_any  # one outcome class: all join its row
             cs = np.ascontiguousarray(containers, np.int64)
             take = nb.take(
-                self.backlog, self.room, self.step_capacity, cs, counts.astype(np.int64), ri * kk, alone
-            )
-            if not alone:
-                # Split among the classes in the kernel, drawn from the run's generator as numpy's
-                # array call would draw them.
+                self.backlog, self.room, self.step_capacity, cs, counts.astype(np.int64), ri * kk,
+                not self.calls_any,  # one outcome class: all join its row in the kernel
+            )  # fmt: skip
+            if self.calls_any:
+                # Drawn in the kernel from the run's generator, as split_classes draws them.
                 shares = np.ascontiguousarray(self._class_prob[ri], np.float64)
                 nb.split_classes(numpy_generator(self.rng), self.backlog, shares, cs, take, ri * kk)
-                alone = True
         else:
-            alone = False
             held = self.backlog[0, at] if self.backlog.shape[0] == 1 else self.backlog[:, at].sum(axis=0)
             room = self.room[at] + self.step_capacity[at] - held
             take = np.minimum(counts, np.maximum(room, 0)).astype(np.int64)
-        prob = self._class_prob[ri][:, at]
-        left = take  # (never changed in place)
-        rest = np.ones(take.size)
-        for k in range(0 if alone else kk):
-            if k == kk - 1:
-                part = left
+            if self.calls_any:
+                split_classes(self.rng, self.backlog, self._class_prob[ri], at, take, ri * kk)
             else:
-                p = np.clip(np.where(rest > 1e-12, prob[k] / np.maximum(rest, 1e-12), 0.0), 0.0, 1.0)
-                part = binomial(self.rng, left, p) if self.calls_any else np.where(k == 0, left, 0)
-            self.backlog[ri * kk + k, at] += part
-            left = left - part
-            rest = rest - prob[k]
+                self.backlog[ri * kk, at] += take  # one outcome class
         self.instance[at] = instance
         if containers.size:
             self._hi = max(self._hi, int(containers[-1]) + 1)
@@ -454,6 +443,27 @@ class CapacityModel:
             out[ri] += give
             rest -= give
         return out
+
+
+def split_classes(
+    rng: np.random.Generator, backlog: I64, prob: F64, at: slice | I64, take: I64, row: int
+) -> None:
+    """What containers ``at`` took (``take``) split among a route's outcome classes (``prob``:
+    each class's share per container; backlog rows ``row`` on): class by class, a binomial draw
+    per container of what is left — the multinomial split, drawn in this order. (The kernel of
+    the same name in engine/kernels_capacity.py draws the same values.)"""
+    kk = prob.shape[0]
+    left = take  # (never changed in place)
+    rest = np.ones(take.size)
+    for k in range(kk):
+        if k == kk - 1:
+            part = left
+        else:
+            p = np.clip(np.where(rest > 1e-12, prob[k, at] / np.maximum(rest, 1e-12), 0.0), 0.0, 1.0)
+            part = binomial(rng, left, p)
+        backlog[row + k, at] += part
+        left = left - part
+        rest = rest - prob[k, at]
 
 
 def _distinct(items: list[Any]) -> tuple[list[Any], I64]:

@@ -33,9 +33,13 @@ class _Draws:
         # is being made, its own attributes, which must not recurse).
         if name.startswith("_"):
             raise AttributeError(name)
+        return getattr(self._made(), name)
+
+    def _made(self) -> Generator:
+        """The generator, made at the first call."""
         if self._generator is None:
             self._generator = np.random.default_rng(self._seed)
-        return getattr(self._generator, name)
+        return self._generator
 
 
 def generator(seed: int | None) -> Generator:
@@ -46,11 +50,7 @@ def generator(seed: int | None) -> Generator:
 def numpy_generator(rng: Generator) -> Generator:
     """The numpy ``Generator`` behind the run's ``rng`` (made now if nothing drew yet): what a
     compiled kernel draws from, advancing the same state as the run's other draws."""
-    if isinstance(rng, _Draws):
-        if rng._generator is None:
-            rng._generator = np.random.default_rng(rng._seed)
-        return rng._generator
-    return rng
+    return rng._made() if isinstance(rng, _Draws) else rng
 
 
 # Up to this many values, one scalar call each (a 3-pod fleet's draws are 3 values).

@@ -70,7 +70,7 @@ class Serving:
     queued_rows: list[I64]
     call_routes: list[int]
     answered_at_once: list[int]
-    _one: tuple[float, float, float, bool] | None = None  # _serve_one's constants, once known
+    _one_route: tuple[float, float, float, bool] | None = None  # _serve_one's constants, once known
 
     def _with_connect_wait(self, ri: int, mix: F64, n: int) -> F64:
         """The weighted latency distribution of ``n`` answers given now (``mix``), the requests
@@ -217,11 +217,11 @@ class Serving:
         route's serving and the step's quantiles in one kernel call (serve_step) in the usual
         case, else the route's parts go on as serve's."""
         cap = self.capacity
-        one = self._one
+        one = self._one_route
         if one is None:  # the run's constants: the step, the timeout, the wheel's horizon
             step, limit = float(self.spec.step), float(self.limits[0])
             horizon = (self.pending[0].shape[1] - 1) * step
-            one = self._one = (step, limit, horizon, bool(math.isfinite(limit) and limit < INF))
+            one = self._one_route = (step, limit, horizon, bool(math.isfinite(limit) and limit < INF))
         step, limit, horizon, limited = one
         how, taken, m, parts = nb.serve_step(
             cap.kernel_state(step, self.ctr.started_at, t), cap.active_out, cap.used_out,
