@@ -246,7 +246,7 @@ def memory_rows(quick: bool) -> None:
 
 
 def setup_rows(repeat: int) -> None:
-    from probesim.engine.loop import _Run
+    from probesim.engine.loop import Simulation
 
     times: dict[tuple[int, bool], float] = {}
     for pods in (20_000, 100_000):
@@ -258,7 +258,7 @@ def setup_rows(repeat: int) -> None:
             if not collect:
                 gc.disable()
             try:
-                times[pods, collect] = cpu(lambda sc=sc: _Run(sc).run(), repeat)
+                times[pods, collect] = cpu(lambda sc=sc: Simulation(sc).run(), repeat)
             finally:
                 gc.enable()
     t = times[100_000, True]

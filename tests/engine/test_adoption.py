@@ -24,7 +24,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from probesim.engine.loop import _Run
+from probesim.engine.loop import Simulation
 from probesim.errors import InputError
 from probesim.manifests.scenario import scenario_from_text
 from probesim.model.scenario import Scenario
@@ -105,8 +105,8 @@ def load(
     return scenario_from_text(yaml.safe_dump_all([sc, *objects, svc], sort_keys=False), "adoption.yaml", ".")
 
 
-def run(s: Scenario) -> tuple[Result, _Run]:
-    r = _Run(s)
+def run(s: Scenario) -> tuple[Result, Simulation]:
+    r = Simulation(s)
     return r.run(), r
 
 

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from probesim.engine import capacity, distributions, kernel_choice, simulate
-from probesim.engine.loop import _Run
+from probesim.engine.loop import Simulation
 from probesim.engine.series_names import P50_AT, ROUTE_SERIES
 from probesim.engine.state_memo import StateMemo
 from probesim.engine.traffic import Traffic
@@ -613,7 +613,7 @@ def test_one_class_routes_are_served_in_one_kernel_call_in_the_usual_case(
     cdfs = []
     for mode in ("numpy", "numba"):
         with forced(mode):
-            run = _Run(sc)
+            run = Simulation(sc)
             run.run()
             cdfs.append(np.stack(run.traffic.latency_cdf).view(np.int64))
     assert np.array_equal(cdfs[0], cdfs[1])

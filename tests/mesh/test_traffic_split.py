@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from probesim.engine import simulate
-from probesim.engine.loop import _Run
+from probesim.engine.loop import Simulation
 from probesim.engine.sidecar.split import SplitRoute, weighted_counts
 from probesim.errors import InputWarning
 from probesim.manifests.scenario import scenario_from_text
@@ -100,7 +100,7 @@ def test_weighted_counts_stay_within_three_requests_of_istios_percentages(raw: l
 
 
 def _parts(sc: Scenario) -> tuple[SplitRoute, list[str], object]:
-    run = _Run(sc)
+    run = Simulation(sc)
     result = run.run()
     split = run.mesh[0]
     assert isinstance(split, SplitRoute)

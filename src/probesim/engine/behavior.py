@@ -88,6 +88,7 @@ class Behaviors:
         self.wakeup = np.int64(0)
         self.any_crashes = any(p.crashes for p in profiles)
         self.epoch = 0  # bumps at every evaluation (what probes find may have changed)
+        self.evaluated: tuple[int, B, I64] | None = None  # the last evaluation's time, running, started_at
 
     def target(self, name: str) -> int:
         return self.targets[name]
@@ -127,16 +128,28 @@ class Behaviors:
                 self.status[i, m] = st
             if prof.redirects:
                 self._follow(prof, m)
-            ages, times = prof.boundaries()
-            for a in ages:
-                later = run & (age < a)
-                if later.any():
-                    wake = min(wake, np.int64((started_at[m][later] + a).min()))
-            for x in times:
-                if x > t:
-                    wake = min(wake, np.int64(x))
+            wake = min(wake, _next_change(prof, t, age, run, started_at[m]))
         self.wakeup = wake
         self.epoch += 1
+        self.evaluated = (t, running.copy(), started_at.copy())
+
+    def taking_over(self, state: Behaviors) -> Behaviors:
+        """These profiles with ``state``'s containers as they are now (what they answer, hung
+        or not, how many evaluations): a run gone on as a scenario whose episodes differ from
+        its own only from now on (engine/warm.py). The next change is these profiles' own, as
+        their last evaluation would have found it."""
+        for name in ("listening", "hung", "hang_end", "status", "offhost", "epoch", "evaluated"):
+            setattr(self, name, getattr(state, name))
+        self.wakeup = np.int64(0)  # (never evaluated: the first step does)
+        if self.evaluated is not None:
+            t, running, started_at = self.evaluated
+            wake = INF
+            for k, prof in enumerate(self.profiles):
+                m = self.members[k]
+                if m.size:
+                    wake = min(wake, _next_change(prof, t, t - started_at[m], running[m], started_at[m]))
+            self.wakeup = wake
+        return self
 
     def _follow(self, prof: Profile, m: I64) -> None:
         """Answers of redirecting paths as a client following them sees them (the kubelet's
@@ -199,6 +212,21 @@ _HOST = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 def redirect_targets(b: ContainerBehavior) -> list[str]:
     """The same-host paths ``b``'s redirects lead to (they are answered like any path)."""
     return [loc.split("?")[0] for loc in b.redirects.values() if not _HOST.match(loc)]
+
+
+def _next_change(prof: Profile, t: int, age: I64, running: B, started_at: I64) -> np.int64:
+    """The next time after ``t`` at which ``prof``'s containers (their ages at ``t``, whether
+    they run, when they started) can change state: its start or an episode's boundary."""
+    wake = INF
+    ages, times = prof.boundaries()
+    for a in ages:
+        later = running & (age < a)
+        if later.any():
+            wake = min(wake, np.int64((started_at[later] + a).min()))
+    for x in times:
+        if x > t:
+            wake = min(wake, np.int64(x))
+    return wake
 
 
 def _covers(w: _Window, age: I64, t: int) -> B:

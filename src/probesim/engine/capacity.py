@@ -27,6 +27,7 @@ distributions of what it served are engine/distributions.py's.
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -148,6 +149,11 @@ class CapacityModel:
         self.used_out = np.zeros(n)
         spec = fleet.scenario.spec
         self._nb = run_with(kernels(spec.duration // spec.step) if self.any else None)
+
+    @property
+    def compiled(self) -> ModuleType | None:
+        """The kernels this run took (engine/kernels.py), None for the numpy forms."""
+        return self._nb
 
     def update_classes(self, t: int) -> None:
         """The outcome classes at ``t`` (engine/call_classes.py), and with them what each

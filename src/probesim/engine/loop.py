@@ -28,6 +28,7 @@ from probesim.engine.controllers.workloads import Controllers, PodArrays
 from probesim.engine.draws import generator
 from probesim.engine.events import EventLog
 from probesim.engine.fleet import FAILURE, RUNNING, SUCCESS, TERMINATING, Fleet, build
+from probesim.engine.kernel_choice import run_with
 from probesim.engine.kubelet import ProbeWorkers
 from probesim.engine.pod_metrics import PodMetrics
 from probesim.engine.pod_status import PodStatus
@@ -50,10 +51,10 @@ B = npt.NDArray[np.bool_]
 
 def simulate(scenario: Scenario) -> Result:
     """Run ``scenario``; the same scenario (including its seed) always gives the same Result."""
-    return _Run(scenario).run()
+    return Simulation(scenario).run()
 
 
-class _Run:
+class Simulation:
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
         self.spec = scenario.spec
@@ -483,21 +484,24 @@ class _Run:
                 tr.ramp_end[ri] = t
 
     def run(self) -> Result:
+        self.begin()
+        self.advance(self.ticks)
+        return self.finish()
+
+    def begin(self) -> None:
+        """What the loop needs before its first step: the steps' times, the rates the traffic
+        wants, the record and the traffic phases."""
         f = self.fleet
         spec = self.spec
-        ticks = spec.duration // spec.step
-        times = np.arange(ticks, dtype=np.int64) * spec.step
-        rates = np.array([[r.traffic.rate_at(int(t)) for t in times] for r in f.routes]).reshape(
-            len(f.routes), ticks
-        )
-        recorder = Recorder(self, ticks)
-        rec = recorder.series
-        wl_span = recorder.wl_span
+        self.ticks = spec.duration // spec.step
+        self.done = 0  # the steps run so far
+        self.times = np.arange(self.ticks, dtype=np.int64) * spec.step
+        self.recorder = Recorder(self, self.ticks)
         # The start-up ramp, per route: open until every workload behind it first has all its
         # replicas Ready (as WorkloadSummary.all_ready_ms has it); its answers' latency apart.
-        route_wls = [distinct(f.pod_workload[r.selects]).tolist() for r in f.routes]
-        want = [w.spec.replicas for w in self.scenario.workloads]
-        ramp_open = np.array([bool(ws) and all(want[i] > 0 for i in ws) for ws in route_wls], bool)
+        self.route_wls = [distinct(f.pod_workload[r.selects]).tolist() for r in f.routes]
+        self.want = [w.spec.replicas for w in self.scenario.workloads]
+        ramp_open = np.array([bool(ws) and all(self.want[i] > 0 for i in ws) for ws in self.route_wls], bool)
         self.traffic = Traffic(
             spec,
             f,
@@ -506,21 +510,47 @@ class _Run:
             self.capacity,
             self.mesh,
             self.pods,
-            rates,
-            recorder.route_columns,
-            recorder.route_block,
+            self.rates(),
+            self.recorder.route_columns,
+            self.recorder.route_block,
             ramp_open,
         )
-        admit_version, to_admit = -1, False
-        actions: dict[int, list[str]] = {}
-        others: dict[int, list[int]] = {}
-        for i, a in enumerate(spec.actions):
+        self.admit_version, self.to_admit = -1, False
+        self.timed_actions()
+        self.ramps = bool(self.traffic.ramp_open.any())  # (a ramp once closed stays so)
+
+    def rates(self, known: F64 | None = None) -> F64:
+        """Per route and step: the requests per second its traffic wants (``known``: those of
+        the first steps, the same traffic's)."""
+        routes = self.fleet.routes
+        kept = 0 if known is None else min(known.shape[1], self.ticks)
+        times = self.times[kept:].tolist()
+        wanted = [[r.traffic.rate_at(t) for t in times] for r in routes]
+        rates = np.array(wanted, np.float64).reshape(len(routes), len(times))
+        if known is None:
+            return rates
+        return np.concatenate([known[:, :kept], rates], axis=1)
+
+    def timed_actions(self) -> None:
+        """The scenario's actions by their time: pod deletions (by name) and the others (by index)."""
+        self.deletions: dict[int, list[str]] = {}
+        self.others: dict[int, list[int]] = {}
+        for i, a in enumerate(self.spec.actions):
             if isinstance(a, DeletePod):
-                actions.setdefault(a.at, []).append(a.pod)
+                self.deletions.setdefault(a.at, []).append(a.pod)
             else:
-                others.setdefault(a.at, []).append(i)
-        ramps = bool(self.traffic.ramp_open.any())  # (a ramp once closed stays so)
-        for k, t in enumerate(times.tolist()):
+                self.others.setdefault(a.at, []).append(i)
+
+    def advance(self, until: int) -> None:
+        """Run the steps from the next one up to (not including) step ``until``."""
+        rec = self.recorder.series
+        recorder = self.recorder
+        wl_span, route_wls, want = self.recorder.wl_span, self.route_wls, self.want
+        others, actions = self.others, self.deletions
+        admit_version, to_admit, ramps = self.admit_version, self.to_admit, self.ramps
+        start = self.done
+        run_with(self.capacity.compiled)  # (another run may have gone between this one's steps)
+        for k, t in enumerate(self.times[start:until].tolist(), start):
             self.log.synced_pods.clear()
             if t in others:
                 self._act(t, others[t])
@@ -556,6 +586,12 @@ class _Run:
                     self.pod_metrics.sample(k, self.capacity.cpu_in_use(self.ctr.running()))
                 recorder.record_cpu(k, self)
             recorder.record_state(k, t, self)
+        self.admit_version, self.to_admit, self.ramps = admit_version, to_admit, ramps
+        self.done = max(start, min(until, self.ticks))
+
+    def finish(self) -> Result:
+        """The run's Result, once every step has run."""
+        f = self.fleet
         events = self.log.take()
         for m in self.mesh.values():
             events.extend(m.events)
@@ -564,4 +600,4 @@ class _Run:
             self.scenario, f, self.ctr, self.controllers, self.mesh, self.rollouts, self.admitted_at,
             self.first_ready, self.traffic, events,
         )  # fmt: skip
-        return summary.result(times, rec, recorder.wl_pods)
+        return summary.result(self.times, self.recorder.series, self.recorder.wl_pods)

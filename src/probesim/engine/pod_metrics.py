@@ -18,7 +18,7 @@ F64 = npt.NDArray[np.float64]
 
 
 class RunState(Protocol):
-    """What the HPA's view reads of the run (engine/loop.py's _Run)."""
+    """What the HPA's view reads of the run (engine/loop.py's Simulation)."""
 
     fleet: Any
     capacity: Any

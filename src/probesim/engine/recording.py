@@ -26,7 +26,7 @@ _NO_IDLE.flags.writeable = False
 
 
 class RunState(Protocol):
-    """What the record reads of the run (engine/loop.py's _Run)."""
+    """What the record reads of the run (engine/loop.py's Simulation)."""
 
     fleet: Any
     scenario: Any
@@ -98,6 +98,18 @@ class Recorder:
         self.counted_version = -1
         self.counts: list[tuple[int, int, int]] = []  # per workload: current, ready, restarts
         self.series = rec
+
+    def resized(self, run: RunState, ticks: int, done: int) -> Recorder:
+        """This record for a run of ``ticks`` steps (one gone on as a longer or shorter scenario,
+        engine/warm.py), with the values of its first ``done`` steps."""
+        new = Recorder(run, ticks)
+        kept = min(done, ticks)
+        for name, values in self.series.items():
+            new.series[name][:kept] = values[:kept]
+        new.service_counts = dict(self.service_counts)
+        new.counted_version = self.counted_version
+        new.counts = list(self.counts)
+        return new
 
     def record_cpu(self, k: int, run: RunState) -> None:
         """The CPU the capacity model's containers used this step, per workload (sum and busiest

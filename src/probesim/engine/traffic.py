@@ -98,13 +98,7 @@ class Traffic(Serving):
         self.step_cdf = np.zeros((len(f.routes), GRID.size))  # what clients saw answered this step
         # Answers on their way to clients, per route: (ok, error status, timeout) × due step × container.
         # Bounded by the run (cost.answer_slots): an answer due after its end is never delivered.
-        waits = [int(r.timeout) for r in f.routes if r.timeout < INF] + [
-            int(c.timeout or 0) * c.retries.attempts
-            for b in f.container_behavior
-            for rc in b.routes.values()
-            for c in rc.calls
-        ]
-        slots = answer_slots(waits, spec.duration, spec.step)
+        slots, *queues = self.ring_sizes(spec.duration)
         self.pending = [np.zeros((3, slots, f.n_containers), np.int64) for _ in f.routes]
         # Per due slot: the latency distribution of those answers (weighted), how many, and the
         # sum of the times they were served (ms).
@@ -115,7 +109,7 @@ class Traffic(Serving):
         # their client still waits for, by arrival step (a ring over the timeout, oldest given
         # up on at their deadline); and those it gave up on that the server still holds
         # (``orphans``: served first, as the oldest, and then counted for nothing).
-        self.queued = [np.zeros((self._queue_slots(r), f.n_containers), np.int64) for r in f.routes]
+        self.queued = [np.zeros((n, f.n_containers), np.int64) for n in queues]
         self.orphans = [np.zeros(f.n_containers, np.int64) for _ in f.routes]
         # How many requests each route's buffers hold (their sums, kept as they change).
         self.pending_n = [0] * len(f.routes)
@@ -391,11 +385,20 @@ class Traffic(Serving):
         their way, and those still connecting."""
         return self.queued_n[ri] + self.pending_n[ri] + self.conns[ri].waiting
 
-    def _queue_slots(self, route: Route) -> int:
-        """Arrival steps the client's side of a route's backlog keeps: up to its timeout (one,
-        ages untracked, without a timeout), bounded by the run (cost.queue_slots)."""
-        timeout = None if route.timeout >= INF else int(route.timeout)
-        return queue_slots(timeout, self.spec.duration, self.spec.step)
+    def ring_sizes(self, duration: int) -> list[int]:
+        """The steps the rings keep, for a run of ``duration``: the answers on their way (up to
+        the longest wait, a client timeout or a dependency call's timeout × its tries,
+        cost.answer_slots), then per route its client-side backlog's arrival steps (up to its
+        timeout; one, ages untracked, without a timeout: cost.queue_slots)."""
+        f, step = self.fleet, self.spec.step
+        waits = [int(r.timeout) for r in f.routes if r.timeout < INF] + [
+            int(c.timeout or 0) * c.retries.attempts
+            for b in f.container_behavior
+            for rc in b.routes.values()
+            for c in rc.calls
+        ]
+        queues = [queue_slots(None if r.timeout >= INF else int(r.timeout), duration, step) for r in f.routes]
+        return [answer_slots(waits, duration, step), *queues]
 
     def _give_up(self, ri: int, k: int, rec: dict[str, I64]) -> None:
         """Requests still queued at their client's deadline (sent ``timeout`` ago) are timeouts

@@ -11,7 +11,9 @@ outlier detection ejection.py's (OutlierMonitor).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -100,8 +102,7 @@ class MeshRoute:
         self._rq = np.zeros((clients, host_pods.size), np.int64)
         self._c5xx = np.zeros((clients, host_pods.size), np.int64)
         self._cgw = np.zeros((clients, host_pods.size), np.int64)
-        for ci, c in enumerate(self.clients):
-            c.rq, c.c5xx, c.cgw = self._rq[ci], self._c5xx[ci], self._cgw[ci]
+        self._rows()
         for c in self.clients:
             c.cursor = int(rng.integers(0, max(host_pods.size, 1)))  # Envoy seeds the index at random
             c.next_tick = self.detector.interval if self.detector else None
@@ -123,6 +124,21 @@ class MeshRoute:
         self._batch_hosts: tuple[_HostView, list[B], B, I64, I64] | None = None
         self.mirrored_now = 0  # copies sent this step
         self.sent = 0  # requests of the run so far (which client sends the next)
+
+    def _rows(self) -> None:
+        """Every client's counters as its row of the clients' arrays."""
+        for ci, c in enumerate(self.clients):
+            c.rq, c.c5xx, c.cgw = self._rq[ci], self._c5xx[ci], self._cgw[ci]
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> MeshRoute:
+        # A copy's clients count into rows of the copy's arrays (a plain deep copy would give
+        # them arrays of their own: engine/warm.py copies a run's state).
+        new = MeshRoute.__new__(MeshRoute)
+        memo[id(self)] = new
+        for name, value in vars(self).items():
+            setattr(new, name, copy.deepcopy(value, memo))
+        new._rows()
+        return new
 
     @property
     def events(self) -> list[Event]:
