@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -341,9 +342,9 @@ def test_a_stress_giving_the_baselines_very_scenario_is_simulated_once(
 
     simulated: list[str] = []
 
-    def counted(job: tuple) -> stress.StressResult:  # type: ignore[type-arg]
+    def counted(job: tuple, *simulated_by: Any) -> stress.StressResult:  # type: ignore[type-arg]
         simulated.append(job[3])
-        return run_one(job)
+        return run_one(job, *simulated_by)
 
     monkeypatch.setattr(stress, "run_one", counted)
     objs = k8s.parse(load_docs(deployment(GOOD), "m.yaml"))

@@ -14,9 +14,19 @@ import yaml
 from typer.testing import CliRunner
 
 from probesim.cli import app
+from probesim.engine import simulate
 from probesim.tune import study
 from probesim.tune.inputs import TuneInputs, load
-from probesim.tune.objective import Serial, evaluate, measure, measured, plan
+from probesim.tune.objective import (
+    PHASE_MS,
+    RunFigures,
+    Serial,
+    _worst_moment,
+    evaluate,
+    measure,
+    measured,
+    plan,
+)
 from probesim.tune.patch import merge_patch, strategic_merge, workload_patch
 from probesim.tune.report import values_paths
 from probesim.tune.space import Setting, Space
@@ -207,12 +217,25 @@ def _args(case: Path) -> tuple[list[str], str, None]:
     return [str(case / "web.yaml")], str(case / "s.yaml"), None
 
 
-def test_a_settings_runs_in_two_rounds_give_what_each_run_measured_alone(inputs: TuneInputs) -> None:
-    # evaluate runs the hung pod's two worst moments side by side, and start-x2 (the scenario's
-    # start of 8 s, doubled) once per distinct scenario: the figures are measure()'s, run by run.
+def test_a_settings_runs_measured_together_give_what_each_gives_simulated_from_its_start(
+    inputs: TuneInputs,
+) -> None:
+    # The stress baseline and stop-the-world go on from one warm-up, the hung pod's three runs
+    # from another, start-x2 (the scenario's start of 8 s, doubled) runs once per distinct
+    # scenario: the figures are those of each run simulated from its start, run by run.
+    # Readiness every 7 s and liveness every 11 s: their worst moments are 127 s and 122 s, two
+    # runs gone on from the hung pod's warm-up besides the one just past the scripted hang.
     space = Space(inputs.workload, inputs.rule)
-    runs = plan(inputs, space, space.current())
-    assert measured(runs, Serial()) == [measure(r) for r in runs]
+    probes = json.loads(json.dumps(space.current().probes))
+    probes["app"]["readinessProbe"]["periodSeconds"] = 7
+    probes["app"]["livenessProbe"]["periodSeconds"] = 11
+    runs = plan(inputs, space, Setting(probes))
+    assert [r.label for r in runs if r.warm_until] == ["stress baseline", "stress stop-the-world-2s"]
+    assert measured(runs, Serial()) == [measure(r, from_start=True) for r in runs]
+    hung = next(r for r in runs if r.kind == "hung")
+    first = simulate(hung.scenario.cut_to(hung.hang_at_ms + PHASE_MS))
+    moments = [_worst_moment(hung, first, kind).hang_at_ms for kind in ("readiness", "liveness")]
+    assert (hung.hang_at_ms, moments) == (120_000, [127_000, 122_000])
     twice = [*runs, replace(runs[0], label="again")]
     got = measured(twice, Serial())
     assert got[-1] == replace(got[0], label="again")
@@ -238,8 +261,8 @@ def test_a_trial_left_waiting_in_the_storage_is_finished_there_at_its_number(
 
 class _Watched:
     """Runs each item when its result is read (as a pool's results come); notes how many
-    trials the storage holds when a setting's first round is handed out and when its first
-    result is read; raises KeyboardInterrupt instead on the ``interrupt_at``-th first round."""
+    trials the storage holds when a setting's runs are handed out and when its first result
+    is read; raises KeyboardInterrupt instead on the ``interrupt_at``-th setting."""
 
     def __init__(self, url: str, name: str, interrupt_at: int = 0) -> None:
         self.url, self.name, self.interrupt_at = url, name, interrupt_at
@@ -252,9 +275,9 @@ class _Watched:
         return len(optuna.load_study(study_name=self.name, storage=self.url).trials)
 
     def map(self, fn: Any, items: Any) -> Any:
-        from probesim.tune.objective import _phase_one
+        from probesim.tune.objective import measure_all
 
-        first_round = fn is _phase_one
+        first_round = fn is measure_all
         if first_round:
             if len(self.stored_when_handed) + 1 == self.interrupt_at:
                 raise KeyboardInterrupt
@@ -575,7 +598,7 @@ def test_a_value_is_justified_by_the_figure_that_decided_it_not_by_failures_with
 ) -> None:
     """Put back, a value costs 100 more failed requests of 30,000 (within the 1 % the
     recommendation counts as equal) and three times the probes: the reason said is the probes."""
-    from probesim.tune.objective import Figures, RunFigures
+    from probesim.tune.objective import Figures
 
     space = Space(inputs.workload, inputs.rule)
     now = space.current()

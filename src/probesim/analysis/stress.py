@@ -31,8 +31,10 @@ from __future__ import annotations
 import copy
 import json
 import os
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -42,6 +44,7 @@ from probesim.cost import DEFAULT_MAX_COST, run_cost
 from probesim.engine import simulate
 from probesim.engine.controllers.templates import PlanError
 from probesim.engine.kernel_choice import KERNEL_STEPS, kernels
+from probesim.engine.warm import WarmUp
 from probesim.kube.load_model import default_rate, workload_behavior
 from probesim.kube.rolling import rolling_update
 from probesim.kube.selectors import selects
@@ -69,6 +72,9 @@ FAULT_ERRORS = ("dependency-hangs", "one-pod-500")
 # becomes Ready may be restarted by liveness by design, which its objectives would count.
 ROLLOUTS = ("rollout", "rollout-never-ready")
 SUITE = (*STRESSES, *ROLLOUTS)
+# The stresses that are the baseline until EVENT_AT_MS: they go on from its warm-up
+# (engine/warm.py) instead of simulating the same start-up again.
+LATER_STRESSES = ("stop-the-world-2s",)
 DURATION_MS = 5 * 60_000
 EVENT_AT_MS = 2 * 60_000
 
@@ -309,12 +315,15 @@ def stress_scenario(base: dict[str, Any], w: Workload, stress: str) -> tuple[Sce
     return sc, ""
 
 
-def run_one(args: tuple[int, str, str, str, Scenario | None, StressThresholds, str]) -> StressResult:
+Job = tuple[int, str, str, str, Scenario | None, StressThresholds, str]
+
+
+def run_one(args: Job, simulated: Callable[[Scenario], Result] = simulate) -> StressResult:
     index, shown, namespace, stress, sc, th, not_run = args
     if sc is None:
         return StressResult(index, shown, namespace, stress, 0.0, 0, 1.0, 0.0, "skipped", not_run)
     try:
-        r = simulate(sc)
+        r = simulated(sc)
     except PlanError as e:  # a rollout the controllers would not start
         return StressResult(index, shown, namespace, stress, 0.0, 0, 1.0, 0.0, "skipped", str(e))
     w = sc.workloads[0]
@@ -352,6 +361,20 @@ def run_one(args: tuple[int, str, str, str, Scenario | None, StressThresholds, s
         "; ".join(why),
         ramp,
     )
+
+
+def run_together(jobs: tuple[Job, ...]) -> list[StressResult]:
+    """``run_one`` of each job (in worker processes). A workload's baseline and its
+    LATER_STRESSES go on from one warm-up (engine/warm.py): the baseline's scenario (the first
+    job's) simulated up to EVENT_AT_MS; the baseline goes on last, from the warm-up's own state."""
+    first = jobs[0][4]
+    if len(jobs) == 1 or first is None:
+        return [run_one(j) for j in jobs]
+    warm = WarmUp(first, EVENT_AT_MS)
+    done: dict[int, StressResult] = {}
+    for j in (*jobs[1:], jobs[0]):
+        done[id(j)] = run_one(j, partial(warm.result, last=j is jobs[0]))
+    return [done[id(j)] for j in jobs]
 
 
 def _errors(r: Result, judged: Any) -> float:
@@ -460,19 +483,32 @@ def stress_suite(
     for i, k in enumerate(keys):
         if k is not None:
             first.setdefault(k, i)
-    # The costliest first, so that the last simulation to finish is a short one.
-    todo = sorted(first.values(), key=lambda i: (-_units(jobs[i][4]), i))
-    workers = processes or min(len(todo), os.cpu_count() or 1) or 1
+    # A workload's baseline and the stresses that are the baseline until EVENT_AT_MS run
+    # together, from one warm-up; the costliest first, so that the last to finish is a short one.
+    together: dict[int, list[int]] = {}
+    tasks: list[list[int]] = []
+    for i in sorted(first.values()):
+        if jobs[i][3] in ("baseline", *LATER_STRESSES):
+            group = together.setdefault(jobs[i][0], [])
+            if not group:
+                tasks.append(group)
+            group.append(i)
+        else:
+            tasks.append([i])
+    tasks.sort(key=lambda t: (-sum(_units(jobs[i][4]) for i in t), t[0]))
+    todo = [i for t in tasks for i in t]
+    workers = processes or min(len(tasks), os.cpu_count() or 1) or 1
     # Loaded here, the capacity model's kernels are the workers' from their first run, instead of
     # each worker's after its numpy forms have run long enough to pay for loading them.
     steps = sum(sc.spec.duration // sc.spec.step for i in todo if (sc := jobs[i][4]) is not None)
     if steps >= KERNEL_STEPS:
         kernels(steps)
-    if workers <= 1 or len(todo) <= 1:
-        done = [run_one(jobs[i]) for i in todo]
+    grouped = [tuple(jobs[i] for i in t) for t in tasks]
+    if workers <= 1 or len(tasks) <= 1:
+        done = [r for g in grouped for r in run_together(g)]
     else:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            done = list(pool.map(run_one, [jobs[i] for i in todo]))
+            done = [r for rs in pool.map(run_together, grouped) for r in rs]
     result = {keys[i]: r for i, r in zip(todo, done, strict=True)}
     out = []
     for j, k in zip(jobs, keys, strict=True):

@@ -41,8 +41,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal, Protocol, TypeVar
 
-from probesim.analysis.stress import STRESSES, base_scenario, stress_scenario
+from probesim.analysis.stress import EVENT_AT_MS, LATER_STRESSES, STRESSES, base_scenario, stress_scenario
 from probesim.engine import simulate
+from probesim.engine.warm import WarmUp
 from probesim.model.duration import parse_ms
 from probesim.model.kubernetes import Workload, pod_names_of
 from probesim.model.scenario import ContainerBehavior, Scenario
@@ -78,6 +79,9 @@ class Run:
     app_start_ms: int = 0  # when the slowest container's app answers (baseline: time to Ready)
     probe_rps: float = 0.0  # the setting's probe load (on every run, read from the first)
     probe_cpu_m: float = 0.0
+    # The runs with a warm_until go on from one warm-up (engine/warm.py): the first of them's
+    # scenario simulated up to then (the stress baseline's, until its stresses' event).
+    warm_until: int = 0
 
 
 @dataclass(frozen=True)
@@ -221,7 +225,9 @@ def plan(inputs: TuneInputs, space: Space, setting: Setting) -> list[Run]:
     for stress in STRESSES:
         sc, _why = stress_scenario(base, w, stress)
         if sc is not None:
-            runs.append(Run(f"stress {stress}", "stress", sc, w.name, 0, needless, **load))  # type: ignore[arg-type]
+            warm = EVENT_AT_MS if stress in ("baseline", *LATER_STRESSES) else 0
+            run = Run(f"stress {stress}", "stress", sc, w.name, 0, needless, **load, warm_until=warm)  # type: ignore[arg-type]
+            runs.append(run)
     if inputs.given:
         runs.append(Run("scenario", "scenario", given, w.name, 0, needless, **load))  # type: ignore[arg-type]
     hung = _hung(base, w.name, [c.name for c in w.pod_spec.containers], rule is not None)
@@ -263,29 +269,35 @@ def _hung(base: dict[str, Any], workload: str, containers: list[str], mesh: bool
 PHASE_MS = 75_000  # after the scripted hang: enough for any probe's first failure (period + timeout)
 
 
-def measure(run: Run) -> RunFigures:
+def measure(run: Run, from_start: bool = False) -> RunFigures:
     """One run simulated and read (a top-level function: it runs in worker processes). The hung
-    run is first simulated just past the scripted hang, to read when pod 0's probes tick; then
-    with the hang at the worst moment for readiness (the run's figures) and for liveness (the
-    time until all replicas are Ready again); the time out of service is the later of the two.
-    ``evaluate`` takes the same steps, the hung run's last two beside the other runs."""
+    run is simulated up to the scripted hang once (a warm-up: engine/warm.py) and goes on from
+    there three times: just past the hang, to read when pod 0's probes tick; then with the hang
+    at the worst moment for readiness (the run's figures) and for liveness (the time until all
+    replicas are Ready again); the time out of service is the later of the two. Each is
+    ``simulate``'s Result of that scenario, to the bit (``from_start``: each simulated so)."""
     if run.kind != "hung":
         return _read(run, simulate(run.scenario))
-    moved = worst_moments(run)
-    return _hung_figures(moved, [measure_moved(m) for m in _distinct_moments(moved)])
+    go_on = _simulated if from_start else WarmUp(run.scenario, run.hang_at_ms).result
+    first = go_on(run.scenario.cut_to(run.hang_at_ms + PHASE_MS), False)
+    moved = (_worst_moment(run, first, "readiness"), _worst_moment(run, first, "liveness"))
+    runs = _distinct_moments(moved)
+    return _hung_figures(moved, [_read(m, go_on(m.scenario, m is runs[-1])) for m in runs])
 
 
-def worst_moments(run: Run) -> tuple[Run, Run]:
-    """The hung run moved to the worst moment for readiness and for liveness (``_worst_moment``),
-    read from the run simulated just past the scripted hang (a top-level function: it runs in
-    worker processes)."""
-    first = simulate(run.scenario.cut_to(run.hang_at_ms + PHASE_MS))
-    return _worst_moment(run, first, "readiness"), _worst_moment(run, first, "liveness")
+def measure_all(runs: tuple[Run, ...], from_start: bool = False) -> list[RunFigures]:
+    """``measure`` of each run (in worker processes): runs with a ``warm_until`` go on from one
+    warm-up of the first's scenario (it goes on last, from the warm-up's own state)."""
+    if len(runs) == 1 or not runs[0].warm_until or from_start:
+        return [measure(r, from_start) for r in runs]
+    warm = WarmUp(runs[0].scenario, runs[0].warm_until)
+    got = {id(r): _read(r, warm.result(r.scenario, last=r is runs[0])) for r in (*runs[1:], runs[0])}
+    return [got[id(r)] for r in runs]
 
 
-def measure_moved(run: Run) -> RunFigures:
-    """A hung run at one of its worst moments, simulated and read (in worker processes)."""
-    return _read(run, simulate(run.scenario))
+def _simulated(scenario: Scenario, last: bool) -> Any:
+    """``simulate(scenario)``, as a warm-up's ``result`` is called."""
+    return simulate(scenario)
 
 
 def _distinct_moments(moved: tuple[Run, Run]) -> list[Run]:
@@ -420,11 +432,6 @@ def _out_of_service(
     return min(times) - at if times else None
 
 
-def _phase_one(run: Run) -> RunFigures | tuple[Run, Run]:
-    """A run's figures, or a hung run's two worst moments (in worker processes)."""
-    return worst_moments(run) if run.kind == "hung" else measure(run)
-
-
 def _same(run: Run) -> tuple[Any, ...]:
     """What a run's figures depend on: all of it but its label (a stress may give the same
     scenario as another: twice a start of 0 s is the baseline's)."""
@@ -432,39 +439,30 @@ def _same(run: Run) -> tuple[Any, ...]:
     return (json.dumps(run.scenario.to_doc()), *rest)
 
 
-def _longest_first(runs: Sequence[Run], steps: Callable[[Run], int]) -> list[int]:
-    """The order to hand ``runs`` to the workers: the longest simulations first, so that the
-    last to finish is a short one (ties in the runs' order)."""
-    return sorted(range(len(runs)), key=lambda i: (-steps(runs[i]), i))
+def _steps(runs: tuple[Run, ...]) -> int:
+    """About how many steps ``measure_all`` simulates for ``runs`` (the hung run: its warm-up,
+    the phase past the hang and a worst moment; a warm-up's runs: it once, then each's rest)."""
+    if runs[0].kind == "hung":
+        return runs[0].hang_at_ms + PHASE_MS + DETECTION_CAP_MS
+    until = runs[0].warm_until if len(runs) > 1 else 0
+    return until + sum(r.scenario.spec.duration - until for r in runs)
 
 
-def _mapped(
-    executor: Executor,
-    fn: Callable[[Run], R],
-    runs: Sequence[Run],
-    steps: Callable[[Run], int],
-    meanwhile: Callable[[], object] | None = None,
-) -> list[R]:
-    order = _longest_first(runs, steps)
-    got = executor.map(fn, [runs[i] for i in order])
-    if meanwhile is not None:
-        meanwhile()
-    out: list[Any] = [None] * len(runs)
-    for i, x in zip(order, got, strict=True):
-        out[i] = x
-    return out
+def _longest_first(tasks: Sequence[tuple[Run, ...]]) -> list[int]:
+    """The order to hand ``tasks`` to the workers: the longest first, so that the last to
+    finish is a short one (ties in the tasks' order)."""
+    return sorted(range(len(tasks)), key=lambda i: (-_steps(tasks[i]), i))
 
 
 def measured(
     runs: Sequence[Run], executor: Executor, meanwhile: Callable[[], object] | None = None
 ) -> list[RunFigures]:
-    """``measure`` of each run, in the runs' order, simulated in two rounds over the executor:
-    every run but the hung one, beside the hung run simulated past its hang; then the hung run at
-    its two worst moments, side by side (``measure`` takes them one after the other). A run that
-    is another but for its label is simulated once. The figures are ``measure``'s: each is a
-    deterministic simulation, wherever and in whatever order it runs. ``meanwhile`` is called
-    once the first round is handed out, before its results are read: the caller's own work
-    while the workers simulate."""
+    """``measure`` of each run, in the runs' order, simulated over the executor: the runs that
+    share a warm-up (``warm_until``) together, each other run alone; a run that is another but
+    for its label is simulated once. The figures are ``measure``'s: each is a deterministic
+    simulation, wherever and in whatever order it runs. ``meanwhile`` is called once every run
+    is handed out, before the results are read: the caller's own work while the workers
+    simulate."""
     keys = [_same(r) for r in runs]
     index: dict[tuple[Any, ...], int] = {}
     distinct: list[Run] = []
@@ -472,21 +470,16 @@ def measured(
         if k not in index:
             index[k] = len(distinct)
             distinct.append(r)
-
-    def duration(r: Run) -> int:
-        return r.hang_at_ms + PHASE_MS if r.kind == "hung" else r.scenario.spec.duration
-
-    first = _mapped(executor, _phase_one, distinct, duration, meanwhile)
-    moments = [x for x in first if isinstance(x, tuple)]
-    second = [m for moved in moments for m in _distinct_moments(moved)]
-    later = iter(_mapped(executor, measure_moved, second, lambda r: r.scenario.spec.duration))
-    figs: list[RunFigures] = []
-    for x in first:
-        if isinstance(x, tuple):
-            figs.append(_hung_figures(x, [next(later) for _ in _distinct_moments(x)]))
-        else:
-            figs.append(x)
-    return [replace(figs[index[k]], label=r.label) for k, r in zip(keys, runs, strict=True)]
+    warmed = tuple(r for r in distinct if r.warm_until)
+    tasks = [(r,) for r in distinct if not r.warm_until] + ([warmed] if warmed else [])
+    order = _longest_first(tasks)
+    got = executor.map(measure_all, [tasks[i] for i in order])
+    if meanwhile is not None:
+        meanwhile()
+    figs: dict[int, RunFigures] = {}
+    for i, fs in zip(order, got, strict=True):
+        figs.update((id(r), f) for r, f in zip(tasks[i], fs, strict=True))
+    return [replace(figs[id(distinct[index[k]])], label=r.label) for k, r in zip(keys, runs, strict=True)]
 
 
 def evaluate(
