@@ -108,6 +108,43 @@ def test_a_pod_whose_behaviour_is_drawn_for_apart_only_in_one_scenario_is_not_go
     assert _json(warm.result(other)) == _json(simulate(other))
 
 
+def test_a_warm_up_ending_within_a_step_goes_on_only_as_runs_that_have_that_step() -> None:
+    # Until 100.5 s the warm-up ran the step at 100 s: a run of 100.5 s has no such step (its
+    # steps are those of 100 s), one of 101 s has; a warm-up of 90.5 s ran 90 steps.
+    sc = _web()
+    warm = WarmUp(sc, 100_500)
+    for length, why in (("100500ms", "shorter than the warm-up"), ("101s", None)):
+        doc = sc.to_doc()
+        doc["spec"]["duration"] = length
+        other = Scenario.model_validate(doc)
+        assert warm.fits(other) == why
+        assert _json(warm.result(other)) == _json(simulate(other))
+    doc = sc.to_doc()
+    doc["spec"]["duration"] = "90500ms"
+    short = WarmUp(Scenario.model_validate(doc), 90_500)
+    assert short.steps == 90 and short.fits(sc) is None
+    assert _json(short.result(sc)) == _json(simulate(sc))
+
+
+def test_behaviours_whose_redirects_are_listed_in_another_order_are_not_the_same_run() -> None:
+    # The answers' rows follow the order of the redirects: reversed, /x (which the traffic asks)
+    # would read /y's row, 503s from the hang at 80 s on.
+    def web(order: list[tuple[str, str]]) -> Scenario:
+        return scenario(
+            probes={"readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080}}},
+            behavior={"paths": {"/y": 503}, "redirects": dict(order),
+                      "episodes": [{"kind": "hang", "at": "80s", "for": "1s"}]},
+            traffic=[{"rate": 5, "path": "/x"}],
+            duration="100s",
+        )  # fmt: skip
+
+    mine, other = web([("/a", "/x"), ("/b", "/y")]), web([("/b", "/y"), ("/a", "/x")])
+    assert mine == other  # (the models, which compare their dicts in any order)
+    warm = WarmUp(mine, 50_000)
+    assert warm.fits(other) == "another run before the warm-up's end"
+    assert _json(warm.result(other)) == _json(simulate(other))
+
+
 def _episode(doc: dict[str, Any], ep: dict[str, Any]) -> None:
     b = doc["spec"]["behavior"]["web"]["containers"]["app"]
     b["episodes"] = [*b.get("episodes", []), ep]

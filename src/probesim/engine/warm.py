@@ -37,11 +37,13 @@ class WarmUp:
     def __init__(self, scenario: Scenario, until_ms: int) -> None:
         step = scenario.spec.step
         self.until = min(max(until_ms, 0), scenario.spec.duration)
-        self.steps = -(-self.until // step)  # the steps that begin before ``until``
+        # The steps that begin before ``until`` (the run's, when it ends sooner).
+        self.steps = min(-(-self.until // step), scenario.spec.duration // step)
         self.run = Simulation(scenario)
         self.run.begin()
         self.run.advance(self.steps)
         self._before = _before(scenario, self.until)
+        self._order = self._before.model_dump_json()
         self._used = False
 
     def fits(self, scenario: Scenario) -> str | None:
@@ -68,9 +70,12 @@ class WarmUp:
         mine = self.run.scenario
         if scenario.spec.step != mine.spec.step:
             return "another step", None
-        if scenario.spec.duration < self.until:
+        if scenario.spec.duration < self.until or scenario.spec.duration // scenario.spec.step < self.steps:
             return "shorter than the warm-up", None
-        if _before(scenario, self.until) != self._before:
+        # Equal models, in the same order too (the set-up follows the order of a behaviour's
+        # redirects and routes: the answers' rows, the call routes).
+        before = _before(scenario, self.until)
+        if before != self._before or before.model_dump_json() != self._order:
             return "another run before the warm-up's end", None
         fleet = build(scenario)
         ours = self.run.fleet
