@@ -55,6 +55,9 @@ def simulate(scenario: Scenario) -> Result:
 
 
 class Simulation:
+    """One run of a scenario: its state, set up as it is made. ``run`` runs it whole; ``begin``,
+    ``advance`` and ``finish`` in parts (engine/warm.py goes on from a part as another scenario)."""
+
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
         self.spec = scenario.spec
