@@ -32,6 +32,7 @@ from probesim.engine.kernel_choice import run_with
 from probesim.engine.kubelet import ProbeWorkers
 from probesim.engine.pod_metrics import PodMetrics
 from probesim.engine.pod_status import PodStatus
+from probesim.engine.readiness_gates import ReadinessGates
 from probesim.engine.recording import Recorder
 from probesim.engine.sidecar.build import build_mesh
 from probesim.engine.summary import Summary, TrackedRollout
@@ -98,9 +99,6 @@ class Simulation:
         for wi in self.controllers.adopting:
             # Created next to an adopted ReplicaSet of another template: it rolls out from it.
             self.rollouts.append(TrackedRollout(wi, "adopt", 0, 0))
-        # Readiness gates set by actions: per condition type, when it is True on each pod (INF:
-        # False); None until an action sets one (then gates_at follows these).
-        self.gate_true: dict[str, I64] | None = None
         self.autoscalers = {
             i: Autoscaler(h)
             for i, w in enumerate(scenario.workloads)
@@ -114,8 +112,7 @@ class Simulation:
         self.ready = np.zeros(n, bool)
         self.ready_since = np.full(n, INF, np.int64)
         self.first_ready = np.full(n, INF, np.int64)
-        self.gates_at = np.full(n, INF, np.int64)
-        self.gate_times: set[int] = set()  # every pod's gates_at, to look the step's time up
+        self.gates = ReadinessGates(f)
         self.dirty = True
         self.mesh = build_mesh(scenario, f, self.rng)
 
@@ -134,10 +131,7 @@ class Simulation:
         self.admitted_at[new] = t
         self.ready_transition[new] = t
         self.pods.version += 1
-        self.gates_at[new] = np.minimum(t + f.pod_gate_delay[new], INF)
-        self.gate_times.update(self.gates_at[new].tolist())
-        if self.gate_true is not None:
-            self._gates_at_creation(new, t)
+        self.gates.created(new, t)
         conts = np.flatnonzero(np.isin(f.container_pod, new))
         self.ctr.admit(new, t + self.spec.cluster.pod_start_delay)
         for w in self.workers.values():
@@ -257,7 +251,8 @@ class Simulation:
         for i in indices:
             a = self.spec.actions[i]
             if isinstance(a, SetReadinessGate):
-                self._set_gate(t, a)
+                self.gates.set(t, a, self.pods.admitted, self.pods.gone, self.admitted_at)
+                self.dirty = True
                 continue
             assert not isinstance(a, DeletePod)
             self.controllers.act(t, i, a)
@@ -300,51 +295,6 @@ class Simulation:
             cond = d.status.condition("Progressing")
             if r.stalled is None and cond is not None and cond.reason == TIMED_OUT_REASON:
                 r.stalled = t
-
-    def _set_gate(self, t: int, a: SetReadinessGate) -> None:
-        """A readiness gate's condition set on existing pods; pods created later get theirs as
-        the behaviour's readinessGates delay says."""
-        f = self.fleet
-        if self.gate_true is None:
-            self.gate_true = {}
-            for p in np.flatnonzero(self.pods.admitted):
-                self._gates_at_creation(np.array([p]), int(self.admitted_at[p]))
-        cond = a.condition
-        if a.pod is not None:
-            pods = np.array([f.pod_names.index(a.pod)], np.int64)
-        else:
-            wi = next(j for j, w in enumerate(self.scenario.workloads) if w.name == a.workload)
-            pods = np.flatnonzero((f.pod_workload == wi) & self.pods.admitted & ~self.pods.gone)
-        arr = self.gate_true.setdefault(cond, np.full(f.n_pods, -1, np.int64))
-        arr[pods] = t if a.status else INF
-        self._gates_from_conditions(pods)
-        self.dirty = True
-
-    def _gates_at_creation(self, new: I64, t: int) -> None:
-        """Each declared gate of the new pods True after its behaviour delay (INF: never)."""
-        assert self.gate_true is not None
-        f = self.fleet
-        for p in new.tolist():
-            wi, tpl = int(f.pod_workload[p]), int(f.pod_template[p])
-            w = f.plans[wi].revisions[tpl] if wi in f.plans else None
-            rw = w.workload if w is not None else self.scenario.workloads[wi]
-            wb = w.behavior if w is not None else self.scenario.behavior(rw.name)
-            for g in rw.pod_spec.readiness_gates:
-                arr = self.gate_true.setdefault(g.condition_type, np.full(f.n_pods, -1, np.int64))
-                arr[p] = (
-                    min(t + wb.readiness_gates[g.condition_type], int(INF))
-                    if g.condition_type in wb.readiness_gates
-                    else INF
-                )
-        self._gates_from_conditions(new)
-
-    def _gates_from_conditions(self, pods: I64) -> None:
-        assert self.gate_true is not None
-        at = np.zeros(pods.size, np.int64)
-        for arr in self.gate_true.values():
-            at = np.maximum(at, arr[pods])
-        self.gates_at[pods] = at
-        self.gate_times.update(at.tolist())
 
     def _autoscale(self, t: int) -> None:
         """HPA syncs every 15 s from the start of the run."""
@@ -435,7 +385,7 @@ class Simulation:
             self.dirty = True
 
     def _conditions(self, t: int) -> None:
-        if not self.dirty and t not in self.gate_times:
+        if not self.dirty and t not in self.gates.times:
             return
         self.dirty = False
         f = self.fleet
@@ -443,7 +393,7 @@ class Simulation:
         started = self._started()
         c_ready = started & (~r.spec.has | (r.visible(self.ctr.instance) == SUCCESS))
         pod_ready = self._per_pod(np.minimum, c_ready.astype(np.int8)).astype(bool)
-        pod_ready &= self.pods.admitted & ~self.pods.gone & (self.gates_at <= t)
+        pod_ready &= self.pods.admitted & ~self.pods.gone & (self.gates.at <= t)
         # A container replaced since the last step (an exit and a restart within one step) was
         # not ready in between: the kubelet reports the dead one not ready and the new one starts at
         # readiness Failure, so Ready went False and back, with a new transition time.
