@@ -342,9 +342,9 @@ def test_a_stress_giving_the_baselines_very_scenario_is_simulated_once(
 
     simulated: list[str] = []
 
-    def counted(job: tuple, *simulated_by: Any) -> stress.StressResult:  # type: ignore[type-arg]
+    def counted(job: tuple, result: Any = None) -> stress.StressResult:  # type: ignore[type-arg]
         simulated.append(job[3])
-        return run_one(job, *simulated_by)
+        return run_one(job, result)
 
     monkeypatch.setattr(stress, "run_one", counted)
     objs = k8s.parse(load_docs(deployment(GOOD), "m.yaml"))

@@ -23,6 +23,18 @@ def _json(r: Result) -> str:
     return json.dumps(r.to_json(), sort_keys=True, default=str)
 
 
+def _goes_on_as_simulated(warm: WarmUp, other: Scenario, why: str | None) -> None:
+    """``warm`` takes ``other`` or refuses it for ``why``; either way its Result is simulate()'s."""
+    assert warm.fits(other) == why
+    assert _json(warm.result(other)) == _json(simulate(other))
+
+
+def _lasting(sc: Scenario, length: str) -> Scenario:
+    doc = sc.to_doc()
+    doc["spec"]["duration"] = length
+    return Scenario.model_validate(doc)
+
+
 def _with_hang(sc: Scenario, at_ms: int, duration_ms: int | None = None) -> Scenario:
     """``sc`` with its first workload's first container hanging for 5 steps from ``at_ms``."""
     doc = sc.to_doc()
@@ -85,8 +97,7 @@ def test_a_scenario_that_is_not_the_same_run_until_the_warm_ups_end_is_simulated
     change(doc)
     other = Scenario.model_validate(doc)
     warm = WarmUp(sc, 100_000)
-    assert warm.fits(other) == why
-    assert _json(warm.result(other)) == _json(simulate(other))
+    _goes_on_as_simulated(warm, other, why)
 
 
 def test_a_pod_whose_behaviour_is_drawn_for_apart_only_in_one_scenario_is_not_gone_on() -> None:
@@ -104,8 +115,7 @@ def test_a_pod_whose_behaviour_is_drawn_for_apart_only_in_one_scenario_is_not_go
     }
     other = Scenario.model_validate(doc)
     warm = WarmUp(mine, 100_000)
-    assert warm.fits(other) == "its containers' behaviours are grouped otherwise"
-    assert _json(warm.result(other)) == _json(simulate(other))
+    _goes_on_as_simulated(warm, other, "its containers' behaviours are grouped otherwise")
 
 
 def test_a_warm_up_ending_within_a_step_goes_on_only_as_runs_that_have_that_step() -> None:
@@ -114,14 +124,8 @@ def test_a_warm_up_ending_within_a_step_goes_on_only_as_runs_that_have_that_step
     sc = _web()
     warm = WarmUp(sc, 100_500)
     for length, why in (("100500ms", "shorter than the warm-up"), ("101s", None)):
-        doc = sc.to_doc()
-        doc["spec"]["duration"] = length
-        other = Scenario.model_validate(doc)
-        assert warm.fits(other) == why
-        assert _json(warm.result(other)) == _json(simulate(other))
-    doc = sc.to_doc()
-    doc["spec"]["duration"] = "90500ms"
-    short = WarmUp(Scenario.model_validate(doc), 90_500)
+        _goes_on_as_simulated(warm, _lasting(sc, length), why)
+    short = WarmUp(_lasting(sc, "90500ms"), 90_500)
     assert short.steps == 90 and short.fits(sc) is None
     assert _json(short.result(sc)) == _json(simulate(sc))
 
@@ -141,8 +145,7 @@ def test_behaviours_whose_redirects_are_listed_in_another_order_are_not_the_same
     mine, other = web([("/a", "/x"), ("/b", "/y")]), web([("/b", "/y"), ("/a", "/x")])
     assert mine == other  # (the models, which compare their dicts in any order)
     warm = WarmUp(mine, 50_000)
-    assert warm.fits(other) == "another run before the warm-up's end"
-    assert _json(warm.result(other)) == _json(simulate(other))
+    _goes_on_as_simulated(warm, other, "another run before the warm-up's end")
 
 
 def _episode(doc: dict[str, Any], ep: dict[str, Any]) -> None:
@@ -153,12 +156,9 @@ def _episode(doc: dict[str, Any], ep: dict[str, Any]) -> None:
 def test_rings_sized_by_a_short_run_are_not_gone_on_with_another_length() -> None:
     # Under a minute the answers' ring is as long as the run: 40 s and 50 s keep 42 and 52 steps.
     sc = scenario(behavior={"routes": {"/": {"cpu": "5ms"}}}, traffic=[{"rate": 5}], duration="40s")
-    doc = sc.to_doc()
-    doc["spec"]["duration"] = "50s"
-    other = Scenario.model_validate(doc)
+    other = _lasting(sc, "50s")
     warm = WarmUp(sc, 20_000)
-    assert warm.fits(other) == "its rings keep another number of steps"
-    assert _json(warm.result(other)) == _json(simulate(other))
+    _goes_on_as_simulated(warm, other, "its rings keep another number of steps")
 
 
 def test_a_late_episode_hangs_at_its_time_after_the_warm_up() -> None:

@@ -31,10 +31,8 @@ from __future__ import annotations
 import copy
 import json
 import os
-from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -44,7 +42,7 @@ from probesim.cost import DEFAULT_MAX_COST, run_cost
 from probesim.engine import simulate
 from probesim.engine.controllers.templates import PlanError
 from probesim.engine.kernel_choice import KERNEL_STEPS, kernels
-from probesim.engine.warm import WarmUp
+from probesim.engine.warm import together
 from probesim.kube.load_model import default_rate, workload_behavior
 from probesim.kube.rolling import rolling_update
 from probesim.kube.selectors import selects
@@ -318,12 +316,13 @@ def stress_scenario(base: dict[str, Any], w: Workload, stress: str) -> tuple[Sce
 Job = tuple[int, str, str, str, Scenario | None, StressThresholds, str]
 
 
-def run_one(args: Job, simulated: Callable[[Scenario], Result] = simulate) -> StressResult:
+def run_one(args: Job, simulated: Result | None = None) -> StressResult:
+    """A stress's verdict: its scenario simulated (``simulated``: its Result, already made)."""
     index, shown, namespace, stress, sc, th, not_run = args
     if sc is None:
         return StressResult(index, shown, namespace, stress, 0.0, 0, 1.0, 0.0, "skipped", not_run)
     try:
-        r = simulated(sc)
+        r = simulated if simulated is not None else simulate(sc)
     except PlanError as e:  # a rollout the controllers would not start
         return StressResult(index, shown, namespace, stress, 0.0, 0, 1.0, 0.0, "skipped", str(e))
     w = sc.workloads[0]
@@ -367,14 +366,11 @@ def run_together(jobs: tuple[Job, ...]) -> list[StressResult]:
     """``run_one`` of each job (in worker processes). A workload's baseline and its
     LATER_STRESSES go on from one warm-up (engine/warm.py): the baseline's scenario (the first
     job's) simulated up to EVENT_AT_MS; the baseline goes on last, from the warm-up's own state."""
-    first = jobs[0][4]
-    if len(jobs) == 1 or first is None:
+    scenarios = [j[4] for j in jobs]
+    if len(jobs) == 1 or any(sc is None for sc in scenarios):
         return [run_one(j) for j in jobs]
-    warm = WarmUp(first, EVENT_AT_MS)
-    done: dict[int, StressResult] = {}
-    for j in (*jobs[1:], jobs[0]):
-        done[id(j)] = run_one(j, partial(warm.result, last=j is jobs[0]))
-    return [done[id(j)] for j in jobs]
+    results = together([sc for sc in scenarios if sc is not None], EVENT_AT_MS)
+    return [run_one(j, r) for j, r in zip(jobs, results, strict=True)]
 
 
 def _errors(r: Result, judged: Any) -> float:

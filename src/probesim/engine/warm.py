@@ -16,13 +16,14 @@ start (``WarmUp.fits`` says why).
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from probesim.engine.fleet import build
 from probesim.engine.kernel_choice import run_with
-from probesim.engine.loop import Simulation
+from probesim.engine.loop import Simulation, simulate
 from probesim.model.scenario import ContainerBehavior, Deadlock, Errors, Hang, Scenario
 from probesim.results import Result
 
@@ -56,7 +57,7 @@ class WarmUp:
         of copied)."""
         why, fleet = self._fits(scenario)
         if why is not None or fleet is None:
-            return Simulation(scenario).run()
+            return simulate(scenario)
         run = self.run if last else _copied(self.run)
         if last:
             self._used = True
@@ -87,6 +88,14 @@ class WarmUp:
         if rings(scenario.spec.duration) != rings(mine.spec.duration):
             return "its rings keep another number of steps", None
         return None, fleet
+
+
+def together(scenarios: Sequence[Scenario], until_ms: int) -> list[Result]:
+    """``simulate`` of each scenario, those after the first gone on from one warm-up of the
+    first up to ``until_ms`` (when they fit); the first goes on last, from the warm-up's own state."""
+    warm = WarmUp(scenarios[0], until_ms)
+    later = [warm.result(sc) for sc in scenarios[1:]]
+    return [warm.result(scenarios[0], last=True), *later]
 
 
 def _before(sc: Scenario, until: int) -> Scenario:

@@ -43,7 +43,7 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from probesim.analysis.stress import EVENT_AT_MS, LATER_STRESSES, STRESSES, base_scenario, stress_scenario
 from probesim.engine import simulate
-from probesim.engine.warm import WarmUp
+from probesim.engine.warm import WarmUp, together
 from probesim.model.duration import parse_ms
 from probesim.model.kubernetes import Workload, pod_names_of
 from probesim.model.scenario import ContainerBehavior, Scenario
@@ -290,9 +290,8 @@ def measure_all(runs: tuple[Run, ...], from_start: bool = False) -> list[RunFigu
     warm-up of the first's scenario (it goes on last, from the warm-up's own state)."""
     if len(runs) == 1 or not runs[0].warm_until or from_start:
         return [measure(r, from_start) for r in runs]
-    warm = WarmUp(runs[0].scenario, runs[0].warm_until)
-    got = {id(r): _read(r, warm.result(r.scenario, last=r is runs[0])) for r in (*runs[1:], runs[0])}
-    return [got[id(r)] for r in runs]
+    results = together([r.scenario for r in runs], runs[0].warm_until)
+    return [_read(r, x) for r, x in zip(runs, results, strict=True)]
 
 
 def _simulated(scenario: Scenario, last: bool) -> Any:
