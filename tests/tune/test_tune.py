@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from probesim.cli import app
 from probesim.engine import simulate
+from probesim.engine.warm import WarmUp
 from probesim.tune import study
 from probesim.tune.inputs import TuneInputs, load
 from probesim.tune.objective import (
@@ -233,9 +234,15 @@ def test_a_settings_runs_measured_together_give_what_each_gives_simulated_from_i
     assert [r.label for r in runs if r.warm_until] == ["stress baseline", "stress stop-the-world-2s"]
     assert measured(runs, Serial()) == [measure(r, from_start=True) for r in runs]
     hung = next(r for r in runs if r.kind == "hung")
-    first = simulate(hung.scenario.cut_to(hung.hang_at_ms + PHASE_MS))
-    moments = [_worst_moment(hung, first, kind).hang_at_ms for kind in ("readiness", "liveness")]
-    assert (hung.hang_at_ms, moments) == (120_000, [127_000, 122_000])
+    first_scenario = hung.scenario.cut_to(hung.hang_at_ms + PHASE_MS)
+    first = simulate(first_scenario)
+    moved = [_worst_moment(hung, first, kind) for kind in ("readiness", "liveness")]
+    assert (hung.hang_at_ms, [m.hang_at_ms for m in moved]) == (120_000, [127_000, 122_000])
+    # Each goes on from its warm-up (not simulated from its start after all).
+    warm = WarmUp(hung.scenario, hung.hang_at_ms)
+    assert [warm.fits(sc) for sc in (first_scenario, *(m.scenario for m in moved))] == [None] * 3
+    baseline, pause = (r.scenario for r in runs if r.warm_until)
+    assert WarmUp(baseline, runs[0].warm_until).fits(pause) is None
     twice = [*runs, replace(runs[0], label="again")]
     got = measured(twice, Serial())
     assert got[-1] == replace(got[0], label="again")
