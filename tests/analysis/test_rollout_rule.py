@@ -1,5 +1,5 @@
 """PS032 rollout-capacity: pods taken away by a rolling update (the controllers' rounding) and new
-pods Ready before they serve, against the scenario's load or the default load model's."""
+pods Ready before they serve, against the scenario's load — never a load probesim invents."""
 
 from __future__ import annotations
 
@@ -14,7 +14,23 @@ from probesim.cli import app
 from probesim.manifests.scenario import scenario_from_text
 
 READY = "readinessProbe: {httpGet: {path: /healthz, port: http}, periodSeconds: 2}"
-CPU = "resources: {requests: {cpu: 500m}, limits: {cpu: 500m}}"  # default load: 50 % of a pod
+CPU = "resources: {requests: {cpu: 500m}, limits: {cpu: 500m}}"  # LOAD: 50 % of a pod
+
+# 50 req/s a replica at 5 ms of CPU each: half of a 500m pod.
+LOAD = """\
+apiVersion: probesim.dev/v1alpha1
+kind: Scenario
+metadata: {{name: s}}
+spec:
+  duration: 1m
+  behavior:
+    web: {{containers: {{app: {{routes: {{/: {{cpu: 5ms}}}}}}}}}}
+  traffic: [{{path: /, rate: {rate}}}]
+"""
+
+
+def loaded(replicas: int) -> str:
+    return LOAD.format(rate=50 * replicas)
 
 
 def workload(
@@ -62,7 +78,7 @@ def findings(tmp_path: Path, manifest: str, scenario: str | None = None) -> list
     ]
 
 
-# The default load model: 50 req/s a replica of 500m (5 ms each) at 50 % of a pod's CPU (its limit = its request).
+# LOAD: 50 req/s a replica of 500m (5 ms each) at 50 % of a pod's CPU (its limit = its request).
 @pytest.mark.parametrize(
     ("replicas", "surge", "unavailable", "left"),
     [
@@ -73,10 +89,10 @@ def findings(tmp_path: Path, manifest: str, scenario: str | None = None) -> list
         (1, "0", "1", 0),  # the only pod goes first
     ],
 )
-def test_survivors_of_a_rollout_cannot_take_the_default_load(
+def test_survivors_of_a_rollout_cannot_take_the_load(
     tmp_path: Path, replicas: int, surge: str, unavailable: str, left: int
 ) -> None:
-    [(msg, fix)] = findings(tmp_path, workload(replicas, rolling(surge, unavailable)))
+    [(msg, fix)] = findings(tmp_path, workload(replicas, rolling(surge, unavailable)), loaded(replicas))
     load = f"{50 * replicas} req/s"
     share = (
         "no pod is left to serve them"
@@ -93,11 +109,11 @@ def test_survivors_of_a_rollout_cannot_take_the_default_load(
 
 
 def test_the_fix_gives_the_replicas_the_rounding_needs(tmp_path: Path) -> None:
-    [(_, fix)] = findings(tmp_path, workload(4, rolling("25%", "50%")))
-    # 5 replicas: 50 % of 5 rounds down to 2, 3 serve 250 req/s at 83 %.
+    [(_, fix)] = findings(tmp_path, workload(4, rolling("25%", "50%")), loaded(4))
+    # 5 replicas: 50 % of 5 rounds down to 2, 3 serve the scenario's 200 req/s at 67 %.
     assert fix == (
         "spec.strategy.rollingUpdate.maxSurge: 1, spec.strategy.rollingUpdate.maxUnavailable: 0 "
-        "(4 pods serving throughout, at 50 %; or replicas: 5 (3 serving during a rollout, at 83 %))"
+        "(4 pods serving throughout, at 50 %; or replicas: 5 (3 serving during a rollout, at 67 %))"
     )
 
 
@@ -124,24 +140,32 @@ def test_the_fix_gives_the_replicas_the_rounding_needs(tmp_path: Path) -> None:
     ],
 )
 def test_no_finding(tmp_path: Path, manifest: str, why: str) -> None:
-    assert findings(tmp_path, manifest) == [], why
+    replicas = int(manifest.split("replicas: ")[1].split("\n")[0])
+    assert findings(tmp_path, manifest, loaded(replicas)) == [], why
 
 
 def test_a_statefulset_replaces_one_pod_at_a_time(tmp_path: Path) -> None:
-    [(msg, fix)] = findings(tmp_path, workload(2, kind="StatefulSet", extra="  serviceName: web\n"))
+    [(msg, fix)] = findings(
+        tmp_path, workload(2, kind="StatefulSet", extra="  serviceName: web\n"), loaded(2)
+    )
     assert (
         msg
         == "a rollout (one pod at a time) leaves 1 of 2 pods to serve 100 req/s: 100 % of what they can serve"
     )
-    assert fix == "spec.replicas: 3 (2 serving during a rollout, at 75 %, if the app can run that many)"
+    # the scenario's 100 req/s over the 2 of 3 that serve during a rollout
+    assert fix == "spec.replicas: 3 (2 serving during a rollout, at 50 %, if the app can run that many)"
     sts = "  serviceName: web\n  updateStrategy: {rollingUpdate: {maxUnavailable: 50%}}\n"
-    [(msg, _)] = findings(tmp_path, workload(4, kind="StatefulSet", extra=sts))
+    [(msg, _)] = findings(tmp_path, workload(4, kind="StatefulSet", extra=sts), loaded(4))
     assert (
         msg
         == "a rollout (maxUnavailable 50%) leaves 2 of 4 pods to serve 200 req/s: 100 % of what they can serve"
     )
     # 40 % of 4 rounds down to 1: 3 serve at 67 %.
-    assert findings(tmp_path, workload(4, kind="StatefulSet", extra=sts.replace("50%", "40%"))) == []
+    assert (
+        findings(tmp_path, workload(4, kind="StatefulSet", extra=sts.replace("50%", "40%")), loaded(4)) == []
+    )
+    # Without a scenario's traffic no load is assumed: nothing to judge a rollout's capacity by.
+    assert findings(tmp_path, workload(2, kind="StatefulSet", extra="  serviceName: web\n")) == []
 
 
 # The app answers / with 503 until 20 s after it starts; its /healthz answers from 5 s.

@@ -12,7 +12,7 @@ from probesim.analysis.context import Context, Target
 from probesim.analysis.findings import REGISTRY, Finding
 from probesim.analysis.patch import apply, container_patch
 from probesim.analysis.rules.timing import plan
-from probesim.kube.load_model import default_rate, workload_behavior
+from probesim.kube.load_model import workload_behavior
 from probesim.kube.readiness import earliest_ready, ready_after
 from probesim.kube.rolling import Rolling, rolling_update
 from probesim.kube.selectors import selects
@@ -55,9 +55,8 @@ def _peak(tr: Traffic) -> float:
 
 
 def _load(ctx: Context, t: Target, b: ContainerBehavior) -> _Load:
-    """The scenario's traffic to the workload's Services (each route at its peak), or the default
-    load model's (kube/load_model.py) when the scenario sends them none or there is none: as
-    the stress suite loads a workload."""
+    """The scenario's traffic to the workload's Services (each route at its peak); none when the
+    scenario sends them none or there is no scenario (a rate of 0 on ``/``: no load is invented)."""
     sc = ctx.scenario
     routes = [
         (tr.path, _peak(tr))
@@ -65,8 +64,8 @@ def _load(ctx: Context, t: Target, b: ContainerBehavior) -> _Load:
         if selects(sc.service_for(tr), t.workload)  # type: ignore[union-attr]
     ]
     declared = bool(routes)
-    if not declared:
-        routes = [("/", default_rate(t.workload))]
+    if not declared:  # no load is invented: the paths only, to judge a cold new pod
+        routes = [("/", 0.0)]
     cpu = busy = 0.0
     for path, rate in routes:
         cost = b.cost(path)
@@ -114,13 +113,14 @@ def _pods(n: int) -> str:
     "pods counted Ready (maxSurge of them, or maxUnavailable without surge) each let a warm pod go: "
     "replicas − maxUnavailable − that many serve meanwhile (more are lost if the warm-up outlasts "
     "the next pods' start). The load is the scenario's traffic to the workload's Services (each "
-    "route at its peak sustained rate), or the default load model's (100 requests per second per "
-    "core of CPU request per replica, 5 ms of CPU each: half the request; see docs/scenarios.md) "
-    "when it sends none; a "
+    "route at its peak sustained rate); without a scenario's traffic no load is assumed, and only "
+    "a new pod counted Ready before it serves is judged (which needs the scenario's behaviour); a "
     "pod serves what its CPU limit (the node's CPU without one) and workers allow at its route "
     "costs; the survivors are short when they would need 100 % of that or more (route costs only: "
-    "probes and dependency calls' waits are not counted). With the default load model an app "
-    "answers at once, so only capacity is judged. A workload overloaded with "
+    "probes and dependency calls' waits are not counted). Without a load, a Deployment whose "
+    "rollout leaves no pod serving is reported (any request then fails), and a StatefulSet of one "
+    "replica is not: a single instance cannot stay up through its own replacement, which no "
+    "strategy changes. A workload overloaded with "
     "every pod serving is not reported here, nor Recreate and OnDelete strategies (no rolling "
     "update).",
     fix="Make readiness pass only once the app serves (a path that needs what requests need, or "
@@ -137,7 +137,7 @@ def rollout_capacity(ctx: Context) -> Iterator[Finding]:
         b = _behavior(ctx, t)
         load = _load(ctx, t, b)
         serve = max(ready_after(b, p, True) for p in load.paths)
-        if load.rate == 0 or math.isinf(serve):
+        if math.isinf(serve):
             continue
         cores = (t.container.resources.limits.cpu or node) / 1000
         workers = float(b.capacity.workers or math.inf)
@@ -149,6 +149,9 @@ def rollout_capacity(ctx: Context) -> Iterator[Finding]:
         early = cold and ready + w.spec.min_ready_seconds * 1000 < serve
         serving = max(0, ro.replicas - ro.unavailable - (ro.wave if early else 0))
         during = load.utilization(serving, cores, workers)
+        if load.rate == 0:  # no load known: only a Deployment left with no pod is sure to fail
+            # (a StatefulSet of one replica cannot be rolled any other way: not reported)
+            during = math.inf if serving == 0 and w.kind == "Deployment" else 0.0
         if not cold and during < 1:
             continue
         where = f"a rollout ({ro.knob})"
@@ -176,13 +179,23 @@ def rollout_capacity(ctx: Context) -> Iterator[Finding]:
             notes.append(f"readiness not before {path} answers{'; ' + alt if alt else ''}; {pl.note(change)}")
             if during >= 1:
                 msg += f"; meanwhile {serving} of {_pods(ro.replicas)} serving, at {_pct(during)}"
+        elif load.rate == 0:
+            msg = f"{where} leaves {serving} of {_pods(ro.replicas)}: the Service has no endpoint until "
+            msg += "the new pod is Ready"
         else:
             rate = f"{load.rate:g} req/s"
             msg = f"{where} leaves {serving} of {_pods(ro.replicas)} to serve {rate}: {_pct(during)}"
-        if load.utilization(ro.replicas - ro.unavailable, cores, workers) >= 1:  # even with warm pods
-            more, note = _more_capacity(w, ro, load, cores, workers)
+        if load.rate == 0 and ro.replicas - ro.unavailable == 0 and w.kind == "Deployment":
+            surge = {"rollingUpdate": {"maxSurge": max(ro.surge, 1), "maxUnavailable": 0}}
+            patch = apply(patch, {"spec": {"strategy": surge}})
+            notes.append(f"{_pods(ro.replicas)} serving throughout: a new pod is Ready before one goes")
+        elif load.rate > 0 and load.utilization(ro.replicas - ro.unavailable, cores, workers) >= 1:
+            more, note = _more_capacity(w, ro, load, cores, workers)  # even with warm pods
             patch = apply(patch, more)
             notes.append(note)
+        if not patch:  # nothing to patch (a single instance): what to weigh, in words
+            yield ctx.finding("PS032", t, msg, rel, fix="; ".join(n for n in notes if n))
+            continue
         yield ctx.finding("PS032", t, msg, rel, patch=patch, note="; ".join(notes))
 
 
@@ -209,11 +222,13 @@ def _more_capacity(
         if more is not None:
             note += f"; or replicas: {more[0]} ({more[1]})"
         return {"spec": {"strategy": surge}}, note
-    if ro.replicas == 1:
-        strategy = {"updateStrategy": {"type": "OnDelete", "rollingUpdate": None}}
-        note = (f"a single instance is down while it is replaced: with OnDelete it restarts when you delete "
-                f"pod {w.name}-0, in a window you choose")  # fmt: skip
-        return {"spec": strategy}, note
+    if ro.replicas == 1:  # a rollout of a single instance is a short outage: say so, change nothing
+        note = (
+            f"a single instance is down while pod {w.name}-0 is replaced: every rollout is an outage "
+            "as long as the new pod takes to be Ready; if that is not acceptable, run a second "
+            "replica where the app supports it (a PodDisruptionBudget guards drains, not rollouts)"
+        )
+        return {}, note
     if more is None:
         return {}, ""
     return {"spec": {"replicas": more[0]}}, f"{more[1]}, if the app can run that many"
