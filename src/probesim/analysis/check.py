@@ -22,6 +22,7 @@ from probesim.manifests.kubernetes import Skipped, obj_key
 from probesim.manifests.yamlsrc import Doc, load_docs, read_text
 from probesim.model.base import Model
 from probesim.model.scenario import Scenario
+from probesim.profiles import ProfileCorrection, catalog
 
 IGNORE = "probesim.dev/ignore"
 FailOn = Literal["info", "warning", "error", "never"]
@@ -40,6 +41,11 @@ class CheckConfig(Model):
     stress: dict[str, Any] = Field(
         default_factory=dict,
         description="Stress verdict thresholds: maxErrorPercent, maxRestarts, minReadyFraction.",
+    )
+    profiles: tuple[ProfileCorrection, ...] = Field(
+        default=(),
+        description="Corrections of what probesim assumed about an app: each selects containers "
+        "(workload, container, image) and gives a catalog profile or the fields to take instead.",
     )
 
 
@@ -92,6 +98,13 @@ def load_config(path: str | None) -> CheckConfig:
                     f"unknown rule {rid!r}; see `probesim check --list-rules`",
                     file=shown, line=docs[0].line_of((key, i)), obj="config", field=f"{key}[{i}]",
                 )  # fmt: skip
+    for i, c in enumerate(cfg.profiles):
+        if c.profile is not None and c.profile not in catalog():
+            raise InputError(
+                f"unknown profile {c.profile!r}; known: {', '.join(catalog())}",
+                file=shown, line=docs[0].line_of(("profiles", i, "profile")), obj="config",
+                field=f"profiles[{i}].profile",
+            )  # fmt: skip
     try:
         Thresholds.from_dict(cfg.thresholds)
     except (ValueError, TypeError) as e:
@@ -149,7 +162,7 @@ def check(
         and not (objects.workloads or objects.services or objects.hpas or objects.istio)
     ):
         raise nothing_found(paths, inputs)
-    ctx = Context(objects, scenario, Thresholds.from_dict(cfg.thresholds))
+    ctx = Context(objects, scenario, Thresholds.from_dict(cfg.thresholds), corrections=cfg.profiles)
     files = inputs.files + [
         f for f in dict.fromkeys(d.file for d in scenario_docs or []) if f not in inputs.files
     ]

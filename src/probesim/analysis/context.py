@@ -3,6 +3,7 @@ Services that select it, the Istio objects, and — when a scenario is given —
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,8 +15,9 @@ from probesim.manifests.errors import field_path
 from probesim.manifests.kubernetes import Objects
 from probesim.manifests.yamlsrc import Doc, Path_, get_path
 from probesim.model.duration import parse_ms
-from probesim.model.kubernetes import Container, ProbeType, Service, Workload
+from probesim.model.kubernetes import Container, ProbeType, Service, ServicePort, Workload
 from probesim.model.scenario import ContainerBehavior, Scenario
+from probesim.profiles import ProfileCorrection, Resolved, resolve
 
 
 @dataclass
@@ -58,6 +60,7 @@ class Target:
     behavior: ContainerBehavior | None  # from the scenario, if any
     # The Service ports that reach this container: (Service, port, target) for each.
     serves: list[tuple[Service, int, int | str]] = field(default_factory=list)
+    profile: Resolved | None = None  # what the container is (probesim.profiles): set by Context
 
     @property
     def path(self) -> Path_:
@@ -82,6 +85,7 @@ class Context:
     scenario: Scenario | None = None
     thresholds: Thresholds = field(default_factory=Thresholds)
     targets: list[Target] = field(default_factory=list)
+    corrections: tuple[ProfileCorrection, ...] = ()  # .probesim.yaml → profiles
 
     def __post_init__(self) -> None:
         beh = self.scenario.spec.behavior if self.scenario else {}
@@ -105,7 +109,11 @@ class Context:
                     b = wb.containers.get(c.name) if wb else None
                     if wb and b is None and self.scenario is not None:
                         b = ContainerBehavior()
-                    targets.append(Target(w, c, group, i, doc, base, spec_path, raw, services, b))
+                    t = Target(w, c, group, i, doc, base, spec_path, raw, services, b)
+                    t.profile = resolve(
+                        w.name, c.name, raw, self.corrections, b.start if b is not None and wb else None
+                    )
+                    targets.append(t)
             _route_service_ports(targets, services)
             self.targets += targets
 
@@ -142,6 +150,7 @@ class Context:
             fix=fix,
             patch=patch or None,
             edits=edits,
+            assumed=t.profile,
         )
 
     def raw_finding(
@@ -173,17 +182,36 @@ class Context:
         )
 
 
+_METRICS = re.compile(r"^(https?-)?metrics(-.*)?$|^.*-metrics$|^exporter$")
+
+
+def metrics_only(sp: ServicePort, t: Target) -> bool:
+    """A Service port that only exposes metrics for scraping (its name, or the container port's
+    name, says so: ``metrics``, ``http-metrics``, ``…-metrics``): no client traffic goes there."""
+    names = [sp.name or ""]
+    target = sp.effective_target
+    names += [cp.name or "" for cp in t.container.ports if target in (cp.container_port, cp.name)]
+    named = [n.lower() for n in names if n]
+    return bool(named) and all(_METRICS.match(n) for n in named)
+
+
 def _route_service_ports(targets: list[Target], services: list[Service]) -> None:
     """Which containers each Service port reaches: the one declaring the target port (by number
     or name). A port no container declares still reaches the pod (the kubelet and kube-proxy need
-    no declaration): it is given to a container with a readiness probe, else to the first one."""
+    no declaration): it is given to a container with a readiness probe, else to the first one —
+    except on a headless Service, whose ports nothing proxies (it names the pods in DNS). A port
+    that only exposes metrics carries no client traffic and is not counted."""
     serving = [t for t in targets if t.group == "containers" or t.container.restart_policy == "Always"]
     for s in services:
         for sp in s.spec.ports:
             target = sp.effective_target
             hit = [t for t in serving if container_port(t.container, target) is not None
                    and any(target in (cp.container_port, cp.name) for cp in t.container.ports)]  # fmt: skip
-            if not hit:  # undeclared: the container with a readiness probe, else the first app
+            if hit:
+                hit = [t for t in hit if not metrics_only(sp, t)]
+            elif s.spec.headless or _METRICS.match((sp.name or "").lower()):
+                continue  # nothing declares it and nothing proxies it, or scrapes only
+            else:  # undeclared: the container with a readiness probe, else the first app
                 apps = [t for t in serving if t.group == "containers"]
                 hit = [t for t in apps if t.container.readiness_probe is not None][:1] or apps[:1]
             for t in hit:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from probesim.profiles import Resolved
 
 Severity = Literal["info", "warning", "error"]
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
@@ -45,6 +48,8 @@ class Finding:
     # The patch as text edits, when every change replaces a scalar the file already has:
     # (line, key, old value, new value); SARIF's fixes are located from them.
     edits: tuple[tuple[int, str, str, str], ...] = ()
+    # What the finding assumed about the app (the container's profile, with its evidence).
+    assumed: Resolved | None = None
 
     @property
     def severity(self) -> Severity:
@@ -77,6 +82,7 @@ class Finding:
             "patch": self.patch,
             "patchType": self.patch_type if self.patch is not None else None,
             "help": self.rule.help_uri,
+            "assumed": self.assumed.to_json() if self.assumed is not None else None,
         }
 
 

@@ -479,10 +479,6 @@ def _service(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> Service:
     s: Service = _validate(Service, doc, base, data, obj)
     # ValidateService: ports are required unless the Service is headless (type ClusterIP and
     # clusterIP None: DNS names the pods, no port is proxied) or an ExternalName.
-    spec = data["spec"]  # a mapping: the model has read it
-    ips = spec.get("clusterIPs")
-    ip = ips[0] if isinstance(ips, list) and ips else spec.get("clusterIP")
-    headless = s.spec.type == "ClusterIP" and ip == "None"
-    if s.spec.type != "ExternalName" and not headless and not s.spec.ports:
+    if s.spec.type != "ExternalName" and not s.spec.headless and not s.spec.ports:
         raise error_at(doc, base, ("spec", "ports"), obj, "required value: a Service needs at least one port")
     return s

@@ -425,6 +425,14 @@ class ServiceSpec(OpenModel):
     ports: tuple[ServicePort, ...] = ()
     publish_not_ready_addresses: SBool = False
     type: Literal["ClusterIP", "NodePort", "LoadBalancer", "ExternalName"] = "ClusterIP"
+    cluster_ip: str | None = Field(default=None, alias="clusterIP")
+    cluster_ips: tuple[str, ...] = Field(default=(), alias="clusterIPs")
+
+    @property
+    def headless(self) -> bool:
+        """clusterIP None: DNS names the pods, no port is proxied."""
+        ip = self.cluster_ips[0] if self.cluster_ips else self.cluster_ip
+        return self.type == "ClusterIP" and ip == "None"
 
 
 class Service(OpenModel):

@@ -71,6 +71,11 @@ def render_text(
             )
             t.add_row("", "", "", f"[dim]fix: {_safe(f.remediation)}[/dim]")
         console.print(t, emoji=False)
+        # What the advice assumed about each container's app (its profile): one line each.
+        assumed = {f.container: f.assumed for f in items if f.assumed is not None and f.container}
+        for container, a in assumed.items():
+            console.print(f"  [dim]\\[{_safe(container)}] assumed: {_safe(a.line())}[/dim]",
+                          highlight=False, emoji=False)  # fmt: skip
     if report.stress:
         t = Table(box=box.SIMPLE, title="Stress suite (simulated)", title_justify="left")
         for h in ("WORKLOAD", "STRESS", "ERRORS", "RESTARTS", "MIN READY", "NO ENDPOINTS", "VERDICT"):
@@ -181,6 +186,8 @@ def _result(f: Finding, index: dict[str, int], reason: str | None = None) -> dic
     }
     if f.patch is not None:  # the fix as data (report/sarif_fixes.py)
         out["properties"] = {"patch": f.patch, "patchType": f.patch_type}
+    if f.assumed is not None:  # what the finding assumed about the app
+        out.setdefault("properties", {})["assumed"] = f.assumed.to_json()
         fix = sarif_fix(f, physical["artifactLocation"]["uri"])
         if fix is not None:
             out["fixes"] = [fix]

@@ -1,8 +1,9 @@
-"""Which check fits a container's port: the handler a fix gives a new probe. ``httpGet`` only
-where the port speaks HTTP and a path is known (a probe already using HTTP there), ``grpc`` where
-it speaks gRPC (its name or the Service's appProtocol), the image's own client for the common
-servers (``pg_isready``, ``redis-cli ping``, …), ``tcpSocket`` otherwise; and which containers
-serve nothing (``pause``, ``sleep infinity``) and need no probe at all."""
+"""Which check fits a container's port: the handler a fix gives a new probe. The app's own
+endpoint for that probe kind when its profile knows it (Spring Boot's readiness group, Prometheus'
+``/-/ready``, ``pg_isready`` for PostgreSQL: probesim.profiles), else a probe already checking
+that port, ``grpc`` where the port speaks gRPC (its name or the Service's appProtocol),
+``tcpSocket`` otherwise — never an ``httpGet`` on a guessed path; and which containers serve
+nothing (``pause``, ``sleep infinity``) and need no probe at all."""
 
 from __future__ import annotations
 
@@ -11,16 +12,10 @@ from typing import Any
 
 from probesim.analysis.context import Target
 from probesim.kube.ports import container_port
+from probesim.model.kubernetes import ProbeType
 
-# The image's own client, by the image's name (its last path component, before the tag): the
-# server's own image only (rabbitmq, not rabbitmq-exporter).
-LOCAL = "127.0.0.1"
-CLIENTS: tuple[tuple[re.Pattern[str], list[str]], ...] = (
-    (re.compile(r"(postgres|postgresql|postgis|timescaledb)"), ["pg_isready", "-h", LOCAL, "-p", "{port}"]),
-    (re.compile(r"(redis|valkey|keydb)"), ["redis-cli", "-p", "{port}", "ping"]),
-    (re.compile(r"rabbitmq"), ["rabbitmq-diagnostics", "-q", "ping"]),
-    (re.compile(r"(mysql|mariadb|percona-server)"), ["mysqladmin", "ping", "-h", LOCAL, "-P", "{port}"]),
-)  # fmt: skip
+KINDS: tuple[ProbeType, ...] = ("liveness", "readiness", "startup")
+
 _IDLE = re.compile(r"^(sleep\s+(infinity|inf|\d{4,})|tail\s+-f\s+/dev/null)$")
 
 
@@ -83,6 +78,9 @@ def readiness_handler(t: Target) -> tuple[dict[str, Any], str] | None:
         return None
     shown = _port_text(t, port)
     number = container_port(t.container, port)
+    known = profile_handler(t, "readiness", port)
+    if known is not None:
+        return known
     for kind in ("liveness", "startup"):  # a probe already checking this port: the same check
         raw = t.raw_probe(kind)
         for h in ("httpGet", "grpc", "tcpSocket"):
@@ -96,10 +94,50 @@ def readiness_handler(t: Target) -> tuple[dict[str, Any], str] | None:
     kind = _kind_of_port(t, port)
     if kind == "grpc" and number is not None:  # a gRPC probe takes a port number only
         return {"grpc": {"port": number}}, "gRPC health checking"
-    image = image_name(t)
-    for pattern, command in CLIENTS:
-        if pattern.fullmatch(image):
-            cmd = [c.replace("{port}", str(number if number is not None else port)) for c in command]
-            return {"exec": {"command": cmd}}, f"the {image} image's own client"
     note = "the port speaks HTTP: an httpGet on a path that answers only when the pod can serve is better"
     return {"tcpSocket": {"port": shown}}, note if kind == "http" else ""
+
+
+def health_port(t: Target, served: int | str) -> int | str:
+    """Where the profile's health endpoints listen: its health port (Keycloak's management port,
+    Spring's MANAGEMENT_SERVER_PORT), else the port a probe already uses for one of them, else the
+    port the container serves."""
+    prof = t.profile
+    if prof is None:
+        return served
+    if prof.profile.health_port is not None:
+        return prof.profile.health_port
+    handlers = [prof.handler(k, 0) for k in KINDS]
+    paths = {str(h["httpGet"].get("path")) for h in handlers if h is not None and "httpGet" in h}
+    paths |= set(prof.profile.paths)
+    for kind in KINDS:
+        hp = t.raw_probe(kind).get("httpGet")
+        if isinstance(hp, dict) and "port" in hp and str(hp.get("path", "")).startswith(tuple(paths)):
+            port: int | str = hp["port"]
+            return port
+    return served
+
+
+def profile_handler(t: Target, kind: ProbeType, served: int | str) -> tuple[dict[str, Any], str] | None:
+    """The app's own handler for a ``kind`` probe from its profile, and the note saying so; None
+    when the profile does not know one (an app that defines its own endpoints)."""
+    prof = t.profile
+    if prof is None or not prof.known:
+        return None
+    number = container_port(t.container, served)
+    raw = getattr(prof.profile, kind, None) or (prof.profile.liveness if kind == "startup" else None)
+    if raw is None:
+        return None
+    name = prof.profile.name
+    if "exec" in raw:  # a command's words are strings
+        handler = prof.handler(kind, str(number if number is not None else served))
+        note = f"{name}'s own client"
+    elif "tcpSocket" in raw:
+        handler = prof.handler(kind, _port_text(t, served))
+        note = f"{name} speaks its own protocol ({prof.profile.protocol}): a TCP check, which proves only "
+        note += "that it listens"
+    else:
+        handler = prof.handler(kind, health_port(t, _port_text(t, served)))
+        note = f"{name}'s own {kind} endpoint"
+    assert handler is not None
+    return handler, note

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from probesim.analysis.context import Context
 from probesim.analysis.findings import REGISTRY, Finding
@@ -185,15 +186,29 @@ def liveness_shares_path(ctx: Context) -> Iterator[Finding]:
             continue
         if t.behavior is not None:  # the scenario says what the path calls: PS016's business
             continue
+        prof = t.profile
+        if prof is not None and prof.path_self_contained(lh.path):  # the app's own process check
+            continue
         s = t.container.startup_probe
-        also = (
-            " (the startup probe too)"
-            if s is not None and s.http_get is not None and s.http_get.path == lh.path
-            else ""
-        )
+        shared_startup = s is not None and s.http_get is not None and s.http_get.path == lh.path
+        also = " (the startup probe too)" if shared_startup else ""
         msg = f"livenessProbe{also} and readinessProbe both probe {lh.path}: "
-        msg += "a dependency it checks restarts every pod"
-        yield ctx.finding("PS006", t, msg, ("livenessProbe", "httpGet", "path"))
+        if prof is not None and prof.path_reaches_dependency(lh.path):
+            msg += f"{prof.profile.name}'s {lh.path} checks a dependency, so its failure restarts every pod"
+        else:
+            msg += "a dependency it checks restarts every pod"
+        live_h = prof.handler("liveness", lh.port) if prof is not None and prof.known else None
+        live_path = live_h["httpGet"].get("path") if live_h is not None and "httpGet" in live_h else None
+        if live_path is None or live_path == lh.path:
+            yield ctx.finding("PS006", t, msg, ("livenessProbe", "httpGet", "path"))
+            continue
+        # The app has its own liveness endpoint: point liveness (and startup) at it.
+        change: dict[str, Any] = {"livenessProbe": {"httpGet": {"path": live_path}}}
+        if shared_startup:
+            change["startupProbe"] = {"httpGet": {"path": live_path}}
+        assert prof is not None
+        note = f"{prof.profile.name}'s liveness endpoint, which checks only the process"
+        yield ctx.finding("PS006", t, msg, ("livenessProbe", "httpGet", "path"), change=change, note=note)
 
 
 @rule(

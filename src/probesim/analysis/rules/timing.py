@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from probesim.analysis.context import Context, Target
+from probesim.analysis.policy import more_tolerant
 from probesim.analysis.rules.handlers import readiness_handler, serves_nothing
 from probesim.model.kubernetes import Probe, ProbeType
 
@@ -311,16 +312,19 @@ def plan(ctx: Context, t: Target) -> Plan:
         if live.failure == 1:
             live = replace(live, failure=3)
         room = min(det_s, th.restart_target_ms // 1000 - restart_grace(t, live))
-        live = _fit(live, room, 2)
+        live = _fit(live, room, 3)
         most = (room - live.timeout) // live.period
-        if r is not None and outlasted(live, r):
+        # Liveness more tolerant than readiness, on any check (the policy; twice its budget where
+        # the target allows): a struggling pod leaves rotation before it is killed.
+        if r is not None and not more_tolerant(live, r):
             want = max(r.budget // live.period + 1, -(-2 * r.budget // live.period))
             live = replace(live, failure=max(min(want, most), live.failure))
-            if outlasted(live, r):  # liveness cannot outlast readiness within the target: readiness yields
+            if not more_tolerant(live, r):  # not within the target: readiness yields
                 reasons.append("readiness below liveness, which the detection target caps")
-                r = after["readiness"] = replace(r, failure=max(1, (live.budget - 1) // r.period))
-                if outlasted(live, r):
-                    r = after["readiness"] = replace(r, period=max(1, (live.budget - 1) // r.failure))
+                r = after["readiness"] = replace(r, failure=max(2, (live.budget - 1) // r.period))
+                if not more_tolerant(live, r):
+                    period = max(2, (live.budget - 1) // r.failure)
+                    r = after["readiness"] = replace(r, period=period, timeout=min(r.timeout, period - 1))
         after["liveness"] = live
     b = t.behavior
     s = after.get("startup")

@@ -1,0 +1,292 @@
+"""App profiles: what a container is — its health endpoints per probe kind, its port's protocol,
+its start range and worst pause — from the catalog of well-known images and frameworks
+(``catalog.yaml``, each value with its source), the manifest's own hints, the user's corrections
+(``.probesim.yaml`` → ``profiles``) and the scenario's behaviour. Every piece of advice says which
+profile it assumed and on what evidence."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import yaml
+from pydantic import Field
+
+from probesim.model.base import Model, SBool
+from probesim.model.duration import Duration, format_ms
+
+__all__ = ["Profile", "ProfileCorrection", "Resolved", "catalog", "image_repository", "resolve"]
+
+Handler = dict[str, Any]
+
+
+class StartRange(Model):
+    typical: Duration = Field(default=0, description="A start on a normally loaded node.")
+    worst: Duration = Field(
+        default=0, description="The slowest start to expect: cold node, CPU limit, many pods, recovery."
+    )
+
+
+class Profile(Model):
+    """One family of the catalog (catalog.yaml says what each field means)."""
+
+    id: str
+    name: str
+    images: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
+    protocol: str = ""
+    liveness: Handler | None = None
+    readiness: Handler | None = None
+    startup: Handler | None = None
+    health_port: int | None = None
+    health_port_env: str | None = None
+    self_contained: tuple[str, ...] = ()
+    dependency_paths: tuple[str, ...] = ()
+    start: StartRange = StartRange()
+    pause: Duration = 0
+    restart_cures: SBool = True
+    serves: SBool = True
+    sources: dict[str, str] = Field(default_factory=dict)
+
+
+class ProfileCorrection(Model):
+    """A user's correction (``.probesim.yaml`` → ``profiles``): which containers it is for, and
+    what to take instead of what probesim worked out. Every field but the selectors is optional."""
+
+    workload: str | None = Field(default=None, description="The workload's name (all when omitted).")
+    container: str | None = Field(default=None, description="The container's name (all when omitted).")
+    image: str | None = Field(default=None, description="A regular expression searched in the image.")
+    profile: str | None = Field(default=None, description="A catalog id (probesim check --list-profiles).")
+    liveness: Handler | None = Field(default=None, description="The liveness handler, as in a manifest.")
+    readiness: Handler | None = Field(default=None, description="The readiness handler, as in a manifest.")
+    startup: Handler | None = Field(default=None, description="The startup handler, as in a manifest.")
+    health_port: int | None = Field(default=None, ge=1, le=65535)
+    self_contained: tuple[str, ...] | None = Field(
+        default=None, description="Paths that check only the process."
+    )
+    start: StartRange | None = None
+    pause: Duration | None = Field(default=None, description="The longest pause liveness must ride out.")
+    restart_cures: SBool | None = None
+    serves: SBool | None = None
+
+    def matches(self, workload: str, container: str, image: str) -> bool:
+        return (
+            (self.workload is None or self.workload == workload)
+            and (self.container is None or self.container == container)
+            and (self.image is None or re.search(self.image, image) is not None)
+        )
+
+
+@cache
+def catalog() -> dict[str, Profile]:
+    """The catalog, by id (the last entry, ``generic``, is the unknown app's)."""
+    text = resources.files("probesim.profiles").joinpath("catalog.yaml").read_text(encoding="utf-8")
+    return {p.id: p for p in (Profile.model_validate(raw) for raw in yaml.safe_load(text))}
+
+
+def image_repository(image: str) -> str:
+    """The image without its tag or digest, lower case (``quay.io/prometheus/prometheus``)."""
+    repo = image.split("@")[0].lower()
+    last = repo.rsplit("/", 1)
+    if ":" in last[-1]:
+        last[-1] = last[-1].split(":")[0]
+    return "/".join(last)
+
+
+def _image_matches(pattern: str, repo: str) -> bool:
+    if "/" in pattern:
+        return re.search(pattern, repo) is not None
+    last = _ARCH.sub("", repo.rsplit("/", 1)[-1])
+    return re.fullmatch(pattern, last) is not None
+
+
+_ARCH = re.compile(r"-(amd64|arm64|arm|ppc64le|s390x)$")  # per-architecture image names
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The profile a container was given, the evidence for it, and what the scenario or the user
+    changed of it."""
+
+    profile: Profile
+    evidence: tuple[str, ...]  # how it was chosen, in words: "image quay.io/prometheus/prometheus"
+    start_ms: tuple[int, int]  # typical, worst
+    pause_ms: int
+    from_scenario: bool = False  # the start is the scenario's behaviour
+    corrected: bool = False  # a .probesim.yaml correction applies
+
+    @property
+    def known(self) -> bool:
+        return self.profile.id != "generic"
+
+    def handler(self, kind: str, port: int | str) -> Handler | None:
+        """The profile's handler for ``kind`` (startup: liveness's when it names none), with
+        ``{port}`` replaced by ``port``; None when the app defines its own."""
+        raw = getattr(self.profile, kind, None)
+        if raw is None and kind == "startup":
+            raw = self.profile.liveness
+        return _fill(raw, port) if raw is not None else None
+
+    def path_self_contained(self, path: str) -> bool:
+        return path in self.profile.self_contained
+
+    def path_reaches_dependency(self, path: str) -> bool:
+        return path in self.profile.dependency_paths
+
+    def to_json(self) -> dict[str, Any]:
+        """What the advice assumed, as JSON and SARIF carry it."""
+        p = self.profile
+        return {
+            "profile": p.id,
+            "name": p.name,
+            "evidence": list(self.evidence),
+            "protocol": p.protocol or None,
+            "endpoints": {k: getattr(p, k) for k in ("liveness", "readiness", "startup") if getattr(p, k)},
+            "start": {"typical": format_ms(self.start_ms[0]), "worst": format_ms(self.start_ms[1])},
+            "pause": format_ms(self.pause_ms),
+            "corrected": self.corrected,
+        }
+
+    def line(self) -> str:
+        """The assumption in one line, as text output shows it."""
+        if not self.known:
+            start = (
+                f"starts in {format_ms(self.start_ms[1])} (scenario)"
+                if self.from_scenario
+                else "answers at once, no long pause"
+            )
+            where = ".probesim.yaml → profiles"
+            return f"an app probesim does not know: no health path guessed, {start} ({where})"
+        typical, worst = (format_ms(v) for v in self.start_ms)
+        start = f"starts in {worst}" if self.from_scenario else f"starts in {typical} ({worst} at worst)"
+        how = "; ".join(self.evidence)
+        return f"{self.profile.name} ({how}): {start}, pauses up to {format_ms(self.pause_ms)}"
+
+
+def _fill(value: Any, port: int | str) -> Any:
+    if isinstance(value, dict):
+        return {k: _fill(v, port) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill(v, port) for v in value]
+    if value == "{port}":
+        return port
+    if isinstance(value, str) and "{port}" in value:
+        return value.replace("{port}", str(port))
+    return value
+
+
+def _probe_paths(raw: dict[str, Any]) -> list[str]:
+    paths = []
+    for kind in ("liveness", "readiness", "startup"):
+        probe = raw.get(f"{kind}Probe")
+        http = probe.get("httpGet") if isinstance(probe, dict) else None
+        if isinstance(http, dict) and isinstance(http.get("path"), str):
+            paths.append(http["path"])
+    return paths
+
+
+def _env_names(raw: dict[str, Any]) -> list[str]:
+    env = raw.get("env")
+    if not isinstance(env, list):
+        return []
+    return [str(e["name"]) for e in env if isinstance(e, dict) and "name" in e]
+
+
+def _words(raw: dict[str, Any]) -> list[str]:
+    words: list[str] = []
+    for key in ("command", "args"):
+        part = raw.get(key)
+        if isinstance(part, list):
+            for w in part:
+                words += str(w).split()
+    return [w.rsplit("/", 1)[-1] for w in words]
+
+
+def _by_evidence(raw: dict[str, Any], image: str) -> tuple[Profile, str] | None:
+    """The catalog entry the container's own evidence points to, strongest first: its image,
+    then its probes' paths, its environment, its command."""
+    entries = [p for p in catalog().values() if p.id != "generic"]
+    repo = image_repository(image) if image else ""
+    for p in entries:
+        if repo and any(_image_matches(pat, repo) for pat in p.images):
+            return p, f"image {image}"
+    for path in _probe_paths(raw):
+        for p in entries:
+            if any(path.startswith(prefix) for prefix in p.paths):
+                return p, f"probe path {path}"
+    for name in _env_names(raw):
+        for p in entries:
+            if any(name.startswith(prefix) for prefix in p.env):
+                return p, f"env {name}"
+    words = _words(raw)
+    for p in entries:
+        hit = next((w for w in words if w in p.commands), None)
+        if hit is not None:
+            return p, f"command {hit}"
+    return None
+
+
+def resolve(
+    workload: str,
+    container: str,
+    raw: dict[str, Any],
+    corrections: tuple[ProfileCorrection, ...] = (),
+    scenario_start_ms: int | None = None,
+) -> Resolved:
+    """The profile of one container: from the first correction that matches it (its ``profile``,
+    then each field it gives), else from the evidence; the scenario's start, when given, is the
+    start."""
+    image = str(raw.get("image") or "")
+    found = _by_evidence(raw, image)
+    profile, evidence = found if found is not None else (catalog()["generic"], "")
+    reasons = [evidence] if evidence else []
+    corrected = False
+    for c in corrections:
+        if not c.matches(workload, container, image):
+            continue
+        corrected = True
+        if c.profile is not None:
+            profile = catalog()[c.profile]
+            reasons = [f".probesim.yaml names {c.profile}"]
+        changes = {
+            k: v
+            for k, v in c.model_dump(exclude={"workload", "container", "image", "profile"}).items()
+            if v is not None
+        }
+        if changes:
+            profile = profile.model_copy(
+                update={**changes, "start": c.start or profile.start, "pause": c.pause or profile.pause}
+            )
+            if c.profile is None:
+                reasons.append(".probesim.yaml corrects " + ", ".join(_camel(k) for k in changes))
+        break
+    env = {
+        str(e.get("name")): e.get("value")
+        for e in (raw.get("env") or [])
+        if isinstance(e, dict) and "name" in e
+    }
+    port_env = profile.health_port_env
+    if port_env and str(env.get(port_env) or "").isdigit():
+        profile = profile.model_copy(update={"health_port": int(str(env[port_env]))})
+        reasons.append(f"env {port_env}={env[port_env]}")
+    start = (profile.start.typical, profile.start.worst)
+    if scenario_start_ms is not None:
+        start = (scenario_start_ms, scenario_start_ms)
+    return Resolved(
+        profile,
+        tuple(reasons),
+        start,
+        profile.pause,
+        from_scenario=scenario_start_ms is not None,
+        corrected=corrected,
+    )
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(w.title() for w in rest)

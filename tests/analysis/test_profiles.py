@@ -1,0 +1,307 @@
+"""App profiles: each catalog family resolved from a realistic image reference (and never from a
+neighbour's image: an exporter, an operator), from a manifest's own hints, corrected by the user;
+and the advice that follows from them — the app's own endpoints in fixes, no finding where nothing
+listens or where the app already splits its endpoints, liveness more tolerant than readiness, and
+fixes that never break a principle of the probe policy that the original kept."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from probesim.analysis.check import check, load_config
+from probesim.analysis.context import Context
+from probesim.analysis.policy import PRINCIPLES, broken
+from probesim.analysis.rules.timing import Timing, probes_of
+from probesim.errors import InputError
+from probesim.manifests import kubernetes as k8s
+from probesim.manifests.discovery import read_manifests
+from probesim.manifests.yamlsrc import load_docs
+from probesim.profiles import ProfileCorrection, catalog, resolve
+from probesim.report.check_outputs import to_json, to_sarif
+from tests.analysis.realworld_expected import EXPECTED
+from tests.analysis.test_fixes import REALWORLD, _findings, _one, _patched, _recheck, skip_realworld
+
+IMAGES = [
+    ("ghcr.io/spring-projects/spring-petclinic:3.2.0", "spring-boot"),
+    ("quay.io/quarkus/quarkus-quickstart:1.0", "quarkus"),
+    ("docker.io/acme/micronaut-orders:2.1", "micronaut"),
+    ("quay.io/keycloak/keycloak:24.0.1", "keycloak"),
+    ("mcr.microsoft.com/dotnet/aspnet:8.0", "aspnet-core"),
+    ("node:20-alpine", "node"),
+    ("gcr.io/distroless/static-debian12:nonroot", "go"),
+    ("python:3.12-slim", "python-web"),
+    ("ruby:3.3", "ruby-puma"),
+    ("nginx:1.25.3", "nginx"),
+    ("nginxinc/nginx-unprivileged:1.25", "nginx"),
+    ("registry.k8s.io/ingress-nginx/controller:v1.10.0@sha256:42b3f0e5d0846876b1791cd3afeb5f1cbbe4259d6f35651dcc1b5c980925379c", "ingress-nginx"),
+    ("envoyproxy/envoy:v1.30.1", "envoy"),
+    ("haproxy:2.9", "haproxy"),
+    ("traefik:v3.0", "traefik"),
+    ("quay.io/prometheus/prometheus:v2.51.0", "prometheus"),
+    ("quay.io/prometheus/alertmanager:v0.27.0", "alertmanager"),
+    ("quay.io/thanos/thanos:v0.34.1", "thanos"),
+    ("grafana/loki:2.9.4", "loki"),
+    ("grafana/grafana:10.4.0", "grafana"),
+    ("postgres:16.2", "postgres"),
+    ("ghcr.io/cloudnative-pg/postgresql:16.2", "postgres"),
+    ("docker.io/bitnami/postgresql:16.2.0-debian-12-r5", "postgres"),
+    ("mysql:8.0.36", "mysql"),
+    ("mariadb:11.3", "mysql"),
+    ("redis:7.2-alpine", "redis"),
+    ("valkey/valkey:8.0", "redis"),
+    ("mongo:7.0", "mongodb"),
+    ("rabbitmq:3.13-management", "rabbitmq"),
+    ("confluentinc/cp-kafka:7.6.0", "kafka"),
+    ("quay.io/strimzi/kafka:0.40.0-kafka-3.7.0", "kafka"),
+    ("zookeeper:3.9", "zookeeper"),
+    ("docker.elastic.co/elasticsearch/elasticsearch:8.13.0", "elasticsearch"),
+    ("opensearchproject/opensearch:2.12.0", "elasticsearch"),
+    ("quay.io/minio/minio:RELEASE.2024-03-15T01-07-19Z", "minio"),
+    ("nats:2.10-alpine", "nats"),
+    ("registry.k8s.io/etcd:3.5.12-0", "etcd"),
+    ("registry.k8s.io/coredns/coredns:v1.11.1", "coredns"),
+    # Neighbours of a family are not the family: its exporter, its operator, its reloader.
+    ("quay.io/prometheuscommunity/postgres-exporter:v0.15.0", "generic"),
+    ("oliver006/redis_exporter:v1.58.0", "generic"),
+    ("quay.io/prometheus-operator/prometheus-operator:v0.72.0", "generic"),
+    ("quay.io/prometheus-operator/prometheus-config-reloader:v0.72.0", "generic"),
+    ("mysql/mysql-router:8.0", "generic"),
+    ("acme/orders:1.4.2", "generic"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("image", "family"), IMAGES)
+def test_a_profile_is_resolved_from_a_realistic_image_reference(image: str, family: str) -> None:
+    r = resolve("w", "c", {"image": image})
+    assert r.profile.id == family
+    assert r.evidence == ((f"image {image}",) if family != "generic" else ())
+
+
+def test_every_catalog_family_is_resolved_from_an_image_and_says_its_sources() -> None:
+    assert {f for _, f in IMAGES} == set(catalog())
+    for p in catalog().values():
+        assert {"endpoints", "start", "pause"} <= set(p.sources), p.id
+        assert p.start.typical <= p.start.worst
+
+
+def test_the_manifest_itself_is_evidence_probe_paths_env_and_command() -> None:
+    raw = {
+        "image": "acme/orders:1",
+        "livenessProbe": {"httpGet": {"path": "/actuator/health/liveness", "port": "mgmt"}},
+        "env": [{"name": "MANAGEMENT_SERVER_PORT", "value": "8081"}],
+    }
+    r = resolve("w", "c", raw)
+    assert (r.profile.id, r.profile.health_port) == ("spring-boot", 8081)
+    assert r.evidence == ("probe path /actuator/health/liveness", "env MANAGEMENT_SERVER_PORT=8081")
+    assert (
+        resolve("w", "c", {"image": "acme/a:1", "env": [{"name": "QUARKUS_PROFILE"}]}).profile.id == "quarkus"
+    )
+    cmd = {"image": "acme/api:1", "command": ["/usr/local/bin/gunicorn", "app:app"]}
+    assert resolve("w", "c", cmd).evidence == ("command gunicorn",)
+    # A scenario's start is the start; the catalog's range is not.
+    r = resolve("w", "c", {"image": "postgres:16"}, scenario_start_ms=45_000)
+    assert (r.start_ms, r.from_scenario) == ((45_000, 45_000), True)
+    assert r.line() == "PostgreSQL (image postgres:16): starts in 45s, pauses up to 1s"
+
+
+def test_a_user_corrects_a_profile_in_one_place() -> None:
+    corrections = (
+        ProfileCorrection.model_validate({"workload": "orders", "profile": "spring-boot", "pause": "4s"}),
+        ProfileCorrection.model_validate({"image": "acme/", "readiness": {"httpGet": {"path": "/ready"}}}),
+    )
+    r = resolve("orders", "app", {"image": "acme/orders:1"}, corrections)
+    assert (r.profile.id, r.pause_ms, r.corrected) == ("spring-boot", 4000, True)
+    assert r.evidence == (".probesim.yaml names spring-boot",)
+    # the first correction that matches wins; another workload gets the second
+    r = resolve("billing", "app", {"image": "acme/billing:1"}, corrections)
+    assert (r.profile.id, r.handler("readiness", 80)) == ("generic", {"httpGet": {"path": "/ready"}})
+    assert r.evidence == (".probesim.yaml corrects readiness",)
+
+
+def test_an_unknown_profile_in_the_config_is_an_error_naming_its_line(tmp_path: Path) -> None:
+    cfg = tmp_path / ".probesim.yaml"
+    cfg.write_text("profiles:\n- workload: web\n  profile: springboot\n")
+    with pytest.raises(InputError) as e:
+        load_config(str(cfg))
+    assert e.value.line == 3 and e.value.field == "profiles[0].profile"
+    assert "unknown profile 'springboot'; known: spring-boot," in str(e.value)
+
+
+def _deploy(
+    image: str, container: str, service_ports: str = "[{port: 80, targetPort: http}]", extra: str = ""
+) -> str:
+    return f"""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web}}
+spec:
+  replicas: 3
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      containers:
+      - name: app
+        image: {image}
+{container}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: web}}
+spec:
+  selector: {{app: web}}
+  ports: {service_ports}
+{extra}"""
+
+
+SPRING = """\
+        ports: [{name: http, containerPort: 8080}]
+        livenessProbe: {httpGet: {path: /actuator/health/liveness, port: http}, periodSeconds: 10}"""
+
+
+def test_spring_boot_gets_its_readiness_group_and_the_fix_rechecks_clean() -> None:
+    text = _deploy("registry.acme.io/orders:3.1", SPRING)
+    [f] = [f for f in _one(text) if f.rule.id == "PS001"]
+    assert f.patch is not None
+    probe = f.patch["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]
+    assert probe["httpGet"] == {
+        "path": "/actuator/health/readiness",
+        "port": "http",
+    }  # not the liveness group
+    assert "Spring Boot's own readiness endpoint" in f.remediation
+    assert f.assumed is not None and f.assumed.evidence == ("probe path /actuator/health/liveness",)
+    docs = list(load_docs(text, "x.yaml"))
+    assert _recheck(docs) >= 1
+    after = _findings(_patched(docs, f))
+    assert [g.rule.id for g in after if g.rule.id == "PS006"] == []
+
+
+def test_spring_boot_liveness_on_the_aggregate_health_is_pointed_at_its_liveness_group() -> None:
+    both = """\
+        ports: [{name: http, containerPort: 8080}]
+        readinessProbe: {httpGet: {path: /actuator/health, port: http}, periodSeconds: 10}
+        livenessProbe: {httpGet: {path: /actuator/health, port: http}, periodSeconds: 10, failureThreshold: 5}"""
+    [f] = _one(_deploy("ghcr.io/acme/spring-orders:1", both))
+    assert f.rule.id == "PS006"
+    assert f.message == (
+        "livenessProbe and readinessProbe both probe /actuator/health: Spring Boot's /actuator/health checks a "
+        "dependency, so its failure restarts every pod"
+    )
+    assert f.patch == {"spec": {"template": {"spec": {"containers": [
+        {"name": "app", "livenessProbe": {"httpGet": {"path": "/actuator/health/liveness"}}}]}}}}  # fmt: skip
+    assert _recheck(list(load_docs(_deploy("ghcr.io/acme/spring-orders:1", both), "x.yaml"))) == 1
+
+
+def test_prometheus_probing_its_own_endpoints_is_not_told_it_checks_a_dependency() -> None:
+    prom = """\
+        ports: [{name: web, containerPort: 9090}]
+        readinessProbe: {httpGet: {path: /-/ready, port: web}, periodSeconds: 5}
+        livenessProbe: {httpGet: {path: /-/ready, port: web}, periodSeconds: 10, failureThreshold: 5}"""
+    svc = "[{port: 9090, targetPort: web}]"
+    assert _one(_deploy("quay.io/prometheus/prometheus:v2.51.0", prom, svc)) == []
+    # the same probes on a path probesim does not know: it may check a dependency
+    unknown = prom.replace("/-/ready", "/status")
+    assert [f.rule.id for f in _one(_deploy("acme/tsdb:1", unknown, svc))] == ["PS006"]
+    # Prometheus' own paths are evidence too, whatever the image is called
+    assert _one(_deploy("acme/tsdb:1", prom, svc)) == []
+
+
+NO_PORT = """\
+        command: [run-db]"""
+
+
+def test_a_headless_service_with_no_declared_port_asks_for_no_readiness() -> None:
+    headless = _deploy("acme/db:1", NO_PORT, "[{port: 5432}]").replace("spec:\n  selector: {app: web}",
+                                                                       "spec:\n  clusterIP: None\n  selector: {app: web}")  # fmt: skip
+    assert "clusterIP: None" in headless
+    assert [f.rule.id for f in _one(headless)] == []
+    # behind a proxied Service the same port does get traffic: readiness is asked for
+    assert [f.rule.id for f in _one(_deploy("acme/db:1", NO_PORT, "[{port: 5432}]"))] == ["PS001"]
+
+
+def test_a_metrics_only_service_asks_for_no_readiness_and_no_liveness_change() -> None:
+    exporter = """\
+        ports: [{name: metrics, containerPort: 9187}]
+        livenessProbe: {httpGet: {path: /, port: metrics}, failureThreshold: 1}"""
+    found = _one(
+        _deploy("acme/app-exporter:1", exporter, "[{name: metrics, port: 9187, targetPort: metrics}]")
+    )
+    assert [f.rule.id for f in found] == ["PS010"]  # the liveness kill on one failure, nothing else
+    served = _one(
+        _deploy("acme/app:1", exporter.replace("metrics", "http"), "[{port: 80, targetPort: http}]")
+    )
+    assert sorted(f.rule.id for f in served) == ["PS001", "PS010"]
+
+
+def test_two_fixes_never_leave_liveness_as_strict_as_readiness() -> None:
+    # Readiness and liveness on two checks, both far past the 60 s detection target: fitted
+    # alone each would take the same 56 s budget (4 × 14 s); liveness must stay the more tolerant.
+    probes = """\
+        ports: [{name: http, containerPort: 8080}]
+        readinessProbe: {httpGet: {path: /ready, port: http}, periodSeconds: 14, timeoutSeconds: 4, failureThreshold: 10}
+        livenessProbe: {httpGet: {path: /live, port: http}, periodSeconds: 14, timeoutSeconds: 4, failureThreshold: 10}"""
+    text = (
+        _deploy("acme/web:1", probes)
+        .replace("kind: Deployment", "kind: StatefulSet")
+        .replace("  replicas: 3\n", "  replicas: 3\n  serviceName: web\n")
+    )
+    findings = _one(text)
+    assert {f.rule.id for f in findings} == {"PS014", "PS019"}
+    docs = list(load_docs(text, "x.yaml"))
+    for f in findings:
+        patched = _patched(docs, f)
+        ctx = Context(k8s.parse(patched))
+        [t] = ctx.targets
+        timings = {k: Timing.of(p) for k, p in probes_of(t)}
+        assert timings["liveness"].budget > timings["readiness"].budget, f.remediation
+        assert "liveness-more-tolerant" not in broken(timings, True, t.profile)
+    assert _recheck(docs) == 2
+
+
+def test_findings_carry_what_they_assumed_in_json_sarif_and_text(tmp_path: Path) -> None:
+    (tmp_path / "m.yaml").write_text(
+        _deploy("redis:7.2", "        ports: [{name: http, containerPort: 6379}]")
+    )
+    report = check([str(tmp_path / "m.yaml")])
+    [f] = report.findings
+    doc = json.loads(json.dumps(to_json(report)))
+    assert doc["findings"][0]["assumed"] == {
+        "profile": "redis",
+        "name": "Redis / Valkey",
+        "evidence": ["image redis:7.2"],
+        "protocol": "redis",
+        "endpoints": {
+            "liveness": {"exec": {"command": ["redis-cli", "-p", "{port}", "ping"]}},
+            "readiness": {"exec": {"command": ["redis-cli", "-p", "{port}", "ping"]}},
+        },
+        "start": {"typical": "1s", "worst": "2m"},
+        "pause": "1s",
+        "corrected": False,
+    }
+    sarif = to_sarif(report)
+    assert sarif["runs"][0]["results"][0]["properties"]["assumed"]["profile"] == "redis"
+    assert f.assumed is not None
+    assert f.assumed.line() == "Redis / Valkey (image redis:7.2): starts in 1s (2m at worst), pauses up to 1s"
+
+
+@skip_realworld
+@pytest.mark.parametrize("project", sorted(EXPECTED))
+def test_no_realworld_fix_breaks_a_principle_the_original_kept(project: str) -> None:
+    docs, _ = read_manifests([str(REALWORLD / project)])
+
+    def principles(objects_docs: list, key: str, container: str) -> set[str]:  # type: ignore[type-arg]
+        ctx = Context(k8s.parse(objects_docs))
+        [t] = [t for t in ctx.targets if f"{t.workload.kind}/{t.namespace}/{t.workload.name}" == key
+               and t.container.name == container and t.doc.file == f.file]  # fmt: skip
+        return broken({k: Timing.of(p) for k, p in probes_of(t)}, bool(t.serves), t.profile)
+
+    for f in _findings(docs):
+        if f.patch is None or f.patch_type != "strategic" or not f.container:
+            continue
+        before = principles(docs, f.key, f.container)
+        after = principles(_patched(docs, f), f.key, f.container)
+        assert after <= before, f"{f.rule.id} on {f.key}: {f.remediation} breaks {after - before}"
+        assert after <= set(PRINCIPLES)
