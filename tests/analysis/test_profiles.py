@@ -305,3 +305,18 @@ def test_no_realworld_fix_breaks_a_principle_the_original_kept(project: str) -> 
         after = principles(_patched(docs, f), f.key, f.container)
         assert after <= before, f"{f.rule.id} on {f.key}: {f.remediation} breaks {after - before}"
         assert after <= set(PRINCIPLES)
+
+
+def test_a_timeout_at_its_period_is_cured_by_the_timeout_not_an_odd_period() -> None:
+    probe = """\
+        ports: [{name: http, containerPort: 8080}]
+        readinessProbe: {httpGet: {path: /ready, port: http}, periodSeconds: 10, timeoutSeconds: 10}"""
+    [f] = _one(_deploy("acme/web:1", probe))
+    assert f.rule.id == "PS011"
+    assert f.remediation.startswith("readinessProbe.timeoutSeconds: 9 (")  # never periodSeconds: 11
+    # an exec check needs its process start: its period goes up, to a round value
+    exec_probe = probe.replace("httpGet: {path: /ready, port: http}", "exec: {command: [check]}").replace(
+        "periodSeconds: 10, timeoutSeconds: 10", "periodSeconds: 5, timeoutSeconds: 5"
+    )
+    [f] = [f for f in _one(_deploy("acme/web:1", exec_probe)) if f.rule.id == "PS011"]
+    assert f.remediation.startswith("readinessProbe.periodSeconds: 10 (")

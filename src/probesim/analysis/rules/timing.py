@@ -256,20 +256,29 @@ def _fit(p: Timing, target_s: int, min_failure: int = 1) -> Timing:
 
 def _sane_timeout(p: Timing, target_s: int, need_ms: float = 0.0) -> Timing:
     """An exec probe's timeout at least EXEC_TIMEOUT, and every timeout above TAIL × the check's
-    own time (``need_ms``); every timeout below its period (the period raised when the detection
-    target allows it or the timeout was raised for the check, else the timeout lowered)."""
+    own time (``need_ms``); every timeout below its period: the timeout lowered, or the period
+    raised to a round value when the check needs that timeout."""
+    raised = False
     if p.exec and p.timeout <= 1:
         p = replace(p, timeout=EXEC_TIMEOUT)
+        raised = True
     need_s = int(TAIL * need_ms // 1000) + 1 if need_ms > 0 else 0
-    raised = need_s > p.timeout
-    if raised:
+    if need_s > p.timeout:
+        raised = True
         p = replace(p, timeout=need_s)
     if p.timeout >= p.period:
-        if 2 * (p.timeout + 1) + p.timeout <= target_s or p.exec or raised:
-            p = replace(p, period=p.timeout + 1 if not p.exec else max(10, p.timeout + 1))
+        # The cure is the timeout, below the period the user chose — unless the check needs it
+        # (the scenario's check time, an exec's process start): then the period, to a round value.
+        if raised or (p.exec and p.period <= EXEC_TIMEOUT):
+            p = replace(p, period=_nice_up(p.timeout + 1))
         else:
             p = replace(p, timeout=max(1, p.period - 1)) if p.period > 1 else replace(p, period=2, timeout=1)
     return p
+
+
+def _nice_up(seconds: int) -> int:
+    """The smallest round period of at least ``seconds``."""
+    return next((p for p in sorted(NICE_PERIODS) if p >= seconds), seconds)
 
 
 def plan(ctx: Context, t: Target) -> Plan:
