@@ -23,7 +23,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("probesim", "probesim.errors", "probesim.safe")),
     ("model", ("probesim.model", "probesim.mesh.istio")),
-    ("semantics", ("probesim.consecutive", "probesim.mesh.envoy", "probesim.kube")),
+    ("semantics", ("probesim.consecutive", "probesim.mesh.envoy", "probesim.kube", "probesim.profiles")),
     ("results", ("probesim.results",)),
     ("engine", ("probesim.engine", "probesim.logical", "probesim.demo", "probesim.cost")),
     ("lab", ("probesim.lab",)),

@@ -8,14 +8,29 @@ Where the sources disagree the principle says which way probesim goes and why (`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from probesim.model.kubernetes import ProbeType
 
 if TYPE_CHECKING:
-    from probesim.analysis.rules.timing import Timing
     from probesim.profiles import Resolved
+
+
+class Timing(Protocol):
+    """A probe's timing as the policy reads it (rules/timing.py's Timing is one)."""
+
+    @property
+    def period(self) -> int: ...
+    @property
+    def timeout(self) -> int: ...
+    @property
+    def failure(self) -> int: ...
+    @property
+    def delay(self) -> int: ...
+    @property
+    def budget(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -96,7 +111,7 @@ def more_tolerant(live: Timing, ready: Timing) -> bool:
 
 
 def broken(
-    timings: dict[ProbeType, Timing],
+    timings: Mapping[ProbeType, Timing],
     serves: bool,
     profile: Resolved | None = None,
 ) -> set[str]:

@@ -46,6 +46,13 @@ def check(
         str | None, typer.Option(help="Config file (default: ./.probesim.yaml if present).")
     ] = None,
     list_rules: Annotated[bool, typer.Option("--list-rules", help="List the rules and exit.")] = False,
+    list_profiles: Annotated[
+        bool,
+        typer.Option(
+            "--list-profiles",
+            help="List the app profiles (what probesim knows of well-known images and frameworks) and exit.",
+        ),
+    ] = False,
     stress: Annotated[
         bool,
         typer.Option(
@@ -68,6 +75,9 @@ def check(
     parse, an invalid field in an object probesim reads, or no Kubernetes object at all). Every
     file is read first: each error is reported (in every format, -o written too) with the
     findings of the rest, then the check exits 2.
+    Every finding says what it assumed about the app (its profile: Spring Boot, PostgreSQL, …,
+    from the image and the manifest's hints; --list-profiles shows the catalog); correct it in
+    .probesim.yaml under [bold]profiles:[/bold].
     Suppress a finding with the annotation [bold]probesim.dev/ignore: "PS010=reason"[/bold]
     (or [bold]probesim.dev/ignore-<container>[/bold]) on the object or its pod template.
 
@@ -86,6 +96,12 @@ def check(
         from probesim.report.listings import render_rules
 
         render_rules(selected_rules(cfg), out)
+        return
+    if list_profiles:
+        from probesim.profiles import catalog
+        from probesim.report.listings import render_profiles
+
+        render_profiles(catalog().values(), out)
         return
     if not paths and not scenario:
         raise InputError("give manifest files, directories or '-' (see probesim check --help)")

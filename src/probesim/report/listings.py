@@ -1,19 +1,21 @@
-"""The tables of what probesim holds, for the terminal: the check rules, the built-in
-scenarios and the seed-000 demo's eight probe combinations. Only rich is imported here:
+"""The tables of what probesim holds, for the terminal: the check rules, the app profiles'
+catalog, the built-in scenarios and the seed-000 demo's eight probe combinations. Only rich is imported here:
 ``probesim scenarios`` and ``check --list-rules`` start fast."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 if TYPE_CHECKING:
     from probesim.analysis.findings import Rule
     from probesim.demo import DemoRow
+    from probesim.profiles import Profile
     from probesim.scenarios import BuiltIn
 
 
@@ -25,6 +27,32 @@ def render_rules(rules: Iterable[Rule], console: Console) -> None:
     for r in rules:
         t.add_row(r.id, r.name, r.family, r.severity, r.title)
     console.print(t)
+
+
+def render_profiles(profiles: Iterable[Profile], console: Console) -> None:
+    """check --list-profiles: each catalog family, what it is known by and its health checks."""
+    from probesim.model.duration import format_ms
+
+    t = Table(box=box.SIMPLE)
+    for h in ("ID", "NAME", "PROTOCOL", "LIVENESS", "READINESS", "START", "PAUSE"):
+        t.add_column(h, overflow="fold")
+    for p in profiles:
+        start = f"{format_ms(p.start.typical)}-{format_ms(p.start.worst)}"
+        cells = (p.id, p.name, p.protocol or "-", _handler(p.liveness), _handler(p.readiness), start)
+        t.add_row(*(Text(c) for c in (*cells, format_ms(p.pause))))  # catalog text, never markup
+    console.print(t, highlight=False)
+    console.print("Correct what probesim assumed in .probesim.yaml → profiles (docs/rules.md, App profiles).")
+
+
+def _handler(h: dict[str, Any] | None) -> str:
+    if h is None:
+        return "the app's own"
+    kind, spec = next(iter(h.items()))
+    if kind == "httpGet":
+        return f"httpGet {spec.get('path')}" + (f" :{spec['port']}" if spec.get("port") != "{port}" else "")
+    if kind == "exec":
+        return " ".join(str(w) for w in spec.get("command", []))
+    return kind
 
 
 def render_builtins(builtins: Iterable[BuiltIn], console: Console) -> None:
