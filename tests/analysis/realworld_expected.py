@@ -12,6 +12,12 @@ application controller, loki, opensearch, podinfo's database primary): a single 
 stay up through its own replacement, which no strategy changes, and without a scenario no load is
 assumed.
 
+PS013 (reviewed, from the app's profile, no scenario): liveness that acts before a documented
+slow start — the Prometheus servers of istio-samples and otel-demo (60 s and 45 s before liveness
+acts; a large WAL takes minutes to replay, the operator's own startup probe allows 15), the
+k8s-website MySQL StatefulSet (crash recovery) and its etcd Pod (kubeadm's startup probe allows
+4 minutes). PS033 (info): a liveness initialDelaySeconds above 10 s with no startup probe.
+
 Containers whose Service ports only expose metrics (argocd-notifications-controller's metrics
 port, sockshop's rabbitmq-exporter) serve no client traffic and are not asked for readiness.
 
@@ -33,6 +39,7 @@ EXPECTED: dict[str, list[str]] = {
         "PS001 Deployment/default/argocd-dex-server dex install.yaml:32472",
         "PS001 Deployment/default/argocd-redis redis install.yaml:32743",
         "PS014 Deployment/default/argocd-repo-server argocd-repo-server install.yaml:33112",
+        "PS033 Deployment/default/argocd-repo-server argocd-repo-server install.yaml:33117",
         "PS014 Deployment/default/argocd-server argocd-server install.yaml:33663",
         "PS019 Deployment/default/argocd-server argocd-server install.yaml:33674",
     ],
@@ -65,6 +72,7 @@ EXPECTED: dict[str, list[str]] = {
     "istio-samples": [
         "PS014 Deployment/istio-system/grafana grafana addons/grafana.yaml:204",
         "PS006 Deployment/istio-system/grafana grafana addons/grafana.yaml:207",
+        "PS033 Deployment/istio-system/grafana grafana addons/grafana.yaml:209",
         "PS011 Deployment/istio-system/grafana grafana addons/grafana.yaml:210",
         "PS003 Deployment/istio-system/jaeger jaeger addons/jaeger.yaml:27",
         "PS006 Deployment/istio-system/jaeger jaeger addons/jaeger.yaml:29",
@@ -77,6 +85,7 @@ EXPECTED: dict[str, list[str]] = {
         "PS014 Deployment/istio-system/prometheus prometheus-server-configmap-reload addons/prometheus.yaml:486",
         "PS018 Deployment/istio-system/prometheus prometheus-server-configmap-reload addons/prometheus.yaml:486",
         "PS006 Deployment/istio-system/prometheus prometheus-server-configmap-reload addons/prometheus.yaml:488",
+        "PS013 Deployment/istio-system/prometheus prometheus-server addons/prometheus.yaml:526",
         "PS014 Deployment/istio-system/prometheus prometheus-server addons/prometheus.yaml:526",
         "PS018 Deployment/istio-system/prometheus prometheus-server addons/prometheus.yaml:526",
         "PS001 Deployment/default/curl curl curl/curl.yaml:54",
@@ -98,25 +107,32 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "k8s-dashboard": [
         "PS001 Deployment/kubernetes-dashboard/kubernetes-dashboard kubernetes-dashboard recommended.yaml:192",
+        "PS033 Deployment/kubernetes-dashboard/kubernetes-dashboard kubernetes-dashboard recommended.yaml:216",
         "PS011 Deployment/kubernetes-dashboard/kubernetes-dashboard kubernetes-dashboard recommended.yaml:217",
         "PS001 Deployment/kubernetes-dashboard/dashboard-metrics-scraper dashboard-metrics-scraper recommended.yaml:277",
+        "PS033 Deployment/kubernetes-dashboard/dashboard-metrics-scraper dashboard-metrics-scraper recommended.yaml:287",
         "PS011 Deployment/kubernetes-dashboard/dashboard-metrics-scraper dashboard-metrics-scraper recommended.yaml:288",
     ],
     "k8s-examples": [
         "PS001 Deployment/default/vllm-gemma-deployment inference-server AI_vllm-deployment_vllm-deployment.yaml:20",
         "PS001 StatefulSet/default/cockroachdb cockroachdb _archived_cockroachdb_cockroachdb-statefulset.yaml:127",
         "PS001 ReplicationController/default/my-nginx nginxhttps _archived_https-nginx_nginx-app.yaml:38",
+        "PS033 ReplicationController/default/my-nginx nginxhttps _archived_https-nginx_nginx-app.yaml:48",
         "PS001 ReplicationController/default/meteor-controller meteor _archived_meteor_meteor-controller.json:20",
         "PS001 Pod/default/mongo mongo _archived_meteor_mongo-pod.json:22",
         "PS003 Deployment/default/selenium-hub selenium-hub _archived_selenium_selenium-hub-deployment.yaml:28",
         "PS006 Deployment/default/selenium-hub selenium-hub _archived_selenium_selenium-hub-deployment.yaml:30",
+        "PS033 Deployment/default/selenium-hub selenium-hub _archived_selenium_selenium-hub-deployment.yaml:32",
+        "PS033 ReplicationController/default/spark-ui-proxy-controller spark-ui-proxy _archived_spark_spark-ui-proxy-controller.yaml:28",
         "PS001 Pod/default/nimbus nimbus _archived_storm_storm-nimbus.json:12",
         "PS001 Pod/default/zookeeper zookeeper _archived_storm_zookeeper.json:12",
         "PS014 StatefulSet/default/cassandra cassandra databases_cassandra_cassandra-statefulset.yaml:79",
         "PS018 StatefulSet/default/cassandra cassandra databases_cassandra_cassandra-statefulset.yaml:79",
+        "PS033 StatefulSet/default/cassandra cassandra databases_cassandra_cassandra-statefulset.yaml:85",
         "PS001 Deployment/default/frontend php-redis web_guestbook_frontend-deployment.yaml:18",
     ],
     "k8s-website": [
+        "PS013 StatefulSet/default/mysql mysql application/mysql/mysql-statefulset.yaml:83",
         "PS015 StatefulSet/default/mysql mysql application/mysql/mysql-statefulset.yaml:89",
         "PS001 Deployment/default/php-apache php-apache application/php-apache.yaml:15",
         "PS003 StatefulSet/default/zk kubernetes-zookeeper application/zookeeper/zookeeper.yaml:112",
@@ -124,7 +140,11 @@ EXPECTED: dict[str, list[str]] = {
         "PS001 ReplicationController/default/nginx nginx controllers/replication.yaml:21",
         "PS001 StatefulSet/default/web nginx controllers/statefulset.yaml:33",
         "PS015 Pod/default/liveness-exec liveness pods-probe/exec-liveness.yaml:15",
+        "PS013 Pod/default/etcd-with-grpc etcd pods-probe/grpc-liveness.yaml:26",
+        "PS033 Pod/default/pod-with-http-healthcheck nginx pods-probe/pod-with-http-healthcheck.yaml:21",
+        "PS033 Pod/default/pod-with-tcp-socket-healthcheck redis pods-probe/pod-with-tcp-socket-healthcheck.yaml:20",
         "PS003 Pod/default/goproxy goproxy pods-probe/tcp-liveness-readiness.yaml:18",
+        "PS033 Pod/default/goproxy goproxy pods-probe/tcp-liveness-readiness.yaml:21",
     ],
     "knative-samples": [],
     "kube-prometheus": [
@@ -148,8 +168,10 @@ EXPECTED: dict[str, list[str]] = {
     "msdemo": [
         "PS006 Deployment/default/frontend server msdemo.yaml:67",
         "PS003 Deployment/default/adservice server msdemo.yaml:198",
+        "PS033 Deployment/default/adservice server msdemo.yaml:199",
         "PS003 Deployment/default/currencyservice server msdemo.yaml:267",
         "PS003 Deployment/default/cartservice server msdemo.yaml:346",
+        "PS033 Deployment/default/cartservice server msdemo.yaml:347",
         "PS003 Deployment/default/redis-cart redis msdemo.yaml:408",
         "PS003 Deployment/default/recommendationservice server msdemo.yaml:566",
         "PS003 Deployment/default/checkoutservice server msdemo.yaml:641",
@@ -160,6 +182,7 @@ EXPECTED: dict[str, list[str]] = {
     "otel-demo": [
         "PS014 Deployment/otel-demo/grafana grafana opentelemetry-demo.yaml:18169",
         "PS006 Deployment/otel-demo/grafana grafana opentelemetry-demo.yaml:18172",
+        "PS033 Deployment/otel-demo/grafana grafana opentelemetry-demo.yaml:18174",
         "PS011 Deployment/otel-demo/grafana grafana opentelemetry-demo.yaml:18175",
         "PS014 Deployment/default/jaeger jaeger opentelemetry-demo.yaml:18278",
         "PS006 Deployment/default/jaeger jaeger opentelemetry-demo.yaml:18281",
@@ -169,6 +192,7 @@ EXPECTED: dict[str, list[str]] = {
         "PS006 Deployment/otel-demo/otel-collector opentelemetry-collector opentelemetry-demo.yaml:18389",
         "PS004 Deployment/otel-demo/otel-collector opentelemetry-collector opentelemetry-demo.yaml:18390",
         "PS004 Deployment/otel-demo/otel-collector opentelemetry-collector opentelemetry-demo.yaml:18394",
+        "PS013 Deployment/otel-demo/prometheus prometheus-server opentelemetry-demo.yaml:18469",
         "PS014 Deployment/otel-demo/prometheus prometheus-server opentelemetry-demo.yaml:18469",
         "PS018 Deployment/otel-demo/prometheus prometheus-server opentelemetry-demo.yaml:18469",
         "PS001 Deployment/default/ad ad opentelemetry-demo.yaml:18601",
@@ -201,19 +225,23 @@ EXPECTED: dict[str, list[str]] = {
         "PS001 Deployment/sock-shop/carts-db carts-db complete-demo.yaml:93",
         "PS003 Deployment/sock-shop/catalogue catalogue complete-demo.yaml:173",
         "PS006 Deployment/sock-shop/catalogue catalogue complete-demo.yaml:175",
+        "PS033 Deployment/sock-shop/catalogue catalogue complete-demo.yaml:177",
         "PS001 Deployment/sock-shop/catalogue-db catalogue-db complete-demo.yaml:223",
         "PS003 Deployment/sock-shop/front-end front-end complete-demo.yaml:288",
         "PS006 Deployment/sock-shop/front-end front-end complete-demo.yaml:290",
+        "PS033 Deployment/sock-shop/front-end front-end complete-demo.yaml:292",
         "PS001 Deployment/sock-shop/orders orders complete-demo.yaml:339",
         "PS001 Deployment/sock-shop/orders-db orders-db complete-demo.yaml:407",
         "PS003 Deployment/sock-shop/payment payment complete-demo.yaml:484",
         "PS006 Deployment/sock-shop/payment payment complete-demo.yaml:486",
+        "PS033 Deployment/sock-shop/payment payment complete-demo.yaml:488",
         "PS001 Deployment/sock-shop/queue-master queue-master complete-demo.yaml:534",
         "PS001 Deployment/sock-shop/rabbitmq rabbitmq complete-demo.yaml:588",
         "PS001 Deployment/sock-shop/session-db session-db complete-demo.yaml:656",
         "PS001 Deployment/sock-shop/shipping shipping complete-demo.yaml:706",
         "PS003 Deployment/sock-shop/user user complete-demo.yaml:800",
         "PS006 Deployment/sock-shop/user user complete-demo.yaml:802",
+        "PS033 Deployment/sock-shop/user user complete-demo.yaml:804",
         "PS001 Deployment/sock-shop/user-db user-db complete-demo.yaml:851",
         "PS001 Deployment/kube-system/elasticsearch elasticsearch manifests-logging/elasticsearch.yml:20",
         "PS030 DaemonSet/kube-system/fluentd fluentd manifests-logging/fluentd-daemon.yml:21",

@@ -184,15 +184,30 @@ def test_spring_boot_liveness_on_the_aggregate_health_is_pointed_at_its_liveness
         ports: [{name: http, containerPort: 8080}]
         readinessProbe: {httpGet: {path: /actuator/health, port: http}, periodSeconds: 10}
         livenessProbe: {httpGet: {path: /actuator/health, port: http}, periodSeconds: 10, failureThreshold: 5}"""
-    [f] = _one(_deploy("ghcr.io/acme/spring-orders:1", both))
-    assert f.rule.id == "PS006"
+    text = _deploy("ghcr.io/acme/spring-orders:1", both)
+    found = {f.rule.id: f for f in _one(text)}
+    # PS016, not PS006 besides it: the profile knows the path checks the database; and PS013:
+    # liveness gives a start 50 s, Spring Boot's slowest start in its profile is 90 s
+    assert sorted(found) == ["PS013", "PS016"]
+    f = found["PS016"]
+    assert f.severity == "error"
     assert f.message == (
-        "livenessProbe and readinessProbe both probe /actuator/health: Spring Boot's /actuator/health checks a "
-        "dependency, so its failure restarts every pod"
+        "livenessProbe /actuator/health: Spring Boot's /actuator/health also checks its dependencies (a database)"
     )
     assert f.patch == {"spec": {"template": {"spec": {"containers": [
         {"name": "app", "livenessProbe": {"httpGet": {"path": "/actuator/health/liveness"}}}]}}}}  # fmt: skip
-    assert _recheck(list(load_docs(_deploy("ghcr.io/acme/spring-orders:1", both), "x.yaml"))) == 1
+    assert found["PS013"].message == "liveness acts after 50s; Spring Boot can need 1m30s to start"
+    assert found["PS013"].remediation.startswith(
+        "add startupProbe: {httpGet: {path: /actuator/health/liveness, port: http}, periodSeconds: 10, "
+        "timeoutSeconds: 1, failureThreshold: 14}"  # 1.5 × 90 s, at its period
+    )
+    assert _recheck(list(load_docs(text, "x.yaml"))) == 2
+    # Grafana's /api/health reports its database too, but Grafana has no other endpoint to point
+    # liveness at: the info finding that the path may check a dependency, no error.
+    grafana = both.replace("/actuator/health", "/api/health")
+    found = {f.rule.id: f for f in _one(_deploy("grafana/grafana:10.4.0", grafana))}
+    assert "PS016" not in found and found["PS006"].severity == "info"
+    assert "Grafana's /api/health checks a dependency" in found["PS006"].message
 
 
 def test_prometheus_probing_its_own_endpoints_is_not_told_it_checks_a_dependency() -> None:
@@ -201,12 +216,20 @@ def test_prometheus_probing_its_own_endpoints_is_not_told_it_checks_a_dependency
         readinessProbe: {httpGet: {path: /-/ready, port: web}, periodSeconds: 5}
         livenessProbe: {httpGet: {path: /-/ready, port: web}, periodSeconds: 10, failureThreshold: 5}"""
     svc = "[{port: 9090, targetPort: web}]"
-    assert _one(_deploy("quay.io/prometheus/prometheus:v2.51.0", prom, svc)) == []
+    found = _one(_deploy("quay.io/prometheus/prometheus:v2.51.0", prom, svc))
+    # no PS006; PS013 instead: the WAL replay of its profile outlasts the 50 s liveness allows,
+    # and the startup probe the fix adds is on Prometheus' own startup check, for 15 minutes
+    [f] = found
+    assert f.rule.id == "PS013" and f.message == "liveness acts after 50s; Prometheus can need 10m to start"
+    assert f.remediation.startswith(
+        "add startupProbe: {httpGet: {path: /-/ready, port: web}, periodSeconds: 10, timeoutSeconds: 1, "
+        "failureThreshold: 90}"
+    )
     # the same probes on a path probesim does not know: it may check a dependency
     unknown = prom.replace("/-/ready", "/status")
     assert [f.rule.id for f in _one(_deploy("acme/tsdb:1", unknown, svc))] == ["PS006"]
     # Prometheus' own paths are evidence too, whatever the image is called
-    assert _one(_deploy("acme/tsdb:1", prom, svc)) == []
+    assert [f.rule.id for f in _one(_deploy("acme/tsdb:1", prom, svc))] == ["PS013"]
 
 
 NO_PORT = """\
@@ -277,14 +300,16 @@ def test_findings_carry_what_they_assumed_in_json_sarif_and_text(tmp_path: Path)
             "liveness": {"exec": {"command": ["redis-cli", "-p", "{port}", "ping"]}},
             "readiness": {"exec": {"command": ["redis-cli", "-p", "{port}", "ping"]}},
         },
-        "start": {"typical": "1s", "worst": "2m"},
+        "start": {"typical": "1s", "worst": "30s"},
         "pause": "1s",
         "corrected": False,
     }
     sarif = to_sarif(report)
     assert sarif["runs"][0]["results"][0]["properties"]["assumed"]["profile"] == "redis"
     assert f.assumed is not None
-    assert f.assumed.line() == "Redis / Valkey (image redis:7.2): starts in 1s (2m at worst), pauses up to 1s"
+    assert (
+        f.assumed.line() == "Redis / Valkey (image redis:7.2): starts in 1s (30s at worst), pauses up to 1s"
+    )
 
 
 @skip_realworld
@@ -296,7 +321,9 @@ def test_no_realworld_fix_breaks_a_principle_the_original_kept(project: str) -> 
         ctx = Context(k8s.parse(objects_docs))
         [t] = [t for t in ctx.targets if f"{t.workload.kind}/{t.namespace}/{t.workload.name}" == key
                and t.container.name == container and t.doc.file == f.file]  # fmt: skip
-        return broken({k: Timing.of(p) for k, p in probes_of(t)}, bool(t.serves), t.profile)
+        live = t.container.liveness_probe
+        path = live.http_get.path if live is not None and live.http_get is not None else None
+        return broken({k: Timing.of(p) for k, p in probes_of(t)}, bool(t.serves), t.profile, path)
 
     for f in _findings(docs):
         if f.patch is None or f.patch_type != "strategic" or not f.container:
@@ -320,3 +347,28 @@ def test_a_timeout_at_its_period_is_cured_by_the_timeout_not_an_odd_period() -> 
     )
     [f] = [f for f in _one(_deploy("acme/web:1", exec_probe)) if f.rule.id == "PS011"]
     assert f.remediation.startswith("readinessProbe.periodSeconds: 10 (")
+
+
+def test_a_long_liveness_delay_becomes_a_startup_probe_that_allows_no_less() -> None:
+    delayed = """\
+        ports: [{name: http, containerPort: 8080}]
+        readinessProbe: {httpGet: {path: /ready, port: http}}
+        livenessProbe: {httpGet: {path: /live, port: http}, initialDelaySeconds: 30, failureThreshold: 4}"""
+    text = _deploy("acme/web:1", delayed)
+    [f] = _one(text)
+    assert (f.rule.id, f.severity) == ("PS033", "info")
+    assert f.message == "livenessProbe waits 30s before it runs, with no startupProbe"
+    # the startup probe allows what liveness allowed before (30 + 4 × 10 s), liveness then runs at once
+    assert f.remediation == (
+        "add startupProbe: {httpGet: {path: /live, port: http}, periodSeconds: 10, timeoutSeconds: 1, "
+        "failureThreshold: 7}, livenessProbe.initialDelaySeconds: 0 (startup allows 70s, readiness takes a "
+        "failing pod out within 31s, liveness acts on a hang within 41s)"
+    )
+    assert _recheck(list(load_docs(text, "x.yaml"))) == 1
+    # with a startup probe already there, or a delay of 10 s, nothing to say
+    started = delayed + "\n        startupProbe: {httpGet: {path: /live, port: http}, failureThreshold: 30}"
+    assert _one(_deploy("acme/web:1", started)) == []
+    assert (
+        _one(_deploy("acme/web:1", delayed.replace("initialDelaySeconds: 30", "initialDelaySeconds: 10")))
+        == []
+    )

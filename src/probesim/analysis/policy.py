@@ -114,10 +114,14 @@ def broken(
     timings: Mapping[ProbeType, Timing],
     serves: bool,
     profile: Resolved | None = None,
+    liveness_path: str | None = None,
 ) -> set[str]:
     """The principles a container's probes break: ``timings`` its probes, ``serves`` whether a
-    Service sends it traffic, ``profile`` what the app is (its worst pause)."""
+    Service sends it traffic, ``profile`` what the app is (its worst pause, the paths that check
+    a dependency), ``liveness_path`` the HTTP path liveness probes."""
     out: set[str] = set()
+    if liveness_path is not None and profile is not None and profile.path_reaches_dependency(liveness_path):
+        out.add("liveness-only-where-restart-cures")
     live, ready, start = timings.get("liveness"), timings.get("readiness"), timings.get("startup")
     if serves and ready is None:
         out.add("readiness-on-serving")

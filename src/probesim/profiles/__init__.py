@@ -48,6 +48,7 @@ class Profile(Model):
     self_contained: tuple[str, ...] = ()
     dependency_paths: tuple[str, ...] = ()
     start: StartRange = StartRange()
+    slow_start: SBool = False
     pause: Duration = 0
     restart_cures: SBool = True
     serves: SBool = True

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from probesim.analysis.context import Context
+from probesim.analysis.context import Context, Target
 from probesim.analysis.findings import REGISTRY, Finding
 from probesim.analysis.rules.mesh import http_routes, istio_docs
 from probesim.analysis.rules.timing import http_path
@@ -19,22 +19,38 @@ rule = REGISTRY.rule
     severity="error",
     title="Liveness probes a path that calls a dependency.",
     why="When the dependency is slow or down, every pod fails liveness at once and is restarted, "
-    "forever: restarts cure nothing (seed 004: 82 % errors, CrashLoopBackOff). Needs the "
-    "scenario's route calls.",
-    fix="Probe a self-contained endpoint for liveness; handle the dependency with timeouts, retries "
-    "and a circuit breaker.",
+    "forever: restarts cure nothing (seed 004: 82 % errors, CrashLoopBackOff). Known from the "
+    "scenario's route calls, or from the app's profile (Spring Boot's aggregate /actuator/health "
+    "includes the database; Grafana's /api/health reports its database).",
+    fix="Probe a self-contained endpoint for liveness (the app's own liveness endpoint, when it has "
+    "one); handle the dependency with timeouts, retries and a circuit breaker.",
 )  # fmt: skip
 def liveness_dependency(ctx: Context) -> Iterator[Finding]:
     for t in ctx.targets:
         p = t.container.liveness_probe
-        if p is None or t.behavior is None or http_path(p) is None:
+        path = http_path(p) if p is not None else None
+        if path is None:
             continue
-        calls = t.behavior.cost(http_path(p) or "/").calls
-        if calls:
-            deps = ", ".join(c.target for c in calls)
-            yield ctx.finding(
-                "PS016", t, f"livenessProbe {http_path(p)} calls {deps}", ("livenessProbe", "httpGet", "path")
-            )
+        rel = ("livenessProbe", "httpGet", "path")
+        if t.behavior is not None:
+            calls = t.behavior.cost(path).calls
+            if calls:
+                deps = ", ".join(c.target for c in calls)
+                yield ctx.finding("PS016", t, f"livenessProbe {path} calls {deps}", rel)
+            continue
+        prof = t.profile
+        if prof is None or not prof.path_reaches_dependency(path):
+            continue
+        own_path = profile_liveness_path(t)
+        if own_path is None or own_path == path:  # nothing better to point at: PS006's (info) case
+            continue
+        msg = f"livenessProbe {path}: {prof.profile.name}'s {path} also checks its dependencies (a database)"
+        change = {"livenessProbe": {"httpGet": {"path": own_path}}}
+        s = t.container.startup_probe
+        if s is not None and http_path(s) == path:
+            change["startupProbe"] = {"httpGet": {"path": own_path}}
+        note = f"{prof.profile.name}'s liveness endpoint, which checks only the process"
+        yield ctx.finding("PS016", t, msg, rel, change=change, note=note)
 
 
 @rule(
@@ -89,3 +105,10 @@ def retry_amplification(ctx: Context) -> Iterator[Finding]:
                     tries = f"{mesh} mesh × {c.retries.attempts} app tries"
                     msg = f"{path} → {c.target}: {tries} = {total} calls"
                     yield ctx.finding("PS025", t, msg)
+
+
+def profile_liveness_path(t: Target) -> str | None:
+    """The app's own liveness path, from its profile (None: the app defines its own)."""
+    own = t.profile.handler("liveness", 0) if t.profile is not None and t.profile.known else None
+    path = own["httpGet"].get("path") if own is not None and "httpGet" in own else None
+    return str(path) if path is not None else None

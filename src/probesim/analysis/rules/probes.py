@@ -7,6 +7,7 @@ from typing import Any
 
 from probesim.analysis.context import Context
 from probesim.analysis.findings import REGISTRY, Finding
+from probesim.analysis.rules.dependencies import profile_liveness_path
 from probesim.analysis.rules.timing import (
     Timing,
     as_strict,
@@ -197,8 +198,9 @@ def liveness_shares_path(ctx: Context) -> Iterator[Finding]:
             msg += f"{prof.profile.name}'s {lh.path} checks a dependency, so its failure restarts every pod"
         else:
             msg += "a dependency it checks restarts every pod"
-        live_h = prof.handler("liveness", lh.port) if prof is not None and prof.known else None
-        live_path = live_h["httpGet"].get("path") if live_h is not None and "httpGet" in live_h else None
+        live_path = profile_liveness_path(t)
+        if prof is not None and prof.path_reaches_dependency(lh.path) and live_path not in (None, lh.path):
+            continue  # PS016's: liveness on a dependency, pointed at the app's own liveness endpoint
         if live_path is None or live_path == lh.path:
             yield ctx.finding("PS006", t, msg, ("livenessProbe", "httpGet", "path"))
             continue

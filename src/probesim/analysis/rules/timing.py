@@ -14,8 +14,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from probesim.analysis.context import Context, Target
-from probesim.analysis.policy import more_tolerant
-from probesim.analysis.rules.handlers import readiness_handler, serves_nothing
+from probesim.analysis.policy import MAX_LIVENESS_DELAY_S, more_tolerant
+from probesim.analysis.rules.handlers import profile_handler, readiness_handler, serves_nothing
 from probesim.model.kubernetes import Probe, ProbeType
 
 KINDS: tuple[ProbeType, ...] = ("startup", "readiness", "liveness")
@@ -160,6 +160,9 @@ class Plan:
     added: dict[ProbeType, dict[str, Any]] = field(default_factory=dict)  # whole new probes
     handler_note: str = ""
     reasons: list[str] = field(default_factory=list)  # which constraint won, where two met
+    # The startup probe the plan adds guards liveness as planned (which could act before the
+    # slowest start): every change of liveness comes with it.
+    startup_guards_liveness: bool = False
 
     def change(self, *kinds: ProbeType) -> dict[str, Any]:
         """The container's fields to patch for a finding on ``kinds`` (all probes when none is
@@ -167,7 +170,8 @@ class Plan:
         chose against theirs — liveness and readiness when both change (liveness must outlast
         readiness), liveness and startup when both change (startup covers what liveness no
         longer does) — so that applying it alone adds no finding. A probe the plan adds is in
-        only when asked for."""
+        only when asked for, or when it is a startup probe guarding liveness as planned (which
+        could otherwise act before the slowest start)."""
         changed = {
             k
             for k in KINDS
@@ -178,6 +182,8 @@ class Plan:
             for pair in (("liveness", "readiness"), ("liveness", "startup")):
                 if want & set(pair) and set(pair) <= changed:
                     want |= {k for k in pair if k not in self.added or k in kinds or not kinds}
+        if "liveness" in want and "startup" in self.added and self.startup_guards_liveness:
+            want.add("startup")
         out: dict[str, Any] = {}
         for kind in KINDS:
             if kind not in want:
@@ -189,6 +195,11 @@ class Plan:
                 out[f"{kind}Probe"] = probe
             else:
                 out[f"{kind}Probe"] = _fields(a, self.before[kind])
+        live = out.get("livenessProbe")
+        if live is not None and "startup" in self.added and "startupProbe" not in out:
+            live.pop("initialDelaySeconds", None)  # only with the startup probe that takes its place
+            if not live:
+                del out["livenessProbe"]
         return out
 
     def note(self, change: dict[str, Any] | None = None) -> str:
@@ -224,11 +235,11 @@ class Plan:
 
 def _fields(a: Timing, b: Timing | None) -> dict[str, Any]:
     names = (("periodSeconds", "period"), ("timeoutSeconds", "timeout"), ("failureThreshold", "failure"),
-             ("terminationGracePeriodSeconds", "grace"))  # fmt: skip
+             ("terminationGracePeriodSeconds", "grace"), ("initialDelaySeconds", "delay"))  # fmt: skip
     out: dict[str, Any] = {}
     for raw, attr in names:
         v = getattr(a, attr)
-        if v is not None and (b is None or getattr(b, attr) != v):
+        if v is not None and (getattr(b, attr) != v if b is not None else attr != "delay" or v != 0):
             out[raw] = v
     return out
 
@@ -337,23 +348,61 @@ def plan(ctx: Context, t: Target) -> Plan:
         after["liveness"] = live
     b = t.behavior
     s = after.get("startup")
+    start_ms = slowest_start_ms(t)
     if b is not None and s is not None and s.startup_s * 1000 <= b.start:
         p = t.container.startup_probe
         assert p is not None
         after["startup"] = replace(
             s, failure=_threshold_for(b.start, p.model_copy(update={"period_seconds": s.period}))
         )
-    elif b is not None and s is None and live is not None and live.startup_s * 1000 <= b.start:
-        lp = t.container.liveness_probe
-        assert lp is not None
-        period = min(live.period, 10)
-        fresh = lp.model_copy(update={"initial_delay_seconds": 0, "period_seconds": period})
-        after["startup"] = Timing(
-            period, live.timeout, _threshold_for(b.start, fresh), 0, None, live.check, live.exec
-        )
-        raw = t.raw_probe("liveness")
-        added["startup"] = {k: raw[k] for k in ("httpGet", "tcpSocket", "exec", "grpc") if k in raw}
+    elif s is None and live is not None and (guards := starts_too_slow(t, live)) | delayed(live):
+        # A startup probe, not an initial delay (the policy): it covers the slowest start with
+        # half again as much, never less than liveness allowed before; liveness then starts at once.
+        period = max(min(live.period, 10), _nice_up(live.timeout + 1))  # above liveness's timeout
+        need_ms = max(1.5 * start_ms, live.startup_s * 1000)
+        failure = max(3, -int(-need_ms // (period * 1000)))
+        handler, check = startup_handler(t)
+        after["startup"] = Timing(period, live.timeout, failure, 0, None, check, "exec" in handler)
+        added["startup"] = handler
+        after["liveness"] = replace(live, delay=0)
+        return Plan(before, after, added, handler_note, reasons, guards)
     return Plan(before, after, added, handler_note, reasons)
+
+
+def slowest_start_ms(t: Target) -> int:
+    """The slowest start to plan for: the scenario's, else the app profile's worst (0 when the app
+    is unknown: it answers at once)."""
+    if t.behavior is not None:
+        return t.behavior.start
+    return t.profile.start_ms[1] if t.profile is not None else 0
+
+
+def starts_too_slow(t: Target, live: Timing) -> bool:
+    """Liveness can act before the app has started: the scenario's start reaches liveness's start-up
+    budget, or the profile's slowest start exceeds it where the catalog documents a slow start."""
+    if t.behavior is not None:
+        return live.startup_s * 1000 <= t.behavior.start
+    documented = t.profile is not None and t.profile.profile.slow_start
+    return documented and live.startup_s * 1000 < slowest_start_ms(t)
+
+
+def delayed(live: Timing) -> bool:
+    """Liveness waits longer than the policy allows before it runs: a startup probe's work."""
+    return live.delay > MAX_LIVENESS_DELAY_S
+
+
+def startup_handler(t: Target) -> tuple[dict[str, Any], Any]:
+    """The check a startup probe the plan adds makes, and that check as Timing compares it: the
+    app's own startup endpoint where its profile knows one and liveness probes over HTTP, else
+    liveness's own check."""
+    raw = t.raw_probe("liveness")
+    own: dict[str, Any] = {k: raw[k] for k in ("httpGet", "tcpSocket", "exec", "grpc") if k in raw}
+    http = own.get("httpGet")
+    if isinstance(http, dict) and t.profile is not None and t.profile.known:
+        known = profile_handler(t, "startup", http.get("port", 80))
+        if known is not None and "httpGet" in known[0]:
+            return known[0], _check_of(t, known[0])
+    return own, _check_of(t, own)
 
 
 def wants_readiness(t: Target) -> bool:
