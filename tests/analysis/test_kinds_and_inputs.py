@@ -306,3 +306,55 @@ def test_scenario_inline_manifests_are_linted(tmp_path: Path) -> None:
         ("PS010", "ReplicationController/legacy", path),
     }
     assert doc["files"] == [path]
+
+
+PORT_ZERO = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - name: app
+          ports: [{containerPort: 8080}]
+          livenessProbe:
+            httpGet: {path: /healthz, port: 0}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec: {selector: {app: web}, ports: [{port: 80, targetPort: 8080}]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api}
+spec:
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec:
+      containers:
+        - name: api
+          livenessProbe: {exec: {command: [x]}, failureThreshold: 1, timeoutSeconds: 5}
+"""
+PORT_ZERO_ERROR = (
+    "port0.yaml:14: Deployment web: spec.template.spec.containers[0].livenessProbe.httpGet.port: "
+    "must be a port number between 1 and 65535, inclusive, or a port name (got 0)"
+)
+
+
+def test_a_probe_on_port_0_is_an_input_error_of_its_document(tmp_path: Path) -> None:
+    # The API server refuses port 0 (ValidatePortNumOrName): an error naming file, line and field,
+    # not a traceback from building the container's behaviour; the other Deployment is linted.
+    path = write(tmp_path, "port0.yaml", PORT_ZERO)
+    r = runner.invoke(app, ["check", path])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert r.stderr.splitlines()[0] == f"error: {tmp_path}/{PORT_ZERO_ERROR}"
+    assert [(f.rule.id, f.obj) for f in check([path]).findings] == [("PS010", "Deployment/api")]
+    ran = runner.invoke(app, ["run", path, "--duration", "30s"])
+    assert ran.exit_code == 2 and "Traceback" not in ran.output
+    assert ran.stderr == f"error: {tmp_path}/{PORT_ZERO_ERROR}\n"

@@ -15,6 +15,7 @@ from fractions import Fraction
 from typing import Annotated, Literal
 
 from pydantic import (
+    AfterValidator,
     BeforeValidator,
     Field,
     PlainSerializer,
@@ -26,6 +27,17 @@ from pydantic import (
 from probesim.model.base import Int32, Model, NonNegInt32, OpenModel, SBool, SInt
 
 IntOrString = Annotated[SInt, Field(ge=0, le=65535)] | str
+
+
+def _port_number_or_name(v: "int | str") -> "int | str":
+    """A probe handler's port as ValidatePortNumOrName checks it: a number from 1 to 65535 (the API
+    server refuses 0, which a Service's targetPort takes as "the port"), or a port name."""
+    if isinstance(v, int) and not 1 <= v <= 65535:
+        raise ValueError("must be a port number between 1 and 65535, inclusive, or a port name")
+    return v
+
+
+PortNumOrName = Annotated[SInt | str, AfterValidator(_port_number_or_name)]
 ProbeType = Literal["startup", "readiness", "liveness"]
 
 
@@ -43,7 +55,7 @@ class HTTPHeader(Model):
 
 class HTTPGetAction(Model):
     path: str = "/"
-    port: IntOrString
+    port: PortNumOrName
     host: str | None = None
     scheme: Literal["HTTP", "HTTPS"] = "HTTP"
     http_headers: tuple[HTTPHeader, ...] = ()
@@ -55,7 +67,7 @@ class HTTPGetAction(Model):
 
 
 class TCPSocketAction(Model):
-    port: IntOrString
+    port: PortNumOrName
     host: str | None = None
 
 
