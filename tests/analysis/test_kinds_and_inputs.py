@@ -358,3 +358,61 @@ def test_a_probe_on_port_0_is_an_input_error_of_its_document(tmp_path: Path) -> 
     ran = runner.invoke(app, ["run", path, "--duration", "30s"])
     assert ran.exit_code == 2 and "Traceback" not in ran.output
     assert ran.stderr == f"error: {tmp_path}/{PORT_ZERO_ERROR}\n"
+
+
+def deployment(name: str) -> str:
+    return f"""\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}}}
+spec:
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      containers:
+        - name: app
+          livenessProbe: {{exec: {{command: [x]}}, failureThreshold: 1, timeoutSeconds: 5}}
+"""
+
+
+CONFIGMAP_TWICE = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data:
+  LOG_LEVEL: info
+  TIMEOUT: 5s
+  LOG_LEVEL: debug
+"""
+
+
+def test_a_duplicate_key_is_an_error_of_its_document_only(tmp_path: Path) -> None:
+    # The ConfigMap's duplicate key used to drop every object after it in the file.
+    path = write(
+        tmp_path, "app.yaml", deployment("web") + "---\n" + CONFIGMAP_TWICE + "---\n" + deployment("api")
+    )
+    report = check([path])
+    assert [str(e) for e in report.errors] == [
+        f'{path}:19: ConfigMap settings: duplicate key "data.LOG_LEVEL" (already defined at line 17)'
+    ]
+    assert [(f.rule.id, f.obj, f.line) for f in report.findings] == [
+        ("PS010", "Deployment/web", 11),
+        ("PS010", "Deployment/api", 31),
+    ]
+    r = runner.invoke(app, ["check", path, "-f", "json"])
+    assert r.exit_code == 2  # an input error still exits 2, with the findings of the rest
+    assert len(json.loads(r.stdout)["findings"]) == 2
+
+
+def test_a_syntax_error_in_the_middle_document_keeps_its_neighbours(tmp_path: Path) -> None:
+    broken = deployment("broken").replace("metadata: {name: broken}", "metadata: {name: broken\n  labels: [}")
+    path = write(tmp_path, "app.yaml", deployment("web") + "---\n" + broken + "---\n" + deployment("api"))
+    report = check([path])
+    assert [str(e) for e in report.errors] == [
+        f"{path}:16: YAML syntax error: did not find expected ',' or '}}' (while parsing a flow mapping at line 15)"
+    ]
+    assert [(f.obj, f.line) for f in report.findings] == [("Deployment/web", 11), ("Deployment/api", 36)]
+    r = runner.invoke(app, ["check", path])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert "2 errors, 0 warnings, 0 info in 2 objects" in r.stdout
