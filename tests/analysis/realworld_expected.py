@@ -242,3 +242,28 @@ WHOLE_EXTRA: list[str] = [
     "PS001 Deployment/monitoring/kube-state-metrics kube-state-metrics kube-prometheus-kp2/kubeStateMetrics-deployment.yaml:30",
     "PS001 Deployment/monitoring/kube-state-metrics kube-state-metrics kube-prometheus/kubeStateMetrics-deployment.yaml:30",
 ]
+
+# How many workloads each project's check lints (its report's ``linted`` list): every pod template
+# read, including custom resources'. knative-samples' eight Knative Services (serving.knative.dev)
+# were read past as custom resources before issue 40; they are linted now, with no finding (queue-
+# proxy's default readiness probe covers the containers that declare none).
+LINTED: dict[str, int] = {
+    "argocd": 7,
+    "bookinfo": 6,
+    "dapr-quickstarts": 13,
+    "emojivoto": 4,
+    "ingress-nginx": 3,
+    "istio-samples": 20,
+    "k8s-dashboard": 2,
+    "k8s-examples": 12,
+    "k8s-website": 17,
+    "knative-samples": 8,
+    "kube-prometheus": 6,
+    "kube-prometheus-kp2": 6,
+    "metrics-server": 0,
+    "msdemo": 12,
+    "otel-demo": 25,
+    "podinfo-deploy": 13,
+    "podinfo-kustomize": 1,
+    "sockshop": 27,
+}

@@ -184,10 +184,13 @@ def test_valid_objects_never_stop_the_check(tmp_path: Path) -> None:
           metrics: [{type: Resource, resource: {name: memory, target: {type: Utilization, averageUtilization: 80}}}]
         """)
     r = check([write(tmp_path, "m.yaml", text)])
-    assert {(s.kind, s.why.split(" ")[0]) for s in r.skipped} == {
-        ("Service", "custom"),
-        ("CustomResourceDefinition", "a"),
-    }
+    assert {(s.kind, s.why.split(" ")[0]) for s in r.skipped} == {("CustomResourceDefinition", "a")}
+    # The Knative Service is a workload now, told from the Service of its name by its API group.
+    assert [(w.kind, w.namespace, w.name, w.api_version) for w in r.linted] == [
+        ("Deployment", "a", "web", "apps/v1"),
+        ("Deployment", "b", "web", "apps/v1"),
+        ("Service", "default", "hello", "serving.knative.dev/v1"),
+    ]
     # The Service in "default" selects neither Deployment: they are in namespaces a and b.
     assert [f.rule.id for f in r.findings] == []
 

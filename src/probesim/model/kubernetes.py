@@ -364,17 +364,14 @@ class WorkloadSpec(OpenModel):
     update_strategy: StatefulSetUpdateStrategy | None = None
 
 
-WorkloadKind = Literal[
-    "Deployment", "ReplicaSet", "StatefulSet", "Pod", "DaemonSet", "ReplicationController", "Job", "CronJob"
-]
-
-
 class Workload(OpenModel):
     """An object with a pod template, seen as a set of identical pods: a Deployment, ReplicaSet,
     ReplicationController, StatefulSet or bare Pod; a DaemonSet (one node's pod), a Job or
-    CronJob (its parallelism) for the rules — the engine simulates the first five."""
+    CronJob (its parallelism), an Argo Rollout, a Knative Service or another custom resource
+    with a pod template for the rules — the engine simulates the first five. Which kinds are
+    read, and from which API groups, is the manifest loader's (manifests/kubernetes.py)."""
 
-    kind: WorkloadKind
+    kind: str
     metadata: ObjectMeta
     spec: WorkloadSpec
 
@@ -550,3 +547,28 @@ def _with_defaults(
     r = r or HPAScalingRules()
     window = window_s if r.stabilization_window_seconds is None else r.stabilization_window_seconds
     return r.model_copy(update={"stabilization_window_seconds": window, "policies": r.policies or policies})
+
+
+class ScaledObjectTarget(OpenModel):
+    api_version: str | None = None
+    kind: str = "Deployment"  # KEDA's default
+    name: str
+
+
+class ScaledObjectSpec(OpenModel):
+    scale_target_ref: ScaledObjectTarget
+    min_replica_count: NonNegInt32 = 0  # KEDA scales the target to zero when idle
+    max_replica_count: NonNegInt32 = 100
+
+
+class ScaledObject(OpenModel):
+    """A KEDA ScaledObject (keda.sh/v1alpha1): the scaler of its target, as an HPA is (KEDA makes
+    an HPA for it, and scales between 0 and 1 itself), with KEDA's defaults applied."""
+
+    kind: Literal["ScaledObject"] = "ScaledObject"
+    metadata: ObjectMeta
+    spec: ScaledObjectSpec
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name

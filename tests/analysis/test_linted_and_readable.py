@@ -1,0 +1,96 @@
+"""Every report says what it linted (issue 40: the 'clean project' summary)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+from typer.testing import CliRunner
+
+from probesim.cli import app
+
+runner = CliRunner()
+
+CLEAN = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - name: app
+          image: web:1
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: migrate, namespace: jobs}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: run, image: run:1}]
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: web}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: 2
+  maxReplicas: 6
+---
+apiVersion: v1
+kind: List
+items:
+  - apiVersion: apps/v1
+    kind: StatefulSet
+    metadata: {name: db}
+    spec:
+      serviceName: db
+      selector: {matchLabels: {app: db}}
+      template:
+        metadata: {labels: {app: db}}
+        spec: {containers: [{name: db, image: db:1}]}
+"""
+
+
+def test_a_clean_project_says_what_it_linted_in_every_format(tmp_path: Path) -> None:
+    path = str(tmp_path / "clean.yaml")
+    Path(path).write_text(CLEAN)
+    text = runner.invoke(app, ["check", path])
+    assert text.exit_code == 0
+    # Not "in 0 objects": three workloads were linted.
+    assert text.output == "0 errors, 0 warnings, 0 info; 3 workloads linted by 27 rules over 1 file\n"
+    linted = [
+        {"kind": "Deployment", "namespace": "default", "name": "web", "file": path, "line": 1, "apiVersion": "apps/v1",
+         "scaledBy": {"kind": "HorizontalPodAutoscaler", "name": "web", "minReplicas": 2, "maxReplicas": 6}},
+        {"kind": "Job", "namespace": "jobs", "name": "migrate", "file": path, "line": 13, "apiVersion": "batch/v1"},
+        {"kind": "StatefulSet", "namespace": "default", "name": "db", "file": path, "line": 33, "apiVersion": "apps/v1"},
+    ]  # fmt: skip
+    assert json.loads(runner.invoke(app, ["check", path, "-f", "json"]).output)["linted"] == linted
+    sarif = json.loads(runner.invoke(app, ["check", path, "-f", "sarif"]).output)
+    assert sarif["runs"][0]["properties"]["linted"] == linted
+    # JUnit: a test case per linted workload and rule, each passed.
+    xml = ET.fromstring(runner.invoke(app, ["check", path, "-f", "junit"]).output.split("\n", 1)[1])
+    cases = xml.findall(".//testcase")
+    assert len(cases) == 3 * 27 and not xml.findall(".//failure")
+    assert sorted({c.get("classname") for c in cases}) == [
+        f"Deployment/default/web ({path})",
+        f"Job/jobs/migrate ({path})",
+        f"StatefulSet/default/db ({path})",
+    ]
+    verbose = runner.invoke(app, ["check", path, "-v"]).output
+    assert "scaled by HorizontalPodAutoscaler web (2-6 replicas)" in verbose
+
+
+def test_findings_still_count_their_objects_beside_the_workloads_linted(tmp_path: Path) -> None:
+    bad = CLEAN.replace("          image: web:1\n", "          image: web:1\n          livenessProbe: "
+                        "{exec: {command: [x]}, failureThreshold: 1, timeoutSeconds: 5}\n")  # fmt: skip
+    (tmp_path / "m.yaml").write_text(bad)
+    r = runner.invoke(app, ["check", str(tmp_path / "m.yaml")])
+    assert r.output.splitlines()[-1] == (
+        "1 error, 0 warnings, 0 info in 1 object; 3 workloads linted by 27 rules over 1 file"
+    )
