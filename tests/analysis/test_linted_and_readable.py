@@ -1,4 +1,5 @@
-"""Every report says what it linted (issue 40: the 'clean project' summary)."""
+"""Every report says what it linted (issue 40: the 'clean project' summary), and paths in tables
+are shown whole."""
 
 from __future__ import annotations
 
@@ -6,9 +7,14 @@ import json
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+from rich.console import Console
 from typer.testing import CliRunner
 
+from probesim.analysis.check import CheckReport
+from probesim.analysis.stress import StressResult
 from probesim.cli import app
+from probesim.manifests.kubernetes import Skipped
+from probesim.report.check_outputs import render_text
 
 runner = CliRunner()
 
@@ -94,3 +100,44 @@ def test_findings_still_count_their_objects_beside_the_workloads_linted(tmp_path
     assert r.output.splitlines()[-1] == (
         "1 error, 0 warnings, 0 info in 1 object; 3 workloads linted by 27 rules over 1 file"
     )
+
+
+def column(lines: list[str], header: str, following: str) -> str:
+    """The text of one table column, its wrapped lines joined: from the header line's offset of
+    ``header`` to that of ``following``."""
+    head = next(i for i, ln in enumerate(lines) if header in ln and following in ln)
+    start, end = lines[head].index(header), lines[head].index(following)
+    rows = lines[head + 2 :]
+    rows = rows[: next((i for i, ln in enumerate(rows) if not ln.strip()), len(rows))]  # to the table's end
+    return "".join(ln[start:end].strip() for ln in rows)
+
+
+LONG = "deploy/environments/production-eu-west-1/argo-rollouts-canary/manifests/rollout-with-analysis.yaml"
+
+
+def test_paths_in_tables_are_shown_whole_wrapped_never_cut() -> None:
+    report = CheckReport(
+        skipped=[Skipped("ConfigMap", "settings", "default", LONG, 12, "holds no pod template or probe")],
+        stress=[
+            StressResult(
+                0,
+                f"Deployment/web ({LONG.rsplit('/', 1)[0]})",
+                "default",
+                "rollout",
+                0.0,
+                0,
+                1.0,
+                0.0,
+                "pass",
+            )
+        ],
+    )
+    for width in (80, 120):  # the columns' text whole, each on its own lines where narrow
+        console = Console(width=width, record=True)
+        render_text(report, console, verbose=True)
+        lines = console.export_text().splitlines()
+        assert "…" not in console.export_text()
+        assert column(lines, "WHERE", "WHY") == f"{LONG}:12"
+        assert (
+            column(lines, "WORKLOAD", "STRESS") == f"Deployment/web({LONG.rsplit('/', 1)[0]})"
+        )  # wrapped at the space

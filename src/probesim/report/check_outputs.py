@@ -61,7 +61,7 @@ def render_text(
                       highlight=False, emoji=False)  # fmt: skip
         t = Table(box=box.SIMPLE, show_header=False, pad_edge=False)
         for _ in range(4):
-            t.add_column()
+            t.add_column(overflow="fold")
         for f in items:
             t.add_row(
                 f"[{STYLE[f.severity]}]{f.severity}[/]",
@@ -73,8 +73,12 @@ def render_text(
         console.print(t, emoji=False)
     if report.stress:
         t = Table(box=box.SIMPLE, title="Stress suite (simulated)", title_justify="left")
-        for h in ("WORKLOAD", "STRESS", "ERRORS", "RESTARTS", "MIN READY", "NO ENDPOINTS", "VERDICT"):
-            t.add_column(h, justify="left" if h in ("WORKLOAD", "STRESS", "VERDICT") else "right")
+        # Names and folders whole, wrapped where long, never cut.
+        t.add_column("WORKLOAD", overflow="fold", ratio=2, min_width=10)
+        t.add_column("STRESS", overflow="fold", min_width=8)
+        for h in ("ERRORS", "RESTARTS", "MIN READY", "NO ENDPOINTS"):
+            t.add_column(h, justify="right", overflow="fold")
+        t.add_column("VERDICT", overflow="fold", ratio=3, min_width=8)
         for r in report.stress:
             verdict = {
                 "pass": "[green]pass[/]",
@@ -155,7 +159,7 @@ def render_skipped(
     if verbose:
         t = Table(box=box.SIMPLE, title=f"Skipped ({outcome})", title_justify="left")
         for h in ("KIND", "NAME", "WHERE", "WHY"):
-            t.add_column(h)
+            t.add_column(h, overflow="fold")  # paths whole, wrapped where long
         for s in report.skipped:
             where = s.file + (f":{s.line}" if s.line else "")
             t.add_row(_safe(s.kind or "(file)"), _safe(s.name or ""), _safe(where), _safe(s.why))
