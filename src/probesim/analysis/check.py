@@ -15,6 +15,7 @@ from probesim.analysis import rules as _rules  # noqa: F401  (registers the rule
 from probesim.analysis.context import Context, Thresholds
 from probesim.analysis.findings import REGISTRY, SEVERITY_RANK, Finding, Rule, Severity
 from probesim.analysis.patch import apply, describe, fix_line
+from probesim.analysis.rerun import rerun, workload_arg
 from probesim.analysis.stress import StressResult, StressThresholds, stress_suite
 from probesim.errors import InputError
 from probesim.manifests import kubernetes as k8s
@@ -173,9 +174,12 @@ def check(
     config: CheckConfig | None = None,
     stress: bool = False,
     scenario_docs: list[Doc] | None = None,
+    given: tuple[list[str], str | None] | None = None,
 ) -> CheckReport:
     """Lint the manifests in ``paths`` (and ``scenario_docs``, the objects a scenario file holds
-    itself); with ``stress``, also run the stress suite."""
+    itself); with ``stress``, also run the stress suite. ``given``: the paths and the scenario
+    file the user gave (the command a stress finding names to run it again; ``paths`` and no
+    scenario file when None)."""
     cfg = config or CheckConfig()
     errors: list[InputError] = []
     docs, inputs = read_manifests(paths, errors) if paths else ([], Inputs())
@@ -232,7 +236,12 @@ def check(
             finding = ctx.raw_finding(
                 "PS100", o.doc, o.base, f"{w.kind}/{w.name}", (), msg, w.metadata.namespace
             )
-            _file(report, finding, annotations)
+            user_paths, scenario_file = given or (paths, None)
+            if scenario is not None and scenario_file is None:
+                scenario_file = "SCENARIO"  # a scenario given as an object: its file is the caller's
+            command = rerun(user_paths, scenario_file, workload_arg(objects, w), res.stress)
+            fix = f"see the stress's timeline: {command}"
+            _file(report, replace(finding, fix=fix), annotations)
     report.findings.sort(key=lambda x: (x.file, x.line, x.rule.id))
     return report
 

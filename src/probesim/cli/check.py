@@ -99,7 +99,8 @@ def check(
 
         sc = load(scenario)
         inline, named = scenario_manifest_docs(scenario_path(scenario))
-    report = run_check(list(paths or named), sc, cfg, stress=stress, scenario_docs=inline)
+    given = (list(paths or []), scenario)
+    report = run_check(list(paths or named), sc, cfg, stress=stress, scenario_docs=inline, given=given)
     warn(report.warnings)
     for entry in report.errors:  # first, one line each on stderr; the report carries them too
         fail(entry)

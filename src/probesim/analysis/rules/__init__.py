@@ -28,8 +28,8 @@ rule = REGISTRY.rule
     "becomes Ready, where the old pods must keep serving: errors from the rollout on, available "
     "replicas against replicas − maxUnavailable, and whether it completes (or, for the bad "
     "release, stalls).",
-    fix="Read which stress failed and why; probesim run the workload's scenario under it to see the "
-    "timeline.",
+    fix="Read which stress failed and why, then see its timeline: the finding's fix is the command that "
+    "simulates it again (probesim run MANIFESTS --workload KIND/NAMESPACE/NAME --stress STRESS).",
 )  # fmt: skip
 def stress_failure(ctx: Context) -> Iterator[Finding]:
     return iter(())  # findings come from the stress suite, not from reading manifests
