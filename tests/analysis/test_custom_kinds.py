@@ -315,3 +315,17 @@ def test_the_sample_knative_services_are_linted() -> None:
         ("Service", "tag-header"), ("Service", "tag-header"),
     ]  # fmt: skip
     assert doc["skipped"] == [] and doc["findings"] == []
+
+
+def test_two_versions_of_one_knative_service_are_both_linted_and_never_run(tmp_path: Path) -> None:
+    # Knative's tutorials show two versions of a Service in one file, applied one after the other:
+    # check lints both; run, which simulates no custom resource, says there is nothing to run
+    # (not that the name is defined twice, which matters only to a scenario's workloads).
+    one = KNATIVE.split("---\n")[0]
+    path = write(tmp_path, "ksvc.yaml", one + "---\n" + one.replace("hello:1", "hello:2"))
+    assert [(w.name, w.line) for w in check([path]).linted] == [("hello", 1), ("hello", 13)]
+    r = runner.invoke(app, ["run", path])
+    assert r.exit_code == 2
+    assert r.stderr.startswith(
+        f"error: nothing to run in {path}: found 2 Service (custom resource), no Service."
+    )

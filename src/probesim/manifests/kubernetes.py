@@ -222,7 +222,9 @@ def parse(
             if (unique or once) and key in seen and _same(seen[key], doc, base):
                 out.drop(model)  # the same object given twice (a printed scenario and its folder)
                 continue
-            if unique and key in seen:
+            # A custom resource's workload is never simulated, so never named by a scenario: two of
+            # one name are linted both (a tutorial's two versions of a Knative Service).
+            if unique and key in seen and id(model) not in out.custom:
                 raise _twice(seen[key], doc, base, f"{model.kind} {model.metadata.name}")
             seen.setdefault(key, out.origin(model))
     _resolve_refs(out, unique or once, errors)

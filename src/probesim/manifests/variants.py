@@ -193,6 +193,8 @@ def _definitions(objects: k8s.Objects) -> list[_Def]:
         *objects.hpas,
     ]
     for x in read:
+        if id(x) in objects.custom or id(x) in objects.template_of:
+            continue  # a custom resource's workload: never run, so never a variant to choose
         o = objects.origin(x)
         key = k8s.obj_key(x.kind, x.metadata.namespace, x.metadata.name)
         out.append(_Def(key, x.kind, x.metadata.name, o.doc, o.base, _content(o.doc, o.base), x))
