@@ -329,3 +329,12 @@ def test_two_versions_of_one_knative_service_are_both_linted_and_never_run(tmp_p
     assert r.stderr.startswith(
         f"error: nothing to run in {path}: found 2 Service (custom resource), no Service."
     )
+
+
+def test_knative_defaults_never_hide_an_invalid_field(tmp_path: Path) -> None:
+    # The default port is given only where no port is declared: ports of a wrong shape are refused.
+    bad = KNATIVE.split("---\n")[0].replace(
+        "        - image: hello:1\n", "        - image: hello:1\n          ports: '8080'\n"
+    )
+    errors = check([write(tmp_path, "bad.yaml", bad)]).errors
+    assert [(e.line, e.field) for e in errors] == [(9, "spec.template.spec.containers[0].ports")]

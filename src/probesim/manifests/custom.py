@@ -200,9 +200,8 @@ def knative_defaults(pod: dict[str, Any]) -> dict[str, Any]:
         return out
     ports = serving.get("ports")
     first = ports[0] if isinstance(ports, list) and ports and isinstance(ports[0], dict) else None
-    port = first.get("containerPort") if first is not None else None
-    if first is None:
-        port = KNATIVE_PORT
+    port = first.get("containerPort") if first is not None else KNATIVE_PORT
+    if ports is None or ports == []:  # (ports of another shape are left for validation to refuse)
         serving["ports"] = [{"name": "user-port", "containerPort": KNATIVE_PORT}]
     for key in ("readinessProbe", "livenessProbe", "startupProbe"):
         probe = serving.get(key)
