@@ -184,10 +184,13 @@ def test_valid_objects_never_stop_the_check(tmp_path: Path) -> None:
           metrics: [{type: Resource, resource: {name: memory, target: {type: Utilization, averageUtilization: 80}}}]
         """)
     r = check([write(tmp_path, "m.yaml", text)])
-    assert {(s.kind, s.why.split(" ")[0]) for s in r.skipped} == {
-        ("Service", "custom"),
-        ("CustomResourceDefinition", "a"),
-    }
+    assert {(s.kind, s.why.split(" ")[0]) for s in r.skipped} == {("CustomResourceDefinition", "a")}
+    # The Knative Service is a workload now, told from the Service of its name by its API group.
+    assert [(w.kind, w.namespace, w.name, w.api_version) for w in r.linted] == [
+        ("Deployment", "a", "web", "apps/v1"),
+        ("Deployment", "b", "web", "apps/v1"),
+        ("Service", "default", "hello", "serving.knative.dev/v1"),
+    ]
     # The Service in "default" selects neither Deployment: they are in namespaces a and b.
     assert [f.rule.id for f in r.findings] == []
 
@@ -306,3 +309,113 @@ def test_scenario_inline_manifests_are_linted(tmp_path: Path) -> None:
         ("PS010", "ReplicationController/legacy", path),
     }
     assert doc["files"] == [path]
+
+
+PORT_ZERO = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - name: app
+          ports: [{containerPort: 8080}]
+          livenessProbe:
+            httpGet: {path: /healthz, port: 0}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec: {selector: {app: web}, ports: [{port: 80, targetPort: 8080}]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api}
+spec:
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec:
+      containers:
+        - name: api
+          livenessProbe: {exec: {command: [x]}, failureThreshold: 1, timeoutSeconds: 5}
+"""
+PORT_ZERO_ERROR = (
+    "port0.yaml:14: Deployment web: spec.template.spec.containers[0].livenessProbe.httpGet.port: "
+    "must be a port number between 1 and 65535, inclusive, or a port name (got 0)"
+)
+
+
+def test_a_probe_on_port_0_is_an_input_error_of_its_document(tmp_path: Path) -> None:
+    # The API server refuses port 0 (ValidatePortNumOrName): an error naming file, line and field,
+    # not a traceback from building the container's behaviour; the other Deployment is linted.
+    path = write(tmp_path, "port0.yaml", PORT_ZERO)
+    r = runner.invoke(app, ["check", path])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert r.stderr.splitlines()[0] == f"error: {tmp_path}/{PORT_ZERO_ERROR}"
+    assert [(f.rule.id, f.obj) for f in check([path]).findings] == [("PS010", "Deployment/api")]
+    ran = runner.invoke(app, ["run", path, "--duration", "30s"])
+    assert ran.exit_code == 2 and "Traceback" not in ran.output
+    assert ran.stderr == f"error: {tmp_path}/{PORT_ZERO_ERROR}\n"
+
+
+def deployment(name: str) -> str:
+    return f"""\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}}}
+spec:
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      containers:
+        - name: app
+          livenessProbe: {{exec: {{command: [x]}}, failureThreshold: 1, timeoutSeconds: 5}}
+"""
+
+
+CONFIGMAP_TWICE = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data:
+  LOG_LEVEL: info
+  TIMEOUT: 5s
+  LOG_LEVEL: debug
+"""
+
+
+def test_a_duplicate_key_is_an_error_of_its_document_only(tmp_path: Path) -> None:
+    # The ConfigMap's duplicate key used to drop every object after it in the file.
+    path = write(
+        tmp_path, "app.yaml", deployment("web") + "---\n" + CONFIGMAP_TWICE + "---\n" + deployment("api")
+    )
+    report = check([path])
+    assert [str(e) for e in report.errors] == [
+        f'{path}:19: ConfigMap settings: duplicate key "data.LOG_LEVEL" (already defined at line 17)'
+    ]
+    assert [(f.rule.id, f.obj, f.line) for f in report.findings] == [
+        ("PS010", "Deployment/web", 11),
+        ("PS010", "Deployment/api", 31),
+    ]
+    r = runner.invoke(app, ["check", path, "-f", "json"])
+    assert r.exit_code == 2  # an input error still exits 2, with the findings of the rest
+    assert len(json.loads(r.stdout)["findings"]) == 2
+
+
+def test_a_syntax_error_in_the_middle_document_keeps_its_neighbours(tmp_path: Path) -> None:
+    broken = deployment("broken").replace("metadata: {name: broken}", "metadata: {name: broken\n  labels: [}")
+    path = write(tmp_path, "app.yaml", deployment("web") + "---\n" + broken + "---\n" + deployment("api"))
+    report = check([path])
+    assert [str(e) for e in report.errors] == [
+        f"{path}:16: YAML syntax error: did not find expected ',' or '}}' (while parsing a flow mapping at line 15)"
+    ]
+    assert [(f.obj, f.line) for f in report.findings] == [("Deployment/web", 11), ("Deployment/api", 36)]
+    r = runner.invoke(app, ["check", path])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert "2 errors, 0 warnings, 0 info in 2 objects" in r.stdout

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from probesim.analysis.check import check
 from probesim.cli import app
 from probesim.errors import InputError
-from tests.analysis.realworld_expected import EXPECTED, STOPS, WHOLE_EXTRA
+from tests.analysis.realworld_expected import EXPECTED, LINTED, STOPS, WHOLE_EXTRA
 
 REALWORLD = Path(__file__).resolve().parents[2].parent / "shared" / "realworld"
 pytestmark = pytest.mark.skipif(
@@ -75,3 +75,10 @@ def test_the_whole_corpus_as_one_directory_finishes_in_one_run() -> None:
     r = runner.invoke(app, ["check", str(REALWORLD), "-f", "sarif"])
     assert r.exit_code == 2
     assert r.stdout.startswith("{") and r.stderr.startswith("error: ")  # the report on exit 2 too
+
+
+@pytest.mark.parametrize("project", sorted(LINTED))
+def test_each_project_lints_its_workloads(project: str) -> None:
+    report = check([str(REALWORLD / project)])
+    assert len(report.linted) == LINTED[project]
+    assert sorted(LINTED) == sorted([*EXPECTED, "metrics-server"])

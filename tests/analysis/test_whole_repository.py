@@ -90,7 +90,7 @@ def repo(tmp: Path) -> Path:
 
 
 ERRORS = [
-    ("broken-one.yaml", 3),
+    ("broken-one.yaml", 2),  # "kind: [" left open at the end of the file
     ("broken-two.yml", 5),
     ("invalid.yaml", 5),
 ]
@@ -123,7 +123,7 @@ def test_text_lists_the_errors_first_then_findings_by_file(tmp_path: Path) -> No
     assert r.exit_code == 2 and "Traceback" not in r.output
     lines = r.output.splitlines()
     assert [ln.split(":", 1)[0] for ln in lines[:3]] == ["error"] * 3
-    assert f"{root}/broken-one.yaml:3: YAML syntax error" in lines[0]
+    assert f"{root}/broken-one.yaml:2: YAML syntax error" in lines[0]
     assert f"{root}/invalid.yaml:5: Deployment broken: spec.selector" in lines[2]
     base = r.output.index(f"{root}/base/web.yaml")
     overlay = r.output.index(f"{root}/overlay/web.yaml")

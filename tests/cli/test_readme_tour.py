@@ -46,6 +46,7 @@ def test_the_tour_names_the_commands_this_test_runs() -> None:
         "probesim check k8s/ --format sarif -o probesim.sarif",
         "probesim check . -v",
         "helm template ./chart | probesim check - --scenario s.yaml --stress",
+        "probesim run k8s/ --workload Deployment/web --stress traffic-x2",
         "probesim schema > scenario.schema.json",
     ]
 

@@ -154,7 +154,11 @@ def test_unknown_kind_in_a_builtin_group_and_missing_fields() -> None:
 
 def test_duplicate_keys_and_containers() -> None:
     e = error(DEPLOY.replace("  replicas: 3", "  replicas: 3\n  replicas: 4"))
-    assert (e.line, e.message) == (7, 'duplicate key "spec.replicas"')
+    assert (e.line, e.obj, e.message) == (
+        7,
+        "Deployment web",
+        'duplicate key "spec.replicas" (already defined at line 6)',
+    )
     two = DEPLOY + "        - name: app\n          image: x\n"
     assert 'duplicate container name "app"' in error(two).message
 

@@ -117,7 +117,7 @@ def test_stress_skips_a_run_too_costly_or_invalid_instead_of_crashing() -> None:
 def test_an_integer_too_long_for_python_is_one_line(tmp_path: Path, value: str) -> None:
     # int() refuses more than 4300 digits with a ValueError: a traceback from the YAML reader.
     (tmp_path / "m.yaml").write_text(SMALL_MANIFEST.replace("replicas: 2", f"replicas: {value}"))
-    one_line_error(["check", str(tmp_path / "m.yaml")], "m.yaml:5: cannot read this int of")
+    one_line_error(["check", str(tmp_path / "m.yaml")], "m.yaml:5: Deployment web: cannot read this int of")
 
 
 def test_an_invalid_date_is_read_as_a_string_as_kubernetes_does() -> None:

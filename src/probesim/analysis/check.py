@@ -3,8 +3,9 @@ config, suppressions by annotation, and the report every output format renders."
 
 from __future__ import annotations
 
+import copy
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -13,14 +14,17 @@ from pydantic import Field, ValidationError
 from probesim.analysis import rules as _rules  # noqa: F401  (registers the rules)
 from probesim.analysis.context import Context, Thresholds
 from probesim.analysis.findings import REGISTRY, SEVERITY_RANK, Finding, Rule, Severity
+from probesim.analysis.patch import apply, describe, fix_line
+from probesim.analysis.rerun import rerun, workload_arg
 from probesim.analysis.stress import StressResult, StressThresholds, stress_suite
 from probesim.errors import InputError
 from probesim.manifests import kubernetes as k8s
 from probesim.manifests.discovery import Inputs, nothing_found, read_manifests
 from probesim.manifests.errors import from_validation
 from probesim.manifests.kubernetes import Skipped, obj_key
-from probesim.manifests.yamlsrc import Doc, load_docs, read_text
+from probesim.manifests.yamlsrc import Doc, get_path, load_docs, read_text
 from probesim.model.base import Model
+from probesim.model.kubernetes import ScaledObject, Workload
 from probesim.model.scenario import Scenario
 from probesim.profiles import ProfileCorrection, catalog
 
@@ -55,6 +59,42 @@ class Suppressed:
     reason: str
 
 
+@dataclass(frozen=True)
+class Linted:
+    """A workload the rules ran over: where it is (a Rollout's own document, for one whose pods
+    are a Deployment's template: ``template`` then says which), and its scaler (HPA or KEDA
+    ScaledObject), if any."""
+
+    kind: str
+    namespace: str
+    name: str
+    file: str
+    line: int
+    api_version: str | None = None
+    scaled_by: dict[str, Any] | None = None
+    template: dict[str, Any] | None = None  # {kind, name, file, line} of the object it runs
+    findings_file: str = ""  # where its findings are (the template's file)
+
+    @property
+    def key(self) -> str:
+        return obj_key(self.kind, self.namespace, self.name)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "kind": self.kind,
+            "namespace": self.namespace,
+            "name": self.name,
+            "file": self.file,
+            "line": self.line,
+            "apiVersion": self.api_version,
+        }
+        if self.scaled_by is not None:
+            out["scaledBy"] = self.scaled_by
+        if self.template is not None:
+            out["template"] = self.template
+        return out
+
+
 @dataclass
 class CheckReport:
     findings: list[Finding] = field(default_factory=list)
@@ -67,6 +107,7 @@ class CheckReport:
     # Files that do not parse and objects the API server would refuse: each reported, the rest
     # still linted; the check then exits 2.
     errors: list[InputError] = field(default_factory=list)
+    linted: list[Linted] = field(default_factory=list)  # the workloads the rules ran over
 
     def worst(self) -> Severity | None:
         if not self.findings:
@@ -146,9 +187,12 @@ def check(
     config: CheckConfig | None = None,
     stress: bool = False,
     scenario_docs: list[Doc] | None = None,
+    given: tuple[list[str], str | None] | None = None,
 ) -> CheckReport:
     """Lint the manifests in ``paths`` (and ``scenario_docs``, the objects a scenario file holds
-    itself); with ``stress``, also run the stress suite."""
+    itself); with ``stress``, also run the stress suite. ``given``: the paths and the scenario
+    file the user gave (the command a stress finding names to run it again; ``paths`` and no
+    scenario file when None)."""
     cfg = config or CheckConfig()
     errors: list[InputError] = []
     docs, inputs = read_manifests(paths, errors) if paths else ([], Inputs())
@@ -167,6 +211,8 @@ def check(
         f for f in dict.fromkeys(d.file for d in scenario_docs or []) if f not in inputs.files
     ]
     report = CheckReport(rules=selected_rules(cfg), files=files, skipped=skipped, errors=errors)
+    report.linted = _linted(objects)
+    fixed = _CustomFixes(objects)
     annotations: dict[str, dict[str, str]] = {}
     for w in objects.workloads:
         a = {**w.metadata.annotations, **w.spec.template.metadata.annotations}
@@ -190,7 +236,7 @@ def check(
                     )
     for r in report.rules:
         for finding in REGISTRY.checks[r.id](ctx):
-            _file(report, finding, annotations)
+            _file(report, fixed(finding), annotations)
     if stress and any(r.id == "PS100" for r in report.rules):
         results = stress_suite(objects, scenario, StressThresholds.from_dict(cfg.stress))
         report.stress = results
@@ -203,9 +249,121 @@ def check(
             finding = ctx.raw_finding(
                 "PS100", o.doc, o.base, f"{w.kind}/{w.name}", (), msg, w.metadata.namespace
             )
-            _file(report, finding, annotations)
+            user_paths, scenario_file = given or (paths, None)
+            if scenario is not None and scenario_file is None:
+                scenario_file = "SCENARIO"  # a scenario given as an object: its file is the caller's
+            command = rerun(user_paths, scenario_file, workload_arg(objects, w), res.stress)
+            fix = f"see the stress's timeline: {command}"
+            _file(report, replace(finding, fix=fix), annotations)
     report.findings.sort(key=lambda x: (x.file, x.line, x.rule.id))
     return report
+
+
+def _linted(objects: k8s.Objects) -> list[Linted]:
+    """The workloads the rules ran over, in file order."""
+    out = []
+    for w in objects.workloads:
+        o = objects.origin(w)
+        doc, base = o.where
+        raw = get_path(doc.data, base)
+        api = raw.get("apiVersion") if isinstance(raw, dict) else None
+        if not api and base and isinstance(doc.data, dict):  # an item of a List takes the List's
+            api = doc.data.get("apiVersion")
+        s = objects.scaler_of(w)
+        scaled = None
+        if isinstance(s, ScaledObject):
+            scaled = {"kind": s.kind, "name": s.name, "minReplicas": s.spec.min_replica_count,
+                      "maxReplicas": s.spec.max_replica_count}  # fmt: skip
+        elif s is not None:
+            scaled = {"kind": s.kind, "name": s.name, "minReplicas": s.spec.min_replicas,
+                      "maxReplicas": s.spec.max_replicas}  # fmt: skip
+        source = objects.template_of.get(id(w))
+        template = None
+        if source is not None:
+            template = {"kind": source.kind, "name": source.name, "file": o.doc.file,
+                        "line": o.doc.line_of(o.base)}  # fmt: skip
+        line = doc.line_of(base)
+        out.append(Linted(w.kind, w.metadata.namespace, w.name, doc.file, line, str(api) if api else None,
+                          scaled, template, o.doc.file))  # fmt: skip
+    return sorted(out, key=lambda x: (x.file, x.line))
+
+
+class _CustomFixes:
+    """Findings on workloads of custom resources, as their objects take a fix: a JSON merge patch
+    (the API server has no strategic merge for custom resources: ``kubectl patch --type merge``,
+    the containers list given whole, said item by item); and a Rollout whose pods are a
+    Deployment's template says that its fix goes to that Deployment."""
+
+    def __init__(self, objects: k8s.Objects) -> None:
+        self.custom: dict[str, tuple[Any, Any]] = {}  # key → (its object, with Knative's names)
+        self.referenced: dict[str, Workload] = {}
+        for w in objects.workloads:
+            key = obj_key(w.kind, w.metadata.namespace, w.name)
+            if id(w) in objects.custom:
+                o = objects.origin(w)
+                raw = get_path(o.doc.data, o.base)
+                self.custom[key] = (raw, _named(raw, o.spec_path, w))
+            if id(w) in objects.template_of:
+                self.referenced[key] = objects.template_of[id(w)]
+
+    def __call__(self, f: Finding) -> Finding:
+        if f.key in self.referenced:
+            d = self.referenced[f.key]
+            where = (
+                f"{d.kind} {d.name}'s pod template, which the Rollout runs (spec.workloadRef), takes the fix"
+            )
+            return replace(f, message=f"{f.message}; {where}")
+        if f.key not in self.custom or f.patch is None or f.patch_type != "strategic":
+            return f
+        raw, named = self.custom[f.key]
+        merged = _merge_patch(raw, _unnamed(apply(named, f.patch)))
+        # Said from the strategic patch, over the containers as it names them: each changed field.
+        said = ", ".join(describe(f.patch, raw))
+        note = f.fix[len(said) + 2 : -1] if f.fix.startswith(said + " (") and f.fix.endswith(")") else ""
+        return replace(f, patch=merged, patch_type="merge", fix=fix_line(f.patch, named, note))
+
+
+_GIVEN = "\0named"  # marks a container _named gave a name
+
+
+def _named(raw: Any, spec_path: tuple[Any, ...], w: Workload) -> Any:
+    """``raw`` with its containers named as the model names them (Knative names a container
+    that has none): a strategic patch names containers so."""
+    out = copy.deepcopy(raw)
+    pod = get_path(out, spec_path)
+    for group, containers in (
+        ("initContainers", w.pod_spec.init_containers),
+        ("containers", w.pod_spec.containers),
+    ):
+        items = pod.get(group) if isinstance(pod, dict) else None
+        for item, c in zip(items if isinstance(items, list) else [], containers, strict=False):
+            if isinstance(item, dict) and not item.get("name"):
+                item["name"] = c.name
+                item[_GIVEN] = True
+    return out
+
+
+def _unnamed(data: Any) -> Any:
+    """``data`` without the names ``_named`` gave (a copy)."""
+    if isinstance(data, dict):
+        given = data.get(_GIVEN, False)
+        return {k: _unnamed(v) for k, v in data.items() if k != _GIVEN and not (given and k == "name")}
+    if isinstance(data, list):
+        return [_unnamed(v) for v in data]
+    return data
+
+
+def _merge_patch(old: Any, new: Any) -> Any:
+    """The JSON merge patch that turns ``old`` into ``new`` (lists given whole)."""
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return new
+    out: dict[str, Any] = {k: None for k in old if k not in new}
+    for k, v in new.items():
+        if k not in old:
+            out[k] = v
+        elif v != old[k]:
+            out[k] = _merge_patch(old[k], v)
+    return out
 
 
 def _file(report: CheckReport, finding: Finding, annotations: dict[str, dict[str, str]]) -> None:

@@ -444,7 +444,7 @@ def _judge_rollout(
     )
 
 
-def _nearest(objects: Objects, w: Workload, services: list[Service]) -> list[Service]:
+def nearest_services(objects: Objects, w: Workload, services: list[Service]) -> list[Service]:
     """``services``, one of each name: of Services of one name in several variants' folders (a
     base and its overlays), the one whose file is nearest ``w``'s."""
     here = objects.origin(w).doc.file.split(os.sep)
@@ -467,7 +467,7 @@ def stress_suite(
     jobs = []
     names = [(w.kind, w.metadata.namespace, w.name) for w in objects.workloads]
     for i, w in enumerate(objects.workloads):
-        selected = _nearest(objects, w, [s for s in objects.services if selects(s, w)])
+        selected = nearest_services(objects, w, [s for s in objects.services if selects(s, w)])
         if w.kind not in SIMULATED_KINDS or not selected:
             continue
         base = base_scenario(w, selected, given)

@@ -68,8 +68,10 @@ def check(
     """Check manifests with rules that reason about time, load and dependencies.
 
     Reads Deployments, StatefulSets, DaemonSets, ReplicaSets, ReplicationControllers, Jobs,
-    CronJobs, Pods, Services, HPAs and Istio DestinationRules/VirtualServices; reads past other
-    kinds, custom resources, kustomizations and unrendered Helm charts, saying so (-v lists them).
+    CronJobs, Pods, Argo Rollouts, Knative Services and any custom resource with a pod template at
+    spec.template, Services, HPAs, KEDA ScaledObjects and Istio DestinationRules/VirtualServices;
+    reads past other kinds and custom resources, kustomizations and unrendered Helm charts, saying
+    so (-v lists them, and each workload linted).
 
     Exit codes: 0 clean, 1 findings at or above --fail-on, 2 input error (YAML that does not
     parse, an invalid field in an object probesim reads, or no Kubernetes object at all). Every
@@ -113,7 +115,8 @@ def check(
 
         sc = load(scenario)
         inline, named = scenario_manifest_docs(scenario_path(scenario))
-    report = run_check(list(paths or named), sc, cfg, stress=stress, scenario_docs=inline)
+    given = (list(paths or []), scenario)
+    report = run_check(list(paths or named), sc, cfg, stress=stress, scenario_docs=inline, given=given)
     warn(report.warnings)
     for entry in report.errors:  # first, one line each on stderr; the report carries them too
         fail(entry)

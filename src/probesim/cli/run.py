@@ -21,6 +21,7 @@ from probesim.cli.common import (
     exists,
     load,
     one_variant_only,
+    scenario_path,
     tell_generated,
     warn,
     write_file,
@@ -141,6 +142,26 @@ def run(
             "FILE; the objects copied in) instead of running it.",
         ),
     ] = False,
+    stress: Annotated[
+        str | None,
+        typer.Option(
+            "--stress",
+            metavar="STRESS",
+            help="Run one workload (--workload) under one stress of probesim check --stress, as the suite "
+            "simulates it (the workload alone behind its Services; with a scenario file, its behaviour and "
+            "traffic): baseline, traffic-x2, traffic-x3, start-x2, dependency-hangs, one-pod-500, "
+            "stop-the-world-2s, cpu-limit-at-request, rollout, rollout-never-ready. A PS100 finding names "
+            "this command.",
+        ),
+    ] = None,
+    workload: Annotated[
+        str | None,
+        typer.Option(
+            "--workload",
+            metavar="KIND/[NAMESPACE/]NAME[@FILE]",
+            help="With --stress: the workload to stress (@FILE chooses among variants of one name).",
+        ),
+    ] = None,
 ) -> None:
     """Simulate a scenario: requests ok/failed by cause, latency, restarts, readiness, the events,
     and the scenario's thresholds (with --threshold's).
@@ -178,7 +199,14 @@ def run(
     if runs is None and (workers is not None or scheduler is not None):
         raise InputError("--workers and --scheduler run --runs in parallel: give --runs N")
     targets = [scenario, *(more or [])]
-    loaded = _run_target(targets, manifests or (), sets or (), start, rate, duration, print_scenario)
+    if stress is not None or workload is not None:
+        shaping: dict[str, object] = {"--start": start, "--rate": rate, "--duration": duration, "--set":
+                                      sets or None, "--print-scenario": print_scenario or None}  # fmt: skip
+        loaded: tuple[Scenario, Generated | None] | list[tuple[Scenario, Generated]] | None = _stress_target(
+            targets, manifests or (), stress, workload, shaping
+        )
+    else:
+        loaded = _run_target(targets, manifests or (), sets or (), start, rate, duration, print_scenario)
     if loaded is None:
         return
     if isinstance(loaded, list):  # variants: each folder's scenario (manifests/variants.py)
@@ -315,6 +343,47 @@ def _run_target(
     sc, said = generated.load([parse_set(s) for s in sets])
     warn(said)
     return sc, generated
+
+
+def _stress_target(
+    targets: list[str],
+    manifests: Sequence[str],
+    stress: str | None,
+    workload: str | None,
+    shaping: dict[str, object],
+) -> "tuple[Scenario, None]":
+    """run --workload W --stress S: the scenario check --stress simulates for W under S, from the
+    manifests given (read as check reads them: a document that cannot be read is said and read
+    past) or the scenario file given (its behaviour and traffic, over the files it names or the
+    -m ones, as check --scenario lints them). ``shaping``: the options that would change it."""
+    from probesim.analysis.rerun import stress_scenario_of
+    from probesim.manifests import kubernetes as k8s
+
+    if stress is None or workload is None:
+        missing = "--stress" if stress is None else "--workload"
+        raise InputError("--stress and --workload go together: give both (e.g. --workload "
+                         "Deployment/web --stress traffic-x2)", field=missing)  # fmt: skip
+    clash = [k for k, v in shaping.items() if v is not None]
+    if clash:
+        raise InputError(f"--stress runs the stress as check simulates it: give {clash[0]} without --stress",
+                         field=clash[0])  # fmt: skip
+    from probesim.manifests.discovery import read_manifests
+    from probesim.manifests.generated import are_manifests
+
+    errors: list[InputError] = []
+    given: Scenario | None = None
+    if are_manifests(targets):
+        docs, _inputs = read_manifests(list(dict.fromkeys([*targets, *manifests])), errors)
+    else:  # a scenario: its behaviour and traffic, over the objects check would lint with it
+        from probesim.manifests.scenario import scenario_manifest_docs
+
+        given = load(targets[0])
+        docs, named = scenario_manifest_docs(scenario_path(targets[0]))
+        files = list(manifests) or named
+        docs += read_manifests(files, errors)[0] if files else []
+    objects = k8s.parse(docs, errors=errors, once=given is not None)
+    warn(f"{e} (read past)" for e in errors)
+    return stress_scenario_of(objects, given, workload, stress), None
 
 
 def _monte_carlo(

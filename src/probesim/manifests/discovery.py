@@ -14,7 +14,7 @@ from typing import Any
 
 from probesim.errors import InputError
 from probesim.manifests.kubernetes import READ_KINDS, Skipped
-from probesim.manifests.yamlsrc import MAX_CHARS, Doc, load_docs, read_text
+from probesim.manifests.yamlsrc import MAX_CHARS, Doc, load_docs, read_documents, read_text
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 KUSTOMIZATIONS = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -169,8 +169,9 @@ def _unreadable_json(shown: str, text: str) -> str | None:
 
 
 def _read_file(name: str, inputs: Inputs, errors: list[InputError] | None) -> list[Doc]:
-    """The documents of one file; a file that cannot be read or parsed is an error entry in
-    ``errors`` (raised when None), keeping the documents before the error."""
+    """The documents of one file. A file that cannot be read, or a document that cannot be parsed
+    (a duplicate key, a syntax error), is an error entry in ``errors`` (the first raised when
+    None); every other document of the file is still read."""
     try:
         text, shown = read_text(name)
     except InputError as e:
@@ -179,10 +180,13 @@ def _read_file(name: str, inputs: Inputs, errors: list[InputError] | None) -> li
         errors.append(e)
         return []
     found: list[Doc] = []
-    try:
-        for d in load_docs(text, shown):
+    failed: list[InputError] = []
+    for d in read_documents(text, shown):
+        if isinstance(d, InputError):
+            failed.append(d)
+        else:
             found.append(d)
-    except InputError as e:
+    if failed:
         if _TEMPLATE.search(text):
             why = "Go template markers ({{ }}): render it first (helm template)"
             inputs.skipped.append(_file_note(shown, why))
@@ -191,8 +195,8 @@ def _read_file(name: str, inputs: Inputs, errors: list[InputError] | None) -> li
             inputs.skipped.append(_file_note(shown, json_why))
             return []
         if errors is None:
-            raise
-        errors.append(e)
+            raise failed[0]
+        errors.extend(failed)
     # Scenario files among the inputs are skipped (their objects come in with --scenario).
     found = [d for d in found if not (isinstance(d.data, dict) and d.data.get("kind") == "Scenario")]
     if found and not any(_is_manifest(d.data) for d in found):

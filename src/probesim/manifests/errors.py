@@ -65,3 +65,12 @@ def error_at(doc: Doc, base: Path_, rel: Path_, obj: str | None, msg: str) -> In
     return InputError(
         msg, file=doc.file, line=doc.line_of((*base, *rel)), obj=obj, field=field_path(rel) or None
     )
+
+
+def validate(model: type[Any], doc: Doc, base: Path_, data: Any, obj: str | None, prefix: Path_ = ()) -> Any:
+    """``data`` (found at ``base + prefix`` in ``doc``) as ``model``; its first error an InputError
+    at its file, line and field."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        raise from_validation(e, doc, base, obj, data, prefix) from None

@@ -47,7 +47,7 @@ from probesim.manifests.variants import Variant, one_only, split
 from probesim.manifests.yamlsrc import Doc, Path_, get_path, load_docs, read_text
 from probesim.mesh.load import istio_objects
 from probesim.model.duration import format_ms, parse_ms
-from probesim.model.kubernetes import HorizontalPodAutoscaler, Service, Workload
+from probesim.model.kubernetes import HorizontalPodAutoscaler, ScaledObject, Service, Workload
 from probesim.model.scenario import API_VERSION, Scenario
 from probesim.safe import NAME_LIMIT, cut, visible
 
@@ -322,7 +322,7 @@ class _Selection:
         self.objects = objects
         self.skipped = skipped
 
-    def skip(self, obj: Workload | Service | HorizontalPodAutoscaler, why: str) -> None:
+    def skip(self, obj: Workload | Service | HorizontalPodAutoscaler | ScaledObject, why: str) -> None:
         o = self.objects.origin(obj)
         meta = obj.metadata
         self.skipped.append(
@@ -339,7 +339,11 @@ class _Selection:
             behind = [s for s in self.objects.services if selects(s, w) and _tcp_port(s) is not None]
             route = routes.get(behind[0].name) if behind else None
             if w.kind not in SIMULATED_KINDS:
-                self.skip(w, f"not simulated: probesim run simulates {SIMULATED} (probesim check lints it)")
+                cr = id(w) in self.objects.custom or id(w) in self.objects.template_of
+                what = "custom resource, " if cr else ""
+                self.skip(
+                    w, f"{what}not simulated: probesim run simulates {SIMULATED} (probesim check lints it)"
+                )
             elif not behind:
                 self.skip(w, "no Service with a TCP port selects its pods: nothing to send it")
             elif w.name in run:
@@ -367,7 +371,12 @@ class _Selection:
         return [s for s in self.objects.services if out.get(s.name) is s]
 
     def hpas(self, run: list[Workload]) -> list[HorizontalPodAutoscaler]:
-        """The HPAs scaling a workload run on a metric probesim simulates."""
+        """The HPAs scaling a workload run on a metric probesim simulates (KEDA's ScaledObjects
+        are said not simulated)."""
+        for so in self.objects.scaled_objects:
+            to = so.spec.scale_target_ref
+            self.skip(so, f"a KEDA ScaledObject (scales {to.kind} {to.name}): not simulated, its target "
+                          "keeps its replicas; probesim simulates HPAs on CPU utilization")  # fmt: skip
         out = []
         for h in self.objects.hpas:
             ref = h.spec.scale_target_ref

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from probesim.errors import InputError
-from probesim.manifests.errors import error_at, from_validation
+from probesim.manifests import custom
+from probesim.manifests.custom import WorkloadRef
+from probesim.manifests.errors import error_at, validate
 from probesim.manifests.validation import check_pod_spec, check_probes, check_selector
 from probesim.manifests.yamlsrc import Doc, Path_, get_path
 from probesim.model.base import NonNegInt32, OpenModel
@@ -24,9 +24,12 @@ from probesim.model.kubernetes import (
     ObjectMeta,
     PodSpec,
     PodTemplate,
+    ScaledObject,
     Service,
     Workload,
 )
+
+Read = Workload | Service | HorizontalPodAutoscaler | ScaledObject
 
 # Kinds with a pod template, and the API versions that serve them (older ones are read too:
 # their fields are the same, so their probes and ports lint the same way).
@@ -68,11 +71,19 @@ ISTIO_READ = ("DestinationRule", "VirtualService")
 @dataclass(frozen=True)
 class Origin:
     """Where an object was read: its document, where it starts in it (``("items", 3)`` in a
-    List), and where its pod spec is inside it (workloads only)."""
+    List), and where its pod spec is inside it (workloads only). A Rollout whose pods are a
+    Deployment's template (``spec.workloadRef``) is read from that Deployment (its containers'
+    lines, where a fix goes); ``declared`` is then where the Rollout itself is."""
 
     doc: Doc
     base: Path_
     spec_path: Path_ = ()
+    declared: tuple[Doc, Path_] | None = None
+
+    @property
+    def where(self) -> tuple[Doc, Path_]:
+        """The object's own document and where it starts in it."""
+        return self.declared or (self.doc, self.base)
 
 
 @dataclass(frozen=True)
@@ -115,20 +126,38 @@ class Objects:
     namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)  # Namespace → labels
     # HPA name → its metrics probesim does not simulate ("Pods metric vllm:num_requests_waiting")
     unsimulated_metrics: dict[str, list[str]] = field(default_factory=dict)
+    scaled_objects: list[ScaledObject] = field(default_factory=list)  # KEDA's
+    # Workloads read from custom resources (a Rollout's or a Knative Service's own template),
+    # by id: a fix is a JSON merge patch (the API server has no strategic merge for them).
+    custom: set[int] = field(default_factory=set)
+    # A Rollout (by id) whose pods are this Deployment's template (spec.workloadRef).
+    template_of: dict[int, Workload] = field(default_factory=dict)
     _origins: dict[int, Origin] = field(default_factory=dict)
+    _refs: list[WorkloadRef] = field(default_factory=list)
 
-    def origin(self, obj: Workload | Service | HorizontalPodAutoscaler) -> Origin:
+    def origin(self, obj: Read) -> Origin:
         return self._origins[id(obj)]
 
-    def _add(self, obj: Workload | Service | HorizontalPodAutoscaler, origin: Origin) -> None:
+    def _add(self, obj: Read, origin: Origin) -> None:
         self._origins[id(obj)] = origin
 
-    def drop(self, obj: Workload | Service | HorizontalPodAutoscaler) -> None:
+    def drop(self, obj: Read) -> None:
         """Forget ``obj`` (the last object read: a copy of one read before)."""
-        for group in (self.workloads, self.services, self.hpas):
+        for group in (self.workloads, self.services, self.hpas, self.scaled_objects):
             if group and group[-1] is obj:
                 group.pop()
         self._origins.pop(id(obj), None)
+        self.custom.discard(id(obj))
+
+    def scaler_of(self, w: Workload) -> HorizontalPodAutoscaler | ScaledObject | None:
+        """The HPA or KEDA ScaledObject whose target is ``w`` (its kind and name, in its
+        namespace)."""
+        scalers: list[HorizontalPodAutoscaler | ScaledObject] = [*self.hpas, *self.scaled_objects]
+        for s in scalers:
+            ref = s.spec.scale_target_ref
+            if (ref.kind, ref.name, s.metadata.namespace) == (w.kind, w.name, w.metadata.namespace):
+                return s
+        return None
 
 
 def obj_key(kind: str, namespace: str, name: str) -> str:
@@ -187,14 +216,62 @@ def parse(
                 continue
             if model is None:
                 continue
-            key = obj_key(model.kind, model.metadata.namespace, model.metadata.name)
+            # The API group tells a Knative Service from a Service of the same name.
+            group = _group(str(data.get("apiVersion"))) or ""
+            key = group + ":" + obj_key(model.kind, model.metadata.namespace, model.metadata.name)
             if (unique or once) and key in seen and _same(seen[key], doc, base):
                 out.drop(model)  # the same object given twice (a printed scenario and its folder)
                 continue
-            if unique and key in seen:
+            # A custom resource's workload is never simulated, so never named by a scenario: two of
+            # one name are linted both (a tutorial's two versions of a Knative Service).
+            if unique and key in seen and id(model) not in out.custom:
                 raise _twice(seen[key], doc, base, f"{model.kind} {model.metadata.name}")
             seen.setdefault(key, out.origin(model))
+    _resolve_refs(out, unique or once, errors)
     return out
+
+
+def _resolve_refs(out: Objects, once: bool, errors: list[InputError] | None) -> None:
+    """Each Rollout whose pods are another object's template (spec.workloadRef), read from that
+    object: found by kind and name in the Rollout's namespace (in the Rollout's file, else its
+    folder, else anywhere). The object, a Deployment Argo's convention scales to 0, is then not
+    linted on its own unless it runs pods itself (replicas above 0)."""
+    done: dict[str, Origin] = {}
+    for ref in out._refs:
+        ns = ref.meta.namespace
+        key = obj_key("Rollout", ns, ref.meta.name)
+        if once and key in done and _same(done[key], ref.doc, ref.base):
+            continue
+        found = [
+            w for w in out.workloads if (w.kind, w.name, w.metadata.namespace) == (ref.kind, ref.name, ns)
+        ]
+        here = Path(ref.doc.file)
+        near = sorted(found, key=lambda w: (Path(out.origin(w).doc.file) != here,
+                                            Path(out.origin(w).doc.file).parent != here.parent))  # fmt: skip
+        if not near:
+            why = (f"spec.workloadRef names {ref.kind} {ref.name}, which is not among the manifests: "
+                   "its pod template is not linted")  # fmt: skip
+            out.skipped.append(Skipped("Rollout", ref.meta.name, ns, ref.doc.file, ref.line, why))
+            continue
+        target = near[0]
+        try:
+            rollout = custom.resolve(ref, target)
+        except InputError as e:
+            if errors is None:
+                raise
+            errors.append(e)
+            continue
+        o = out.origin(target)
+        origin = Origin(o.doc, o.base, o.spec_path, (ref.doc, ref.base))
+        done.setdefault(key, origin)
+        out.workloads.append(rollout)
+        out._add(rollout, origin)
+        out.template_of[id(rollout)] = target
+        if target.spec.replicas == 0 and target in out.workloads:
+            out.workloads.remove(target)
+            why = (f"its pod template is Rollout {ref.meta.name}'s (spec.workloadRef), linted as the "
+                   "Rollout; it runs no pods itself (replicas: 0)")  # fmt: skip
+            out.skipped.append(Skipped(target.kind, target.name, ns, o.doc.file, o.doc.line_of(o.base), why))
 
 
 def _same(first: Origin, doc: Doc, base: Path_) -> bool:
@@ -251,9 +328,7 @@ def _skip(out: Objects, doc: Doc, base: Path_, kind: str, meta: Any, why: str) -
     )  # fmt: skip
 
 
-def _parse_object(
-    doc: Doc, base: Path_, data: Any, out: Objects
-) -> Workload | Service | HorizontalPodAutoscaler | None:
+def _parse_object(doc: Doc, base: Path_, data: Any, out: Objects) -> Read | None:
     if not isinstance(data, dict) or not isinstance(data.get("kind"), str) or not data.get("kind"):
         _skip(out, doc, base, "", None, "not a Kubernetes object (no kind)")
         return None
@@ -302,6 +377,27 @@ def _parse_object(
     if group.startswith("networking.istio.io") and kind in ISTIO_READ:
         out.istio.append((doc, base, data))
         return None
+    if group == custom.KEDA and kind == "ScaledObject":
+        so = custom.read_scaled_object(doc, base, _pruned(data), obj)
+        out.scaled_objects.append(so)
+        out._add(so, Origin(doc, base))
+        return so
+    read: tuple[Workload, Path_] | WorkloadRef | None = None
+    if group == custom.ARGO and kind == "Rollout":
+        read = custom.read_rollout(doc, base, _pruned(data), obj)
+    elif group == custom.KNATIVE and kind in custom.KNATIVE_KINDS:
+        read = custom.read_knative(doc, base, _pruned(data), obj)
+    elif known is None and group != "apiextensions.k8s.io" and custom.has_pod_template(data):
+        read = custom.read_custom(doc, base, _pruned(data), obj)
+    if isinstance(read, WorkloadRef):
+        out._refs.append(read)
+        return None
+    if read is not None:
+        w, spec_path = read
+        out.workloads.append(w)
+        out._add(w, Origin(doc, base, spec_path))
+        out.custom.add(id(w))
+        return w
     if kind == "Namespace" and api == "v1" and isinstance(name, str):
         labels = meta.get("labels") if isinstance(meta, dict) else None
         if isinstance(labels, dict):  # for Istio's injection label
@@ -313,16 +409,9 @@ def _parse_object(
     elif group.endswith("k8s.io"):
         why = "holds no pod template or probe"
     else:
-        why = f"custom resource ({group}): its controller makes the pods; probesim lints built-in kinds"
+        why = f"custom resource ({group}) with no pod template at spec.template"
     _skip(out, doc, base, kind, meta, why)
     return None
-
-
-def _validate(model: type[Any], doc: Doc, base: Path_, data: Any, obj: str, prefix: Path_ = ()) -> Any:
-    try:
-        return model.model_validate(data)
-    except ValidationError as e:
-        raise from_validation(e, doc, base, obj, data, prefix) from None
 
 
 class _Counts(OpenModel):
@@ -343,8 +432,8 @@ def read_workload(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> tupl
         if not isinstance(pod_spec, dict):
             raise error_at(doc, base, ("spec",), obj, "required field is missing")
         check_pod_spec(doc, (*base, "spec"), pod_spec, obj)
-        meta = _validate(ObjectMeta, doc, base, data.get("metadata"), obj, ("metadata",))
-        spec_model = _validate(PodSpec, doc, base, pod_spec, obj, ("spec",))
+        meta = validate(ObjectMeta, doc, base, data.get("metadata"), obj, ("metadata",))
+        spec_model = validate(PodSpec, doc, base, pod_spec, obj, ("spec",))
         extra = set(data) - {"apiVersion", "kind", "metadata", "spec", "status"}
         if extra:
             raise error_at(doc, base, (sorted(extra)[0],), obj, "unknown field")
@@ -364,7 +453,7 @@ def read_workload(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> tupl
         if spec.get("selector") is None and data.get("apiVersion") in SELECTOR_DEFAULTED:
             labels = template.get("metadata", {}).get("labels") if isinstance(template, dict) else None
             data = {**data, "spec": {**spec, "selector": {"matchLabels": labels or {}}}}
-        w = _validate(Workload, doc, base, data, obj)
+        w = validate(Workload, doc, base, data, obj)
         if w.spec.selector is None:
             msg = f"required field is missing ({data.get('apiVersion')} needs a selector)"
             folder = Path(doc.file).parent
@@ -393,8 +482,8 @@ def read_workload(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> tupl
             raise error_at(doc, base, tmpl_path, obj, "required field is missing")
         if isinstance(template.get("spec"), dict):
             check_pod_spec(doc, (*base, *tmpl_path, "spec"), template["spec"], obj)
-        meta = _validate(ObjectMeta, doc, base, data.get("metadata"), obj, ("metadata",))
-        tmpl = _validate(PodTemplate, doc, base, template, obj, tmpl_path)
+        meta = validate(ObjectMeta, doc, base, data.get("metadata"), obj, ("metadata",))
+        tmpl = validate(PodTemplate, doc, base, template, obj, tmpl_path)
         # A Job's selector is a LabelSelector the API server generates (or checks, with
         # manualSelector); only a ReplicationController's is a label map probesim reads.
         read = (
@@ -403,7 +492,7 @@ def read_workload(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> tupl
             else ("parallelism", "minReadySeconds")
         )
         fields = {k: counts_data[k] for k in read if k in counts_data}
-        counts = _validate(_Counts, doc, base, fields, obj, counts_path)
+        counts = validate(_Counts, doc, base, fields, obj, counts_path)
         if kind == "ReplicationController":
             # An RC's selector is a label map, defaulted to the template's labels.
             sel = counts.selector if counts.selector else tmpl.metadata.labels
@@ -435,7 +524,7 @@ def read_workload(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> tupl
 def _hpa(doc: Doc, base: Path_, data: dict[str, Any], obj: str, out: Objects) -> HorizontalPodAutoscaler:
     if data.get("apiVersion") == "autoscaling/v2beta1":
         data = _v2beta1_metrics(data)
-    h: HorizontalPodAutoscaler = _validate(HorizontalPodAutoscaler, doc, base, data, obj)
+    h: HorizontalPodAutoscaler = validate(HorizontalPodAutoscaler, doc, base, data, obj)
     if h.spec.min_replicas > h.spec.max_replicas:
         msg = "must be greater than or equal to `minReplicas`"
         raise error_at(doc, base, ("spec", "maxReplicas"), obj, msg)
@@ -476,7 +565,7 @@ def _v2beta1_metrics(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _service(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> Service:
-    s: Service = _validate(Service, doc, base, data, obj)
+    s: Service = validate(Service, doc, base, data, obj)
     # ValidateService: ports are required unless the Service is headless (type ClusterIP and
     # clusterIP None: DNS names the pods, no port is proxied) or an ExternalName.
     if s.spec.type != "ExternalName" and not s.spec.headless and not s.spec.ports:

@@ -108,7 +108,7 @@ def split(docs: Sequence[Doc], objects: k8s.Objects, command: str = "run") -> li
     for r in final:
         scope = [d for d in defs if home[d.doc.file] in (r, None)]
         for d in scope:
-            if home[d.doc.file] is None and d.kind not in k8s.WORKLOAD_VERSIONS:
+            if home[d.doc.file] is None and not isinstance(d.obj, Workload):
                 continue  # a common HPA or rule for what only some variants hold applies where it can
             need = _needs(d, defs, scope)
             if need is not None:
@@ -193,6 +193,8 @@ def _definitions(objects: k8s.Objects) -> list[_Def]:
         *objects.hpas,
     ]
     for x in read:
+        if id(x) in objects.custom or id(x) in objects.template_of:
+            continue  # a custom resource's workload: never run, so never a variant to choose
         o = objects.origin(x)
         key = k8s.obj_key(x.kind, x.metadata.namespace, x.metadata.name)
         out.append(_Def(key, x.kind, x.metadata.name, o.doc, o.base, _content(o.doc, o.base), x))
@@ -214,15 +216,16 @@ def _needs(d: _Def, defs: list[_Def], scope: list[_Def]) -> str | None:
     its variant) is, as a message names it with where the input has it; None when nothing."""
     x = d.obj
     mine = {id(s) for s in scope}
-    if d.kind in k8s.WORKLOAD_VERSIONS:
-        services = [s for s in defs if s.kind == "Service" and _selects(s.obj, x)]
+    # By what each object is, not its kind's name: a Knative Service is a workload.
+    if isinstance(x, Workload):
+        services = [s for s in defs if isinstance(s.obj, Service) and _selects(s.obj, x)]
         if services and not any(id(s) in mine for s in services):
             return f"Service selecting its pods (Service {services[0].name} in {services[0].where})"
-    elif d.kind == "Service":
-        workloads = [w for w in defs if w.kind in k8s.WORKLOAD_VERSIONS and _selects(x, w.obj)]
+    elif isinstance(x, Service):
+        workloads = [w for w in defs if isinstance(w.obj, Workload) and _selects(x, w.obj)]
         if workloads and not any(id(w) in mine for w in workloads):
             return f"workload it selects ({workloads[0].kind} {workloads[0].name} in {workloads[0].where})"
-    elif d.kind == "HorizontalPodAutoscaler":
+    elif isinstance(x, HorizontalPodAutoscaler):
         ref = x.spec.scale_target_ref
         key = k8s.obj_key(ref.kind, x.metadata.namespace, ref.name)
         targets = [t for t in defs if t.key == key]
@@ -232,7 +235,7 @@ def _needs(d: _Def, defs: list[_Def], scope: list[_Def]) -> str | None:
         spec = x.get("spec") if isinstance(x.get("spec"), dict) else {}
         hosts = spec.get("hosts") if d.kind == "VirtualService" else [spec.get("host")]
         names = {h.split(".")[0] for h in hosts if isinstance(h, str)} if isinstance(hosts, list) else set()
-        services = [s for s in defs if s.kind == "Service" and s.name in names]
+        services = [s for s in defs if isinstance(s.obj, Service) and s.name in names]
         if services and not any(id(s) in mine for s in services):
             return f"Service it names ({services[0].name} in {services[0].where})"
     return None

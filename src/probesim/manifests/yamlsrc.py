@@ -65,11 +65,18 @@ def get_path(data: Any, path: Path_) -> Any:
 
 
 class _Builder:
-    def __init__(self, file: str, loader: yaml.SafeLoader) -> None:
+    """One document's data from its node; ``offset``: the lines of the file before the text the
+    loader read (a document parsed on its own)."""
+
+    def __init__(self, file: str, loader: yaml.SafeLoader, offset: int = 0) -> None:
         self.file = file
         self.loader = loader
+        self.offset = offset
         self.count = 0
         self.lines: dict[Path_, int] = {}
+
+    def _line(self, node: yaml.Node) -> int:
+        return int(node.start_mark.line) + 1 + self.offset
 
     def build(self, node: yaml.Node, path: Path_, depth: int) -> Any:
         self.count += 1
@@ -77,18 +84,16 @@ class _Builder:
             raise InputError(
                 f"document expands to more than {MAX_NODES} values (an alias bomb?)",
                 file=self.file,
-                line=node.start_mark.line + 1,
+                line=self._line(node),
             )
         if depth > MAX_DEPTH:
-            raise InputError(
-                f"nesting deeper than {MAX_DEPTH} levels", file=self.file, line=node.start_mark.line + 1
-            )
+            raise InputError(f"nesting deeper than {MAX_DEPTH} levels", file=self.file, line=self._line(node))
         if isinstance(node, yaml.MappingNode):
             return self._mapping(node, path, depth)
         if isinstance(node, yaml.SequenceNode):
             out = []
             for i, item in enumerate(node.value):
-                self.lines.setdefault((*path, i), item.start_mark.line + 1)
+                self.lines.setdefault((*path, i), self._line(item))
                 out.append(self.build(item, (*path, i), depth + 1))
             return out
         if node.tag == "tag:yaml.org,2002:value":
@@ -104,19 +109,19 @@ class _Builder:
             raise InputError(
                 f"cannot read this {node.tag.rsplit(':', 1)[-1]} of {len(node.value)} characters",
                 file=self.file,
-                line=node.start_mark.line + 1,
+                line=self._line(node),
             ) from None
         if isinstance(value, datetime.date | datetime.datetime):
             return node.value  # Kubernetes reads timestamps as strings
         if isinstance(value, bytes):
-            raise InputError("binary values are not supported", file=self.file, line=node.start_mark.line + 1)
+            raise InputError("binary values are not supported", file=self.file, line=self._line(node))
         return value
 
     def _mapping(self, node: yaml.MappingNode, path: Path_, depth: int) -> dict[str, Any]:
         out: dict[str, Any] = {}
         merges: list[dict[str, Any]] = []
         for key_node, value_node in node.value:
-            line = key_node.start_mark.line + 1
+            line = self._line(key_node)
             if not isinstance(key_node, yaml.ScalarNode):
                 raise InputError("mapping keys must be plain strings", file=self.file, line=line)
             key = str(key_node.value)
@@ -129,7 +134,9 @@ class _Builder:
                 continue
             if key in out:
                 shown = ".".join(str(p) for p in (*path, key))
-                raise InputError(f'duplicate key "{shown}"', file=self.file, line=line)
+                first = self.lines.get((*path, key))
+                where = f" (already defined at line {first})" if first is not None else ""
+                raise InputError(f'duplicate key "{shown}"{where}', file=self.file, line=line)
             self.lines[(*path, key)] = line
             out[key] = self.build(value_node, (*path, key), depth + 1)
         for m in merges:
@@ -174,18 +181,125 @@ def read_text(path: str) -> tuple[str, str]:
 
 
 def load_docs(text: str, file: str) -> Iterator[Doc]:
-    """Every non-empty document of a YAML stream, in order."""
+    """Every non-empty document of a YAML stream, in order; the first error is raised (a scenario,
+    a config: one file that must be right whole)."""
+    for d in read_documents(text, file):
+        if isinstance(d, InputError):
+            raise d
+        yield d
+
+
+# A document marker: "---" or "..." at the start of a line, alone or before a space. YAML forbids
+# both there inside a document's content (a block scalar ends before them, a quoted one is an
+# error), so they split a stream into its documents whatever the documents hold.
+_MARKER = re.compile(r"^(?:---|\.\.\.)(?=[ \t\r\n]|$)", re.MULTILINE)
+_DIRECTIVES = re.compile(r"(?:^%[^\n]*\n)+\Z", re.MULTILINE)
+
+
+def _chunks(text: str) -> list[tuple[int, int]]:
+    """Where each document's text starts: (character offset, lines before it). A "---" starts a
+    document (with the directives, "%YAML …", just above it); a "..." ends one, the next
+    starting on the line after it."""
+    out = [(0, 0)]
+    line, at = 0, 0
+    for m in _MARKER.finditer(text):
+        line += text.count("\n", at, m.start())
+        at = m.start()
+        if text.startswith("---", m.start()):
+            start = m.start()
+            d = _DIRECTIVES.search(text, out[-1][0], start)
+            if d is not None:
+                start = d.start()
+            start_line = line - text.count("\n", start, m.start())
+        else:
+            nl = text.find("\n", m.start())
+            if nl < 0:
+                continue
+            start, start_line = nl + 1, line + 1
+        if start > out[-1][0]:
+            out.append((start, start_line))
+    return out
+
+
+def read_documents(text: str, file: str) -> Iterator[Doc | InputError]:
+    """Every non-empty document of a YAML stream, in order, or its error in its place: a
+    duplicate key, a syntax error or an unreadable value is an error of its document, and every
+    other document is still read, with its lines in the whole file.
+
+    The stream is parsed whole (the fast path). A syntax error loses the parser's state: the
+    rest is then parsed document by document (split at the markers), from the document after
+    the last one read, each on its own, so each error is said at its own document."""
     sources = _helm_sources(text)
-    loader = _Loader(text)
-    previous_start = 0
+    read_upto = -1  # the line (0-based) where the last document read starts
+    broken: InputError | None = None
+    for d in _parse(text, file, 0, sources):
+        if isinstance(d, _Broken):
+            broken = d.error
+            break
+        if isinstance(d, Doc):
+            read_upto = d.line - 1
+        yield d
+    if broken is None:
+        return
+    chunks = _chunks(text)
+    first = 0 if read_upto < 0 else max(i for i, (_, ln) in enumerate(chunks) if ln <= read_upto) + 1
+    said = False
+    for i in range(first, len(chunks)):
+        start, line = chunks[i]
+        end = chunks[i + 1][0] if i + 1 < len(chunks) else len(text)
+        for d in _parse(text[start:end], file, line, sources):
+            said = said or isinstance(d, _Broken | InputError)
+            yield d.error if isinstance(d, _Broken) else d
+    if not said:  # the stream's error is no one document's (never lose it)
+        yield broken
+
+
+def _object_of(node: yaml.Node) -> str | None:
+    """ "ConfigMap cfg": the kind and name of a document whose data could not be built, read off
+    its node, to name it in the error."""
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    top = {k.value: v for k, v in node.value if isinstance(k, yaml.ScalarNode)}
+    kind = top.get("kind")
+    meta = top.get("metadata")
+    name = None
+    if isinstance(meta, yaml.MappingNode):
+        name = next((v for k, v in meta.value if isinstance(k, yaml.ScalarNode) and k.value == "name"), None)
+    if not isinstance(kind, yaml.ScalarNode) or not isinstance(kind.value, str) or not kind.value:
+        return None
+    named = isinstance(name, yaml.ScalarNode) and isinstance(name.value, str) and name.value
+    return f"{kind.value} {name.value}" if named and name is not None else kind.value
+
+
+@dataclass
+class _Broken:
+    """A syntax error: the parser's state is lost, the rest of its text unread."""
+
+    error: InputError
+
+
+def _parse(
+    text: str, file: str, offset: int, sources: list[tuple[int, str]]
+) -> Iterator[Doc | InputError | _Broken]:
+    """The documents of ``text`` (which starts ``offset`` lines into ``file``): each Doc, or the
+    InputError of a document whose node could not be read as data (the next documents are read
+    on); a syntax error ends it (_Broken)."""
+    previous_start = offset
+    loader: Any = None
     try:
+        loader = _Loader(text)
         while loader.check_node():
             node = loader.get_node()
             if node is None:
                 continue
-            start = node.start_mark.line + 1
-            b = _Builder(file, loader)
-            data = b.build(node, (), 0)
+            start = node.start_mark.line + 1 + offset
+            b = _Builder(file, loader, offset)
+            try:
+                data = b.build(node, (), 0)
+            except InputError as e:
+                e.obj = e.obj or _object_of(node)
+                yield e
+                continue
             if data is None:
                 continue
             src = None
@@ -195,23 +309,28 @@ def load_docs(text: str, file: str) -> Iterator[Doc]:
             previous_start = start
             yield Doc(file=file, data=data, line=start, lines=b.lines, source=src)
     except yaml.MarkedYAMLError as e:
+        # A document parsed on its own ends where the next one's marker is: an error found at
+        # its end ("unexpected end of stream") is said at its last line, not the marker's.
+        last = offset + text.count("\n", 0, len(text) - 1) + 1
         mark = e.problem_mark or e.context_mark
-        line = mark.line + 1 if mark else None
+        line = min(mark.line + 1 + offset, last) if mark else None
         problem = e.problem or e.context or "invalid YAML"
         if "nesting depth" in problem:  # libyaml's own limit, below ours
             problem = f"nesting deeper than {MAX_DEPTH} levels"
-        raise InputError(f"YAML syntax error: {problem}", file=file, line=line) from None
+        elif e.problem and e.context and e.context_mark is not None:
+            at = min(e.context_mark.line + 1 + offset, last)
+            if at != line:  # where what was left open began
+                problem += f" ({e.context} at line {at})"
+        yield _Broken(InputError(f"YAML syntax error: {problem}", file=file, line=line))
     except yaml.reader.ReaderError as e:
-        line = text.count("\n", 0, e.position) + 1 if isinstance(e.position, int) else None
+        line = text.count("\n", 0, e.position) + 1 + offset if isinstance(e.position, int) else None
         char = f"U+{e.character:04X}" if isinstance(e.character, int) else repr(e.character)
-        raise InputError(
-            f"YAML syntax error: unacceptable character {char}: {e.reason}",
-            file=file,
-            line=line,
-        ) from None
+        message = f"YAML syntax error: unacceptable character {char}: {e.reason}"
+        yield _Broken(InputError(message, file=file, line=line))
     except yaml.YAMLError as e:
-        raise InputError(f"YAML error: {e}", file=file) from None
+        yield _Broken(InputError(f"YAML error: {e}", file=file))
     except RecursionError:
-        raise InputError(f"nesting deeper than {MAX_DEPTH} levels", file=file) from None
+        yield _Broken(InputError(f"nesting deeper than {MAX_DEPTH} levels", file=file))
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()

@@ -15,6 +15,7 @@ from fractions import Fraction
 from typing import Annotated, Literal
 
 from pydantic import (
+    AfterValidator,
     BeforeValidator,
     Field,
     PlainSerializer,
@@ -26,6 +27,17 @@ from pydantic import (
 from probesim.model.base import Int32, Model, NonNegInt32, OpenModel, SBool, SInt
 
 IntOrString = Annotated[SInt, Field(ge=0, le=65535)] | str
+
+
+def _port_number_or_name(v: "int | str") -> "int | str":
+    """A probe handler's port as ValidatePortNumOrName checks it: a number from 1 to 65535 (the API
+    server refuses 0, which a Service's targetPort takes as "the port"), or a port name."""
+    if isinstance(v, int) and not 1 <= v <= 65535:
+        raise ValueError("must be a port number between 1 and 65535, inclusive, or a port name")
+    return v
+
+
+PortNumOrName = Annotated[SInt | str, AfterValidator(_port_number_or_name)]
 ProbeType = Literal["startup", "readiness", "liveness"]
 
 
@@ -43,7 +55,7 @@ class HTTPHeader(Model):
 
 class HTTPGetAction(Model):
     path: str = "/"
-    port: IntOrString
+    port: PortNumOrName
     host: str | None = None
     scheme: Literal["HTTP", "HTTPS"] = "HTTP"
     http_headers: tuple[HTTPHeader, ...] = ()
@@ -55,7 +67,7 @@ class HTTPGetAction(Model):
 
 
 class TCPSocketAction(Model):
-    port: IntOrString
+    port: PortNumOrName
     host: str | None = None
 
 
@@ -352,17 +364,14 @@ class WorkloadSpec(OpenModel):
     update_strategy: StatefulSetUpdateStrategy | None = None
 
 
-WorkloadKind = Literal[
-    "Deployment", "ReplicaSet", "StatefulSet", "Pod", "DaemonSet", "ReplicationController", "Job", "CronJob"
-]
-
-
 class Workload(OpenModel):
     """An object with a pod template, seen as a set of identical pods: a Deployment, ReplicaSet,
     ReplicationController, StatefulSet or bare Pod; a DaemonSet (one node's pod), a Job or
-    CronJob (its parallelism) for the rules — the engine simulates the first five."""
+    CronJob (its parallelism), an Argo Rollout, a Knative Service or another custom resource
+    with a pod template for the rules — the engine simulates the first five. Which kinds are
+    read, and from which API groups, is the manifest loader's (manifests/kubernetes.py)."""
 
-    kind: WorkloadKind
+    kind: str
     metadata: ObjectMeta
     spec: WorkloadSpec
 
@@ -546,3 +555,28 @@ def _with_defaults(
     r = r or HPAScalingRules()
     window = window_s if r.stabilization_window_seconds is None else r.stabilization_window_seconds
     return r.model_copy(update={"stabilization_window_seconds": window, "policies": r.policies or policies})
+
+
+class ScaledObjectTarget(OpenModel):
+    api_version: str | None = None
+    kind: str = "Deployment"  # KEDA's default
+    name: str
+
+
+class ScaledObjectSpec(OpenModel):
+    scale_target_ref: ScaledObjectTarget
+    min_replica_count: NonNegInt32 = 0  # KEDA scales the target to zero when idle
+    max_replica_count: NonNegInt32 = 100
+
+
+class ScaledObject(OpenModel):
+    """A KEDA ScaledObject (keda.sh/v1alpha1): the scaler of its target, as an HPA is (KEDA makes
+    an HPA for it, and scales between 0 and 1 itself), with KEDA's defaults applied."""
+
+    kind: Literal["ScaledObject"] = "ScaledObject"
+    metadata: ObjectMeta
+    spec: ScaledObjectSpec
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name

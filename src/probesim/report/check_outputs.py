@@ -61,7 +61,7 @@ def render_text(
                       highlight=False, emoji=False)  # fmt: skip
         t = Table(box=box.SIMPLE, show_header=False, pad_edge=False)
         for _ in range(4):
-            t.add_column()
+            t.add_column(overflow="fold")
         for f in items:
             t.add_row(
                 f"[{STYLE[f.severity]}]{f.severity}[/]",
@@ -78,8 +78,12 @@ def render_text(
                           highlight=False, emoji=False)  # fmt: skip
     if report.stress:
         t = Table(box=box.SIMPLE, title="Stress suite (simulated)", title_justify="left")
-        for h in ("WORKLOAD", "STRESS", "ERRORS", "RESTARTS", "MIN READY", "NO ENDPOINTS", "VERDICT"):
-            t.add_column(h, justify="left" if h in ("WORKLOAD", "STRESS", "VERDICT") else "right")
+        # Names and folders whole, wrapped where long, never cut.
+        t.add_column("WORKLOAD", overflow="fold", ratio=2, min_width=10)
+        t.add_column("STRESS", overflow="fold", min_width=8)
+        for h in ("ERRORS", "RESTARTS", "MIN READY", "NO ENDPOINTS"):
+            t.add_column(h, justify="right", overflow="fold")
+        t.add_column("VERDICT", overflow="fold", ratio=3, min_width=8)
         for r in report.stress:
             verdict = {
                 "pass": "[green]pass[/]",
@@ -89,18 +93,59 @@ def render_text(
             t.add_row(_safe(r.workload), r.stress, f"{r.error_percent:.1f} %", str(r.restarts),
                       f"{100 * r.min_ready_fraction:.0f} %", f"{r.no_endpoint_s:.0f} s", verdict)  # fmt: skip
         console.print(t, emoji=False)
+    if verbose:
+        render_linted(report, console)
     render_skipped(report, console, verbose)
+    console.print(summary_line(report), highlight=False)
+
+
+def _n(n: int, what: str) -> str:
+    return f"{n} {what}{'s' if n != 1 else ''}"
+
+
+def summary_line(report: CheckReport) -> str:
+    """The last line: the findings by severity (and on how many objects), the workloads the
+    rules ran over, how many rules over how many files, what was suppressed, the input errors."""
     counts = {s: sum(1 for f in report.findings if f.severity == s) for s in ("error", "warning", "info")}
-    objs = len(_objects(report.findings))
     summary = ", ".join(f"{n} {s}{'s' if n != 1 and s != 'info' else ''}" for s, n in counts.items())
+    if report.findings:
+        summary += f" in {_n(len(_objects(report.findings)), 'object')}"
     n_err = len(report.errors)
-    console.print(
-        f"{summary} in {objs} object{'s' if objs != 1 else ''}; {len(report.rules)} rules ran over "
-        f"{len(report.files)} file{'s' if len(report.files) != 1 else ''}"
+    return (
+        f"{summary}; {_n(len(report.linted), 'workload')} linted by {len(report.rules)} rules over "
+        f"{_n(len(report.files), 'file')}"
         + (f"; {len(report.suppressed)} suppressed" if report.suppressed else "")
-        + (f"; {n_err} input error{'s' if n_err != 1 else ''} (listed first)" if n_err else ""),
-        highlight=False,
+        + (f"; {_n(n_err, 'input error')} (listed first)" if n_err else "")
     )
+
+
+def render_linted(report: CheckReport, console: Console) -> None:
+    """-v: each workload the rules ran over, where it is, and what scales it."""
+    if not report.linted:
+        return
+    t = Table(box=box.SIMPLE, title="Linted", title_justify="left")
+    for h in ("KIND", "NAMESPACE", "NAME", "WHERE", "NOTE"):
+        t.add_column(h, overflow="fold")
+    for w in report.linted:
+        notes = []
+        if w.scaled_by is not None:
+            s = w.scaled_by
+            notes.append(
+                f"scaled by {s['kind']} {s['name']} ({s['minReplicas']}-{s['maxReplicas']} replicas)"
+            )
+        if w.template is not None:
+            tp = w.template
+            notes.append(f"runs {tp['kind']} {tp['name']}'s pod template ({tp['file']}:{tp['line']})")
+        custom = w.api_version is not None and "." in w.api_version.split("/")[0]
+        kind = f"{w.kind} ({w.api_version})" if custom else w.kind  # a Knative Service is no Service
+        t.add_row(
+            _safe(kind),
+            _safe(w.namespace),
+            _safe(w.name),
+            _safe(f"{w.file}:{w.line}"),
+            _safe("; ".join(notes)),
+        )
+    console.print(t, emoji=False)
 
 
 def render_skipped(
@@ -119,7 +164,7 @@ def render_skipped(
     if verbose:
         t = Table(box=box.SIMPLE, title=f"Skipped ({outcome})", title_justify="left")
         for h in ("KIND", "NAME", "WHERE", "WHY"):
-            t.add_column(h)
+            t.add_column(h, overflow="fold")  # paths whole, wrapped where long
         for s in report.skipped:
             where = s.file + (f":{s.line}" if s.line else "")
             t.add_row(_safe(s.kind or "(file)"), _safe(s.name or ""), _safe(where), _safe(s.why))
@@ -148,6 +193,7 @@ def to_json(report: CheckReport) -> dict[str, Any]:
             {"id": r.id, "name": r.name, "severity": r.severity, "title": r.title} for r in report.rules
         ],
         "files": report.files,
+        "linted": [w.to_json() for w in report.linted],
         "skipped": [s.to_json() for s in report.skipped],
         "warnings": report.warnings,
         "stress": [r.to_json() for r in report.stress],
@@ -246,6 +292,7 @@ def to_sarif(report: CheckReport) -> dict[str, Any]:
                 "invocations": [_invocation(report)],
                 "results": results,
                 "properties": {
+                    "linted": [w.to_json() for w in report.linted],
                     "skipped": [s.to_json() for s in report.skipped],
                     "warnings": report.warnings,
                 },
@@ -255,9 +302,11 @@ def to_sarif(report: CheckReport) -> dict[str, Any]:
 
 
 def to_junit(report: CheckReport) -> str:
-    """One test case per object and rule that ran; a finding is a failure. Skipped objects are
-    listed in the suite's system-out."""
-    objects = sorted(_objects(report.findings) | _objects([s.finding for s in report.suppressed]),
+    """One test case per object and rule that ran — every workload linted, and the other objects
+    with findings (Istio's) — a finding is a failure. Skipped objects are listed in the suite's
+    system-out."""
+    linted = {(w.key, w.findings_file or w.file) for w in report.linted}
+    objects = sorted(linted | _objects(report.findings) | _objects([s.finding for s in report.suppressed]),
                      key=lambda o: (o[1], o[0]))  # fmt: skip
     cases = []
     for e_file in dict.fromkeys(e.file or "(input)" for e in report.errors):

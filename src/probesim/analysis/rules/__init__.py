@@ -28,8 +28,8 @@ rule = REGISTRY.rule
     "becomes Ready, where the old pods must keep serving: errors from the rollout on, available "
     "replicas against replicas − maxUnavailable, and whether it completes (or, for the bad "
     "release, stalls).",
-    fix="Read which stress failed and why; probesim run the workload's scenario under it to see the "
-    "timeline.",
+    fix="Read which stress failed and why, then see its timeline: the finding's fix is the command that "
+    "simulates it again (probesim run MANIFESTS --workload KIND/NAMESPACE/NAME --stress STRESS).",
 )  # fmt: skip
 def stress_failure(ctx: Context) -> Iterator[Finding]:
     return iter(())  # findings come from the stress suite, not from reading manifests
@@ -51,9 +51,23 @@ def rules_markdown() -> str:
         "  ReplicationController, Job, CronJob (its `jobTemplate`) and bare Pods — with init",
         "  containers and native sidecars (`restartPolicy: Always`); older API versions of these",
         "  kinds (`extensions/v1beta1`, `apps/v1beta1/2`, `batch/v1beta1`) are read with the same rules.",
+        "  Custom resources that run pods are linted too: an Argo Rollout (`argoproj.io`: its",
+        "  `spec.template`, or the Deployment its `spec.workloadRef` names — a Deployment scaled to 0,",
+        "  as Argo's convention has it, is then linted as the Rollout only), a Knative Service or",
+        "  Configuration (`serving.knative.dev`, with Knative's defaults: containers named",
+        "  `user-container`, the port the serving container declares or 8080, and queue-proxy's",
+        "  default readiness — a TCP probe of that port — where none is given), and any other custom",
+        "  resource with a pod template at `spec.template` (`spec.template.spec.containers`); their",
+        "  fixes are JSON merge patches. A Rollout's canary or blue-green strategy is not read (the",
+        "  rollout rule and stresses judge Deployments' and StatefulSets' rolling updates).",
         "  Services (which containers their `targetPort` reaches, by number or name; only in the same",
-        "  namespace), HPAs (any metrics), and Istio DestinationRules and VirtualServices are read",
+        "  namespace), HPAs (any metrics), KEDA ScaledObjects (`keda.sh`: the scaler of their target,",
+        "  0 to 100 replicas unless they say) and Istio DestinationRules and VirtualServices are read",
         "  for the rules. A Job's or CronJob's pods are never behind a Service.",
+        "- **Listed**: every report says what it linted — the text summary counts the workloads (`-v`",
+        "  lists each, with what scales it), JSON has `linted` (kind, namespace, name, file, line,",
+        "  apiVersion, `scaledBy`), SARIF `runs[0].properties.linted`, JUnit a test case per workload",
+        "  and rule.",
         "- **Identity**: objects are told apart by kind, namespace and name; the same name in two",
         "  namespaces (or two folders of variants) is two objects, both linted.",
         "- **As the API server reads them**: a field left empty (`annotations:`) is unset; CPU",
@@ -62,8 +76,8 @@ def rules_markdown() -> str:
         "  item.",
         "- **Skipped, with a note** (one summary line in text, each with why under `-v`, `skipped` in",
         "  JSON, `runs[0].properties.skipped` in SARIF, `system-out` in JUnit): kinds with no pod",
-        "  template (ConfigMap, RBAC, PodDisruptionBudget, …), custom resources and their definitions",
-        "  (including a Knative `serving.knative.dev` Service: its controller makes the pods), files that",
+        "  template (ConfigMap, RBAC, PodDisruptionBudget, …), custom resources with no pod template",
+        "  at `spec.template` and their definitions, files that",
         "  hold no Kubernetes object (Chart.yaml, values files, CI workflows, Compose files),",
         "  kustomizations and the patches and plugin configs they name, files with Go template markers,",
         "  and unrendered Helm chart folders (a `Chart.yaml`: pipe `helm template` output instead).",
@@ -71,7 +85,8 @@ def rules_markdown() -> str:
         "  invalid field in an object probesim reads (for example an apps/v1 Deployment without a",
         "  selector, as in a kustomize base that relies on `commonLabels`), a misspelt kind in a",
         "  built-in API group, or no Kubernetes object anywhere (an empty `helm template` pipe, a chart",
-        "  folder alone).",
+        "  folder alone). Each error is its document's — a duplicate key names both lines, a syntax",
+        "  error its line — and every other document of the file is still linted.",
         "",
         "## How fixes are computed and checked",
         "",
