@@ -143,10 +143,11 @@ def test_a_rollout_with_its_own_template_is_linted_and_fixed_with_a_merge_patch(
     # A custom resource has no strategic merge: the fix is a JSON merge patch, the list whole.
     assert f.patch_type == "merge"
     container = f.patch["spec"]["template"]["spec"]["containers"][0]  # type: ignore[index]
-    assert container["image"] == "web:1" and container["livenessProbe"]["failureThreshold"] == 3
+    # liveness more tolerant than readiness's 30 s (the policy): 5 × 10 s
+    assert container["image"] == "web:1" and container["livenessProbe"]["failureThreshold"] == 5
     assert f.remediation == (
-        "livenessProbe.failureThreshold: 3 (readiness takes a failing pod out within 31s, liveness acts on a "
-        "hang within 31s)"
+        "livenessProbe.failureThreshold: 5 (readiness takes a failing pod out within 31s, liveness acts on a "
+        "hang within 51s)"
     )
     assert recheck(path, f) == []
     # A Rollout's template is checked as a pod's.
@@ -213,7 +214,7 @@ def test_a_knative_service_is_linted_with_knatives_defaults(tmp_path: Path) -> N
         "serving.knative.dev/service": "hello",
     }
     f = r.findings[0]
-    assert (f.patch_type, f.remediation.split(" (")[0]) == ("merge", "livenessProbe.failureThreshold: 3")
+    assert (f.patch_type, f.remediation.split(" (")[0]) == ("merge", "livenessProbe.failureThreshold: 5")
     # The merge patch leaves the container unnamed, as written (Knative names it).
     assert "name" not in f.patch["spec"]["template"]["spec"]["containers"][0]  # type: ignore[index]
     assert recheck(path, f) == []
