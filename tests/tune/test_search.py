@@ -94,8 +94,18 @@ def test_the_rules_fix_is_a_seeded_trial_and_repairs_what_check_finds() -> None:
     # check's fix for periods of 1 s with timeouts of 1 s (PS011): periods of 2 s.
     assert fix is not None
     assert [fix.probes["app"][p]["periodSeconds"] for p in ("readinessProbe", "livenessProbe")] == [2, 2]
-    # The current setting repaired is the same: periods raised to 2 s, the timeouts kept below.
-    assert space.repair(space.current()) == fix
+    # The current setting repaired has the same periods (raised to 2 s, the timeouts kept below);
+    # the fix also moves liveness's 290 s delay into a startup probe on its check (PS033), which
+    # allows no less: 31 × 10 s ≥ 290 + 7 × 2 s, liveness then at once.
+    repaired = space.repair(space.current())
+    assert [repaired.probes["app"][p]["periodSeconds"] for p in ("readinessProbe", "livenessProbe")] == [2, 2]
+    assert fix.probes["app"]["livenessProbe"]["initialDelaySeconds"] == 0
+    assert fix.probes["app"]["startupProbe"] == {
+        "httpGet": {"path": "/live", "port": "http"}, "initialDelaySeconds": 0, "periodSeconds": 10,
+        "timeoutSeconds": 1, "failureThreshold": 31, "successThreshold": 1,
+    }  # fmt: skip
+    assert space.repair(fix) == fix
+    assert space.sample(optuna.trial.FixedTrial(space.params_of(fix))) == fix
     seeds = [space.repair(space.current()), search.api_defaults(space.current())]
     assert search.next_trial(space, [], 1, seeds) == (space.params_of(seeds[1]), {"origin": "seed"})
     assert search.next_trial(space, [], 2, seeds) is None  # then random, up to STARTUP_TRIALS

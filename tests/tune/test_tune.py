@@ -123,18 +123,22 @@ def test_readiness_flaps_once_liveness_lets_it_start(inputs: TuneInputs) -> None
 
 def test_recommendation_removes_both_problems(outcome: study.Outcome) -> None:
     rec = outcome.recommended
-    # Every trial's patch passes probesim check (each is repaired onto what its probe rules
-    # accept). The local search from the API defaults (seeded as trial 1: periods 10 s, 3
-    # failures) takes readiness's period to 4 s (trials 10, 12), then its threshold to 2 (18).
-    assert rec is not None and rec.number == 18
+    # Every trial's patch passes probesim check (each is repaired onto what its probe rules and
+    # the probe policy accept). The local search from the API defaults (seeded as trial 1:
+    # periods 10 s, 3 failures) takes readiness's period to 4 s and its threshold to 2, liveness
+    # every 8 s, 4 failures (trial 22); then the values that make no difference are put back as
+    # the user has them: liveness's initialDelaySeconds 0 → 2 (the smallest change).
+    assert rec is not None and rec.number == 22
+    assert outcome.put_back == ["app livenessProbe.initialDelaySeconds 0 → 2"]
+    assert rec.setting.probes["app"]["livenessProbe"]["initialDelaySeconds"] == 2
     f = rec.figures
-    assert f.values() == (3060.0, 0.0, 1.05)
-    # Liveness every 10 s, 3 failures, lets the 8 s start live; readiness every 4 s, 2 failures,
+    assert f.values() == (3060.0, 0.0, 1.097222)
+    # Liveness every 8 s, 4 failures, lets the 8 s start live; readiness every 4 s, 2 failures,
     # no longer flaps on the 1 s blips. The hung pod is out after 8 s (at the worst moment: the
-    # step after a check passed, 2 × 4 s + 1 s less the step) and all replicas back after 39 s
-    # (liveness acts in 3 × 10 s + 1 s, the restart starts in 8 s); a new pod is Ready as its
-    # app answers; 0.35 probes a second.
-    assert (f.detection_s, f.recovery_s, f.ready_s, f.probe_rps) == (8.0, 39.0, 0.0, 0.35)
+    # step after a check passed, 2 × 4 s + 1 s less the step) and all replicas back after 41 s
+    # (liveness acts in 4 × 8 s + 1 s, the restart starts in 8 s); a new pod is Ready as its
+    # app answers; 0.375 probes a second.
+    assert (f.detection_s, f.recovery_s, f.ready_s, f.probe_rps) == (8.0, 41.0, 0.0, 0.375)
     assert f.flaps == 0
     runs = {r.label: (r.failed, r.restarts, r.flaps) for r in f.runs}
     # The scenario's traffic starts at 10 s, after readiness (no initial delay) first passed.
@@ -146,13 +150,17 @@ def test_recommendation_removes_both_problems(outcome: study.Outcome) -> None:
     assert runs["stress stop-the-world-2s"] == (40, 0, 0)
     probes = rec.setting.probes["app"]
     assert probes["readinessProbe"]["failureThreshold"] >= 2  # a 1 s blip no longer removes it
-    assert rec in outcome.front
-    assert [r.number for r in outcome.front] == [18, 22, 20]
-    # Each changed value with what decided it: the figure worse with the value put back.
-    assert (
-        "app readinessProbe.periodSeconds 1 → 4: probe requests per second per pod 0.35/s, 1.1/s with 1"
-        in "\n".join(outcome.reasons)
-    )
+    assert [r.number for r in outcome.front] == [22]
+    # Each changed value with what decided it: here the probe policy, each value put back alone.
+    assert outcome.reasons == [
+        "app readinessProbe.periodSeconds 1 → 4: needed — with 1, a probe's timeout would reach its period",
+        "app readinessProbe.failureThreshold 1 → 2: needed — with 1, one slow answer would take the pod out "
+        "of the Service",
+        "app livenessProbe.periodSeconds 2 → 8: needed — with 2, liveness would give up no later than readiness",
+        "app livenessProbe.failureThreshold 2 → 4: needed — with 2, a missed check or a pause would restart "
+        "the container",
+    ]
+    assert not any("search's pick" in line for line in outcome.reasons)
 
 
 def test_patch_applied_to_the_manifest_gives_the_reported_figures(
@@ -498,9 +506,9 @@ spec:
     assert got.rule is not None
     space = Space(got.workload, got.rule)
     params = {
-        "app.readiness.periodSeconds": 2, "app.readiness.timeoutSeconds": 1, "app.readiness.failureThreshold": 1,
+        "app.readiness.periodSeconds": 2, "app.readiness.timeoutSeconds": 1, "app.readiness.failureThreshold": 2,
         "app.readiness.successThreshold": 1, "app.readiness.initialDelaySeconds": 0,
-        "app.liveness.periodSeconds": 2, "app.liveness.timeoutSeconds": 5, "app.liveness.failureThreshold": 2,
+        "app.liveness.periodSeconds": 2, "app.liveness.timeoutSeconds": 5, "app.liveness.failureThreshold": 3,
         "app.liveness.initialDelaySeconds": 0, "app.startup.add": True, "app.startup.periodSeconds": 2,
         "app.startup.timeoutSeconds": 1, "app.startup.failureThreshold": 30,
         "outlier.consecutive5xxErrors": 5, "outlier.interval": 10, "outlier.baseEjectionTime": 30,
@@ -509,9 +517,11 @@ spec:
     setting = space.sample(optuna.trial.FixedTrial(params))
     current = space.current()
     # Liveness's timeout 5 is capped below its period 2 (1, as now); the startup probe copies its
-    # handler. Readiness's period is 2 s at least (its timeout must stay below it: PS011).
+    # handler. Readiness's period is 2 s at least (its timeout must stay below it: PS011); the
+    # policy's thresholds: readiness 2 or more, liveness 3 or more.
     assert workload_patch(got.workload, current, setting) == {"spec": {"template": {"spec": {"containers": [
-        {"name": "app", "readinessProbe": {"periodSeconds": 2}, "livenessProbe": {"initialDelaySeconds": 0},
+        {"name": "app", "readinessProbe": {"periodSeconds": 2, "failureThreshold": 2},
+         "livenessProbe": {"initialDelaySeconds": 0, "failureThreshold": 3},
          "startupProbe": {"httpGet": {"path": "/healthz", "port": "http"},
                                          "initialDelaySeconds": 0, "periodSeconds": 2, "timeoutSeconds": 1,
                                          "successThreshold": 1, "failureThreshold": 30}},
@@ -608,9 +618,10 @@ def test_a_value_is_justified_by_the_figure_that_decided_it_not_by_failures_with
     from probesim.tune.objective import Figures
 
     space = Space(inputs.workload, inputs.rule)
-    now = space.current()
+    now = space.repair(space.current())  # as the policy has it: readiness every 2 s, 2 failures, ...
     probes = json.loads(json.dumps(now.probes))
     probes["app"]["readinessProbe"]["periodSeconds"] = 4
+    probes["app"]["livenessProbe"]["failureThreshold"] = 5  # more tolerant than 4 × 2 s with 2 × 4 s
     rec_setting = Setting(probes, now.outlier)
 
     def figures(failed: int, rps: float) -> Figures:
@@ -620,11 +631,16 @@ def test_a_value_is_justified_by_the_figure_that_decided_it_not_by_failures_with
     rec = study.Row(1, rec_setting, figures(30_000, 0.35))
     current = study.Row(None, now, figures(30_100, 1.1))
     for back, says in (
-        (figures(30_100, 1.1), "probe requests per second per pod 0.35/s, 1.1/s with 1"),
-        (figures(30_400, 1.1), "failed requests 30000, 30400 with 1 (stress traffic-x3: +400)"),
+        (figures(30_100, 1.1), "probe requests per second per pod 0.35/s, 1.1/s with 2"),
+        (figures(30_400, 1.1), "failed requests 30000, 30400 with 2 (stress traffic-x3: +400)"),
     ):
-        (line,) = study.justify(inputs, space, rec, current, Serial(), figures_of=lambda s, b=back: b)
-        assert line == f"app readinessProbe.periodSeconds 1 → 4: {says}", line
+        line, needed = study.justify(inputs, space, rec, current, Serial(), figures_of=lambda s, b=back: b)
+        assert line == f"app readinessProbe.periodSeconds 2 → 4: {says}", line
+        # Liveness's 5 failures put back alone would break the probe policy: said so, not simulated.
+        assert needed == (
+            "app livenessProbe.failureThreshold 3 → 5: needed — with 3, liveness would give up no later than "
+            "readiness"
+        )
 
 
 def test_a_study_loads_the_kernels_before_its_workers_take_runs(

@@ -39,6 +39,7 @@ class Principle:
     title: str
     sources: str
     stance: str = ""  # where the sources disagree: which way probesim goes, and why
+    broken_as: str = ""  # what breaking it does, in a few words ("one slow answer takes the pod out")
 
 
 PRINCIPLES: dict[str, Principle] = {
@@ -50,6 +51,7 @@ PRINCIPLES: dict[str, Principle] = {
             "nothing (workers, metrics-only sidecars).",
             "Kubernetes 'Pod Lifecycle'; Henning Jacobs; kube-score; Google Cloud, AWS EKS and AKS "
             "best practices",
+            broken_as="the Service would send requests to a pod before it can serve",
         ),
         Principle(
             "liveness-only-where-restart-cures",
@@ -64,6 +66,7 @@ PRINCIPLES: dict[str, Principle] = {
             "A startup probe, not a long initialDelaySeconds, for a slow or variable start; with a "
             "startup probe liveness needs no initial delay (at most 10 s).",
             "Kubernetes 'Configure Liveness, Readiness and Startup Probes'; kube-score; AWS EKS",
+            broken_as="liveness would wait out a long initial delay instead of a startup probe",
         ),
         Principle(
             "liveness-more-tolerant",
@@ -72,17 +75,20 @@ PRINCIPLES: dict[str, Principle] = {
             "Kubernetes probe docs; Henning Jacobs; ingress-nginx#5671; sentry charts#307",
             stance="kube-score says probes must never be identical; its users dispute it (#339, #296). "
             "probesim accepts identical checks when liveness's budget is larger.",
+            broken_as="liveness would give up no later than readiness",
         ),
         Principle(
             "liveness-rides-out-pauses",
             "Liveness never restarts on a single miss (failureThreshold ≥ 3), and its window outlasts "
             "the app's worst pause.",
             "gardener and other incidents (failureThreshold 1 → CrashLoopBackOff)",
+            broken_as="a missed check or a pause would restart the container",
         ),
         Principle(
             "timeout-below-period",
             "A probe's timeout stays below its period.",
             "OpenShift health checks; etcd exec liveness incident (183 restarts)",
+            broken_as="a probe's timeout would reach its period",
         ),
         Principle(
             "readiness-does-not-flap",
@@ -90,6 +96,7 @@ PRINCIPLES: dict[str, Principle] = {
             "Kubernetes probe docs; Henning Jacobs; kube-score",
             stance="some guides accept failureThreshold 1; probesim asks for 2, since an emptied "
             "Service refuses connections.",
+            broken_as="one slow answer would take the pod out of the Service",
         ),
         Principle(
             "handler-fits-protocol",

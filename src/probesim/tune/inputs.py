@@ -34,6 +34,8 @@ class TuneInputs:
     rule: DestinationRule | None  # the DestinationRule for its Service, if any
     source: str | None = None  # helm's "# Source: chart/templates/x.yaml"
     where: str = ""  # file:line of the workload
+    # file:line of each probe field of each container ("app", "livenessProbe"), else the container's
+    probe_lines: dict[tuple[str, str], str] = field(default_factory=dict)
     charts: list[str] = field(default_factory=list)  # unrendered chart folders among the inputs
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -116,6 +118,10 @@ def _load(paths: list[str], scenario: str | None, workload: str | None) -> TuneI
             o = objects.origin(ow)
             out.source = o.doc.source
             out.where = f"{o.doc.file}:{o.doc.line_of(o.base)}"
+            for i, c in enumerate(ow.pod_spec.containers):
+                at = (*o.base, *o.spec_path, "containers", i)
+                for name in ("readinessProbe", "livenessProbe", "startupProbe"):
+                    out.probe_lines[(c.name, name)] = f"{o.doc.file}:{o.doc.line_of((*at, name))}"
     return out
 
 

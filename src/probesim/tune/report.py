@@ -118,7 +118,8 @@ def _compare(o: Outcome, space: Space, out: Console) -> None:
     t.add_column("")
     t.add_column("CURRENT", justify="right")
     if rec is not None:
-        t.add_column(f"RECOMMENDED (trial {rec.number})", justify="right")
+        smallest = ", smallest change" if o.put_back else ""
+        t.add_column(f"RECOMMENDED (trial {rec.number}{smallest})", justify="right")
     rows: list[tuple[str, str, str]] = []
     cf, rf = o.current.figures, (rec.figures if rec else None)
     rows.append(("failed requests", str(cf.failed), str(rf.failed) if rf else ""))
@@ -161,6 +162,11 @@ def _compare(o: Outcome, space: Space, out: Console) -> None:
     if o.reasons:
         out.print(Text("Why each value (the figure that would be worse with it as it is now):"))
         for line in o.reasons:
+            out.print(Text(f"  {visible(line, 1000)}"))
+    if o.put_back:
+        out.print(Text("Put back as they are now (the search changed them; no figure is materially worse "
+                       "with them, under two seeds):"))  # fmt: skip
+        for line in o.put_back:
             out.print(Text(f"  {visible(line, 1000)}"))
     if o.worse:
         out.print(Text("Worse than the current setting on:", style="yellow"))
@@ -225,7 +231,32 @@ def render_patches(ps: list[PatchOut], inputs: TuneInputs, files: list[str], out
                 "them: give the chart folder among the inputs to have it look)."
             )
     elif inputs.where:
-        out.print(Text(f"\nOr set the same fields in {visible(inputs.where)}."))
+        lines = _probe_lines(inputs, ps)
+        out.print(Text(f"\nOr set the same fields in {visible(', '.join(lines) or inputs.where)}."))
+    for p in ps:
+        if p.kind == "StatefulSet":
+            n = inputs.workload.spec.replicas
+            out.print(Text(
+                f"Applying it rolls StatefulSet {visible(p.name)}: its pods are replaced one at a time, from "
+                f"the highest ordinal. To try it on one pod first, set "
+                f"spec.updateStrategy.rollingUpdate.partition: {max(n - 1, 0)} (only pod {visible(p.name)}-"
+                f"{max(n - 1, 0)} is updated), watch it, then lower the partition to 0."
+            ))  # fmt: skip
+
+
+def _probe_lines(inputs: TuneInputs, ps: list[PatchOut]) -> list[str]:
+    """Where each probe the workload's patch changes is written (FILE:LINE, the probe's own line;
+    a probe the patch adds: its container's)."""
+    out: list[str] = []
+    for p in ps:
+        if not p.strategic:
+            continue
+        containers = p.patch.get("spec", {}).get("template", {}).get("spec", {}).get("containers", [])
+        for c in containers:
+            for name in ("readinessProbe", "livenessProbe", "startupProbe"):
+                if name in c and (c["name"], name) in inputs.probe_lines:
+                    out.append(f"{inputs.probe_lines[(c['name'], name)]} ({c['name']} {name})")
+    return list(dict.fromkeys(out))
 
 
 _VALUES = re.compile(r"\.Values\.([A-Za-z0-9_.]+)")

@@ -13,9 +13,12 @@ handler (the same check, now gating liveness until the app has started).
 So do the constraints ``probesim check``'s probe rules put on timings (the probe-timing model of
 ``analysis/rules/timing.py``): every sampled setting is *repaired* onto the nearest setting they
 accept (:meth:`Space.repair`) — periods of 2 s or more and timeouts below them (PS011), an exec
-probe's timeout above 1 s (PS015), liveness's failureThreshold 2 or more (PS010), readiness that
+probe's timeout above 1 s (PS015), liveness's failureThreshold 3 or more and readiness's 2 or
+more (the probe policy, analysis/policy.py: a single miss never restarts, one slow answer never
+flips the endpoint), readiness that
 takes a failing pod out within the detection target (PS019), liveness that acts and has the
-container back within the targets (PS014) and outlasts readiness (PS003, PS005) — so every trial
+container back within the targets (PS014) and is more tolerant than readiness on any check (the
+policy; PS003, PS005) — so every trial
 is one the recommendation may pick. :func:`params_of` gives the parameters that rebuild a
 repaired setting (the local search and the seeded trials enqueue them).
 """
@@ -28,7 +31,8 @@ from typing import Any, Literal
 import optuna
 
 from probesim.analysis.context import Thresholds
-from probesim.analysis.rules.timing import Timing, exec_timeout_short, outlasted, timeout_not_below_period
+from probesim.analysis.policy import more_tolerant
+from probesim.analysis.rules.timing import Timing, exec_timeout_short, timeout_not_below_period
 from probesim.mesh.istio import DestinationRule
 from probesim.model.duration import parse_ms
 from probesim.model.kubernetes import Container, Probe, Workload
@@ -57,25 +61,26 @@ class Bound:
 
 # Bounds, in seconds or counts (docs/tune.md explains each). Periods and the startup probe's
 # threshold span orders of magnitude: sampled on a log scale. Periods start at 2 s (a timeout,
-# at least 1 s, must stay below the period: PS011), liveness's failureThreshold at 2 (PS010).
+# at least 1 s, must stay below the period: PS011), liveness's failureThreshold at 3 and
+# readiness's at 2 (the probe policy).
 PROBE_BOUNDS: dict[ProbeKind, dict[str, Bound]] = {
     "readiness": {
         "periodSeconds": Bound(2, 30, log=True),
         "timeoutSeconds": Bound(1, 10),
-        "failureThreshold": Bound(1, 10),
+        "failureThreshold": Bound(2, 10),
         "successThreshold": Bound(1, 3),
         "initialDelaySeconds": Bound(0, 60, step=5),
     },
     "liveness": {
         "periodSeconds": Bound(2, 60, log=True),
         "timeoutSeconds": Bound(1, 10),
-        "failureThreshold": Bound(2, 10),
+        "failureThreshold": Bound(3, 10),
         "initialDelaySeconds": Bound(0, 300, step=5),
     },
     "startup": {
         "periodSeconds": Bound(2, 30, log=True),
         "timeoutSeconds": Bound(1, 10),
-        "failureThreshold": Bound(1, 60, log=True),
+        "failureThreshold": Bound(1, 120, log=True),
     },
 }
 # Istio's outlierDetection; durations in seconds. Not ejecting on a single 5xx (PS022); at most
@@ -282,11 +287,23 @@ def _within(t: Timing, room: int, least: int) -> Timing:
     return t
 
 
+def _outlasting(live: Timing, r: Timing, room: int) -> Timing | None:
+    """Liveness with the fewest failures that make it more tolerant than readiness ``r``, if
+    that fits its bound and acts within ``room`` seconds."""
+    want = -(-(r.budget + 1) // live.period)
+    fits = (
+        want <= PROBE_BOUNDS["liveness"]["failureThreshold"].high
+        and live.period * want + live.timeout <= room
+    )
+    return replace(live, failure=want) if fits else None
+
+
 def _repair_container(c: Container, mine: dict[str, dict[str, Any]], pod_grace: int) -> None:
     """One container's probe timings (``mine``, by probe field) onto what the probe rules accept,
     in place: each probe's timeout (PS011, PS015); readiness within the detection target
-    (PS019); liveness's failureThreshold at least 2 (PS010), acting within the detection target
-    and back within the restart target (PS014), and outlasting readiness (PS003, PS005) — by a
+    (PS019) with failureThreshold 2 or more; liveness's failureThreshold at least 3 (PS010, the
+    policy), acting within the detection target and back within the restart target (PS014), and
+    more tolerant than readiness on any check (PS003, PS005, the policy) — by a
     higher liveness failureThreshold where the targets leave room, else by readiness yielding, as
     the rules' own fix does. A setting no timing within the bounds makes pass is left to the
     check filter."""
@@ -302,27 +319,25 @@ def _repair_container(c: Container, mine: dict[str, dict[str, Any]], pod_grace: 
                     failure=f["failureThreshold"])  # fmt: skip
         got[kind] = _below_period(t)
     r = got.get("readiness")
-    if r is not None:
-        r = got["readiness"] = _within(r, det, 1)
+    if r is not None:  # failureThreshold 2 or more: one slow answer does not flip it (the policy)
+        r = got["readiness"] = _within(replace(r, failure=max(r.failure, 2)), det, 2)
     live = got.get("liveness")
-    if live is not None:
-        live = replace(live, failure=max(live.failure, 2))
+    if live is not None:  # failureThreshold 3 or more: a single miss never restarts (the policy)
+        live = replace(live, failure=max(live.failure, 3))
         grace = live.grace if live.grace is not None else pod_grace
         room = min(det, th.restart_target_ms // 1000 - max(grace, 2))
-        live = got["liveness"] = _within(live, room, 2)
-        if r is not None and outlasted(live, r):
-            same = 1 if live.check == r.check else 0  # the same check: liveness must outlast it strictly
-            want = -(-(r.budget + same) // live.period)
-            if (
-                want <= PROBE_BOUNDS["liveness"]["failureThreshold"].high
-                and live.period * want + live.timeout <= room
-            ):
-                got["liveness"] = replace(live, failure=want)
-            else:
-                r = replace(r, failure=max(1, (live.budget - same) // r.period))
-                if outlasted(live, r):
-                    r = _below_period(replace(r, period=max(2, (live.budget - same) // r.failure)))
+        live = got["liveness"] = _within(live, room, 3)
+        if r is not None and not more_tolerant(live, r):  # on any check (the policy)
+            raised = _outlasting(live, r, room)
+            if raised is None:  # readiness yields, as the rules' fix has it
+                r = replace(r, failure=max(2, (live.budget - 1) // r.period))
+                if not more_tolerant(live, r):
+                    r = _below_period(replace(r, period=max(2, (live.budget - 1) // r.failure)))
                 got["readiness"] = r
+                if not more_tolerant(live, r):  # an exec's period floor: liveness goes up after all
+                    raised = _outlasting(live, r, room)
+            if raised is not None:
+                got["liveness"] = raised
     for kind, t in got.items():
         f = mine[FIELD_OF[kind]]
         f.update(periodSeconds=t.period, timeoutSeconds=t.timeout, failureThreshold=t.failure)

@@ -39,11 +39,12 @@ from probesim.engine.kernel_choice import kernels
 from probesim.errors import InputError
 from probesim.model.kubernetes import Workload
 from probesim.tune import search
+from probesim.tune.ablation import minimal, why_needed, with_seed, worse_by
 from probesim.tune.inputs import TuneInputs
-from probesim.tune.objective import OBJECTIVES, Executor, Figures, budget_cost, evaluate, plan
+from probesim.tune.objective import OBJECTIVES, Executor, Figures, evaluate, plan
 from probesim.tune.patch import patched_rule, patched_workload, strategic_merge
-from probesim.tune.search import FAILURE_SLACK, FAILURE_TOLERANCE, STARTUP_TRIALS, setting_key, slack_of
-from probesim.tune.space import TIMINGS, Setting, Space
+from probesim.tune.search import FAILURE_SLACK, FAILURE_TOLERANCE, STARTUP_TRIALS, setting_key
+from probesim.tune.space import TIMINGS, Setting, Space, handler
 from probesim.tune.store import Kept
 
 SPACE_VERSION = 5  # bump when the space or the objectives change: older studies are not mixed in
@@ -73,6 +74,8 @@ class Outcome:
     current_on_front: bool = False  # no trial beats the current setting
     reasons: list[str] = field(default_factory=list)  # per recommended value: the figure it decided
     worse: list[str] = field(default_factory=list)  # objectives the recommendation is worse on
+    # Values the search changed that made no figure materially worse: put back as they are now.
+    put_back: list[str] = field(default_factory=list)
 
 
 def storage_url(given: str | None) -> str:
@@ -149,10 +152,15 @@ def rules_fix(inputs: TuneInputs, space: Space) -> Setting | None:
     for patch in patches:
         doc = strategic_merge(doc, patch)
     fixed = Space(Workload.model_validate(doc), inputs.rule).current()
-    mine = {
-        c: {f: t for f, t in ps.items() if f in space.current().probes.get(c, {})}
-        for c, ps in fixed.probes.items()
-    }
+    now = space.current().probes
+    mine: dict[str, dict[str, dict[str, Any]]] = {}
+    for c, ps in fixed.probes.items():
+        mine[c] = {f: t for f, t in ps.items() if f in now.get(c, {})}
+        # A startup probe the fix adds (liveness's delay, or a slow start, moved into it): the
+        # space adds one on liveness's check, as the timings the fix gives it.
+        live = next((x.liveness_probe for x in inputs.workload.pod_spec.containers if x.name == c), None)
+        if "startupProbe" in ps and "startupProbe" not in now.get(c, {}) and live is not None:
+            mine[c]["startupProbe"] = {**handler(live), **ps["startupProbe"]}
     return space.repair(Setting(mine, space.current_outlier()))
 
 
@@ -255,8 +263,25 @@ def run(
     recommended, why = recommend(front, current=current)
     trials_front = [r for r in front if r.number is not None]
     on_front = len(trials_front) < len(front)
+    put_back: list[str] = []
+    if recommended is not None:  # the smallest change: values that make no difference put back
+        m = minimal(inputs, space, current, recommended.setting, recommended.figures, executor,
+                    figures_of, passes, _changes, _reverted)  # fmt: skip
+        put_back = m.put_back
+        if not _changes(current, m.setting):
+            recommended, why = (
+                None,
+                (
+                    "every value the search changed makes no figure materially worse put back as it is now, "
+                    "under two seeds: keep the current setting"
+                ),
+            )
+        else:
+            recommended = Row(recommended.number, m.setting, m.figures)
     reasons = (
-        justify(inputs, space, recommended, now, executor, figures_of) if recommended is not None else []
+        justify(inputs, space, recommended, now, executor, figures_of, passes)
+        if recommended is not None
+        else []
     )
     worse = worse_than(recommended.figures, now.figures) if recommended is not None else []
     return Outcome(
@@ -272,6 +297,7 @@ def run(
         on_front,
         reasons,
         worse,
+        put_back,
     )
 
 
@@ -280,11 +306,13 @@ def run(
 FIGURES: tuple[tuple[str, str, str, float], ...] = (
     ("failed", "failed requests", "", FAILURE_SLACK),
     ("restarts", "needless restarts", "", 0),
+    ("flaps", "readiness flaps", "", 0),
     ("recovery_s", "all replicas Ready again after the hang", " s", 0.5),
     ("ready_s", "a new pod Ready after its app answers", " s", 0.5),
     ("probe_rps", "probe requests per second per pod", "/s", 1e-3),
     ("detection_s", "the hung pod out of service", " s", 0.5),
 )
+LABEL = {key: (label, unit) for key, label, unit, _ in FIGURES}
 
 
 def _fig(f: Figures, key: str, unit: str) -> str:
@@ -343,43 +371,53 @@ def justify(
     now: Row,
     executor: Executor,
     figures_of: Callable[[Setting], Figures] | None = None,
+    passes: Callable[[Setting], bool] | None = None,
 ) -> list[str]:
     """One line per recommended value: the run and figure that decided it, found by simulating
     the recommendation with that value alone put back as it is now (``figures_of``: a setting's
-    figures, known or simulated) and naming the first objective (FIGURES' order) it would then
-    be worse on."""
+    figures, known or simulated) and naming the first figure materially worse then
+    (ablation.worse_by), under the study's seed or else another; or the rule that needs it."""
+
+    def simulated(s: Setting) -> Figures:
+        return figures_of(s) if figures_of is not None else evaluate(plan(inputs, space, s), executor)
+
     lines = []
     for change in _changes(now.setting, rec.setting):
         c, fname, key, old, new = change
         what = f"{c + ' ' if c else ''}{fname}" + (f".{key} {old} → {new}" if key else " added")
         reverted = _reverted(rec.setting, change)
-        if figures_of is not None:
-            back = figures_of(reverted)
-        else:
-            back = evaluate(plan(inputs, space, reverted), executor)
-        why = f"{what}: without it no figure is worse (either value serves; the search's pick)"
-        for k, label, unit, tol in FIGURES:
-            a, b = getattr(rec.figures, k), getattr(back, k)
-            # Failed requests as the recommendation weighs them: within 1 % (or 5) is no worse.
-            if b > a + (slack_of(a) if k == "failed" else tol):
-                run = ""
-                if k in ("failed", "restarts"):
-                    attr = "failed" if k == "failed" else "counted_restarts"
-                    diffs = [
-                        (getattr(y, attr) - getattr(x, attr), x.label)
-                        for x, y in zip(rec.figures.runs, back.runs, strict=True)
-                        if x.kind != "hung"
-                    ]
-                    top = max(diffs, default=(0, ""))
-                    run = f" ({top[1]}: {top[0]:+d})" if top[0] > 0 else ""
-                elif k in ("recovery_s", "detection_s"):
-                    run = " (hung pod run)"
-                elif k == "ready_s":
-                    run = " (stress baseline)"
-                was = "without it" if key is None else f"with {old}"
-                why = f"{what}: {label} {_fig(rec.figures, k, unit)}, {_fig(back, k, unit)} {was}{run}"
-                break
-        lines.append(why)
+        was = "without it" if key is None else f"with {old}"
+        if space.repair(reverted) != reverted or (passes is not None and not passes(reverted)):
+            lines.append(
+                f"{what}: needed — {was}, {why_needed(reverted, rec.setting, bool(inputs.services))}"
+            )
+            continue
+        back, ref, note = simulated(reverted), rec.figures, ""
+        k = worse_by(back, ref)
+        if k is None:  # not under the study's seed: under the other one
+            other = with_seed(inputs, inputs.scenario.spec.seed + 1)
+            back = evaluate(plan(other, space, reverted), executor)
+            ref = evaluate(plan(other, space, rec.setting), executor)
+            k, note = worse_by(back, ref), ", under another seed"
+        if k is None:
+            lines.append(f"{what}: no figure is materially worse {was}")
+            continue
+        label, unit = LABEL[k]
+        run = ""
+        if k in ("failed", "restarts"):
+            attr = "failed" if k == "failed" else "counted_restarts"
+            diffs = [
+                (getattr(y, attr) - getattr(x, attr), x.label)
+                for x, y in zip(ref.runs, back.runs, strict=True)
+                if x.kind != "hung"
+            ]
+            top = max(diffs, default=(0, ""))
+            run = f" ({top[1]}: {top[0]:+d})" if top[0] > 0 else ""
+        elif k in ("recovery_s", "detection_s"):
+            run = " (hung pod run)"
+        elif k == "ready_s":
+            run = " (stress baseline)"
+        lines.append(f"{what}: {label} {_fig(ref, k, unit)}, {_fig(back, k, unit)} {was}{run}{note}")
     return lines
 
 
@@ -468,9 +506,8 @@ def recommend(
         f"of the Pareto front, the fewest failed requests (within {slack} of the fewest, {fewest}), "
         f"then the fewest needless restarts ({least}), then the least spent of the budgets: a hung "
         "pod out of service within 30 s and its replicas all Ready again within 90 s, a new pod "
-        "Ready within 10 s of its app "
-        "answering, a probe a second per pod (each figure over its budget, summed: "
-        f"{budget_cost(best.figures):.2f}); its patch passes probesim check --fail-on warning"
+        "Ready within 10 s of its app answering, a probe a second per pod; its patch passes "
+        "probesim check --fail-on warning"
     )
 
 
@@ -494,6 +531,7 @@ def to_json(o: Outcome, extra: dict[str, Any] | None = None) -> dict[str, Any]:
         "recommended": None if o.recommended is None else row(o.recommended),
         "why": o.why,
         "reasons": o.reasons,
+        "putBack": o.put_back,
         "worseThanCurrent": o.worse,
         **(extra or {}),
     }

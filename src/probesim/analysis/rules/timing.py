@@ -358,8 +358,11 @@ def plan(ctx: Context, t: Target) -> Plan:
     elif s is None and live is not None and (guards := starts_too_slow(t, live)) | delayed(live):
         # A startup probe, not an initial delay (the policy): it covers the slowest start with
         # half again as much, never less than liveness allowed before; liveness then starts at once.
-        period = max(min(live.period, 10), _nice_up(live.timeout + 1))  # above liveness's timeout
         need_ms = max(1.5 * start_ms, live.startup_s * 1000)
+        # Every few seconds (at most 10, the guidance), fewer checks for a long start, and above
+        # liveness's timeout.
+        few = min(10, _nice_up(-int(-need_ms // 30_000)))
+        period = max(min(live.period, 10), few, _nice_up(live.timeout + 1))
         failure = max(3, -int(-need_ms // (period * 1000)))
         handler, check = startup_handler(t)
         after["startup"] = Timing(period, live.timeout, failure, 0, None, check, "exec" in handler)
