@@ -91,14 +91,15 @@ def test_the_rules_fix_is_a_seeded_trial_and_repairs_what_check_finds() -> None:
     got = load_text(SLOW)
     space = Space(got.workload, got.rule)
     fix = study.rules_fix(got, space)
-    # check's fix for periods of 1 s with timeouts of 1 s (PS011): periods of 2 s.
+    # check's fix for periods of 1 s with timeouts of 1 s (PS011): periods of 2 s, liveness's
+    # then 5 s, the search space's least (the policy: probing liveness faster buys noise).
     assert fix is not None
-    assert [fix.probes["app"][p]["periodSeconds"] for p in ("readinessProbe", "livenessProbe")] == [2, 2]
+    assert [fix.probes["app"][p]["periodSeconds"] for p in ("readinessProbe", "livenessProbe")] == [2, 5]
     # The current setting repaired has the same periods (raised to 2 s, the timeouts kept below);
     # the fix also moves liveness's 290 s delay into a startup probe on its check (PS033), which
     # allows no less: 31 × 10 s ≥ 290 + 7 × 2 s, liveness then at once.
     repaired = space.repair(space.current())
-    assert [repaired.probes["app"][p]["periodSeconds"] for p in ("readinessProbe", "livenessProbe")] == [2, 2]
+    assert [repaired.probes["app"][p]["periodSeconds"] for p in ("readinessProbe", "livenessProbe")] == [2, 5]
     assert fix.probes["app"]["livenessProbe"]["initialDelaySeconds"] == 0
     assert fix.probes["app"]["startupProbe"] == {
         "httpGet": {"path": "/live", "port": "http"}, "initialDelaySeconds": 0, "periodSeconds": 10,

@@ -85,6 +85,13 @@ PRINCIPLES: dict[str, Principle] = {
             broken_as="a missed check or a pause would restart the container",
         ),
         Principle(
+            "liveness-not-too-often",
+            "Liveness every 5 s or slower: probing it every second or two buys noise, not safety "
+            "(sub-second reaction belongs to readiness, the load balancer or the mesh).",
+            "Kubernetes probe docs; Dapr's probe settings",
+            broken_as="liveness would be probed more often than every 5 s (noise, not safety)",
+        ),
+        Principle(
             "timeout-below-period",
             "A probe's timeout stays below its period.",
             "OpenShift health checks; etcd exec liveness incident (183 restarts)",
@@ -110,6 +117,7 @@ PRINCIPLES: dict[str, Principle] = {
 # Above this a liveness initialDelaySeconds blinds liveness to a deadlock after every start: the
 # work of a startup probe (judgement, from the guidance's 0-10 s).
 MAX_LIVENESS_DELAY_S = 10
+LIVENESS_PERIOD_S = 5  # the least liveness period (the guidance: 5-30 s)
 
 
 def more_tolerant(live: Timing, ready: Timing) -> bool:
@@ -142,6 +150,8 @@ def broken(
             out.add("liveness-more-tolerant")
         if live.delay > MAX_LIVENESS_DELAY_S:
             out.add("startup-not-initial-delay")
+        if live.period < LIVENESS_PERIOD_S:
+            out.add("liveness-not-too-often")
     if ready is not None and ready.failure < 2:
         out.add("readiness-does-not-flap")
     for p in (live, ready, start):

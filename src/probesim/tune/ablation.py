@@ -109,8 +109,8 @@ def policy_broken(setting: Setting, serves: bool) -> set[str]:
 
 
 def why_needed(reverted: Setting, kept: Setting, serves: bool) -> str:
-    """Why a value cannot be put back alone: what the policy's principle it would break does
-    (or, when none, that check's timing rules would refuse it)."""
+    """Why a value cannot be put back alone: what breaking the policy's principles it would break
+    does; empty when it breaks none (a rule of check's refuses it: the caller says which)."""
     new = sorted(policy_broken(reverted, serves) - policy_broken(kept, serves))
     said = [PRINCIPLES[p].broken_as for p in new if PRINCIPLES[p].broken_as]
-    return "; ".join(said) or "check's probe rules would refuse it (a period, a target)"
+    return "; ".join(said)

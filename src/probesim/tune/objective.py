@@ -4,10 +4,13 @@ A setting is judged on the figures an SRE weighs, each to be minimised:
 
 - **failed requests**, summed over the stress suite (``probesim check --stress``'s stresses,
   each workload alone behind its Services) and, when one is given, the user's scenario;
-- **needless restarts** of the tuned workload in those same runs: none of them scripts a
-  process that only a restart cures, so every restart there is one a probe caused for nothing
-  (when the scenario scripts deadlocks or crashes for the workload, which the stresses run too,
-  restarts are left out of the count);
+- **needless restarts and readiness flaps** of the tuned workload in those same runs: none of
+  them scripts a process that only a restart cures, so every restart there is one a probe caused
+  for nothing (when the scenario scripts deadlocks or crashes for the workload, which the stresses
+  run too, restarts are left out of the count), and every flap takes a pod that could answer
+  slowly out of the Service (an emptied Service refuses every request: no gain). Without a
+  scenario that says what the app does, the app's profile adds two such runs: its slowest start
+  and, when longer than the suite's 2 s, its longest pause (:func:`profile_stresses`);
 - **hung pod out of service**: the tuner scripts a deadlock — pod 0's containers hang for good
   after the start-up ramp, while traffic runs; a restart cures it — and measures how long until
   the pod is out of service: it leaves the Service's endpoints (NotReady), a probe kills its
@@ -47,6 +50,7 @@ from probesim.engine.warm import WarmUp, together
 from probesim.model.duration import parse_ms
 from probesim.model.kubernetes import Workload, pod_names_of
 from probesim.model.scenario import ContainerBehavior, Scenario
+from probesim.profiles import resolve
 from probesim.tune.inputs import TuneInputs
 from probesim.tune.patch import patched_rule, patched_workload
 from probesim.tune.space import Setting, Space
@@ -61,7 +65,7 @@ DETECTION_CAP_MS = 5 * 60_000
 BUDGETS = {"detection_s": 30.0, "recovery_s": 90.0, "ready_s": 10.0, "probe_rps": 1.0}
 # What the search minimises: the first two as counted, the others as the budgets they spend
 # together (budget_cost), the figure the recommendation is chosen by; each is in Figures.
-OBJECTIVES = ("failed requests", "needless restarts", "budgets spent")
+OBJECTIVES = ("failed requests", "needless restarts and flaps", "budgets spent")
 
 RunKind = Literal["stress", "scenario", "hung"]
 
@@ -117,7 +121,10 @@ class Figures:
     probe_cpu_m: float = 0.0
 
     def values(self) -> tuple[float, ...]:
-        return (float(self.failed), float(self.restarts), round(budget_cost(self), 6))
+        """The objectives: failed requests; needless restarts and readiness flaps (in runs where
+        a restart cures nothing, each is needless: emptying the Service is no gain over answering
+        slowly); the budgets spent."""
+        return (float(self.failed), float(self.restarts + self.flaps), round(budget_cost(self), 6))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -228,11 +235,46 @@ def plan(inputs: TuneInputs, space: Space, setting: Setting) -> list[Run]:
             warm = EVENT_AT_MS if stress in ("baseline", *LATER_STRESSES) else 0
             run = Run(f"stress {stress}", "stress", sc, w.name, 0, needless, **load, warm_until=warm)  # type: ignore[arg-type]
             runs.append(run)
+    if w.name not in (inputs.scenario.spec.behavior if inputs.given else {}):
+        for label, sc in profile_stresses(base, inputs.workload):
+            runs.append(Run(label, "stress", sc, w.name, 0, needless, **load))  # type: ignore[arg-type]
     if inputs.given:
         runs.append(Run("scenario", "scenario", given, w.name, 0, needless, **load))  # type: ignore[arg-type]
     hung = _hung(base, w.name, [c.name for c in w.pod_spec.containers], rule is not None)
     runs.append(replace(hung, **load))  # type: ignore[arg-type]
     return runs
+
+
+def profile_stresses(base: dict[str, Any], w: Workload) -> list[tuple[str, Scenario]]:
+    """What the app's profile says it must ride out, when no scenario says what the app does:
+    its slowest start (a cold node, a CPU limit, a recovery) and its longest pause (GC) when longer
+    than the suite's 2 s — each a stress whose restarts and flaps are needless."""
+    raws = w.model_dump(mode="json", by_alias=True, exclude_none=True)["spec"]["template"]["spec"][
+        "containers"
+    ]
+    found = {raw["name"]: resolve(w.name, raw["name"], raw) for raw in raws}
+    out: list[tuple[str, Scenario]] = []
+    slowest = {n: r.start_ms[1] for n, r in found.items() if r.known and r.start_ms[1] > 0}
+    if slowest:
+        doc = copy.deepcopy(base)
+        containers = doc["spec"]["behavior"][w.name].setdefault("containers", {})
+        for name, ms in slowest.items():
+            containers.setdefault(name, {})["start"] = f"{ms}ms"
+        names = ", ".join(found[n].profile.name for n in slowest)
+        out.append((f"profile slow start ({names})", Scenario.model_validate(doc)))
+    pauses = {n: r.pause_ms for n, r in found.items() if r.known and r.pause_ms > STOP_THE_WORLD_MS}
+    if pauses:
+        doc = copy.deepcopy(base)
+        containers = doc["spec"]["behavior"][w.name].setdefault("containers", {})
+        for name, ms in pauses.items():
+            episode = {"kind": "hang", "at": f"{EVENT_AT_MS}ms", "for": f"{ms}ms"}
+            containers.setdefault(name, {}).setdefault("episodes", []).append(episode)
+        names = ", ".join(found[n].profile.name for n in pauses)
+        out.append((f"profile pause ({names})", Scenario.model_validate(doc)))
+    return out
+
+
+STOP_THE_WORLD_MS = 2000  # the suite's own pause (stop-the-world-2s)
 
 
 def _hung(base: dict[str, Any], workload: str, containers: list[str], mesh: bool) -> Run:

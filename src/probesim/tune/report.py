@@ -86,7 +86,8 @@ def render(o: Outcome, inputs: TuneInputs, out: Console) -> None:
     out.print(
         "Objectives, each over the stress suite"
         + (" and the scenario" if inputs.given else "")
-        + ": failed requests, needless restarts; for a pod that hangs for good, how long it stays in "
+        + ": failed requests, needless restarts and readiness flaps; for a pod that hangs for good, how "
+        "long it stays in "
         "service and how long until all replicas are Ready again (only a restart cures it); how long "
         "a new pod takes to be Ready once its app answers; probe requests per second per pod. "
         "Probe cells: period/timeout ×failures (✓successes) +initial delay.",
@@ -231,17 +232,24 @@ def render_patches(ps: list[PatchOut], inputs: TuneInputs, files: list[str], out
                 "them: give the chart folder among the inputs to have it look)."
             )
     elif inputs.where:
-        lines = _probe_lines(inputs, ps)
-        out.print(Text(f"\nOr set the same fields in {visible(', '.join(lines) or inputs.where)}."))
+        lines = _probe_lines(inputs, ps) or [inputs.where]
+        out.print(Text("\nOr set the same fields in the manifest:"))
+        for line in lines:
+            out.print(Text(f"  {visible(line, 1000)}"))
     for p in ps:
         if p.kind == "StatefulSet":
             n = inputs.workload.spec.replicas
-            out.print(Text(
-                f"Applying it rolls StatefulSet {visible(p.name)}: its pods are replaced one at a time, from "
-                f"the highest ordinal. To try it on one pod first, set "
-                f"spec.updateStrategy.rollingUpdate.partition: {max(n - 1, 0)} (only pod {visible(p.name)}-"
-                f"{max(n - 1, 0)} is updated), watch it, then lower the partition to 0."
-            ))  # fmt: skip
+            name = visible(p.name)
+            if n <= 1:
+                out.print(Text(f"Applying it restarts {name}-0, the StatefulSet's only pod: an outage as "
+                               "long as its start, so apply it in a window you choose."))  # fmt: skip
+            else:
+                out.print(Text(
+                    f"Applying it rolls StatefulSet {name}: its pods are replaced one at a time, from the "
+                    f"highest ordinal. To try it on one pod first, set spec.updateStrategy.rollingUpdate."
+                    f"partition: {n - 1} (only pod {name}-{n - 1} is updated), watch it, then lower the "
+                    "partition to 0."
+                ))  # fmt: skip
 
 
 def _probe_lines(inputs: TuneInputs, ps: list[PatchOut]) -> list[str]:

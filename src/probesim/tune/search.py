@@ -70,10 +70,11 @@ class Ranked:
 
     def key(self, f: Figures, tie: tuple[Any, ...] = ()) -> tuple[Any, ...]:
         """Failed requests within the slack of the fewest first, then the fewest needless
-        restarts, the least spent of the budgets, the hung pod out soonest, the fewest failed;
-        then ``tie``."""
+        restarts and readiness flaps, the least spent of the budgets, the hung pod out soonest,
+        the fewest failed; then ``tie``."""
         cost = round(budget_cost(f), 6)
-        return (f.failed > self.fewest + self.slack, f.restarts, cost, f.detection_s, f.failed, *tie)
+        needless = f.restarts + f.flaps
+        return (f.failed > self.fewest + self.slack, needless, cost, f.detection_s, f.failed, *tie)
 
 
 def ranked(figures: Sequence[Figures]) -> Ranked:

@@ -31,8 +31,8 @@ from typing import Any, Literal
 import optuna
 
 from probesim.analysis.context import Thresholds
-from probesim.analysis.policy import more_tolerant
-from probesim.analysis.rules.timing import Timing, exec_timeout_short, timeout_not_below_period
+from probesim.analysis.policy import LIVENESS_PERIOD_S, more_tolerant
+from probesim.analysis.rules.timing import PROBE_GRACE, Timing, exec_timeout_short, timeout_not_below_period
 from probesim.mesh.istio import DestinationRule
 from probesim.model.duration import parse_ms
 from probesim.model.kubernetes import Container, Probe, Workload
@@ -43,7 +43,14 @@ FIELD_OF: dict[ProbeKind, str] = {
     "liveness": "livenessProbe",
     "startup": "startupProbe",
 }
-TIMINGS = ("initialDelaySeconds", "periodSeconds", "timeoutSeconds", "failureThreshold", "successThreshold")
+TIMINGS = (
+    "initialDelaySeconds",
+    "periodSeconds",
+    "timeoutSeconds",
+    "failureThreshold",
+    "successThreshold",
+    "terminationGracePeriodSeconds",  # liveness's own, set by the repair where the pod's is long
+)
 
 
 @dataclass(frozen=True)
@@ -59,7 +66,8 @@ class Bound:
         return self.low + round((v - self.low) / self.step) * self.step
 
 
-# Bounds, in seconds or counts (docs/tune.md explains each). Periods and the startup probe's
+# Bounds, in seconds or counts (docs/tune.md explains each); liveness every 5 s at least (the
+# policy: probing liveness faster buys noise, not safety). Periods and the startup probe's
 # threshold span orders of magnitude: sampled on a log scale. Periods start at 2 s (a timeout,
 # at least 1 s, must stay below the period: PS011), liveness's failureThreshold at 3 and
 # readiness's at 2 (the probe policy).
@@ -72,10 +80,10 @@ PROBE_BOUNDS: dict[ProbeKind, dict[str, Bound]] = {
         "initialDelaySeconds": Bound(0, 60, step=5),
     },
     "liveness": {
-        "periodSeconds": Bound(2, 60, log=True),
+        "periodSeconds": Bound(LIVENESS_PERIOD_S, 60, log=True),
         "timeoutSeconds": Bound(1, 10),
         "failureThreshold": Bound(3, 10),
-        "initialDelaySeconds": Bound(0, 300, step=5),
+        "initialDelaySeconds": Bound(0, 10, step=5),  # a slow start is a startup probe's (the policy)
     },
     "startup": {
         "periodSeconds": Bound(2, 30, log=True),
@@ -267,10 +275,14 @@ def _probe(
 DEFAULT_THRESHOLDS = Thresholds()  # what probesim check judges by without a .probesim.yaml
 
 
+EXEC_PERIOD = 5  # an exec probe forks through the runtime: every few seconds at most (the policy)
+
+
 def _below_period(t: Timing) -> Timing:
-    """A timeout below the period (PS011), above 1 s for an exec probe (PS015)."""
+    """A timeout below the period (PS011), above 1 s for an exec probe (PS015), whose period is
+    a few seconds at least (the policy: each check forks a process)."""
     least = 2 if t.exec else 1
-    period = max(t.period, least + 1)
+    period = max(t.period, least + 1, EXEC_PERIOD if t.exec else 0)
     t = replace(t, period=period, timeout=min(max(t.timeout, least), period - 1))
     assert not timeout_not_below_period(t) and not exec_timeout_short(t)
     return t
@@ -285,6 +297,11 @@ def _within(t: Timing, room: int, least: int) -> Timing:
     if t.act_s > room:
         t = _below_period(replace(t, period=max(2, (room - t.timeout) // t.failure)))
     return t
+
+
+def _nice_timeout(timeout: int) -> int:
+    """A period above ``timeout``."""
+    return timeout + 1
 
 
 def _outlasting(live: Timing, r: Timing, room: int) -> Timing | None:
@@ -309,6 +326,20 @@ def _repair_container(c: Container, mine: dict[str, dict[str, Any]], pod_grace: 
     check filter."""
     th = DEFAULT_THRESHOLDS
     det = th.detection_target_ms // 1000
+    live_f = mine.get("livenessProbe")
+    most_delay = PROBE_BOUNDS["liveness"]["initialDelaySeconds"].high
+    if live_f is not None and c.liveness_probe is not None and live_f["initialDelaySeconds"] > most_delay:
+        # A startup probe, not a long initial delay (the policy): one on liveness's check that
+        # allows what the delay did, every 10 s at most; liveness then from the start.
+        if "startupProbe" not in mine:
+            allowed = live_f["initialDelaySeconds"] + live_f["failureThreshold"] * live_f["periodSeconds"]
+            period = max(min(live_f["periodSeconds"], 10), _nice_timeout(live_f["timeoutSeconds"]))
+            mine["startupProbe"] = {
+                **handler(c.liveness_probe), "initialDelaySeconds": 0, "periodSeconds": period,
+                "timeoutSeconds": live_f["timeoutSeconds"], "failureThreshold": -(-allowed // period),
+                "successThreshold": 1,
+            }  # fmt: skip
+        live_f["initialDelaySeconds"] = 0 if c.startup_probe is None else most_delay
     got: dict[ProbeKind, Timing] = {}
     for kind in ("readiness", "liveness", "startup"):
         f = mine.get(FIELD_OF[kind])
@@ -323,7 +354,17 @@ def _repair_container(c: Container, mine: dict[str, dict[str, Any]], pod_grace: 
         r = got["readiness"] = _within(replace(r, failure=max(r.failure, 2)), det, 2)
     live = got.get("liveness")
     if live is not None:  # failureThreshold 3 or more: a single miss never restarts (the policy)
-        live = replace(live, failure=max(live.failure, 3))
+        least_period = LIVENESS_PERIOD_S  # every 5 s at most (the policy)
+        live = _below_period(
+            replace(live, failure=max(live.failure, 3), period=max(live.period, least_period))
+        )
+        own = mine["livenessProbe"].get("terminationGracePeriodSeconds", live.grace)
+        # A probe-level grace where the pod's is long or leaves liveness no room before the
+        # restart target (PS018, PS014): a wedged container is replaced promptly (KEP-2238).
+        tight = th.restart_target_ms // 1000 - max(pod_grace, 2) < det and pod_grace > PROBE_GRACE
+        if own is None and (pod_grace * 1000 >= th.long_grace_ms or tight):
+            own = mine["livenessProbe"]["terminationGracePeriodSeconds"] = PROBE_GRACE
+        live = replace(live, grace=own)
         grace = live.grace if live.grace is not None else pod_grace
         room = min(det, th.restart_target_ms // 1000 - max(grace, 2))
         live = got["liveness"] = _within(live, room, 3)

@@ -388,9 +388,12 @@ def justify(
         reverted = _reverted(rec.setting, change)
         was = "without it" if key is None else f"with {old}"
         if space.repair(reverted) != reverted or (passes is not None and not passes(reverted)):
-            lines.append(
-                f"{what}: needed — {was}, {why_needed(reverted, rec.setting, bool(inputs.services))}"
-            )
+            needed = why_needed(reverted, rec.setting, bool(inputs.services))
+            if not needed:  # no principle of the policy: the check rules that would warn
+                new = check_findings(inputs, space, reverted) - check_findings(inputs, space, rec.setting)
+                said = sorted({f"{f[0]} {f[4]}" for f in new})
+                needed = "check would warn: " + "; ".join(said) if said else "check's probe rules refuse it"
+            lines.append(f"{what}: needed — {was}, {needed}")
             continue
         back, ref, note = simulated(reverted), rec.figures, ""
         k = worse_by(back, ref)
@@ -477,7 +480,7 @@ def recommend(
     front: list[Row], passes: Callable[[Row], bool] | None = None, current: Setting | None = None
 ) -> tuple[Row | None, str]:
     """The front's setting with the fewest failed requests (within 1 % or 5 requests of the
-    fewest), then the fewest needless restarts, then the least spent of the budgets for a hung
+    fewest), then the fewest needless restarts and flaps, then the least spent of the budgets for a hung
     pod's recovery, a new pod's time to Ready and probe load (``budget_cost``), among those whose
     patch ``passes`` (probesim check: the current setting always does, as it is what is
     deployed); None when that is the current setting. Ties go to the current setting, then to
@@ -486,7 +489,7 @@ def recommend(
     order_by = search.ranked([r.figures for r in front])
     fewest, slack = order_by.fewest, order_by.slack
     close = [r for r in front if r.figures.failed <= fewest + slack]
-    least = min(r.figures.restarts for r in close)
+    least = min(r.figures.restarts + r.figures.flaps for r in close)
 
     def changes(r: Row) -> int:
         return len(_changes(current, r.setting)) if current is not None else 0
@@ -504,7 +507,8 @@ def recommend(
         )
     return best, (
         f"of the Pareto front, the fewest failed requests (within {slack} of the fewest, {fewest}), "
-        f"then the fewest needless restarts ({least}), then the least spent of the budgets: a hung "
+        f"then the fewest needless restarts and readiness flaps ({least}), then the least spent of the "
+        "budgets: a hung "
         "pod out of service within 30 s and its replicas all Ready again within 90 s, a new pod "
         "Ready within 10 s of its app answering, a probe a second per pod; its patch passes "
         "probesim check --fail-on warning"
