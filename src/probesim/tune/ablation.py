@@ -65,9 +65,10 @@ def minimal(
     changes: Callable[[Setting, Setting], list[tuple[str, str, str | None, object, object]]],
     reverted: Callable[[Setting, tuple[str, str, str | None, object, object]], Setting],
 ) -> Minimal:
-    """``setting`` with every changed value put back that makes no figure materially worse under
-    two seeds, one at a time in the order of the changes (a value the probe rules need with the
-    others kept, and any whose setting check refuses, stays)."""
+    """``setting`` with every value changed from ``current`` put back that makes no figure
+    materially worse under two seeds, one at a time in the order of the changes (a value the
+    probe rules need with the others kept, and any whose setting check refuses, stays).
+    ``current`` is the user's setting with the probes the tuner adds at check's fix's timings."""
     other = with_seed(inputs, inputs.scenario.spec.seed + 1)
 
     def again(s: Setting) -> Figures:
@@ -87,6 +88,8 @@ def minimal(
             continue
         c, fname, key, old, new = change
         what = f"{c + ' ' if c else ''}{fname}" + (f".{key} {new} → {old}" if key else " not added")
+        if fname in space.added.get(c, {}):
+            what += " (as check's fix adds it)"
         put_back.append(what)
         rec, rec_figures, rec_other = back, figures_of(back), None
     return Minimal(rec, rec_figures, put_back)

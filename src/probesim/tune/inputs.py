@@ -10,6 +10,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from probesim.errors import InputError, InputWarning
 from probesim.kube.selectors import selects
@@ -36,6 +37,9 @@ class TuneInputs:
     where: str = ""  # file:line of the workload
     # file:line of each probe field of each container ("app", "livenessProbe"), else the container's
     probe_lines: dict[tuple[str, str], str] = field(default_factory=dict)
+    # Probes the tuner adds (container → probe field → handler and timings): a readiness probe
+    # where a Service sends a container traffic and it has none, as check's fix adds it.
+    added: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     charts: list[str] = field(default_factory=list)  # unrendered chart folders among the inputs
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -118,6 +122,7 @@ def _load(paths: list[str], scenario: str | None, workload: str | None) -> TuneI
             o = objects.origin(ow)
             out.source = o.doc.source
             out.where = f"{o.doc.file}:{o.doc.line_of(o.base)}"
+            out.added = _missing_probes(objects, ow)
             for i, c in enumerate(ow.pod_spec.containers):
                 at = (*o.base, *o.spec_path, "containers", i)
                 for name in ("readinessProbe", "livenessProbe", "startupProbe"):
@@ -125,15 +130,33 @@ def _load(paths: list[str], scenario: str | None, workload: str | None) -> TuneI
     return out
 
 
+def _missing_probes(objects: k8s.Objects, w: Workload) -> dict[str, dict[str, dict[str, Any]]]:
+    """The readiness probes check's fix adds to ``w`` (PS001: a container a Service sends
+    traffic to, with no readiness probe), each with its handler and timings, by container."""
+    from probesim.analysis.context import Context
+    from probesim.analysis.rules.timing import plan, wants_readiness
+
+    ctx = Context(objects)
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for t in ctx.targets:
+        if t.workload is w and t.group == "containers" and wants_readiness(t):
+            probe = plan(ctx, t).change("readiness").get("readinessProbe")
+            if probe is not None:
+                out.setdefault(t.container.name, {})["readinessProbe"] = probe
+    return out
+
+
 def _pick(sc: Scenario, name: str | None) -> Workload:
-    """The workload to tune: the one named, or the only simulated workload behind a Service that
-    has probes."""
-    tunable = [
+    """The workload to tune: the one named, or the only simulated workload behind a Service
+    (with probes, or without: the tuner adds the readiness probe check's fix adds)."""
+    tunable = [w for w in sc.workloads if any(selects(s, w) for s in sc.services)]
+    with_probes = [
         w
-        for w in sc.workloads
-        if any(selects(s, w) for s in sc.services)
-        and any(c.readiness_probe or c.liveness_probe or c.startup_probe for c in w.pod_spec.containers)
+        for w in tunable
+        if any(c.readiness_probe or c.liveness_probe or c.startup_probe for c in w.pod_spec.containers)
     ]
+    if name is None and with_probes:
+        tunable = with_probes
     if name is not None:
         found = [w for w in sc.workloads if w.name == name]
         if not found:

@@ -73,7 +73,7 @@ def _setting_cells(s: Setting, space: Space) -> list[str]:
 
 
 def render(o: Outcome, inputs: TuneInputs, out: Console) -> None:
-    space = Space(inputs.workload, inputs.rule)
+    space = Space(inputs.workload, inputs.rule, inputs.added)
     out.print(
         Text.assemble(
             ("Tuning ", "bold"),

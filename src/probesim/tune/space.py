@@ -144,16 +144,23 @@ class Setting:
 
 @dataclass(frozen=True)
 class Space:
-    """The tunable fields of one workload (and its DestinationRule)."""
+    """The tunable fields of one workload (and its DestinationRule). ``added``: probes the tuner
+    adds where the manifest has none (a readiness probe on a container a Service sends traffic
+    to, as check's fix has it), per container and probe field, with their handlers: the search
+    tunes their timings, and the patch adds them."""
 
     workload: Workload
     rule: DestinationRule | None = None
+    added: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict, hash=False)
+
+    def probe_of(self, c: Container, kind: ProbeKind) -> Probe | None:
+        """The container's probe of ``kind``: its own, else the one the tuner adds."""
+        raw = self.added.get(c.name, {}).get(FIELD_OF[kind])
+        return c.probe(kind) or (Probe.model_validate(raw) if raw is not None else None)
 
     def containers(self) -> list[str]:
         return [
-            c.name
-            for c in self.workload.pod_spec.containers
-            if c.readiness_probe or c.liveness_probe or c.startup_probe
+            c.name for c in self.workload.pod_spec.containers if any(self.probe_of(c, k) for k in FIELD_OF)
         ]
 
     def current(self) -> Setting:
@@ -164,6 +171,17 @@ class Space:
             if mine:
                 probes[c.name] = mine
         return Setting(probes, self.current_outlier())
+
+    def with_added(self, setting: Setting) -> Setting:
+        """``setting`` with the probes the tuner adds, where it has none of that field: each with
+        its handler and its timings (API defaults where the fix left one out)."""
+        probes = {c: {f: dict(t) for f, t in ps.items()} for c, ps in setting.probes.items()}
+        for c, fields in self.added.items():
+            for name, raw in fields.items():
+                if name not in probes.get(c, {}):
+                    p = Probe.model_validate(raw)
+                    probes.setdefault(c, {})[name] = {**handler(p), **timings(p)}
+        return Setting(probes, setting.outlier)
 
     def current_outlier(self) -> dict[str, Any] | None:
         if self.rule is None or self.rule.spec.traffic_policy is None:
@@ -180,13 +198,15 @@ class Space:
         for c in self.workload.pod_spec.containers:
             mine: dict[str, dict[str, Any]] = {}
             for kind in ("readiness", "liveness", "startup"):
-                p = c.probe(kind)
+                p = self.probe_of(c, kind)
                 if p is not None:
                     mine[FIELD_OF[kind]] = _probe(trial, f"{c.name}.{kind}", kind, timings(p))
-            live = c.liveness_probe
+                    if c.probe(kind) is None:  # added: its handler goes with it
+                        mine[FIELD_OF[kind]] = {**handler(p), **mine[FIELD_OF[kind]]}
+            live = self.probe_of(c, "liveness")
             if (
                 live is not None
-                and c.startup_probe is None
+                and self.probe_of(c, "startup") is None
                 and trial.suggest_categorical(f"{c.name}.startup.add", [False, True])
             ):
                 base = {**timings(live), "initialDelaySeconds": 0, "successThreshold": 1}
@@ -203,7 +223,7 @@ class Space:
         grace = self.workload.pod_spec.termination_grace_period_seconds
         for c in self.workload.pod_spec.containers:
             if c.name in probes:
-                _repair_container(c, probes[c.name], grace)
+                _repair_container(c, probes[c.name], grace, self)
         outlier = dict(setting.outlier) if setting.outlier is not None else None
         if (
             outlier is not None
@@ -220,13 +240,14 @@ class Space:
         for c in self.workload.pod_spec.containers:
             mine = setting.probes.get(c.name, {})
             for kind in ("readiness", "liveness", "startup"):
-                if c.probe(kind) is not None:
+                if self.probe_of(c, kind) is not None:
                     for name, b in PROBE_BOUNDS[kind].items():
                         out[f"{c.name}.{kind}.{name}"] = b.nearest(mine[FIELD_OF[kind]][name])
             added = mine.get("startupProbe")
-            if c.liveness_probe is not None and c.startup_probe is None:
+            has_startup = self.probe_of(c, "startup") is not None
+            if self.probe_of(c, "liveness") is not None and not has_startup:
                 out[f"{c.name}.startup.add"] = added is not None
-            if added is not None and c.startup_probe is None:
+            if added is not None and not has_startup:
                 for name, b in PROBE_BOUNDS["startup"].items():
                     out[f"{c.name}.startup.{name}"] = b.nearest(added[name])
         od = setting.outlier
@@ -315,7 +336,7 @@ def _outlasting(live: Timing, r: Timing, room: int) -> Timing | None:
     return replace(live, failure=want) if fits else None
 
 
-def _repair_container(c: Container, mine: dict[str, dict[str, Any]], pod_grace: int) -> None:
+def _repair_container(c: Container, mine: dict[str, dict[str, Any]], pod_grace: int, space: Space) -> None:
     """One container's probe timings (``mine``, by probe field) onto what the probe rules accept,
     in place: each probe's timeout (PS011, PS015); readiness within the detection target
     (PS019) with failureThreshold 2 or more; liveness's failureThreshold at least 3 (PS010, the
@@ -328,22 +349,23 @@ def _repair_container(c: Container, mine: dict[str, dict[str, Any]], pod_grace: 
     det = th.detection_target_ms // 1000
     live_f = mine.get("livenessProbe")
     most_delay = PROBE_BOUNDS["liveness"]["initialDelaySeconds"].high
-    if live_f is not None and c.liveness_probe is not None and live_f["initialDelaySeconds"] > most_delay:
+    live_p = space.probe_of(c, "liveness")
+    if live_f is not None and live_p is not None and live_f["initialDelaySeconds"] > most_delay:
         # A startup probe, not a long initial delay (the policy): one on liveness's check that
         # allows what the delay did, every 10 s at most; liveness then from the start.
         if "startupProbe" not in mine:
             allowed = live_f["initialDelaySeconds"] + live_f["failureThreshold"] * live_f["periodSeconds"]
             period = max(min(live_f["periodSeconds"], 10), _nice_timeout(live_f["timeoutSeconds"]))
             mine["startupProbe"] = {
-                **handler(c.liveness_probe), "initialDelaySeconds": 0, "periodSeconds": period,
+                **handler(live_p), "initialDelaySeconds": 0, "periodSeconds": period,
                 "timeoutSeconds": live_f["timeoutSeconds"], "failureThreshold": -(-allowed // period),
                 "successThreshold": 1,
             }  # fmt: skip
-        live_f["initialDelaySeconds"] = 0 if c.startup_probe is None else most_delay
+        live_f["initialDelaySeconds"] = 0 if space.probe_of(c, "startup") is None else most_delay
     got: dict[ProbeKind, Timing] = {}
     for kind in ("readiness", "liveness", "startup"):
         f = mine.get(FIELD_OF[kind])
-        probe = c.probe(kind) or (c.liveness_probe if kind == "startup" else None)
+        probe = space.probe_of(c, kind) or (space.probe_of(c, "liveness") if kind == "startup" else None)
         if f is None or probe is None:
             continue
         t = replace(Timing.of(probe), period=f["periodSeconds"], timeout=f["timeoutSeconds"],

@@ -156,6 +156,9 @@ def rules_fix(inputs: TuneInputs, space: Space) -> Setting | None:
     mine: dict[str, dict[str, dict[str, Any]]] = {}
     for c, ps in fixed.probes.items():
         mine[c] = {f: t for f, t in ps.items() if f in now.get(c, {})}
+        for f in space.added.get(c, {}):  # a probe the tuner adds: the fix's, with its handler
+            if f in ps:
+                mine[c][f] = {**space.added[c][f], **ps[f]}
         # A startup probe the fix adds (liveness's delay, or a slow start, moved into it): the
         # space adds one on liveness's check, as the timings the fix gives it.
         live = next((x.liveness_probe for x in inputs.workload.pod_spec.containers if x.name == c), None)
@@ -183,7 +186,7 @@ def run(
 ) -> Outcome:
     """Add up to ``trials`` trials to the study (fewer when ``timeout_s`` runs out), and read
     its front."""
-    space = Space(inputs.workload, inputs.rule)
+    space = Space(inputs.workload, inputs.rule, inputs.added)
     current = space.current()
     # Loaded here, before local workers fork, the capacity model's kernels are theirs from their
     # first run, instead of each worker's once its numpy forms have run KERNEL_STEPS steps.
@@ -200,7 +203,8 @@ def run(
         return check_findings(inputs, space, s) <= warned
 
     fix = rules_fix(inputs, space)
-    seeds = [space.repair(current), *([fix] if fix else []), space.repair(search.api_defaults(current))]
+    start_from = space.with_added(current)  # with the probes the tuner adds, as check's fix has them
+    seeds = [space.repair(start_from), *([fix] if fix else []), space.repair(search.api_defaults(start_from))]
     seeds = list({setting_key(s): s for s in seeds}.values())
     read: dict[int, search.Done] = {}
     start = time.monotonic()
@@ -258,15 +262,29 @@ def run(
         return got if got is not None else evaluate(plan(inputs, space, s), executor)
 
     now = Row(None, current, figures_of(current))
-    # Only settings whose patch check passes are offered: the front is theirs (and the current's).
-    front = pareto([now, *(Row(d.number, d.setting, d.figures) for d in rows if d.eligible)])
+    # Only settings whose patch check passes are offered: the front is theirs, and the current's
+    # when check passes it too (a current setting check warns of on a probe — no readiness probe
+    # where a Service sends traffic, a liveness that kills on one miss — is not kept for its
+    # figures: the best setting that passes is recommended instead).
+    offered = [Row(d.number, d.setting, d.figures) for d in rows if d.eligible]
+    current_passes = passes(current)
+    front = pareto([now, *offered] if current_passes or not offered else offered)
     recommended, why = recommend(front, current=current)
+    if not offered and not current_passes:
+        refused = sorted({f"{f[0]} {f[4]}" for f in check_findings(inputs, space, rows[-1].setting) - warned})
+        why = (
+            "no trial's patch passes probesim check (the last was refused for "
+            + ("; ".join(refused) or "a probe warning")
+            + "): keep the current setting for now, and see probesim check's own fix for it"
+        )
     trials_front = [r for r in front if r.number is not None]
     on_front = len(trials_front) < len(front)
     put_back: list[str] = []
     if recommended is not None:  # the smallest change: values that make no difference put back
-        m = minimal(inputs, space, current, recommended.setting, recommended.figures, executor,
-                    figures_of, passes, _changes, _reverted)  # fmt: skip
+        # Put back to what the user has, or for a probe the tuner adds, to check's fix's timings
+        # (the policy's defaults where the user set none).
+        m = minimal(inputs, space, space.with_added(current), recommended.setting, recommended.figures,
+                    executor, figures_of, passes, _changes, _reverted)  # fmt: skip
         put_back = m.put_back
         if not _changes(current, m.setting):
             recommended, why = (
