@@ -162,13 +162,19 @@ def _pick(sc: Scenario, name: str | None) -> Workload:
         if not found:
             known = ", ".join(w.name for w in sc.workloads) or "none"
             raise InputError(f"no workload named {name!r} (workloads: {known})", field="--workload")
-        if found[0] not in tunable:
+        if found[0] not in tunable:  # no Service selects its pods: a worker
+            probes = any(c.liveness_probe for c in found[0].pod_spec.containers)
             why = (
-                "no Service selects its pods"
-                if not any(selects(s, found[0]) for s in sc.services)
-                else "none of its containers has a probe"
+                "no Service selects its pods, so it needs no readiness probe (nothing sends it traffic); "
+                + (
+                    "keep its liveness probe only where a restart cures a wedge, with failureThreshold 3 or "
+                    "more and a window longer than its longest pause (probesim check judges its timings)"
+                    if probes
+                    else "it needs a liveness probe only where a restart cures a wedge, on a check the app "
+                    "provides (an exec command or a health port): add one and probesim check judges it"
+                )
             )
-            raise InputError(f"cannot tune {name!r}: {why}", field="--workload")
+            raise InputError(f"nothing to tune in {name!r}: {why}", field="--workload")
         return found[0]
     if not tunable:
         raise _nothing_to_tune(list(sc.workloads))
