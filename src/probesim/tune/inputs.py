@@ -40,6 +40,8 @@ class TuneInputs:
     # Probes the tuner adds (container → probe field → handler and timings): a readiness probe
     # where a Service sends a container traffic and it has none, as check's fix adds it.
     added: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    # What each container's app profile says, for the search space (space.Space.app).
+    app: dict[str, dict[str, Any]] = field(default_factory=dict)
     charts: list[str] = field(default_factory=list)  # unrendered chart folders among the inputs
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -122,7 +124,7 @@ def _load(paths: list[str], scenario: str | None, workload: str | None) -> TuneI
             o = objects.origin(ow)
             out.source = o.doc.source
             out.where = f"{o.doc.file}:{o.doc.line_of(o.base)}"
-            out.added = _missing_probes(objects, ow)
+            out.added, out.app = _missing_probes(objects, ow, sc)
             for i, c in enumerate(ow.pod_spec.containers):
                 at = (*o.base, *o.spec_path, "containers", i)
                 for name in ("readinessProbe", "livenessProbe", "startupProbe"):
@@ -130,20 +132,31 @@ def _load(paths: list[str], scenario: str | None, workload: str | None) -> TuneI
     return out
 
 
-def _missing_probes(objects: k8s.Objects, w: Workload) -> dict[str, dict[str, dict[str, Any]]]:
+def _missing_probes(
+    objects: k8s.Objects, w: Workload, sc: Scenario
+) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[str, dict[str, Any]]]:
     """The readiness probes check's fix adds to ``w`` (PS001: a container a Service sends
-    traffic to, with no readiness probe), each with its handler and timings, by container."""
+    traffic to, with no readiness probe), each with its handler and timings, by container; and
+    what each container's app profile says: its slowest start (the scenario's when it says what
+    the app does) and the check a startup probe added to it makes."""
     from probesim.analysis.context import Context
-    from probesim.analysis.rules.timing import plan, wants_readiness
+    from probesim.analysis.rules.timing import plan, slowest_start_ms, startup_handler, wants_readiness
 
-    ctx = Context(objects)
-    out: dict[str, dict[str, dict[str, Any]]] = {}
+    ctx = Context(objects, sc if w.name in sc.spec.behavior else None)
+    added: dict[str, dict[str, dict[str, Any]]] = {}
+    app: dict[str, dict[str, Any]] = {}
     for t in ctx.targets:
-        if t.workload is w and t.group == "containers" and wants_readiness(t):
+        if t.workload is not w or t.group != "containers":
+            continue
+        if wants_readiness(t):
             probe = plan(ctx, t).change("readiness").get("readinessProbe")
             if probe is not None:
-                out.setdefault(t.container.name, {})["readinessProbe"] = probe
-    return out
+                added.setdefault(t.container.name, {})["readinessProbe"] = probe
+        hints: dict[str, Any] = {"startMs": slowest_start_ms(t)}
+        if t.container.liveness_probe is not None:
+            hints["startupHandler"] = startup_handler(t)[0]
+        app[t.container.name] = hints
+    return added, app
 
 
 def _pick(sc: Scenario, name: str | None) -> Workload:

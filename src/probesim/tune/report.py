@@ -73,7 +73,7 @@ def _setting_cells(s: Setting, space: Space) -> list[str]:
 
 
 def render(o: Outcome, inputs: TuneInputs, out: Console) -> None:
-    space = Space(inputs.workload, inputs.rule, inputs.added)
+    space = Space(inputs.workload, inputs.rule, inputs.added, inputs.app)
     out.print(
         Text.assemble(
             ("Tuning ", "bold"),
@@ -168,6 +168,11 @@ def _compare(o: Outcome, space: Space, out: Console) -> None:
         out.print(Text("Put back as they are now (the search changed them; no figure is materially worse "
                        "with them, under two seeds):"))  # fmt: skip
         for line in o.put_back:
+            out.print(Text(f"  {visible(line, 1000)}"))
+    if o.handlers:
+        out.print(Text("Also apply probesim check's fix for what no timing changes (the probes' handlers):",
+                       style="yellow"))  # fmt: skip
+        for line in o.handlers:
             out.print(Text(f"  {visible(line, 1000)}"))
     if o.worse:
         out.print(Text("Worse than the current setting on:", style="yellow"))

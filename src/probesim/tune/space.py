@@ -152,6 +152,15 @@ class Space:
     workload: Workload
     rule: DestinationRule | None = None
     added: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict, hash=False)
+    # Per container, what its app profile says (inputs.py): "startMs", its slowest start, which a
+    # startup probe that replaces a liveness delay covers half again; "startupHandler", the check
+    # a startup probe the tuner adds makes (the app's own startup endpoint, else liveness's).
+    app: dict[str, dict[str, Any]] = field(default_factory=dict, hash=False)
+
+    def startup_handler(self, c: Container, live: Probe) -> dict[str, Any]:
+        """The handler of a startup probe the tuner adds to ``c``."""
+        own: dict[str, Any] | None = self.app.get(c.name, {}).get("startupHandler")
+        return own if own is not None else handler(live)
 
     def probe_of(self, c: Container, kind: ProbeKind) -> Probe | None:
         """The container's probe of ``kind``: its own, else the one the tuner adds."""
@@ -211,7 +220,7 @@ class Space:
             ):
                 base = {**timings(live), "initialDelaySeconds": 0, "successThreshold": 1}
                 new = _probe(trial, f"{c.name}.startup", "startup", base)
-                mine["startupProbe"] = {**handler(live), **new}
+                mine["startupProbe"] = {**self.startup_handler(c, live), **new}
             if mine:
                 probes[c.name] = mine
         return self.repair(Setting(probes, self._outlier(trial)))
@@ -355,9 +364,10 @@ def _repair_container(c: Container, mine: dict[str, dict[str, Any]], pod_grace: 
         # allows what the delay did, every 10 s at most; liveness then from the start.
         if "startupProbe" not in mine:
             allowed = live_f["initialDelaySeconds"] + live_f["failureThreshold"] * live_f["periodSeconds"]
+            allowed = max(allowed, -(-3 * space.app.get(c.name, {}).get("startMs", 0) // 2000))
             period = max(min(live_f["periodSeconds"], 10), _nice_timeout(live_f["timeoutSeconds"]))
             mine["startupProbe"] = {
-                **handler(live_p), "initialDelaySeconds": 0, "periodSeconds": period,
+                **space.startup_handler(c, live_p), "initialDelaySeconds": 0, "periodSeconds": period,
                 "timeoutSeconds": live_f["timeoutSeconds"], "failureThreshold": -(-allowed // period),
                 "successThreshold": 1,
             }  # fmt: skip

@@ -76,6 +76,8 @@ class Outcome:
     worse: list[str] = field(default_factory=list)  # objectives the recommendation is worse on
     # Values the search changed that made no figure materially worse: put back as they are now.
     put_back: list[str] = field(default_factory=list)
+    # What check finds on the probes' handlers, which no timing changes (its own fix does).
+    handlers: list[str] = field(default_factory=list)
 
 
 def storage_url(given: str | None) -> str:
@@ -186,7 +188,7 @@ def run(
 ) -> Outcome:
     """Add up to ``trials`` trials to the study (fewer when ``timeout_s`` runs out), and read
     its front."""
-    space = Space(inputs.workload, inputs.rule, inputs.added)
+    space = Space(inputs.workload, inputs.rule, inputs.added, inputs.app)
     current = space.current()
     # Loaded here, before local workers fork, the capacity model's kernels are theirs from their
     # first run, instead of each worker's once its numpy forms have run KERNEL_STEPS steps.
@@ -197,7 +199,11 @@ def run(
     # What check warns of today that is not about probes (a missing CPU request, say): no probe
     # setting causes or cures it. A patch passes when check warns of nothing else: no warning on
     # a probe, none new; on a workload clean but for its probes, check --fail-on warning passes.
-    warned = {f for f in check_findings(inputs, space, current) if not _about_probes(f)}
+    # So is a finding on a probe's handler (its path, port or command), which no timing changes:
+    # said beside the recommendation, with check's fix for it.
+    found_now = check_findings(inputs, space, current)
+    handlers = {f for f in found_now if f[0] in HANDLER_RULES}
+    warned = {f for f in found_now if not _about_probes(f)} | handlers
 
     def passes(s: Setting) -> bool:
         return check_findings(inputs, space, s) <= warned
@@ -316,6 +322,7 @@ def run(
         reasons,
         worse,
         put_back,
+        sorted(f"{f[0]} {f[4]}" for f in handlers),
     )
 
 
@@ -478,6 +485,11 @@ def _report(inputs: TuneInputs, space: Space, setting: Setting) -> Any:
     return check([], scenario_docs=list(load_docs(yaml.safe_dump_all(docs, sort_keys=False), "patched.yaml")))
 
 
+# Check's findings on a probe's handler (a path that checks a dependency, a port the container
+# does not declare): the tuner changes timings, not handlers.
+HANDLER_RULES = frozenset({"PS002", "PS004", "PS006", "PS016", "PS017"})
+
+
 def _about_probes(finding: tuple[str, str, str, str, str]) -> bool:
     return "Probe" in finding[3] or "Probe" in finding[4] or "probe" in finding[4]
 
@@ -554,6 +566,7 @@ def to_json(o: Outcome, extra: dict[str, Any] | None = None) -> dict[str, Any]:
         "why": o.why,
         "reasons": o.reasons,
         "putBack": o.put_back,
+        "handlerFindings": o.handlers,
         "worseThanCurrent": o.worse,
         **(extra or {}),
     }
