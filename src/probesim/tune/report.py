@@ -123,8 +123,15 @@ def _compare(o: Outcome, space: Space, out: Console) -> None:
         t.add_column(f"RECOMMENDED (trial {rec.number}{smallest})", justify="right")
     rows: list[tuple[str, str, str]] = []
     cf, rf = o.current.figures, (rec.figures if rec else None)
-    rows.append(("failed requests", str(cf.failed), str(rf.failed) if rf else ""))
-    rows.append(("needless restarts", str(cf.restarts), str(rf.restarts) if rf else ""))
+    # The user's own scenario first: what it does with the traffic the user described.
+    for i, run in enumerate(cf.runs):
+        if run.kind == "scenario":
+            other = rf.runs[i] if rf else None
+            mine = f"{run.failed} / {run.restarts} / {run.flaps}"
+            theirs = f"{other.failed} / {other.restarts} / {other.flaps}" if other else ""
+            rows.append(("your scenario: failed / restarts / flaps", mine, theirs))
+    rows.append(("failed requests (all runs)", str(cf.failed), str(rf.failed) if rf else ""))
+    rows.append(("needless restarts (all runs)", str(cf.restarts), str(rf.restarts) if rf else ""))
     rows.append(("hung pod out of service after", _removal(cf), _removal(rf) if rf else ""))
     rows.append(
         ("all replicas Ready again after the hang", _secs(cf.recovery_s), _secs(rf.recovery_s) if rf else "")
@@ -139,6 +146,8 @@ def _compare(o: Outcome, space: Space, out: Console) -> None:
     )
     rows.append(("readiness flaps after the ramp", str(cf.flaps), str(rf.flaps) if rf else ""))
     for i, run in enumerate(cf.runs):
+        if run.kind == "scenario":
+            continue  # first, above
         other = rf.runs[i] if rf else None
         what = "failed / restarts" + (" (due)" if run.kind == "hung" else "")
         rows.append(
