@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Coroutine
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from probesim.engine.fleet import injected
 from probesim.errors import InputError
@@ -44,8 +45,11 @@ from probesim.model.kubernetes import Workload, pod_names_of
 from probesim.model.scenario import ContainerBehavior, Scenario
 from probesim.results import Result
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)  # stop as on Ctrl-C: every child stopped, files removed
+# Each stops a run the same way: every child stopped, files removed, then Stopped (SIGINT:
+# KeyboardInterrupt, from run_lab).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 SAMPLE_S = 0.05
+RECANCEL_S = 0.2  # how often a stopped run's cancellation is sent again until its clean-up begins
 
 
 def workload_pods(scenario: Scenario, w: Workload, command: list[str] | None) -> list[Pod]:
@@ -91,7 +95,7 @@ class Lab:
         self.progress: Callable[[Lab], None] | None = None  # called a few times a second
         self.finishing = False  # past the duration, waiting for answers on their way
         self.cleaning = False  # in the run's last clean-up, which a signal must not interrupt
-        self.stop_signal: int | None = None  # SIGTERM or SIGHUP received: stop as soon as can be
+        self.stop_signal: int | None = None  # a stop signal received: stop as soon as can be
         # A Deployment's rollouts run for real: the engine's controllers over the lab's pods.
         changed = [w for w in self.workloads if w.kind == "Deployment" and has_actions_of(scenario, w)]
         for key, argv in (command_for or {}).items():
@@ -244,7 +248,7 @@ class Lab:
             tasks.append(load)
             end = self.clock.t0 + duration_s
             while time.monotonic() < end:
-                if self.stop_signal is not None:  # in case its cancellation was lost (see _finish)
+                if self.stop_signal is not None:  # in case its cancellation was lost (_until_stopped)
                     raise Stopped(self.stop_signal)
                 for t in list(tasks):  # a bad --command or an app that would not load ends the run
                     if t.done() and not t.cancelled() and (exc := t.exception()) is not None:
@@ -303,8 +307,8 @@ async def _finish(tasks: list[asyncio.Task[None]], rounds: int = 20) -> None:
 
 
 class Stopped(Exception):
-    """The lab was stopped by a signal (SIGTERM or SIGHUP), its children stopped and its files
-    removed, as on Ctrl-C."""
+    """The lab was stopped by a signal (SIGINT, SIGTERM or SIGHUP), its children stopped and its
+    files removed."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(f"stopped by {signal.Signals(signum).name}")
@@ -312,34 +316,59 @@ class Stopped(Exception):
 
 
 async def _until_stopped(lab: Lab, seconds: float) -> Result:
-    """``lab.run``, stopped on SIGTERM or SIGHUP as asyncio.run stops it on Ctrl-C: the run is
-    cancelled and cleans up; a signal during the last clean-up waits for its end."""
+    """``lab.run``, stopped by any of ``STOP_SIGNALS``: the run is cancelled and cleans up, then
+    Stopped. A signal during the last clean-up waits for its end (nothing cuts it short: an
+    Envoy or Prometheus not stopped, the run's folder left behind).
+
+    Ctrl-C is handled here as SIGTERM is, not by asyncio.run's own SIGINT handler: that one
+    cancels the run once, and Python 3.11's asyncio.wait_for loses a cancellation that comes as
+    what it waits for completes (a pre-started app saying it is loaded), after which the lab
+    ran on to its end; a second Ctrl-C raised KeyboardInterrupt wherever the loop was, the
+    clean-up included. Here the cancellation is sent again until the clean-up has begun, and
+    further signals are only noted."""
     loop = asyncio.get_running_loop()
     main = asyncio.current_task()
     assert main is not None
     got: list[int] = []
+    cancels = [0]  # ours, taken back (uncancel) once handled: asyncio.run counts what is left
+
+    def cancel_until_cleaning() -> None:
+        if not lab.cleaning and not main.done():
+            main.cancel()
+            cancels[0] += 1
+            loop.call_later(RECANCEL_S, cancel_until_cleaning)
 
     def stop(signum: int) -> None:
         if not got:
             got.append(signum)
             lab.stop_signal = signum
-            if not lab.cleaning:
-                main.cancel()
+            cancel_until_cleaning()
 
-    handled = []
-    for s in STOP_SIGNALS:
-        with contextlib.suppress(ValueError, RuntimeError):  # signals go to the main thread only
-            loop.add_signal_handler(s, stop, s)
-            handled.append(s)
+    handled: dict[signal.Signals, Any] = {}  # each signal's handler before
     try:
-        result = await lab.run(seconds)
-    except asyncio.CancelledError:
-        if got:
-            raise Stopped(got[0]) from None
-        raise
+        for s in STOP_SIGNALS:
+            handled[s] = signal.getsignal(s)
+            try:
+                loop.add_signal_handler(s, stop, s)
+            except (ValueError, RuntimeError):  # signals go to the main thread only
+                del handled[s]
+        try:
+            result = await lab.run(seconds)
+        except asyncio.CancelledError:
+            if got:
+                raise Stopped(got[0]) from None
+            raise
+        finally:
+            for _ in range(cancels[0]):
+                main.uncancel()
+            # Any task still about (an app's load report never read, a kill that came during
+            # the clean-up) is ended here, bounded: asyncio.run's close waits for them unbounded.
+            await _finish([t for t in asyncio.all_tasks() if t is not main], rounds=4)
     finally:
-        for s in handled:
+        for s, previous in handled.items():
             loop.remove_signal_handler(s)
+            if previous is not None:
+                signal.signal(s, previous)  # what it was (the loop would put the default back)
     if got:
         raise Stopped(got[0])
     return result
@@ -382,4 +411,9 @@ def run_lab(
     lab = Lab(scenario, w, command, per_revision, prometheus, queries)
     lab.progress = progress
     lab.runtime.listen_timeout_s = listen_timeout_s
-    return asyncio.run(_until_stopped(lab, seconds))
+    try:
+        return asyncio.run(_until_stopped(lab, seconds))
+    except Stopped as e:
+        if e.signum == signal.SIGINT:  # Ctrl-C, as Python reports it
+            raise KeyboardInterrupt from None
+        raise
