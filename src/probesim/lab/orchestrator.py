@@ -269,7 +269,7 @@ class Lab:
             if self.telemetry is not None:
                 await self.telemetry.save()
         finally:
-            self.cleaning = True
+            self.cleaning = self.runtime.closing = True
             await _finish([*tasks, *self.runtime.kills])
             await self.traffic.stop()
             if self.telemetry is not None:
