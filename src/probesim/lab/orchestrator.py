@@ -18,7 +18,7 @@ import contextlib
 import shlex
 import signal
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -313,6 +313,24 @@ class Stopped(Exception):
     def __init__(self, signum: int) -> None:
         super().__init__(f"stopped by {signal.Signals(signum).name}")
         self.signum = signum
+
+
+@contextlib.contextmanager
+def stopping_on_signals() -> Iterator[None]:
+    """For a program around a run (the CLI): SIGTERM and SIGHUP raise Stopped wherever it is, as
+    Ctrl-C raises KeyboardInterrupt, so that it ends with the signal's 128 + n however early or
+    late they come (not by the signal's default action, as before the run starts or after it
+    ended). During the run the lab handles all three itself (``_until_stopped``). Main thread only."""
+
+    def raise_stopped(signum: int, frame: object) -> None:
+        raise Stopped(signum)
+
+    previous = {s: signal.signal(s, raise_stopped) for s in STOP_SIGNALS if s != signal.SIGINT}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 async def _until_stopped(lab: Lab, seconds: float) -> Result:
