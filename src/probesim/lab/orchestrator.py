@@ -17,6 +17,8 @@ import asyncio
 import contextlib
 import shlex
 import signal
+import socket
+import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator
 from functools import partial
@@ -333,6 +335,49 @@ def stopping_on_signals() -> Iterator[None]:
             signal.signal(s, handler)
 
 
+@contextlib.contextmanager
+def _noting(signals: tuple[signal.Signals, ...], note: Callable[[int], None]) -> Iterator[None]:
+    """``note`` as these signals' handler, the handlers before put back after; in the main
+    thread only (elsewhere: nothing, signals go to the main thread).
+
+    A Python handler, not the event loop's (loop.add_signal_handler): Python runs it as soon as
+    the main thread runs again, whatever it runs, so a signal is never lost. The loop's own
+    handler runs later, as a callback, and a signal that came while the loop was no longer
+    running callbacks — the run's last synchronous steps, before its handlers were removed —
+    was dropped: SIGTERM as the lab finished its run left it to exit 0. The loop is woken for
+    it through a wakeup fd of its own (a signal that comes just before the loop waits would
+    otherwise wait with it). ``note`` runs between any two bytecodes: it must only note."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    loop = asyncio.get_running_loop()
+    wake, woken = socket.socketpair()
+    before_fd: int | None = None
+    before: dict[signal.Signals, Any] = {}
+    try:
+        wake.setblocking(False)
+        woken.setblocking(False)
+        loop.add_reader(woken.fileno(), _drain, woken)
+        before_fd = signal.set_wakeup_fd(wake.fileno(), warn_on_full_buffer=False)
+        for s in signals:
+            before[s] = signal.signal(s, lambda signum, frame: note(signum))
+        yield
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler if handler is not None else signal.SIG_DFL)
+        if before_fd is not None:
+            signal.set_wakeup_fd(before_fd)
+        loop.remove_reader(woken.fileno())
+        wake.close()
+        woken.close()
+
+
+def _drain(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        while sock.recv(4096):
+            pass
+
+
 async def _until_stopped(lab: Lab, seconds: float) -> Result:
     """``lab.run``, stopped by any of ``STOP_SIGNALS``: the run is cancelled and cleans up, then
     Stopped. A signal during the last clean-up waits for its end (nothing cuts it short: an
@@ -356,20 +401,13 @@ async def _until_stopped(lab: Lab, seconds: float) -> Result:
             cancels[0] += 1
             loop.call_later(RECANCEL_S, cancel_until_cleaning)
 
-    def stop(signum: int) -> None:
+    def note(signum: int) -> None:  # in a signal handler: noted, the cancelling done by the loop
         if not got:
             got.append(signum)
             lab.stop_signal = signum
-            cancel_until_cleaning()
+            loop.call_soon_threadsafe(cancel_until_cleaning)
 
-    handled: dict[signal.Signals, Any] = {}  # each signal's handler before
-    try:
-        for s in STOP_SIGNALS:
-            handled[s] = signal.getsignal(s)
-            try:
-                loop.add_signal_handler(s, stop, s)
-            except (ValueError, RuntimeError):  # signals go to the main thread only
-                del handled[s]
+    with _noting(STOP_SIGNALS, note):
         try:
             result = await lab.run(seconds)
         except asyncio.CancelledError:
@@ -382,12 +420,7 @@ async def _until_stopped(lab: Lab, seconds: float) -> Result:
             # Any task still about (an app's load report never read, a kill that came during
             # the clean-up) is ended here, bounded: asyncio.run's close waits for them unbounded.
             await _finish([t for t in asyncio.all_tasks() if t is not main], rounds=4)
-    finally:
-        for s, previous in handled.items():
-            loop.remove_signal_handler(s)
-            if previous is not None:
-                signal.signal(s, previous)  # what it was (the loop would put the default back)
-    if got:
+    if got:  # (a signal from here on is for the handler before ours: the CLI's raises Stopped)
         raise Stopped(got[0])
     return result
 
