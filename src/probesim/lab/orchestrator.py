@@ -308,9 +308,11 @@ async def _finish(tasks: list[asyncio.Task[None]], rounds: int = 20) -> None:
             t.exception()
 
 
-class Stopped(Exception):
+class Stopped(BaseException):
     """The lab was stopped by a signal (SIGINT, SIGTERM or SIGHUP), its children stopped and its
-    files removed."""
+    files removed. A BaseException, as KeyboardInterrupt: raised by a signal handler wherever
+    the program is (stopping_on_signals), it must not be taken by an ``except Exception`` on its
+    way out for an error of that code's own."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(f"stopped by {signal.Signals(signum).name}")
@@ -319,20 +321,42 @@ class Stopped(Exception):
 
 @contextlib.contextmanager
 def stopping_on_signals() -> Iterator[None]:
-    """For a program around a run (the CLI): SIGTERM and SIGHUP raise Stopped wherever it is, as
-    Ctrl-C raises KeyboardInterrupt, so that it ends with the signal's 128 + n however early or
-    late they come (not by the signal's default action, as before the run starts or after it
-    ended). During the run the lab handles all three itself (``_until_stopped``). Main thread only."""
+    """For a program around a run (the CLI): a stop signal ends it wherever it is, with the
+    signal's 128 + n however early or late it comes (not by the signal's default action, as
+    before the run starts or after it ended): SIGINT raises KeyboardInterrupt, SIGTERM and SIGHUP
+    Stopped. During the run the lab notes them itself (``_until_stopped``).
 
-    def raise_stopped(signum: int, frame: object) -> None:
-        raise Stopped(signum)
+    Python drops what a signal handler raises while a finalizer or a weakref callback runs (seen
+    as the comparison imported numpy.random: "Exception ignored in: WeakSet._remove", and the
+    command went on to exit 0): each signal is also noted, and raised again as the block ends if
+    it was lost on the way. Main thread only."""
+    got: list[int] = []
 
-    previous = {s: signal.signal(s, raise_stopped) for s in STOP_SIGNALS if s != signal.SIGINT}
+    def stop(signum: int, frame: object) -> None:
+        got.append(signum)
+        raise _stopped(signum)
+
+    before: dict[signal.Signals, Any] = {}
     try:
+        for s in STOP_SIGNALS:
+            before[s] = signal.signal(s, stop)
         yield
+    except (KeyboardInterrupt, Stopped):
+        raise
+    except BaseException as e:  # (an error, or typer.Exit) after a signal whose raise was dropped
+        if got:
+            raise _stopped(got[0]) from e
+        raise
+    else:
+        if got:
+            raise _stopped(got[0])
     finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+        for s, handler in before.items():
+            signal.signal(s, handler if handler is not None else signal.SIG_DFL)
+
+
+def _stopped(signum: int) -> BaseException:
+    return KeyboardInterrupt() if signum == signal.SIGINT else Stopped(signum)
 
 
 @contextlib.contextmanager
