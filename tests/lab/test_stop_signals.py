@@ -269,7 +269,7 @@ def stop_at(moment: str, sig: signal.Signals, tmp: Path, group: bool = False, ag
     if moment == "at-once" and sig == signal.SIGINT:
         expected.add(1)
     assert code in expected, f"{sig.name} at {moment}: exit {code}\n{_tail(log)}"
-    if code > 0:
+    if code == 128 + sig:
         assert f"stopped by {sig.name}: every child process stopped" in log.read_text()
     assert not alive(w.seen), f"left running after {sig.name} at {moment}: {alive(w.seen)}"
     assert sorted(tmp.glob(f"{hygiene.PREFIX}*")) == [], "the run's folder was left behind"
