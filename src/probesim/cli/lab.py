@@ -1,9 +1,10 @@
 """``probesim lab``: a scenario's workload run for real on 127.0.0.1, and compared with its
 simulation."""
 
+import signal
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -11,6 +12,9 @@ from probesim.cli.common import command, load
 from probesim.cli.program import err, out
 from probesim.errors import InputError
 from probesim.safe import markup
+
+if TYPE_CHECKING:
+    from probesim.model.scenario import Scenario
 
 
 def _fit_queries(w: Any, service: str | None) -> dict[str, str]:
@@ -131,36 +135,60 @@ def lab(
     exec probes only with --allow-exec. Envoy's admin interface is a Unix socket for you only.
 
     Exit codes: 0 done (with --compare: every figure agrees within its tolerance), 1 the lab and
-    the simulation disagree on a figure beyond its tolerance, 2 bad input.
+    the simulation disagree on a figure beyond its tolerance, 2 bad input, 128 + the signal's
+    number when stopped by one (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP), every child stopped.
 
     Example: probesim lab seed003-outlier --duration 20s --compare
     """
+    from probesim.lab.orchestrator import Stopped, stopping_on_signals
+
+    try:
+        with stopping_on_signals():
+            sc = load(scenario)
+            _run(sc, duration, compare_sim, as_json, command, command_for, allow_exec, workload,
+                 listen_timeout, prometheus)  # fmt: skip
+    except KeyboardInterrupt:  # Ctrl-C: during the run, once the lab had stopped every child
+        err.print("[yellow]stopped by SIGINT: every child process stopped[/]", highlight=False)
+        raise typer.Exit(128 + signal.SIGINT) from None
+    except Stopped as e:
+        err.print(f"[yellow]{e}: every child process stopped[/]", highlight=False)
+        raise typer.Exit(128 + e.signum) from None
+
+
+def _run(
+    sc: "Scenario",
+    duration: str | None,
+    compare_sim: bool,
+    as_json: bool,
+    command: list[str] | None,
+    command_for: list[str] | None,
+    allow_exec: bool,
+    workload: str | None,
+    listen_timeout: str,
+    prometheus: Path | None,
+) -> None:
+    """The lab command once its scenario is read: the run, then its comparison and output."""
     import json
 
     from probesim.engine import simulate
     from probesim.lab.compare import agree, compare, outlier_interval_ms, simulated_hosts
-    from probesim.lab.orchestrator import Stopped, run_lab
+    from probesim.lab.orchestrator import run_lab
     from probesim.lab.progress import Progress
     from probesim.report.compare import render_lab_comparison
     from probesim.report.terminal import render_result
 
-    sc = load(scenario)
-    try:
-        run_s = None if duration is None else _lab_seconds(duration, "--duration")
-        listen_s = _lab_seconds(listen_timeout, "--listen-timeout")
-        others = [w.name for w in sc.workloads if workload is not None and w.name != workload]
-        if others and len(others) == len(sc.workloads) - 1:
-            err.print(
-                f"[yellow]the lab runs {markup(workload or '')} (--workload); not run: "
-                f"{markup(', '.join(others))}, nor the traffic to their Services[/]",
-                emoji=False,
-            )
-        with Progress(err, run_s if run_s is not None else sc.spec.duration / 1000) as progress:
-            result = run_lab(sc, run_s, command, progress, listen_s, workload, allow_exec, command_for,
-                             prometheus, _fit_queries if prometheus is not None else None)  # fmt: skip
-    except Stopped as e:
-        err.print(f"[yellow]{e}: every child process stopped[/]", highlight=False)
-        raise typer.Exit(128 + e.signum) from None
+    run_s = None if duration is None else _lab_seconds(duration, "--duration")
+    listen_s = _lab_seconds(listen_timeout, "--listen-timeout")
+    others = [w.name for w in sc.workloads if workload is not None and w.name != workload]
+    if others and len(others) == len(sc.workloads) - 1:
+        err.print(
+            f"[yellow]the lab runs {markup(workload or '')} (--workload); not run: "
+            f"{markup(', '.join(others))}, nor the traffic to their Services[/]",
+            emoji=False,
+        )
+    with Progress(err, run_s if run_s is not None else sc.spec.duration / 1000) as progress:
+        result = run_lab(sc, run_s, command, progress, listen_s, workload, allow_exec, command_for,
+                         prometheus, _fit_queries if prometheus is not None else None)  # fmt: skip
     rows = []
     if compare_sim:
         span = sc.cut_to(result.duration_ms)

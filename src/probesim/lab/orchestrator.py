@@ -17,10 +17,13 @@ import asyncio
 import contextlib
 import shlex
 import signal
+import socket
+import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from probesim.engine.fleet import injected
 from probesim.errors import InputError
@@ -44,8 +47,11 @@ from probesim.model.kubernetes import Workload, pod_names_of
 from probesim.model.scenario import ContainerBehavior, Scenario
 from probesim.results import Result
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)  # stop as on Ctrl-C: every child stopped, files removed
+# Each stops a run the same way: every child stopped, files removed, then Stopped (SIGINT:
+# KeyboardInterrupt, from run_lab).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 SAMPLE_S = 0.05
+RECANCEL_S = 0.2  # how often a stopped run's cancellation is sent again until its clean-up begins
 
 
 def workload_pods(scenario: Scenario, w: Workload, command: list[str] | None) -> list[Pod]:
@@ -91,7 +97,7 @@ class Lab:
         self.progress: Callable[[Lab], None] | None = None  # called a few times a second
         self.finishing = False  # past the duration, waiting for answers on their way
         self.cleaning = False  # in the run's last clean-up, which a signal must not interrupt
-        self.stop_signal: int | None = None  # SIGTERM or SIGHUP received: stop as soon as can be
+        self.stop_signal: int | None = None  # a stop signal received: stop as soon as can be
         # A Deployment's rollouts run for real: the engine's controllers over the lab's pods.
         changed = [w for w in self.workloads if w.kind == "Deployment" and has_actions_of(scenario, w)]
         for key, argv in (command_for or {}).items():
@@ -244,7 +250,7 @@ class Lab:
             tasks.append(load)
             end = self.clock.t0 + duration_s
             while time.monotonic() < end:
-                if self.stop_signal is not None:  # in case its cancellation was lost (see _finish)
+                if self.stop_signal is not None:  # in case its cancellation was lost (_until_stopped)
                     raise Stopped(self.stop_signal)
                 for t in list(tasks):  # a bad --command or an app that would not load ends the run
                     if t.done() and not t.cancelled() and (exc := t.exception()) is not None:
@@ -265,7 +271,7 @@ class Lab:
             if self.telemetry is not None:
                 await self.telemetry.save()
         finally:
-            self.cleaning = True
+            self.cleaning = self.runtime.closing = True
             await _finish([*tasks, *self.runtime.kills])
             await self.traffic.stop()
             if self.telemetry is not None:
@@ -302,45 +308,143 @@ async def _finish(tasks: list[asyncio.Task[None]], rounds: int = 20) -> None:
             t.exception()
 
 
-class Stopped(Exception):
-    """The lab was stopped by a signal (SIGTERM or SIGHUP), its children stopped and its files
-    removed, as on Ctrl-C."""
+class Stopped(BaseException):
+    """The lab was stopped by a signal (SIGINT, SIGTERM or SIGHUP), its children stopped and its
+    files removed. A BaseException, as KeyboardInterrupt: raised by a signal handler wherever
+    the program is (stopping_on_signals), it must not be taken by an ``except Exception`` on its
+    way out for an error of that code's own."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(f"stopped by {signal.Signals(signum).name}")
         self.signum = signum
 
 
+@contextlib.contextmanager
+def stopping_on_signals() -> Iterator[None]:
+    """For a program around a run (the CLI): a stop signal ends it wherever it is, with the
+    signal's 128 + n however early or late it comes (not by the signal's default action, as
+    before the run starts or after it ended): SIGINT raises KeyboardInterrupt, SIGTERM and SIGHUP
+    Stopped. During the run the lab notes them itself (``_until_stopped``).
+
+    Python drops what a signal handler raises while a finalizer or a weakref callback runs (seen
+    as the comparison imported numpy.random: "Exception ignored in: WeakSet._remove", and the
+    command went on to exit 0): each signal is also noted, and raised again as the block ends if
+    it was lost on the way. Main thread only."""
+    got: list[int] = []
+
+    def stop(signum: int, frame: object) -> None:
+        got.append(signum)
+        raise _stopped(signum)
+
+    before: dict[signal.Signals, Any] = {}
+    try:
+        for s in STOP_SIGNALS:
+            before[s] = signal.signal(s, stop)
+        yield
+    except (KeyboardInterrupt, Stopped):
+        raise
+    except BaseException as e:  # (an error, or typer.Exit) after a signal whose raise was dropped
+        if got:
+            raise _stopped(got[0]) from e
+        raise
+    else:
+        if got:
+            raise _stopped(got[0])
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler if handler is not None else signal.SIG_DFL)
+
+
+def _stopped(signum: int) -> BaseException:
+    return KeyboardInterrupt() if signum == signal.SIGINT else Stopped(signum)
+
+
+@contextlib.contextmanager
+def _noting(signals: tuple[signal.Signals, ...], note: Callable[[int], None]) -> Iterator[None]:
+    """``note`` as these signals' handler, the handlers before put back after; in the main
+    thread only (elsewhere: nothing, signals go to the main thread).
+
+    A Python handler, not the event loop's (loop.add_signal_handler): Python runs it as soon as
+    the main thread runs again, whatever it runs, so a signal is never lost. The loop's own
+    handler runs later, as a callback, and a signal that came while the loop was no longer
+    running callbacks — the run's last synchronous steps, before its handlers were removed —
+    was dropped: SIGTERM as the lab finished its run left it to exit 0. The loop is woken for
+    it through a wakeup fd of its own (a signal that comes just before the loop waits would
+    otherwise wait with it). ``note`` runs between any two bytecodes: it must only note."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    loop = asyncio.get_running_loop()
+    wake, woken = socket.socketpair()
+    before_fd: int | None = None
+    before: dict[signal.Signals, Any] = {}
+    try:
+        wake.setblocking(False)
+        woken.setblocking(False)
+        loop.add_reader(woken.fileno(), _drain, woken)
+        before_fd = signal.set_wakeup_fd(wake.fileno(), warn_on_full_buffer=False)
+        for s in signals:
+            before[s] = signal.signal(s, lambda signum, frame: note(signum))
+        yield
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler if handler is not None else signal.SIG_DFL)
+        if before_fd is not None:
+            signal.set_wakeup_fd(before_fd)
+        loop.remove_reader(woken.fileno())
+        wake.close()
+        woken.close()
+
+
+def _drain(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        while sock.recv(4096):
+            pass
+
+
 async def _until_stopped(lab: Lab, seconds: float) -> Result:
-    """``lab.run``, stopped on SIGTERM or SIGHUP as asyncio.run stops it on Ctrl-C: the run is
-    cancelled and cleans up; a signal during the last clean-up waits for its end."""
+    """``lab.run``, stopped by any of ``STOP_SIGNALS``: the run is cancelled and cleans up, then
+    Stopped. A signal during the last clean-up waits for its end (nothing cuts it short: an
+    Envoy or Prometheus not stopped, the run's folder left behind).
+
+    Ctrl-C is handled here as SIGTERM is, not by asyncio.run's own SIGINT handler: that one
+    cancels the run once, and Python 3.11's asyncio.wait_for loses a cancellation that comes as
+    what it waits for completes (a pre-started app saying it is loaded), after which the lab
+    ran on to its end; a second Ctrl-C raised KeyboardInterrupt wherever the loop was, the
+    clean-up included. Here the cancellation is sent again until the clean-up has begun, and
+    further signals are only noted."""
     loop = asyncio.get_running_loop()
     main = asyncio.current_task()
     assert main is not None
     got: list[int] = []
+    cancels = [0]  # ours, taken back (uncancel) once handled: asyncio.run counts what is left
 
-    def stop(signum: int) -> None:
+    def cancel_until_cleaning() -> None:
+        if not lab.cleaning and not main.done():
+            main.cancel()
+            cancels[0] += 1
+            loop.call_later(RECANCEL_S, cancel_until_cleaning)
+
+    def note(signum: int) -> None:  # in a signal handler: noted, the cancelling done by the loop
         if not got:
             got.append(signum)
             lab.stop_signal = signum
-            if not lab.cleaning:
-                main.cancel()
+            loop.call_soon_threadsafe(cancel_until_cleaning)
 
-    handled = []
-    for s in STOP_SIGNALS:
-        with contextlib.suppress(ValueError, RuntimeError):  # signals go to the main thread only
-            loop.add_signal_handler(s, stop, s)
-            handled.append(s)
-    try:
-        result = await lab.run(seconds)
-    except asyncio.CancelledError:
-        if got:
-            raise Stopped(got[0]) from None
-        raise
-    finally:
-        for s in handled:
-            loop.remove_signal_handler(s)
-    if got:
+    with _noting(STOP_SIGNALS, note):
+        try:
+            result = await lab.run(seconds)
+        except asyncio.CancelledError:
+            if got:
+                raise Stopped(got[0]) from None
+            raise
+        finally:
+            for _ in range(cancels[0]):
+                main.uncancel()
+            # Any task still about (an app's load report never read, a kill that came during
+            # the clean-up) is ended here, bounded: asyncio.run's close waits for them unbounded.
+            await _finish([t for t in asyncio.all_tasks() if t is not main], rounds=4)
+    if got:  # (a signal from here on is for the handler before ours: the CLI's raises Stopped)
         raise Stopped(got[0])
     return result
 
@@ -382,4 +486,9 @@ def run_lab(
     lab = Lab(scenario, w, command, per_revision, prometheus, queries)
     lab.progress = progress
     lab.runtime.listen_timeout_s = listen_timeout_s
-    return asyncio.run(_until_stopped(lab, seconds))
+    try:
+        return asyncio.run(_until_stopped(lab, seconds))
+    except Stopped as e:
+        if e.signum == signal.SIGINT:  # Ctrl-C, as Python reports it
+            raise KeyboardInterrupt from None
+        raise

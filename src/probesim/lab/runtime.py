@@ -83,6 +83,9 @@ class Runtime:
         self.listen_timeout_s = LISTEN_TIMEOUT_S
         self.metrics_ports: dict[str, int] = {}  # per pod, where its app serves /metrics (lab --prometheus)
         self.cpu_stat_dir: Path | None = None  # where apps held to a CPU limit write their CFS counts
+        # The run's clean-up has begun: nothing new starts (a restart or kill that comes as the
+        # tasks are cancelled would start a process after the reaping).
+        self.closing = False
 
     def _app_argv(self, pod: Pod) -> list[str]:
         app = Path(sys.executable).parent / "probesim"
@@ -113,6 +116,7 @@ class Runtime:
         """Start the test app for the pod's next container ahead of time, loaded and waiting, so
         that Python's start-up is not taken for the scenario's (a user's --command starts cold:
         its start-up is its own)."""
+        self._not_closing()
         parent, child = socket.socketpair()
         try:
             proc = await asyncio.create_subprocess_exec(
@@ -131,9 +135,16 @@ class Runtime:
         loaded = asyncio.ensure_future(asyncio.get_running_loop().sock_recv(parent, 1))
         pod.run.warm.append(Warm(proc, parent, loaded))
 
+    def _not_closing(self) -> None:
+        """A process about to start once the clean-up has begun is called off, as if its task
+        had been cancelled."""
+        if self.closing:
+            raise asyncio.CancelledError
+
     async def start(self, pod: Pod) -> None:
         if pod.deleting:
             return
+        self._not_closing()
         if pod.command:
             pod.run.proc = await asyncio.create_subprocess_exec(
                 *pod.command,
@@ -157,6 +168,7 @@ class Runtime:
         else:
             if not pod.run.warm:
                 await self.prestart(pod)
+            self._not_closing()
             warm = pod.run.warm.pop(0)
             try:
                 loaded = await asyncio.wait_for(warm.loaded, WARM_TIMEOUT_S)
@@ -199,6 +211,8 @@ class Runtime:
 
     def kill(self, pod: Pod, reason: ProbeType) -> None:
         """A failed liveness or startup probe's kill, as a task of its own."""
+        if self.closing:  # every process is about to be killed anyway
+            return
         self.kills.add(asyncio.create_task(self._kill(pod, reason)))
 
     async def _kill(self, pod: Pod, reason: ProbeType) -> None:
@@ -353,8 +367,7 @@ class Runtime:
         await asyncio.gather(*self.prestarts, return_exceptions=True)  # bounded: a spawn each
         await asyncio.gather(*(d.stop() for d in self.dependencies), return_exceptions=True)
         await asyncio.gather(*(sp.stop() for sp in self.services), return_exceptions=True)
-        for proc in self.spawned:
-            await stop(proc, None)
+        await asyncio.gather(*(stop(proc, None) for proc in self.spawned))  # all killed, then waited for
         for pod in pods:
             if pod.command and pod.run.proc is not None:
                 end_group(pod.run.proc)
