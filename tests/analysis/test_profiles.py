@@ -372,3 +372,18 @@ def test_a_long_liveness_delay_becomes_a_startup_probe_that_allows_no_less() -> 
         _one(_deploy("acme/web:1", delayed.replace("initialDelaySeconds: 30", "initialDelaySeconds: 10")))
         == []
     )
+
+
+def test_a_contested_principle_says_which_way_the_finding_goes(tmp_path: Path) -> None:
+    # Readiness on a dependency every replica shares: the sources disagree; the fix says so and
+    # which way probesim goes, and why.
+    from probesim.manifests.scenario import scenario_from_text
+    from tests.analysis.test_rules import GOOD, SCENARIO, deployment
+
+    manifest = deployment(GOOD)
+    (tmp_path / "m.yaml").write_text(manifest)
+    sc = scenario_from_text(SCENARIO.format(start="1s", attempts=1) + "---\n" + manifest, "s.yaml", tmp_path)
+    [f] = [f for f in check([str(tmp_path / "m.yaml")], sc).findings if f.rule.id == "PS017"]
+    assert f.remediation.startswith("Keep readiness to pod-local state; degrade the dependent routes instead")
+    assert "(the guidance is contested: " in f.remediation
+    assert "probesim sides with pod-local readiness" in f.remediation

@@ -106,6 +106,15 @@ PRINCIPLES: dict[str, Principle] = {
             broken_as="one slow answer would take the pod out of the Service",
         ),
         Principle(
+            "readiness-pod-local",
+            "Readiness checks what this pod needs to serve, not a dependency every replica shares.",
+            "Henning Jacobs; AWS EKS best practices; Colin Breck vs Kubernetes probe docs, ASP.NET Core",
+            stance="contested: some want a pod that cannot reach its database out of rotation. probesim "
+            "sides with pod-local readiness, since a blip of a dependency every replica shares takes "
+            "them all out at once and the Service refuses even the requests that never needed it.",
+            broken_as="a shared dependency's blip would take every replica out of the Service",
+        ),
+        Principle(
             "handler-fits-protocol",
             "The handler fits the protocol: httpGet for HTTP, grpc for gRPC health, the client or "
             "tcpSocket for binary protocols — never httpGet on a database's port.",

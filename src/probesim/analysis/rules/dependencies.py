@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from probesim.analysis.context import Context, Target
 from probesim.analysis.findings import REGISTRY, Finding
+from probesim.analysis.policy import PRINCIPLES
 from probesim.analysis.rules.mesh import http_routes, istio_docs
 from probesim.analysis.rules.timing import http_path
 
@@ -72,9 +73,12 @@ def readiness_dependency(ctx: Context) -> Iterator[Finding]:
         if calls and (t.workload.spec.replicas > 1 or daemon):
             deps = ", ".join(c.target for c in calls)
             who = "every node's pod" if daemon else f"all {t.workload.spec.replicas} replicas"
+            stance = PRINCIPLES["readiness-pod-local"].stance
+            fix = "Keep readiness to pod-local state; degrade the dependent routes instead "
+            fix += f"(the guidance is {stance})"
             yield ctx.finding(
                 "PS017", t, f"readinessProbe {http_path(p)} calls {deps}, shared by {who}",
-                ("readinessProbe", "httpGet", "path"),
+                ("readinessProbe", "httpGet", "path"), fix=fix,
             )  # fmt: skip
 
 
