@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which appends the group to each node's id
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     lab = [i for i in items if "tests/lab/" in i.nodeid.replace("\\", "/")]
     for item in lab:
