@@ -227,6 +227,7 @@ def stop_at(moment: str, sig: signal.Signals, tmp: Path, group: bool = False, ag
                 stdout=f,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group: a terminal's Ctrl-C, with group
+                preexec_fn=_default_dispositions,
             )
         w = Watch(proc)
         try:
@@ -273,6 +274,15 @@ def stop_at(moment: str, sig: signal.Signals, tmp: Path, group: bool = False, ag
         assert f"stopped by {sig.name}: every child process stopped" in log.read_text()
     assert not alive(w.seen), f"left running after {sig.name} at {moment}: {alive(w.seen)}"
     assert sorted(tmp.glob(f"{hygiene.PREFIX}*")) == [], "the run's folder was left behind"
+
+
+def _default_dispositions() -> None:
+    """In the lab's process before it starts: the stop signals' default actions, as a command in
+    a terminal has them. A test run from a background job (SIGINT ignored) or under nohup (SIGHUP
+    ignored) passes them on ignored, and a signal before the lab's own handlers was then lost: the
+    'at once' cases failed for the way the suite was started, not for the lab."""
+    for s in SIGNALS:
+        signal.signal(s, signal.SIG_DFL)
 
 
 def _tail(log: Path) -> str:
