@@ -27,6 +27,9 @@ MySQL StatefulSet's exec readiness (mysql -e "SELECT 1") sets timeoutSeconds: 1 
 short for a process start under load. PS030 is not reported on istio-samples' coredump DaemonSet:
 its only container runs `sleep infinity` and serves nothing.
 
+PS034 (reviewed, info): otel-demo's OpenSearch readiness opens a TCP connection to 9200, its
+HTTP port: a wedged node still accepts it; the fix is the profile's _cluster/health?local=true.
+
 PS006 (reviewed, info): liveness and readiness on one HTTP path. Some of those paths check a
 dependency — Grafana's /api/health reports its database, sock-shop's catalogue and user /health
 report their databases — so a database outage restarts every pod; others (jaeger's admin /) may be
@@ -214,6 +217,7 @@ EXPECTED: dict[str, list[str]] = {
         "PS001 Deployment/default/recommendation recommendation opentelemetry-demo.yaml:19837",
         "PS001 Deployment/default/shipping shipping opentelemetry-demo.yaml:19907",
         "PS001 Deployment/default/valkey-cart valkey-cart opentelemetry-demo.yaml:19969",
+        "PS034 StatefulSet/default/opensearch opensearch opentelemetry-demo.yaml:20097",
     ],
     "podinfo-deploy": [],
     "podinfo-kustomize": [],

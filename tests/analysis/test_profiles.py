@@ -387,3 +387,46 @@ def test_a_contested_principle_says_which_way_the_finding_goes(tmp_path: Path) -
     assert f.remediation.startswith("Keep readiness to pod-local state; degrade the dependent routes instead")
     assert "(the guidance is contested: " in f.remediation
     assert "probesim sides with pod-local readiness" in f.remediation
+
+
+@pytest.mark.parametrize(
+    ("image", "ports", "service_ports", "probe", "fixed"),
+    [
+        # A gRPC port (the Service's appProtocol): the kubelet's grpc probe on its number.
+        ("mcr.microsoft.com/dotnet/aspnet:8.0", "[{name: rpc, containerPort: 5001}]",
+         "[{port: 5001, targetPort: rpc, appProtocol: grpc}]", "{tcpSocket: {port: rpc}, periodSeconds: 10}",
+         {"grpc": {"port": 5001}, "tcpSocket": None}),
+        # An HTTP port of an app whose profile knows its liveness endpoint: an httpGet on it.
+        ("ghcr.io/acme/spring-orders:1", "[{name: http, containerPort: 8080}]", "[{port: 80, targetPort: http}]",
+         "{tcpSocket: {port: http}, periodSeconds: 10}",
+         {"httpGet": {"path": "/actuator/health/liveness", "port": "http"}, "tcpSocket": None}),
+        # An HTTP port of an app probesim does not know: said, no path guessed.
+        ("ghcr.io/acme/web:1", "[{name: http, containerPort: 8080}]", "[{port: 80, targetPort: http}]",
+         "{tcpSocket: {port: http}, periodSeconds: 10}", None),
+        # A database's own protocol: a TCP check is what fits it.
+        ("mysql:8.0", "[{name: mysql, containerPort: 3306}]", "[{port: 3306, targetPort: mysql}]",
+         "{tcpSocket: {port: mysql}, periodSeconds: 10}", "none"),
+    ],
+)  # fmt: skip
+def test_a_tcp_probe_on_a_port_that_speaks_grpc_or_http_is_pointed_at_the_app_health(
+    image: str, ports: str, service_ports: str, probe: str, fixed: object
+) -> None:
+    container = f"        ports: {ports}\n        livenessProbe: {probe}\n        readinessProbe: {probe}"
+    text = _deploy(image, container, service_ports)
+    found = sorted((f for f in _one(text) if f.rule.id == "PS034"), key=lambda f: f.field)
+    if fixed == "none":
+        assert found == []
+        return
+    assert [f.field.rsplit(".", 2)[-2] for f in found] == ["livenessProbe", "readinessProbe"]
+    live = found[0]
+    assert live.severity == "info" and "a hung app still accepts it" in live.message
+    if fixed is None:
+        assert live.patch is None and "grpc.health.v1" in live.remediation
+        return
+    assert live.patch is not None
+    # Both probes at once (they shared one check, and PS003/PS005 judge them as before).
+    assert live.patch == found[1].patch
+    assert live.patch["spec"]["template"]["spec"]["containers"][0]["livenessProbe"] == fixed
+    docs = list(load_docs(text, "x.yaml"))
+    after = _findings(_patched(docs, live))
+    assert [g.field for g in after if g.rule.id == "PS034"] == []

@@ -420,6 +420,7 @@ class ServicePort(OpenModel):
     port: Annotated[SInt, Field(ge=1, le=65535)]
     target_port: IntOrString | None = None
     protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
+    app_protocol: str | None = None  # what the port speaks (grpc, http, kubernetes.io/h2c)
 
     @property
     def effective_target(self) -> int | str:

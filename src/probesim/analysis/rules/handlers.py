@@ -47,7 +47,7 @@ def _port_text(t: Target, port: int | str) -> int | str:
     return named or (number if number is not None else port)
 
 
-def _kind_of_port(t: Target, port: int | str) -> str:
+def port_kind(t: Target, port: int | str) -> str:
     """``http``, ``grpc`` or ``""`` (unknown): from the port's name (container or Service) and
     the Service port's appProtocol."""
     number = container_port(t.container, port)
@@ -56,9 +56,7 @@ def _kind_of_port(t: Target, port: int | str) -> str:
         if target == port:
             for sp in sv.spec.ports:
                 if sp.effective_target == port:
-                    names += [sp.name or "", str(getattr(sp, "app_protocol", None) or "")]
-                    extra = sp.model_extra or {}
-                    names.append(str(extra.get("appProtocol") or ""))
+                    names += [sp.name or "", sp.app_protocol or ""]
     if isinstance(port, str):
         names.append(port)
     for n in (x.lower() for x in names if x):
@@ -91,7 +89,7 @@ def readiness_handler(t: Target) -> tuple[dict[str, Any], str] | None:
                 and (hp.get("port") in (port, shown, number))
             ):
                 return {h: dict(hp)}, f"the {kind} probe's check, less tolerant"
-    kind = _kind_of_port(t, port)
+    kind = port_kind(t, port)
     if kind == "grpc" and number is not None:  # a gRPC probe takes a port number only
         return {"grpc": {"port": number}}, "gRPC health checking"
     note = "the port speaks HTTP: an httpGet on a path that answers only when the pod can serve is better"

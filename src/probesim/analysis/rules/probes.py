@@ -8,6 +8,7 @@ from typing import Any
 from probesim.analysis.context import Context
 from probesim.analysis.findings import REGISTRY, Finding
 from probesim.analysis.rules.dependencies import profile_liveness_path
+from probesim.analysis.rules.handlers import port_kind, profile_handler
 from probesim.analysis.rules.timing import (
     Timing,
     as_strict,
@@ -161,6 +162,69 @@ def liveness_stricter(ctx: Context) -> Iterator[Finding]:
                 msg += ", and there is no startupProbe"
             pl = plan(ctx, t)
             yield ctx.finding("PS005", t, msg, ("livenessProbe",), **pl.fix("liveness", "readiness"))
+
+
+@rule(
+    id="PS034",
+    name="tcp-probe-on-http-or-grpc",
+    severity="info",
+    title="A liveness or readiness probe only opens a TCP connection to a port that speaks HTTP or gRPC.",
+    why="A TCP check proves only that the port is open: a process that is deadlocked, or that answers "
+    "every request with an error, still accepts connections, so liveness never restarts it and "
+    "readiness never takes it out (Kubernetes' own e2e suite keeps a server answering 500 alive with "
+    "a TCP liveness probe). The port speaks gRPC or HTTP (its name, or the Service's appProtocol): "
+    "the kubelet's grpc probe (GA in Kubernetes 1.27) asks the app's standard health service, and an "
+    "httpGet on the app's health endpoint answers only when the app can.",
+    fix="On a gRPC port, `grpc: {port: N}` in place of `tcpSocket` (the app must serve the standard "
+    "health service, grpc.health.v1: Grpc.AspNetCore.HealthChecks, grpc-go's health package, "
+    "grpc-java's HealthStatusManager); on an HTTP port, an `httpGet` on the app's own health "
+    "endpoint (its profile's, where probesim knows the app).",
+)  # fmt: skip
+def tcp_probe_on_http_or_grpc(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        for kind, p in probes_of(t):
+            if kind == "startup" or p.tcp_socket is None:
+                continue
+            port = p.tcp_socket.port
+            speaks = port_kind(t, port)
+            if not speaks:
+                continue
+            name = f"{kind}Probe"
+            protocol = "gRPC" if speaks == "grpc" else "HTTP"
+            msg = f"{name} opens a TCP connection to port {port}, which speaks {protocol}: "
+            msg += "a hung app still accepts it"
+            change, note = _fitting_checks(t, port, speaks)
+            yield ctx.finding("PS034", t, msg, (name, "tcpSocket"), change=change, note=note)
+
+
+def _fitting_checks(t: Any, port: int | str, speaks: str) -> tuple[dict[str, Any] | None, str]:
+    """The change that gives every probe of ``t`` that opens a TCP connection to ``port`` the check
+    its protocol calls for — all of them at once, so liveness and readiness that shared one check
+    are judged as before (PS003, PS005) — and why; None where probesim knows no such check (an
+    HTTP app whose health endpoints it does not know), or where liveness, already giving up no
+    later than readiness, would then be on another check (PS005 instead of PS003: fix that first)."""
+    number = container_port(t.container, port)
+    on_port = [
+        (kind, q)
+        for kind, q in probes_of(t)
+        if q.tcp_socket is not None and container_port(t.container, q.tcp_socket.port) == number
+    ]
+    if speaks == "grpc" and number is not None:
+        change = {f"{kind}Probe": {"grpc": {"port": number}, "tcpSocket": None} for kind, _ in on_port}
+        return change, "the standard gRPC health service, which the app must serve (grpc.health.v1)"
+    # A startup probe the profile knows no check for keeps its TCP check (it only waits for the
+    # port to open); liveness and readiness need the app's own.
+    known = {kind: profile_handler(t, kind, port) for kind, _ in on_port}
+    known = {k: h for k, h in known.items() if k != "startup" or (h is not None and "httpGet" in h[0])}
+    if speaks != "http" or any(h is None or "httpGet" not in h[0] for h in known.values()):
+        return None, ""
+    timings = {kind: Timing.of(q) for kind, q in on_port}
+    live, ready = timings.get("liveness"), timings.get("readiness")
+    differ = len({str(h[0]) for h in known.values() if h is not None}) > 1
+    if live is not None and ready is not None and differ and live.budget < ready.budget:
+        return None, ""
+    change = {f"{kind}Probe": {**h[0], "tcpSocket": None} for kind, h in known.items() if h is not None}
+    return change, "; ".join(dict.fromkeys(h[1] for h in known.values() if h is not None))
 
 
 @rule(
