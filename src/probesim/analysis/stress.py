@@ -164,7 +164,7 @@ def base_scenario(w: Workload, services: list[Service], given: Scenario | None) 
             services = [*services, *(x for x in its if x not in services)]
     if w.name not in spec.get("behavior", {}):
         spec.setdefault("behavior", {})[w.name] = workload_behavior(w, own)
-    if not traffic:
+    if not traffic and own:  # a worker (no Service) gets none: nothing sends it requests
         traffic = [{"service": own[0].name, "path": "/", "rate": default_rate(w), "start": "1m"}]
     spec["traffic"] = traffic
     doc["spec"] = spec
@@ -199,6 +199,8 @@ def apply(base: dict[str, Any], w: Workload, stress: str) -> Scenario | None:
     containers = spec.setdefault("behavior", {}).setdefault(w.name, {}).setdefault("containers", {})
     for c in w.pod_spec.containers:
         containers.setdefault(c.name, {})
+    if stress in NEEDS_TRAFFIC and not spec.get("traffic"):
+        return None  # a worker: no traffic to multiply, no request to answer 500
     if stress in ("traffic-x2", "traffic-x3"):
         k = 2.0 if stress.endswith("2") else 3.0
         for t in spec.get("traffic", []):
@@ -283,6 +285,8 @@ def _never_ready(behavior: dict[str, Any], w: Workload) -> dict[str, Any]:
     return beh
 
 
+# The stresses of requests, which a workload no Service sends traffic to (a worker) does not take.
+NEEDS_TRAFFIC = ("traffic-x2", "traffic-x3", "one-pod-500")
 _NOT_APPLIED = {
     "dependency-hangs": "no dependency calls to hang (give --scenario with dependencies)",
     "one-pod-500": "one pod of one answering 500: no probe setting can serve around it",
@@ -304,6 +308,8 @@ def stress_scenario(base: dict[str, Any], w: Workload, stress: str) -> tuple[Sce
         where = ".".join(str(x) for x in first["loc"])
         return None, f"cannot simulate this workload under it: {where}: {first['msg']}"
     if sc is None:
+        if stress in NEEDS_TRAFFIC and not base["spec"].get("traffic"):
+            return None, "no traffic: no Service sends this workload requests"
         return None, _NOT_APPLIED[stress]
     cost = run_cost(sc)
     if cost.units > DEFAULT_MAX_COST:

@@ -147,7 +147,7 @@ def tune_sections(o: Outcome, inputs: TuneInputs, patches: list[PatchOut]) -> li
     from probesim.tune.patch import wrapped_command
     from probesim.tune.space import Space
 
-    space = Space(inputs.workload, inputs.rule, inputs.added, inputs.app)
+    space = Space(inputs.workload, inputs.rule, inputs.added, inputs.app, inputs.handlers)
     objectives = (
         "Objectives, each over the stress suite" + (" and the scenario" if inputs.given else "") + ": failed "
         "requests, needless restarts; for a pod that hangs for good (a restart cures it), how long it stays "

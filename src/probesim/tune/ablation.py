@@ -1,20 +1,25 @@
 """The smallest change that removes a risk: every value the recommendation changes is put back as
 the user has it, one at a time, and stays changed only if that makes a figure the user cares
 about worse beyond the noise — worse by more than the figure's materiality (MATERIAL) under the
-study's seed *and* under another seed. Values that make no such difference are put back for good
-("the search's pick" never ships), so an already sound setting gets "keep it" and no patch."""
+study's seed *and* under another seed — and, for a figure with a budget (a hung pod out of service
+within 30 s, …: objective.BUDGETS), over its budget: a value within what the SRE asks is no risk
+to remove. Values that make no such difference are put back for good ("the search's pick" never
+ships), so an already sound setting gets "keep it" and no patch. A value that cannot go all the
+way back goes back as far as it can: to the nearest of a few round values between the two (a
+readiness every 10 s, not the search's 2 s, where 30 s is too slow)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from probesim.analysis.patch import flow
 from probesim.analysis.policy import PRINCIPLES, broken
 from probesim.analysis.rules.timing import Timing
 from probesim.tune.inputs import TuneInputs
-from probesim.tune.objective import Executor, Figures, evaluate, plan
-from probesim.tune.search import slack_of
-from probesim.tune.space import Setting, Space
+from probesim.tune.objective import BUDGETS, Executor, Figures, evaluate, plan
+from probesim.tune.search import setting_key, slack_of
+from probesim.tune.space import OUTLIER_BOUNDS, PROBE_BOUNDS, Setting, Space
 
 # How much worse each figure must be to matter: (absolute, relative to the better value). A
 # difference below both is no reason to change what the user wrote (a reviewer's margin).
@@ -30,14 +35,61 @@ MATERIAL: dict[str, tuple[float, float]] = {
 
 def worse_by(back: Figures, rec: Figures) -> str | None:
     """The first figure on which ``back`` is materially worse than ``rec`` (failed requests by
-    more than the recommendation's slack, 1 % or 5), or None."""
+    more than the recommendation's slack, 1 % or 5; a figure with a budget only when over it too),
+    or None."""
+    if back.scenario_failed > rec.scenario_failed + slack_of(rec.scenario_failed):
+        return "scenario_failed"
     if back.failed > rec.failed + slack_of(rec.failed):
         return "failed"
     for key, (absolute, relative) in MATERIAL.items():
         a, b = getattr(rec, key), getattr(back, key)
-        if b - a > max(absolute, relative * a):
+        if b - a > max(absolute, relative * a) and b > BUDGETS.get(key, -1.0):
             return key
     return None
+
+
+# The values a partial put-back tries, as an SRE writes them (seconds and counts).
+ROUND = (1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60, 90, 120, 180, 240, 300)
+BETWEEN = 4  # at most this many values tried between the user's and the recommendation's
+
+
+def between(kind: str, key: str, old: object, new: object) -> list[object]:
+    """Round values strictly between ``old`` (the user's) and ``new`` (the recommendation's), on
+    the field's bounds, nearest the user's first — at most BETWEEN of them, spread over the way
+    when there are more; none for a probe added. An outlier duration ("30s") stays one."""
+    seconds = isinstance(old, str) and isinstance(new, str) and old.endswith("s") and new.endswith("s")
+    a, b = (_seconds(old), _seconds(new)) if seconds else (old, new)
+    bounds = OUTLIER_BOUNDS if kind == "outlierDetection" else PROBE_BOUNDS.get(kind, {})  # type: ignore[call-overload]
+    bound = bounds.get(key)
+    if not isinstance(a, int) or not isinstance(b, int) or bound is None:
+        return []
+    low, high = sorted((a, b))
+    on = sorted({bound.nearest(v) for v in ROUND if low < v < high} - {a, b}, key=lambda v: abs(v - a))
+    if len(on) > BETWEEN:
+        on = [on[round(i * (len(on) - 1) / (BETWEEN - 1))] for i in range(BETWEEN)]
+    return [f"{v}s" for v in on] if seconds else list(on)
+
+
+def _seconds(d: object) -> int | None:
+    """Seconds of an Istio duration the tuner writes ("30s"), None for any other."""
+    text = str(d).removesuffix("s")
+    return int(text) if text.isdigit() else None
+
+
+def shown(value: object) -> str:
+    """A value as a reason says it: a probe's check in its manifest's flow style."""
+    return flow(value) if isinstance(value, dict) else str(value)
+
+
+def changed_text(c: str, fname: str, key: str | None, old: object, new: object, whole: str) -> str:
+    """``app livenessProbe.periodSeconds 10 → 5``; a check: ``app livenessProbe {tcpSocket: …} →
+    {grpc: …}``; a probe added or not (``whole``): ``app readinessProbe added``."""
+    head = f"{c + ' ' if c else ''}{fname}"
+    if key is None:
+        return f"{head} {whole}"
+    if key == "handler":
+        return f"{head} check {shown(old)} → {shown(new)}"
+    return f"{head}.{key} {old} → {new}"
 
 
 @dataclass(frozen=True)
@@ -70,29 +122,49 @@ def minimal(
     probe rules need with the others kept, and any whose setting check refuses, stays).
     ``current`` is the user's setting with the probes the tuner adds at check's fix's timings."""
     other = with_seed(inputs, inputs.scenario.spec.seed + 1)
+    known: dict[tuple[int, str], Figures] = {}
+    refused: dict[str, bool] = {}
 
-    def again(s: Setting) -> Figures:
-        return evaluate(plan(other, space, s), executor)
+    def memo(seed: int, s: Setting) -> Figures:
+        key = (seed, setting_key(s))
+        if key not in known:
+            known[key] = figures_of(s) if seed == 0 else evaluate(plan(other, space, s), executor)
+        return known[key]
 
+    def serves_as_well(back: Setting, rec: Setting) -> bool:
+        key = setting_key(back)
+        if key not in refused:
+            refused[key] = space.repair(back) != back or not passes(back)
+        if refused[key] or worse_by(memo(0, back), memo(0, rec)) is not None:
+            return False
+        return worse_by(memo(1, back), memo(1, rec)) is None
+
+    rec = setting
+    known[(0, setting_key(rec))] = figures
+    # Twice over: a value that could not go back with another still changed (a liveness period
+    # with the search's longer threshold) may once that one is back.
+    for _ in range(2):
+        for c, fname, key, old, new in changes(current, rec):
+            for value in [old, *between(fname.removesuffix("Probe"), key or "", old, new)]:
+                back = reverted(rec, (c, fname, key, value, new))
+                if serves_as_well(back, rec):
+                    rec = back
+                    break
+    olds = {(c, f, k): old for c, f, k, old, _new in changes(current, setting)}
+    final = {(c, f, k): new for c, f, k, _old, new in changes(current, rec)}
     put_back: list[str] = []
-    rec, rec_figures = setting, figures
-    rec_other: Figures | None = None
-    for change in changes(current, setting):
-        back = reverted(rec, change)
-        if space.repair(back) != back or not passes(back):
+    for (c, fname, key), searched in {(c, f, k): n for c, f, k, _o, n in changes(current, setting)}.items():
+        old = olds[(c, fname, key)]
+        value = final.get((c, fname, key), old)
+        if value == searched:
             continue
-        if worse_by(figures_of(back), rec_figures) is not None:
-            continue
-        rec_other = rec_other or again(rec)
-        if worse_by(again(back), rec_other) is not None:
-            continue
-        c, fname, key, old, new = change
-        what = f"{c + ' ' if c else ''}{fname}" + (f".{key} {new} → {old}" if key else " not added")
-        if fname in space.added.get(c, {}):
+        what = changed_text(c, fname, key, searched, value, "not added")
+        if value != old:
+            what += f" (the nearest to yours, {shown(old)}, that serves as well)"
+        elif fname in space.added.get(c, {}):
             what += " (as check's fix adds it)"
         put_back.append(what)
-        rec, rec_figures, rec_other = back, figures_of(back), None
-    return Minimal(rec, rec_figures, put_back)
+    return Minimal(rec, memo(0, rec), put_back)
 
 
 def policy_broken(setting: Setting, serves: bool) -> set[str]:

@@ -42,6 +42,10 @@ class TuneInputs:
     added: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     # What each container's app profile says, for the search space (space.Space.app).
     app: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The checks check's fixes give existing probes (container → probe field → handler): the
+    # app's own liveness endpoint for one on a dependency (PS016, PS006), the grpc probe for a TCP
+    # check of a gRPC port (PS034). The tuner's patch makes them (space.Space.handlers).
+    handlers: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     charts: list[str] = field(default_factory=list)  # unrendered chart folders among the inputs
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -124,7 +128,9 @@ def _load(paths: list[str], scenario: str | None, workload: str | None) -> TuneI
             o = objects.origin(ow)
             out.source = o.doc.source
             out.where = f"{o.doc.file}:{o.doc.line_of(o.base)}"
-            out.added, out.app = _missing_probes(objects, ow, sc)
+            out.added, out.app, missing = _missing_probes(objects, ow, sc)
+            out.notes += missing
+            out.handlers = _handler_fixes(objects, ow, sc)
             for i, c in enumerate(ow.pod_spec.containers):
                 at = (*o.base, *o.spec_path, "containers", i)
                 for name in ("readinessProbe", "livenessProbe", "startupProbe"):
@@ -132,19 +138,28 @@ def _load(paths: list[str], scenario: str | None, workload: str | None) -> TuneI
     return out
 
 
+# The timings of a liveness probe the tuner adds, before the search moves them: the API's period,
+# three failures (the policy), a timeout an exec probe can fork in.
+ADDED_LIVENESS = {"initialDelaySeconds": 0, "periodSeconds": 10, "failureThreshold": 3, "successThreshold": 1}
+
+
 def _missing_probes(
     objects: k8s.Objects, w: Workload, sc: Scenario
-) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[str, dict[str, Any]]]:
-    """The readiness probes check's fix adds to ``w`` (PS001: a container a Service sends
-    traffic to, with no readiness probe), each with its handler and timings, by container; and
-    what each container's app profile says: its slowest start (the scenario's when it says what
-    the app does) and the check a startup probe added to it makes."""
+) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[str, dict[str, Any]], list[str]]:
+    """The probes the tuner adds to ``w``, each with its handler and timings, by container: the
+    readiness probe check's fix adds (PS001: a container a Service sends traffic to, with no
+    readiness probe), and liveness on the app's own liveness endpoint where its profile knows one
+    and says a restart cures a wedge; what each container's app profile says: its slowest start
+    (the scenario's when it says what the app does) and the check a startup probe added to it
+    makes; and, for a serving container left with no liveness, why."""
     from probesim.analysis.context import Context
+    from probesim.analysis.rules.handlers import profile_handler, serves_nothing
     from probesim.analysis.rules.timing import plan, slowest_start_ms, startup_handler, wants_readiness
 
     ctx = Context(objects, sc if w.name in sc.spec.behavior else None)
     added: dict[str, dict[str, dict[str, Any]]] = {}
     app: dict[str, dict[str, Any]] = {}
+    notes: list[str] = []
     for t in ctx.targets:
         if t.workload is not w or t.group != "containers":
             continue
@@ -155,8 +170,62 @@ def _missing_probes(
         hints: dict[str, Any] = {"startMs": slowest_start_ms(t)}
         if t.container.liveness_probe is not None:
             hints["startupHandler"] = startup_handler(t)[0]
+        elif t.serves and not serves_nothing(t):
+            prof = t.profile
+            own = profile_handler(t, "liveness", t.serves[0][2])
+            name = prof.profile.name if prof is not None and prof.known else "an app probesim does not know"
+            if prof is not None and not prof.profile.restart_cures:
+                notes.append(f"{t.container.name}: no liveness probe added — a restart of {name} loses more "
+                             "than it cures (its recovery, an election)")  # fmt: skip
+            elif own is not None:
+                exec_ = "exec" in own[0]
+                probe = {**own[0], **ADDED_LIVENESS, "timeoutSeconds": 5 if exec_ else 1}
+                added.setdefault(t.container.name, {})["livenessProbe"] = probe
+                hints["startupHandler"] = startup_handler(t)[0] if t.container.startup_probe else own[0]
+            else:
+                notes.append(
+                    f"{t.container.name}: no liveness probe added — probesim knows no endpoint of {name} "
+                    "that answers only while the process works, and a TCP check would not see a deadlock: "
+                    "a hung pod is taken out of the Service by readiness but never restarted. Serve a "
+                    "/healthz that checks only the process and probe it (then probesim tune times it)"
+                )
         app[t.container.name] = hints
-    return added, app
+    return added, app, notes
+
+
+# Check's rules whose fix changes a probe's check (its handler), which the tuner applies.
+HANDLER_FIX_RULES = ("PS006", "PS016", "PS034")
+
+
+def _handler_fixes(objects: k8s.Objects, w: Workload, sc: Scenario) -> dict[str, dict[str, dict[str, Any]]]:
+    """The handler each probe of ``w`` gets from check's fixes of its handler (HANDLER_FIX_RULES:
+    every such finding's patch applied), where it differs from the probe's own."""
+    from probesim.analysis.context import Context
+    from probesim.analysis.findings import REGISTRY
+    from probesim.analysis.patch import apply
+    from probesim.manifests.kubernetes import obj_key
+    from probesim.tune.space import handler
+
+    ctx = Context(objects, sc if w.name in sc.spec.behavior else None)
+    key = obj_key(w.kind, w.metadata.namespace, w.name)
+    raw: Any = w.model_dump(mode="json", by_alias=True, exclude_none=True)
+    patches = [
+        f.patch
+        for rid in HANDLER_FIX_RULES
+        for f in REGISTRY.checks[rid](ctx)
+        if f.key == key and f.patch is not None and f.patch_type == "strategic"
+    ]
+    for patch in patches:  # the model keeps every kind in a Deployment's shape (a Pod's too)
+        spec = patch.get("spec", {})
+        raw = apply(raw, patch if "template" in spec else {"spec": {"template": {"spec": spec}}})
+    fixed = Workload.model_validate(raw)
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for before, after in zip(w.pod_spec.containers, fixed.pod_spec.containers, strict=True):
+        for kind in ("readiness", "liveness", "startup"):
+            a, b = before.probe(kind), after.probe(kind)
+            if a is not None and b is not None and handler(a) != handler(b):
+                out.setdefault(before.name, {})[f"{kind}Probe"] = handler(b)
+    return out
 
 
 def _pick(sc: Scenario, name: str | None) -> Workload:
@@ -175,20 +244,17 @@ def _pick(sc: Scenario, name: str | None) -> Workload:
         if not found:
             known = ", ".join(w.name for w in sc.workloads) or "none"
             raise InputError(f"no workload named {name!r} (workloads: {known})", field="--workload")
-        if found[0] not in tunable:  # no Service selects its pods: a worker
-            probes = any(c.liveness_probe for c in found[0].pod_spec.containers)
-            why = (
-                "no Service selects its pods, so it needs no readiness probe (nothing sends it traffic); "
-                + (
-                    "keep its liveness probe only where a restart cures a wedge, with failureThreshold 3 or "
-                    "more and a window longer than its longest pause (probesim check judges its timings)"
-                    if probes
-                    else "it needs a liveness probe only where a restart cures a wedge, on a check the app "
-                    "provides (an exec command or a health port): add one and probesim check judges it"
-                )
+        if found[0] not in tunable and not _worker_probes(found[0]):  # a worker with no probe
+            raise InputError(
+                f"nothing to tune in {name!r}: no Service selects its pods, so it needs no readiness probe "
+                "(nothing sends it traffic), and it has no liveness probe; it needs one only where a restart "
+                "cures a wedge, on a check the app provides (an exec command or a health port): add one and "
+                "probesim tune times it",
+                field="--workload",
             )
-            raise InputError(f"nothing to tune in {name!r}: {why}", field="--workload")
         return found[0]
+    if not tunable:  # no Service: a worker's liveness (and startup) probes are tuned
+        tunable = [w for w in sc.workloads if _worker_probes(w)]
     if not tunable:
         raise _nothing_to_tune(list(sc.workloads))
     if len(tunable) > 1:
@@ -197,9 +263,16 @@ def _pick(sc: Scenario, name: str | None) -> Workload:
     return tunable[0]
 
 
+def _worker_probes(w: Workload) -> bool:
+    """Whether ``w`` has a liveness or startup probe to tune (a worker's: no Service sends it
+    traffic, so it needs no readiness probe)."""
+    return any(c.liveness_probe or c.startup_probe for c in w.pod_spec.containers)
+
+
 def _nothing_to_tune(seen: list[Workload]) -> InputError:
     found = ", ".join(f"{w.kind} {w.name}" for w in seen) or "none"
     return InputError(
         "no workload to tune: the tuner needs a Deployment, StatefulSet, ReplicaSet, "
-        f"ReplicationController or Pod with a probe and a Service selecting its pods (found: {found})"
+        "ReplicationController or Pod with a Service selecting its pods, or a liveness probe (a worker's) "
+        f"(found: {found})"
     )

@@ -23,8 +23,14 @@ A setting is judged on the figures an SRE weighs, each to be minimised:
   hang, at the worst moment for the liveness probe (the one that cures it). Only a restart cures
   a deadlock, so a setting whose liveness never acts scores the cap here however fast readiness
   takes the pod out: liveness is priced for what it cures, not only for the restarts it costs;
-- **time to Ready**: in the stress suite's baseline, how long after its app answers the last of
-  the workload's first pods becomes Ready (what every rollout and scale-up waits for);
+- **time to Ready**: how long after its app answers a new pod becomes Ready (what every
+  rollout and scale-up waits for): in the stress suite's baseline, each first pod from its own
+  containers' start (a StatefulSet's ordered start is its pods' turn, not probe delay), and at
+  the probes' worst phase — the app answering just after a check, so the pod waits a whole
+  period of its startup probe, else of readiness, and a period more for each further success
+  readiness needs (:func:`ready_phase_ms`).
+  The baseline's app answers at one moment, which may fall just before a check: read alone, a
+  readiness every 28 s would be "Ready at once";
 - **probe load**: probe requests per second per pod once started (readiness and liveness,
   every container; a startup probe stops once it passes), and the CPU they cost at the app's
   cost for the probe's path (``probe_cpu_m``, reported beside it).
@@ -83,6 +89,7 @@ class Run:
     app_start_ms: int = 0  # when the slowest container's app answers (baseline: time to Ready)
     probe_rps: float = 0.0  # the setting's probe load (on every run, read from the first)
     probe_cpu_m: float = 0.0
+    ready_phase_ms: int = 0  # the setting's worst phase to Ready (ready_phase_ms; on every run)
     # The runs with a warm_until go on from one warm-up (engine/warm.py): the first of them's
     # scenario simulated up to then (the stress baseline's, until its stresses' event).
     warm_until: int = 0
@@ -102,6 +109,9 @@ class RunFigures:
     all_ready_ms: int | None = None  # all replicas first Ready (None: never)
     hang_at_ms: int | None = None  # hung run only: when pod 0 hung (its containers' age)
     recovery_hang_at_ms: int | None = None  # ... in the run recovery_ms is read from
+    ready_ms: int | None = None  # the slowest first pod: from its containers' start to Ready
+    ramp_failed: int = 0  # of ``failed``, those of the start-up ramp
+    short_ms: int = 0  # after all were first Ready, time with fewer Ready than replicas
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -120,6 +130,23 @@ class Figures:
     probe_rps: float = 0.0
     probe_cpu_m: float = 0.0
 
+    @property
+    def short_s(self) -> float:
+        """Seconds with fewer Ready pods than replicas, after all were first Ready, in the runs
+        where a restart cures nothing (the hung pod's run is left out: its pod is due out)."""
+        return sum(r.short_ms for r in self.runs if r.kind != "hung") / 1000
+
+    @property
+    def ramp_failed(self) -> int:
+        """Of the failed requests, those of the runs' start-up ramps (said apart)."""
+        return sum(r.ramp_failed for r in self.runs)
+
+    @property
+    def scenario_failed(self) -> int:
+        """Failed requests in the user's own scenario (0 without one): what the choice and the
+        ablation weigh first, before the stresses."""
+        return sum(r.failed for r in self.runs if r.kind == "scenario")
+
     def values(self) -> tuple[float, ...]:
         """The objectives: failed requests; needless restarts and readiness flaps (in runs where
         a restart cures nothing, each is needless: emptying the Service is no gain over answering
@@ -137,6 +164,9 @@ class Figures:
             "probesPerSecond": self.probe_rps,
             "probeCpuMillicores": self.probe_cpu_m,
             "flaps": self.flaps,
+            "scenarioFailed": self.scenario_failed,
+            "rampFailed": self.ramp_failed,
+            "shortSeconds": self.short_s,
             "runs": [r.to_json() for r in self.runs],
         }
 
@@ -184,6 +214,23 @@ def probe_load(w: Workload, behavior: dict[str, Any]) -> tuple[float, float]:
     return round(rps, 4), round(cpu, 3)
 
 
+def ready_phase_ms(w: Workload) -> int:
+    """The longest a new pod of ``w`` waits for Ready after its app answers, from its probes'
+    phase alone: the app answering just after a check, so its probe sees it a whole period later.
+    That probe is the startup probe where there is one (readiness is held back until it passes,
+    then run at once: the kubelet triggers a readiness check when a pod that is not Ready syncs),
+    else readiness's next check; each further success readiness needs (successThreshold) is a
+    period more. A container with neither probe is Ready as soon as it runs."""
+    worst = 0
+    for c in w.pod_spec.containers:
+        s, r = c.startup_probe, c.readiness_probe
+        wait = s.period_seconds if s is not None else 0
+        if r is not None:
+            wait += r.period_seconds * (r.success_threshold - (1 if s is not None else 0))
+        worst = max(worst, wait * 1000)
+    return worst
+
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -227,7 +274,7 @@ def plan(inputs: TuneInputs, space: Space, setting: Setting) -> list[Run]:
     start = max(
         (parse_ms(str(b.get("start", "0s"))) for b in behavior.get("containers", {}).values()), default=0
     )
-    load = {"probe_rps": rps, "probe_cpu_m": cpu, "app_start_ms": start}
+    load = {"probe_rps": rps, "probe_cpu_m": cpu, "app_start_ms": start, "ready_phase_ms": ready_phase_ms(w)}
     runs = []
     for stress in STRESSES:
         sc, _why = stress_scenario(base, w, stress)
@@ -367,11 +414,16 @@ def _read(run: Run, r: Any) -> RunFigures:
     ws = r.workload(run.workload)
     offered = sum(x.offered for x in r.routes)
     failed = sum(x.failed_total for x in r.routes)
+    # Of them, those of the start-up ramp (before every replica behind a route was first Ready),
+    # said apart: they count (a readiness delay that keeps the first pods out costs requests),
+    # and the report shows how many of a setting's failures its first start made.
+    ramp = sum(x.ramp.failed_total for x in r.routes if x.ramp is not None and x.steady is not None)
     ready_from = ws.all_ready_ms if ws.all_ready_ms is not None else r.duration_ms
     pods = {f"pod/{p}" for p in ws.restarts}
     flaps = sum(
         1 for e in r.events if e.reason == "PodNotReady" and e.object in pods and e.time_ms > ready_from
     )
+    short = _short_ms(r.events, pods, ready_from, r.duration_ms)
     detection = recovery = None
     if run.kind == "hung":
         w = next(x for x in run.scenario.workloads if x.name == run.workload)
@@ -383,8 +435,47 @@ def _read(run: Run, r: Any) -> RunFigures:
     hung = run.kind == "hung"
     return RunFigures(
         run.label, run.kind, offered, failed, restarts, counted, flaps, detection, recovery, ws.all_ready_ms,
-        run.hang_at_ms if hung else None, run.hang_at_ms if hung else None,
+        run.hang_at_ms if hung else None, run.hang_at_ms if hung else None, _first_ready(r.events, pods),
+        ramp, short,
     )  # fmt: skip
+
+
+def _short_ms(events: Sequence[Any], pods: set[str], since: int, end: int) -> int:
+    """How long after ``since`` (every replica first Ready) fewer of ``pods`` were Ready than
+    there are: the union of their NotReady spells."""
+    out = dict.fromkeys(pods, 0)  # the pod's NotReady since (0: Ready)
+    down: list[tuple[int, int]] = []
+    for e in events:
+        if e.object not in pods or e.time_ms <= since:
+            continue
+        if e.reason == "PodNotReady" and not out[e.object]:
+            out[e.object] = e.time_ms
+        elif e.reason == "PodReady" and out[e.object]:
+            down.append((out[e.object], e.time_ms))
+            out[e.object] = 0
+    down += [(t, end) for t in out.values() if t]
+    total, reach = 0, since
+    for a, b in sorted(down):
+        if b > reach:
+            total += b - max(a, reach)
+            reach = b
+    return total
+
+
+def _first_ready(events: Sequence[Any], pods: set[str]) -> int | None:
+    """The slowest of ``pods`` to its first Ready, from its containers' first start (None: one
+    never was Ready): each pod from its own start, so the ordered start of a StatefulSet's
+    pods, each created when the one before is Ready, is not counted as probe delay."""
+    started: dict[str, int] = {}
+    ready: dict[str, int] = {}
+    for e in events:
+        if e.object not in pods or e.object in ready:
+            continue
+        if e.reason == "Started":
+            started.setdefault(e.object, e.time_ms)
+        elif e.reason == "PodReady":
+            ready[e.object] = e.time_ms - started.get(e.object, 0)
+    return max(ready.values()) if len(ready) == len(pods) and pods else None
 
 
 ProbeKind = Literal["readiness", "liveness"]
@@ -536,8 +627,8 @@ def evaluate(
     base = next((x for x in got if x.label == "stress baseline"), None)
     first = runs[0] if runs else None
     ready = None
-    if base is not None and base.all_ready_ms is not None and first is not None:
-        ready = max(base.all_ready_ms - first.app_start_ms, 0)
+    if base is not None and base.ready_ms is not None and first is not None:
+        ready = max(base.ready_ms - first.app_start_ms, first.ready_phase_ms, 0)
     cap = DETECTION_CAP_MS
     return Figures(
         failed=sum(x.failed for x in judged),

@@ -17,7 +17,7 @@ from typing import Any
 
 from probesim.mesh.istio import DestinationRule
 from probesim.model.kubernetes import Workload
-from probesim.tune.space import Setting
+from probesim.tune.space import HANDLERS, Setting
 
 # The patchMergeKey of the pod spec's lists (k8s.io/api/core/v1 types.go).
 MERGE_KEYS = {
@@ -73,7 +73,12 @@ def merge_patch(doc: Any, patch: Any) -> Any:
 
 
 def _changed(now: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in new.items() if now.get(k) != v}
+    """The fields of a probe that change; a check replaced by another (a tcpSocket by a grpc
+    probe) is removed, as a strategic merge removes a field: set to null."""
+    out = {k: v for k, v in new.items() if now.get(k) != v}
+    if any(k in HANDLERS for k in out):
+        out |= {k: None for k in now if k in HANDLERS and k not in new}
+    return out
 
 
 def container_changes(current: Setting, setting: Setting) -> list[dict[str, Any]]:

@@ -73,7 +73,7 @@ def _setting_cells(s: Setting, space: Space) -> list[str]:
 
 
 def render(o: Outcome, inputs: TuneInputs, out: Console) -> None:
-    space = Space(inputs.workload, inputs.rule, inputs.added, inputs.app)
+    space = Space(inputs.workload, inputs.rule, inputs.added, inputs.app, inputs.handlers)
     out.print(
         Text.assemble(
             ("Tuning ", "bold"),
@@ -131,6 +131,8 @@ def _compare(o: Outcome, space: Space, out: Console) -> None:
             theirs = f"{other.failed} / {other.restarts} / {other.flaps}" if other else ""
             rows.append(("your scenario: failed / restarts / flaps", mine, theirs))
     rows.append(("failed requests (all runs)", str(cf.failed), str(rf.failed) if rf else ""))
+    if cf.ramp_failed or (rf is not None and rf.ramp_failed):
+        rows.append(("  of which in start-up ramps", str(cf.ramp_failed), str(rf.ramp_failed) if rf else ""))
     rows.append(("needless restarts (all runs)", str(cf.restarts), str(rf.restarts) if rf else ""))
     rows.append(("hung pod out of service after", _removal(cf), _removal(rf) if rf else ""))
     rows.append(
@@ -145,6 +147,7 @@ def _compare(o: Outcome, space: Space, out: Console) -> None:
         )
     )
     rows.append(("readiness flaps after the ramp", str(cf.flaps), str(rf.flaps) if rf else ""))
+    rows.append(("fewer Ready than replicas (no hang)", f"{cf.short_s:g}s", f"{rf.short_s:g}s" if rf else ""))
     for i, run in enumerate(cf.runs):
         if run.kind == "scenario":
             continue  # first, above
@@ -174,8 +177,12 @@ def _compare(o: Outcome, space: Space, out: Console) -> None:
         for line in o.reasons:
             out.print(Text(f"  {visible(line, 1000)}"))
     if o.put_back:
-        out.print(Text("Put back as they are now (the search changed them; no figure is materially worse "
-                       "with them, under two seeds):"))  # fmt: skip
+        out.print(
+            Text(
+                "Put back as they are now, or as near as serves (the search changed them; with them "
+                "no figure is materially worse, or it stays within its budget, under two seeds):"
+            )
+        )
         for line in o.put_back:
             out.print(Text(f"  {visible(line, 1000)}"))
     if o.handlers:

@@ -67,19 +67,24 @@ class Ranked:
 
     fewest: int  # the fewest failed requests among them
     slack: int
+    fewest_own: int = 0  # the fewest failed requests in the user's own scenario
+    slack_own: int = 0
 
     def key(self, f: Figures, tie: tuple[Any, ...] = ()) -> tuple[Any, ...]:
-        """Failed requests within the slack of the fewest first, then the fewest needless
+        """The user's own scenario first: its failed requests within the slack of the fewest;
+        then failed requests over every run within the slack of the fewest, the fewest needless
         restarts and readiness flaps, the least spent of the budgets, the hung pod out soonest,
         the fewest failed; then ``tie``."""
         cost = round(budget_cost(f), 6)
         needless = f.restarts + f.flaps
-        return (f.failed > self.fewest + self.slack, needless, cost, f.detection_s, f.failed, *tie)
+        own = f.scenario_failed > self.fewest_own + self.slack_own
+        return (own, f.failed > self.fewest + self.slack, needless, cost, f.detection_s, f.failed, *tie)
 
 
 def ranked(figures: Sequence[Figures]) -> Ranked:
     fewest = min((f.failed for f in figures), default=0)
-    return Ranked(fewest, slack_of(fewest))
+    own = min((f.scenario_failed for f in figures), default=0)
+    return Ranked(fewest, slack_of(fewest), own, slack_of(own))
 
 
 def _bound(name: str) -> Bound | None:

@@ -121,10 +121,13 @@ def timings(p: Probe) -> dict[str, int]:
     }
 
 
+HANDLERS = ("httpGet", "tcpSocket", "exec", "grpc")  # a probe's check: one of them
+
+
 def handler(p: Probe) -> dict[str, Any]:
     """A probe's handler (httpGet, tcpSocket, exec or grpc) as written in a manifest."""
     dumped: dict[str, Any] = p.model_dump(mode="json", by_alias=True, exclude_none=True)
-    out = {k: v for k, v in dumped.items() if k in ("httpGet", "tcpSocket", "exec", "grpc")}
+    out = {k: v for k, v in dumped.items() if k in HANDLERS}
     # As the author would write it: no empty header list, no default scheme.
     return {
         k: {f: x for f, x in v.items() if x not in ([], {}) and (f, x) != ("scheme", "HTTP")}
@@ -156,11 +159,26 @@ class Space:
     # startup probe that replaces a liveness delay covers half again; "startupHandler", the check
     # a startup probe the tuner adds makes (the app's own startup endpoint, else liveness's).
     app: dict[str, dict[str, Any]] = field(default_factory=dict, hash=False)
+    # The check check's fixes give an existing probe (container → probe field → handler: the
+    # app's own liveness endpoint, a grpc probe for a TCP check of a gRPC port): every setting
+    # sampled has it, the current one its own, so the patch makes it and the ablation can weigh it.
+    handlers: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict, hash=False)
 
     def startup_handler(self, c: Container, live: Probe) -> dict[str, Any]:
         """The handler of a startup probe the tuner adds to ``c``."""
         own: dict[str, Any] | None = self.app.get(c.name, {}).get("startupHandler")
-        return own if own is not None else handler(live)
+        fixed = self.handlers.get(c.name, {}).get("livenessProbe")
+        return own if own is not None else fixed if fixed is not None else handler(live)
+
+    def with_handlers(self, setting: Setting) -> Setting:
+        """``setting`` with the checks check's fixes give its existing probes (HANDLERS)."""
+        probes = {c: {f: dict(t) for f, t in ps.items()} for c, ps in setting.probes.items()}
+        for c, fields in self.handlers.items():
+            for fname, h in fields.items():
+                if fname in probes.get(c, {}):
+                    kept = {k: v for k, v in probes[c][fname].items() if k not in HANDLERS}
+                    probes[c][fname] = {**h, **kept}
+        return Setting(probes, setting.outlier)
 
     def probe_of(self, c: Container, kind: ProbeKind) -> Probe | None:
         """The container's probe of ``kind``: its own, else the one the tuner adds."""
@@ -177,6 +195,10 @@ class Space:
         probes: dict[str, dict[str, dict[str, Any]]] = {}
         for c in self.workload.pod_spec.containers:
             mine = {FIELD_OF[k]: timings(p) for k in FIELD_OF if (p := c.probe(k)) is not None}
+            for fname in self.handlers.get(c.name, {}):  # its own check, which the tuner changes
+                p = c.probe(next(k for k, f in FIELD_OF.items() if f == fname))
+                if p is not None:
+                    mine[fname] = {**handler(p), **mine[fname]}
             if mine:
                 probes[c.name] = mine
         return Setting(probes, self.current_outlier())
@@ -223,7 +245,7 @@ class Space:
                 mine["startupProbe"] = {**self.startup_handler(c, live), **new}
             if mine:
                 probes[c.name] = mine
-        return self.repair(Setting(probes, self._outlier(trial)))
+        return self.repair(self.with_handlers(Setting(probes, self._outlier(trial))))
 
     def repair(self, setting: Setting) -> Setting:
         """``setting`` moved onto the nearest timings ``probesim check``'s probe rules accept

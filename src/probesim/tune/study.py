@@ -39,15 +39,15 @@ from probesim.engine.kernel_choice import kernels
 from probesim.errors import InputError
 from probesim.model.kubernetes import Workload
 from probesim.tune import search
-from probesim.tune.ablation import minimal, why_needed, with_seed, worse_by
+from probesim.tune.ablation import changed_text, minimal, shown, why_needed, with_seed, worse_by
 from probesim.tune.inputs import TuneInputs
 from probesim.tune.objective import OBJECTIVES, Executor, Figures, evaluate, plan
 from probesim.tune.patch import patched_rule, patched_workload, strategic_merge
 from probesim.tune.search import FAILURE_SLACK, FAILURE_TOLERANCE, STARTUP_TRIALS, setting_key
-from probesim.tune.space import TIMINGS, Setting, Space, handler
+from probesim.tune.space import HANDLERS, TIMINGS, Setting, Space
 from probesim.tune.store import Kept
 
-SPACE_VERSION = 5  # bump when the space or the objectives change: older studies are not mixed in
+SPACE_VERSION = 6  # bump when the space or the objectives change: older studies are not mixed in
 DEFAULT_TRIALS = 80
 DEFAULT_STORAGE = ".probesim/tune.db"
 __all__ = ["FAILURE_SLACK", "FAILURE_TOLERANCE", "STARTUP_TRIALS"]
@@ -163,10 +163,11 @@ def rules_fix(inputs: TuneInputs, space: Space) -> Setting | None:
                 mine[c][f] = {**space.added[c][f], **ps[f]}
         # A startup probe the fix adds (liveness's delay, or a slow start, moved into it): the
         # space adds one on liveness's check, as the timings the fix gives it.
-        live = next((x.liveness_probe for x in inputs.workload.pod_spec.containers if x.name == c), None)
+        ctr = next(x for x in inputs.workload.pod_spec.containers if x.name == c)
+        live = ctr.liveness_probe
         if "startupProbe" in ps and "startupProbe" not in now.get(c, {}) and live is not None:
-            mine[c]["startupProbe"] = {**handler(live), **ps["startupProbe"]}
-    return space.repair(Setting(mine, space.current_outlier()))
+            mine[c]["startupProbe"] = {**space.startup_handler(ctr, live), **ps["startupProbe"]}
+    return space.repair(space.with_handlers(space.with_added(Setting(mine, space.current_outlier()))))
 
 
 def _check_and_flush(passes: Callable[[Setting], bool], s: Setting, into: list[bool], kept: Kept) -> None:
@@ -188,7 +189,7 @@ def run(
 ) -> Outcome:
     """Add up to ``trials`` trials to the study (fewer when ``timeout_s`` runs out), and read
     its front."""
-    space = Space(inputs.workload, inputs.rule, inputs.added, inputs.app)
+    space = Space(inputs.workload, inputs.rule, inputs.added, inputs.app, inputs.handlers)
     current = space.current()
     # Loaded here, before local workers fork, the capacity model's kernels are theirs from their
     # first run, instead of each worker's once its numpy forms have run KERNEL_STEPS steps.
@@ -202,14 +203,25 @@ def run(
     # So is a finding on a probe's handler (its path, port or command), which no timing changes:
     # said beside the recommendation, with check's fix for it.
     found_now = check_findings(inputs, space, current)
-    handlers = {f for f in found_now if f[0] in HANDLER_RULES}
-    warned = {f for f in found_now if not _about_probes(f)} | handlers
+    # Those on a probe whose check the tuner changes (check's own fix of it) are the tuner's to
+    # cure: a setting that puts that check back is refused, as check would warn of it again.
+    changed = [(c, f".{fname}") for c, fields in space.handlers.items() for fname in fields]
+    handlers = {
+        f
+        for f in found_now
+        if f[0] in HANDLER_RULES and not any(f[2] == c and at in f".{f[3]}" for c, at in changed)
+    }
+    # The outlier detection is tuned with the probes where the workload has a DestinationRule:
+    # what check says of it is the tuner's to cure, as a probe's timing is.
+    tuned = OUTLIER_RULES if inputs.rule is not None else frozenset()
+    warned = {f for f in found_now if not _about_probes(f) and f[0] not in tuned} | handlers
 
     def passes(s: Setting) -> bool:
         return check_findings(inputs, space, s) <= warned
 
     fix = rules_fix(inputs, space)
-    start_from = space.with_added(current)  # with the probes the tuner adds, as check's fix has them
+    # With the probes the tuner adds, as check's fix has them, and the checks its fixes give.
+    start_from = space.with_handlers(space.with_added(current))
     seeds = [space.repair(start_from), *([fix] if fix else []), space.repair(search.api_defaults(start_from))]
     seeds = list({setting_key(s): s for s in seeds}.values())
     read: dict[int, search.Done] = {}
@@ -329,9 +341,11 @@ def run(
 # The objectives as the report names them, in the order a reason looks for the deciding one,
 # with how much worse counts (failed requests: the recommendation's slack).
 FIGURES: tuple[tuple[str, str, str, float], ...] = (
+    ("scenario_failed", "failed requests in your scenario", "", FAILURE_SLACK),
     ("failed", "failed requests", "", FAILURE_SLACK),
     ("restarts", "needless restarts", "", 0),
     ("flaps", "readiness flaps", "", 0),
+    ("short_s", "time with fewer Ready pods than replicas (no hang)", " s", 0.5),
     ("recovery_s", "all replicas Ready again after the hang", " s", 0.5),
     ("ready_s", "a new pod Ready after its app answers", " s", 0.5),
     ("probe_rps", "probe requests per second per pod", "/s", 1e-3),
@@ -350,12 +364,13 @@ def worse_than(rec: Figures, now: Figures) -> list[str]:
     return [
         f"{label}: {_fig(rec, key, unit)} against {_fig(now, key, unit)} now"
         for key, label, unit, _tol in FIGURES
-        if getattr(rec, key) > getattr(now, key) + (1e-9 if key != "failed" else 0)
+        if getattr(rec, key) > getattr(now, key) + (1e-9 if "failed" not in key else 0)
     ]
 
 
 def _changes(current: Setting, setting: Setting) -> list[tuple[str, str, str | None, Any, Any]]:
-    """Each changed value: (container, probe field, timing or None for a probe added, now, new)."""
+    """Each changed value: (container, probe field, timing or None for a probe added, now, new);
+    a probe's check (its handler) changed is ``"handler"`` with the two handlers."""
     out: list[tuple[str, str, str | None, Any, Any]] = []
     for c, probes in setting.probes.items():
         for fname, new in probes.items():
@@ -363,12 +378,19 @@ def _changes(current: Setting, setting: Setting) -> list[tuple[str, str, str | N
             if now is None:
                 out.append((c, fname, None, None, new))
                 continue
+            was, will = _handler_of(now), _handler_of(new)
+            if will and was != will:
+                out.append((c, fname, "handler", was, will))
             out += [(c, fname, k, now.get(k), v) for k, v in new.items() if k in TIMINGS and now.get(k) != v]
     if setting.outlier != current.outlier:
         for k, v in (setting.outlier or {}).items():
             if (current.outlier or {}).get(k) != v:
                 out.append(("", "outlierDetection", k, (current.outlier or {}).get(k), v))
     return out
+
+
+def _handler_of(probe: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in probe.items() if k in HANDLERS}
 
 
 def _reverted(setting: Setting, change: tuple[str, str, str | None, Any, Any]) -> Setting:
@@ -382,6 +404,8 @@ def _reverted(setting: Setting, change: tuple[str, str, str | None, Any, Any]) -
             outlier[key] = now
     elif key is None:
         del probes[c][fname]
+    elif key == "handler":
+        probes[c][fname] = {**now, **{k: v for k, v in probes[c][fname].items() if k not in HANDLERS}}
     else:
         probes[c][fname][key] = now
         if key == "periodSeconds":  # timeoutSeconds is used as min(timeout, period)
@@ -409,9 +433,9 @@ def justify(
     lines = []
     for change in _changes(now.setting, rec.setting):
         c, fname, key, old, new = change
-        what = f"{c + ' ' if c else ''}{fname}" + (f".{key} {old} → {new}" if key else " added")
+        what = changed_text(c, fname, key, old, new, "added")
         reverted = _reverted(rec.setting, change)
-        was = "without it" if key is None else f"with {old}"
+        was = "without it" if key is None else f"with {shown(old)}"
         if space.repair(reverted) != reverted or (passes is not None and not passes(reverted)):
             needed = why_needed(reverted, rec.setting, bool(inputs.services))
             if not needed:  # no principle of the policy: the check rules that would warn
@@ -441,6 +465,8 @@ def justify(
             ]
             top = max(diffs, default=(0, ""))
             run = f" ({top[1]}: {top[0]:+d})" if top[0] > 0 else ""
+        elif k == "scenario_failed":
+            run = " (your scenario)"
         elif k in ("recovery_s", "detection_s"):
             run = " (hung pod run)"
         elif k == "ready_s":
@@ -488,6 +514,8 @@ def _report(inputs: TuneInputs, space: Space, setting: Setting) -> Any:
 # Check's findings on a probe's handler (a path that checks a dependency, a port the container
 # does not declare): the tuner changes timings, not handlers.
 HANDLER_RULES = frozenset({"PS002", "PS004", "PS006", "PS016", "PS017"})
+# Check's findings on the outlierDetection the tuner searches.
+OUTLIER_RULES = frozenset({"PS020", "PS021", "PS022"})
 
 
 def _about_probes(finding: tuple[str, str, str, str, str]) -> bool:
@@ -518,8 +546,10 @@ def recommend(
     by trial number, which depends on the seed."""
     order_by = search.ranked([r.figures for r in front])
     fewest, slack = order_by.fewest, order_by.slack
-    close = [r for r in front if r.figures.failed <= fewest + slack]
+    # The user's own scenario first (no scenario: every setting fails 0 there).
+    close = [r for r in front if r.figures.scenario_failed <= order_by.fewest_own + order_by.slack_own]
     least = min(r.figures.restarts + r.figures.flaps for r in close)
+    own = any(x.kind == "scenario" for x in front[0].figures.runs)
 
     def changes(r: Row) -> int:
         return len(_changes(current, r.setting)) if current is not None else 0
@@ -535,8 +565,14 @@ def recommend(
             "restarts, then the budgets (a hung pod out within 30 s and replicas back within 90 s, Ready "
             "within 10 s, a probe a second) with a patch probesim check passes: keep it"
         )
+    first = (
+        f"the fewest failed requests in your scenario (within {order_by.slack_own} of the fewest, "
+        f"{order_by.fewest_own}), then over every run"
+        if own
+        else "the fewest failed requests"
+    )
     return best, (
-        f"of the Pareto front, the fewest failed requests (within {slack} of the fewest, {fewest}), "
+        f"of the Pareto front, {first} (within {slack} of the fewest, {fewest}), "
         f"then the fewest needless restarts and readiness flaps ({least}), then the least spent of the "
         "budgets: a hung "
         "pod out of service within 30 s and its replicas all Ready again within 90 s, a new pod "
