@@ -9,6 +9,12 @@
   ../shared/realworld, read in place (the issue's 9-workload bank-of-anthos is not in that
   corpus: podinfo-deploy has the 9 workloads the suite stresses, of 13; otel-demo has 24
   Deployments and a StatefulSet, 23 of them behind a Service). Targets: ≤ 2 s and ≤ 5 s;
+- ``probesim tune`` with its defaults on each of the seven workloads of different kinds in
+  tests/analysis/review (a Go service, Spring Boot, a Python app with no probe, a gRPC service, a
+  queue worker, a MySQL StatefulSet, a Flask app behind Istio), under two seeds. Targets: each
+  study ≤ 60 s of wall time on 2 cores, and the two seeds' recommendations within 10 % of each
+  other on every figure the choice weighs (failed requests, needless restarts and flaps, the
+  budgets spent);
 - a reference row: the tuner's runs of one setting in this process (CPU, best of 10), with the
   warm-ups they share (engine/warm.py) against each simulated from its start — the same figures.
 
@@ -36,6 +42,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -56,6 +63,9 @@ SELF_CPU = (
 )
 TUNE_TRIALS = 200
 TUNE_TARGET_S = 30.0
+REVIEW = Path(__file__).resolve().parents[1] / "tests" / "analysis" / "review"
+KIND_TARGET_S = 60.0
+SEEDS_AGREE = 0.10
 CHECKS = (("podinfo-deploy", 9, 2.0), ("otel-demo", 24, 5.0))
 
 
@@ -137,6 +147,59 @@ def tune_rows(repeat: int) -> None:
                 )
 
 
+def _chosen(doc: dict[str, Any]) -> tuple[float, float, float]:
+    """The figures the choice weighs, of the recommendation (or the current setting, kept)."""
+    from probesim.tune.objective import BUDGETS
+
+    f = (doc.get("recommended") or doc["current"])["figures"]
+    keys = {
+        "detection_s": "detectionSeconds",
+        "recovery_s": "allReadyAgainSeconds",
+        "ready_s": "readySeconds",
+        "probe_rps": "probesPerSecond",
+    }
+    spent = sum(f[keys[k]] / v for k, v in BUDGETS.items())
+    return float(f["failed"]), float(f["restarts"] + f["flaps"]), spent
+
+
+def _apart(a: float, b: float) -> float:
+    """How far apart two figures are, relative to the larger (0 when both are 0)."""
+    return abs(a - b) / max(abs(a), abs(b)) if max(abs(a), abs(b)) > 0 else 0.0
+
+
+def kinds_rows() -> None:
+    import json
+
+    for manifest in sorted(REVIEW.glob("*.yaml")):
+        with tempfile.TemporaryDirectory() as tmp:
+            got = []
+            for seed in (0, 1):
+                db = f"sqlite:///{Path(tmp) / f's{seed}.db'}"
+                argv = [*PROBESIM, "tune", str(manifest), "--seed", str(seed), "--storage", db, "--json"]
+                start = time.monotonic()
+                done = subprocess.run(argv, cwd=tmp, capture_output=True, text=True, check=False)
+                wall = time.monotonic() - start
+                if done.returncode != 0:
+                    row(f"`probesim tune` on {manifest.stem}", "failed", "", "—", done.stderr.strip()[-200:])
+                    break
+                got.append((wall, _chosen(json.loads(done.stdout))))
+            if len(got) < 2:
+                continue
+            slowest = max(w for w, _ in got)
+            apart = max(_apart(a, b) for a, b in zip(got[0][1], got[1][1], strict=True))
+            outcome = verdict(slowest, KIND_TARGET_S)
+            if apart > SEEDS_AGREE:
+                outcome += f"; seeds {apart:.0%} apart (target ≤ {SEEDS_AGREE:.0%})"
+            figures = ", ".join(f"{x:g}" for x in got[0][1][:2]) + f", {got[0][1][2]:.3f}"
+            row(
+                f"`probesim tune` (defaults) on {manifest.stem}, seeds 0 and 1",
+                f"{slowest:.1f} s wall",
+                f"≤ {KIND_TARGET_S:g} s; seeds ≤ {SEEDS_AGREE:.0%} apart",
+                outcome,
+                f"seed 0: failed, restarts+flaps, budgets {figures}; seeds {apart:.1%} apart",
+            )
+
+
 def warm_up_row(repeat: int) -> None:
     """The tuner's runs of one setting (the generated Deployment's current one), in this process:
     with the warm-ups they share (the hung pod's three runs, the stress baseline and
@@ -194,6 +257,7 @@ def main() -> None:
     print("|---|---|---|---|---|")
     check_rows(1 if args.quick else 3)
     tune_rows(1 if args.quick else 2)
+    kinds_rows()
     warm_up_row(1 if args.quick else 2)
 
 
