@@ -90,6 +90,7 @@ class Run:
     probe_rps: float = 0.0  # the setting's probe load (on every run, read from the first)
     probe_cpu_m: float = 0.0
     ready_phase_ms: int = 0  # the setting's worst phase to Ready (ready_phase_ms; on every run)
+    serves: bool = True  # a Service selects the workload (a worker's hung pod is in no Service)
     # The runs with a warm_until go on from one warm-up (engine/warm.py): the first of them's
     # scenario simulated up to then (the stress baseline's, until its stresses' event).
     warm_until: int = 0
@@ -129,6 +130,7 @@ class Figures:
     ready_s: float = DETECTION_CAP_MS / 1000  # the cap when never
     probe_rps: float = 0.0
     probe_cpu_m: float = 0.0
+    serves: bool = True  # False: a worker, which no Service sends traffic (never "in service")
 
     @property
     def short_s(self) -> float:
@@ -167,6 +169,7 @@ class Figures:
             "scenarioFailed": self.scenario_failed,
             "rampFailed": self.ramp_failed,
             "shortSeconds": self.short_s,
+            "serves": self.serves,
             "runs": [r.to_json() for r in self.runs],
         }
 
@@ -184,6 +187,7 @@ class Figures:
             d["readySeconds"],
             d["probesPerSecond"],
             d["probeCpuMillicores"],
+            d.get("serves", True),
         )
 
 
@@ -274,7 +278,8 @@ def plan(inputs: TuneInputs, space: Space, setting: Setting) -> list[Run]:
     start = max(
         (parse_ms(str(b.get("start", "0s"))) for b in behavior.get("containers", {}).values()), default=0
     )
-    load = {"probe_rps": rps, "probe_cpu_m": cpu, "app_start_ms": start, "ready_phase_ms": ready_phase_ms(w)}
+    load = {"probe_rps": rps, "probe_cpu_m": cpu, "app_start_ms": start, "ready_phase_ms": ready_phase_ms(w),
+            "serves": bool(inputs.services)}  # fmt: skip
     runs = []
     for stress in STRESSES:
         sc, _why = stress_scenario(base, w, stress)
@@ -630,6 +635,9 @@ def evaluate(
     if base is not None and base.ready_ms is not None and first is not None:
         ready = max(base.ready_ms - first.app_start_ms, first.ready_phase_ms, 0)
     cap = DETECTION_CAP_MS
+    serves = first.serves if first is not None else True
+    if not serves:  # a worker is in no Service: its hung pod is never "out of service" later
+        detection = 0
     return Figures(
         failed=sum(x.failed for x in judged),
         restarts=sum(x.counted_restarts for x in judged),
@@ -641,4 +649,5 @@ def evaluate(
         ready_s=(cap if ready is None else min(ready, cap)) / 1000,
         probe_rps=first.probe_rps if first is not None else 0.0,
         probe_cpu_m=first.probe_cpu_m if first is not None else 0.0,
+        serves=serves,
     )

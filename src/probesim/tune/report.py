@@ -54,6 +54,8 @@ def outlier_text(od: dict[str, Any] | None) -> str:
 
 
 def _removal(f: Figures) -> str:
+    if not f.serves:
+        return "— (no Service)"
     return f"{f.detection_s:g}s" if f.detected else f"never ≤{DETECTION_CAP_MS // 1000}s"
 
 
