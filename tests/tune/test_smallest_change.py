@@ -146,7 +146,8 @@ def test_only_a_material_difference_over_its_budget_keeps_a_changed_value(
 @pytest.mark.parametrize(
     ("kind", "key", "old", "new", "tried"),
     [
-        ("readiness", "periodSeconds", 30, 2, [20, 10, 5, 3]),  # nearest yours first, spread
+        ("readiness", "periodSeconds", 30, 2, [20, 15, 10, 8, 6, 5, 4, 3]),  # nearest yours first
+        ("startup", "failureThreshold", 1, 120, [2, 4, 5, 8, 15, 30, 45, 90]),  # more than 8: spread
         ("liveness", "failureThreshold", 1, 4, [3]),  # within the bounds (liveness: 3 or more)
         ("readiness", "failureThreshold", 3, 2, []),
         ("outlierDetection", "baseEjectionTime", "30s", "74s", ["45s", "60s"]),

@@ -5,7 +5,7 @@ study's seed *and* under another seed — and, for a figure with a budget (a hun
 within 30 s, …: objective.BUDGETS), over its budget: a value within what the SRE asks is no risk
 to remove. Values that make no such difference are put back for good ("the search's pick" never
 ships), so an already sound setting gets "keep it" and no patch. A value that cannot go all the
-way back goes back as far as it can: to the nearest of a few round values between the two (a
+way back goes back as far as it can: to the nearest round value between the two (a
 readiness every 10 s, not the search's 2 s, where 30 s is too slow)."""
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def worse_by(back: Figures, rec: Figures) -> str | None:
 
 # The values a partial put-back tries, as an SRE writes them (seconds and counts).
 ROUND = (1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60, 90, 120, 180, 240, 300)
-BETWEEN = 4  # at most this many values tried between the user's and the recommendation's
+BETWEEN = 8  # at most this many values tried between the user's and the recommendation's
 
 
 def between(kind: str, key: str, old: object, new: object) -> list[object]:

@@ -183,11 +183,19 @@ def _missing_probes(
                 added.setdefault(t.container.name, {})["livenessProbe"] = probe
                 hints["startupHandler"] = startup_handler(t)[0] if t.container.startup_probe else own[0]
             else:
+                ready = added.get(t.container.name, {}).get("readinessProbe") or (
+                    t.raw.get("readinessProbe") if isinstance(t.raw.get("readinessProbe"), dict) else {}
+                )
+                fate = (
+                    "a hung pod stays in the Service and is never restarted"
+                    if "tcpSocket" in (ready or {}) or not ready
+                    else "a hung pod is taken out of the Service by readiness but never restarted"
+                )
                 notes.append(
                     f"{t.container.name}: no liveness probe added — probesim knows no endpoint of {name} "
-                    "that answers only while the process works, and a TCP check would not see a deadlock: "
-                    "a hung pod is taken out of the Service by readiness but never restarted. Serve a "
-                    "/healthz that checks only the process and probe it (then probesim tune times it)"
+                    f"that answers only while the process works, and a TCP check does not see a deadlock: "
+                    f"{fate}. Serve a /healthz that checks only the process and probe it (then probesim "
+                    "tune times it)"
                 )
         app[t.container.name] = hints
     return added, app, notes

@@ -301,7 +301,7 @@ def run(
     if recommended is not None:  # the smallest change: values that make no difference put back
         # Put back to what the user has, or for a probe the tuner adds, to check's fix's timings
         # (the policy's defaults where the user set none).
-        m = minimal(inputs, space, space.with_added(current), recommended.setting, recommended.figures,
+        m = minimal(inputs, space, _reference(space, current, fix), recommended.setting, recommended.figures,
                     executor, figures_of, passes, _changes, _reverted)  # fmt: skip
         put_back = m.put_back
         if not _changes(current, m.setting):
@@ -366,6 +366,21 @@ def worse_than(rec: Figures, now: Figures) -> list[str]:
         for key, label, unit, _tol in FIGURES
         if getattr(rec, key) > getattr(now, key) + (1e-9 if "failed" not in key else 0)
     ]
+
+
+def _reference(space: Space, current: Setting, fix: Setting | None) -> Setting:
+    """What a changed value is put back to: the user's, or where the user set none, what check's
+    fix sets — the probes the tuner adds (readiness) as it adds them, and a startup probe as its
+    PS013/PS033 fix adds one (on a period of 10 s, allowing the app's slowest start half again),
+    so the timings of a probe the tuner adds are no more the search's pick than a changed value."""
+    ref = space.with_added(current)
+    if fix is None:
+        return ref
+    probes = {c: {f: dict(t) for f, t in ps.items()} for c, ps in ref.probes.items()}
+    for c, ps in fix.probes.items():
+        if "startupProbe" in ps and "startupProbe" not in probes.get(c, {}):
+            probes.setdefault(c, {})["startupProbe"] = dict(ps["startupProbe"])
+    return Setting(probes, ref.outlier)
 
 
 def _changes(current: Setting, setting: Setting) -> list[tuple[str, str, str | None, Any, Any]]:
