@@ -161,7 +161,7 @@ def minimal(
         what = changed_text(c, fname, key, searched, value, "not added")
         if value != old:
             what += f" (the nearest to yours, {shown(old)}, that serves as well)"
-        elif fname in space.added.get(c, {}):
+        elif fname not in space.current().probes.get(c, {}):  # a probe the tuner adds
             what += " (as check's fix adds it)"
         put_back.append(what)
     return Minimal(rec, memo(0, rec), put_back)
