@@ -197,3 +197,19 @@ def test_a_new_pod_waits_at_worst_a_period_of_the_probe_that_lets_it_in(probes: 
                  "spec": {"containers": [{"name": "c", "image": "x", **checks}]}}},
     })  # fmt: skip
     assert ready_phase_ms(w) == worst_ms
+
+
+def test_the_patch_points_at_each_probe_line_and_says_which_are_to_add(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from probesim.cli import app
+
+    (tmp_path / "m.yaml").write_text(NO_PROBES)
+    db = f"sqlite:///{tmp_path / 't.db'}"
+    r = CliRunner().invoke(
+        app, ["tune", str(tmp_path / "m.yaml"), "--trials", "6", "--storage", db, "--workers", "1"]
+    )
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.split("Or set the same fields in the manifest:\n")[1].splitlines()
+    # The container's line (11: "- name: app"), the probe not being there to point at.
+    assert lines[0].strip() == f"{tmp_path / 'm.yaml'}:11 (container app: add its readinessProbe)"

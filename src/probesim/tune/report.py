@@ -284,9 +284,12 @@ def _probe_lines(inputs: TuneInputs, ps: list[PatchOut]) -> list[str]:
             continue
         containers = p.patch.get("spec", {}).get("template", {}).get("spec", {}).get("containers", [])
         for c in containers:
+            own = next((x for x in inputs.workload.pod_spec.containers if x.name == c["name"]), None)
             for name in ("readinessProbe", "livenessProbe", "startupProbe"):
                 if name in c and (c["name"], name) in inputs.probe_lines:
-                    out.append(f"{inputs.probe_lines[(c['name'], name)]} ({c['name']} {name})")
+                    has = own is not None and own.probe(name.removesuffix("Probe")) is not None  # type: ignore[arg-type]
+                    what = f"{c['name']} {name}" if has else f"container {c['name']}: add its {name}"
+                    out.append(f"{inputs.probe_lines[(c['name'], name)]} ({what})")
     return list(dict.fromkeys(out))
 
 
