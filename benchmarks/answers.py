@@ -154,7 +154,7 @@ def _chosen(doc: dict[str, Any]) -> tuple[float, float, float]:
     that keeps its figure within its budget, so two seeds may stop at different values within
     them (readiness every 6 s or 10 s, both inside the 30 s asked): what they must agree on is
     what is left at risk."""
-    from probesim.tune.objective import BUDGETS
+    from probesim.tune.figures import BUDGETS
 
     f = (doc.get("recommended") or doc["current"])["figures"]
     keys = {

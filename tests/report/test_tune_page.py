@@ -10,8 +10,8 @@ import re
 from pathlib import Path
 
 from probesim.report.tune_page import render_tune
+from probesim.tune.figures import Figures
 from probesim.tune.inputs import TuneInputs, load
-from probesim.tune.objective import Figures
 from probesim.tune.report import patches
 from probesim.tune.space import Setting, Space
 from probesim.tune.study import Outcome, Row

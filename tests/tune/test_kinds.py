@@ -20,7 +20,7 @@ import yaml
 from typer.testing import CliRunner
 
 from probesim.cli import app
-from probesim.tune import study
+from probesim.tune import checked, study
 from probesim.tune.ablation import policy_broken
 from probesim.tune.inputs import load
 from probesim.tune.objective import Serial
@@ -130,7 +130,7 @@ def test_the_patch_is_one_an_sre_would_sign(tmp_path: Path, kind: str) -> None:
     # check's own fix kept.
     space = Space(inputs.workload, inputs.rule, inputs.added, inputs.app, inputs.handlers)
     serves = bool(inputs.services)
-    fix = study.rules_fix(inputs, space)
+    fix = checked.rules_fix(inputs, space)
     kept_by = [policy_broken(o.current.setting, serves)] + ([policy_broken(fix, serves)] if fix else [])
     assert all(policy_broken(rec.setting, serves) <= broken for broken in kept_by), kept_by
     # What a container lacked, added: a startup probe for a slow starter, probes for none.

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from probesim.cli import app
-from probesim.tune import search, study
+from probesim.tune import checked, search, study
 from probesim.tune.inputs import TuneInputs, load
 from probesim.tune.objective import Serial, evaluate, plan
 from probesim.tune.patch import strategic_merge
@@ -81,8 +81,8 @@ def test_every_sampled_setting_passes_check_and_is_rebuilt_from_its_parameters(
     space = Space(case.workload, case.rule)
     setting = space.sample(optuna.trial.FixedTrial(data.draw(params_for(space))))
     # No warning on a probe, none that check does not give today: every trial is eligible.
-    warned = {f for f in study.check_findings(case, space, space.current()) if not study._about_probes(f)}
-    assert study.check_findings(case, space, setting) <= warned
+    warned = {f for f in checked.check_findings(case, space, space.current()) if not checked.about_probes(f)}
+    assert checked.check_findings(case, space, setting) <= warned
     assert space.repair(setting) == setting
     assert space.sample(optuna.trial.FixedTrial(space.params_of(setting))) == setting
 
@@ -90,7 +90,7 @@ def test_every_sampled_setting_passes_check_and_is_rebuilt_from_its_parameters(
 def test_the_rules_fix_is_a_seeded_trial_and_repairs_what_check_finds() -> None:
     got = load_text(SLOW)
     space = Space(got.workload, got.rule)
-    fix = study.rules_fix(got, space)
+    fix = checked.rules_fix(got, space)
     # check's fix for periods of 1 s with timeouts of 1 s (PS011): periods of 2 s, liveness's
     # then 5 s, the search space's least (the policy: probing liveness faster buys noise).
     assert fix is not None
@@ -204,7 +204,7 @@ def test_two_studies_with_different_seeds_agree_on_every_objective(tmp_path: Pat
             app, ["check", str(tmp_path / f"patched-{seed}.yaml"), "--fail-on", "warning"]
         )
         assert checked.exit_code == 0, checked.output
-        from probesim.tune.objective import Figures
+        from probesim.tune.figures import Figures
 
         recs.append(Figures.from_json(rec).values())
     for a, b in zip(*recs, strict=True):

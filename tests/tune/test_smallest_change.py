@@ -12,8 +12,9 @@ import pytest
 from probesim.model.kubernetes import Workload
 from probesim.tune import study
 from probesim.tune.ablation import MATERIAL, between, worse_by
+from probesim.tune.figures import Figures, RunFigures
 from probesim.tune.inputs import load
-from probesim.tune.objective import Figures, RunFigures, Serial, _short_ms, ready_phase_ms
+from probesim.tune.objective import Serial, _short_ms, ready_phase_ms
 from probesim.tune.patch import workload_patch
 
 REVIEW = Path(__file__).resolve().parents[1] / "analysis" / "review"

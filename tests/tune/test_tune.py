@@ -17,17 +17,9 @@ from probesim.cli import app
 from probesim.engine import simulate
 from probesim.engine.warm import WarmUp
 from probesim.tune import study
+from probesim.tune.figures import RunFigures
 from probesim.tune.inputs import TuneInputs, load
-from probesim.tune.objective import (
-    PHASE_MS,
-    RunFigures,
-    Serial,
-    _worst_moment,
-    evaluate,
-    measure,
-    measured,
-    plan,
-)
+from probesim.tune.objective import PHASE_MS, Serial, _worst_moment, evaluate, measure, measured, plan
 from probesim.tune.patch import merge_patch, strategic_merge, workload_patch
 from probesim.tune.report import values_paths
 from probesim.tune.space import Setting, Space
@@ -470,7 +462,7 @@ def test_in_the_lab_the_patched_workload_neither_restarts_nor_flaps(
 
 
 def test_the_front_holds_the_current_setting_and_keeps_it_when_no_trial_beats_it() -> None:
-    from probesim.tune.objective import Figures
+    from probesim.tune.figures import Figures
 
     def row(n: int | None, failed: int, restarts: int, removal: float) -> study.Row:
         return study.Row(n, Setting(), Figures(failed, restarts, removal, True, 0, ()))
@@ -615,7 +607,7 @@ def test_a_value_is_justified_by_the_figure_that_decided_it_not_by_failures_with
 ) -> None:
     """Put back, a value costs 100 more failed requests of 30,000 (within the 1 % the
     recommendation counts as equal) and three times the probes: the reason said is the probes."""
-    from probesim.tune.objective import Figures
+    from probesim.tune.figures import Figures
 
     space = Space(inputs.workload, inputs.rule)
     now = space.repair(space.current())  # as the policy has it: readiness every 2 s, 2 failures, ...

@@ -16,8 +16,8 @@ from probesim.report.html import Cell, Figure, Html, Section, chart, label, page
 from probesim.safe import MESSAGE_LIMIT, visible
 
 if TYPE_CHECKING:
+    from probesim.tune.figures import Figures
     from probesim.tune.inputs import TuneInputs
-    from probesim.tune.objective import Figures
     from probesim.tune.report import PatchOut
     from probesim.tune.space import Setting, Space
     from probesim.tune.study import Outcome, Row
@@ -37,7 +37,7 @@ def lines_pre(text: str, **attrs: str) -> Html:
 
 
 def removal(f: Figures) -> str:
-    from probesim.tune.objective import DETECTION_CAP_MS
+    from probesim.tune.figures import DETECTION_CAP_MS
 
     return f"{f.detection_s:g} s" if f.detected else f"never (within {DETECTION_CAP_MS // 1000} s)"
 
@@ -138,7 +138,7 @@ def _front_table(o: Outcome, space: Space) -> Html:
 
 
 def _secs(v: float) -> str:
-    from probesim.tune.objective import DETECTION_CAP_MS
+    from probesim.tune.figures import DETECTION_CAP_MS
 
     return f"never (within {DETECTION_CAP_MS // 1000} s)" if v >= DETECTION_CAP_MS / 1000 else f"{v:g} s"
 

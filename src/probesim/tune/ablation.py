@@ -16,8 +16,9 @@ from dataclasses import dataclass, replace
 from probesim.analysis.patch import flow
 from probesim.analysis.policy import PRINCIPLES, broken
 from probesim.analysis.rules.timing import Timing
+from probesim.tune.figures import BUDGETS, Figures
 from probesim.tune.inputs import TuneInputs
-from probesim.tune.objective import BUDGETS, Executor, Figures, evaluate, plan
+from probesim.tune.objective import Executor, evaluate, plan
 from probesim.tune.search import setting_key, slack_of
 from probesim.tune.space import OUTLIER_BOUNDS, PROBE_BOUNDS, Setting, Space
 

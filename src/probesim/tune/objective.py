@@ -47,7 +47,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, Literal, Protocol, TypeVar
 
 from probesim.analysis.stress import EVENT_AT_MS, LATER_STRESSES, STRESSES, base_scenario, stress_scenario
@@ -57,23 +57,12 @@ from probesim.model.duration import parse_ms
 from probesim.model.kubernetes import Workload, pod_names_of
 from probesim.model.scenario import ContainerBehavior, Scenario
 from probesim.profiles import resolve
+from probesim.tune.figures import DETECTION_CAP_MS, Figures, RunFigures, RunKind
 from probesim.tune.inputs import TuneInputs
 from probesim.tune.patch import patched_rule, patched_workload
 from probesim.tune.space import Setting, Space
 
 HANG_AT_MS = 2 * 60_000  # at least; later when the app starts slower than a minute
-DETECTION_CAP_MS = 5 * 60_000
-# What an SRE asks of a setting once it fails no more requests and restarts nothing for nothing:
-# a hung pod out of service within 30 s and its replicas all Ready again within 90 s, a new pod
-# Ready within 10 s of its app answering, at most a probe a second per pod. Among the rest, the
-# setting that spends least of these budgets together (each figure over its budget, summed) is
-# recommended.
-BUDGETS = {"detection_s": 30.0, "recovery_s": 90.0, "ready_s": 10.0, "probe_rps": 1.0}
-# What the search minimises: the first two as counted, the others as the budgets they spend
-# together (budget_cost), the figure the recommendation is chosen by; each is in Figures.
-OBJECTIVES = ("failed requests", "needless restarts and flaps", "budgets spent")
-
-RunKind = Literal["stress", "scenario", "hung"]
 
 
 @dataclass(frozen=True)
@@ -94,110 +83,6 @@ class Run:
     # The runs with a warm_until go on from one warm-up (engine/warm.py): the first of them's
     # scenario simulated up to then (the stress baseline's, until its stresses' event).
     warm_until: int = 0
-
-
-@dataclass(frozen=True)
-class RunFigures:
-    label: str
-    kind: RunKind
-    offered: int
-    failed: int
-    restarts: int  # of the tuned workload
-    counted_restarts: int  # those counted as needless
-    flaps: int  # NotReady transitions of its pods after all were first Ready
-    detection_ms: int | None = None  # hung run only; None: not out of service within the cap
-    recovery_ms: int | None = None  # hung run only: all replicas Ready again after the hang's cure
-    all_ready_ms: int | None = None  # all replicas first Ready (None: never)
-    hang_at_ms: int | None = None  # hung run only: when pod 0 hung (its containers' age)
-    recovery_hang_at_ms: int | None = None  # ... in the run recovery_ms is read from
-    ready_ms: int | None = None  # the slowest first pod: from its containers' start to Ready
-    ramp_failed: int = 0  # of ``failed``, those of the start-up ramp
-    short_ms: int = 0  # after all were first Ready, time with fewer Ready than replicas
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class Figures:
-    failed: int
-    restarts: int
-    detection_s: float  # the cap when never
-    detected: bool
-    flaps: int
-    runs: tuple[RunFigures, ...]
-    recovery_s: float = DETECTION_CAP_MS / 1000  # the cap when never
-    ready_s: float = DETECTION_CAP_MS / 1000  # the cap when never
-    probe_rps: float = 0.0
-    probe_cpu_m: float = 0.0
-    serves: bool = True  # False: a worker, which no Service sends traffic (never "in service")
-
-    @property
-    def short_s(self) -> float:
-        """Seconds with fewer Ready pods than replicas, after all were first Ready, in the runs
-        where a restart cures nothing (the hung pod's run is left out: its pod is due out)."""
-        return sum(r.short_ms for r in self.runs if r.kind != "hung") / 1000
-
-    @property
-    def ramp_failed(self) -> int:
-        """Of the failed requests, those of the runs' start-up ramps (said apart)."""
-        return sum(r.ramp_failed for r in self.runs)
-
-    @property
-    def scenario_failed(self) -> int:
-        """Failed requests in the user's own scenario (0 without one): what the choice and the
-        ablation weigh first, before the stresses."""
-        return sum(r.failed for r in self.runs if r.kind == "scenario")
-
-    def values(self) -> tuple[float, ...]:
-        """The objectives: failed requests; needless restarts and readiness flaps (in runs where
-        a restart cures nothing, each is needless: emptying the Service is no gain over answering
-        slowly); the budgets spent."""
-        return (float(self.failed), float(self.restarts + self.flaps), round(budget_cost(self), 6))
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "failed": self.failed,
-            "restarts": self.restarts,
-            "detectionSeconds": self.detection_s,
-            "detected": self.detected,
-            "allReadyAgainSeconds": self.recovery_s,
-            "readySeconds": self.ready_s,
-            "probesPerSecond": self.probe_rps,
-            "probeCpuMillicores": self.probe_cpu_m,
-            "flaps": self.flaps,
-            "scenarioFailed": self.scenario_failed,
-            "rampFailed": self.ramp_failed,
-            "shortSeconds": self.short_s,
-            "serves": self.serves,
-            "runs": [r.to_json() for r in self.runs],
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Figures:
-        runs = tuple(RunFigures(**r) for r in d["runs"])
-        return cls(
-            d["failed"],
-            d["restarts"],
-            d["detectionSeconds"],
-            d["detected"],
-            d["flaps"],
-            runs,
-            d["allReadyAgainSeconds"],
-            d["readySeconds"],
-            d["probesPerSecond"],
-            d["probeCpuMillicores"],
-            d.get("serves", True),
-        )
-
-
-def budget_cost(f: Figures) -> float:
-    """How much of the SRE's budgets (BUDGETS) a setting spends, summed: 4 spends each fully."""
-    return float(sum(getattr(f, k) / v for k, v in BUDGETS.items()))
-
-
-def within_budgets(f: Figures) -> bool:
-    return all(getattr(f, k) <= v for k, v in BUDGETS.items())
 
 
 def probe_load(w: Workload, behavior: dict[str, Any]) -> tuple[float, float]:

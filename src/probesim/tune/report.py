@@ -16,8 +16,8 @@ from rich.table import Table
 from rich.text import Text
 
 from probesim.safe import visible
+from probesim.tune.figures import DETECTION_CAP_MS, Figures
 from probesim.tune.inputs import TuneInputs
-from probesim.tune.objective import DETECTION_CAP_MS, Figures
 from probesim.tune.patch import kubectl_command, rule_patch, workload_patch, wrapped_command
 from probesim.tune.space import FIELD_OF, Setting, Space
 from probesim.tune.study import Outcome

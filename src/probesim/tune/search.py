@@ -26,7 +26,7 @@ from typing import Any
 
 import optuna
 
-from probesim.tune.objective import Figures, budget_cost
+from probesim.tune.figures import Figures, budget_cost
 from probesim.tune.space import OUTLIER_BOUNDS, PROBE_BOUNDS, Bound, Setting, Space
 
 STARTUP_TRIALS = 10  # seeded trials, then random ones, before the moves start

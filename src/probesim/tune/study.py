@@ -32,17 +32,15 @@ from pathlib import Path
 from typing import Any
 
 import optuna
-import yaml
 
-from probesim.analysis.findings import SEVERITY_RANK
 from probesim.engine.kernel_choice import kernels
 from probesim.errors import InputError
-from probesim.model.kubernetes import Workload
 from probesim.tune import search
 from probesim.tune.ablation import changed_text, minimal, shown, why_needed, with_seed, worse_by
+from probesim.tune.checked import HANDLER_RULES, OUTLIER_RULES, about_probes, check_findings, rules_fix
+from probesim.tune.figures import OBJECTIVES, Figures
 from probesim.tune.inputs import TuneInputs
-from probesim.tune.objective import OBJECTIVES, Executor, Figures, evaluate, plan
-from probesim.tune.patch import patched_rule, patched_workload, strategic_merge
+from probesim.tune.objective import Executor, evaluate, plan
 from probesim.tune.search import FAILURE_SLACK, FAILURE_TOLERANCE, STARTUP_TRIALS, setting_key
 from probesim.tune.space import HANDLERS, TIMINGS, Setting, Space
 from probesim.tune.store import Kept
@@ -138,38 +136,6 @@ def open_study(name: str, storage: str) -> Kept:
         ) from None
 
 
-def rules_fix(inputs: TuneInputs, space: Space) -> Setting | None:
-    """The setting ``probesim check``'s own fixes make of the current one (every patch of the
-    workload's findings applied, as the re-check property applies them), repaired; None when
-    check finds nothing to fix."""
-    w = inputs.workload
-    doc = w.model_dump(mode="json", by_alias=True, exclude_none=True)
-    patches = [
-        f.patch
-        for f in _report(inputs, space, space.current()).findings
-        if f.patch is not None and f.patch_type == "strategic" and f.obj == f"{w.kind}/{w.name}"
-    ]
-    if not patches:
-        return None
-    for patch in patches:
-        doc = strategic_merge(doc, patch)
-    fixed = Space(Workload.model_validate(doc), inputs.rule).current()
-    now = space.current().probes
-    mine: dict[str, dict[str, dict[str, Any]]] = {}
-    for c, ps in fixed.probes.items():
-        mine[c] = {f: t for f, t in ps.items() if f in now.get(c, {})}
-        for f in space.added.get(c, {}):  # a probe the tuner adds: the fix's, with its handler
-            if f in ps:
-                mine[c][f] = {**space.added[c][f], **ps[f]}
-        # A startup probe the fix adds (liveness's delay, or a slow start, moved into it): the
-        # space adds one on liveness's check, as the timings the fix gives it.
-        ctr = next(x for x in inputs.workload.pod_spec.containers if x.name == c)
-        live = ctr.liveness_probe
-        if "startupProbe" in ps and "startupProbe" not in now.get(c, {}) and live is not None:
-            mine[c]["startupProbe"] = {**space.startup_handler(ctr, live), **ps["startupProbe"]}
-    return space.repair(space.with_handlers(space.with_added(Setting(mine, space.current_outlier()))))
-
-
 def _check_and_flush(passes: Callable[[Setting], bool], s: Setting, into: list[bool], kept: Kept) -> None:
     """A trial's work in the main process while the workers simulate it: the trials finished
     before it written to the storage, and whether check passes its setting (into ``into``)."""
@@ -214,7 +180,7 @@ def run(
     # The outlier detection is tuned with the probes where the workload has a DestinationRule:
     # what check says of it is the tuner's to cure, as a probe's timing is.
     tuned = OUTLIER_RULES if inputs.rule is not None else frozenset()
-    warned = {f for f in found_now if not _about_probes(f) and f[0] not in tuned} | handlers
+    warned = {f for f in found_now if not about_probes(f) and f[0] not in tuned} | handlers
 
     def passes(s: Setting) -> bool:
         return check_findings(inputs, space, s) <= warned
@@ -488,53 +454,6 @@ def justify(
             run = " (stress baseline)"
         lines.append(f"{what}: {label} {_fig(ref, k, unit)}, {_fig(back, k, unit)} {was}{run}{note}")
     return lines
-
-
-API_VERSIONS = {
-    "Deployment": "apps/v1",
-    "StatefulSet": "apps/v1",
-    "ReplicaSet": "apps/v1",
-    "DaemonSet": "apps/v1",
-}
-
-
-def check_findings(inputs: TuneInputs, space: Space, setting: Setting) -> set[tuple[str, str, str, str, str]]:
-    """What ``probesim check`` (its public entry point, every rule as it stands) warns of, or
-    worse, on the workload patched to ``setting`` beside its Services and DestinationRule: the
-    (rule, object, container) of each finding."""
-    return {
-        (f.rule.id, f.obj, f.container, f.field, f.message)
-        for f in _report(inputs, space, setting).findings
-        if SEVERITY_RANK[f.severity] >= SEVERITY_RANK["warning"]
-    }
-
-
-def _report(inputs: TuneInputs, space: Space, setting: Setting) -> Any:
-    from probesim.analysis.check import check
-    from probesim.manifests.yamlsrc import load_docs
-
-    current = space.current()
-    w = patched_workload(inputs.workload, current, setting)
-    rule = patched_rule(inputs.rule, current, setting) if inputs.rule is not None else None
-    docs: list[dict[str, Any]] = []
-    for o in [w, *inputs.services]:
-        d = o.model_dump(mode="json", by_alias=True, exclude_none=True)
-        docs.append({"apiVersion": API_VERSIONS.get(str(d.get("kind")), "v1"), **d})
-    if rule is not None:
-        d = rule.model_dump(mode="json", by_alias=True, exclude_none=True)
-        docs.append({"apiVersion": "networking.istio.io/v1", "kind": "DestinationRule", **d})
-    return check([], scenario_docs=list(load_docs(yaml.safe_dump_all(docs, sort_keys=False), "patched.yaml")))
-
-
-# Check's findings on a probe's handler (a path that checks a dependency, a port the container
-# does not declare): the tuner changes timings, not handlers.
-HANDLER_RULES = frozenset({"PS002", "PS004", "PS006", "PS016", "PS017"})
-# Check's findings on the outlierDetection the tuner searches.
-OUTLIER_RULES = frozenset({"PS020", "PS021", "PS022"})
-
-
-def _about_probes(finding: tuple[str, str, str, str, str]) -> bool:
-    return "Probe" in finding[3] or "Probe" in finding[4] or "probe" in finding[4]
 
 
 def _dominates(a: Row, b: Row) -> bool:

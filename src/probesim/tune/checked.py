@@ -1,0 +1,95 @@
+"""What ``probesim check`` says of a setting, as the tuner asks it: the findings on the workload
+patched to the setting (through check's public entry point, every rule as it stands), which of
+them are about probes, handlers or the outlier detection the tuner cures, and the setting check's
+own fixes make of the current one (a seed of the search and what a probe the tuner adds is put
+back to)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from probesim.analysis.findings import SEVERITY_RANK
+from probesim.model.kubernetes import Workload
+from probesim.tune.inputs import TuneInputs
+from probesim.tune.patch import patched_rule, patched_workload, strategic_merge
+from probesim.tune.space import Setting, Space
+
+API_VERSIONS = {
+    "Deployment": "apps/v1",
+    "StatefulSet": "apps/v1",
+    "ReplicaSet": "apps/v1",
+    "DaemonSet": "apps/v1",
+}
+
+
+def check_findings(inputs: TuneInputs, space: Space, setting: Setting) -> set[tuple[str, str, str, str, str]]:
+    """What ``probesim check`` (its public entry point, every rule as it stands) warns of, or
+    worse, on the workload patched to ``setting`` beside its Services and DestinationRule: the
+    (rule, object, container) of each finding."""
+    return {
+        (f.rule.id, f.obj, f.container, f.field, f.message)
+        for f in _report(inputs, space, setting).findings
+        if SEVERITY_RANK[f.severity] >= SEVERITY_RANK["warning"]
+    }
+
+
+def _report(inputs: TuneInputs, space: Space, setting: Setting) -> Any:
+    from probesim.analysis.check import check
+    from probesim.manifests.yamlsrc import load_docs
+
+    current = space.current()
+    w = patched_workload(inputs.workload, current, setting)
+    rule = patched_rule(inputs.rule, current, setting) if inputs.rule is not None else None
+    docs: list[dict[str, Any]] = []
+    for o in [w, *inputs.services]:
+        d = o.model_dump(mode="json", by_alias=True, exclude_none=True)
+        docs.append({"apiVersion": API_VERSIONS.get(str(d.get("kind")), "v1"), **d})
+    if rule is not None:
+        d = rule.model_dump(mode="json", by_alias=True, exclude_none=True)
+        docs.append({"apiVersion": "networking.istio.io/v1", "kind": "DestinationRule", **d})
+    return check([], scenario_docs=list(load_docs(yaml.safe_dump_all(docs, sort_keys=False), "patched.yaml")))
+
+
+# Check's findings on a probe's handler (a path that checks a dependency, a port the container
+# does not declare): the tuner changes timings, not handlers.
+HANDLER_RULES = frozenset({"PS002", "PS004", "PS006", "PS016", "PS017"})
+# Check's findings on the outlierDetection the tuner searches.
+OUTLIER_RULES = frozenset({"PS020", "PS021", "PS022"})
+
+
+def about_probes(finding: tuple[str, str, str, str, str]) -> bool:
+    return "Probe" in finding[3] or "Probe" in finding[4] or "probe" in finding[4]
+
+
+def rules_fix(inputs: TuneInputs, space: Space) -> Setting | None:
+    """The setting ``probesim check``'s own fixes make of the current one (every patch of the
+    workload's findings applied, as the re-check property applies them), repaired; None when
+    check finds nothing to fix."""
+    w = inputs.workload
+    doc = w.model_dump(mode="json", by_alias=True, exclude_none=True)
+    patches = [
+        f.patch
+        for f in _report(inputs, space, space.current()).findings
+        if f.patch is not None and f.patch_type == "strategic" and f.obj == f"{w.kind}/{w.name}"
+    ]
+    if not patches:
+        return None
+    for patch in patches:
+        doc = strategic_merge(doc, patch)
+    fixed = Space(Workload.model_validate(doc), inputs.rule).current()
+    now = space.current().probes
+    mine: dict[str, dict[str, dict[str, Any]]] = {}
+    for c, ps in fixed.probes.items():
+        mine[c] = {f: t for f, t in ps.items() if f in now.get(c, {})}
+        for f in space.added.get(c, {}):  # a probe the tuner adds: the fix's, with its handler
+            if f in ps:
+                mine[c][f] = {**space.added[c][f], **ps[f]}
+        # A startup probe the fix adds (liveness's delay, or a slow start, moved into it): the
+        # space adds one on liveness's check, as the timings the fix gives it.
+        ctr = next(x for x in inputs.workload.pod_spec.containers if x.name == c)
+        live = ctr.liveness_probe
+        if "startupProbe" in ps and "startupProbe" not in now.get(c, {}) and live is not None:
+            mine[c]["startupProbe"] = {**space.startup_handler(ctr, live), **ps["startupProbe"]}
+    return space.repair(space.with_handlers(space.with_added(Setting(mine, space.current_outlier()))))
