@@ -211,6 +211,8 @@ def test_the_patch_points_at_each_probe_line_and_says_which_are_to_add(tmp_path:
         app, ["tune", str(tmp_path / "m.yaml"), "--trials", "6", "--storage", db, "--workers", "1"]
     )
     assert r.exit_code == 0, r.output
+    # What it assumed about the app, as check says it: here an app probesim does not know.
+    assert "[app] assumed: an app probesim does not know: no health path guessed" in r.stdout
     lines = r.stdout.split("Or set the same fields in the manifest:\n")[1].splitlines()
     # The container's line (11: "- name: app"), the probe not being there to point at.
     assert lines[0].strip() == f"{tmp_path / 'm.yaml'}:11 (container app: add its readinessProbe)"

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from probesim.profiles import resolve
 from probesim.safe import visible
 from probesim.tune.figures import DETECTION_CAP_MS, Figures
 from probesim.tune.inputs import TuneInputs
@@ -95,6 +96,14 @@ def render(o: Outcome, inputs: TuneInputs, out: Console) -> None:
         "Probe cells: period/timeout ×failures (✓successes) +initial delay.",
         highlight=False,
     )
+    # What the figures assumed about each app (its profile: start, pause, health endpoints), as
+    # probesim check says it: the slow-start and pause runs, and the probes added, come from it.
+    raws = inputs.workload.model_dump(mode="json", by_alias=True, exclude_none=True)["spec"]["template"][
+        "spec"
+    ]
+    for raw in raws["containers"]:
+        assumed = resolve(inputs.workload.name, raw["name"], raw).line()
+        out.print(Text(f"[{visible(raw['name'])}] assumed: {visible(assumed, 1000)}"))
     t = Table(title="Pareto front", title_justify="left", box=box.SIMPLE)
     heads = ["TRIAL", "FAILED", "RESTARTS", "HUNG POD OUT", "ALL BACK", "READY", "PROBES/S", "READINESS"]
     heads += ["LIVENESS", "STARTUP"]
