@@ -168,3 +168,26 @@ def test_seed000_slow_start_killed_kills_when_the_lab_does() -> None:
 
     r = simulate(builtin("seed000-slow-start-killed"))
     assert times(r, "Killing", "pod/app-1")[:4] == [3, 7, 11, 25]
+
+
+def test_a_deadlock_at_a_scenario_time_is_cured_by_the_restart() -> None:
+    # docs/scenarios.md: a deadlock `at` a scenario time happens once and "hangs until
+    # restarted" — the process running then hangs; the one the kubelet starts for it is a fresh
+    # process that answers. Deadlocked at 120 s, liveness fails at 121 s (period 1, threshold 1)
+    # and kills it; the restart at 121 s answers, so there is no second kill, and the pod is
+    # Ready again at the first readiness success after the restart.
+    r = run(
+        spec=INSTANT,
+        replicas=3,
+        probes={
+            "livenessProbe": http(periodSeconds=1, failureThreshold=1),
+            "readinessProbe": http(periodSeconds=1, failureThreshold=1),
+        },
+        overrides=[{"ordinals": [0], "containers": {"app": {"episodes": [{"kind": "deadlock", "at": "2m"}]}}}],
+        duration="300s",
+    )
+    assert times(r, "Killing") == [121]
+    assert times(r, "Started", "pod/web-0") == [0, 121]
+    assert times(r, "PodNotReady", "pod/web-0") == [121]
+    assert times(r, "PodReady", "pod/web-0")[-1] == 122
+    assert r.workload("web").total_restarts == 1

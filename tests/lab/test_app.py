@@ -233,3 +233,16 @@ def test_metrics_port_serves_a_request_histogram_per_route() -> None:
     assert f'http_server_request_duration_seconds_bucket{{{api},le="0.025"}} 0.0' in text
     missing = 'http_request_method="GET",http_response_status_code="404",http_route="/missing"'
     assert f"http_server_request_duration_seconds_count{{{missing}}} 1.0" in text
+
+
+def test_a_deadlock_at_a_scenario_time_spares_the_restarted_process() -> None:
+    # As simulated (engine/behavior.py): a clock-anchored deadlock holds the process running at
+    # that time; its restart, started after it, answers. Times on the process clock, in seconds.
+    from probesim.lab.app import App
+    from probesim.model.scenario import ContainerBehavior
+
+    b = ContainerBehavior.model_validate({"episodes": [{"kind": "deadlock", "at": "2m"}]})
+    before = App(b, free_port(), zero=0.0, started=10.0)
+    assert before._hang_end(121.0) == float("inf")
+    restarted = App(b, free_port(), zero=0.0, started=121.0)
+    assert restarted._hang_end(121.0) is None and restarted._hang_end(500.0) is None

@@ -29,6 +29,9 @@ class _Window:
     accepts_tcp: bool = True
     status: int = 0
     paths: tuple[str, ...] | None = None  # None: every target
+    # A deadlock at a scenario time holds the process running then; an instance started at or
+    # after it (its restart) is a fresh process that answers.
+    older_only: bool = False
 
 
 @dataclass
@@ -53,7 +56,8 @@ class Profile:
             assert begin is not None
             if isinstance(ep, Hang | Deadlock):
                 end = begin + ep.for_ if isinstance(ep, Hang) else int(INF)
-                p.hangs.append(_Window(by_age, begin, end, accepts_tcp=ep.accepts_tcp))
+                once = isinstance(ep, Deadlock) and not by_age
+                p.hangs.append(_Window(by_age, begin, end, accepts_tcp=ep.accepts_tcp, older_only=once))
             elif isinstance(ep, Errors):
                 end = begin + ep.for_ if ep.for_ is not None else int(INF)
                 p.errors.append(_Window(by_age, begin, end, status=ep.status, paths=ep.paths))
@@ -109,6 +113,8 @@ class Behaviors:
             refuses = np.zeros(m.size, bool)
             for w in prof.hangs:
                 cov = _covers(w, age, t)
+                if w.older_only:
+                    cov &= started_at[m] < w.begin
                 hung |= cov
                 hang_end = np.where(cov, np.maximum(hang_end, _end(w, started_at[m])), hang_end)
                 if not w.accepts_tcp:

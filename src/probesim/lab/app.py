@@ -168,7 +168,9 @@ class App:
             begin = base + (ep.after if ep.after is not None else ep.at or 0) / 1000
             if isinstance(ep, Hang):
                 self.hangs.append((Window(begin, begin + ep.for_ / 1000), ep.accepts_tcp))
-            elif isinstance(ep, Deadlock):
+            elif isinstance(ep, Deadlock) and (ep.after is not None or self.started < begin - LEAD_S):
+                # A clock-anchored deadlock holds only the process running then: its restart,
+                # started up to LEAD_S early, answers (as simulated).
                 self.hangs.append((Window(begin, float("inf")), ep.accepts_tcp))
             elif isinstance(ep, Errors):
                 end = begin + ep.for_ / 1000 if ep.for_ is not None else float("inf")
