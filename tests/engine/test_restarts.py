@@ -183,7 +183,9 @@ def test_a_deadlock_at_a_scenario_time_is_cured_by_the_restart() -> None:
             "livenessProbe": http(periodSeconds=1, failureThreshold=1),
             "readinessProbe": http(periodSeconds=1, failureThreshold=1),
         },
-        overrides=[{"ordinals": [0], "containers": {"app": {"episodes": [{"kind": "deadlock", "at": "2m"}]}}}],
+        overrides=[
+            {"ordinals": [0], "containers": {"app": {"episodes": [{"kind": "deadlock", "at": "2m"}]}}}
+        ],
         duration="300s",
     )
     assert times(r, "Killing") == [121]
