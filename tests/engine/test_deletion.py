@@ -87,3 +87,26 @@ def test_endpoint_conditions_of_a_terminating_pod() -> None:
     assert series(r, "service.web.serving")[4:11] == [2, 3, 3, 2, 2, 2, 2]
     shown = run(service={"publishNotReadyAddresses": True}, **kw)  # type: ignore[arg-type]
     assert series(shown, "service.web.ready")[4:11] == [2, 3, 3, 3, 3, 3, 2]
+
+
+def test_kube_proxy_falls_back_to_serving_terminating_endpoints() -> None:
+    # kube-proxy's CategorizeEndpoints (pkg/proxy/topology.go): "if there are 0 cluster-wide
+    # endpoints, we can try to fallback to any terminating endpoints that are ready" — those
+    # serving and terminating. The only pod, deleted at 10 s, ignores SIGTERM and keeps passing
+    # readiness: it serves until SIGKILL at the 5 s grace (15 s); only then has the Service no
+    # endpoint. Its EndpointSlice condition is ready=false, serving=true, terminating=true.
+    r = run(
+        kind="Pod",
+        probes={"readinessProbe": http(periodSeconds=1)},
+        pod_spec={"terminationGracePeriodSeconds": 5},
+        behavior={"ignoresSigterm": True},
+        traffic=[{"rate": 10}],
+        duration="20s",
+        spec=delete("web", "10s"),
+    )
+    route = r.route("/")
+    assert route.ok == 150  # 10 s before the deletion and 5 s while terminating
+    assert route.failed_total == 50 and route.failed["no_endpoint"] == 50  # after the SIGKILL
+    assert series(r, "service.web.ready")[9:12] == [1, 0, 0]
+    assert series(r, "service.web.serving")[9:12] == [1, 1, 1]
+    assert series(r, "service.web.terminating")[9:12] == [0, 1, 1]

@@ -32,7 +32,7 @@ from probesim.engine.routing import Route
 from probesim.engine.service_calls import answers, through_sidecar
 from probesim.engine.serving import Serving
 from probesim.engine.sidecar.split import Sidecars
-from probesim.kube.endpoints import endpoint_ready
+from probesim.kube.endpoints import endpoint_ready, kube_proxy_targets
 from probesim.kube.outcomes import ERROR_STATUS, NO_ANSWER, OK, REFUSED, REQUEST_CODES
 from probesim.model.scenario import ScenarioSpec
 
@@ -355,13 +355,16 @@ class Traffic(Serving):
             return eps, cat
         f, route = self.fleet, self.fleet.routes[ri]
         publish = f.publish_not_ready.get(route.service.name, False)
-        ep_ready = endpoint_ready(visible, self.pods.deleting, publish, self.pods.admitted & ~self.pods.gone)
-        eps = np.flatnonzero(route.selects & ep_ready & (route.target_container >= 0))
+        listed = route.selects & (route.target_container >= 0) & self.pods.admitted & ~self.pods.gone
+        ready = listed & endpoint_ready(visible, self.pods.deleting, publish, listed)
+        mesh = self.mesh.get(ri)
+        if mesh is None:  # kube-proxy's choice; Istio's EDS sends no terminating endpoint
+            ready = kube_proxy_targets(ready, listed & visible & self.pods.deleting)
+        eps = np.flatnonzero(ready)
         cat = self._categories(route, eps)
         self.route_cache[ri] = (self.pods.version, eps, cat)
         # All the endpoints in one category (a request's fate): its index, else -1.
         self.uniform[ri] = int(cat[0]) if cat.size and bool((cat == cat[0]).all()) else -1
-        mesh = self.mesh.get(ri)
         if mesh is not None:
             # The sidecars' view of the hosts: which are endpoints, what each answers.
             in_eps = np.isin(mesh.pods, eps)

@@ -194,7 +194,7 @@ class Lab:
             self.runtime.dependencies.append(server)
             await server.start()
         for service in self.scenario.called_services():
-            endpoints: Callable[[], list[tuple[str, int]]] = partial(self.status.endpoints, service)
+            endpoints: Callable[[], list[tuple[str, int]]] = partial(self.status.proxied, service)
             if meshed_calls(self.scenario, service):  # the relay sends every call to the sidecar
                 endpoints = partial(list, [(HOST, await self.traffic.call_sidecar(service))])
             proxy = ServiceProxy(service, endpoints, call_names(self.scenario, service))

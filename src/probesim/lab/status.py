@@ -1,14 +1,15 @@
 """The lab's status manager: each pod's Started and Ready conditions from its probe workers'
 results (the one place "Pod condition Ready changed" is recorded), and the Services' endpoints
 that follow them at once (endpointDelay 0) — a Service's Ready pods, all of them with
-publishNotReadyAddresses, never a terminating one — per Envoy cluster as Istio's EDS gives them.
+publishNotReadyAddresses, never a terminating one — per Envoy cluster as Istio's EDS gives them,
+and kube-proxy's choice among them (which falls back to serving terminating pods).
 Whoever holds endpoints (the client sidecars: ``lab.traffic``) is told when they change."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from probesim.kube.endpoints import endpoint_ready
+from probesim.kube.endpoints import endpoint_ready, kube_proxy_targets
 from probesim.lab.clock import Clock
 from probesim.lab.pods import HOST, Pod
 from probesim.model.kubernetes import Service
@@ -74,9 +75,19 @@ class StatusManager:
         svc = self.service(service)
         return [(HOST, p.inbound or p.port) for p in self._live(svc) if selects(svc, p.labels)]
 
+    def proxied(self, service: str) -> list[tuple[str, int]]:
+        """kube-proxy's view: the Service's ready endpoints, or, when it has none, those
+        serving and terminating (``kube_proxy_targets``)."""
+        svc = self.service(service)
+        everyone = svc is not None and svc.spec.publish_not_ready_addresses
+        pods = [p for p in self.pods if not p.gone and selects(svc, p.labels)]
+        ready = [bool(endpoint_ready(p.ready, p.deleting, everyone, True)) for p in pods]
+        chosen = kube_proxy_targets(ready, [p.ready and p.deleting for p in pods])
+        return [(HOST, p.inbound or p.port) for p, take in zip(pods, chosen, strict=True) if take]
+
     def urls(self, service: str, path: str) -> list[str]:
-        """kube-proxy's view: the Service's Ready endpoints, at a request's time."""
-        return [f"http://{HOST}:{port}{path}" for _, port in self.endpoints(service)]
+        """kube-proxy's view (``proxied``), at a request's time."""
+        return [f"http://{HOST}:{port}{path}" for _, port in self.proxied(service)]
 
     def cluster_endpoints(self, clusters: list[str]) -> dict[str, list[tuple[str, int]]]:
         """Each Envoy cluster's endpoints (``outbound|port|subset|host``): the Service's
