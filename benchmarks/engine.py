@@ -202,6 +202,18 @@ def mesh_rows(quick: bool, repeat: int) -> None:
         "≤ 2× (linear)",
         verdict(t20 / t1, 2, False),
     )
+    # The request rate: every request to the failing pod moves its consecutive-5xx counter, and
+    # the cap refuses each detection; the cost of a step must not follow the rate.
+    lo, hi = interleaved(
+        [workloads.default_max_ejection(1000, seconds), workloads.default_max_ejection(100_000, seconds)],
+        repeat,
+    )
+    row(
+        "mesh, seed003-default-max-ejection at 100,000 req/s vs 1,000",
+        f"{hi / lo:.2f}× the cost ({lo:.2f} s, {hi:.2f} s)",
+        "≤ 2×",
+        verdict(hi / lo, 2, False),
+    )
 
 
 def peak_mb(sc: Scenario) -> float:

@@ -154,6 +154,13 @@ def outlier(pods: int, clients: int, seconds: int | None = None) -> Scenario:
     return _scaled("seed003-outlier", pods, pods * 10 / 6, seconds, clients)
 
 
+def default_max_ejection(rate: int, seconds: int | None = None) -> Scenario:
+    """seed003-default-max-ejection (3 pods, one answering 500, 2 client sidecars, Istio's
+    default maxEjectionPercent: the failing pod is detected over and over and never ejected)
+    at ``rate`` requests/s."""
+    return _scaled("seed003-default-max-ejection", 3, rate / 6, seconds, None)
+
+
 GENERATED_APP = """\
 apiVersion: apps/v1
 kind: Deployment

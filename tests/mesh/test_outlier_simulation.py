@@ -3,8 +3,13 @@ panic, faults and mirroring (reference/envoy-istio.md §2-§5), with exact count
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from probesim.engine import simulate
 from probesim.engine.fleet import build
+from probesim.engine.sidecar.ejection import OutlierMonitor
 from probesim.results import Result
 from tests.builders import builtin
 
@@ -369,3 +374,34 @@ def test_mirrored_copies_are_balanced_per_request_whatever_the_clients_do() -> N
     mirror = next(r for r in fleet.routes if r.mirror_of >= 0)
     assert (mirror.traffic.keep_alive, mirror.traffic.no_endpoint) == (False, "refused")
     assert fleet.routes[mirror.mirror_of].traffic.keep_alive
+
+
+def test_detections_the_cap_refuses_cost_nothing_per_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Seed 003 with Istio's default maxEjectionPercent: every second 5xx in a row from the
+    # failing pod is a detection (ejections_detected_consecutive_5xx) that the cap refuses
+    # (ejections_overflow; outlier_detection_impl.cc ejectHost: "if (!ejections_allowed)"),
+    # and the counter starts over. At 100,000 requests/s that is 1.8 M detections in 110 s:
+    # counted exactly, but without work per detection (the cost of a step must not follow the
+    # request rate), so no detection goes through the one-by-one ejection path at either rate.
+    calls = [0]
+    one_by_one = OutlierMonitor._eject_or_not
+
+    def counted(self: OutlierMonitor, *a: Any, **k: Any) -> bool:
+        calls[0] += 1
+        return one_by_one(self, *a, **k)
+
+    monkeypatch.setattr(OutlierMonitor, "_eject_or_not", counted)
+    for rate, overflow in ((1000, 18_333), (100_000, 1_833_333)):
+        calls[0] = 0
+        sc = builtin("seed003-default-max-ejection")
+        traffic = [sc.spec.traffic[0].model_copy(update={"rate": rate})]
+        route = simulate(
+            sc.model_copy(update={"spec": sc.spec.model_copy(update={"traffic": traffic})})
+        ).route("/")
+        # 110 s of traffic, a third to the failing pod, split over the two clients' sidecars.
+        assert route.failed_total == round(rate * 110 / 3)
+        assert route.envoy["ejections_detected_consecutive_5xx"] == overflow
+        assert route.envoy["ejections_consecutive_5xx"] == overflow
+        assert route.envoy["ejections_overflow"] == overflow
+        assert route.envoy["ejections_enforced_total"] == 0
+        assert calls[0] == 0

@@ -322,7 +322,11 @@ class OutlierMonitor:
             return
         thresholds = self._thresholds(c)
         hits = (bad_code & (st >= 502) & (st <= 504), bad_code, sent & (refused | timed_out) & self.split)
-        found: list[tuple[int, int, int, str]] = []  # (time, check order, host index, kind)
+        # Each (host, check) whose counter passed its threshold: its detections are the x-th of
+        # its requests that made the counter equal the threshold, then every threshold more
+        # while a detection does not eject. Taken in the order of the requests, lazily: the
+        # time of a detection is read only when it comes up.
+        due: list[tuple[int, int, int, int, str, int]] = []  # (time, check order, host index, x, kind, threshold)
         for rank, (kind, hit) in enumerate(zip(thresholds, hits, strict=True)):
             counter, threshold, _ = thresholds[kind]
             if threshold <= 0:
@@ -331,16 +335,26 @@ class OutlierMonitor:
                 hit & (counter[hosts] >= threshold) & ~c.ejected[hosts] & ~c.waiting[hosts]
             ):
                 v, p = int(counter[hosts[i]]), int(per[i])
-                # The x-th of the host's requests made the counter equal the threshold; then
-                # every threshold more while the detection does not eject.
-                for x in range(max(1, p - (v - threshold)), p + 1, threshold):
-                    found.append((when(int(i), x), rank, int(i), kind))
-        found.sort()
-        for te, rank, hi, kind in found:
+                x = max(1, p - (v - threshold))
+                due.append((when(int(i), x), rank, int(i), x, kind, threshold))
+        heapq.heapify(due)
+        capped = False  # the ejection cap refuses every further detection of this report
+        while due:
+            te, rank, hi, x, kind, threshold = heapq.heappop(due)
             h = int(hosts[hi])
             if c.ejected[h]:
-                continue  # §2.3.2: ignored while ejected, the counter not reset
-            if hung[hi] and self.timeout_ms:
+                continue  # §2.3.2: ignored while ejected, the counter not reset (and no unejection comes here)
+            timer = bool(hung[hi]) and self.timeout_ms > 0
+            if not timer and (capped or not self._allowed(c)):
+                # Ejections only grow within a report, so the cap refuses all the rest alike:
+                # counted at once, however many requests there were (the cost of a step must
+                # not grow with the rate).
+                capped = True
+                self._overflowed(c, h, kind, (int(per[hi]) - x) // threshold + 1)
+                continue
+            if x + threshold <= int(per[hi]):
+                heapq.heappush(due, (when(hi, x + threshold), rank, hi, x + threshold, kind, threshold))
+            if timer:
                 # A timeout reaches the monitor when the router's timer fires, not when the
                 # request was sent (router.cc: onResponseTimeout -> updateOutlierDetection(
                 # LocalOriginTimeout)): the host keeps getting requests until then.
@@ -348,6 +362,16 @@ class OutlierMonitor:
                 c.waiting[h] = True
                 continue
             self._detected(te, ci, c, h, kind)
+
+    def _overflowed(self, c: Client, h: int, kind: str, n: int) -> None:
+        """``n`` detections of ``kind`` on host ``h`` that the ejection cap refuses: each is
+        counted as ``_detected`` counts it, and restarts the counter."""
+        if kind == "CONSECUTIVE_5XX":
+            self.stats.ejections_consecutive_5xx += n
+        self.stats.bump(f"ejections_detected_{STAT[kind]}", n)
+        self.stats.ejections_overflow += n
+        counter, threshold, _ = self._thresholds(c)[kind]
+        counter[h] = max(int(counter[h]) - n * int(threshold), 0)
 
     def _thresholds(self, c: Client) -> dict[str, tuple[I64, int, int]]:
         """Each consecutive check: its counter, threshold and enforcement, in Envoy's order."""
