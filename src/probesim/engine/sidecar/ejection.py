@@ -326,7 +326,8 @@ class OutlierMonitor:
         # its requests that made the counter equal the threshold, then every threshold more
         # while a detection does not eject. Taken in the order of the requests, lazily: the
         # time of a detection is read only when it comes up.
-        due: list[tuple[int, int, int, int, str, int]] = []  # (time, check order, host index, x, kind, threshold)
+        # (time, check order, host index, x, kind, threshold)
+        due: list[tuple[int, int, int, int, str, int]] = []
         for rank, (kind, hit) in enumerate(zip(thresholds, hits, strict=True)):
             counter, threshold, _ = thresholds[kind]
             if threshold <= 0:
@@ -343,7 +344,7 @@ class OutlierMonitor:
             te, rank, hi, x, kind, threshold = heapq.heappop(due)
             h = int(hosts[hi])
             if c.ejected[h]:
-                continue  # §2.3.2: ignored while ejected, the counter not reset (and no unejection comes here)
+                continue  # §2.3.2: ignored while ejected, the counter not reset (no unejection here)
             timer = bool(hung[hi]) and self.timeout_ms > 0
             if not timer and (capped or not self._allowed(c)):
                 # Ejections only grow within a report, so the cap refuses all the rest alike:
