@@ -146,8 +146,11 @@ class Containers:
             what = f"Init container {cont[c]}" if self._sidecar[c] else f"Container {cont[c]}"
             msg = f"{what} failed {reason} probe" + ("" if self._sidecar[c] else ", will be restarted")
             log.add(t, "Normal", "Killing", f"pod/{names[p]}", msg)
-        for c, g in zip(idx.tolist(), grace.tolist(), strict=True):
-            self._stop(c, t, g, self._hook(c, t, g, log))
+        hook = np.full(idx.size, -1, np.int64)
+        for j in np.flatnonzero(f.hook_kind[idx] != NO_HOOK).tolist():
+            h = self._hook(int(idx[j]), t, int(grace[j]), log)
+            hook[j] = -1 if h is None else h
+        self._stop(idx, t, grace, hook)
         # The same sync restarts it; its back-off check still sees the runtime status read
         # before the kill, i.e. the previous exited instance (§3.8).
         self.decide_exit[idx] = self.last_exit[idx]
@@ -180,19 +183,20 @@ class Containers:
             return 0
         return hook
 
-    def _stop(self, c: int, t: int, grace: int, hook: int | None, turn: int = 0) -> None:
-        """``killContainer`` for container ``c`` from ``t`` with grace period ``grace`` (ms): its
-        preStop hook first (``hook`` ms; it serves meanwhile), then SIGTERM with what is left of
-        the grace (after ``turn`` ms more of waiting for its turn, a sidecar on pod termination),
-        at least 2 s, and SIGKILL at its end (exit code 137; 143 when the app exits on SIGTERM in
-        time)."""
-        f = self.fleet
+    def _stop(self, idx: Any, t: int, grace: Any, hook: Any, turn: Any = 0) -> None:
+        """``killContainer`` for containers ``idx`` from ``t`` with grace periods ``grace`` (ms):
+        the preStop hook first (``hook`` ms, -1: none; it serves meanwhile), then SIGTERM with
+        what is left of the grace (after ``turn`` ms more of waiting for its turn, a sidecar on
+        pod termination), at least 2 s, and SIGKILL at its end (exit code 137; 143 when the app
+        exits on SIGTERM in time)."""
+        idx = np.atleast_1d(np.asarray(idx, np.int64))
         wait, left = stop_plan(grace, hook, turn)
-        stop = int(f.behaviors.stop_time(np.array([c]), np.array([left]))[0])
-        self.state[c] = TERMINATING
-        self.sigterm_at[c] = t + wait if wait > 0 else INF
-        self.stop_at[c] = t + wait + stop
-        self.stop_code[c] = 137 if stop >= left and stop > 0 else 143
+        left = np.broadcast_to(left, idx.shape)
+        stop = self.fleet.behaviors.stop_time(idx, left)
+        self.state[idx] = TERMINATING
+        self.sigterm_at[idx] = np.where(wait > 0, t + wait, INF)
+        self.stop_at[idx] = t + wait + stop
+        self.stop_code[idx] = np.where((stop >= left) & (stop > 0), 137, 143)
 
     def stop_pod(self, p: int, t: int, log: EventLog) -> None:
         """Stop every container of a pod being deleted, with the pod's grace period; none
@@ -215,13 +219,15 @@ class Containers:
         apps = [c for c in conts if not self._sidecar[c]]
         for c in apps:
             if self.state[c] == RUNNING:
-                self._stop(c, t, grace, self._hook(c, t, grace, log))
+                h = self._hook(c, t, grace, log)
+                self._stop(c, t, grace, -1 if h is None else h)
         # When the containers a sidecar waits for are gone (those already being killed included).
         gone = max([int(self.stop_at[c]) for c in apps if self.state[c] == TERMINATING], default=t)
         for c in reversed([c for c in conts if self._sidecar[c]]):
             if self.state[c] == RUNNING:
-                hook = self._hook(c, t, grace, log)
-                hook_end = t + stop_plan(grace, hook)[0]
+                h = self._hook(c, t, grace, log)
+                hook = -1 if h is None else h
+                hook_end = t + int(stop_plan(grace, hook)[0])
                 self._stop(c, t, grace, hook, max(gone - hook_end, 0))
             if self.state[c] == TERMINATING:
                 gone = max(gone, int(self.stop_at[c]))

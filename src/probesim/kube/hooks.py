@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from probesim.kube.containers import MIN_GRACE
 from probesim.model.kubernetes import Container, LifecycleHandler
@@ -95,18 +98,19 @@ def container_hook(c: Container, b: ContainerBehavior) -> Hook:
     return hook_of(handler, b, request)
 
 
-def stop_plan(grace: int, hook: int | None, turn: int = 0) -> tuple[int, int]:
+def stop_plan(grace: Any, hook: Any, turn: Any = 0) -> tuple[Any, Any]:
     """``killContainer``'s timing for a container killed with grace period ``grace`` (ms, whole
-    seconds) whose preStop hook runs ``hook`` ms (None: no hook, or none that runs) and, for a
-    sidecar on pod termination, that then waits ``turn`` ms for the containers it must outlive:
-    how long after the kill SIGTERM comes, and the grace period ``StopContainer`` gets then."""
-    wait = 0
-    if hook is not None and grace > 0:
-        waited = min(hook, grace)  # executePreStopHook gives up at the grace period
-        wait += waited
-        grace -= waited // 1000 * 1000
-    if turn > 0 and grace > 0:  # terminationOrdering.waitForTurn, bounded by what is left
-        waited = min(turn, grace)
-        wait += waited
-        grace -= waited // 1000 * 1000
-    return wait, max(grace, MIN_GRACE)
+    seconds) whose preStop hook runs ``hook`` ms (None or negative: no hook, or none that runs)
+    and, for a sidecar on pod termination, that then waits ``turn`` ms for the containers it must
+    outlive: how long after the kill SIGTERM comes, and the grace period ``StopContainer`` gets
+    then. Elementwise over arrays (the engine) or for one container (the lab: plain values)."""
+    grace = np.asarray(grace, np.int64)
+    hook = np.asarray(-1 if hook is None else hook, np.int64)
+    turn = np.asarray(turn, np.int64)
+    # executePreStopHook gives up at the grace period, and returns the whole seconds it waited.
+    waited = np.where((hook >= 0) & (grace > 0), np.minimum(hook, grace), 0)
+    grace = grace - waited // 1000 * 1000
+    # terminationOrdering.waitForTurn, bounded by what is left (no wait when nothing is).
+    turned = np.where((turn > 0) & (grace > 0), np.minimum(turn, grace), 0)
+    grace = grace - turned // 1000 * 1000
+    return waited + turned, np.maximum(grace, MIN_GRACE)
