@@ -349,6 +349,42 @@ def test_restart_policy_decides_whether_an_exited_container_comes_back(
     assert agree(rows), [r for r in rows if not r["agree"]]
 
 
+def test_a_pre_stop_sleep_delays_sigterm_in_the_lab_as_simulated() -> None:
+    # killContainer (pkg/kubelet/kuberuntime/kuberuntime_container.go) runs the preStop hook,
+    # then StopContainer with the grace minus the hook, at least 2 s: killed at 9 with the
+    # probe's grace of 5 s, the 4 s sleep hook runs to 13, SIGTERM at 13 with 2 s left, SIGKILL
+    # at 15 (the app takes 5 s to exit) and the restart 100 ms later (containerRestartDelay).
+    # The app answers through the hook: liveness is on hold, but readiness still passes, and the
+    # pod goes NotReady only once SIGTERM has it refuse connections.
+    live = http(periodSeconds=1, failureThreshold=1, terminationGracePeriodSeconds=5)
+    sc = scenario(
+        probes={
+            "livenessProbe": live,
+            "readinessProbe": http("/ready", periodSeconds=1, failureThreshold=1),
+            "lifecycle": {"preStop": {"sleep": {"seconds": 4}}},
+        },
+        behavior={
+            "shutdown": "5s",
+            "episodes": [{"kind": "errors", "after": "9s", "status": 500, "paths": ["/healthz"]}],
+        },
+        duration="17s",
+    )
+    sim = simulate(sc)
+    simulated = [e.time_ms / 1000 for e in sim.events_for("pod/web-0", "Started")]
+    assert simulated == [0, 15.1]
+    # Liveness at 9; readiness from SIGTERM at 13 until the SIGKILL.
+    assert [e.time_ms / 1000 for e in sim.events_for("pod/web-0", "Unhealthy")] == [9, 13, 14]
+    lab = run_lab(sc)
+    (kill,) = lab.events_for("pod/web-0", "Killing")
+    assert abs(kill.time_ms / 1000 - 9) < 0.5
+    starts = [e.time_ms / 1000 for e in lab.events_for("pod/web-0", "Started")]
+    assert len(starts) == 2 and abs(starts[1] - 15.1) < 0.5, starts
+    assert [e.time_ms / 1000 for e in sim.events_for("pod/web-0", "PodNotReady")] == [13]
+    (unready,) = lab.events_for("pod/web-0", "PodNotReady")
+    assert 13 <= unready.time_ms / 1000 < 14.1  # (the lab's next readiness run after SIGTERM)
+    assert children_left() == []
+
+
 def test_a_liveness_kill_under_restart_policy_never_is_final() -> None:
     sc = scenario(
         kind="Pod",

@@ -1,8 +1,11 @@
-"""Container lifecycle on the kubelet: start, exit, kill with a grace period, restart by
-restartPolicy, and CrashLoopBackOff exactly as ``doBackOff`` does it (reference/kubelet.md §3).
+"""Container lifecycle on the kubelet: start, exit, kill with a grace period (after the
+preStop hook), restart by restartPolicy, and CrashLoopBackOff exactly as ``doBackOff`` does it
+(reference/kubelet.md §3); native sidecars (restartable init containers, KEP-753) started in
+order before the app containers, always restarted, and stopped after them.
 
-The rules themselves (back-off, the restart decision, the minimum grace) are the kubelet's,
-in kube/containers.py, which the lab follows too; this module applies them over the arrays.
+The rules themselves (back-off, the restart decision, the minimum grace, the preStop hook's
+timing) are the kubelet's, in kube/containers.py and kube/hooks.py, which the lab follows too;
+this module applies them over the arrays.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ import numpy as np
 from probesim.engine.behavior import INF
 from probesim.engine.events import EventLog
 from probesim.engine.fleet import EXITED, RUNNING, TERMINATING, WAITING, Fleet
-from probesim.kube.containers import MIN_GRACE, back_off, restarts
+from probesim.kube.containers import back_off, restarts
+from probesim.kube.hooks import FAILED_MESSAGE, FAILS, HTTP_TO_APP, NO_HOOK, stop_plan
 
 
 class Containers:
@@ -32,6 +36,9 @@ class Containers:
         self.backoff_updated = np.zeros(n, np.int64)
         self.next_start = np.full(n, INF, np.int64)
         self.stop_at = np.full(n, INF, np.int64)
+        # When a container being killed gets SIGTERM, its preStop hook done (INF: it has had it,
+        # or is not being killed); until then it goes on serving.
+        self.sigterm_at = np.full(n, INF, np.int64)
         self.stop_code = np.zeros(n, np.int64)
         self.crash_at = np.full(n, INF, np.int64)
         self.crash_code = np.zeros(n, np.int64)
@@ -42,10 +49,26 @@ class Containers:
         self.wakeup = INF
         self.changed = False  # any start, exit or kill since the flag was cleared
         self.epoch = 0  # bumps at every start, exit or kill
-        # Per pod: whether its restartPolicy restarts an exited container (Always; OnFailure
-        # when the exit code is not 0).
-        self._always = np.array([x == "Always" for x in fleet.pod_restart_policy], bool)
-        self._on_failure = np.array([x == "OnFailure" for x in fleet.pod_restart_policy], bool)
+        # Per container: whether its pod's restartPolicy restarts it when it exits (Always;
+        # OnFailure when the exit code is not 0). A sidecar is restarted whatever the policy:
+        # computeInitContainerActions puts an exited restartable init container back in
+        # InitContainersToStart (pkg/kubelet/kuberuntime/kuberuntime_manager.go).
+        always = np.array([x == "Always" for x in fleet.pod_restart_policy], bool)
+        on_failure = np.array([x == "OnFailure" for x in fleet.pod_restart_policy], bool)
+        self._sidecar = fleet.container_sidecar
+        self._always = always[fleet.container_pod] | self._sidecar
+        self._on_failure = on_failure[fleet.container_pod]
+        # Containers whose first start waits for the sidecar before them to be started (its
+        # startup probe passed, or it has none and runs): computeInitContainerActions starts
+        # init container i+1 only once i is initialized, and the app containers once all are.
+        # (Sidecars come first in a pod's containers: each waits for the one before it, the app
+        # containers for the last.)
+        last = np.maximum.accumulate(np.where(self._sidecar, np.arange(n), -1)) if n else np.zeros(0, int)
+        before = np.concatenate(([-1], last[:-1])) if n else last
+        same_pod = before >= 0
+        same_pod[same_pod] = fleet.container_pod[before[same_pod]] == fleet.container_pod[same_pod]
+        self.gate = np.where(same_pod, before, -1).astype(np.int64)  # -1: none (or no more)
+        self.any_gated = bool(same_pod.any())
 
     def running(self) -> np.ndarray:
         return self.state == RUNNING
@@ -63,8 +86,29 @@ class Containers:
             lo = int(first[p])
             hi = int(first[p + 1]) if p + 1 < first.size else n
             self.created[lo:hi] = True
-            self.next_start[lo:hi] = t
+            self.next_start[lo:hi] = np.where(self.gate[lo:hi] >= 0, INF, t)
         self._rewake()
+
+    def release(self, started: np.ndarray, t: int, log: EventLog) -> None:
+        """Start the containers whose sidecar is now started (``started``: per container, running
+        and its startup probe passed or absent), and so on down each pod's chain: a sidecar with
+        no startup probe is started as it runs, so the next one starts in the same sync."""
+        while True:  # each round starts some, or ends
+            waiting = np.flatnonzero(self.gate >= 0)
+            if waiting.size == 0:
+                self.any_gated = False
+                return
+            due = waiting[started[self.gate[waiting]] & self.created[waiting]]
+            due = due[self.state[due] == WAITING]
+            if due.size == 0:
+                return
+            self.gate[due] = -1
+            self.next_start[due] = t
+            self.wakeup = min(self.wakeup, np.int64(t))
+            self.step(t, log)
+            # What just started, without a startup probe of its own, is started at once.
+            started = started.copy()
+            started[due] = (self.state[due] == RUNNING) & ~self.fleet.probes["startup"].has[due]
 
     def step(self, t: int, log: EventLog) -> None:
         """Everything due at ``t``: exits, scripted crashes, start attempts (until settled; a
@@ -72,6 +116,11 @@ class Containers:
         for _ in range(8):
             if self.wakeup > t:
                 return
+            signalled = np.flatnonzero((self.state == TERMINATING) & (self.sigterm_at <= t))
+            if signalled.size:  # their preStop hooks are over: SIGTERM, and they stop serving
+                self.sigterm_at[signalled] = INF
+                self.changed = True
+                self.epoch += signalled.size
             done = np.flatnonzero((self.state == TERMINATING) & (self.stop_at <= t))
             if done.size:
                 self._killed_exit(done, log)
@@ -90,15 +139,18 @@ class Containers:
         each with its probe's grace period (-1: the pod's)."""
         f = self.fleet
         pods = f.container_pod[idx]
-        grace = np.maximum(np.where(probe_grace >= 0, probe_grace, f.pod_tgps[pods]), MIN_GRACE)
-        stop = f.behaviors.stop_time(idx, grace)
+        grace = np.where(probe_grace >= 0, probe_grace, f.pod_tgps[pods])
         names, cont = f.pod_names, f.container_name
         for c, p in zip(idx.tolist(), pods.tolist(), strict=True):
-            msg = f"Container {cont[c]} failed {reason} probe, will be restarted"
+            # An init container's message as computeInitContainerActions words it.
+            what = f"Init container {cont[c]}" if self._sidecar[c] else f"Container {cont[c]}"
+            msg = f"{what} failed {reason} probe" + ("" if self._sidecar[c] else ", will be restarted")
             log.add(t, "Normal", "Killing", f"pod/{names[p]}", msg)
-        self.state[idx] = TERMINATING
-        self.stop_at[idx] = t + stop
-        self.stop_code[idx] = np.where((stop >= grace) & (stop > 0), 137, 143)
+        hook = np.full(idx.size, -1, np.int64)
+        for j in np.flatnonzero(f.hook_kind[idx] != NO_HOOK).tolist():
+            h = self._hook(int(idx[j]), t, int(grace[j]), log)
+            hook[j] = -1 if h is None else h
+        self._stop(idx, t, grace, hook)
         # The same sync restarts it; its back-off check still sees the runtime status read
         # before the kill, i.e. the previous exited instance (§3.8).
         self.decide_exit[idx] = self.last_exit[idx]
@@ -107,27 +159,81 @@ class Containers:
         log.synced_pods.update(pods.tolist())
         # Their exits are the new times (the wake-up stays at most the earliest due: a step
         # woken early finds nothing due and rewakes).
-        self.wakeup = min(self.wakeup, np.int64(t + stop.min()))
+        self._rewake()
+
+    def _hook(self, c: int, t: int, grace: int, log: EventLog) -> int | None:
+        """How long container ``c``'s preStop hook runs when it is killed at ``t`` with grace
+        period ``grace`` (None: no hook, or no grace left to run it in); a hook that fails
+        (``FailedPreStopHook``) takes no time."""
+        f = self.fleet
+        kind = int(f.hook_kind[c])
+        if kind == NO_HOOK or grace <= 0:
+            return None
+        hook = int(f.hook_length[c])
+        failed = kind == FAILS
+        if kind == HTTP_TO_APP:
+            beh = f.behaviors
+            # A hung app holds the hook's request until the kubelet gives up at the grace
+            # period; an app that refuses connections fails it at once.
+            failed = not beh.listening[c]
+            hook = int(INF) if beh.hung[c] and not failed else hook
+        if failed:
+            pod = f.pod_names[int(f.container_pod[c])]
+            log.add(t, "Warning", "FailedPreStopHook", f"pod/{pod}", FAILED_MESSAGE)
+            return 0
+        return hook
+
+    def _stop(self, idx: Any, t: int, grace: Any, hook: Any, turn: Any = 0) -> None:
+        """``killContainer`` for containers ``idx`` from ``t`` with grace periods ``grace`` (ms):
+        the preStop hook first (``hook`` ms, -1: none; it serves meanwhile), then SIGTERM with
+        what is left of the grace (after ``turn`` ms more of waiting for its turn, a sidecar on
+        pod termination), at least 2 s, and SIGKILL at its end (exit code 137; 143 when the app
+        exits on SIGTERM in time)."""
+        idx = np.atleast_1d(np.asarray(idx, np.int64))
+        wait, left = stop_plan(grace, hook, turn)
+        left = np.broadcast_to(left, idx.shape)
+        stop = self.fleet.behaviors.stop_time(idx, left)
+        self.state[idx] = TERMINATING
+        self.sigterm_at[idx] = np.where(wait > 0, t + wait, INF)
+        self.stop_at[idx] = t + wait + stop
+        self.stop_code[idx] = np.where((stop >= left) & (stop > 0), 137, 143)
 
     def stop_pod(self, p: int, t: int, log: EventLog) -> None:
-        """Stop every container of a pod being deleted, with the pod's grace period; none restarts."""
+        """Stop every container of a pod being deleted, with the pod's grace period; none
+        restarts. Sidecars go last, in reverse order: each, its preStop hook done, waits for the
+        app containers and the sidecars after it to exit, within what is left of its grace
+        (terminationOrdering in pkg/kubelet/kuberuntime/kuberuntime_termination_order.go)."""
         # What fell due inside the step before this boundary happened before the deletion (a
         # container started at 10.5 s is running when the pod is deleted at 11 s).
         self.step(t - 1, log)
         self.pod_deleting[p] = True
-        grace = max(int(self.fleet.pod_tgps[p]), MIN_GRACE)
+        grace = int(self.fleet.pod_tgps[p])
         pod = self.fleet.pod_names[p]
         first = self.fleet.pod_first_container
         end = int(first[p + 1]) if p + 1 < first.size else self.fleet.n_containers
-        for c in range(int(first[p]), end):  # a pod's containers are contiguous
+        conts = range(int(first[p]), end)  # a pod's containers are contiguous, sidecars first
+        for c in conts:
             if self.state[c] == RUNNING:
-                stop = int(self.fleet.behaviors.stop_time(np.array([c]), np.array([grace]))[0])
                 name = self.fleet.container_name[c]
                 log.add(t, "Normal", "Killing", f"pod/{pod}", f"Stopping container {name}")
-                self.state[c] = TERMINATING
-                self.stop_at[c] = t + stop
-                self.stop_code[c] = 137 if stop >= grace and stop > 0 else 143
-            elif self.state[c] == WAITING:
+        apps = [c for c in conts if not self._sidecar[c]]
+        for c in apps:
+            if self.state[c] == RUNNING:
+                h = self._hook(c, t, grace, log)
+                self._stop(c, t, grace, -1 if h is None else h)
+        # When the containers a sidecar waits for are gone (those already being killed included).
+        gone = max([int(self.stop_at[c]) for c in apps if self.state[c] == TERMINATING], default=t)
+        for c in reversed([c for c in conts if self._sidecar[c]]):
+            if self.state[c] == RUNNING:
+                h = self._hook(c, t, grace, log)
+                hook = -1 if h is None else h
+                hook_end = t + int(stop_plan(grace, hook)[0])
+                self._stop(c, t, grace, hook, max(gone - hook_end, 0))
+            if self.state[c] == TERMINATING:
+                gone = max(gone, int(self.stop_at[c]))
+        for c in conts:
+            self.gate[c] = -1
+            if self.state[c] == WAITING:
                 self.state[c] = EXITED
                 self.next_start[c] = INF
         self.changed = True
@@ -135,9 +241,11 @@ class Containers:
         log.synced_pods.add(p)
         self._rewake()
 
-    def _restarts(self, pods: Any, code: Any) -> Any:
-        """Whether the restart policy of ``pods`` restarts a container that exited with ``code``."""
-        return restarts(self._always[pods], self._on_failure[pods], code, self.pod_deleting[pods])
+    def _restarts(self, conts: Any, code: Any) -> Any:
+        """Whether containers ``conts`` are restarted after exiting with ``code``: by their pod's
+        restartPolicy, a sidecar always (not in a pod being deleted)."""
+        pods = self.fleet.container_pod[conts]
+        return restarts(self._always[conts], self._on_failure[conts], code, self.pod_deleting[pods])
 
     def _exit(self, c: int, t: int, finished: int, code: int, log: EventLog) -> None:
         """Container ``c`` exited by itself (a crash) at ``finished``."""
@@ -152,7 +260,7 @@ class Containers:
         self.decide_exit[c] = finished
         msg = f"Container {name} exited with code {code}"
         log.add(finished, "Warning", "Exited", f"pod/{pod}", msg, "probesim")  # when it exited
-        if self._restarts(p, code):
+        if self._restarts(c, code):
             # Not at once: the kubelet sees the exit and the runtime creates the replacement
             # (spec.cluster.containerRestartDelay); meanwhile the container is not ready.
             self.state[c] = WAITING
@@ -171,7 +279,7 @@ class Containers:
         self.epoch += idx.size
         log.synced_pods.update(pods.tolist())
         code = self.stop_code[idx]
-        restart = self._restarts(pods, code)
+        restart = self._restarts(idx, code)
         self.state[idx] = np.where(restart, WAITING, EXITED)
         self.next_start[idx[restart]] = finished[restart] + self.restart_delay
 
@@ -248,7 +356,9 @@ class Containers:
 
     def _rewake(self) -> None:
         w = INF
-        for arr, st in ((self.next_start, WAITING), (self.stop_at, TERMINATING), (self.crash_at, RUNNING)):
+        arrays = ((self.next_start, WAITING), (self.stop_at, TERMINATING), (self.sigterm_at, TERMINATING),
+                  (self.crash_at, RUNNING))  # fmt: skip
+        for arr, st in arrays:
             m = self.state == st
             if m.any():
                 w = min(w, np.int64(arr[m].min()))

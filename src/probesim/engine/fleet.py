@@ -25,6 +25,7 @@ from probesim.engine.routing import (
     with_destinations,
 )
 from probesim.kube.arithmetic import replica_set_name, resolve_fenceposts
+from probesim.kube.hooks import container_hook
 from probesim.kube.ports import container_port
 from probesim.model.kubernetes import Container, Probe, ProbeType, Workload, pod_names_of
 from probesim.model.scenario import ContainerBehavior, DeletePod, Rollback, Scale, Scenario, service_calls
@@ -89,6 +90,11 @@ class Fleet:
     )  # an Istio sidecar takes inbound traffic
     service_pods: dict[str, B] = field(default_factory=dict)
     pod_labels: PodLabels | None = None  # every pod's labels (its revision's template's)
+    # Per container: a restartable init container (a native sidecar, KEP-753); its preStop
+    # hook's kind (kube/hooks.py) and length in ms.
+    container_sidecar: B = field(default_factory=lambda: np.zeros(0, bool))
+    hook_kind: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
+    hook_length: I64 = field(default_factory=lambda: np.zeros(0, np.int64))
 
     @property
     def n_pods(self) -> int:
@@ -129,6 +135,7 @@ def build(scenario: Scenario) -> Fleet:
     cont_name: list[str] = []
     cont_spec: list[Container] = []
     cont_behavior: list[ContainerBehavior] = []
+    cont_sidecar: list[bool] = []
     first: list[int] = []
     pod_replaces: list[int] = []
     profiles: list[Profile] = []
@@ -215,8 +222,10 @@ def build(scenario: Scenario) -> Fleet:
             labels[(wi, tpl)] = rw.pod_labels
             gates = [g.condition_type for g in rw.pod_spec.readiness_gates]
             gate_delay = max((wb.readiness_gates.get(g, int(INF)) for g in gates), default=0)
-            # Regular init containers are not simulated one by one; sidecars run like app containers.
+            # Regular init containers are not simulated one by one (as if done at once); sidecars
+            # come first, in order, then the app containers (Containers gates their starts).
             containers = [c for c in rw.pod_spec.init_containers if c.restart_policy == "Always"]
+            n_sidecars = len(containers)
             containers += list(rw.pod_spec.containers)
             sidecar = injected(rw, scenario)
             tgps = rw.pod_spec.termination_grace_period_seconds * 1000
@@ -235,7 +244,7 @@ def build(scenario: Scenario) -> Fleet:
                 pod_gate_delay.append(gate_delay)
                 pod_sidecar.append(sidecar)
                 first.append(len(cont_name))
-                for c in containers:
+                for ci, c in enumerate(containers):
                     b = wb.containers.get(c.name, _HEALTHY)
                     for ordinals, named in overrides:
                         if ordinal in ordinals and c.name in named:
@@ -244,6 +253,7 @@ def build(scenario: Scenario) -> Fleet:
                     cont_name.append(c.name)
                     cont_spec.append(c)
                     cont_behavior.append(b)
+                    cont_sidecar.append(ci < n_sidecars)
                     profile_of.append(profile_id(b))
 
     ips = [f"10.244.{(i + 1) // 250}.{(i + 1) % 250 + 1}" for i in range(len(pod_names))]
@@ -282,6 +292,11 @@ def build(scenario: Scenario) -> Fleet:
     ]
     routes += mirror_routes(scenario, routes, selected, first, cont_spec, cont_behavior, behaviors)
     routes += call_routes(scenario, selected, first, cont_spec, cont_behavior, behaviors)
+    hooks: dict[tuple[int, int], tuple[int, int]] = {}
+    for c, b in {(id(c), id(b)): (c, b) for c, b in zip(cont_spec, cont_behavior, strict=True)}.values():
+        h = container_hook(c, b)
+        hooks[id(c), id(b)] = (h.kind, h.length)
+    kinds_lengths = [hooks[id(c), id(b)] for c, b in zip(cont_spec, cont_behavior, strict=True)]
     return Fleet(
         scenario=scenario,
         pod_names=pod_names,
@@ -313,6 +328,9 @@ def build(scenario: Scenario) -> Fleet:
         service_pods={s.name: service_selects(s, selected) for s in scenario.services},
         pod_sidecar=np.array(pod_sidecar, bool),
         pod_labels=selected,
+        container_sidecar=np.array(cont_sidecar, bool),
+        hook_kind=np.array([k for k, _ in kinds_lengths], np.int64),
+        hook_length=np.array([n for _, n in kinds_lengths], np.int64),
     )
 
 

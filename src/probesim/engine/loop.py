@@ -323,12 +323,19 @@ class Simulation:
         s = self.workers["startup"]
         return self.ctr.alive() & (~s.spec.has | (s.visible(self.ctr.instance) == SUCCESS))
 
-    def _lifecycle(self, t: int) -> None:
-        self.ctr.step(t, self.log)
+    def _lifecycle(self, t: int, synced: bool = False) -> None:
+        """Container starts, exits and kills due at ``t``, and what the processes do then
+        (``synced``: a pod sync for a probe result, which may start what waits for a sidecar)."""
+        ctr = self.ctr
+        ctr.step(t, self.log)
+        if ctr.any_gated and (ctr.changed or synced):
+            ctr.release(self._started(), t, self.log)
         beh = self.fleet.behaviors
-        if self.ctr.changed or beh.wakeup <= t:
-            # A container being killed stops answering, unless it ignores SIGTERM.
-            serving = self.ctr.running() | ((self.ctr.state == TERMINATING) & beh.ignores_sigterm)
+        if ctr.changed or beh.wakeup <= t:
+            # A container being killed stops answering once it gets SIGTERM (after its preStop
+            # hook), unless it ignores SIGTERM.
+            terminating = ctr.state == TERMINATING
+            serving = ctr.running() | (terminating & (beh.ignores_sigterm | (ctr.sigterm_at < INF)))
             beh.evaluate(t, serving, self.ctr.started_at)
             self.ctr.changed = False
             self.dirty = True
@@ -365,7 +372,7 @@ class Simulation:
             kill = kill[self.ctr.state[kill] == RUNNING]  # (not killed for liveness just now)
             if kill.size:
                 self.ctr.kill(kill, t, kind, w.spec.grace[kill], self.log)
-        self._lifecycle(t)
+        self._lifecycle(t, synced=True)
 
     def _triggers(self, t: int) -> None:
         if not self.log.synced_pods:

@@ -94,6 +94,7 @@ class Run:
     backoff_updated: int = 0
     restarts: int = 0
     killing: bool = False
+    in_hook: bool = False  # being killed, in its preStop hook: not signalled yet, still serving
 
 
 @dataclass

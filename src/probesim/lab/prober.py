@@ -77,7 +77,8 @@ class Prober:
                     await self.probe(pod, w)
 
     def wants_trigger(self, pod: Pod, w: Worker) -> bool:
-        return started(pod) and not pod.run.killing and not (w.seen == pod.run.instance and w.cached is True)
+        killed = pod.run.killing and not pod.run.in_hook
+        return started(pod) and not killed and not (w.seen == pod.run.instance and w.cached is True)
 
     async def probe(self, pod: Pod, w: Worker) -> None:
         """One run of the worker; a result that reaches its threshold is reported."""
@@ -87,8 +88,8 @@ class Prober:
             w.seen, w.cached, w.on_hold = pod.run.instance, INITIAL[w.kind], False
         if w.on_hold:
             return
-        if pod.run.proc is None or pod.run.killing:
-            w.cached = False
+        if pod.run.proc is None or (pod.run.killing and not pod.run.in_hook):
+            w.cached = False  # (probed as it serves through its preStop hook, as simulated)
             return
         if int(time.monotonic() - pod.run.started_at) < w.probe.initial_delay_seconds:
             return

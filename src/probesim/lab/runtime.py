@@ -4,7 +4,9 @@ for a failed probe and restarted with the engine's ``doBackOff`` rule after
 ``containerRestartDelay`` (reference/kubelet.md §3), stopped when its pod is deleted.
 
 Every process the lab stops goes through ``stop``: SIGTERM, the grace period, then SIGKILL (a
-grace of None: SIGKILL at once), its process group with it for a --command. Every child is
+grace of None: SIGKILL at once), its process group with it for a --command. A container's kill
+or deletion first runs its preStop hook as the engine does (kube/hooks.py): the lab waits the
+hook's length while the app goes on serving, then SIGTERM with what is left of the grace. Every child is
 spawned to die with the lab (``hygiene``) and reaped on the way out (``reap``)."""
 
 from __future__ import annotations
@@ -20,8 +22,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import aiohttp
+
 from probesim.errors import InputError
 from probesim.kube.containers import MIN_GRACE, back_off, restarts_with
+from probesim.kube.hooks import FAILED_MESSAGE, FAILS, HTTP_TO_APP, NO_HOOK, container_hook, stop_plan
 from probesim.lab.clock import Clock
 from probesim.lab.dependency import DependencyServer, env_name
 from probesim.lab.hygiene import RunFolder, dies_with_parent
@@ -229,15 +234,53 @@ class Runtime:
             + (", will be restarted" if again else ""),
         )
         probe = pod.workers[reason].probe
-        grace = max(probe.termination_grace_period_seconds or pod.grace_s, MIN_GRACE // 1000)
+        grace = probe.termination_grace_period_seconds or pod.grace_s
         decide = pod.run.last_exit
-        await stop(pod.run.proc, grace)
+        left = await self._pre_stop(pod, grace * 1000)
+        await stop(pod.run.proc, left / 1000)
         self._ended(pod)
         pod.run.killing = False
         if again:  # shouldRestartOnFailure
             await self._restart(pod, decide)
         else:
             self.status.update()
+
+    async def _pre_stop(self, pod: Pod, grace_ms: int) -> int:
+        """The container's preStop hook, before SIGTERM: the kubelet's wait for it (at most the
+        grace period) with the app untouched and serving, acted out as a sleep of the hook's
+        length (kube/hooks.py: the engine's); an httpGet hook to the app is really sent, so an
+        app that refuses fails it (FailedPreStopHook) and one that hangs holds it to the grace.
+        Returns the grace period left for SIGTERM (ms), as ``killContainer`` works it out."""
+        hook = container_hook(pod.container, pod.behavior)
+        if hook.kind == NO_HOOK or grace_ms <= 0:
+            return max(grace_ms, MIN_GRACE)
+        length = hook.length
+        began = time.monotonic()
+        pod.run.in_hook = True
+        if hook.kind == HTTP_TO_APP and pod.container.lifecycle is not None:
+            action = pod.container.lifecycle.pre_stop.http_get  # type: ignore[union-attr]
+            assert action is not None
+            try:
+                timeout = aiohttp.ClientTimeout(total=grace_ms / 1000)
+                async with (
+                    aiohttp.ClientSession(timeout=timeout) as s,
+                    s.get(f"http://{HOST}:{pod.port}{action.path}") as r,
+                ):
+                    await r.read()
+            except TimeoutError:
+                length = grace_ms  # given up at the grace period
+            except aiohttp.ClientError:
+                length = -1
+        if hook.kind == FAILS or length < 0:
+            self.clock.event("Warning", "FailedPreStopHook", pod, FAILED_MESSAGE)
+            length = 0
+        planned = min(length, grace_ms)
+        pod.run.in_hook = True
+        try:
+            await asyncio.sleep(max(planned / 1000 - (time.monotonic() - began), 0.0))
+        finally:
+            pod.run.in_hook = False
+        return int(stop_plan(grace_ms, planned)[1])
 
     async def _restart(self, pod: Pod, decide: float) -> None:
         """The next container, ``containerRestartDelay`` after the exit (the kubelet seeing it
@@ -310,7 +353,8 @@ class Runtime:
         if proc is not None and proc.returncode is None:
             pod.run.killing = True  # its exit is not a crash to restart
             self.clock.event("Normal", "Killing", pod, f"Stopping container {pod.container.name}")
-            await stop(proc, max(pod.grace_s, MIN_GRACE // 1000))
+            left = await self._pre_stop(pod, pod.grace_s * 1000)
+            await stop(proc, left / 1000)
             self._ended(pod)
         pod.gone = True
         for task in pod.tasks.values():

@@ -26,6 +26,7 @@ def durations(spec: ScenarioSpec) -> list[tuple[Path_, int]]:
             for cname, cb in containers.items():
                 cpath = (*gpath, cname)
                 out += [((*cpath, "start"), cb.start), ((*cpath, "shutdown"), cb.shutdown)]
+                out += [((*cpath, "preStop"), cb.pre_stop)] if cb.pre_stop is not None else []
                 for j, ep in enumerate(cb.episodes):
                     for key, ms in (("after", ep.after), ("at", ep.at), ("for", getattr(ep, "for_", None))):
                         if ms is not None:

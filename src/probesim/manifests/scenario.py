@@ -14,6 +14,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from probesim.errors import InputError, InputWarning
+from probesim.kube.hooks import container_hook
 from probesim.manifests import kubernetes as k8s
 from probesim.manifests.actions import check_actions
 from probesim.manifests.durations import durations
@@ -24,6 +25,7 @@ from probesim.model.judged import unknown_name
 from probesim.model.kubernetes import HorizontalPodAutoscaler, Service, Workload
 from probesim.model.scenario import (
     API_VERSION,
+    ContainerBehavior,
     DeletePod,
     Scenario,
     ScenarioFile,
@@ -151,7 +153,42 @@ def _from_text(
         namespaceLabels=objects.namespace_labels,
     )
     _cross_check(scenario, head)
+    _say_hook_assumptions(scenario, head)
     return scenario
+
+
+def _say_hook_assumptions(s: Scenario, head: Doc) -> None:
+    """Say, once per container and behaviour, what probesim assumes of a preStop hook whose
+    length neither the manifest (a sleep action, an exec 'sleep N') nor the scenario's
+    ``preStop`` behaviour gives, and that a tcpSocket hook is one the kubelet fails at once."""
+    said: set[str] = set()
+    for w in s.workloads:
+        wb = s.behavior(w.name)
+        sidecars = [c for c in w.pod_spec.init_containers if c.restart_policy == "Always"]
+        for c in (*sidecars, *w.pod_spec.containers):
+            h = c.lifecycle.pre_stop if c.lifecycle is not None else None
+            if h is None:
+                continue
+            where = f"{head.file}: {w.kind} {w.name}: container {c.name}: preStop"
+            if h.tcp_socket is not None:
+                said.add(
+                    f"{where}: a tcpSocket hook is kept by Kubernetes for old manifests but never run: the "
+                    "kubelet fails it at once (FailedPreStopHook event) and sends SIGTERM; use sleep, exec "
+                    "or httpGet"
+                )
+                continue
+            behaviors = [wb.containers.get(c.name, ContainerBehavior())]
+            behaviors += [ov.containers[c.name] for ov in wb.pods if c.name in ov.containers]
+            for b in behaviors:
+                hook = container_hook(c, b)
+                if hook.assumed is not None:
+                    kind = " ".join(h.exec.command) if h.exec is not None else "httpGet"
+                    said.add(
+                        f"{where} ({kind}): how long it runs is not known: {hook.assumed}; set "
+                        f"spec.behavior.{w.name}.containers.{c.name}.preStop to its length"
+                    )
+    for msg in sorted(said):
+        warnings.warn(InputWarning(msg), stacklevel=3)
 
 
 def scenario_manifest_docs(path: str) -> tuple[list[Doc], list[str]]:

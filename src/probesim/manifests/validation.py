@@ -95,6 +95,7 @@ def check_pod_spec(doc: Doc, abs_path: Path_, spec: dict[str, Any], obj: str) ->
 
 
 def check_probes(doc: Doc, base: Path_, spec_path: Path_, w: Workload, obj: str) -> None:
+    """Each container's probes, then its preStop hook (``check_lifecycle``)."""
     for group, containers in (
         ("initContainers", w.pod_spec.init_containers),
         ("containers", w.pod_spec.containers),
@@ -108,6 +109,39 @@ def check_probes(doc: Doc, base: Path_, spec_path: Path_, w: Workload, obj: str)
                         msg = "probes are allowed only on sidecar init containers (restartPolicy: Always)"
                         raise error_at(doc, base, (*spec_path, group, i, fname), obj, msg)
                     _check_probe(doc, base, (*spec_path, group, i, fname), p, kind, obj)
+    check_lifecycle(doc, base, spec_path, w, obj)
+
+
+def check_lifecycle(doc: Doc, base: Path_, spec_path: Path_, w: Workload, obj: str) -> None:
+    """validateLifecycle's checks of each container's preStop hook: exactly one handler
+    (validateHandler), an exec command, and a sleep of 0 to terminationGracePeriodSeconds seconds
+    (validateSleepAction, with zero allowed as since Kubernetes 1.32's
+    PodLifecycleSleepActionAllowZero)."""
+    grace = w.pod_spec.termination_grace_period_seconds
+    for group, containers in (
+        ("initContainers", w.pod_spec.init_containers),
+        ("containers", w.pod_spec.containers),
+    ):
+        for i, c in enumerate(containers):
+            h = c.lifecycle.pre_stop if c.lifecycle is not None else None
+            if h is None:
+                continue
+            path: Path_ = (*spec_path, group, i, "lifecycle", "preStop")
+            if not h.kinds:
+                msg = "must specify a handler type (one of exec, httpGet, sleep)"
+                raise error_at(doc, base, path, obj, msg)
+            if len(h.kinds) > 1:
+                msg = f"may not specify more than 1 handler type (got {', '.join(h.kinds)})"
+                raise error_at(doc, base, path, obj, msg)
+            if h.exec is not None and not h.exec.command:
+                msg = "required value: an exec hook needs a command"
+                raise error_at(doc, base, (*path, "exec", "command"), obj, msg)
+            if h.sleep is not None and not 0 <= h.sleep.seconds <= grace:
+                msg = (
+                    f"must be non-negative and less than terminationGracePeriodSeconds ({grace}) "
+                    f"(got {h.sleep.seconds})"
+                )
+                raise error_at(doc, base, (*path, "sleep", "seconds"), obj, msg)
 
 
 def _check_probe(doc: Doc, base: Path_, path: Path_, p: Probe, kind: ProbeType, obj: str) -> None:

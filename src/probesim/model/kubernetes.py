@@ -19,6 +19,7 @@ from pydantic import (
     BeforeValidator,
     Field,
     PlainSerializer,
+    Strict,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -78,6 +79,33 @@ class ExecAction(Model):
 class GRPCAction(Model):
     port: Annotated[SInt, Field(ge=1, le=65535)]
     service: str | None = None
+
+
+class SleepAction(Model):
+    seconds: Annotated[int, Strict(), Field(ge=-(2**63), le=2**63 - 1)]  # int64, range checked on load
+
+
+class LifecycleHandler(Model):
+    """A lifecycle hook's handler (``LifecycleHandler``): one of exec, httpGet, sleep (KEP-3960).
+    tcpSocket is accepted, as the API server accepts it, but the kubelet cannot run it."""
+
+    exec: ExecAction | None = None
+    http_get: HTTPGetAction | None = None
+    tcp_socket: TCPSocketAction | None = None
+    sleep: SleepAction | None = None
+
+    @property
+    def kinds(self) -> list[str]:
+        """The handler types given, as the manifest names them."""
+        names = (("exec", self.exec), ("httpGet", self.http_get), ("sleep", self.sleep),
+                 ("tcpSocket", self.tcp_socket))  # fmt: skip
+        return [n for n, h in names if h is not None]
+
+
+class Lifecycle(OpenModel):
+    """A container's hooks: probesim runs ``preStop`` (postStart and stopSignal are not simulated)."""
+
+    pre_stop: LifecycleHandler | None = None
 
 
 class Probe(Model):
@@ -178,6 +206,7 @@ class Container(OpenModel):
     readiness_probe: Probe | None = None
     startup_probe: Probe | None = None
     restart_policy: Literal["Always"] | None = None  # only on init containers (sidecars)
+    lifecycle: Lifecycle | None = None
 
     @field_validator("name")
     @classmethod

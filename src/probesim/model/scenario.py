@@ -186,6 +186,13 @@ class ContainerBehavior(Model):
     )
     shutdown: Duration = Field(default=0, description="Time the app takes to exit after SIGTERM.")
     ignores_sigterm: SBool = Field(default=False, description="Only SIGKILL at the grace period ends it.")
+    pre_stop: Duration | None = Field(
+        default=None,
+        description="How long the container's preStop hook runs when the manifest does not say: an exec "
+        "hook that is not a plain 'sleep N', or an httpGet hook (default: one request's time). A sleep "
+        "hook's length is its seconds. The kubelet waits for the hook, at most the grace period, "
+        "before SIGTERM; the app keeps answering meanwhile.",
+    )
     paths: dict[str, HttpStatus] = Field(
         default_factory=dict,
         description="Status per exact HTTP path when healthy; others answer 200. Also 'exec' (all exec "
