@@ -295,8 +295,14 @@ def test_5xx_retries_hide_the_failing_pod_but_still_feed_ejection() -> None:
     r = simulate(sc.model_copy(update={"virtual_services": (vs,)}))
     route = r.route("/")
     assert route.failed_total == 0
-    assert route.envoy["upstream_rq_retry"] == 12
-    assert ejections(r, "client-0") == [11, 73, 195]
+    # Round robin picks each retry too (chooseHost → unweightedHostPick, rr_index++), so a
+    # request on the failing pod leaves the index on the pod after the next one: every other
+    # request of a client starts on the failing pod (not one in three), and client-0's second
+    # 500 comes at 10.667 s, its third request. Two retries per client before each ejection,
+    # and one more for client-1 in 195 s, sent before its ejection reached its load balancer
+    # (the merge window after the unejection at 194 s).
+    assert route.envoy["upstream_rq_retry"] == 13
+    assert ejections(r, "client-0") == [10.666, 73, 195.333]
 
 
 def _variant(

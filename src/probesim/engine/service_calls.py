@@ -185,8 +185,9 @@ def _failure_status(cap: CapacityModel, c: int, path: str) -> int:
 def through_policy(pol: RoutePolicy, picked: tuple[list[tuple[float, list[Try]]], float]) -> Classes:
     """A call's outcome classes through the sidecar: each try on a host picked by share, its
     per-try timeout; a failure retryOn names retried on another host (Envoy's previous_hosts
-    predicate; the same host when there is no other), after the back-off; fault injection
-    before any try; the route's timeout over them all."""
+    predicate; the same host when there is no other), after the back-off; the route's timeout
+    over them all; fault injection (a delay, then an abort) before any try, its delay outside
+    the route's timeout."""
     hosts, none = picked
     per_try: list[tuple[float, list[Try]]] = []
     for w, tries in hosts:
@@ -232,6 +233,13 @@ def through_policy(pol: RoutePolicy, picked: tuple[list[tuple[float, list[Try]]]
     call: Classes = {}
     for (w, _), cl in zip(per_try, level, strict=True):
         _add(call, cl, w)
+    if pol.route_ms:
+        # The route's timer covers the tries and back-offs, not a fault delay: the router arms
+        # it when the fault filter lets the request go on (router.cc, onRequestComplete).
+        capped: Classes = {}
+        for (lat, fa), p in call.items():
+            _add(capped, {(float(pol.route_ms), True) if lat >= pol.route_ms else (lat, fa): p}, 1.0)
+        call = capped
     if none > 0:
         _add(call, {(0.0, True): none}, 1.0)  # 503 no healthy upstream
     if pol.delay and pol.delay_ms:
@@ -244,11 +252,6 @@ def through_policy(pol: RoutePolicy, picked: tuple[list[tuple[float, list[Try]]]
         _add(call, {(0.0, True): 1 - held}, pol.abort)
         if held:
             _add(call, {(float(pol.delay_ms), True): held}, pol.abort)
-    if pol.route_ms:
-        capped: Classes = {}
-        for (lat, fa), p in call.items():
-            _add(capped, {(float(pol.route_ms), True) if lat >= pol.route_ms else (lat, fa): p}, 1.0)
-        call = capped
     return call
 
 

@@ -59,6 +59,7 @@ class Serving:
     latency_cdf: F64
     step_cdf: F64
     conns: list[Connections]
+    sidecar_waited: list[list[tuple[int, float]]]
     pending: list[I64]
     later_cdf: list[F64]
     later_n: list[F64]
@@ -75,16 +76,27 @@ class Serving:
     def _with_connect_wait(self, ri: int, mix: F64, n: int) -> F64:
         """The weighted latency distribution of ``n`` answers given now (``mix``), the requests
         that first waited for their SYN to be answered (``noEndpoint: retransmit``) taken out and
-        put back that much later, at the typical latency of the others."""
+        put back that much later, at the typical latency of the others; and those that spent
+        time in their client's sidecar before their last try (a fault delay, the failed tries
+        and back-offs of a retry: ``sidecar_waited``), their latency the others' shifted by it."""
         waited = self.conns[ri].waited
+        side = self.sidecar_waited[ri]
         total = sum(c for c, _ in waited)
-        if total == 0 or n == 0:
+        held = sum(c for c, _ in side)
+        if (total == 0 and held == 0) or n == 0:
             return mix * n
-        share = min(total, n) / total
-        typical = grid_quantiles(mix, (0.5,))[0]
-        out = mix * (n - min(total, n))
-        for count, ms in waited:
-            out += count * share * (ms + typical <= GRID)
+        taken = min(total, n)
+        shifted = min(held, n - taken)
+        out = mix * (n - taken - shifted)
+        if total:
+            share = taken / total
+            typical = grid_quantiles(mix, (0.5,))[0]
+            for count, ms in waited:
+                out += count * share * (ms + typical <= GRID)
+        if shifted:
+            share = shifted / held
+            for count, held_ms in side:
+                out += count * share * np.interp(GRID - held_ms, GRID, mix, left=0.0)
         return out
 
     def _latency_parts(
@@ -197,8 +209,12 @@ class Serving:
 
     def _direct(self, ri: int) -> bool:
         """Whether route ``ri``'s answers of this step go straight into its CDF: none answered
-        at once, and no SYN waited (_with_connect_wait)."""
-        return self.answered_at_once[ri] == 0 and sum(c for c, _ in self.conns[ri].waited) == 0
+        at once, no SYN waited and no request spent time in its sidecar (_with_connect_wait)."""
+        return (
+            self.answered_at_once[ri] == 0
+            and sum(c for c, _ in self.conns[ri].waited) == 0
+            and not self.sidecar_waited[ri]
+        )
 
     def _step_quantiles(self, nb: ModuleType, k: int) -> None:
         nb.step_quantiles(

@@ -31,6 +31,7 @@ from probesim.engine.pod_status import PodStatus
 from probesim.engine.routing import Route
 from probesim.engine.service_calls import answers, through_sidecar
 from probesim.engine.serving import Serving
+from probesim.engine.sidecar.hold import SidecarHold
 from probesim.engine.sidecar.split import Sidecars
 from probesim.kube.endpoints import endpoint_ready, kube_proxy_targets
 from probesim.kube.outcomes import ERROR_STATUS, NO_ANSWER, OK, REFUSED, REQUEST_CODES
@@ -93,7 +94,17 @@ class Traffic(Serving):
         ] * len(f.routes)
         self.conns = [Connections(f.n_pods) for _ in f.routes]
         self.uniform = [-1] * len(f.routes)
-        self.mesh_view: dict[int, tuple[B, I64, I64]] = {}
+        self.mesh_view: dict[int, tuple[B, I64, I64, F64 | None]] = {}
+        # Per meshed route whose VirtualService delays requests, what its sidecars hold; per
+        # route, this step's requests that spent time in the sidecar before their last try
+        # (fault delays, retries): (count, ms).
+        self.holds: dict[int, SidecarHold] = {}
+        for ri, m in mesh.items():
+            pol = m.policy
+            if pol.delay > 0 and pol.delay_ms > 0:
+                limit = float(f.routes[ri].timeout)
+                self.holds[ri] = SidecarHold(pol.delay_ms, None if limit >= INF else limit)
+        self.sidecar_waited: list[list[tuple[int, float]]] = [[] for _ in f.routes]
         self.latency_cdf = np.zeros((len(f.routes), GRID.size))
         self.step_cdf = np.zeros((len(f.routes), GRID.size))  # what clients saw answered this step
         # Answers on their way to clients, per route: (ok, error status, timeout) × due step × container.
@@ -177,9 +188,15 @@ class Traffic(Serving):
             key, col = f"route.{route.name}", self.cols[ri]
             conns = self.conns[ri]
             conns.waited.clear()
+            self.sidecar_waited[ri] = []
             if conns.waiting and t > self.waits_until[ri]:
                 col["interrupted"][k] += conns.waiting  # still connecting
                 conns.connecting.clear()
+            hold = self.holds.get(ri)
+            held = hold.held if hold is not None else 0
+            if hold is not None and held and t > self.waits_until[ri]:
+                col["interrupted"][k] += hold.drop()  # still held by their sidecar
+                held = 0
             if route.mirror_of >= 0:
                 # The copies a client sidecar mirrored this step (fire and forget).
                 primary = self.mesh.get(route.mirror_of)
@@ -191,11 +208,11 @@ class Traffic(Serving):
                 route.acc += self.capacity.classes.calls_out.get(route.call, 0.0)
                 n = int(route.acc + 1e-9)
                 route.acc -= n
-                if n == 0 and not conns.waiting:
+                if n == 0 and not conns.waiting and not held:
                     continue
             else:
                 rate = float(self.rates[ri, k])
-                if rate <= 0 and route.acc < 1 and not conns.waiting:
+                if rate <= 0 and route.acc < 1 and not conns.waiting and not held:
                     continue
                 route.acc += rate * step / 1000
                 n = int(route.acc + 1e-9)
@@ -206,22 +223,26 @@ class Traffic(Serving):
                 # waiting for an answer hold theirs. The rest are dropped iterations. (What the
                 # buffers hold is kept as their sums change: _held(ri).sum(), without summing
                 # the answer wheel's slots × containers every step.)
-                busy = self.pending_n[ri] + self.queued_n[ri] + conns.waiting
+                busy = self.pending_n[ri] + self.queued_n[ri] + conns.waiting + held
                 sent = min(n, max(vus - busy, 0))
                 col["offered"][k] = n
                 col["dropped"][k] = n - sent
                 n = sent
             else:
                 col["offered"][k] = n
-            if n == 0 and not conns.waiting:
+            if n == 0 and not conns.waiting and not held:
                 continue
             eps, cat = self._endpoints(ri, visible)
             mesh = self.mesh.get(ri)
             kk = eps.size
             if mesh is not None:
-                # Through the clients' sidecars: their load balancing, ejections and faults.
-                in_eps, cat_pod, status_pod = self.mesh_view[ri]
-                got, aborted, uh = mesh.send(t, n, in_eps, cat_pod, status_pod)
+                # Through the clients' sidecars: fault delays, their load balancing, retries,
+                # ejections and aborts.
+                in_eps, cat_pod, status_pod, cost_pod = self.mesh_view[ri]
+                if hold is not None:
+                    n = self._hold(ri, k, t, n, hold, mesh)
+                got, aborted, uh = mesh.send(t, n, in_eps, cat_pod, status_pod, cost_pod)
+                self.sidecar_waited[ri] += mesh.waits_now
                 per_ep = got[in_eps]
                 col["no_endpoint"][k] += uh
                 col["error_status"][k] += aborted  # FI: answered by the client's sidecar
@@ -305,6 +326,26 @@ class Traffic(Serving):
                     n_took, n_offered = int(took.sum()), int(offered.sum())
             self._count_sent(ri, k, counts, n_took, n_offered, k % q.shape[0])
 
+    def _hold(self, ri: int, k: int, t: int, n: int, hold: SidecarHold, mesh: Sidecars) -> int:
+        """Fault delays before the router (engine/sidecar/hold.py): of this step's ``n``
+        requests the delayed share is held; those held whose delay ends in this step go on,
+        those whose client gave up first are its timeouts. Returns the requests the router
+        sends now."""
+        step = self.spec.step
+        go, late = hold.due(t, step)
+        delayed = int(self.rng.binomial(n, mesh.policy.delay)) if n else 0
+        mesh.delayed(delayed)
+        now, gave_up = hold.hold(t, step, delayed)
+        go += now
+        late += gave_up
+        if late:
+            self.cols[ri]["timeout"][k] += late
+            if self.capacity.any:
+                self.step_cdf[ri] += late * (float(self.fleet.routes[ri].timeout) <= GRID)
+        if go:
+            self.sidecar_waited[ri].append((go, float(hold.delay_ms)))
+        return n - delayed + go
+
     def _arrive_compiled(self) -> ModuleType | None:
         """engine/kernels.py if this run's plain routes (no client sidecar, no keep-alive) take
         their arrivals by its ``arrive``: a capacity model with one outcome class (without
@@ -340,7 +381,7 @@ class Traffic(Serving):
             if sidecars is None:
                 got = answers(cap, ri, route, eps, cat, self.ctr.started_at, t)
             else:
-                in_eps, _, status = self.mesh_view[ri]
+                in_eps, _, status, _ = self.mesh_view[ri]
                 got = through_sidecar(
                     cap, ri, route, sidecars, in_eps, eps, cat, status, self.ctr.started_at, t
                 )
@@ -374,7 +415,14 @@ class Traffic(Serving):
             pos = np.searchsorted(eps, mesh.pods[in_eps])
             cat_pod[in_eps] = cat[pos]
             status_pod[in_eps] = f.behaviors.status[route.target, tc_all[in_eps]]
-            self.mesh_view[ri] = (in_eps, cat_pod, status_pod)
+            cost_pod: F64 | None = None
+            cap = self.capacity
+            if cap.any:
+                # A host's work for the path: how long a try there takes before it answers.
+                tc = tc_all[in_eps]
+                cost_pod = np.zeros(mesh.pods.size)
+                cost_pod[in_eps] = cap.route_wall[ri, tc] + cap.cpu[ri * cap.k, tc]
+            self.mesh_view[ri] = (in_eps, cat_pod, status_pod, cost_pod)
         return eps, cat
 
     def _held(self, ri: int) -> I64:
@@ -385,8 +433,10 @@ class Traffic(Serving):
 
     def in_flight(self, ri: int) -> int:
         """Route ``ri``'s requests whose client still waits: queued, answers (or timeouts) on
-        their way, and those still connecting."""
-        return self.queued_n[ri] + self.pending_n[ri] + self.conns[ri].waiting
+        their way, those still connecting, and those their sidecar holds (a fault delay)."""
+        hold = self.holds.get(ri)
+        held = hold.held if hold is not None else 0
+        return self.queued_n[ri] + self.pending_n[ri] + self.conns[ri].waiting + held
 
     def ring_sizes(self, duration: int) -> list[int]:
         """The steps the rings keep, for a run of ``duration``: the answers on their way (up to

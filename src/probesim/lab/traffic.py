@@ -242,9 +242,16 @@ class TrafficRunner:
 
     def envoy_counters(self, service: str) -> dict[str, int]:
         """A route's Envoy figures, as the simulation names them: outlier_detection.* counters of
-        the Service's clusters, and a split's share per subset."""
+        the Service's clusters, their retries (upstream_rq_retry), and a split's share per
+        subset."""
         od: dict[str, int] = {}
         for k, v in self.envoy_stats.items():
+            if (
+                k.startswith("cluster.outbound|")
+                and k.endswith(".upstream_rq_retry")
+                and k.split("|")[3].startswith(f"{service}.")
+            ):
+                od["upstream_rq_retry"] = od.get("upstream_rq_retry", 0) + v
             if (
                 k.startswith("cluster.outbound|")
                 and ".outlier_detection." in k

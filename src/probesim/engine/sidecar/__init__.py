@@ -13,8 +13,12 @@ are ``probesim.mesh``'s). Each client population decides alone. Per client and s
 - hosts that leave the cluster (out of the endpoints) lose their monitor and ejection;
 - a timed-out request reaching its host's monitor when the route's timer fires (the request's
   time + the timeout), not when it was sent;
-- fault injection before sending (aborts never reach a host: no outlier update, no retry, §5.1);
-- retries of connect failures (Istio's default retry_on) onto other hosts;
+- fault injection before sending: delays hold the request before the router (hold.py), outside
+  the route's timeout and inside the client's; aborts never reach a host (no outlier update,
+  no retry, §5.1);
+- retries of what the route's retry_on names (Istio's default: connect failures), each retry's
+  host picked through the load balancer (round robin: retry.py), their failed tries and
+  back-offs in the retried requests' latency;
 - mirroring as counted copies;
 - traffic splits (a VirtualService route's weighted destinations: subsets of a DestinationRule,
   other hosts): a cluster per destination, each with its sidecars' own load balancer and
@@ -36,6 +40,8 @@ The modules, by what they own:
   mirroring;
 - route.py: one cluster's sidecars (MeshRoute), the per-step driver: load balancing, panic, and
   each step's requests through the policy and the monitor;
+- retry.py: retries through round robin (RetryWalk, WalkRun);
+- hold.py: requests a fault delay holds (SidecarHold);
 - split.py: weighted destinations (SplitRoute, weighted_counts);
 - build.py: the sidecars of a scenario's routes from its Istio objects (build_mesh, istio_for).
 

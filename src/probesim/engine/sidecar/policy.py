@@ -23,7 +23,7 @@ REFUSED_TRY, HUNG_TRY, TIMED_OUT_TRY = -1, -2, -3
 @dataclass
 class RoutePolicy:
     abort: float  # the share of requests fault injection aborts
-    delay: float  # the share it delays (counted only)
+    delay: float  # the share it delays (held delay_ms before the router sends it)
     retries: int  # attempts
     retry_connect: bool
     retry_5xx: bool
@@ -37,6 +37,11 @@ class RoutePolicy:
     per_try_ms: int = 0  # a try's timeout (0: none)
     route_ms: int = 0  # the route's timeout over every try (0: none, Istio's default)
     backoff_ms: float = 25.0  # the retries' base interval (Envoy's default 25 ms)
+    # Istio's retry_host_predicate previous_hosts (removed by retryIgnorePreviousHosts: false):
+    # a retry's pick is repeated while it lands on a host already tried, up to
+    # host_selection_retry_max_attempts (Istio: 5) more picks, then the last one is used.
+    previous_hosts: bool = True
+    host_selection_attempts: int = 5
 
     @classmethod
     def of(cls, route: HTTPRoute | None) -> RoutePolicy:
@@ -84,6 +89,7 @@ class RoutePolicy:
                 mirror = route.mirror_percentage.value / 100 if route.mirror_percentage else 1.0
             mirror += sum((m.percentage.value / 100 if m.percentage else 1.0) for m in route.mirrors)
         per_try = route.retries.per_try_timeout if route and route.retries else None
+        ignore_previous = bool(route and route.retries and route.retries.retry_ignore_previous_hosts is False)
         return cls(
             abort,
             delay,
@@ -100,12 +106,30 @@ class RoutePolicy:
             per_try_ms=ms(per_try) or 0,
             route_ms=(ms(route.timeout) if route else None) or 0,
             backoff_ms=float((ms(route.retries.backoff) if route and route.retries else None) or 25),
+            previous_hosts=not ignore_previous,
         )
 
     def backoff(self, j: int) -> float:
         """The mean wait before retry ``j`` (1, 2, …): uniform in [0, base × 2^(j-1)), the
         interval capped at 10 × base (§5.5.4)."""
         return min(self.backoff_ms * 2 ** (j - 1), 10 * self.backoff_ms) / 2
+
+    def backoff_interval(self, j: int) -> float:
+        """The interval retry ``j`` (1, 2, …) draws its wait from, ``random() % interval``: the
+        base, doubled after each retry while below half the maximum (10 × base), else the
+        maximum (backoff_strategy.cc, JitteredExponentialBackOffStrategy::nextBackOffMs:
+        25, 50, 100, 200, 250, 250 … ms for Envoy's base)."""
+        top = 10 * self.backoff_ms
+        interval = self.backoff_ms
+        for _ in range(j - 1):
+            interval = interval * 2 if interval < top / 2 else top
+        return interval
+
+    def backoff_points(self, j: int, q: int) -> list[float]:
+        """Retry ``j``'s wait as ``q`` equally likely values: the middles of ``q`` equal slices
+        of ``random() % interval`` (whole ms from 0 to interval - 1)."""
+        top = self.backoff_interval(j) - 1
+        return [top * (i + 0.5) / q for i in range(q)]
 
     def retried(self, code: int) -> bool:
         """Whether a failed try is retried: ``code`` its status, or REFUSED_TRY (a connect

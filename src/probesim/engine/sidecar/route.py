@@ -1,8 +1,10 @@
 """One cluster's client sidecars (MeshRoute): per client and step, load balancing over the
 hosts that are not ejected (round robin continuing from its index, least request and random as
 an even or drawn split) with the panic threshold (§3.2-3.3); fault injection before sending
-(aborts never reach a host: no outlier update, no retry, §5.1); retries of the failures the
-route's retry_on names onto other hosts; timeouts; mirroring as counted copies. The step is cut
+(aborts never reach a host: no outlier update, no retry, §5.1; delays are held before, by
+engine/traffic.py with hold.py); retries of the failures the route's retry_on names, round
+robin's picked through its index (retry.py), their failed tries and back-offs left in
+``waits_now`` for the latency; timeouts; mirroring as counted copies. The step is cut
 at each change a request can see (an ejection, a tick, a delivered health update), so a host
 gets exactly the errors it returns before its ejection reaches the load balancer. What the
 VirtualService route asks (faults, retry_on, timeouts, mirroring) is policy.py's (RoutePolicy),
@@ -19,13 +21,15 @@ import numpy as np
 import numpy.typing as npt
 
 from probesim.engine.sidecar.ejection import OutlierMonitor
-from probesim.engine.sidecar.outlier import Client, Detector, SidecarStats
+from probesim.engine.sidecar.outlier import NEVER, Client, Detector, SidecarStats
 from probesim.engine.sidecar.policy import RoutePolicy
+from probesim.engine.sidecar.retry import RetryWalk, WalkRun, retry_waits
 from probesim.kube.outcomes import ERROR_STATUS, NO_ANSWER, REFUSED
 from probesim.mesh.istio import DestinationRule, HTTPRoute
 from probesim.results import Event
 
 I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
 B = npt.NDArray[np.bool_]
 
 
@@ -44,7 +48,7 @@ class _HostView:
     a sidecar sees (503 refused, 504 or none hung), whether a failure is retried, whether the
     answer is good, and whether it counts toward any ejection."""
 
-    def __init__(self, route: MeshRoute, in_eps: B, cat: I64, status: I64) -> None:
+    def __init__(self, route: MeshRoute, in_eps: B, cat: I64, status: I64, cost: F64 | None = None) -> None:
         self.members = np.flatnonzero(in_eps)
         self.refused = cat == REFUSED
         # A hung host answers nothing: with a route or per-try timeout the sidecar gives up
@@ -60,7 +64,13 @@ class _HostView:
         self.counts = (self.st >= 500) | self.refused | self.hung
         self.bad = self.counts | self.retriable  # hosts whose requests need the full pass
         self.bad_members = self.members[self.bad[self.members]]
-        self.in_eps, self.cat, self.status = in_eps, cat, status  # what it was made of
+        # How long a failed try takes before the sidecar can retry: a refusal at once, a
+        # timeout at the first of the per-try and route timeouts, an answer after the host's
+        # work for the path (``cost``: its wall and CPU time).
+        served = np.zeros(in_eps.size) if cost is None else cost
+        self.try_ms = np.where(self.refused, 0.0, np.where(self.hung, float(route.policy.timeout_ms), served))
+        self.in_eps, self.cat, self.status, self.cost = in_eps, cat, status, cost  # what it was made of
+        self.walks: dict[bytes, RetryWalk] = {}  # per pickable host set, its retry walk
 
 
 class MeshRoute:
@@ -123,6 +133,8 @@ class MeshRoute:
         # _batch's (view, clients' visible arrays, hosts, host counts, places), kept while the same.
         self._batch_hosts: tuple[_HostView, list[B], B, I64, I64] | None = None
         self.mirrored_now = 0  # copies sent this step
+        self.waits_now: list[tuple[int, float]] = []  # this step's retried requests: (count, ms)
+        self.retried = 0  # requests retried so far (which back-off values the next ones take)
         self.sent = 0  # requests of the run so far (which client sends the next)
 
     def _rows(self) -> None:
@@ -153,30 +165,51 @@ class MeshRoute:
         """Hosts ejected now, summed over the clients."""
         return self.outlier.ejections_active()
 
+    def delayed(self, n: int) -> None:
+        """``n`` requests held by fault injection's delay (``delays_injected``)."""
+        self.stats.delays_injected += n
+
     # -- one step of requests ------------------------------------------------------------------
 
     def send(
-        self, t: int, n: int, in_eps: npt.NDArray[np.bool_], cat_by_pod: I64, status_by_pod: I64
+        self,
+        t: int,
+        n: int,
+        in_eps: npt.NDArray[np.bool_],
+        cat_by_pod: I64,
+        status_by_pod: I64,
+        cost_by_pod: F64 | None = None,
     ) -> tuple[I64, int, int]:
-        """Route ``n`` requests of this step from the clients. Returns requests per host pod
-        (index into ``self.pods``), aborted by fault injection, and 503 no-healthy-upstream."""
+        """Route ``n`` requests of this step from the clients (fault delays already held by
+        the caller, engine/sidecar/hold.py). Returns requests per host pod (index into
+        ``self.pods``: the host of each request's last try), aborted by fault injection, and
+        503 no-healthy-upstream. ``cost_by_pod``: each host's work for the path (ms), how long
+        a failed try there takes. The time retried requests spent before their last try is
+        left in ``waits_now``."""
         counts = np.zeros(self.pods.size, np.int64)
         aborted = uh = 0
         self.mirrored_now = 0
+        self.waits_now = []
         nc = len(self.clients)
         # The route's requests go to the clients in turn, across steps (the k-th of the run to
         # client k mod clients), whatever the step.
         first_k = [(ci - self.sent) % nc for ci in range(nc)]
         self.sent += n
         v = self._last_view
-        if v is None or v.in_eps is not in_eps or v.cat is not cat_by_pod or v.status is not status_by_pod:
-            v = self._last_view = _HostView(self, in_eps, cat_by_pod, status_by_pod)
+        if (
+            v is None
+            or v.in_eps is not in_eps
+            or v.cat is not cat_by_pod
+            or v.status is not status_by_pod
+            or v.cost is not cost_by_pod
+        ):
+            v = self._last_view = _HostView(self, in_eps, cat_by_pod, status_by_pod, cost_by_pod)
         self._view = v
         # Clients whose step is one plain round robin pass step together (_batch); from the
         # first that is not, each steps alone, in order (a batched step writes no event and
         # draws nothing, so the events and draws come in the same order).
         pol = self.policy
-        batching = self.lb == "ROUND_ROBIN" and not (self.split or pol.delay or pol.abort or pol.mirror)
+        batching = self.lb == "ROUND_ROBIN" and not (self.split or pol.abort or pol.mirror)
         batch: list[tuple[int, int]] = []
         for ci, c in enumerate(self.clients):
             self.outlier.members(t, c, in_eps)
@@ -191,8 +224,6 @@ class MeshRoute:
                 batching = False
                 counts += self._batch(batch)
                 batch = []
-            if pol.delay:
-                self.stats.delays_injected += int(self.rng.binomial(m, pol.delay))
             if pol.abort:
                 a = int(self.rng.binomial(m, pol.abort))
                 aborted += a
@@ -314,6 +345,28 @@ class MeshRoute:
         panic = availability < 100 and 100.0 * healthy.size / members.size < self.panic
         return (members if panic else healthy), panic
 
+    def _walk(self, view: _HostView, hosts: I64) -> RetryWalk:
+        """The retry walk over a pickable host set (kept with the view)."""
+        key = hosts.tobytes()
+        walk = view.walks.get(key)
+        if walk is None:
+            walk = view.walks[key] = RetryWalk(self.policy, view.retriable[hosts], view.try_ms[hosts])
+        return walk
+
+    def _retried(self, walk: RetryWalk, visits: I64) -> None:
+        """Count the retries of requests starting at each state ``visits`` times, and the time
+        they spent before their last try."""
+        again = (visits > 0) & (walk.retries > 0)
+        if not again.any():
+            return
+        groups: dict[tuple[float, int], int] = {}
+        for s in np.flatnonzero(again).tolist():
+            key = (float(walk.failed_ms[s]), int(walk.retries[s]))
+            groups[key] = groups.get(key, 0) + int(visits[s])
+        self.waits_now += retry_waits(self.policy, groups, self.retried)
+        self.retried += sum(groups.values())
+        self.stats.upstream_rq_retry += int((visits * walk.retries).sum())
+
     def _client_step(
         self,
         t: int,
@@ -384,11 +437,36 @@ class MeshRoute:
             # None of the hosts can be ejected when every one answers below 500 and connects:
             # no request cuts the chunk short.
             fails = bool(view.counts[hosts].any())
-            if fails:
-                need = np.minimum(
-                    self.outlier.need(c, hosts, refused, hung, st), avail + 1
-                )  # no crossing past avail
+            raw_need = self.outlier.need(c, hosts, refused, hung, st) if fails else None
             start = j
+            walk = self._walk(view, hosts) if self.lb == "ROUND_ROBIN" and view.retries else None
+            if walk is not None and nc * step >= walk.longest * max(n, 1):
+                # Each request's retries are picked before the client's next request: its tries
+                # follow from the index it starts at (engine/sidecar/retry.py).
+                run = walk.run(c.cursor)
+                cut = avail
+                if raw_need is not None:
+                    can = raw_need < NEVER
+                    if can.any():
+                        reach = run.first_reaching(raw_need[can], np.flatnonzero(can))
+                        cut = min(avail, reach) if reach is not None else avail
+                visits = run.visits(cut)
+                per = run.tries(visits)
+                c.cursor += int((visits * walk.picks).sum())  # retries' picks count too (§3.4)
+                j += cut
+
+                def nth(i: int, x: int, run: WalkRun = run, start: int = start) -> int:
+                    at_ = run.nth(i, x)
+                    assert at_ is not None
+                    return at(start + at_)
+
+                self.outlier.report(ci, c, hosts, per, refused, hung, st, nth, view.counts)
+                self._retried(walk, visits)
+                got[hosts] += np.bincount(walk.final, weights=visits, minlength=k).astype(np.int64)
+                continue
+            if fails:
+                assert raw_need is not None
+                need = np.minimum(raw_need, avail + 1)  # no crossing past avail
             if self.lb == "ROUND_ROBIN":
                 order = (np.arange(k) - c.cursor) % k  # position of each host in this round
                 if fails:
@@ -420,9 +498,20 @@ class MeshRoute:
             good = view.good[hosts]
             if retried.any() and good.any():
                 # The retry avoids the host already tried (previous_hosts) and lands on one that
-                # answers (§5.5); every attempt was reported to its host above.
+                # answers (§5.5); every attempt was reported to its host above. (Round robin
+                # with requests closer together than their retries take: the retries' picks
+                # interleave with other requests' in Envoy; here the first tries are spread
+                # evenly and each retry takes one pick, docs/fidelity.md.)
                 moved = int(per[retried].sum())
                 self.stats.upstream_rq_retry += moved
+                if self.lb == "ROUND_ROBIN":
+                    c.cursor += moved
+                groups: dict[tuple[float, int], int] = {}
+                for i in np.flatnonzero(retried).tolist():
+                    key = (float(view.try_ms[hosts[i]]), 1)
+                    groups[key] = groups.get(key, 0) + int(per[i])
+                self.waits_now += retry_waits(self.policy, groups, self.retried)
+                self.retried += moved
                 per[retried] = 0
                 others = np.flatnonzero(good)
                 per[others] += moved // others.size

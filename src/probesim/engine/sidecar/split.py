@@ -11,7 +11,8 @@ import numpy as np
 import numpy.typing as npt
 
 from probesim.engine.sidecar.outlier import SidecarStats
-from probesim.engine.sidecar.route import MeshRoute
+from probesim.engine.sidecar.policy import RoutePolicy
+from probesim.engine.sidecar.route import F64, MeshRoute
 from probesim.results import Event
 
 I64 = npt.NDArray[np.int64]
@@ -65,7 +66,13 @@ class SplitRoute:
         self.upstreams = [by_pod[int(p)] for p in self.pods]  # "ip:port" per host
         self.sent = 0
         self.mirrored_now = 0
-        self._views: tuple[object, object, object, list[tuple[B, I64, I64]]] | None = None
+        self.waits_now: list[tuple[int, float]] = []
+        self._views: tuple[object, object, object, object, list[tuple[B, I64, I64, F64 | None]]] | None = None
+
+    @property
+    def policy(self) -> RoutePolicy:
+        """What the VirtualService route asks (one route for every destination)."""
+        return self.parts[0].policy
 
     @property
     def stats(self) -> SidecarStats:
@@ -86,27 +93,46 @@ class SplitRoute:
     def ejections_active(self) -> int:
         return sum(m.ejections_active() for m in self.parts)
 
-    def send(self, t: int, n: int, in_eps: B, cat_by_pod: I64, status_by_pod: I64) -> tuple[I64, int, int]:
+    def delayed(self, n: int) -> None:
+        """As MeshRoute.delayed (the fault filter comes before the split: its first cluster's
+        counters hold the count)."""
+        self.parts[0].delayed(n)
+
+    def send(
+        self, t: int, n: int, in_eps: B, cat_by_pod: I64, status_by_pod: I64, cost_by_pod: F64 | None = None
+    ) -> tuple[I64, int, int]:
         """As MeshRoute.send, each destination getting its share of the ``n`` requests."""
         kept = self._views
-        if kept is None or kept[0] is not in_eps or kept[1] is not cat_by_pod or kept[2] is not status_by_pod:
+        if (
+            kept is None
+            or kept[0] is not in_eps
+            or kept[1] is not cat_by_pod
+            or kept[2] is not status_by_pod
+            or kept[3] is not cost_by_pod
+        ):
             # The same arrays for the parts while the loop passes the same (their caches hold).
-            views = [(in_eps[i], cat_by_pod[i], status_by_pod[i]) for i in self.index]
-            kept = self._views = (in_eps, cat_by_pod, status_by_pod, views)
+            views = [
+                (in_eps[i], cat_by_pod[i], status_by_pod[i], None if cost_by_pod is None else cost_by_pod[i])
+                for i in self.index
+            ]
+            kept = self._views = (in_eps, cat_by_pod, status_by_pod, cost_by_pod, views)
         counts = np.zeros(self.pods.size, np.int64)
         aborted = uh = 0
         self.mirrored_now = 0
+        self.waits_now = []
         shares = weighted_counts(self.weights, self.sent, n)
         self.sent += n
-        for m, idx, share, (e, c, st) in zip(self.parts, self.index, shares, kept[3], strict=True):
+        for m, idx, share, (e, c, st, co) in zip(self.parts, self.index, shares, kept[4], strict=True):
             if share == 0:
                 m.mirrored_now = 0
+                m.waits_now = []
                 continue
-            got, a, u = m.send(t, share, e, c, st)
+            got, a, u = m.send(t, share, e, c, st, co)
             np.add.at(counts, idx, got)
             aborted += a
             uh += u
             self.mirrored_now += m.mirrored_now
+            self.waits_now += m.waits_now
         return counts, aborted, uh
 
 
