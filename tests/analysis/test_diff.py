@@ -99,6 +99,7 @@ def sides(tmp_path: Path, before: dict[str, str], after: dict[str, str]) -> tupl
     for side, files in (("before", before), ("after", after)):
         (tmp_path / side).mkdir(parents=True, exist_ok=True)
         for name, text in files.items():
+            (tmp_path / side / name).parent.mkdir(parents=True, exist_ok=True)
             (tmp_path / side / name).write_text(text)
     return str(tmp_path / "before"), str(tmp_path / "after")
 
@@ -385,3 +386,84 @@ def test_field_changes_read_as_paths_with_list_items_by_their_key() -> None:
         ("spec.containers[proxy]", None, {"name": "proxy", "image": "p:1"}),
         ("spec.args[1]", "b", "c"),
     ]
+
+
+WORKER = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: worker}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: worker}}
+  template:
+    metadata: {labels: {app: worker}}
+    spec:
+      containers:
+        - name: app
+          image: example/worker:1
+          livenessProbe: {exec: {command: [cat, /tmp/ok]}, periodSeconds: 10, timeoutSeconds: 5}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      containers:
+        - name: app
+          image: example/agent:1
+"""
+
+
+def test_variants_are_matched_by_folder_and_a_worker_has_no_time_in_service(tmp_path: Path) -> None:
+    # A base and its prod overlay on both sides; the change is prod's only. The DaemonSet is the
+    # same in both folders before, and prod's changes: still matched folder by folder.
+    prod = WORKER.replace("replicas: 1", "replicas: 2")
+    before, after = sides(
+        tmp_path,
+        {"base/w.yaml": WORKER, "prod/w.yaml": prod},
+        {
+            "base/w.yaml": WORKER,
+            "prod/w.yaml": prod.replace("replicas: 2", "replicas: 3").replace("agent:1", "agent:2"),
+        },
+    )
+    doc = diff_json([before, after], 0)
+    assert (doc["added"], doc["removed"], doc["summary"]["unchanged"]) == ([], [], 2)  # base's two
+    worker, agent = doc["workloads"]
+    assert (worker["key"], worker["changes"][0]["fields"]) == (
+        "Deployment/default/worker@prod",
+        [{"path": "spec.replicas", "before": "2", "after": "3"}],
+    )
+    assert (agent["key"], agent["simulated"], agent["verdict"]) == (
+        "DaemonSet/default/agent@prod",
+        False,
+        "not simulated",
+    )
+    assert agent["note"].startswith("not simulated: probesim simulates Deployments, StatefulSets")
+    # A worker no Service selects: no request reaches it, so no time in service to compare; a
+    # release that never becomes Ready is restarted by its liveness by design: no flap counted.
+    names = {f["figure"] for f in worker["figures"] if f["run"] is None}
+    assert "hung pod in service" not in names and "replicas back after a hang" in names
+    assert not [
+        f
+        for f in worker["figures"]
+        if f["run"] == "stress rollout-never-ready" and f["figure"] == "readiness flaps"
+    ]
+    assert worker["verdict"] == "same"
+    text = runner.invoke(app, ["diff", before, after]).output
+    assert "Deployment/worker (variant prod)  the same within the noise" in text
+
+
+def test_help_teaches_with_examples() -> None:
+    r = runner.invoke(app, ["diff", "--help"], terminal_width=120)
+    assert r.exit_code == 0
+    for said in (
+        "probesim diff k8s-old/ k8s/",
+        "probesim diff --git main..HEAD -- k8s/",
+        "probesim diff --git origin/main...HEAD -f markdown -o diff.md -- k8s/",
+        "--render 'helm template ./chart'",
+        "Exit codes: 0 nothing got worse (--fail-on), 1 something did, 2 bad input",
+    ):
+        assert said in r.output, said

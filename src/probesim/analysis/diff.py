@@ -23,7 +23,7 @@ from probesim.analysis.findings import Finding, Rule
 from probesim.errors import InputError
 from probesim.kube.selectors import selects
 from probesim.manifests import kubernetes as k8s
-from probesim.manifests.changes import FieldChange, Obj, field_changes, objects_of
+from probesim.manifests.changes import FieldChange, Obj, aligned, field_changes, objects_of
 from probesim.manifests.generated import istio_hosts
 from probesim.manifests.kubernetes import SIMULATED_KINDS
 from probesim.manifests.sides import Side
@@ -58,8 +58,19 @@ class ObjRef:
     line: int
 
     @classmethod
-    def of(cls, o: Obj) -> ObjRef:
-        return cls(o.key, o.kind, o.namespace, o.name, o.file, o.line)
+    def of(cls, key: str, o: Obj) -> ObjRef:
+        return cls(key, o.kind, o.namespace, o.name, o.file, o.line)
+
+    @property
+    def shown(self) -> str:
+        """``Kind/name``, ``(namespace ns)`` outside the default one, ``(variant folder)`` for one
+        of an object's variants."""
+        kind = self.key.split("/", 1)[0]
+        out = f"{kind}/{self.name}"
+        if self.namespace != "default":
+            out += f" (namespace {self.namespace})"
+        variant = self.key.partition("@")[2]
+        return out + (f" (variant {variant})" if variant else "")
 
     def to_json(self) -> dict[str, Any]:
         return {"key": self.key, "kind": self.kind, "namespace": self.namespace, "name": self.name,
@@ -255,8 +266,7 @@ class _Read:
         return [(k, role) for k, role in out if k is not None]
 
 
-def _read(side: Side, cfg: CheckConfig) -> _Read:
-    objs = objects_of(side.docs, side.root)
+def _read(side: Side, objs: dict[str, Obj], cfg: CheckConfig) -> _Read:
     objects = k8s.parse(side.docs, errors=[])
     if objs:
         report = check([], None, cfg, read=(side.docs, side.inputs, side.errors))
@@ -276,12 +286,12 @@ def _change(before: _Read, after: _Read, key: str) -> ObjectChange | None:
     if b is not None and a is not None:
         if b.content == a.content:
             return None
-        return ObjectChange("changed", ObjRef.of(b), ObjRef.of(a), tuple(field_changes(b.content, a.content)),
-                            _NOTES.get(a.kind, ""))  # fmt: skip
+        fields = tuple(field_changes(b.content, a.content))
+        return ObjectChange("changed", ObjRef.of(key, b), ObjRef.of(key, a), fields, _NOTES.get(a.kind, ""))
     if a is not None:
-        return ObjectChange("added", None, ObjRef.of(a), (), _NOTES.get(a.kind, ""))
+        return ObjectChange("added", None, ObjRef.of(key, a), (), _NOTES.get(a.kind, ""))
     if b is not None:
-        return ObjectChange("removed", ObjRef.of(b), None, (), _NOTES.get(b.kind, ""))
+        return ObjectChange("removed", ObjRef.of(key, b), None, (), _NOTES.get(b.kind, ""))
     return None
 
 
@@ -298,7 +308,9 @@ def diff(
     workload's changes and figures, the other changed objects, the new and resolved findings.
     The after side's input errors are raised together (SideErrors)."""
     cfg = config or CheckConfig()
-    b, a = _read(before, cfg), _read(after, cfg)
+    ob, oa = objects_of(before.docs, before.root), objects_of(after.docs, after.root)
+    ob, oa = aligned(ob, oa, before.root), aligned(oa, ob, after.root)
+    b, a = _read(before, ob, cfg), _read(after, oa, cfg)
     if a.report.errors:
         raise SideErrors(a.report.errors)
     if not b.objs and not a.objs:
@@ -311,8 +323,8 @@ def diff(
     report.rules = a.report.rules or b.report.rules
     report.new_findings = _only(a.report.findings, b.report.findings)
     report.resolved_findings = _only(b.report.findings, a.report.findings)
-    report.added = [ObjRef.of(o) for k, o in a.objs.items() if k not in b.objs]
-    report.removed = [ObjRef.of(o) for k, o in b.objs.items() if k not in a.objs]
+    report.added = [ObjRef.of(k, o) for k, o in a.objs.items() if k not in b.objs]
+    report.removed = [ObjRef.of(k, o) for k, o in b.objs.items() if k not in a.objs]
     report.unchanged = sum(1 for k, o in a.objs.items() if k in b.objs and b.objs[k].content == o.content)
 
     wb, wa = b.workloads(), a.workloads()
@@ -329,7 +341,7 @@ def diff(
         claimed.update(roles)
         if not changes:
             continue
-        wd = WorkloadDiff(ObjRef.of(b.objs[key]), ObjRef.of(a.objs[key]), changes)
+        wd = WorkloadDiff(ObjRef.of(key, b.objs[key]), ObjRef.of(key, a.objs[key]), changes)
         report.workloads.append(wd)
         if w_after.kind not in SIMULATED_KINDS or w_before.kind not in SIMULATED_KINDS:
             wd.note = ("not simulated: probesim simulates Deployments, StatefulSets, ReplicaSets, "

@@ -290,14 +290,17 @@ def _never(v: float, cap_s: float = DETECTION_CAP_MS / 1000) -> float | None:
     return None if v >= cap_s else v
 
 
+NEVER_READY = "stress rollout-never-ready"
+
+
 def _whole(f: Figures, name: str) -> float | None:
     """A figure of all of one side's runs under one seed."""
     if name == "failed requests":
         return float(f.failed)
     if name == "needless restarts":
         return float(f.restarts)
-    if name == "readiness flaps":
-        return float(f.flaps)
+    if name == "readiness flaps":  # a release that never becomes Ready flaps by design
+        return float(sum(r.flaps for r in f.runs if r.kind != "hung" and r.label != NEVER_READY))
     if name == "hung pod in service":
         return f.detection_s if f.detected else None
     if name == "replicas back after a hang":
@@ -338,6 +341,8 @@ def figures(before: Measured, after: Measured) -> list[Figure]:
                 continue
             bv = tuple(v for done, v in b if done)
             av = tuple(v for done, v in a if done)
+        elif name == "hung pod in service" and not any(f.serves for f in (*before.figures, *after.figures)):
+            continue  # a worker: no Service sends it traffic, so no time in service
         else:
             bv = tuple(_whole(f, name) for f in before.figures)
             av = tuple(_whole(f, name) for f in after.figures)
@@ -349,6 +354,8 @@ def figures(before: Measured, after: Measured) -> list[Figure]:
         if any(r is not None and r.kind == "hung" for r in (*b_runs, *a_runs)):
             continue  # its figures are the hung pod's, above
         for name in PER_RUN:
+            if name == "readiness flaps" and label == NEVER_READY:
+                continue
             bv = tuple(_of_run(r, name) for r in b_runs if r is not None)
             av = tuple(_of_run(r, name) for r in a_runs if r is not None)
             out.append(Figure(name, label, bv, av, verdict(bv, av, FIGURES[name][1])))

@@ -38,8 +38,9 @@ def diff(
     sides: Annotated[
         list[str] | None,
         typer.Argument(
+            metavar="BEFORE AFTER | -- PATH...",
             help="BEFORE AFTER: two files or folders of manifests ('-' for standard input, one side at "
-            "most); with --git, the paths to read at both revisions (after --)."
+            "most); with --git, the paths to read at both revisions (after --).",
         ),
     ] = None,
     git: Annotated[

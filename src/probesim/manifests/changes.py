@@ -34,7 +34,7 @@ VALUE_LIMIT = 120  # characters of a value shown in a change
 class Obj:
     """One object of one side: its key, where it is, and its content as compared."""
 
-    key: str  # Kind/namespace/name; Kind.group/namespace/name for a custom resource
+    key: str  # Kind/namespace/name (Kind.group/… for a custom resource of a built-in kind's name)
     kind: str
     namespace: str
     name: str
@@ -44,14 +44,6 @@ class Obj:
     content: Any
     doc: Doc
     base: Path_
-
-    @property
-    def shown(self) -> str:
-        """``Kind/name`` and, outside the default namespace, ``(namespace ns)``."""
-        kind = self.key.split("/", 1)[0]
-        return f"{kind}/{self.name}" + (
-            f" (namespace {self.namespace})" if self.namespace != "default" else ""
-        )
 
 
 @dataclass(frozen=True)
@@ -100,11 +92,18 @@ def _cleaned(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _folder(file: str, root: str) -> str:
+    """The folder of ``file`` relative to ``root`` ('.' for the root itself)."""
+    if file == "-" or file.startswith("<"):
+        return "."
+    return os.path.relpath(os.path.dirname(file) or ".", root or ".")
+
+
 def objects_of(docs: Iterable[Doc], root: str = "") -> dict[str, Obj]:
-    """Every Kubernetes object of ``docs`` by key. Variants (one key, other content, in other
-    files) are each keyed ``key@folder`` (the folder relative to ``root``); the same object
-    given twice is one."""
-    found: dict[str, list[Obj]] = {}
+    """Every Kubernetes object of ``docs`` by key. An object in several folders (variants: a base
+    and its overlays, content alike or not) is keyed ``key@folder`` in each, the folder relative
+    to ``root``; given twice in one folder, the first is it."""
+    found: dict[str, dict[str, Obj]] = {}  # key → folder → its first object there
     for doc in docs:
         for base, data in _items(doc):
             if not isinstance(data, dict):
@@ -119,18 +118,22 @@ def objects_of(docs: Iterable[Doc], root: str = "") -> dict[str, Obj]:
             namespace = ns if isinstance(ns, str) and ns else "default"
             key = obj_key(kind_key(kind, api), namespace, name)
             o = Obj(key, kind, namespace, name, api, doc.file, doc.line_of(base), _cleaned(data), doc, base)
-            same = found.setdefault(key, [])
-            if not any(x.content == o.content for x in same):
-                same.append(o)
+            found.setdefault(key, {}).setdefault(_folder(doc.file, root), o)
     out: dict[str, Obj] = {}
-    for key, objs in found.items():
-        if len(objs) == 1:
-            out[key] = objs[0]
-            continue
-        for o in objs:
-            folder = os.path.relpath(os.path.dirname(o.file) or ".", root or ".") if o.file != "-" else "-"
-            out[f"{key}@{folder}"] = o
+    for key, folders in found.items():
+        if len(folders) == 1:
+            out[key] = next(iter(folders.values()))
+        else:
+            for folder, o in folders.items():
+                out[f"{key}@{folder}"] = o
     return out
+
+
+def aligned(these: dict[str, Obj], those: dict[str, Obj], root: str = "") -> dict[str, Obj]:
+    """``these`` keyed as ``those`` is: an object in one folder here, whose key is in several
+    folders there, keyed by its folder too (one variant of them, matched with that folder's)."""
+    split = {k.partition("@")[0] for k in those if "@" in k}
+    return {(f"{k}@{_folder(o.file, root)}" if k in split else k): o for k, o in these.items()}
 
 
 def _list_key(before: list[Any], after: list[Any]) -> str | None:

@@ -87,8 +87,7 @@ def _headline(w: WorkloadDiff) -> str:
 
 
 def _shown(ref: ObjRef) -> str:
-    kind = ref.key.split("/", 1)[0]
-    return f"{kind}/{ref.name}" + (f" (namespace {ref.namespace})" if ref.namespace != "default" else "")
+    return ref.shown
 
 
 def _n(n: int, what: str, plural: str | None = None) -> str:
