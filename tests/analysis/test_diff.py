@@ -467,3 +467,34 @@ def test_help_teaches_with_examples() -> None:
         "Exit codes: 0 nothing got worse (--fail-on), 1 something did, 2 bad input",
     ):
         assert said in r.output, said
+
+
+def test_the_figures_of_all_runs_sum_the_runs_both_sides_ran() -> None:
+    from probesim.analysis.diff_figures import Measured, figures
+    from probesim.tune.figures import Figures, RunFigures
+
+    def side(*runs: RunFigures) -> Measured:
+        f = Figures(0, 0, 15.0, True, 0, runs, 35.0, 5.0, 0.3)
+        return Measured([f, f])
+
+    base = RunFigures("stress baseline", "stress", 1000, 0, 0, 0, 0)
+    # Two replicas: one pod of two answering 500 applies after the change only (the suite skips
+    # it for one replica); its restarts are its own row's, not compared with nothing.
+    one_pod = RunFigures("stress one-pod-500", "stress", 1000, 500, 6, 6, 0)
+    got = {(f.name, f.run): (f.before, f.after, f.verdict) for f in figures(side(base), side(base, one_pod))}
+    assert got[("needless restarts", "")] == ((0.0, 0.0), (0.0, 0.0), "same")
+    assert got[("failed requests", "")] == ((0.0, 0.0), (0.0, 0.0), "same")
+    assert got[("needless restarts", "stress one-pod-500")] == ((), (6.0, 6.0), "n/a")
+
+
+def test_a_change_of_replicas_is_judged_under_the_before_sides_load(tmp_path: Path) -> None:
+    # The default load model sizes traffic to the replicas (kube/load_model.py): both sides take
+    # the before side's, 3 × 50 requests per second, so one replica must serve what three did.
+    before, after = sides(
+        tmp_path, {"web.yaml": BEFORE}, {"web.yaml": BEFORE.replace("replicas: 3", "replicas: 1")}
+    )
+    doc = diff_json([before, after], 1)
+    baseline = figure(doc, "failed requests", "stress baseline")
+    assert (baseline["before"], baseline["after"], baseline["verdict"]) == ([0, 0], [13500, 13500], "worse")
+    # One pod of one answering 500 is not a stress the suite runs: that row is not compared.
+    assert figure(doc, "failed requests", "stress one-pod-500")["verdict"] == "n/a"

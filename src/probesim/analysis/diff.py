@@ -21,6 +21,7 @@ from probesim.analysis.check import CheckConfig, CheckReport, check
 from probesim.analysis.diff_figures import SEEDS, Figure, SideInput, figures, measure, side_input
 from probesim.analysis.findings import Finding, Rule
 from probesim.errors import InputError
+from probesim.kube.load_model import default_rate
 from probesim.kube.selectors import selects
 from probesim.manifests import kubernetes as k8s
 from probesim.manifests.changes import FieldChange, Obj, aligned, field_changes, objects_of
@@ -121,8 +122,14 @@ class WorkloadDiff:
         return self.after.key
 
     def moved(self, verdict: str) -> list[str]:
-        """The figures with ``verdict`` (over all runs or in one of them), each once."""
-        return list(dict.fromkeys(f.name for f in self.figures if f.verdict == verdict))
+        """The figures with ``verdict`` (over all runs or in one of them), each once; a figure
+        worse in one place is not said better for another."""
+        worse = [f.name for f in self.figures if f.verdict == "worse"]
+        if verdict == "worse":
+            return list(dict.fromkeys(worse))
+        return list(
+            dict.fromkeys(f.name for f in self.figures if f.verdict == verdict and f.name not in worse)
+        )
 
     def count(self, verdict: str) -> int:
         return len(self.moved(verdict))
@@ -347,15 +354,17 @@ def diff(
             wd.note = ("not simulated: probesim simulates Deployments, StatefulSets, ReplicaSets, "
                        "ReplicationControllers and Pods (its check findings are compared)")  # fmt: skip
             continue
-        sb = side_input(b.objects, w_before, scenario)
-        sa = side_input(a.objects, w_after, scenario)
+        rate = default_rate(w_before)  # the load both sides take when the scenario sends none
+        sb = side_input(b.objects, w_before, scenario, rate)
+        sa = side_input(a.objects, w_after, scenario, rate)
         if sb.fingerprint() == sa.fingerprint():
             wd.note = "nothing the simulation reads of it changed (its runs would be the same on both sides)"
             continue
         pairs.append((wd, sb, sa))
     if pairs:
         if progress is not None:
-            names = ", ".join(p[0].after.kind + "/" + p[0].after.name for p in pairs)
+            names = ", ".join(p[0].after.shown for p in pairs[:5])
+            names += f" and {len(pairs) - 5} more workloads" if len(pairs) > 5 else ""
             progress(f"simulating {names} on both sides under seeds {report.seeds[0]} and {report.seeds[1]}")
         from probesim.tune.objective import Serial
 

@@ -40,6 +40,7 @@ from probesim.mesh.istio import DestinationRule, VirtualService
 from probesim.mesh.load import istio_objects
 from probesim.model.kubernetes import HorizontalPodAutoscaler, Service, Workload
 from probesim.model.scenario import Scenario
+from probesim.model.traffic import Traffic
 from probesim.runs import with_seed
 from probesim.tune.figures import DETECTION_CAP_MS, Figures, RunFigures
 from probesim.tune.inputs import TuneInputs
@@ -172,10 +173,12 @@ def _dump(m: Any) -> Any:
     return m.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-def side_input(objects: Objects, w: Workload, user: Scenario | None) -> SideInput:
+def side_input(objects: Objects, w: Workload, user: Scenario | None, rate: float | None = None) -> SideInput:
     """``w`` with this side's Services, HPA and Istio rules, in the user's scenario (its objects
-    of those names replaced) or alone, in a scenario of five minutes that holds only them (the
-    stress suite gives it the default load model)."""
+    of those names replaced) or alone, in a scenario of five minutes that holds only them. When
+    the scenario sends its Services nothing, they get ``rate`` requests per second from 1m on
+    (the before side's default load, kube/load_model.py: both sides judged under the same load,
+    a change of replicas or CPU request too); None: this side's own default load."""
     services = nearest_services(objects, w, [s for s in objects.services if selects(s, w)])
     names = {s.name for s in services}
     scaler = objects.scaler_of(w)
@@ -196,6 +199,12 @@ def side_input(objects: Objects, w: Workload, user: Scenario | None) -> SideInpu
                 "virtualServices": [_dump(v) for v in vss],
                 "namespaceLabels": objects.namespace_labels,
             }
+        )
+    sent = any(given.services and given.service_for(t).name in names for t in given.spec.traffic)
+    if services and rate is not None and not sent:
+        load = Traffic.model_validate({"service": services[0].name, "path": "/", "rate": rate, "start": "1m"})
+        given = given.model_copy(
+            update={"spec": given.spec.model_copy(update={"traffic": (*given.spec.traffic, load)})}
         )
     rule = next((r for r in rules if r.spec.host.split(".")[0] in names), None)
     return SideInput(w, tuple(services), rule, given, user is not None)
@@ -293,14 +302,17 @@ def _never(v: float, cap_s: float = DETECTION_CAP_MS / 1000) -> float | None:
 NEVER_READY = "stress rollout-never-ready"
 
 
-def _whole(f: Figures, name: str) -> float | None:
-    """A figure of all of one side's runs under one seed."""
+def _whole(f: Figures, name: str, common: set[str]) -> float | None:
+    """A figure of all of one side's runs under one seed; the counts over the runs of
+    ``common``, those both sides ran (a stress that applies to one side only, as one pod of two
+    answering 500 after a change to two replicas, is compared on its own row)."""
+    runs = [r for r in f.runs if r.label in common and r.kind != "hung"]
     if name == "failed requests":
-        return float(f.failed)
+        return float(sum(r.failed for r in runs))
     if name == "needless restarts":
-        return float(f.restarts)
+        return float(sum(r.counted_restarts for r in runs))
     if name == "readiness flaps":  # a release that never becomes Ready flaps by design
-        return float(sum(r.flaps for r in f.runs if r.kind != "hung" and r.label != NEVER_READY))
+        return float(sum(r.flaps for r in runs if r.label != NEVER_READY))
     if name == "hung pod in service":
         return f.detection_s if f.detected else None
     if name == "replicas back after a hang":
@@ -333,6 +345,8 @@ def figures(before: Measured, after: Measured) -> list[Figure]:
     """The figures of both sides, the figures of all runs first (FIGURES' order), then each
     run's (PER_RUN) in the runs' order."""
     out = []
+    ran = [{r.label for r in f.runs} for f in (*before.figures, *after.figures)]
+    common = set.intersection(*ran) if ran else set()
     for name in FIGURES:
         if name == "rollout duration":
             b = [_rollout(f) for f in before.figures]
@@ -344,8 +358,8 @@ def figures(before: Measured, after: Measured) -> list[Figure]:
         elif name == "hung pod in service" and not any(f.serves for f in (*before.figures, *after.figures)):
             continue  # a worker: no Service sends it traffic, so no time in service
         else:
-            bv = tuple(_whole(f, name) for f in before.figures)
-            av = tuple(_whole(f, name) for f in after.figures)
+            bv = tuple(_whole(f, name, common) for f in before.figures)
+            av = tuple(_whole(f, name, common) for f in after.figures)
         out.append(Figure(name, "", bv, av, verdict(bv, av, FIGURES[name][1])))
     labels = list(dict.fromkeys(r.label for m in (before, after) for f in m.figures[:1] for r in f.runs))
     for label in labels:
