@@ -326,6 +326,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     for args, said in (
         ([before], "give two sides, BEFORE AFTER"),
         (["-", "-"], "standard input can be one side only"),
+        ([before, "-", "--scenario", "-"], "standard input cannot hold both the scenario and a side"),
         ([before, after, "--fail-on", "worst"], "unknown --fail-on 'worst'"),
         ([before, before, "-f", "html"], "unknown --format 'html'"),
         ([before, str(tmp_path / "nope")], "file not found"),

@@ -30,12 +30,9 @@ from probesim.manifests.kubernetes import SIMULATED_KINDS
 from probesim.manifests.sides import Side
 from probesim.model.kubernetes import LabelSelector, Workload
 from probesim.model.scenario import Scenario
-from probesim.tune.objective import Executor
+from probesim.tune.objective import Executor, Serial
 
 Status = Literal["changed", "added", "removed"]
-NOT_SIMULATED_KINDS = (
-    "PodDisruptionBudget",  # no drain or eviction is simulated
-)
 
 
 class SideErrors(Exception):
@@ -238,25 +235,22 @@ class _Read:
                 out.setdefault(key, w)
         return out
 
-    def related(self, w: Workload) -> list[tuple[str, str]]:
-        """The keys of ``w``'s objects (itself, the object whose template it runs, its Services,
-        scaler, PodDisruptionBudgets and Istio rules), each with what it is to ``w``."""
+    def related(self, w: Workload) -> list[str]:
+        """The keys of ``w``'s objects: itself, the object whose template it runs (a Rollout's
+        workloadRef), the Services that select it, its scaler, the PodDisruptionBudgets that
+        select its pods and the Istio rules naming its Services."""
         o = self.objects.origin(w)
-        out = [(self.key_of(*o.where), "workload")]
+        out = [self.key_of(*o.where)]
         if o.declared is not None:
-            out.append((self.key_of(o.doc, o.base), "pod template"))
+            out.append(self.key_of(o.doc, o.base))
         services = [s for s in self.objects.services if selects(s, w)]
         for s in services:
-            so = self.objects.origin(s)
-            out.append((self.key_of(so.doc, so.base), "Service"))
+            out.append(self.key_of(*self.objects.origin(s).where))
         scaler = self.objects.scaler_of(w)
         if scaler is not None:
-            so = self.objects.origin(scaler)
-            out.append((self.key_of(so.doc, so.base), "scaler"))
+            out.append(self.key_of(*self.objects.origin(scaler).where))
         names = {s.name for s in services}
-        for doc, base, data in self.objects.istio:
-            if istio_hosts(data) & names:
-                out.append((self.key_of(doc, base), "Istio"))
+        out += [self.key_of(doc, base) for doc, base, data in self.objects.istio if istio_hosts(data) & names]
         for key, obj in self.objs.items():
             if obj.kind == "PodDisruptionBudget" and obj.namespace == w.metadata.namespace:
                 sel = (
@@ -269,8 +263,8 @@ class _Read:
                 except ValueError:
                     selector = None
                 if selector is not None and not selector.empty and selector.matches(w.pod_labels):
-                    out.append((key, "PodDisruptionBudget"))
-        return [(k, role) for k, role in out if k is not None]
+                    out.append(key)
+        return [k for k in out if k is not None]
 
 
 def _read(side: Side, objs: dict[str, Obj], cfg: CheckConfig) -> _Read:
@@ -341,11 +335,9 @@ def diff(
         w_before = wb.get(key)
         if w_before is None:
             continue
-        roles: dict[str, str] = {}
-        for k, role in [*b.related(w_before), *a.related(w_after)]:
-            roles.setdefault(k, role)
-        changes = [c for k in roles if (c := _change(b, a, k)) is not None]
-        claimed.update(roles)
+        mine = list(dict.fromkeys([*b.related(w_before), *a.related(w_after)]))
+        changes = [c for k in mine if (c := _change(b, a, k)) is not None]
+        claimed.update(mine)
         if not changes:
             continue
         wd = WorkloadDiff(ObjRef.of(key, b.objs[key]), ObjRef.of(key, a.objs[key]), changes)
@@ -366,8 +358,6 @@ def diff(
             names = ", ".join(p[0].after.shown for p in pairs[:5])
             names += f" and {len(pairs) - 5} more workloads" if len(pairs) > 5 else ""
             progress(f"simulating {names} on both sides under seeds {report.seeds[0]} and {report.seeds[1]}")
-        from probesim.tune.objective import Serial
-
         measured = measure([(sb, sa) for _, sb, sa in pairs], report.seeds, executor or Serial())
         for (wd, _, _), (mb, ma) in zip(pairs, measured, strict=True):
             wd.simulated = True

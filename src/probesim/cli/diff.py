@@ -138,6 +138,8 @@ def diff(
         )
     if git is None and given.count("-") > 1:
         raise InputError("standard input can be one side only: give the other as a file or folder")
+    if scenario == "-" and git is None and "-" in given:
+        raise InputError("standard input cannot hold both the scenario and a side: give one as a file")
     cfg = load_config(config)
     sc = None
     if scenario is not None:
