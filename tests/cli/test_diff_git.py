@@ -72,6 +72,8 @@ def test_a_git_range_reads_both_revisions_of_the_paths(
     assert [(r["key"], r["file"]) for r in doc["added"]] == [
         ("ConfigMap/default/settings", "k8s/extra/cm.yaml")
     ]
+    # A commit's SHA (what a pull request's event gives) is named by its first 12 characters.
+    assert diff_json(["--git", f"{first}..HEAD", "--", "k8s"], 1)["before"] == first[:12]
     # A...B compares B with where it forked from A (what a pull request merges).
     doc = diff_json(["--git", "main~1...main", "--", "k8s/"], 1)
     assert doc["before"] == f"merge-base of main~1 and main ({first[:12]})"

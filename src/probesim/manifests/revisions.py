@@ -40,11 +40,12 @@ class Revision:
 
     @property
     def shown(self) -> str:
-        return (
-            self.given
-            if self.commit is None or self.given == self.commit
-            else f"{self.given} ({self.commit[:12]})"
-        )
+        """As a report names it: ``main (0123456789ab)``; a commit's SHA alone, shortened."""
+        if self.commit is None:
+            return self.given
+        if self.commit.startswith(self.given) and len(self.given) >= 7:
+            return self.commit[:12]
+        return f"{self.given} ({self.commit[:12]})"
 
 
 @dataclass(frozen=True)
