@@ -42,6 +42,7 @@ bench: setup
 	$(BIN)/python benchmarks/capacity.py
 	$(BIN)/python benchmarks/answers.py
 	$(BIN)/python benchmarks/check.py
+	$(BIN)/python benchmarks/diff.py
 	$(BIN)/python benchmarks/startup.py
 	$(BIN)/python benchmarks/events.py
 	$(BIN)/python benchmarks/sweep.py

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -46,6 +48,8 @@ def test_the_tour_names_the_commands_this_test_runs() -> None:
         "probesim check k8s/ --format sarif -o probesim.sarif",
         "probesim check . -v",
         "helm template ./chart | probesim check - --scenario s.yaml --stress",
+        "probesim diff --git main...HEAD -- k8s/",
+        "probesim diff k8s-main/ k8s/ -f markdown -o diff.md",
         "probesim run k8s/ --workload Deployment/web --stress traffic-x2",
         "probesim schema > scenario.schema.json",
     ]
@@ -56,6 +60,11 @@ def test_each_command_of_the_tour_runs(tmp_path: Path, monkeypatch: pytest.Monke
     (tmp_path / "k8s").mkdir()
     manifest = deployment(GOOD)
     (tmp_path / "k8s" / "web.yaml").write_text(manifest)
+    # probesim diff's: the folder as main has it (a branch of this repository, and a copy).
+    shutil.copytree(tmp_path / "k8s", tmp_path / "k8s-main")
+    for git in (["init", "-q", "-b", "main"], ["add", "k8s"],
+                ["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "k8s"]):  # fmt: skip
+        subprocess.run(["git", *git], cwd=tmp_path, check=True, capture_output=True)
     for line in tour():
         stdin = None
         if line.startswith("helm template ./chart | "):
@@ -72,6 +81,11 @@ def test_each_command_of_the_tour_runs(tmp_path: Path, monkeypatch: pytest.Monke
         if redirect:
             (tmp_path / redirect).write_text(r.stdout)
     assert (tmp_path / "rows.csv").is_file()  # patch.yaml: only when a trial beats the current probes
+    assert (
+        (tmp_path / "diff.md")
+        .read_text()
+        .startswith("<!-- probesim-diff -->\n### probesim diff: no change\n")
+    )
     sarif = json.loads((tmp_path / "probesim.sarif").read_text())
     assert sarif["runs"][0]["invocations"][0]["executionSuccessful"] is True
     assert re.search(r"kind: Scenario", (tmp_path / "s.yaml").read_text())

@@ -188,14 +188,19 @@ def check(
     stress: bool = False,
     scenario_docs: list[Doc] | None = None,
     given: tuple[list[str], str | None] | None = None,
+    read: tuple[list[Doc], Inputs, list[InputError]] | None = None,
 ) -> CheckReport:
     """Lint the manifests in ``paths`` (and ``scenario_docs``, the objects a scenario file holds
     itself); with ``stress``, also run the stress suite. ``given``: the paths and the scenario
     file the user gave (the command a stress finding names to run it again; ``paths`` and no
-    scenario file when None)."""
+    scenario file when None). ``read``: the documents of ``paths`` read already, with what was
+    read past and the errors reading them (probesim diff reads each side once)."""
     cfg = config or CheckConfig()
     errors: list[InputError] = []
-    docs, inputs = read_manifests(paths, errors) if paths else ([], Inputs())
+    if read is not None:
+        docs, inputs, errors = list(read[0]), read[1], list(read[2])
+    else:
+        docs, inputs = read_manifests(paths, errors) if paths else ([], Inputs())
     docs += scenario_docs or []
     # A scenario that carries the objects of the paths given (--print-scenario's output): each once.
     objects = k8s.parse(docs, errors=errors, once=bool(scenario_docs))

@@ -12,6 +12,7 @@ COMMANDS = (
     "compare",
     "report",
     "check",
+    "diff",
     "tune",
     "fit",
     "envoy_config",

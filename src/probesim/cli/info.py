@@ -1,5 +1,5 @@
 """The commands that tell: ``scenarios`` (the built-ins), ``demo`` (the seed-000 logical
-demo), ``schema`` (the scenario format's JSON Schema) and ``version``."""
+demo), ``schema`` (the JSON Schemas of scenarios, results and diff reports) and ``version``."""
 
 import sys
 from typing import Annotated
@@ -9,6 +9,7 @@ import typer
 from probesim import __version__
 from probesim.cli.common import command
 from probesim.cli.program import out
+from probesim.errors import InputError
 
 
 @command()
@@ -46,11 +47,26 @@ def schema(
             "whatever reads results: a dashboard, a CI step).",
         ),
     ] = False,
+    diff: Annotated[
+        bool,
+        typer.Option(
+            "--diff",
+            help="The JSON Schema of the report probesim diff --format json writes instead (for a CI step "
+            "or bot that reads it).",
+        ),
+    ] = False,
 ) -> None:
     """Print the JSON Schema of scenario files (for editor completion and validation), or with
-    --result of the result documents."""
+    --result of the result documents, or with --diff of diff's reports."""
     import json
 
+    if result and diff:
+        raise InputError("--result and --diff print different schemas: give one")
+    if diff:
+        from probesim.report.diff_document import json_schema as diff_schema
+
+        sys.stdout.write(json.dumps(diff_schema(), indent=2) + "\n")
+        return
     if result:
         from probesim.results.document import json_schema
 

@@ -47,7 +47,7 @@ def main() -> None:
 
 
 # The commands that import numpy (they simulate, or read a run's series).
-_SIMULATING = frozenset({"run", "sweep", "compare", "report", "check", "tune", "lab", "demo"})
+_SIMULATING = frozenset({"run", "sweep", "compare", "report", "check", "diff", "tune", "lab", "demo"})
 
 
 def _numpy_with_one_blas_thread() -> None:

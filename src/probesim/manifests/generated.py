@@ -397,7 +397,7 @@ class _Selection:
         hosts = {s.name for s in services}
         out = []
         for doc, base, data in self.objects.istio:
-            if _istio_hosts(data) & hosts:
+            if istio_hosts(data) & hosts:
                 out.append((doc, base, data))
                 continue
             raw_meta = data.get("metadata")
@@ -423,7 +423,7 @@ def _route(r: Route) -> dict[str, Any]:
     return out
 
 
-def _istio_hosts(data: dict[str, Any]) -> set[str]:
+def istio_hosts(data: dict[str, Any]) -> set[str]:
     """The short names of the Services a DestinationRule or VirtualService names."""
     raw_spec = data.get("spec")
     spec: dict[str, Any] = raw_spec if isinstance(raw_spec, dict) else {}

@@ -39,9 +39,16 @@ class RunFigures:
     ready_ms: int | None = None  # the slowest first pod: from its containers' start to Ready
     ramp_failed: int = 0  # of ``failed``, those of the start-up ramp
     short_ms: int = 0  # after all were first Ready, time with fewer Ready than replicas
+    # A run that rolls the workload out (probesim diff's rollout stresses): how its rollout
+    # ended (complete, stalled, running, superseded) and, once complete, how long it took.
+    rollout: str | None = None
+    rollout_ms: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if self.rollout is None:  # the tuner's runs roll nothing out: its documents stay as they were
+            del out["rollout"], out["rollout_ms"]
+        return out
 
 
 @dataclass(frozen=True)

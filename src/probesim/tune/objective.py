@@ -310,8 +310,19 @@ def _read(run: Run, r: Any) -> RunFigures:
     ramp = sum(x.ramp.failed_total for x in r.routes if x.ramp is not None and x.steady is not None)
     ready_from = ws.all_ready_ms if ws.all_ready_ms is not None else r.duration_ms
     pods = {f"pod/{p}" for p in ws.restarts}
+    # A pod being deleted (a rollout replacing it, a scale-down) leaves the Service for good: no flap.
+    deleted = {
+        e.object: e.time_ms
+        for e in reversed(r.events)
+        if e.reason == "Killing" and e.object in pods and e.message.startswith("Stopping container")
+    }
     flaps = sum(
-        1 for e in r.events if e.reason == "PodNotReady" and e.object in pods and e.time_ms > ready_from
+        1
+        for e in r.events
+        if e.reason == "PodNotReady"
+        and e.object in pods
+        and e.time_ms > ready_from
+        and e.time_ms < deleted.get(e.object, r.duration_ms + 1)
     )
     short = _short_ms(r.events, pods, ready_from, r.duration_ms)
     detection = recovery = None
@@ -323,10 +334,13 @@ def _read(run: Run, r: Any) -> RunFigures:
     restarts = ws.total_restarts
     counted = restarts if run.count_restarts else 0
     hung = run.kind == "hung"
+    rollout = next((x for x in r.rollouts if x.workload == run.workload), None)
     return RunFigures(
         run.label, run.kind, offered, failed, restarts, counted, flaps, detection, recovery, ws.all_ready_ms,
         run.hang_at_ms if hung else None, run.hang_at_ms if hung else None, _first_ready(r.events, pods),
         ramp, short,
+        None if rollout is None else rollout.outcome,
+        None if rollout is None or rollout.end_ms is None else rollout.end_ms - rollout.start_ms,
     )  # fmt: skip
 
 
@@ -509,7 +523,13 @@ def evaluate(
 ) -> Figures:
     """The figures of one setting from its runs (summed in the runs' order); ``meanwhile`` as
     ``measured`` calls it."""
-    got = measured(runs, executor, meanwhile)
+    return summed(runs, measured(runs, executor, meanwhile))
+
+
+def summed(runs: Sequence[Run], got: Sequence[RunFigures]) -> Figures:
+    """The figures of one setting from its runs and what ``measured`` read of each (in the runs'
+    order): probesim diff measures the runs of several settings at once, and sums each's."""
+    got = list(got)
     hung = [x for x in got if x.kind == "hung"]
     detection = hung[0].detection_ms if hung else None
     recovery = hung[0].recovery_ms if hung else None
