@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import os
 import resource
 import subprocess
@@ -41,8 +40,6 @@ from probesim.lab.port import BACKLOG
 from probesim.manifests.scenario import load_scenario
 from probesim.mesh.envoy import MAX32
 from probesim.scenarios import builtins
-
-from .procs import wait_until
 
 ROOT = Path(__file__).parents[2]
 PROBESIM = Path(sys.executable).parent / "probesim"
@@ -337,7 +334,20 @@ def test_scale_divides_rates_and_pools_and_keeps_the_failed_shares(tmp_path: Pat
             assert abs(x - y) <= 0.05, (name, route, x, y)
 
 
-def test_headroom_figures_are_beside_the_result_in_text_and_json(tmp_path: Path) -> None:
+@pytest.fixture
+def busy() -> Iterator[subprocess.Popen[bytes]]:
+    """A process that keeps one core busy beside the test, as other work on the machine does."""
+    proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+def test_headroom_figures_are_beside_the_result_in_text_and_json(
+    tmp_path: Path, busy: subprocess.Popen[bytes]
+) -> None:
     text = HELD.replace("duration: 30s", "duration: 8s").replace(
         "start: 5s, stop: 25s", "start: 2s, stop: 6s"
     )
@@ -361,13 +371,26 @@ def test_headroom_figures_are_beside_the_result_in_text_and_json(tmp_path: Path)
     assert h.lab_refused == {"check_dep": 0}
     assert 0 <= h.behind_s["check_dep"] < 4
     assert result.route("check_dep").failed_total == 0
-    doc = h.to_json()
-    assert {"faithful", "processes", "fileDescriptorLimit", "listenOverflows", "labRefused", "loopLagMaxSeconds",
-            "machineBusy", "loadBehindSeconds", "scale"} <= set(doc)  # fmt: skip
-    text_lines = h.lines()
-    assert text_lines[0].startswith("Lab headroom (scale 1; ")
-    assert any(
-        line.startswith("  app patient-0: ") and " descriptors at most " in line for line in text_lines
+    assert h.planned.per_process["lab"] == 150 + 41 + 40  # 40 held (10/s for 4 s), 1 idle client
+    lines = h.lines()
+    assert lines[0].startswith("Lab headroom (scale 1; ")
+    assert any(line.startswith("  app patient-0: ") and " descriptors at most " in line for line in lines)
+
+    # The command's text and JSON carry them, at the scale it was run at.
+    run = [str(PROBESIM), "lab", str(path), "--scale", "0.5"]
+    env = {**os.environ, "COLUMNS": "200"}
+    doc = json.loads(
+        subprocess.run([*run, "--json"], capture_output=True, text=True, timeout=120, env=env).stdout
     )
-    assert math.isclose(doc["wallSeconds"], h.wall_s, abs_tol=0.01)
-    assert wait_until(lambda: True, 1)
+    room = doc["headroom"]
+    assert room["scale"] == 0.5 and room["scaled"].startswith("traffic rates")
+    assert room["fileDescriptorLimit"] == soft and room["labRefused"] == {"check_dep": 0}
+    assert {p["name"] for p in room["processes"]} >= names
+    assert all(0 < p["fdsPeak"] < p["fdsLimit"] for p in room["processes"])
+    assert 6 <= room["wallSeconds"] <= 30 and 0 <= room["machineBusy"] <= 1
+    assert {"listenOverflows", "listenDrops", "loopLagMaxSeconds", "gcSeconds", "loadBehindSeconds",
+            "faithful", "notes", "starvedSeconds"} <= set(room)  # fmt: skip
+    assert doc["summary"]["routes"][0]["offered"] == 40  # 10 requests/s (0.5 × 20) for 4 s
+    out = subprocess.run(run, capture_output=True, text=True, timeout=120, env=env).stdout
+    assert "Lab headroom (scale 0.5: traffic rates" in out
+    assert "refused by the lab itself, not by the scenario: none" in out
