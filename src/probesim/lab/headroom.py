@@ -27,6 +27,7 @@ import math
 import os
 import resource
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -624,6 +625,18 @@ class Headroom:
         return out
 
 
+def _by_name(procs: Iterable[ProcFigures]) -> list[ProcFigures]:
+    """One line per name: a pod's app over its restarts (each a process of its own) at its
+    highest descriptors, with the CPU of all of them."""
+    out: dict[str, ProcFigures] = {}
+    for p in procs:
+        q = out.setdefault(p.name, ProcFigures(p.name))
+        q.fds_peak = max(q.fds_peak, p.fds_peak)
+        q.fds_limit = max(q.fds_limit, p.fds_limit)
+        q.cpu_s += p.cpu_s
+    return sorted(out.values(), key=lambda p: p.name)
+
+
 def judge(
     monitor: Monitor,
     scale: float,
@@ -643,7 +656,7 @@ def judge(
         scale=scale,
         nofile=nofile,
         planned=planned,
-        processes=sorted(monitor.procs.values(), key=lambda p: p.name),
+        processes=_by_name(monitor.procs.values()),
         wall_s=monitor.t1 - monitor.t0,
         cores=machine_cores(),
         machine_busy=machine,
