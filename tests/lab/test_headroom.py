@@ -31,11 +31,10 @@ from probesim.lab.headroom import (
     mark_unfaithful,
     raise_nofile,
     scaled,
-    up_and_listening,
 )
 from probesim.lab.load import KeepAlive, cause_of, constant_rate
 from probesim.lab.orchestrator import run_lab, workload_pods
-from probesim.lab.pods import free_port
+from probesim.lab.pods import free_port, up_and_listening
 from probesim.lab.port import BACKLOG
 from probesim.manifests.scenario import load_scenario
 from probesim.mesh.envoy import MAX32

@@ -33,12 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from probesim.errors import InputError
-from probesim.lab.pods import Pod
 from probesim.model.kubernetes import Workload
 from probesim.model.scenario import (
     Capacity,
     ContainerBehavior,
-    Crash,
     Deadlock,
     DelayFault,
     Hang,
@@ -369,31 +367,6 @@ def scaled(scenario: Scenario, scale: float) -> Scenario:
         update={"traffic": tuple(traffic), "behavior": behavior, "dependencies": deps}
     )
     return scenario.model_copy(update={"spec": spec})
-
-
-EDGE_S = 0.5  # so close to a change of the app's listening, a refusal is not judged the lab's
-
-
-def up_and_listening(pod: Pod, t0: float, now: float) -> bool:
-    """Whether the scenario has the pod's test app running and listening at ``now`` (monotonic
-    clock; ``t0``: the scenario's start), at least ``EDGE_S`` away from any change of it. False
-    for a --command (the lab cannot tell) and whenever in doubt."""
-    run = pod.run
-    if pod.command or pod.deleting or run.killing or run.proc is None or run.proc.returncode is not None:
-        return False
-    b = pod.behavior
-    if now < run.started_at + b.start / 1000 + EDGE_S:
-        return False
-    for ep in b.episodes:
-        base = run.started_at if ep.after is not None else t0
-        begin = base + (ep.after if ep.after is not None else ep.at or 0) / 1000
-        if isinstance(ep, Crash) and abs(now - begin) < EDGE_S:
-            return False
-        if isinstance(ep, Hang | Deadlock) and not ep.accepts_tcp:
-            end = begin + ep.for_ / 1000 if isinstance(ep, Hang) else math.inf
-            if begin - EDGE_S <= now < end + EDGE_S:
-                return False
-    return True
 
 
 # -- while it runs -------------------------------------------------------------------------------

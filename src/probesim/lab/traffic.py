@@ -21,10 +21,9 @@ from probesim.engine.sidecar.build import istio_for
 from probesim.errors import InputError
 from probesim.lab.clock import Clock
 from probesim.lab.envoy import Envoy, inbound_bootstrap
-from probesim.lab.headroom import up_and_listening
 from probesim.lab.hygiene import RunFolder
 from probesim.lab.load import KeepAlive, LoadResult, constant_rate
-from probesim.lab.pods import HOST, Pod, free_port
+from probesim.lab.pods import HOST, Pod, free_port, up_and_listening
 from probesim.lab.status import StatusManager
 from probesim.mesh.envoy import Translator
 from probesim.model.scenario import Scenario, service_calls
