@@ -136,13 +136,13 @@ def test_the_article_run_is_refused_at_this_machines_limit_with_the_scale_that_f
     )
     half = scaled(sc, 0.5)
     check_headroom(half, list(half.workloads), list(half.spec.traffic), 110.0, 20_000, cores=64)  # fits
-    # On 2 cores its 1,800 requests/s need ~4 (1.25 ms scripted + ~1 ms the lab's own, each): a
-    # fifth of the load fits both limits.
+    # On 2 cores its 1,800 requests/s need ~4 (1.25 ms scripted + ~1 ms the lab's own, each), of
+    # which the lab plans on 1.5: (0.5 × 1.5 / 2.0) = 0.37 of the load fits both limits.
     with pytest.raises(InputError) as e:
         check_headroom(half, list(half.workloads), list(half.spec.traffic), 110.0, 20_000, cores=2, scale=0.5)
     assert str(e.value) == (
         "lab: this run keeps ~2.0 cores busy (900 requests/s × 1.2 ms of the app's scripted CPU and ~1 ms of "
-        "the lab's own each); this machine has 2 cores and the lab plans on 50% of them — run with --scale 0.2 "
+        "the lab's own each); this machine has 2 cores and the lab plans on 75% of them — run with --scale 0.3 "
         "or on a bigger machine"
     )
     fifth = scaled(sc, 0.2)
@@ -350,6 +350,7 @@ def test_headroom_figures_are_beside_the_result_in_text_and_json(
     text = HELD.replace("duration: 30s", "duration: 8s").replace(
         "start: 5s, stop: 25s", "start: 2s, stop: 6s"
     )
+    text = text.replace("maxVUs: 1000}", "maxVUs: 1000, gracefulStop: 1s}")  # the held ones end at 7 s
     path = _held(tmp_path, text)
     began = time.monotonic()
     got: list[Headroom] = []

@@ -57,10 +57,10 @@ BUSY_SHARE = 0.9
 FD_WARN_SHARE = 0.95
 # The CPU one request costs the lab's own processes (the load generator's client, the pod's
 # Envoy, the test app's HTTP server and its calls' client) beside the app's scripted ``cpu``:
-# about 1 ms, as measured on seed 004 on a 2-core machine. A run plans on half the machine's
-# cores for its requests; the rest is the event loops' slack, the probes and whatever else runs.
+# about 1 ms, as measured on seed 004 on a 2-core machine. A run plans on three quarters of the
+# machine's cores for its requests; the rest is the event loops' slack and the probes.
 LAB_CPU_PER_REQUEST_S = 0.001
-CPU_PLAN_SHARE = 0.5
+CPU_PLAN_SHARE = 0.75
 SCALED = (
     "traffic rates, the clients' pools (preAllocatedVUs, maxVUs), the app's worker pools and "
     "queues, dependencies' capacities; times, probes and CPU per request are unchanged"
@@ -250,9 +250,13 @@ def cpu_needed(
     scenario: Scenario, workloads: list[Workload], routes: list[Traffic]
 ) -> tuple[float, float, float]:
     """The cores a run keeps busy at its peak: each route's rate × (its path's scripted CPU +
-    ``LAB_CPU_PER_REQUEST_S``) while the routes overlap, taken whole; and the requests per
-    second and mean scripted CPU per request (s) behind it."""
+    ``LAB_CPU_PER_REQUEST_S``) while the routes overlap, taken whole, a workload's scripted CPU
+    no more than its pods can spend (a test app works on one core, or its CPU limit: it holds
+    itself to its quota); and the requests per second and mean scripted CPU per request (s)."""
+    from probesim.model.kubernetes import pod_names_of
+
     rate = cpu = 0.0
+    scripted: dict[str, float] = {}
     for t in routes:
         served = _served_by(scenario, t, workloads)
         for w in served:
@@ -260,7 +264,11 @@ def cpu_needed(
             cost = b.routes.get(t.path) or b.routes.get("*")
             r = (t.rate or 0.0) / len(served)
             rate += r
-            cpu += r * (cost.cpu / 1000 if cost is not None else 0.0)
+            scripted[w.name] = scripted.get(w.name, 0.0) + r * (cost.cpu / 1000 if cost is not None else 0.0)
+    for w in workloads:
+        limit = w.pod_spec.containers[0].resources.limits.cpu
+        per_pod = min(limit / 1000, 1.0) if limit else 1.0
+        cpu += min(scripted.get(w.name, 0.0), len(pod_names_of(w)) * per_pod)
     return cpu + rate * LAB_CPU_PER_REQUEST_S, rate, cpu / rate if rate else 0.0
 
 
