@@ -101,6 +101,18 @@ def lab(
             "error (the startup probe's budget if longer)."
         ),
     ] = "30s",
+    scale: Annotated[
+        float,
+        typer.Option(
+            help="Run the scenario at this share of its load, e.g. 0.1: traffic rates, the clients' pools "
+            "(preAllocatedVUs, maxVUs), the app's worker pools and queues and dependencies' capacities are "
+            "multiplied by it; times, probes and CPU per request are not. Each endpoint's failed share stays "
+            "comparable where a time or a share decides it (not where a count does: a DestinationRule's "
+            "connection pool, outlier detection's consecutive errors). --compare simulates the scaled "
+            "scenario. For a run this machine cannot hold at full scale (the lab says so, and which "
+            "scale fits).",
+        ),
+    ] = 1.0,
     prometheus: Annotated[
         Path | None,
         typer.Option(
@@ -131,11 +143,17 @@ def lab(
     --compare then also compares when the ReplicaSets grew and shrank and each rollout's end.
 
     Limits, refused up front: at most 12 pods over all workloads (during a rollout: replicas +
-    maxSurge), 2000 requests per second over all routes, 1 hour;
-    exec probes only with --allow-exec. Envoy's admin interface is a Unix socket for you only.
+    maxSurge), 2000 requests per second over all routes, 1 hour; a run whose connections held
+    open at once (delayed calls, held clients) exceed what one process may open (ulimit -n) or
+    the ephemeral ports, with the --scale that fits; exec probes only with --allow-exec. Beside
+    the result, the lab's own headroom: descriptors, CPU, its lag, accept-queue overflows, and
+    refusals the scenario did not decide (the lab's, never counted as the app's failures); a
+    figure it could not measure faithfully is marked NOT FAITHFUL (with --compare: not agreeing).
+    Envoy's admin interface is a Unix socket for you only.
 
     Exit codes: 0 done (with --compare: every figure agrees within its tolerance), 1 the lab and
-    the simulation disagree on a figure beyond its tolerance, 2 bad input, 128 + the signal's
+    the simulation disagree on a figure beyond its tolerance (or the lab could not measure it
+    faithfully), 2 bad input (a run this machine cannot hold included), 128 + the signal's
     number when stopped by one (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP), every child stopped.
 
     Example: probesim lab seed003-outlier --duration 20s --compare
@@ -146,7 +164,7 @@ def lab(
         with stopping_on_signals():
             sc = load(scenario)
             _run(sc, duration, compare_sim, as_json, command, command_for, allow_exec, workload,
-                 listen_timeout, prometheus)  # fmt: skip
+                 listen_timeout, prometheus, scale)  # fmt: skip
     except KeyboardInterrupt:  # Ctrl-C: during the run, once the lab had stopped every child
         err.print("[yellow]stopped by SIGINT: every child process stopped[/]", highlight=False)
         raise typer.Exit(128 + signal.SIGINT) from None
@@ -166,17 +184,20 @@ def _run(
     workload: str | None,
     listen_timeout: str,
     prometheus: Path | None,
+    scale: float = 1.0,
 ) -> None:
     """The lab command once its scenario is read: the run, then its comparison and output."""
     import json
 
     from probesim.engine import simulate
     from probesim.lab.compare import agree, compare, outlier_interval_ms, simulated_hosts
+    from probesim.lab.headroom import Headroom, mark_unfaithful, scaled
     from probesim.lab.orchestrator import run_lab
     from probesim.lab.progress import Progress
     from probesim.report.compare import render_lab_comparison
     from probesim.report.terminal import render_result
 
+    sc = scaled(sc, scale)
     run_s = None if duration is None else _lab_seconds(duration, "--duration")
     listen_s = _lab_seconds(listen_timeout, "--listen-timeout")
     others = [w.name for w in sc.workloads if workload is not None and w.name != workload]
@@ -186,22 +207,38 @@ def _run(
             f"{markup(', '.join(others))}, nor the traffic to their Services[/]",
             emoji=False,
         )
+    measured: list[Headroom] = []
     with Progress(err, run_s if run_s is not None else sc.spec.duration / 1000) as progress:
         result = run_lab(sc, run_s, command, progress, listen_s, workload, allow_exec, command_for,
-                         prometheus, _fit_queries if prometheus is not None else None)  # fmt: skip
+                         prometheus, _fit_queries if prometheus is not None else None, scale,
+                         measured.append)  # fmt: skip
+    headroom = measured[0] if measured else None
     rows = []
     if compare_sim:
         span = sc.cut_to(result.duration_ms)
         hosts = {**simulated_hosts(span), **result.hosts}  # ejections compared per pod, by name
         rows = compare(simulate(span), result, outlier_interval_ms(sc), hosts=hosts)
+        if headroom is not None:
+            mark_unfaithful(rows, headroom)
     if as_json:
         doc = result.to_json(series=False)
+        if headroom is not None:
+            doc["headroom"] = headroom.to_json()
         if compare_sim:
             doc["comparison"] = {"rows": rows, "agree": agree(rows)}
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
         render_result(result, out)
+        if headroom is not None:
+            for line in headroom.lines():
+                out.print(line, markup=False, highlight=False, emoji=False)
         if compare_sim:
             render_lab_comparison(rows, out)
+            if headroom is not None and not headroom.faithful:
+                out.print(
+                    "The lab could not measure every figure faithfully (NOT FAITHFUL above): the rows "
+                    "marked as not agreeing for it are the lab's limits, not the app's.",
+                    markup=False, highlight=False,
+                )  # fmt: skip
     if compare_sim and not agree(rows):
         raise typer.Exit(1)

@@ -34,6 +34,7 @@ from typing import Any
 from aiohttp import web
 
 from probesim.lab.calls import Calls
+from probesim.lab.collector import hold_back
 from probesim.lab.port import HOST, Port
 from probesim.model.scenario import ContainerBehavior, Crash, Deadlock, Errors, Hang, generic
 
@@ -422,6 +423,7 @@ def serve(
         import grpc.aio  # noqa: F401
         import grpc_health.v1.health_pb2_grpc  # noqa: F401
     control = os.environ.get("PROBESIM_CONTROL_FD")
+    hold_back()  # loaded: what is loaded stays out of every collection (lab.collector)
     if control is not None:
         go = wait_for_go(socket.socket(fileno=int(control)))
         if go is None:

@@ -25,10 +25,17 @@ import yaml
 from probesim.errors import InputError
 from probesim.lab.hygiene import dies_with_parent
 from probesim.lab.runtime import stop  # the lab's one stop sequence
+from probesim.mesh.envoy import MAX32
 
 ADMIN_MODE = 0o600
 MAX_SOCKET_PATH = 107  # sun_path holds 108 bytes with the final NUL
 STOP_GRACE_S = 5
+# Istio's default thresholds (getDefaultCircuitBreakerThresholds: each at math.MaxUint32).
+ISTIO_CIRCUIT_BREAKERS = {
+    "thresholds": [
+        {"max_connections": MAX32, "max_pending_requests": MAX32, "max_requests": MAX32, "max_retries": MAX32}
+    ]
+}
 
 
 SEARCH_ENV = "PROBESIM_ENVOY_PATH"  # where to look for envoy instead (os.pathsep-separated folders)
@@ -53,7 +60,14 @@ def envoy_binary() -> str:
 def inbound_bootstrap(listen: int, app_port: int) -> dict[str, Any]:
     """A pod's Istio sidecar on the way in: a listener on 127.0.0.1 sending every request to the
     app's port, with Istio's inbound route (no timeout, no retries). When the app refuses or
-    resets, Envoy answers 503 and keeps the client's connection."""
+    resets, Envoy answers 503 and keeps the client's connection.
+
+    Its cluster has Istio's circuit breakers, every threshold at 2^32-1, as the outbound
+    clusters do: Istio applies them to inbound clusters too (pilot/pkg/networking/core/
+    cluster_traffic_policy.go, applyTrafficPolicy: "Connection pool settings are applicable for
+    both inbound and outbound clusters", getDefaultCircuitBreakerThresholds). Without them
+    Envoy's own defaults (1,024 connections, pending and active requests) turned seed 004's held
+    requests away with 503 "reset reason: overflow" — a limit of the lab's, not of the app's."""
     t = "type.googleapis.com/envoy."
     hcm = {
         "@type": f"{t}extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
@@ -97,6 +111,7 @@ def inbound_bootstrap(listen: int, app_port: int) -> dict[str, Any]:
                 {
                     "name": "inbound|80||",
                     "connect_timeout": "10s",  # Istio's default connectTimeout
+                    "circuit_breakers": ISTIO_CIRCUIT_BREAKERS,
                     "load_assignment": {
                         "cluster_name": "inbound|80||",
                         "endpoints": [{"lb_endpoints": [{"endpoint": {"address": app}}]}],

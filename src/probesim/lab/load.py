@@ -2,11 +2,17 @@
 coordinated omission), with a cap on requests in flight and a per-request timeout; it counts
 answers by status as a client sees them. Either each request is balanced on its own, or, like
 k6's VUs, clients keep their HTTP/1.1 connection and stay with the pod they got when it opened
-(kube-proxy's per-connection balancing). Only 127.0.0.1."""
+(kube-proxy's per-connection balancing). Only 127.0.0.1.
+
+A refusal the scenario did not decide is counted as the lab's (cause ``lab``, left out of the
+route's failed requests and named beside the result: ``lab.headroom``): a descriptor or port
+this machine would not give, an Envoy's circuit-breaker overflow, or a connection refused (by
+the pod, or by its sidecar's connect to it) while the scenario has the app up and listening."""
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import itertools
 import time
 from collections import Counter, deque
@@ -37,6 +43,7 @@ class LoadResult:
     failed: Counter[str] = field(default_factory=Counter)  # by the simulation's cause names
     # answered requests' latency in µs, 1 µs to 10 min at 3 significant digits
     latency_us: HdrHistogram = field(default_factory=lambda: HdrHistogram(1, 600_000_000, 3))
+    behind_s: float = 0.0  # the most a request was sent after its scheduled time (a busy machine)
 
     def latency_ms(self) -> dict[str, float]:
         """p50, p90, p95, p99 and max, as the simulation reports them (empty when nothing answered)."""
@@ -47,14 +54,30 @@ class LoadResult:
         return {k: round(v, 1) for k, v in {**qs, "max": h.get_max_value() / 1000}.items()}
 
 
-def cause_of(status: int, body: bytes) -> str:
+# Errors a connection gets from this machine, never from the app: out of descriptors or ports.
+MACHINE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.EADDRNOTAVAIL, errno.ENOBUFS, errno.ENOMEM})
+# Envoy's local reply when a circuit breaker is full: its own limit, never the app's.
+OVERFLOW = b"reset reason: overflow"
+
+
+def refused_by(err: int | None, listening: bool) -> str:
+    """Whose a refused connection is: the lab's when the machine gave no descriptor or port, or
+    when the scenario has the app listening; else the app's (restarting, as simulated)."""
+    return "lab" if err in MACHINE_ERRNOS or listening else "restarting"
+
+
+def cause_of(status: int, body: bytes, listening: bool = False) -> str:
     """A failed answer's cause as the simulation names it, from Envoy's local replies (a sidecar
     answers 503 "no healthy upstream" with no endpoint, "upstream connect error" when the pod
-    refuses, 504 "upstream request timeout") and the test app's 503 "overloaded"."""
+    refuses, 504 "upstream request timeout") and the test app's 503 "overloaded". ``listening``:
+    the scenario has the app behind the answering sidecar up and listening, so that a connect
+    failure of its sidecar is the lab's (as an overflow of Envoy's circuit breakers always is)."""
     if status == 503 and body.startswith(b"no healthy upstream"):
         return "no_endpoint"
     if status == 503 and body.startswith(b"upstream connect error"):
-        return "killed" if b"reset reason: connection termination" in body else "restarting"
+        if b"reset reason: connection termination" in body:
+            return "killed"
+        return "lab" if OVERFLOW in body or listening else "restarting"
     if status == 504 and body.startswith(b"upstream request timeout"):
         return "timeout"
     if status == 503 and body == b"overloaded\n":
@@ -76,7 +99,12 @@ class NoEndpoint(Exception):
 
 
 class Refused(Exception):
-    """The pod refused the connection: nothing listens on its port."""
+    """The pod refused the connection: nothing listens on its port (or, with ``err`` one of
+    ``MACHINE_ERRNOS``, this machine would not open it)."""
+
+    def __init__(self, err: int | None = None) -> None:
+        super().__init__(err)
+        self.err = err
 
 
 class Stale(Exception):
@@ -88,6 +116,7 @@ class Conn:
     """One client's kept-alive HTTP/1.1 connection to one pod."""
 
     def __init__(self, url: str) -> None:
+        self.url = url
         u = urlsplit(url)
         assert u.hostname is not None and u.port is not None  # the load generator checked it is 127.0.0.1
         self.host, self.port = u.hostname, u.port
@@ -112,7 +141,7 @@ class Conn:
             try:
                 self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
             except OSError as e:
-                raise Refused from e
+                raise Refused(e.errno) from e
             reused = False
         assert self.reader is not None and self.writer is not None
         lines = [f"{method} {self.path} HTTP/1.1"]
@@ -176,6 +205,7 @@ async def constant_rate(
     keep_alive: KeepAlive | None = None,
     retransmit: bool = False,
     graceful_stop_s: float | None = None,
+    listening: Callable[[str], bool] | None = None,
 ) -> LoadResult:
     """``targets``: the URLs, or a function giving the current ones (a Service's Ready endpoints).
     None at a request's time counts as a refused connection, as kube-proxy refuses then, or with
@@ -184,7 +214,8 @@ async def constant_rate(
     kept connections (new clients only when all are busy; ``max_inflight`` does not apply).
     ``out`` is filled as answers come (for a live display). Requests still unanswered
     ``graceful_stop_s`` after the last one was sent are interrupted (k6's gracefulStop; default:
-    wait for every answer up to the timeout)."""
+    wait for every answer up to the timeout). ``listening``: whether the scenario has the app
+    behind a URL up and listening now (a refusal there is the lab's)."""
     given = targets if callable(targets) else lambda: targets
 
     def current() -> list[str]:
@@ -215,14 +246,16 @@ async def constant_rate(
             await asyncio.sleep(max(0.0, since + at / 1000 - time.monotonic()))
         raise AssertionError("unreachable")
 
-    def answered(t: float, status: int, body: bytes) -> bool:
+    up = listening or (lambda url: False)
+
+    def answered(t: float, status: int, body: bytes, url: str) -> bool:
         """Count an answer; whether it failed (k6 expects 200-399)."""
         out.statuses[status] += 1
         out.latency_us.record_value(max(1, round((time.monotonic() - t) * 1e6)))
         if status < 400:
             out.ok += 1
             return False
-        out.failed[cause_of(status, body)] += 1
+        out.failed[cause_of(status, body, status == 503 and up(url))] += 1
         return True
 
     def ended(t: float, failed: bool | None) -> None:
@@ -240,13 +273,13 @@ async def constant_rate(
                     url = url or await pick(t)
                     async with session.request(method, url, headers=headers) as r:
                         body = await r.read()
-                failed = answered(t, r.status, body)
+                failed = answered(t, r.status, body, url)
             except TimeoutError:
                 out.failed["timeout"] += 1
             except NoEndpoint:
                 out.failed["no_endpoint"] += 1
-            except aiohttp.ClientConnectorError:
-                out.failed["restarting"] += 1  # refused: nothing listens
+            except aiohttp.ClientConnectorError as e:  # refused: nothing listens (or the lab's own)
+                out.failed[refused_by(e.os_error.errno, url is not None and up(url))] += 1
             except aiohttp.ClientError:
                 out.failed["killed"] += 1  # reset or closed after connecting
             except asyncio.CancelledError:
@@ -275,14 +308,15 @@ async def constant_rate(
                             vu[0] = None
                     else:
                         raise ConnectionResetError("closed before answering, twice")
-                failed = answered(t, status, body)
+                failed = answered(t, status, body, conn.url)
             except TimeoutError:
                 out.failed["timeout"] += 1
                 _drop(vu)  # a client closes a connection it gave up on
             except NoEndpoint:
                 out.failed["no_endpoint"] += 1
-            except Refused:
-                out.failed["restarting"] += 1
+            except Refused as e:
+                url = vu[0].url if vu[0] is not None else ""
+                out.failed[refused_by(e.err, bool(url) and up(url))] += 1
                 _drop(vu)
             except (ConnectionError, asyncio.IncompleteReadError):
                 out.failed["killed"] += 1  # reset, or cut off mid-answer
@@ -299,6 +333,7 @@ async def constant_rate(
         clients = len(free)
         for i in range(n):
             await asyncio.sleep(max(0.0, start + i / rate - time.monotonic()))
+            out.behind_s = max(out.behind_s, time.monotonic() - start - i / rate)
             task: asyncio.Task[None]
             urls = current()  # also where the lab's own URLs are checked, before any is used
             if keep_alive is not None:

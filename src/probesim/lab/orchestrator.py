@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shlex
 import signal
 import socket
@@ -28,9 +29,11 @@ from typing import Any
 from probesim.engine.fleet import injected
 from probesim.errors import InputError
 from probesim.lab.clock import Clock
+from probesim.lab.collector import hold_back
 from probesim.lab.controller import Controller
 from probesim.lab.dependency import DependencyServer
 from probesim.lab.envoy import Envoy
+from probesim.lab.headroom import Demand, Headroom, Monitor, check_headroom, judge, raise_nofile
 from probesim.lab.hygiene import RunFolder
 from probesim.lab.limits import MAX_PODS, check_envoy, check_limits, found, parse_command_for, routes_to
 from probesim.lab.load import LoadResult
@@ -98,6 +101,12 @@ class Lab:
         self.finishing = False  # past the duration, waiting for answers on their way
         self.cleaning = False  # in the run's last clean-up, which a signal must not interrupt
         self.stop_signal: int | None = None  # a stop signal received: stop as soon as can be
+        # The lab's own headroom (lab.headroom): measured while it runs, judged at its end.
+        self.scale = 1.0
+        self.nofile = 0
+        self.planned = Demand()
+        self.monitor = Monitor(self.processes)
+        self.headroom: Headroom | None = None
         # A Deployment's rollouts run for real: the engine's controllers over the lab's pods.
         changed = [w for w in self.workloads if w.kind == "Deployment" and has_actions_of(scenario, w)]
         for key, argv in (command_for or {}).items():
@@ -166,6 +175,22 @@ class Lab:
             and any(selects(s, w.pod_labels) for s in services)
         ]
 
+    def processes(self) -> dict[int, str]:
+        """The lab's processes now, PID → what it is: this one, the pods' apps, the Envoys."""
+        out = {os.getpid(): "lab (load generator, dependencies, probes)"}
+        for pod in self.pods:
+            if pod.run.proc is not None:
+                out[pod.run.proc.pid] = f"app {pod.name}"
+        named = [(f"client sidecar {i}", e) for i, e in enumerate(self.traffic.envoys)]
+        named += [(f"calls sidecar {s}", e) for s, e in self.traffic.callers.items()]
+        named += [
+            (f"sidecar {p}", e) for p, e in zip(self.traffic.sidecar_pods, self.traffic.sidecars, strict=True)
+        ]
+        for name, envoy in named:
+            if envoy.proc is not None:
+                out[envoy.proc.pid] = name
+        return out
+
     def run_folder(self) -> RunFolder:
         """The run's folder, made (and earlier killed runs' removed) at its first use."""
         if self.folder is None:
@@ -214,6 +239,7 @@ class Lab:
         for warm in (w for pod in [*self.pods, *self._future()] for w in pod.run.warm):
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(warm.loaded), WARM_TIMEOUT_S)
+        hold_back()  # before the clock starts: a full collection now costs no scenario time
         self.clock.start()
         for server in self.runtime.dependencies:
             server.begin(self.clock.t0)
@@ -248,6 +274,7 @@ class Lab:
                     self._task(pod, "listens", self.runtime.listens(pod))
             load = asyncio.create_task(self.traffic.run(duration_s))
             tasks.append(load)
+            self.monitor.start()
             end = self.clock.t0 + duration_s
             while time.monotonic() < end:
                 if self.stop_signal is not None:  # in case its cancellation was lost (_until_stopped)
@@ -267,10 +294,12 @@ class Lab:
                 self.progress(self)
             # Answers still on their way, until each route's gracefulStop.
             await asyncio.wait_for(asyncio.shield(load), timeout=self.traffic.linger_s() + 10)
+            await self.monitor.stop()
             self.clock.events += await self.traffic.collect()
             if self.telemetry is not None:
                 await self.telemetry.save()
         finally:
+            await self.monitor.stop()
             self.cleaning = self.runtime.closing = True
             await _finish([*tasks, *self.runtime.kills])
             await self.traffic.stop()
@@ -279,6 +308,15 @@ class Lab:
             await self.runtime.reap([*self.pods, *self._future()])
             if self.folder is not None:
                 self.folder.cleanup()
+        loads = [*self.traffic.loads.items(), *(i for sp in self.runtime.services for i in sp.loads.items())]
+        self.headroom = judge(
+            self.monitor,
+            self.scale,
+            self.nofile,
+            self.planned,
+            {name: res.failed.get("lab", 0) for name, res in loads},
+            {name: res.behind_s for name, res in self.traffic.loads.items()},
+        )
         deployments = {name: c.deployment for name, c in self.controllers.items()}
         return rec.result(
             self.scenario,
@@ -460,8 +498,13 @@ def run_lab(
     command_for: list[str] | None = None,
     prometheus: Path | None = None,
     queries: Queries | None = None,
+    scale: float = 1.0,
+    headroom: Callable[[Headroom], None] | None = None,
 ) -> Result:
-    """Run the scenario's workloads for real (only ``workload``, if given). A manifest's
+    """Run the scenario's workloads for real (only ``workload``, if given), ``scale`` being the
+    share of its load it was scaled to (``lab.headroom.scaled``: said beside the result); a run
+    whose connections this machine cannot hold is refused first, in one line naming the limit,
+    and what the lab measured of itself goes to ``headroom`` at the end. A manifest's
     exec probes run on this machine, only with ``allow_exec``. ``command_for``: ``REVISION=COMMAND``
     items, a command for one revision's pods (``parse_command_for``). Raises ``Stopped`` on SIGTERM
     or SIGHUP (KeyboardInterrupt on Ctrl-C) once every child is stopped."""
@@ -482,12 +525,18 @@ def run_lab(
     seconds = duration_s if duration_s is not None else scenario.spec.duration / 1000
     ran = [w] if w is not None else list(scenario.workloads)
     check_limits(scenario, ran, seconds, allow_exec)
+    nofile = raise_nofile()  # for this process and every child it starts
+    planned = check_headroom(scenario, ran, routes_to(scenario, ran), seconds, nofile, scale=scale)
     check_envoy(scenario, ran)
     lab = Lab(scenario, w, command, per_revision, prometheus, queries)
+    lab.scale, lab.nofile, lab.planned = scale, nofile, planned
     lab.progress = progress
     lab.runtime.listen_timeout_s = listen_timeout_s
     try:
-        return asyncio.run(_until_stopped(lab, seconds))
+        result = asyncio.run(_until_stopped(lab, seconds))
+        if headroom is not None and lab.headroom is not None:
+            headroom(lab.headroom)
+        return result
     except Stopped as e:
         if e.signum == signal.SIGINT:  # Ctrl-C, as Python reports it
             raise KeyboardInterrupt from None

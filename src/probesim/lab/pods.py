@@ -8,6 +8,7 @@ Deployment controller (``lab.controller``). The restart-policy decision is here 
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import socket
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from typing import TextIO
 
 from probesim.kube.containers import restarts_with
 from probesim.model.kubernetes import Container, PodSpec, Probe, ProbeType
-from probesim.model.scenario import ContainerBehavior, Crash
+from probesim.model.scenario import ContainerBehavior, Crash, Deadlock, Hang
 
 HOST = "127.0.0.1"
 PROBE_KINDS: tuple[ProbeType, ...] = ("startup", "readiness", "liveness")
@@ -159,3 +160,28 @@ def new_pod(
         if p is not None and p.grpc is not None and pod.grpc_port is None:
             pod.grpc_port = free_port()  # gRPC health on a port of its own
     return pod
+
+
+EDGE_S = 0.5  # so close to a change of the app's listening, a refusal is not judged the lab's
+
+
+def up_and_listening(pod: Pod, t0: float, now: float) -> bool:
+    """Whether the scenario has the pod's test app running and listening at ``now`` (monotonic
+    clock; ``t0``: the scenario's start), at least ``EDGE_S`` away from any change of it. False
+    for a --command (the lab cannot tell) and whenever in doubt."""
+    run = pod.run
+    if pod.command or pod.deleting or run.killing or run.proc is None or run.proc.returncode is not None:
+        return False
+    b = pod.behavior
+    if now < run.started_at + b.start / 1000 + EDGE_S:
+        return False
+    for ep in b.episodes:
+        base = run.started_at if ep.after is not None else t0
+        begin = base + (ep.after if ep.after is not None else ep.at or 0) / 1000
+        if isinstance(ep, Crash) and abs(now - begin) < EDGE_S:
+            return False
+        if isinstance(ep, Hang | Deadlock) and not ep.accepts_tcp:
+            end = begin + ep.for_ / 1000 if isinstance(ep, Hang) else math.inf
+            if begin - EDGE_S <= now < end + EDGE_S:
+                return False
+    return True

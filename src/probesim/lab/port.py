@@ -5,11 +5,26 @@ listening — connections are refused — so that serving again is one listen() 
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 from aiohttp import web
 
 HOST = "127.0.0.1"
-BACKLOG = 1024
+
+
+def _somaxconn() -> int:
+    try:
+        return int(Path("/proc/sys/net/core/somaxconn").read_text())
+    except (OSError, ValueError):
+        return socket.SOMAXCONN
+
+
+# Every listening socket of the lab's takes the longest accept queue the kernel allows
+# (net.core.somaxconn), as Envoy's listeners do by default: a queue that overflows drops SYNs,
+# and the client waits a second or more for its resend — the lab's delay, not the app's. It is
+# passed to aiohttp too, whose SockSite would otherwise listen() again with its default of 128
+# (seed 004's app ports overflowed 96,000 times in one run at 128).
+BACKLOG = _somaxconn()
 
 
 def bound_socket(port: int) -> socket.socket:
@@ -32,7 +47,7 @@ class Port:
             sock = self.bound if self.bound is not None else bound_socket(self.number)
             self.bound = None
             sock.listen(BACKLOG)
-            self.site = web.SockSite(runner, sock)
+            self.site = web.SockSite(runner, sock, backlog=BACKLOG)
             await self.site.start()
         elif not on and self.site is not None:
             await self.site.stop()

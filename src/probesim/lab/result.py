@@ -118,7 +118,8 @@ class Recorder:
             failed = {c: res.failed.get(c, 0) for c in CAUSES}
             # As the simulation counts them: offered includes the iterations dropped for want of
             # a VU; what is neither answered, failed nor interrupted was still awaited at the end.
-            waiting = res.sent - res.ok - sum(failed.values()) - res.interrupted
+            # Those the lab itself refused (lab.headroom) are none of these: named beside the result.
+            waiting = res.sent - res.ok - sum(failed.values()) - res.interrupted - res.failed.get("lab", 0)
             routes.append(
                 RouteSummary(
                     name,

@@ -31,6 +31,7 @@ from probesim.lab.clock import Clock
 from probesim.lab.dependency import DependencyServer, env_name
 from probesim.lab.hygiene import RunFolder, dies_with_parent
 from probesim.lab.pods import HOST, KILLED, Pod, Warm
+from probesim.lab.port import BACKLOG
 from probesim.lab.service_proxy import ServiceProxy, env_names
 from probesim.lab.status import StatusManager
 from probesim.model.kubernetes import ProbeType
@@ -189,7 +190,7 @@ class Runtime:
                 listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 listening.bind((HOST, pod.port))
                 if pod.behavior.start == 0:
-                    listening.listen(128)  # listening from the start, as simulated
+                    listening.listen(BACKLOG)  # listening from the start, as simulated
                 pod.run.started_at = time.monotonic()  # on the clock the app reads too
                 go = f"{self.clock.t0!r} {pod.run.started_at!r}".encode()
                 socket.send_fds(warm.control, [go], [listening.fileno()])

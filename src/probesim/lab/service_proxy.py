@@ -17,8 +17,8 @@ import re
 import time
 from collections.abc import Callable
 
-from probesim.lab.load import LoadResult, cause_of
-from probesim.lab.port import HOST
+from probesim.lab.load import LoadResult, cause_of, refused_by
+from probesim.lab.port import BACKLOG, HOST
 from probesim.model.scenario import Scenario, call_name, service_calls
 
 CONNECT_TIMEOUT_S = 30.0  # a pod that never answers the SYN: the caller's own timeout comes first
@@ -62,7 +62,7 @@ class ServiceProxy:
         return f"http://{HOST}:{self.port}/"
 
     async def start(self) -> None:
-        self.server = await asyncio.start_server(self._relay, HOST, 0)
+        self.server = await asyncio.start_server(self._relay, HOST, 0, backlog=BACKLOG)
         self.port = self.server.sockets[0].getsockname()[1]
 
     def _load(self, request: bytes) -> LoadResult:
@@ -90,8 +90,8 @@ class ServiceProxy:
                 up_reader, up_writer = await asyncio.wait_for(
                     asyncio.open_connection(host, port), CONNECT_TIMEOUT_S
                 )
-            except (OSError, TimeoutError):
-                res.failed["restarting"] += 1
+            except (OSError, TimeoutError) as e:
+                res.failed[refused_by(e.errno if isinstance(e, OSError) else None, False)] += 1
                 writer.transport.abort()
                 return
             upstream = up_writer

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 from functools import partial
+from urllib.parse import urlsplit
 
 from probesim.engine.sidecar.build import istio_for
 from probesim.errors import InputError
@@ -22,7 +23,7 @@ from probesim.lab.clock import Clock
 from probesim.lab.envoy import Envoy, inbound_bootstrap
 from probesim.lab.hygiene import RunFolder
 from probesim.lab.load import KeepAlive, LoadResult, constant_rate
-from probesim.lab.pods import HOST, Pod, free_port
+from probesim.lab.pods import HOST, Pod, free_port, up_and_listening
 from probesim.lab.status import StatusManager
 from probesim.mesh.envoy import Translator
 from probesim.model.scenario import Scenario, service_calls
@@ -77,6 +78,7 @@ class TrafficRunner:
         self.envoys: list[Envoy] = []  # client sidecars
         self.callers: dict[str, Envoy] = {}  # per Service the pods call through one, its sidecar
         self.sidecars: list[Envoy] = []  # the pods' own, inbound
+        self.sidecar_pods: list[str] = []  # whose each of them is
         self.listen: list[int] = []
         self.loads: dict[str, LoadResult] = {}
         self.envoy_stats: dict[str, int] = {}
@@ -107,6 +109,7 @@ class TrafficRunner:
         stats = self.stats_port(name, pod.name) if self.stats_port is not None else None
         sidecar = Envoy(inbound_bootstrap(listen, pod.port), self.folder().sub(name), stats)
         self.sidecars.append(sidecar)
+        self.sidecar_pods.append(pod.name)
         await sidecar.start()
         pod.inbound = listen
 
@@ -189,7 +192,15 @@ class TrafficRunner:
             keep_alive=keep,
             retransmit=plain and t.no_endpoint == "retransmit",
             graceful_stop_s=t.graceful_stop / 1000,
+            listening=self.listening,
         )
+
+    def listening(self, url: str) -> bool:
+        """Whether the scenario has the app behind ``url`` (a pod's port, or its sidecar's) up
+        and listening now: a refusal there is the lab's. A client sidecar's URL names no pod."""
+        port = urlsplit(url).port
+        pod = next((p for p in self.status.pods if port in (p.port, p.inbound)), None)
+        return pod is not None and up_and_listening(pod, self.clock.t0, time.monotonic())
 
     def linger_s(self) -> float:
         """How long answers may still be on their way after the run: each route's gracefulStop."""
