@@ -148,6 +148,10 @@ class ResultDoc(_Doc):
     thresholds: list[VerdictDoc] = []
     # lab --compare: each figure of the lab beside the simulation's (lab/compare.py's rows).
     comparison: dict[str, Any] | None = None
+    # lab: the lab's own headroom as it measured it (lab/headroom.py: descriptors and CPU per
+    # process, its loop's lag, accept-queue overflows, refusals that were the lab's, the scale,
+    # and whether it held the run faithfully).
+    headroom: dict[str, Any] | None = None
 
     @model_validator(mode="after")
     def _series_line_up(self) -> ResultDoc:
