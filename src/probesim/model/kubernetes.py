@@ -186,10 +186,46 @@ def parse_cpu(value: object) -> int:
 Millicores = Annotated[int, BeforeValidator(parse_cpu), PlainSerializer(lambda v: f"{v}m", when_used="json")]
 
 
+MAX_BYTES = 2**62  # memory read as bytes (beyond any node's, all alike)
+
+
+def parse_memory(value: object) -> int:
+    """A memory quantity ("512Mi", "1G", 1e9, "128974848") in bytes, as the API server reads a
+    resource.Quantity (Quantity.Value rounds a fraction of a byte up), at most MAX_BYTES."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError("a memory quantity is a number of bytes or one with a suffix ('512Mi', '2Gi', '1G')")
+    text = str(value).strip() if not isinstance(value, float) else repr(value)
+    m = _QUANTITY.match(text) or (_QUANTITY.match(f"{value:f}") if isinstance(value, float) else None)
+    if not m or (isinstance(value, float) and not math.isfinite(value)):
+        raise ValueError(f"invalid memory quantity {value!r}; use bytes or a suffix ('512Mi', '2Gi', '1G')")
+    suffix = m.group(2) or ""
+    bound = 60 + len(m.group(1))
+    scale = _SCALE[suffix] if suffix in _SCALE else Fraction(10) ** max(-bound, min(bound, int(suffix[1:])))
+    n = Fraction(m.group(1)) * scale
+    if n < 0:
+        raise ValueError(f"memory quantity {value!r} must not be negative")
+    return min(math.ceil(n), MAX_BYTES)
+
+
+def format_bytes(n: int) -> str:
+    """Bytes as a quantity a reader takes in: the largest binary suffix that divides it ('512Mi')."""
+    for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
+        size = int(_SCALE[suffix])
+        if n and n % size == 0:
+            return f"{n // size}{suffix}"
+    return str(n)
+
+
+# Dumped to JSON as a quantity ("512Mi"), which reads back the same.
+Bytes = Annotated[int, BeforeValidator(parse_memory), PlainSerializer(format_bytes, when_used="json")]
+
+
 class ResourceList(OpenModel):
-    """The CPU of a requests/limits map, in millicores (memory and others are not modelled)."""
+    """The CPU (in millicores) and memory (in bytes) of a requests/limits map: CPU for the load
+    model, both for where the scheduler can place a pod (others are not modelled)."""
 
     cpu: Millicores | None = None
+    memory: Bytes | None = None
 
 
 class Resources(OpenModel):
@@ -232,12 +268,203 @@ class ReadinessGate(Model):
     condition_type: str
 
 
+class LabelSelectorRequirement(OpenModel):
+    key: str
+    operator: str  # In, NotIn, Exists, DoesNotExist: checked by the loader, which knows the line
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        """As labels.Requirement.Matches: NotIn and DoesNotExist match a label left out."""
+        if self.operator == "In":
+            return labels.get(self.key) in self.values
+        if self.operator == "NotIn":
+            return self.key not in labels or labels[self.key] not in self.values
+        if self.operator == "Exists":
+            return self.key in labels
+        return self.key not in labels  # DoesNotExist
+
+
+class LabelSelector(OpenModel):
+    match_labels: dict[str, str] = Field(default_factory=dict)
+    match_expressions: tuple[LabelSelectorRequirement, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.match_labels and not self.match_expressions
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        """Whether pods with ``labels`` are selected (every label and every expression)."""
+        return all(labels.get(k) == v for k, v in self.match_labels.items()) and all(
+            r.matches(labels) for r in self.match_expressions
+        )
+
+
+class Toleration(OpenModel):
+    """A pod's toleration of node taints (``v1.Toleration``), checked as ValidateTolerations does:
+    an empty key needs the Exists operator, Exists takes no value, and tolerationSeconds only goes
+    with the NoExecute effect."""
+
+    key: str = ""
+    operator: Literal["Exists", "Equal", ""] = ""  # "": Equal
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute", ""] = ""  # "": every effect
+    toleration_seconds: Annotated[int, Strict(), Field(ge=-(2**63), le=2**63 - 1)] | None = None
+
+    @model_validator(mode="after")
+    def _valid(self) -> "Toleration":
+        if not self.key and self.operator != "Exists":
+            raise ValueError(
+                'operator must be Exists when `key` is empty, which means "match all values and all keys"'
+            )
+        if self.operator == "Exists" and self.value:
+            raise ValueError("value must be empty when `operator` is 'Exists'")
+        if self.toleration_seconds is not None and self.effect != "NoExecute":
+            raise ValueError("effect must be 'NoExecute' when `tolerationSeconds` is set")
+        return self
+
+
+class NodeSelectorRequirement(OpenModel):
+    """One expression of a node selector term (``v1.NodeSelectorRequirement``)."""
+
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+    values: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _valid(self) -> "NodeSelectorRequirement":
+        """validateNodeSelectorRequirement: In/NotIn need values, Exists/DoesNotExist take none,
+        Gt/Lt one integer."""
+        if self.operator in ("In", "NotIn") and not self.values:
+            raise ValueError("values must be specified when `operator` is 'In' or 'NotIn'")
+        if self.operator in ("Exists", "DoesNotExist") and self.values:
+            raise ValueError("values may not be specified when `operator` is 'Exists' or 'DoesNotExist'")
+        one = len(self.values) == 1 and re.fullmatch(r"-?[0-9]+", self.values[0])
+        if self.operator in ("Gt", "Lt") and not one:
+            raise ValueError("must be specified single value when `operator` is 'Lt' or 'Gt', an integer")
+        return self
+
+    def matches(self, value: str | None) -> bool:
+        """As nodeaffinity's requirement on a node's label value (None: no such label)."""
+        op = self.operator
+        if op == "Exists":
+            return value is not None
+        if op == "DoesNotExist":
+            return value is None
+        if op == "In":
+            return value is not None and value in self.values
+        if op == "NotIn":
+            return value is None or value not in self.values
+        if value is None or not re.fullmatch(r"-?[0-9]+", value):
+            return False  # Gt/Lt on a label that is no integer: no match
+        return int(value) > int(self.values[0]) if op == "Gt" else int(value) < int(self.values[0])
+
+
+class NodeSelectorTerm(OpenModel):
+    """Expressions ANDed: on the node's labels (matchExpressions) and fields (matchFields, of
+    which the API allows metadata.name)."""
+
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    match_fields: tuple[NodeSelectorRequirement, ...] = ()
+
+    @model_validator(mode="after")
+    def _fields(self) -> "NodeSelectorTerm":
+        for r in self.match_fields:
+            if r.key != "metadata.name":
+                raise ValueError(f"matchFields: {r.key!r} is not a supported field (metadata.name is)")
+            if r.operator not in ("In", "NotIn") or len(r.values) != 1:
+                raise ValueError("matchFields: metadata.name takes operator In or NotIn with one value")
+        return self
+
+    def matches(self, labels: dict[str, str], name: str) -> bool:
+        """An empty term matches no node (nodeaffinity's NodeSelectorTerms)."""
+        if not self.match_expressions and not self.match_fields:
+            return False
+        return all(r.matches(labels.get(r.key)) for r in self.match_expressions) and all(
+            r.matches(name) for r in self.match_fields
+        )
+
+
+class NodeSelector(OpenModel):
+    node_selector_terms: Annotated[tuple[NodeSelectorTerm, ...], Field(min_length=1)]
+
+    def matches(self, labels: dict[str, str], name: str) -> bool:
+        """Terms ORed."""
+        return any(t.matches(labels, name) for t in self.node_selector_terms)
+
+
+Weight = Annotated[SInt, Field(ge=1, le=100)]
+
+
+class PreferredSchedulingTerm(OpenModel):
+    weight: Weight
+    preference: NodeSelectorTerm
+
+
+class NodeAffinity(OpenModel):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: tuple[PreferredSchedulingTerm, ...] = ()
+
+
+class PodAffinityTerm(OpenModel):
+    """Pods (labelSelector, in namespaces) that must or must not run in the same topology domain
+    (the nodes with the same value of topologyKey)."""
+
+    label_selector: LabelSelector | None = None
+    namespaces: tuple[str, ...] = ()
+    namespace_selector: LabelSelector | None = None
+    topology_key: Annotated[str, Field(min_length=1)]
+
+
+class WeightedPodAffinityTerm(OpenModel):
+    weight: Weight
+    pod_affinity_term: PodAffinityTerm
+
+
+class PodAffinity(OpenModel):
+    required_during_scheduling_ignored_during_execution: tuple[PodAffinityTerm, ...] = ()
+    preferred_during_scheduling_ignored_during_execution: tuple[WeightedPodAffinityTerm, ...] = ()
+
+
+class Affinity(OpenModel):
+    node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None
+
+
+class TopologySpreadConstraint(OpenModel):
+    """How evenly matching pods spread over the domains of topologyKey
+    (validateTopologySpreadConstraints: maxSkew at least 1, minDomains only with DoNotSchedule)."""
+
+    max_skew: Annotated[SInt, Field(ge=1, le=2**31 - 1)]
+    topology_key: Annotated[str, Field(min_length=1)]
+    when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"]
+    label_selector: LabelSelector | None = None
+    min_domains: Annotated[SInt, Field(ge=1, le=2**31 - 1)] | None = None
+    node_affinity_policy: Literal["Honor", "Ignore"] = "Honor"
+    node_taints_policy: Literal["Honor", "Ignore"] = "Ignore"
+    match_label_keys: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _min_domains(self) -> "TopologySpreadConstraint":
+        if self.min_domains is not None and self.when_unsatisfiable != "DoNotSchedule":
+            raise ValueError("minDomains can only be set when whenUnsatisfiable is 'DoNotSchedule'")
+        return self
+
+
 class PodSpec(OpenModel):
     containers: Annotated[tuple[Container, ...], Field(min_length=1)]
     init_containers: tuple[Container, ...] = ()
     restart_policy: Literal["Always", "OnFailure", "Never"] = "Always"
     termination_grace_period_seconds: Int32 = 30
     readiness_gates: tuple[ReadinessGate, ...] = ()
+    # Where the scheduler may place the pod (kube/scheduling.py), read when the scenario gives
+    # spec.cluster.nodes; nodeName binds it without the scheduler. (None when left out: a
+    # template's dump, which names its ReplicaSet, stays what it was without them.)
+    node_name: str | None = None
+    node_selector: dict[str, str] | None = None
+    affinity: Affinity | None = None
+    tolerations: tuple[Toleration, ...] | None = None
+    topology_spread_constraints: tuple[TopologySpreadConstraint, ...] | None = None
 
     @field_validator("termination_grace_period_seconds")
     @classmethod
@@ -322,37 +549,6 @@ class TemplateMeta(OpenModel):
 class PodTemplate(OpenModel):
     metadata: TemplateMeta = TemplateMeta()
     spec: PodSpec
-
-
-class LabelSelectorRequirement(OpenModel):
-    key: str
-    operator: str  # In, NotIn, Exists, DoesNotExist: checked by the loader, which knows the line
-    values: tuple[str, ...] = ()
-
-    def matches(self, labels: dict[str, str]) -> bool:
-        """As labels.Requirement.Matches: NotIn and DoesNotExist match a label left out."""
-        if self.operator == "In":
-            return labels.get(self.key) in self.values
-        if self.operator == "NotIn":
-            return self.key not in labels or labels[self.key] not in self.values
-        if self.operator == "Exists":
-            return self.key in labels
-        return self.key not in labels  # DoesNotExist
-
-
-class LabelSelector(OpenModel):
-    match_labels: dict[str, str] = Field(default_factory=dict)
-    match_expressions: tuple[LabelSelectorRequirement, ...] = ()
-
-    @property
-    def empty(self) -> bool:
-        return not self.match_labels and not self.match_expressions
-
-    def matches(self, labels: dict[str, str]) -> bool:
-        """Whether pods with ``labels`` are selected (every label and every expression)."""
-        return all(labels.get(k) == v for k, v in self.match_labels.items()) and all(
-            r.matches(labels) for r in self.match_expressions
-        )
 
 
 Percent = Annotated[str, Field(pattern=r"^[0-9]+%$")]

@@ -14,7 +14,7 @@ from pydantic import Field, model_validator
 from probesim.mesh.istio import DestinationRule, VirtualService
 from probesim.model.base import Model, SBool, SFloat, SInt
 from probesim.model.duration import Duration, FineDuration
-from probesim.model.kubernetes import HorizontalPodAutoscaler, Millicores, Service, Workload
+from probesim.model.kubernetes import Bytes, HorizontalPodAutoscaler, Millicores, Service, Workload
 from probesim.model.threshold import ThresholdLine
 from probesim.model.traffic import Traffic
 
@@ -390,11 +390,65 @@ class SetReadinessGate(Model):
         return self
 
 
+class NodeDown(Model):
+    """A node fails: ``crash`` (it loses power: its processes stop, its kubelet is gone) or
+    ``partition`` (cut off from the network: its processes and kubelet go on, but nothing reaches
+    it from the other nodes and its kubelet cannot reach the API server). Either way its pods stop
+    answering at once; the node lifecycle controller notices after its grace period."""
+
+    kind: Literal["nodeDown"]
+    node: str = Field(description="A node of spec.cluster.nodes.")
+    at: Duration
+    mode: Literal["crash", "partition"] = Field(
+        default="crash", description="crash: it stops; partition: it runs on, cut off."
+    )
+
+
+class ZoneDown(Model):
+    """Every node of a zone fails at once (a zone outage), as ``nodeDown`` each."""
+
+    kind: Literal["zoneDown"]
+    zone: str = Field(description="A zone of spec.cluster.nodes.")
+    at: Duration
+    mode: Literal["crash", "partition"] = "crash"
+
+
+class NodeUp(Model):
+    """A failed node comes back: after a crash it boots (its kubelet starts the pods still bound
+    to it again, new containers, and removes those deleted meanwhile); after a partition its
+    kubelet reports again (its containers ran on; it stops the pods deleted meanwhile)."""
+
+    kind: Literal["nodeUp"]
+    node: str
+    at: Duration
+
+
+class ZoneUp(Model):
+    """Every failed node of a zone comes back, as ``nodeUp`` each."""
+
+    kind: Literal["zoneUp"]
+    zone: str
+    at: Duration
+
+
+NodeAction = NodeDown | ZoneDown | NodeUp | ZoneUp
 WorkloadAction = Rollout | Rollback | Restart | Scale | Pause | Resume
 
 
 Action = Annotated[
-    DeletePod | Rollout | Rollback | Restart | Scale | Pause | Resume | Partition | SetReadinessGate,
+    DeletePod
+    | Rollout
+    | Rollback
+    | Restart
+    | Scale
+    | Pause
+    | Resume
+    | Partition
+    | SetReadinessGate
+    | NodeDown
+    | ZoneDown
+    | NodeUp
+    | ZoneUp,
     Field(discriminator="kind"),
 ]
 
@@ -434,8 +488,86 @@ class Dependency(Model):
     outages: tuple[Outage, ...] = ()
 
 
+_LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"  # a label value (63 at most)
+_NODE_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+ZoneName = Annotated[str, Field(min_length=1, max_length=63, pattern=_LABEL_VALUE)]
+
+
+class NodeTaint(Model):
+    """A taint the node carries from the start (``kubectl taint``): pods that do not tolerate it
+    are not scheduled there (NoSchedule, NoExecute) or less willingly (PreferNoSchedule)."""
+
+    key: Annotated[str, Field(min_length=1)]
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class _NodeShape(Model):
+    cpu: Millicores | None = Field(
+        default=None, description="Allocatable CPU (cores or '3500m'); default: cluster.nodeCpu."
+    )
+    memory: Bytes = Field(default=16 * 2**30, description="Allocatable memory ('15Gi').")
+    pods: Annotated[SInt, Field(ge=1, le=100_000)] = Field(
+        default=110, description="Pods it takes at most (the kubelet's maxPods)."
+    )
+    labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="More node labels (kubernetes.io/hostname and topology.kubernetes.io/zone are set).",
+    )
+    taints: tuple[NodeTaint, ...] = ()
+
+
+class Node(_NodeShape):
+    """One node, by name."""
+
+    name: Annotated[str, Field(min_length=1, max_length=253, pattern=_NODE_NAME)]
+    zone: ZoneName | None = Field(default=None, description="topology.kubernetes.io/zone.")
+
+
+class NodePool(_NodeShape):
+    """``count`` alike nodes, named node-1, node-2, …, spread over ``zones`` in turn."""
+
+    count: Annotated[SInt, Field(ge=1, le=5000)]
+    zones: tuple[ZoneName, ...] = Field(
+        default=(), description="Zones the nodes go to in turn (node-1 the first, node-2 the second, …)."
+    )
+
+    def nodes(self) -> list[Node]:
+        shape = {k: getattr(self, k) for k in _NodeShape.model_fields}
+        zones = self.zones or (None,)
+        return [
+            Node.model_construct(name=f"node-{i + 1}", zone=zones[i % len(zones)], **shape)
+            for i in range(self.count)
+        ]
+
+
 class Cluster(Model):
     """Cluster facts that are not in the manifests."""
+
+    nodes: NodePool | tuple[Node, ...] | None = Field(
+        default=None,
+        description="The cluster's nodes: a pool ({count: 3, zones: [a, b, c], cpu: 4, memory: 16Gi}) or a "
+        "list of nodes ([{name: node-1, zone: a}, …]). Pods are then placed by the scheduler's rules "
+        "(requests, node selectors and affinity, pod anti-affinity, topology spread, taints) and nodes "
+        "can fail (spec.actions nodeDown, zoneDown, nodeUp). Omitted: one node, node-1, that fits "
+        "every pod and never fails (placement rules not applied).",
+    )
+    node_monitor_period: Duration = Field(
+        default=5_000,
+        description="kube-controller-manager --node-monitor-period: how often the node lifecycle "
+        "controller looks at the nodes' heartbeats.",
+    )
+    node_monitor_grace_period: Duration = Field(
+        default=50_000,
+        description="kube-controller-manager --node-monitor-grace-period (50s since Kubernetes 1.32, "
+        "40s before): a node silent for longer becomes NotReady (Unknown) and its pods not Ready.",
+    )
+    default_unreachable_toleration: Duration = Field(
+        default=300_000,
+        description="kube-apiserver --default-unreachable-toleration-seconds: how long a pod that "
+        "declares no toleration of node.kubernetes.io/unreachable stays on an unreachable node "
+        "before it is evicted.",
+    )
 
     pod_start_delay: Duration = Field(
         default=0,
@@ -451,6 +583,28 @@ class Cluster(Model):
         "counts from its exact time). After a crash a real kubelet may add up to 1 s, until its PLEG "
         "relist sees the exit.",
     )
+
+    @model_validator(mode="after")
+    def _distinct_nodes(self) -> "Cluster":
+        if isinstance(self.nodes, tuple):
+            if not self.nodes:
+                raise ValueError("nodes: give at least one node (or leave nodes out)")
+            seen: set[str] = set()
+            for i, n in enumerate(self.nodes):
+                if n.name in seen:
+                    raise ValueError(f"nodes[{i}]: a second node named {n.name!r}; node names are unique")
+                seen.add(n.name)
+        if self.node_monitor_period <= 0:
+            raise ValueError("nodeMonitorPeriod must be longer than 0s")
+        return self
+
+    def node_list(self) -> "list[Node] | None":
+        """The nodes, a pool's made one by one, each with its allocatable CPU (nodeCpu when not
+        given); None when the scenario gives none."""
+        if self.nodes is None:
+            return None
+        listed = self.nodes.nodes() if isinstance(self.nodes, NodePool) else list(self.nodes)
+        return [n if n.cpu is not None else n.model_copy(update={"cpu": self.node_cpu}) for n in listed]
 
 
 class ScenarioSpec(Model):
