@@ -21,7 +21,8 @@ timeout × tries, at least 60 s, at most the run's duration, over the step): its
 way are kept per slot and container (gke-surge-defaults with an HPA of 20,000 pods: 58 s of CPU,
 which the estimate without that term put at 7 s).
 ``pods`` counts each workload at its largest size (replicas, its HPA's maxReplicas, or a scale
-action's) plus the replacements deletePod actions start, the largest size per scale action, and
+action's) plus the replacements deletePod actions start, the largest size per scale action and
+per node failure (each may evict every pod, each replaced), and
 for a rollout, restart or rollback about three times the largest size (the new ReplicaSet's
 pods with their surge, and room to scale the old ones proportionally); ``calls`` is the most
 dependency calls a route of the workload's behaviour makes.
@@ -86,9 +87,19 @@ def run_cost(s: Scenario) -> RunCost:
         n = 1 if w.kind == "Pod" else max(w.spec.replicas, hpa.spec.max_replicas if hpa else 0)
         pods += n
         containers += n * (len(w.pod_spec.containers) + len(w.pod_spec.init_containers))
-    from probesim.model.scenario import DeletePod, Restart, Rollback, Rollout, Scale, service_calls
+    from probesim.model.scenario import (
+        DeletePod,
+        NodeDown,
+        Restart,
+        Rollback,
+        Rollout,
+        Scale,
+        ZoneDown,
+        service_calls,
+    )
 
     replaced = sum(isinstance(a, DeletePod) for a in s.spec.actions)
+    faults = sum(isinstance(a, NodeDown | ZoneDown) for a in s.spec.actions)
     pods += replaced
     containers += replaced
     for w in s.workloads:
@@ -99,7 +110,7 @@ def run_cost(s: Scenario) -> RunCost:
         hpa = s.autoscaler_for(w)
         n = max([w.spec.replicas, hpa.spec.max_replicas if hpa else 0, *scales])
         rolls = sum(isinstance(a, Rollout | Rollback | Restart) for a in mine)
-        extra = len(scales) * n + (rolls * (3 * n + 1) + n if rolls else 0)
+        extra = (len(scales) + faults) * n + (rolls * (3 * n + 1) + n if rolls else 0)
         pods += extra
         containers += extra * (len(w.pod_spec.containers) + len(w.pod_spec.init_containers))
     behaviors = s.container_behaviors()
