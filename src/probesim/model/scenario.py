@@ -7,9 +7,10 @@ and the Kubernetes objects they run in.
 
 # No `from __future__ import annotations` here: pydantic would then compile and evaluate every
 # field's annotation string when the class is made (about 15 ms of `probesim run`'s start-up).
+import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Discriminator, Field, Tag, model_validator
 
 from probesim.mesh.istio import DestinationRule, VirtualService
 from probesim.model.base import Model, SBool, SFloat, SInt
@@ -488,9 +489,29 @@ class Dependency(Model):
     outages: tuple[Outage, ...] = ()
 
 
-_LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"  # a label value (63 at most)
-_NODE_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-ZoneName = Annotated[str, Field(min_length=1, max_length=63, pattern=_LABEL_VALUE)]
+def _zone(v: str) -> str:
+    if not v or len(v) > 63 or not re.fullmatch(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?", v):
+        raise ValueError(
+            "a zone is a label value: at most 63 characters, letters, digits, '-', '_' and '.', "
+            "starting and ending with a letter or digit"
+        )
+    return v
+
+
+def _node_name(v: str) -> str:
+    if (
+        not v
+        or len(v) > 253
+        or not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*", v)
+    ):
+        raise ValueError(
+            "a node name is a lowercase RFC 1123 subdomain of at most 253 characters: a-z, 0-9, '-' and "
+            "'.', starting and ending with a letter or digit"
+        )
+    return v
+
+
+ZoneName = Annotated[str, AfterValidator(_zone)]
 
 
 class NodeTaint(Model):
@@ -520,7 +541,7 @@ class _NodeShape(Model):
 class Node(_NodeShape):
     """One node, by name."""
 
-    name: Annotated[str, Field(min_length=1, max_length=253, pattern=_NODE_NAME)]
+    name: Annotated[str, AfterValidator(_node_name)]
     zone: ZoneName | None = Field(default=None, description="topology.kubernetes.io/zone.")
 
 
@@ -541,10 +562,25 @@ class NodePool(_NodeShape):
         ]
 
 
+def _nodes_form(v: Any) -> str | None:
+    """A pool (a mapping) or a list of nodes: each checked as what it is, so that an error names
+    the field it is about."""
+    if isinstance(v, dict | NodePool):
+        return "pool"
+    return "list" if isinstance(v, list | tuple) else None
+
+
+Nodes = Annotated[
+    Annotated[NodePool, Tag("pool")] | Annotated[tuple[Node, ...], Tag("list")],
+    Discriminator(_nodes_form, custom_error_type="nodes", custom_error_message=(
+        "give a pool ({count: 3, zones: [a, b, c]}) or a list of nodes ([{name: node-1}, …])")),
+]  # fmt: skip
+
+
 class Cluster(Model):
     """Cluster facts that are not in the manifests."""
 
-    nodes: NodePool | tuple[Node, ...] | None = Field(
+    nodes: Nodes | None = Field(
         default=None,
         description="The cluster's nodes: a pool ({count: 3, zones: [a, b, c], cpu: 4, memory: 16Gi}) or a "
         "list of nodes ([{name: node-1, zone: a}, …]). Pods are then placed by the scheduler's rules "
