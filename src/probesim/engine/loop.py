@@ -387,8 +387,7 @@ class Simulation:
         pods = self._on_node(n)
         self.pods.cut_off(pods)
         conts = self._conts_of(pods)
-        if hasattr(self, "traffic"):
-            self.traffic.cut_off(conts)
+        self.traffic.cut_off(conts)
         if mode == CRASHED and conts.size:
             self.ctr.step(t - 1, self.log)  # (what fell due inside the step before came first)
             self.ctr.halt(conts)
