@@ -14,7 +14,8 @@ each route's rate schedule row by row::
 
 The ``100 × containers`` term is the set-up (building the fleet, admitting and starting each
 pod: about 85 µs a container; 100,000 pods for 12 s ran 15 s of CPU, which the steps alone put
-at 2 s); the last counts the answer and backlog buffers the engine allocates per route and
+at 2 s), with ``5 × pods × nodes`` more when the scenario gives its nodes (each placement weighs
+every node); the last counts the answer and backlog buffers the engine allocates per route and
 container. A loaded route is one whose containers have route costs (the capacity model), and
 ``slots`` the steps an answer may be due later (the longest client timeout or dependency call's
 timeout × tries, at least 60 s, at most the run's duration, over the step): its answers on their
@@ -136,4 +137,8 @@ def run_cost(s: Scenario) -> RunCost:
     # a unit per 8 cells, about what zeroing and summing them costs.
     queued = sum(queue_slots(t, s.spec.duration, s.spec.step) for t in timeouts) + routes - len(timeouts)
     setup = 100 * containers + (routes * 3 * slots + queued) * containers // 8
+    # With spec.cluster.nodes each pod's placement filters and scores every node (about 5 µs a
+    # pod and node, engine/nodes.py).
+    nodes = s.spec.cluster.node_list()
+    setup += 5 * pods * len(nodes) if nodes is not None else 0
     return RunCost(steps, pods, containers, routes, calls, rows, steps * per_step + setup)

@@ -680,11 +680,14 @@ class Simulation:
                 to_admit = bool((self.eligible & ~self.pods.admitted).any())
             if to_admit:
                 self._admit(t)
-            if nodes.pending and nodes.tried != (self.pods.version, nodes.version):
-                # The scheduler tries its pending pods again once something changed (a pod gone,
-                # a node back, a taint removed): the cluster events that requeue them.
-                nodes.tried = (self.pods.version, nodes.version)
-                self._bind(self._schedule([], t), t)
+            if nodes.pending:
+                # The scheduler tries its pending pods again once something changed that may let
+                # them in (a pod deleted or gone, a node back or untainted, another bound): the
+                # cluster events that requeue them.
+                state = (int(self.pods.deleting.sum()), int(self.pods.gone.sum()), nodes.version)
+                if nodes.tried != state:
+                    nodes.tried = state
+                    self._bind(self._schedule([], t), t)
             self._lifecycle(t)
             self._probes(t)
             self._triggers(t)

@@ -204,7 +204,8 @@ class Nodes:
             self.log.add(t, "Normal", "Scheduled", f"pod/{names[p]}", msg, "default-scheduler")
             self._place(p, g, n, t, placed)
             bound.append(p)
-        self.version += 1
+        if bound:
+            self.version += 1
         self._rewake(t)
         return bound
 
