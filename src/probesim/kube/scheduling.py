@@ -590,7 +590,7 @@ def spread_of(
     pod's own values of matchLabelKeys (pod-template-hash: the same ReplicaSet, ``same_revision``),
     within the pod's namespace."""
     extra = {k: pod.labels[k] for k in c.match_label_keys if k in pod.labels}
-    hits = np.array([selects(c.label_selector, {**lab}) and all(lab.get(k) == v for k, v in extra.items())
+    hits = np.array([selects(c.label_selector, lab) and all(lab.get(k) == v for k, v in extra.items())
                      for lab in group_labels], bool)  # fmt: skip
     if TEMPLATE_HASH in c.match_label_keys:
         hits &= same_revision
