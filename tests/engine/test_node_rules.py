@@ -15,16 +15,16 @@ from probesim.kube.node_lifecycle import (
     unknown_at,
     zone_state,
 )
-from probesim.kube.scheduling import (
+from probesim.kube.scheduling import fit_error
+from probesim.kube.taints import (
     NOT_READY,
     UNREACHABLE,
     Taint,
-    fit_error,
     min_toleration_ms,
     tolerates,
     with_default_tolerations,
 )
-from probesim.model.kubernetes import Toleration
+from probesim.model.placement import Toleration
 
 NO_EXECUTE = Taint(UNREACHABLE, "", "NoExecute")
 

@@ -28,16 +28,8 @@ from probesim.kube.arithmetic import replica_set_name, resolve_fenceposts
 from probesim.kube.hooks import container_hook
 from probesim.kube.ports import container_port
 from probesim.model.kubernetes import Container, Probe, ProbeType, Workload, pod_names_of
-from probesim.model.scenario import (
-    ContainerBehavior,
-    DeletePod,
-    NodeDown,
-    Rollback,
-    Scale,
-    Scenario,
-    ZoneDown,
-    service_calls,
-)
+from probesim.model.nodes import NodeDown, ZoneDown
+from probesim.model.scenario import ContainerBehavior, DeletePod, Rollback, Scale, Scenario, service_calls
 
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]

@@ -30,7 +30,8 @@ from probesim.engine.events import EventLog
 from probesim.engine.fleet import FAILURE, RUNNING, SUCCESS, TERMINATING, Fleet, build
 from probesim.engine.kernel_choice import run_with
 from probesim.engine.kubelet import ProbeWorkers
-from probesim.engine.nodes import CRASHED, PARTITIONED, UP, Nodes
+from probesim.engine.node_faults import NodeFaults
+from probesim.engine.nodes import UP, Nodes
 from probesim.engine.pod_metrics import PodMetrics
 from probesim.engine.pod_status import PodStatus
 from probesim.engine.readiness_gates import ReadinessGates
@@ -38,16 +39,8 @@ from probesim.engine.recording import Recorder
 from probesim.engine.sidecar.build import build_mesh
 from probesim.engine.summary import Summary, TrackedRollout
 from probesim.engine.traffic import Traffic
-from probesim.model.scenario import (
-    DeletePod,
-    NodeDown,
-    NodeUp,
-    Partition,
-    Scenario,
-    SetReadinessGate,
-    ZoneDown,
-    ZoneUp,
-)
+from probesim.model.nodes import NodeDown, NodeUp, ZoneDown, ZoneUp
+from probesim.model.scenario import DeletePod, Partition, Scenario, SetReadinessGate
 from probesim.results import Result
 
 I64 = npt.NDArray[np.int64]
@@ -60,7 +53,7 @@ def simulate(scenario: Scenario) -> Result:
     return Simulation(scenario).run()
 
 
-class Simulation:
+class Simulation(NodeFaults):
     """One run of a scenario: its state, set up as it is made. ``run`` runs it whole; ``begin``,
     ``advance`` and ``finish`` in parts (engine/warm.py goes on from a part as another scenario)."""
 
@@ -355,108 +348,6 @@ class Simulation:
                 self.pods.version += 1
                 if self.nodes.explicit:
                     self.nodes.cancel(int(p), t)
-
-    # -- nodes -------------------------------------------------------------------------------
-
-    def _node_action(self, t: int, a: NodeDown | ZoneDown | NodeUp | ZoneUp) -> None:
-        """A node (or every node of a zone) fails or comes back."""
-        nodes = self.nodes
-        if isinstance(a, NodeDown | NodeUp):
-            which = nodes.nodes_of(node=a.node)
-        else:
-            which = nodes.nodes_of(zone=a.zone)
-        for n in which:
-            if isinstance(a, NodeDown | ZoneDown) and nodes.failed[n] == UP:
-                self._node_down(n, t, CRASHED if a.mode == "crash" else PARTITIONED)
-            elif isinstance(a, NodeUp | ZoneUp) and nodes.failed[n] != UP:
-                self._node_up(n, t)
-
-    def _on_node(self, n: int) -> I64:
-        """The pods bound to node ``n`` and not yet removed."""
-        return np.flatnonzero((self.nodes.pod_node == n) & self.pods.admitted & ~self.pods.gone)
-
-    def _conts_of(self, pods: I64) -> I64:
-        return np.flatnonzero(np.isin(self.fleet.container_pod, pods))
-
-    def _node_down(self, n: int, t: int, mode: int) -> None:
-        """Node ``n`` crashes or is cut off: nothing reaches its pods any more (what they held never
-        answers: no reset comes from a dead or unreachable host), their status in the API stays as
-        it was; after a crash their processes are gone and nothing runs their lifecycle or probes
-        (the kubelet went with them), after a partition the kubelet goes on, unheard."""
-        self.nodes.fail(n, t, mode)
-        pods = self._on_node(n)
-        self.pods.cut_off(pods)
-        conts = self._conts_of(pods)
-        self.traffic.cut_off(conts)
-        if mode == CRASHED and conts.size:
-            self.ctr.step(t - 1, self.log)  # (what fell due inside the step before came first)
-            self.ctr.halt(conts)
-            for w in self.workers.values():
-                w.suspend(conts, t)
-        self.dirty = True
-
-    def _node_up(self, n: int, t: int) -> None:
-        """Node ``n`` is back. After a crash its kubelet starts again: the pods deleted meanwhile
-        are removed, the others get new containers (the old ones died with the machine); after a
-        partition the kubelet stops the pods deleted meanwhile (with their grace period) and the
-        others go on. Either way it takes the pods bound to it meanwhile, and reports their status
-        again (their Ready condition follows their probes from now)."""
-        crashed = self.nodes.failed[n] == CRASHED
-        down_at = int(self.nodes.failed_at[n])
-        self.nodes.back(n, t)
-        pods = self._on_node(n)
-        self.pods.reconnect(pods)
-        self.traffic.reconnect(self._conts_of(pods))
-        f = self.fleet
-        known = np.array([bool(self.ctr.created[self._containers_of(int(p))].any()) for p in pods], bool)
-        deleted = self.pods.deleting[pods]
-        if crashed:
-            gone = self._conts_of(pods[deleted])
-            self.ctr.discard(gone)
-            again = pods[~deleted & known]
-            for p in again.tolist():
-                msg = "Pod sandbox changed, it will be killed and re-created."
-                self.log.add(t, "Normal", "SandboxChanged", f"pod/{f.pod_names[p]}", msg)
-            conts = self._conts_of(again)
-            self.ctr.reboot(conts, t, down_at)
-            for w in self.workers.values():
-                w.admit(conts, t)
-        else:
-            for p in pods[deleted & known].tolist():
-                self._kubelet_stop(int(p), t)
-        # Pods bound to it while it was down: the kubelet takes them now.
-        self._kubelet_admit(pods[~deleted & ~known], t)
-        self.pods.version += 1
-        self.dirty = True
-
-    def _node_controller(self, t: int) -> None:
-        """The node lifecycle and taint eviction controllers' decisions at ``t``, carried out."""
-        pods = self.pods
-        res = self.nodes.step(t, pods.admitted & ~pods.gone, pods.deleting, self.ready, self._namespace)
-        if res.not_ready:
-            self._mark_not_ready(t, res.not_ready)
-        if res.evict:
-            self._delete(t, res.evict)
-
-    def _namespace(self, p: int) -> str:
-        return self.spaces[int(self.fleet.pod_workload[p])]
-
-    def _mark_not_ready(self, t: int, victims: list[int]) -> None:
-        """``MarkPodsNotReady``: the node controller sets the pods' Ready condition False in the API
-        (their kubelet cannot): endpoints drop them from now."""
-        f = self.fleet
-        idx = np.array(victims, np.int64)
-        self.ready = self.ready.copy()
-        self.ready[idx] = False
-        self.ready_transition[idx] = t
-        self.ready_since[idx] = INF
-        for p in victims:
-            name = f.pod_names[p]
-            self.log.add(t, "Warning", "PodNotReady", f"pod/{name}", "Pod condition Ready changed to False",
-                         "node-controller")  # fmt: skip
-        self.pods.version += 1
-        self.pods.ready_set(t, self.ready.copy())
-        self.dirty = True
 
     def _started(self) -> B:
         s = self.workers["startup"]

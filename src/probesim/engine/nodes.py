@@ -24,18 +24,9 @@ from probesim.engine.behavior import INF
 from probesim.engine.events import EventLog
 from probesim.engine.fleet import Fleet
 from probesim.kube.node_lifecycle import FULL, NORMAL, eviction_rate, seen_at, unknown_at, zone_state
-from probesim.kube.scheduling import (
-    HOSTNAME,
-    UNREACHABLE,
-    ZONE,
-    Group,
-    NodeFacts,
-    Placed,
-    Scheduler,
-    Taint,
-    min_toleration_ms,
-    shapes_of,
-)
+from probesim.kube.pod_shapes import HOSTNAME, ZONE, Group, NodeFacts, shapes_of
+from probesim.kube.scheduling import Placed, Scheduler
+from probesim.kube.taints import UNREACHABLE, Taint, min_toleration_ms
 from probesim.model.scenario import Scenario
 
 I64 = npt.NDArray[np.int64]

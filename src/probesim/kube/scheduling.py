@@ -1,7 +1,8 @@
 """kube-scheduler's rules that decide where a pod runs, as probesim applies them when a scenario
 gives its nodes (spec.cluster.nodes): the filters in the default profile's order, the scores and
 their weights, and the FailedScheduling message as the scheduler writes it. Pure: the engine
-(engine/nodes.py) hands in the nodes, the pods' shapes and how many of each run where.
+(engine/nodes.py) hands in the nodes, the pods' shapes (kube/pod_shapes.py) and how many of
+each run where; taints and tolerations are kube/taints.py's.
 
 Filters, per node, the first that fails giving the node's reason (the framework stops at the
 first failing plugin, pkg/scheduler/framework/runtime/framework.go RunFilterPlugins), in the
@@ -32,38 +33,20 @@ tie goes to the node listed first (the real scheduler picks one of the tied node
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from probesim.model.kubernetes import (
-    LabelSelector,
-    PodAffinityTerm,
-    PodSpec,
-    Toleration,
-    TopologySpreadConstraint,
-)
+from probesim.kube.pod_shapes import HOSTNAME, NodeFacts, PodShape, Spread, Term
+from probesim.kube.taints import Taint, tolerates, untolerated
 
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
 
-HOSTNAME = "kubernetes.io/hostname"
-ZONE = "topology.kubernetes.io/zone"
-UNREACHABLE = "node.kubernetes.io/unreachable"
-NOT_READY = "node.kubernetes.io/not-ready"
-TEMPLATE_HASH = "pod-template-hash"
-
-# schedutil.DefaultMilliCPURequest and DefaultMemoryRequest (pkg/scheduler/util/pod_resources.go):
-# what scoring counts for a container that requests no CPU or memory.
-DEFAULT_CPU_M = 100
-DEFAULT_MEMORY = 200 * 1024 * 1024
 MAX_SCORE = 100  # framework.MaxNodeScore
 # The default profile's score weights (default_plugins.go).
 WEIGHTS = {"taint": 3, "affinity": 2, "spread": 2, "interpod": 2, "fit": 1, "balanced": 1}
-# podtopologyspread's systemDefaultConstraints (plugin.go), for a pod that sets none.
-SYSTEM_SPREAD = ((HOSTNAME, 3), (ZONE, 5))
 
 # Filter reasons, as the plugins word them.
 UNTOLERATED = "node(s) had untolerated taint {{{key}: {value}}}"
@@ -82,183 +65,6 @@ EXISTING_ANTI = "node(s) didn't satisfy existing pods anti-affinity rules"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
 UNRESOLVABLE_PREFIXES = ("node(s) had untolerated taint", NODE_AFFINITY, SPREAD_LABEL, AFFINITY)
-
-
-@dataclass(frozen=True)
-class Taint:
-    key: str
-    value: str
-    effect: str
-
-
-def tolerates(t: Toleration, taint: Taint) -> bool:
-    """``Toleration.ToleratesTaint`` (staging/src/k8s.io/api/core/v1/toleration.go): an empty
-    effect matches every effect, an empty key (with Exists) every key; Equal compares values."""
-    if t.effect and t.effect != taint.effect:
-        return False
-    if t.key and t.key != taint.key:
-        return False
-    return True if t.operator == "Exists" else t.value == taint.value
-
-
-def untolerated(
-    taints: Sequence[Taint], tolerations: Sequence[Toleration], effects: Sequence[str]
-) -> Taint | None:
-    """``FindMatchingUntoleratedTaint``: the first taint of ``effects`` no toleration matches."""
-    for taint in taints:
-        if taint.effect in effects and not any(tolerates(t, taint) for t in tolerations):
-            return taint
-    return None
-
-
-def with_default_tolerations(
-    tolerations: Sequence[Toleration], unreachable_s: int = 300, not_ready_s: int = 300
-) -> tuple[Toleration, ...]:
-    """The DefaultTolerationSeconds admission plugin
-    (plugin/pkg/admission/defaulttolerationseconds/admission.go): a pod with no NoExecute
-    toleration of node.kubernetes.io/not-ready or /unreachable (an empty key or effect counts)
-    gets one (kube-apiserver --default-not-ready-toleration-seconds and
-    --default-unreachable-toleration-seconds, 300 each by default)."""
-    out = list(tolerations)
-    for key, seconds in ((NOT_READY, not_ready_s), (UNREACHABLE, unreachable_s)):
-        if not any(t.key in ("", key) and t.effect in ("", "NoExecute") for t in tolerations):
-            out.append(Toleration(key=key, operator="Exists", effect="NoExecute", tolerationSeconds=seconds))
-    return tuple(out)
-
-
-def min_toleration_ms(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> int | None:
-    """How long a pod stays on a node with these NoExecute ``taints`` before the taint eviction
-    controller deletes it (pkg/controller/tainteviction/taint_eviction.go processPodOnNode and
-    getMinTolerationTime): 0 when a taint is not tolerated or a matching toleration's seconds are
-    0 or less, the least tolerationSeconds of the matching tolerations, None (forever) when none of
-    them sets any."""
-    used: list[Toleration] = []
-    for taint in taints:
-        matching = [t for t in tolerations if tolerates(t, taint)]
-        if not matching:
-            return 0
-        used += matching
-    if not used:
-        return 0
-    secs = [t.toleration_seconds for t in used if t.toleration_seconds is not None]
-    if not secs:
-        return None
-    return 0 if min(secs) <= 0 else min(secs) * 1000
-
-
-def _requests(spec: PodSpec, of: Callable[[object], int]) -> int:
-    """``resource.PodRequests`` (component-helpers/resource/helpers.go): the app containers and
-    the sidecars (restartable init containers) summed, against the largest of what each regular
-    init container needs with the sidecars started before it."""
-    total = sum(of(c) for c in spec.containers)
-    sidecars = 0
-    init = 0
-    for c in spec.init_containers:
-        if c.restart_policy == "Always":
-            total += of(c)
-            sidecars += of(c)
-            init = max(init, sidecars)
-        else:
-            init = max(init, of(c) + sidecars)
-    return max(total, init)
-
-
-def _cpu(c: object, nonzero: bool = False) -> int:
-    r = c.resources  # type: ignore[attr-defined]
-    v = r.requests.cpu if r.requests.cpu is not None else r.limits.cpu  # the API defaults it to the limit
-    return (DEFAULT_CPU_M if nonzero else 0) if v is None else int(v)
-
-
-def _memory(c: object, nonzero: bool = False) -> int:
-    r = c.resources  # type: ignore[attr-defined]
-    v = r.requests.memory if r.requests.memory is not None else r.limits.memory
-    return (DEFAULT_MEMORY if nonzero else 0) if v is None else int(v)
-
-
-def pod_requests(spec: PodSpec) -> tuple[int, int]:
-    """The pod's CPU (millicores) and memory (bytes) requests, as NodeResourcesFit sums them."""
-    return _requests(spec, _cpu), _requests(spec, _memory)
-
-
-def nonzero_requests(spec: PodSpec) -> tuple[int, int]:
-    """The same with 100m and 200Mi for each container that requests none
-    (``GetNonzeroRequestForResource``: what the scores count, so that such pods still spread)."""
-    return (
-        _requests(spec, lambda c: _cpu(c, True)),
-        _requests(spec, lambda c: _memory(c, True)),
-    )
-
-
-@dataclass
-class NodeFacts:
-    """A node as the scheduler reads it: its name, labels (hostname and zone among them) and
-    allocatable CPU, memory and pods, and the taints it was given."""
-
-    name: str
-    labels: dict[str, str]
-    cpu_m: int
-    memory: int
-    pods: int
-    taints: tuple[Taint, ...] = ()
-
-
-@dataclass
-class _Term:
-    """A pod (anti-)affinity term resolved: which pod groups it selects, its topology key."""
-
-    selects: B
-    key: str
-    weight: int = 0
-
-
-@dataclass
-class _Spread:
-    key: str
-    max_skew: int
-    hard: bool
-    selects: B
-    self_match: bool
-    min_domains: int | None = None
-    honor_affinity: bool = True
-    honor_taints: bool = False
-
-
-@dataclass
-class PodShape:
-    """What the scheduler reads of one group of alike pods (a workload revision): their labels
-    and namespace, requests, tolerations (with the admission defaults), node selection, spread
-    constraints and pod (anti-)affinity, each selector resolved over the groups."""
-
-    namespace: str
-    labels: dict[str, str]
-    cpu_m: int
-    memory: int
-    nonzero_cpu_m: int
-    nonzero_memory: int
-    tolerations: tuple[Toleration, ...]
-    spec: PodSpec
-    spreads: list[_Spread] = field(default_factory=list)
-    affinity: list[_Term] = field(default_factory=list)
-    anti: list[_Term] = field(default_factory=list)
-    preferred: list[_Term] = field(default_factory=list)  # weight negative for anti-affinity
-
-    def fits_node(self, node: NodeFacts) -> bool:
-        """NodeAffinity's filter: nodeSelector, and one of the required terms (if any)."""
-        if any(node.labels.get(k) != v for k, v in (self.spec.node_selector or {}).items()):
-            return False
-        na = self.spec.affinity.node_affinity if self.spec.affinity else None
-        req = na.required_during_scheduling_ignored_during_execution if na else None
-        return req is None or req.matches(node.labels, node.name)
-
-    def preferred_node(self, node: NodeFacts) -> int:
-        na = self.spec.affinity.node_affinity if self.spec.affinity else None
-        if na is None:
-            return 0
-        return sum(
-            p.weight
-            for p in na.preferred_during_scheduling_ignored_during_execution
-            if p.preference.matches(node.labels, node.name)
-        )
 
 
 @dataclass
@@ -296,7 +102,7 @@ class Scheduler:
         self._fits = [np.array([s.fits_node(n) for n in nodes], bool) for s in shapes]
         self._preferred = [[s.preferred_node(n) for n in nodes] for s in shapes]
         # Per group, the groups whose required anti-affinity terms select it: (term, group).
-        self._repels: list[list[tuple[_Term, int]]] = [[] for _ in shapes]
+        self._repels: list[list[tuple[Term, int]]] = [[] for _ in shapes]
         for g, other in enumerate(shapes):
             for term in other.anti:
                 for h in np.flatnonzero(term.selects).tolist():
@@ -401,7 +207,7 @@ class Scheduler:
             reject(self._occupied(mine, term.key, placed.bound), EXISTING_ANTI)
         return reasons
 
-    def _eligible(self, g: int, c: _Spread, placed: Placed) -> B:
+    def _eligible(self, g: int, c: Spread, placed: Placed) -> B:
         """The nodes whose pods spreading counts: with the constraint's key, matching the pod's
         node selection (nodeAffinityPolicy Honor) and, with nodeTaintsPolicy Honor, whose taints
         it tolerates."""
@@ -416,7 +222,7 @@ class Scheduler:
             )
         return ok
 
-    def _domain_counts(self, g: int, c: _Spread, placed: Placed) -> I64:
+    def _domain_counts(self, g: int, c: Spread, placed: Placed) -> I64:
         """Matching pods (not terminating) per domain of ``c.key`` over the eligible nodes; -1 for
         a domain with no eligible node (not one of the constraint's domains)."""
         ids, k = self.domains(c.key)
@@ -554,154 +360,3 @@ def fit_error(reasons: list[list[str]]) -> str:
         pre[word] = pre.get(word, 0) + 1
     second = ", ".join(sorted(f"{v} {k}" for k, v in pre.items()))
     return f"0/{n} nodes are available: {first}. preemption: 0/{n} nodes are available: {second}."
-
-
-def selects(sel: LabelSelector | None, labels: dict[str, str]) -> bool:
-    """A term's or constraint's labelSelector: a missing one selects nothing
-    (metav1.LabelSelectorAsSelector of nil is labels.Nothing()), an empty one everything."""
-    return sel is not None and sel.matches(labels)
-
-
-def term_namespaces(
-    term: PodAffinityTerm, own: str, namespace_labels: dict[str, dict[str, str]]
-) -> Callable[[str], bool]:
-    """Which namespaces a pod affinity term looks in: ``namespaces`` and those ``namespaceSelector``
-    matches (an empty selector: all), else the pod's own."""
-    names = set(term.namespaces)
-    sel = term.namespace_selector
-    if sel is None and not names:
-        return lambda ns: ns == own
-    if sel is not None and sel.empty:
-        return lambda ns: True
-
-    def within(ns: str) -> bool:
-        if ns in names:
-            return True
-        labels = {"kubernetes.io/metadata.name": ns, **namespace_labels.get(ns, {})}
-        return sel is not None and sel.matches(labels)
-
-    return within
-
-
-def spread_of(
-    c: TopologySpreadConstraint, pod: PodShape, group_labels: list[dict[str, str]], same_revision: B
-) -> _Spread:
-    """A topology spread constraint resolved over the pod groups: its selector, ANDed with the
-    pod's own values of matchLabelKeys (pod-template-hash: the same ReplicaSet, ``same_revision``),
-    within the pod's namespace."""
-    extra = {k: pod.labels[k] for k in c.match_label_keys if k in pod.labels}
-    hits = np.array([selects(c.label_selector, lab) and all(lab.get(k) == v for k, v in extra.items())
-                     for lab in group_labels], bool)  # fmt: skip
-    if TEMPLATE_HASH in c.match_label_keys:
-        hits &= same_revision
-    return _Spread(
-        key=c.topology_key,
-        max_skew=c.max_skew,
-        hard=c.when_unsatisfiable == "DoNotSchedule",
-        selects=hits,
-        self_match=selects(c.label_selector, pod.labels),
-        min_domains=c.min_domains,
-        honor_affinity=c.node_affinity_policy == "Honor",
-        honor_taints=c.node_taints_policy == "Honor",
-    )
-
-
-@dataclass
-class Group:
-    """A pod group as the engine knows it: a workload revision's pods (``workload`` and
-    ``revision`` index it), their namespace, labels and spec, and what owns them: ``kind`` and
-    the owner's selector (a Deployment's pods are its ReplicaSet's, whose selector has the
-    template hash: the same revision)."""
-
-    workload: int
-    revision: int
-    kind: str
-    namespace: str
-    labels: dict[str, str]
-    spec: PodSpec
-    selector: LabelSelector | None
-
-
-def shapes_of(
-    groups: list[Group],
-    services: list[tuple[str, dict[str, str]]],
-    unreachable_toleration_s: int,
-    namespace_labels: dict[str, dict[str, str]],
-) -> list[PodShape]:
-    """Every group's PodShape: requests, tolerations with DefaultTolerationSeconds' (kube-apiserver
-    adds them at admission: not-ready and unreachable, ``unreachable_toleration_s`` for the latter,
-    300 for the former), spread constraints (the system defaults when it sets none), and its pod
-    (anti-)affinity terms, every selector resolved over the groups. ``services``: each Service's
-    namespace and selector (the system default spreading's selector takes those that select the
-    pod)."""
-    labels = [gr.labels for gr in groups]
-    spaces = [gr.namespace for gr in groups]
-    out: list[PodShape] = []
-    for gr in groups:
-        spec = gr.spec
-        cpu, mem = pod_requests(spec)
-        nz_cpu, nz_mem = nonzero_requests(spec)
-        tolerations = with_default_tolerations(spec.tolerations or (), unreachable_toleration_s)
-        shape = PodShape(
-            namespace=gr.namespace, labels=gr.labels, cpu_m=cpu, memory=mem, nonzero_cpu_m=nz_cpu,
-            nonzero_memory=nz_mem, tolerations=tolerations, spec=spec,
-        )  # fmt: skip
-        same_ns = np.array([ns == gr.namespace for ns in spaces], bool)
-        same_rev = np.array([o.workload == gr.workload and o.revision == gr.revision for o in groups], bool)
-        for c in spec.topology_spread_constraints or ():
-            sp = spread_of(c, shape, labels, same_rev)
-            sp.selects &= same_ns
-            shape.spreads.append(sp)
-        if not spec.topology_spread_constraints:
-            default = _default_selects(gr, groups, services, same_ns, same_rev)
-            if default is not None:
-                for key, skew in SYSTEM_SPREAD:
-                    shape.spreads.append(_Spread(key, skew, False, default, True))
-        aff = spec.affinity
-        for pa, required, sign in (
-            (aff.pod_affinity if aff else None, shape.affinity, 1),
-            (aff.pod_anti_affinity if aff else None, shape.anti, -1),
-        ):
-            if pa is None:
-                continue
-            for term in pa.required_during_scheduling_ignored_during_execution:
-                sel = _term_selects(term, gr.namespace, groups, namespace_labels)
-                required.append(_Term(sel, term.topology_key))
-            for wt in pa.preferred_during_scheduling_ignored_during_execution:
-                t = wt.pod_affinity_term
-                sel = _term_selects(t, gr.namespace, groups, namespace_labels)
-                shape.preferred.append(_Term(sel, t.topology_key, sign * wt.weight))
-        out.append(shape)
-    return out
-
-
-def _term_selects(
-    term: PodAffinityTerm, own: str, groups: list[Group], namespace_labels: dict[str, dict[str, str]]
-) -> B:
-    within = term_namespaces(term, own, namespace_labels)
-    return np.array([selects(term.label_selector, g.labels) and within(g.namespace) for g in groups], bool)
-
-
-def _default_selects(
-    gr: Group, groups: list[Group], services: list[tuple[str, dict[str, str]]], same_ns: B, same_rev: B
-) -> B | None:
-    """``helper.DefaultSelector`` (pkg/scheduler/framework/plugins/helper/spread.go): the pods
-    every Service selecting this pod selects, and its controller's (a Deployment's ReplicaSet:
-    the same revision; a StatefulSet's, ReplicaSet's or ReplicationController's selector); None
-    when that is nothing (a bare Pod no Service selects): no default spreading."""
-    merged: dict[str, str] = {}
-    for ns, sel in services:
-        if ns == gr.namespace and sel and all(gr.labels.get(k) == v for k, v in sel.items()):
-            merged.update(sel)
-    owned = gr.kind in ("Deployment", "StatefulSet", "ReplicaSet", "ReplicationController")
-    if not merged and not owned:
-        return None
-    hits: B = same_ns & np.array([all(g.labels.get(k) == v for k, v in merged.items()) for g in groups], bool)
-    if gr.kind == "Deployment":
-        hits &= same_rev
-    elif owned:
-        own = gr.selector
-        hits &= np.array(
-            [g.workload == gr.workload or (own is not None and own.matches(g.labels)) for g in groups], bool
-        )
-    return hits

@@ -18,7 +18,8 @@ from probesim.lab.rollout import check_actions, has_actions_of, peak_pods
 from probesim.lab.status import selects
 from probesim.lab.traffic import meshed, meshed_calls
 from probesim.model.kubernetes import Workload, pod_names_of
-from probesim.model.scenario import NodeDown, NodeUp, Scenario, ZoneDown, ZoneUp
+from probesim.model.nodes import NodeDown, NodeUp, ZoneDown, ZoneUp
+from probesim.model.scenario import Scenario
 from probesim.model.traffic import Traffic
 
 # What one machine runs faithfully: each pod is up to three processes (its app and those loaded

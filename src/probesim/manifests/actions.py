@@ -15,9 +15,8 @@ from probesim.manifests.durations import durations
 from probesim.manifests.yamlsrc import Doc, Path_
 from probesim.model.duration import format_ms
 from probesim.model.kubernetes import Workload
+from probesim.model.nodes import NodeDown, NodeUp, ZoneDown, ZoneUp
 from probesim.model.scenario import (
-    NodeDown,
-    NodeUp,
     Partition,
     Pause,
     Restart,
@@ -27,8 +26,6 @@ from probesim.model.scenario import (
     Scale,
     Scenario,
     SetReadinessGate,
-    ZoneDown,
-    ZoneUp,
 )
 
 Fail = Callable[[Path_, str], InputError]

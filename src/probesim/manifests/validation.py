@@ -9,12 +9,8 @@ from typing import Any
 
 from probesim.manifests.errors import error_at
 from probesim.manifests.yamlsrc import Doc, Path_
-from probesim.model.kubernetes import (
-    LabelSelector,
-    Probe,
-    ProbeType,
-    Workload,
-)
+from probesim.model.kubernetes import Probe, ProbeType, Workload
+from probesim.model.selectors import LabelSelector
 
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
