@@ -14,14 +14,16 @@ each route's rate schedule row by row::
 
 The ``100 × containers`` term is the set-up (building the fleet, admitting and starting each
 pod: about 85 µs a container; 100,000 pods for 12 s ran 15 s of CPU, which the steps alone put
-at 2 s); the last counts the answer and backlog buffers the engine allocates per route and
+at 2 s), with ``5 × pods × nodes`` more when the scenario gives its nodes (each placement weighs
+every node); the last counts the answer and backlog buffers the engine allocates per route and
 container. A loaded route is one whose containers have route costs (the capacity model), and
 ``slots`` the steps an answer may be due later (the longest client timeout or dependency call's
 timeout × tries, at least 60 s, at most the run's duration, over the step): its answers on their
 way are kept per slot and container (gke-surge-defaults with an HPA of 20,000 pods: 58 s of CPU,
 which the estimate without that term put at 7 s).
 ``pods`` counts each workload at its largest size (replicas, its HPA's maxReplicas, or a scale
-action's) plus the replacements deletePod actions start, the largest size per scale action, and
+action's) plus the replacements deletePod actions start, the largest size per scale action and
+per node failure (each may evict every pod, each replaced), and
 for a rollout, restart or rollback about three times the largest size (the new ReplicaSet's
 pods with their surge, and room to scale the old ones proportionally); ``calls`` is the most
 dependency calls a route of the workload's behaviour makes.
@@ -86,9 +88,11 @@ def run_cost(s: Scenario) -> RunCost:
         n = 1 if w.kind == "Pod" else max(w.spec.replicas, hpa.spec.max_replicas if hpa else 0)
         pods += n
         containers += n * (len(w.pod_spec.containers) + len(w.pod_spec.init_containers))
+    from probesim.model.nodes import NodeDown, ZoneDown
     from probesim.model.scenario import DeletePod, Restart, Rollback, Rollout, Scale, service_calls
 
     replaced = sum(isinstance(a, DeletePod) for a in s.spec.actions)
+    faults = sum(isinstance(a, NodeDown | ZoneDown) for a in s.spec.actions)
     pods += replaced
     containers += replaced
     for w in s.workloads:
@@ -99,7 +103,7 @@ def run_cost(s: Scenario) -> RunCost:
         hpa = s.autoscaler_for(w)
         n = max([w.spec.replicas, hpa.spec.max_replicas if hpa else 0, *scales])
         rolls = sum(isinstance(a, Rollout | Rollback | Restart) for a in mine)
-        extra = len(scales) * n + (rolls * (3 * n + 1) + n if rolls else 0)
+        extra = (len(scales) + faults) * n + (rolls * (3 * n + 1) + n if rolls else 0)
         pods += extra
         containers += extra * (len(w.pod_spec.containers) + len(w.pod_spec.init_containers))
     behaviors = s.container_behaviors()
@@ -125,4 +129,8 @@ def run_cost(s: Scenario) -> RunCost:
     # a unit per 8 cells, about what zeroing and summing them costs.
     queued = sum(queue_slots(t, s.spec.duration, s.spec.step) for t in timeouts) + routes - len(timeouts)
     setup = 100 * containers + (routes * 3 * slots + queued) * containers // 8
+    # With spec.cluster.nodes each pod's placement filters and scores every node (about 5 µs a
+    # pod and node, engine/nodes.py).
+    nodes = s.spec.cluster.node_list()
+    setup += 5 * pods * len(nodes) if nodes is not None else 0
     return RunCost(steps, pods, containers, routes, calls, rows, steps * per_step + setup)

@@ -90,3 +90,28 @@ def test_schema_result_prints_the_result_documents_json_schema() -> None:
     bad = _document("seed000-demo") | {"seed": "zero"}
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, schema)
+
+
+def test_a_run_with_nodes_is_the_schema_and_back() -> None:
+    """summary.nodes and summary.pendingPods (a run that gives spec.cluster.nodes, a node failing,
+    a pod that fits nowhere) parse with no field unknown and dump back the same; the JSON Schema
+    accepts them."""
+    from tests.builders import scenario
+
+    container = {"name": "app", "image": "app:1", "resources": {"requests": {"cpu": "600m"}}}
+    sc = scenario(
+        containers=[container],
+        replicas=4,
+        duration="2m",
+        spec={
+            "cluster": {"nodes": {"count": 3, "zones": ["a", "b", "c"], "cpu": 1}},
+            "actions": [{"kind": "nodeDown", "node": "node-2", "at": "10s"}],
+        },
+    )
+    doc = json.loads(json.dumps(simulate(sc).to_json()))
+    assert [n["name"] for n in doc["summary"]["nodes"]] == ["node-1", "node-2", "node-3"]
+    assert doc["summary"]["pendingPods"] == ["web-3"]
+    parsed = parse_result(doc, "r.json")
+    assert _unknown(parsed) == []
+    assert parsed.model_dump(mode="json", exclude_unset=True) == doc
+    jsonschema.validate(doc, json.loads(CliRunner().invoke(app, ["schema", "--result"]).output))

@@ -28,8 +28,9 @@ from probesim.manifests.changes import FieldChange, Obj, aligned, field_changes,
 from probesim.manifests.generated import istio_hosts
 from probesim.manifests.kubernetes import SIMULATED_KINDS
 from probesim.manifests.sides import Side
-from probesim.model.kubernetes import LabelSelector, Workload
+from probesim.model.kubernetes import Workload
 from probesim.model.scenario import Scenario
+from probesim.model.selectors import LabelSelector
 from probesim.tune.objective import Executor, Serial
 
 Status = Literal["changed", "added", "removed"]

@@ -291,6 +291,13 @@ class CapacityModel:
         self.carry[:hi][gone] = 0
         return lost
 
+    def forget(self, containers: I64) -> None:
+        """Containers nothing reaches any more (their node failed): what they hold is never
+        answered to anyone (their clients time out), so they hold nothing."""
+        self.backlog[:, containers] = 0
+        self.carry[containers] = 0
+        self._leftover[containers] = 0
+
     def _stable_when_idle(self, dt: float) -> B:
         """Containers whose state with nothing held and no carry stays so, every output zero,
         whatever their age (warm or not): a step serves at least one request's worth (or

@@ -47,6 +47,9 @@ class Containers:
         self.restart_delay = fleet.scenario.spec.cluster.container_restart_delay
         self.restarted_at = np.full(n, -1, np.int64)  # when the newest replacement instance started
         self.wakeup = INF
+        # On a crashed node: the process is gone and nothing runs its lifecycle until the node
+        # is back; its state stays what its kubelet last reported.
+        self.halted = np.zeros(n, bool)
         self.changed = False  # any start, exit or kill since the flag was cleared
         self.epoch = 0  # bumps at every start, exit or kill
         # Per container: whether its pod's restartPolicy restarts it when it exits (Always;
@@ -71,7 +74,8 @@ class Containers:
         self.any_gated = bool(same_pod.any())
 
     def running(self) -> np.ndarray:
-        return self.state == RUNNING
+        """Running processes (not those of a crashed node, which the API still shows running)."""
+        return (self.state == RUNNING) & ~self.halted
 
     def alive(self, below: int | None = None) -> np.ndarray:
         """Running as the runtime reports it: a container being killed is still running (of
@@ -98,7 +102,7 @@ class Containers:
             if waiting.size == 0:
                 self.any_gated = False
                 return
-            due = waiting[started[self.gate[waiting]] & self.created[waiting]]
+            due = waiting[started[self.gate[waiting]] & self.created[waiting] & ~self.halted[waiting]]
             due = due[self.state[due] == WAITING]
             if due.size == 0:
                 return
@@ -239,6 +243,47 @@ class Containers:
         self.changed = True
         self.epoch += 1  # what probe workers depend on changed
         log.synced_pods.add(p)
+        self._rewake()
+
+    def halt(self, idx: np.ndarray) -> None:
+        """Containers ``idx`` whose node crashed: their processes are gone, and nothing starts,
+        stops or restarts them (their kubelet went with the node) until it is back."""
+        self.halted[idx] = True
+        for due in (self.next_start, self.stop_at, self.sigterm_at, self.crash_at):
+            due[idx] = INF
+        self.changed = True
+        self.epoch += 1
+        self._rewake()
+
+    def reboot(self, idx: np.ndarray, t: int, down_at: int) -> None:
+        """The crashed node of containers ``idx`` booted at ``t``: every container that ran died
+        with it at ``down_at`` (the runtime reports exit code 255) and the kubelet, started afresh
+        with no back-off remembered, starts each again as its pod's restartPolicy says (a sidecar
+        always), after the restart delay; one that was waiting starts then too."""
+        if idx.size == 0:
+            return
+        self.halted[idx] = False
+        ran = idx[(self.state[idx] == RUNNING) | (self.state[idx] == TERMINATING)]
+        self.last_exit[ran] = down_at
+        self.backoff[idx] = 0
+        self.decide_exit[idx] = -1
+        waiting = idx[self.state[idx] == WAITING]
+        restart = self._restarts(ran, np.full(ran.size, 255, np.int64))
+        self.state[ran] = np.where(restart, WAITING, EXITED)
+        again = np.concatenate([ran[restart], waiting[self.gate[waiting] < 0]])
+        self.next_start[again] = t + self.restart_delay
+        self.changed = True
+        self.epoch += 1
+        self._rewake()
+
+    def discard(self, idx: np.ndarray) -> None:
+        """Containers ``idx`` of pods deleted while their node was down, found dead when it is
+        back: gone for good (their pods can leave the API)."""
+        self.halted[idx] = False
+        self.state[idx] = EXITED
+        self.next_start[idx] = INF
+        self.changed = True
+        self.epoch += 1
         self._rewake()
 
     def _restarts(self, conts: Any, code: Any) -> Any:

@@ -28,6 +28,7 @@ from probesim.kube.arithmetic import replica_set_name, resolve_fenceposts
 from probesim.kube.hooks import container_hook
 from probesim.kube.ports import container_port
 from probesim.model.kubernetes import Container, Probe, ProbeType, Workload, pod_names_of
+from probesim.model.nodes import NodeDown, ZoneDown
 from probesim.model.scenario import ContainerBehavior, DeletePod, Rollback, Scale, Scenario, service_calls
 
 I64 = npt.NDArray[np.int64]
@@ -179,12 +180,15 @@ def build(scenario: Scenario) -> Fleet:
                 a.replicas for a in scenario.spec.actions if isinstance(a, Scale) and a.workload == w.name
             ]
             top = max([len(names), *scales])
+            faults = node_faults(scenario)  # each may evict every pod, each replaced
             for tpl in range(len(p_.revisions) if p_ is not None else 1):
                 times = sum(1 for x in p_.template_of.values() if x == tpl) if p_ is not None else 0
                 more = [
                     (o, f"{w.name}-{o}", -1)
                     for o in range(top)
-                    for _ in range(times + len(scales) + (deleted.count(f"{w.name}-{o}") if tpl else 0))
+                    for _ in range(
+                        times + len(scales) + faults + (deleted.count(f"{w.name}-{o}") if tpl else 0)
+                    )
                 ]
                 if tpl == 0:
                     slots += more
@@ -443,7 +447,7 @@ def _rollout_slots(scenario: Scenario, w: Workload, p: WorkloadPlan | None, t: i
     hpa = scenario.autoscaler_for(w)
     scales = [a for a in scenario.spec.actions if isinstance(a, Scale) and a.workload == w.name]
     n = max([w.spec.replicas, hpa.spec.max_replicas if hpa else 0, *(a.replicas for a in scales)])
-    extra = len(scales) * n
+    extra = (len(scales) + node_faults(scenario)) * n
     if p is None or len(p.revisions) == 1:
         return extra
     surge = 0
@@ -458,3 +462,9 @@ def _rollout_slots(scenario: Scenario, w: Workload, p: WorkloadPlan | None, t: i
         deleted_or_hpa = max(hpa.spec.max_replicas, n) * 4 if hpa else 0
         slots += deleted_or_hpa
     return slots
+
+
+def node_faults(scenario: Scenario) -> int:
+    """How many node failures the scenario scripts: each may have every pod evicted and
+    replaced (a ReplicaSet's and a StatefulSet's pods need a slot per replacement)."""
+    return sum(1 for a in scenario.spec.actions if isinstance(a, NodeDown | ZoneDown))

@@ -145,6 +145,15 @@ class ProbeWorkers:
         self.version += 1
         self._rewake()
 
+    def suspend(self, containers: np.ndarray, t: int) -> None:
+        """Workers whose kubelet is gone (their node crashed): their runs up to ``t`` taken, a
+        probe in flight never returns, none runs again until ``admit`` (the node back)."""
+        self.release(containers, t)
+        self.active[containers] = False
+        self.busy_until[containers] = INF
+        self.buffered[containers] = False
+        self._rewake()
+
     def visible(self, instance: I64) -> I64:
         """The result the kubelet sees for each container's current ID (UNKNOWN if none yet)."""
         return np.where((self.seen == instance) & (instance >= 0), self.cached, UNKNOWN)

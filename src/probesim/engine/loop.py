@@ -30,6 +30,8 @@ from probesim.engine.events import EventLog
 from probesim.engine.fleet import FAILURE, RUNNING, SUCCESS, TERMINATING, Fleet, build
 from probesim.engine.kernel_choice import run_with
 from probesim.engine.kubelet import ProbeWorkers
+from probesim.engine.node_faults import NodeFaults
+from probesim.engine.nodes import UP, Nodes
 from probesim.engine.pod_metrics import PodMetrics
 from probesim.engine.pod_status import PodStatus
 from probesim.engine.readiness_gates import ReadinessGates
@@ -37,12 +39,8 @@ from probesim.engine.recording import Recorder
 from probesim.engine.sidecar.build import build_mesh
 from probesim.engine.summary import Summary, TrackedRollout
 from probesim.engine.traffic import Traffic
-from probesim.model.scenario import (
-    DeletePod,
-    Partition,
-    Scenario,
-    SetReadinessGate,
-)
+from probesim.model.nodes import NodeDown, NodeUp, ZoneDown, ZoneUp
+from probesim.model.scenario import DeletePod, Partition, Scenario, SetReadinessGate
 from probesim.results import Result
 
 I64 = npt.NDArray[np.int64]
@@ -55,7 +53,7 @@ def simulate(scenario: Scenario) -> Result:
     return Simulation(scenario).run()
 
 
-class Simulation:
+class Simulation(NodeFaults):
     """One run of a scenario: its state, set up as it is made. ``run`` runs it whole; ``begin``,
     ``advance`` and ``finish`` in parts (engine/warm.py goes on from a part as another scenario)."""
 
@@ -115,6 +113,8 @@ class Simulation:
         self.gates = ReadinessGates(f)
         self.dirty = True
         self.mesh = build_mesh(scenario, f, self.rng)
+        self.nodes = Nodes(scenario, f, self.log)
+        self.spaces = [w.metadata.namespace for w in scenario.workloads]  # per workload
 
     # -- steps -------------------------------------------------------------------------------
 
@@ -123,53 +123,80 @@ class Simulation:
         self._create(np.flatnonzero(self.eligible & ~self.pods.admitted), t)
 
     def _create(self, new: I64, t: int) -> None:
-        """New pods: scheduled now, their containers start after the pod start delay."""
-        f = self.fleet
+        """New pods: the scheduler places them (engine/nodes.py); the kubelet of each one's node
+        starts its containers after the pod start delay."""
         if new.size == 0:
             return
         self.pods.admitted[new] = True
         self.admitted_at[new] = t
         self.ready_transition[new] = t
         self.pods.version += 1
+        self._bind(self._schedule(new.tolist(), t), t)
+        self.dirty = True
+
+    def _schedule(self, new: list[int], t: int) -> list[int]:
+        """The scheduler over ``new`` pods and those still pending; returns the pods bound now."""
+        pods = self.pods
+        return self.nodes.schedule(new, t, pods.admitted & ~pods.gone, pods.deleting, self._namespace)
+
+    def _bind(self, bound: list[int], t: int) -> None:
+        """Pods bound to a node: its kubelet takes them, unless the node failed (it will once back)."""
+        if not bound:
+            return
+        new = np.array(bound, np.int64)
+        nodes = self.nodes
+        if nodes.explicit:
+            away = nodes.failed[nodes.pod_node[new]] != UP
+            if away.any():
+                self.pods.cut_off(new[away])
+                new = new[~away]
+        self._kubelet_admit(new, t)
+
+    def _kubelet_admit(self, new: I64, t: int) -> None:
+        """The kubelet takes pods: their containers start after the pod start delay, their probe
+        workers start with them."""
+        if new.size == 0:
+            return
+        f = self.fleet
         self.gates.created(new, t)
         conts = np.flatnonzero(np.isin(f.container_pod, new))
         self.ctr.admit(new, t + self.spec.cluster.pod_start_delay)
         for w in self.workers.values():
             w.admit(conts, t)
-        spaces = [w.metadata.namespace for w in self.scenario.workloads]
-        for p, wi in zip(new.tolist(), f.pod_workload[new].tolist(), strict=True):
-            name = f.pod_names[p]
-            self.log.add(
-                t,
-                "Normal",
-                "Scheduled",
-                f"pod/{name}",
-                f"Successfully assigned {spaces[wi]}/{name} to node-1",
-                "default-scheduler",
-            )
         self.dirty = True
 
     def _delete(self, t: int, victims: list[int]) -> None:
         """``kubectl delete pod``: liveness and startup stop (quietly, as Success), readiness goes
         on; every container is stopped within the pod's grace period and not restarted (§2.2.14,
         §2.4.33); a ReplicaSet replaces the pod at once."""
-        f = self.fleet
+        unbound = []
         for p in victims:
             if not self.pods.admitted[p] or self.pods.deleting[p]:
                 continue
             self.pods.deleting[p] = True
             self.any_deleting = True
-            conts = np.arange(*self._containers_of(p).indices(f.n_containers))
-            for kind in ("liveness", "startup"):
-                w = self.workers[kind]
-                w.release(conts, t)
-                w.active[conts] = False
-                w.busy_until[conts] = INF
-                w.seen[conts] = self.ctr.instance[conts]
-                w.cached[conts] = SUCCESS
-            self.ctr.stop_pod(p, t, self.log)
+            if self.nodes.pod_node[p] < 0:
+                unbound.append(p)
+            if self.pods.unreachable[p]:
+                continue  # its node failed: its kubelet learns of the deletion when it is back
+            self._kubelet_stop(p, t)
+        if unbound:
+            self.nodes.forget(unbound)
         self.dirty = True
         self.pods.version += 1
+
+    def _kubelet_stop(self, p: int, t: int) -> None:
+        """The kubelet's side of a pod's deletion: its liveness and startup probes stop, its
+        containers are stopped within its grace period."""
+        conts = np.arange(*self._containers_of(p).indices(self.fleet.n_containers))
+        for kind in ("liveness", "startup"):
+            w = self.workers[kind]
+            w.release(conts, t)
+            w.active[conts] = False
+            w.busy_until[conts] = INF
+            w.seen[conts] = self.ctr.instance[conts]
+            w.cached[conts] = SUCCESS
+        self.ctr.stop_pod(p, t, self.log)
 
     def _named(self, t: int, names: list[str]) -> list[int]:
         """``kubectl delete pod NAME``: the pod of that name that exists now — a StatefulSet's
@@ -254,7 +281,7 @@ class Simulation:
                 self.gates.set(t, a, self.pods.admitted, self.pods.gone, self.admitted_at)
                 self.dirty = True
                 continue
-            assert not isinstance(a, DeletePod)
+            assert not isinstance(a, DeletePod | NodeDown | ZoneDown | NodeUp | ZoneUp)
             self.controllers.act(t, i, a)
             wi = next(j for j, w in enumerate(self.scenario.workloads) if w.name == a.workload)
             ctl = self.controllers.deployments.get(wi)
@@ -310,14 +337,17 @@ class Simulation:
                 msg = f"New size: {new}; reason: {reason}"
                 self.log.add(t, "Normal", "SuccessfulRescale", obj, msg, "horizontal-pod-autoscaler")
 
-    def _reap(self) -> None:
-        """Deleted pods whose containers have all stopped leave the API (and the endpoints)."""
+    def _reap(self, t: int) -> None:
+        """Deleted pods whose containers have all stopped leave the API (and the endpoints); on a
+        failed node nothing confirms it: they stay (Terminating) until the node is back."""
         alive = self.ctr.alive()
-        for p in np.flatnonzero(self.pods.deleting & ~self.pods.gone):
+        for p in np.flatnonzero(self.pods.deleting & ~self.pods.gone & ~self.pods.unreachable):
             if not alive[self._containers_of(int(p))].any():
                 self.pods.gone[p] = True
                 self.dirty = True
                 self.pods.version += 1
+                if self.nodes.explicit:
+                    self.nodes.cancel(int(p), t)
 
     def _started(self) -> B:
         s = self.workers["startup"]
@@ -364,12 +394,12 @@ class Simulation:
     def _kill(self, t: int) -> None:
         """A pod sync kills containers whose liveness (checked first) or startup result is Failure."""
         inst = self.ctr.instance
-        running = self.ctr.state == RUNNING
+        running = self.ctr.running()
         live = self.workers["liveness"]
         start = self.workers["startup"]
         for kind, w in (("liveness", live), ("startup", start)):
             kill = np.flatnonzero(running & w.spec.has & (w.visible(inst) == FAILURE))
-            kill = kill[self.ctr.state[kill] == RUNNING]  # (not killed for liveness just now)
+            kill = kill[self.ctr.running()[kill]]  # (not killed for liveness just now)
             if kill.size:
                 self.ctr.kill(kill, t, kind, w.spec.grace[kill], self.log)
         self._lifecycle(t, synced=True)
@@ -406,6 +436,12 @@ class Simulation:
         # readiness Failure, so Ready went False and back, with a new transition time.
         replaced = np.zeros(f.n_pods, bool)
         replaced[f.container_pod[self.ctr.restarted_at > t - self.spec.step]] = True
+        if self.pods.unreachable_n:
+            # A failed node's kubelet reports nothing: the API keeps what it had (or what the node
+            # controller set).
+            away = self.pods.unreachable
+            pod_ready = np.where(away, self.ready, pod_ready)
+            replaced &= ~away
         for p in np.flatnonzero(replaced & pod_ready & self.ready):
             name = f.pod_names[p]
             self.log.add(t, "Warning", "PodNotReady", f"pod/{name}", "Pod condition Ready changed to False")
@@ -495,9 +531,12 @@ class Simulation:
         """The scenario's actions by their time: pod deletions (by name) and the others (by index)."""
         self.deletions: dict[int, list[str]] = {}
         self.others: dict[int, list[int]] = {}
+        self.node_actions: dict[int, list[NodeDown | ZoneDown | NodeUp | ZoneUp]] = {}
         for i, a in enumerate(self.spec.actions):
             if isinstance(a, DeletePod):
                 self.deletions.setdefault(a.at, []).append(a.pod)
+            elif isinstance(a, NodeDown | ZoneDown | NodeUp | ZoneUp):
+                self.node_actions.setdefault(a.at, []).append(a)
             else:
                 self.others.setdefault(a.at, []).append(i)
 
@@ -506,18 +545,24 @@ class Simulation:
         rec = self.recorder.series
         recorder = self.recorder
         wl_span, route_wls, want = self.recorder.wl_span, self.route_wls, self.want
-        others, actions = self.others, self.deletions
+        others, actions, node_actions = self.others, self.deletions, self.node_actions
         admit_version, to_admit, ramps = self.admit_version, self.to_admit, self.ramps
+        nodes = self.nodes
         start = self.done
         run_with(self.capacity.compiled)  # (another run may have gone between this one's steps)
         for k, t in enumerate(self.times[start:until].tolist(), start):
             self.log.synced_pods.clear()
+            if t in node_actions:
+                for a in node_actions[t]:
+                    self._node_action(t, a)
             if t in others:
                 self._act(t, others[t])
             if t in actions:
                 self._delete(t, self._named(t, actions[t]))
+            if nodes.wake <= t:
+                self._node_controller(t)
             if self.any_deleting:
-                self._reap()
+                self._reap(t)
             if self.autoscalers:
                 self._autoscale(t)
             self._reconcile(t)
@@ -526,6 +571,14 @@ class Simulation:
                 to_admit = bool((self.eligible & ~self.pods.admitted).any())
             if to_admit:
                 self._admit(t)
+            if nodes.pending:
+                # The scheduler tries its pending pods again once something changed that may let
+                # them in (a pod deleted or gone, a node back or untainted, another bound): the
+                # cluster events that requeue them.
+                state = (int(self.pods.deleting.sum()), int(self.pods.gone.sum()), nodes.version)
+                if nodes.tried != state:
+                    nodes.tried = state
+                    self._bind(self._schedule([], t), t)
             self._lifecycle(t)
             self._probes(t)
             self._triggers(t)
@@ -558,6 +611,6 @@ class Simulation:
         events.sort(key=attrgetter("time_ms"))
         summary = Summary(
             self.scenario, f, self.ctr, self.controllers, self.mesh, self.rollouts, self.admitted_at,
-            self.first_ready, self.traffic, events,
+            self.first_ready, self.traffic, events, self.nodes, self.pods,
         )  # fmt: skip
         return summary.result(self.times, self.recorder.series, self.recorder.wl_pods)

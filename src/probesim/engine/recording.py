@@ -1,6 +1,7 @@
 """The run's record: one value a step per series (``workload.<name>.<figure>``,
 ``route.<name>.<figure>``, ``service.<name>.{ready,serving,terminating}``,
-``hpa.<name>.{desired,utilization}``), as Result.series carries them.
+``hpa.<name>.{desired,utilization}``, and with spec.cluster.nodes ``node.<name>.{ready,pods}``),
+as Result.series carries them.
 
 The Recorder makes the columns (in the order results list them) and fills the workload,
 Service, HPA and CPU ones at the end of each step from the run's state; the traffic phases
@@ -39,6 +40,7 @@ class RunState(Protocol):
     ready: Any
     ready_since: Any
     desired: Any
+    nodes: Any  # engine/nodes.py's Nodes
 
 
 class Recorder:
@@ -95,6 +97,14 @@ class Recorder:
             for wi, h in run.autoscalers.items()
         }
         self.min_ready = [w.spec.min_ready_seconds * 1000 for w in workloads]
+        # Per node (when the scenario gives them): its Ready condition (1: True) and its pods.
+        self.node_cols = (
+            [(rec.setdefault(f"node.{n}.ready", np.zeros(ticks, np.int64)),
+              rec.setdefault(f"node.{n}.pods", np.zeros(ticks, np.int64))) for n in run.nodes.names]
+            if run.nodes.explicit
+            else []
+        )  # fmt: skip
+        self.node_counts: list[tuple[int, int]] = []
         self.counted_version = -1
         self.counts: list[tuple[int, int, int]] = []  # per workload: current, ready, restarts
         self.series = rec
@@ -109,6 +119,7 @@ class Recorder:
         new.service_counts = dict(self.service_counts)
         new.counted_version = self.counted_version
         new.counts = list(self.counts)
+        new.node_counts = list(self.node_counts)
         return new
 
     def record_cpu(self, k: int, run: RunState) -> None:
@@ -144,8 +155,9 @@ class Recorder:
         f = run.fleet
         for ri, column in enumerate(self.inflight):
             column[k] = run.traffic.in_flight(ri)
-        if self.counted_version != run.pods.version:
-            self.counted_version = run.pods.version
+        version = run.pods.version + (run.nodes.version if self.node_cols else 0)
+        if self.counted_version != version:
+            self.counted_version = version
             visible = run.pods.visible_ready(t)
             listed = run.pods.admitted & ~run.pods.gone
             for name, sel in f.service_pods.items():
@@ -167,6 +179,14 @@ class Recorder:
                 )
                 for i, pods in enumerate(self.wl_span)
             ]
+            if self.node_cols:
+                nodes = run.nodes
+                on = listed & (nodes.pod_node >= 0)
+                per = np.bincount(nodes.pod_node[on], minlength=len(self.node_cols))
+                self.node_counts = [(int(r), int(c)) for r, c in zip(nodes.ready, per, strict=True)]
+        for (r_col, p_col), (ready_n, pods_n) in zip(self.node_cols, self.node_counts, strict=True):
+            r_col[k] = ready_n
+            p_col[k] = pods_n
         for wi, (d_col, u_col) in self.hpas.items():
             d_col[k] = run.desired[wi]
             u_col[k] = run.autoscalers[wi].last_utilization

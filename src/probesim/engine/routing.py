@@ -4,7 +4,7 @@ the other Services an Istio VirtualService splits or mirrors it to. Built once w
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -45,6 +45,7 @@ class PodLabels:
 
     groups: list[dict[str, str]]
     group_of: I64
+    keys: list[tuple[int, int]] = field(default_factory=list)  # each group's (workload, revision)
 
 
 def labels_per_pod(
@@ -53,7 +54,7 @@ def labels_per_pod(
     keys = list(labels)
     index = {k: i for i, k in enumerate(keys)}
     group_of = [index[(w, t)] for w, t in zip(pod_workload.tolist(), pod_template.tolist(), strict=True)]
-    return PodLabels([labels[k] for k in keys], np.array(group_of, np.int64))
+    return PodLabels([labels[k] for k in keys], np.array(group_of, np.int64), keys)
 
 
 def service_selects(svc: Service, pods: PodLabels) -> B:

@@ -26,6 +26,7 @@ from probesim.engine.routing import Route
 from probesim.engine.sidecar.policy import HUNG_TRY, REFUSED_TRY, TIMED_OUT_TRY, RoutePolicy
 from probesim.engine.sidecar.route import MeshRoute
 from probesim.engine.sidecar.split import Sidecars, SplitRoute
+from probesim.kube.outcomes import UNREACHABLE
 from probesim.kube.outcomes import Outcome as Meets
 
 I64 = npt.NDArray[np.int64]
@@ -96,9 +97,11 @@ def through_sidecar(
     status: I64,
     started_at: I64,
     t: int,
+    host_cat: I64 | None = None,
 ) -> list[Outcome]:
-    """As ``answers``, for calls through the caller's sidecar: ``in_eps``, ``status`` the
-    sidecars' view of their hosts (engine/traffic.py's mesh view)."""
+    """As ``answers``, for calls through the caller's sidecar: ``in_eps``, ``status`` and
+    ``host_cat`` the sidecars' view of their hosts (engine/traffic.py's mesh view: a host on a
+    failed node is UNREACHABLE there)."""
     if isinstance(sidecars, SplitRoute):
         parts = [(m, idx) for m, idx in zip(sidecars.parts, sidecars.index, strict=True)]
         total = sum(sidecars.weights)
@@ -108,7 +111,8 @@ def through_sidecar(
     acc: Classes = {}
     for (m, idx), w in zip(parts, weights, strict=True):
         if w > 0:
-            hosts = _host_tries(cap, ri, route, m, in_eps[idx], eps, cat, status[idx], started_at, t)
+            seen = None if host_cat is None else host_cat[idx]
+            hosts = _host_tries(cap, ri, route, m, in_eps[idx], eps, cat, status[idx], started_at, t, seen)
             _add(acc, through_policy(m.policy, hosts), w)
     return merge([Outcome(p, lat, failed) for (lat, failed), p in acc.items()], limit=K)
 
@@ -124,14 +128,18 @@ def _host_tries(
     status: I64,
     started_at: I64,
     t: int,
+    host_cat: I64 | None = None,
 ) -> tuple[list[tuple[float, list[Try]]], float]:
     """Per host the load balancer may pick: its share of the next try and what a try on it
-    meets; and the share that finds no host."""
+    meets (a host on a failed node: a connect failure after the connect timeout); and the share
+    that finds no host."""
     share, none = m.shares(in_eps)
     picked = np.flatnonzero(share > 0)
     pos = np.searchsorted(eps, m.pods[picked])
     tc = route.target_container[m.pods[picked]]
     hc = cat[pos]
+    if host_cat is not None:
+        hc = np.where(host_cat[picked] == UNREACHABLE, UNREACHABLE, hc)
     loaded = (hc == Meets.OK) & cap.loaded[tc]
     lc = tc[loaded]
     full = np.zeros(lc.size, bool)
@@ -145,7 +153,9 @@ def _host_tries(
     for i, h in enumerate(picked.tolist()):
         c = int(hc[i])
         tries: list[Try]
-        if c == Meets.REFUSED:
+        if c == UNREACHABLE:
+            tries = [(1.0, float(m.connect_ms), True, REFUSED_TRY)]
+        elif c == Meets.REFUSED:
             tries = [(1.0, 0.0, True, REFUSED_TRY)]
         elif c == Meets.NO_ANSWER:
             tries = [(1.0, INF_MS, True, HUNG_TRY)]

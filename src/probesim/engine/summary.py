@@ -16,11 +16,22 @@ from probesim.engine.containers import Containers
 from probesim.engine.controllers.workloads import Controllers, size_series
 from probesim.engine.distributions import grid_quantiles
 from probesim.engine.fleet import Fleet
+from probesim.engine.nodes import Nodes
+from probesim.engine.pod_status import PodStatus
 from probesim.engine.sidecar.split import Sidecars
 from probesim.engine.traffic import Traffic
 from probesim.kube.arithmetic import replica_set_name
 from probesim.model.scenario import Scenario
-from probesim.results import CAUSES, Event, Result, RolloutSummary, RouteSummary, Span, WorkloadSummary
+from probesim.results import (
+    CAUSES,
+    Event,
+    NodeSummary,
+    Result,
+    RolloutSummary,
+    RouteSummary,
+    Span,
+    WorkloadSummary,
+)
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -55,12 +66,41 @@ class Summary:
         first_ready: I64,
         traffic: Traffic,
         events: list[Event],
+        nodes: Nodes | None = None,
+        pods: PodStatus | None = None,
     ) -> None:
         self.scenario, self.spec, self.fleet, self.ctr = scenario, scenario.spec, fleet, ctr
         self.controllers, self.mesh, self.rollouts = controllers, mesh, rollouts
         self.admitted_at, self.first_ready = admitted_at, first_ready
         self.traffic = traffic
         self.events = events
+        self.nodes, self.pods = nodes, pods
+
+    def _nodes(self, times: I64, rec: dict[str, I64]) -> tuple[list[NodeSummary], list[str]]:
+        """Each node's pods (bound over the run, in order; left at its end) and time not Ready,
+        and the pods still waiting for one at the end (none without spec.cluster.nodes)."""
+        n = self.nodes
+        if n is None or not n.explicit or self.pods is None:
+            return [], []
+        gone, deleting = self.pods.gone, self.pods.deleting
+        names = self.fleet.pod_names
+        order = np.argsort(n.bound_at, kind="stable")
+        order = order[n.bound_at[order] < INF]
+        out = []
+        for i, name in enumerate(n.names):
+            mine = order[n.pod_node[order] == i]
+            ready = rec[f"node.{name}.ready"]
+            out.append(
+                NodeSummary(
+                    name=name,
+                    zone=n.zones[i] or None,
+                    pods=[names[p] for p in mine.tolist()],
+                    pods_at_end=[names[p] for p in mine.tolist() if not gone[p]],
+                    not_ready_ms=int((ready == 0).sum()) * self.spec.step,
+                    terminating=[names[p] for p in mine.tolist() if deleting[p] and not gone[p]],
+                )
+            )
+        return out, [names[p] for p in n.pending]
 
     def _rollout_summaries(self, times: I64, rec: dict[str, I64]) -> list[RolloutSummary]:
         f = self.fleet
@@ -196,7 +236,10 @@ class Summary:
                     min_available=int(rec[f"{key}.available"].min()) if ready.size else 0,
                 )
             )
+        node_summaries, pending = self._nodes(times, rec)
         return Result(
+            nodes=node_summaries,
+            pending=pending,
             rollouts=self._rollout_summaries(times, rec),
             scenario=self.scenario.name,
             seed=spec.seed,

@@ -34,7 +34,7 @@ from probesim.engine.serving import Serving
 from probesim.engine.sidecar.hold import SidecarHold
 from probesim.engine.sidecar.split import Sidecars
 from probesim.kube.endpoints import endpoint_ready, kube_proxy_targets
-from probesim.kube.outcomes import ERROR_STATUS, NO_ANSWER, OK, REFUSED, REQUEST_CODES
+from probesim.kube.outcomes import ERROR_STATUS, NO_ANSWER, OK, REFUSED, REQUEST_CODES, UNREACHABLE
 from probesim.model.scenario import ScenarioSpec
 
 I64 = npt.NDArray[np.int64]
@@ -381,9 +381,9 @@ class Traffic(Serving):
             if sidecars is None:
                 got = answers(cap, ri, route, eps, cat, self.ctr.started_at, t)
             else:
-                in_eps, _, status, _ = self.mesh_view[ri]
+                in_eps, host_cat, status, _ = self.mesh_view[ri]
                 got = through_sidecar(
-                    cap, ri, route, sidecars, in_eps, eps, cat, status, self.ctr.started_at, t
+                    cap, ri, route, sidecars, in_eps, eps, cat, status, self.ctr.started_at, t, host_cat
                 )
             cap.classes.service_tries[route.call] = got
         cap.update_classes(t)
@@ -414,6 +414,9 @@ class Traffic(Serving):
             status_pod = np.zeros(mesh.pods.size, np.int64)
             pos = np.searchsorted(eps, mesh.pods[in_eps])
             cat_pod[in_eps] = cat[pos]
+            if self.pods.unreachable_n:
+                # A host on a failed node: a sidecar's connection to it times out.
+                cat_pod[in_eps & self.pods.unreachable[mesh.pods]] = UNREACHABLE
             status_pod[in_eps] = f.behaviors.status[route.target, tc_all[in_eps]]
             cost_pod: F64 | None = None
             cap = self.capacity
@@ -478,7 +481,7 @@ class Traffic(Serving):
         beh = self.fleet.behaviors
         tc = route.target_container[pods]
         status = beh.status[route.target, tc]
-        return np.where(
+        cat = np.where(
             ~beh.listening[tc] | route.closed[pods],
             REFUSED,
             np.where(
@@ -487,6 +490,32 @@ class Traffic(Serving):
                 np.where((status >= 400) | (status < 200), ERROR_STATUS, OK),
             ),
         )
+        if self.pods.unreachable_n:
+            # A pod on a failed node answers nothing and resets nothing: the client waits.
+            cat = np.where(self.pods.unreachable[pods], NO_ANSWER, cat)
+        return cat
+
+    def cut_off(self, conts: I64) -> None:
+        """Containers nothing reaches any more (their node failed at this step): what their
+        servers hold is never answered (each client gives up at its deadline: a dead or
+        unreachable host sends no reset), and the answers on their way are lost (timeouts, when
+        they were due)."""
+        if not self.capacity.any or conts.size == 0:
+            return
+        self.capacity.forget(conts)
+        for ri in range(len(self.fleet.routes)):
+            wheel = self.pending[ri]
+            lost = wheel[0][:, conts] + wheel[1][:, conts]
+            wheel[2][:, conts] += lost
+            wheel[0][:, conts] = 0
+            wheel[1][:, conts] = 0
+            self.orphans[ri][conts] = 0
+
+    def reconnect(self, conts: I64) -> None:
+        """Containers reachable again (their node is back): the requests their clients gave up on
+        meanwhile are not theirs to serve (``cut_off`` took them from the server)."""
+        for ri in range(len(self.fleet.routes)):
+            self.orphans[ri][conts] = 0
 
     def _deliver(self, t: int, k: int, rec: dict[str, I64]) -> None:
         """Answers due now reach the client; after the load generator stopped waiting

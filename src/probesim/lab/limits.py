@@ -1,7 +1,7 @@
 """What the lab refuses up front: more than one machine runs faithfully (pods, request rate,
-duration, a rollout's peak), a manifest's exec probes without consent (they would run here, as
-this user), Envoy when it is not installed; and its command-line arguments read (``--command``,
-``--command-for``), each bad one named in one line."""
+duration, a rollout's peak, several nodes and their failures), a manifest's exec probes without
+consent (they would run here, as this user), Envoy when it is not installed; and its
+command-line arguments read (``--command``, ``--command-for``), each bad one named in one line."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from probesim.lab.rollout import check_actions, has_actions_of, peak_pods
 from probesim.lab.status import selects
 from probesim.lab.traffic import meshed, meshed_calls
 from probesim.model.kubernetes import Workload, pod_names_of
+from probesim.model.nodes import NodeDown, NodeUp, ZoneDown, ZoneUp
 from probesim.model.scenario import Scenario
 from probesim.model.traffic import Traffic
 
@@ -39,10 +40,25 @@ def routes_to(scenario: Scenario, workloads: list[Workload]) -> list[Traffic]:
     return out
 
 
+def check_nodes(scenario: Scenario) -> None:
+    """The lab runs every pod on this one machine: a scenario with several nodes or node actions
+    (nodeDown, zoneDown, nodeUp, zoneUp) is refused rather than run as if it had none."""
+    nodes = scenario.spec.cluster.node_list()
+    acts = [a for a in scenario.spec.actions if isinstance(a, NodeDown | ZoneDown | NodeUp | ZoneUp)]
+    if acts or (nodes is not None and len(nodes) > 1):
+        what = f"its {acts[0].kind} action" if acts else f"its {len(nodes or [])} nodes"
+        raise InputError(
+            f"the lab runs every pod on this machine, as one node: it cannot run {what} yet; "
+            "probesim run simulates nodes and their failures",
+            field="spec.actions" if acts else "spec.cluster.nodes",
+        )
+
+
 def check_limits(scenario: Scenario, workloads: list[Workload], seconds: float, allow_exec: bool) -> None:
     """Refuse up front what the lab would not run faithfully on one machine — pods and requests
-    counted over all the workloads it runs — and a manifest's exec probes without consent: they
-    would run here, as this user."""
+    counted over all the workloads it runs, several nodes or a node's failure — and a manifest's
+    exec probes without consent: they would run here, as this user."""
+    check_nodes(scenario)
     for workload in workloads:
         pods = len(pod_names_of(workload))
         if pods > MAX_PODS:

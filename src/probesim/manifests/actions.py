@@ -1,7 +1,8 @@
 """Checks of a scenario's workload actions (rollout, rollback, restart, scale, pause, resume,
 partition, readinessGate) against its workloads: names, kinds, what kubectl would refuse, and every
 rolled-out pod template validated as the API server validates a Deployment's, with the file and
-line of the action that made it."""
+line of the action that made it; and of its node actions (nodeDown, zoneDown, nodeUp, zoneUp)
+against spec.cluster.nodes."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from probesim.manifests.durations import durations
 from probesim.manifests.yamlsrc import Doc, Path_
 from probesim.model.duration import format_ms
 from probesim.model.kubernetes import Workload
+from probesim.model.nodes import NodeDown, NodeUp, ZoneDown, ZoneUp
 from probesim.model.scenario import (
     Partition,
     Pause,
@@ -30,6 +32,7 @@ Fail = Callable[[Path_, str], InputError]
 
 
 def check_actions(s: Scenario, head: Doc, fail: Fail, is_pod: Callable[[str], bool]) -> None:
+    check_node_actions(s, fail)
     names = {w.name: w for w in s.workloads}
     known = ", ".join(names)
     planned: set[str] = set()
@@ -144,3 +147,62 @@ def _plan(s: Scenario, head: Doc, fail: Fail, w: Workload) -> None:
             if path[:2] == ("spec", "behavior") and ms % step:
                 where = ("spec", "actions", i, "behavior", *path[3:])
                 raise fail(where, f"{format_ms(ms)} is not a multiple of the step ({format_ms(step)})")
+
+
+def check_node_actions(s: Scenario, fail: Fail) -> None:
+    """Node actions name nodes and zones of spec.cluster.nodes, in an order that can happen (a
+    node goes down when it is up, comes back when it is down); pods' spec.nodeName names a node."""
+    nodes = s.spec.cluster.node_list()
+    kinds = NodeDown | ZoneDown | NodeUp | ZoneUp
+    acts = [(i, a) for i, a in enumerate(s.spec.actions) if isinstance(a, kinds)]
+    if nodes is None:
+        if acts:
+            i, a = acts[0]
+            raise fail(("spec", "actions", i, "kind"), f"{a.kind} needs the cluster's nodes: give "
+                       "spec.cluster.nodes (e.g. {count: 3, zones: [a, b, c]}); without it every pod runs "
+                       "on one implicit node that never fails")  # fmt: skip
+        return
+    names = [n.name for n in nodes]
+    zones = list(dict.fromkeys(n.zone for n in nodes if n.zone is not None))
+    for w in s.workloads:
+        given = w.pod_spec.node_name
+        if given is not None and given not in names:
+            raise fail(("spec", "cluster", "nodes"), f"{w.kind} {w.name} sets spec.nodeName {given!r}, "
+                       f"which is not one of spec.cluster.nodes ({_listed(names)})")  # fmt: skip
+    down: dict[str, int] = {}  # node → the action that took it down
+    for i, a in sorted(acts, key=lambda x: (x[1].at, x[0])):
+        base: Path_ = ("spec", "actions", i)
+        if isinstance(a, NodeDown | NodeUp):
+            if a.node not in names:
+                raise fail((*base, "node"), f"no node {a.node!r} in spec.cluster.nodes ({_listed(names)})")
+            which = [a.node]
+        else:
+            if a.zone not in zones:
+                known = _listed(zones) if zones else "none: give the nodes zones"
+                raise fail((*base, "zone"), f"no zone {a.zone!r} among spec.cluster.nodes (zones: {known})")
+            which = [n.name for n in nodes if n.zone == a.zone]
+        when = format_ms(a.at)
+        if isinstance(a, NodeDown):
+            if a.node in down:
+                by = f"spec.actions[{down[a.node]}]"
+                raise fail((*base, "node"), f"{a.node} is already down at {when} ({by} took it down): give "
+                           "a nodeUp first")  # fmt: skip
+        elif isinstance(a, ZoneDown):
+            if all(n in down for n in which):
+                raise fail((*base, "zone"), f"every node of zone {a.zone} is already down at {when}")
+        elif isinstance(a, NodeUp):
+            if a.node not in down:
+                raise fail((*base, "node"), f"{a.node} is not down at {when}: a nodeUp follows a nodeDown or "
+                           "zoneDown of it")  # fmt: skip
+        elif not any(n in down for n in which):
+            raise fail((*base, "zone"), f"no node of zone {a.zone} is down at {when}: a zoneUp follows a "
+                       "zoneDown or nodeDown there")  # fmt: skip
+        for n in which:
+            if isinstance(a, NodeDown | ZoneDown):
+                down.setdefault(n, i)
+            else:
+                down.pop(n, None)
+
+
+def _listed(items: list[str]) -> str:
+    return ", ".join(items[:20]) + (", …" if len(items) > 20 else "")

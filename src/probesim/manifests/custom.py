@@ -17,7 +17,8 @@ from probesim.manifests.errors import error_at, validate
 from probesim.manifests.validation import check_pod_spec, check_probes, check_selector
 from probesim.manifests.yamlsrc import Doc, Path_, get_path
 from probesim.model.base import NonNegInt32, OpenModel
-from probesim.model.kubernetes import LabelSelector, ObjectMeta, PodTemplate, ScaledObject, Workload
+from probesim.model.kubernetes import ObjectMeta, PodTemplate, ScaledObject, Workload
+from probesim.model.selectors import LabelSelector
 
 ARGO = "argoproj.io"
 KNATIVE = "serving.knative.dev"

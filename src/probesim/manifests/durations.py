@@ -13,6 +13,9 @@ def durations(spec: ScenarioSpec) -> list[tuple[Path_, int]]:
         (("spec", "duration"), spec.duration),
         (("spec", "endpointDelay"), spec.endpoint_delay),
         *((("spec", "actions", i, "at"), a.at) for i, a in enumerate(spec.actions)),
+        (("spec", "cluster", "nodeMonitorPeriod"), spec.cluster.node_monitor_period),
+        (("spec", "cluster", "nodeMonitorGracePeriod"), spec.cluster.node_monitor_grace_period),
+        (("spec", "cluster", "defaultUnreachableToleration"), spec.cluster.default_unreachable_toleration),
     ]
     for i, t in enumerate(spec.traffic):
         out += [(("spec", "traffic", i, "start"), t.start)]

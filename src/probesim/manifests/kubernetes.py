@@ -20,7 +20,6 @@ from probesim.model.base import NonNegInt32, OpenModel
 from probesim.model.kubernetes import (
     GENERATED,
     HorizontalPodAutoscaler,
-    LabelSelector,
     ObjectMeta,
     PodSpec,
     PodTemplate,
@@ -28,6 +27,7 @@ from probesim.model.kubernetes import (
     Service,
     Workload,
 )
+from probesim.model.selectors import LabelSelector
 
 Read = Workload | Service | HorizontalPodAutoscaler | ScaledObject
 

@@ -9,12 +9,8 @@ from typing import Any
 
 from probesim.manifests.errors import error_at
 from probesim.manifests.yamlsrc import Doc, Path_
-from probesim.model.kubernetes import (
-    LabelSelector,
-    Probe,
-    ProbeType,
-    Workload,
-)
+from probesim.model.kubernetes import Probe, ProbeType, Workload
+from probesim.model.selectors import LabelSelector
 
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
@@ -110,6 +106,48 @@ def check_probes(doc: Doc, base: Path_, spec_path: Path_, w: Workload, obj: str)
                         raise error_at(doc, base, (*spec_path, group, i, fname), obj, msg)
                     _check_probe(doc, base, (*spec_path, group, i, fname), p, kind, obj)
     check_lifecycle(doc, base, spec_path, w, obj)
+    check_scheduling(doc, base, spec_path, w, obj)
+
+
+def check_scheduling(doc: Doc, base: Path_, spec_path: Path_, w: Workload, obj: str) -> None:
+    """The label selectors of the pod's affinity terms and topology spread constraints, as
+    ValidateLabelSelector checks them (the models check the rest: operators of node selectors,
+    tolerations, maxSkew, minDomains)."""
+    spec = w.pod_spec
+    selectors: list[tuple[Path_, LabelSelector | None]] = []
+    aff = spec.affinity
+    for kind, pa in (("podAffinity", aff.pod_affinity if aff else None),
+                     ("podAntiAffinity", aff.pod_anti_affinity if aff else None)):  # fmt: skip
+        if pa is None:
+            continue
+        at: Path_ = (*spec_path, "affinity", kind)
+        for i, term in enumerate(pa.required_during_scheduling_ignored_during_execution):
+            path: Path_ = (*at, "requiredDuringSchedulingIgnoredDuringExecution", i)
+            selectors += [((*path, "labelSelector"), term.label_selector)]
+            selectors += [((*path, "namespaceSelector"), term.namespace_selector)]
+        for i, wt in enumerate(pa.preferred_during_scheduling_ignored_during_execution):
+            path = (*at, "preferredDuringSchedulingIgnoredDuringExecution", i, "podAffinityTerm")
+            selectors += [((*path, "labelSelector"), wt.pod_affinity_term.label_selector)]
+            selectors += [((*path, "namespaceSelector"), wt.pod_affinity_term.namespace_selector)]
+    for i, c in enumerate(spec.topology_spread_constraints or ()):
+        selectors += [((*spec_path, "topologySpreadConstraints", i, "labelSelector"), c.label_selector)]
+    for path, sel in selectors:
+        if sel is not None:
+            _check_expressions(doc, base, path, sel, obj)
+
+
+def _check_expressions(doc: Doc, base: Path_, path: Path_, sel: LabelSelector, obj: str) -> None:
+    for i, r in enumerate(sel.match_expressions):
+        at: Path_ = (*path, "matchExpressions", i)
+        if r.operator not in OPERATORS:
+            msg = f"{r.operator!r} is not a valid selector operator (In, NotIn, Exists, DoesNotExist)"
+            raise error_at(doc, base, (*at, "operator"), obj, msg)
+        if r.operator in ("In", "NotIn") and not r.values:
+            msg = "must be specified when `operator` is 'In' or 'NotIn'"
+            raise error_at(doc, base, (*at, "values"), obj, msg)
+        if r.operator in ("Exists", "DoesNotExist") and r.values:
+            msg = "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
+            raise error_at(doc, base, (*at, "values"), obj, msg)
 
 
 def check_lifecycle(doc: Doc, base: Path_, spec_path: Path_, w: Workload, obj: str) -> None:

@@ -26,6 +26,8 @@ from pydantic import (
 )
 
 from probesim.model.base import Int32, Model, NonNegInt32, OpenModel, SBool, SInt
+from probesim.model.placement import Affinity, Toleration, TopologySpreadConstraint
+from probesim.model.selectors import LabelSelector
 
 IntOrString = Annotated[SInt, Field(ge=0, le=65535)] | str
 
@@ -186,10 +188,46 @@ def parse_cpu(value: object) -> int:
 Millicores = Annotated[int, BeforeValidator(parse_cpu), PlainSerializer(lambda v: f"{v}m", when_used="json")]
 
 
+MAX_BYTES = 2**62  # memory read as bytes (beyond any node's, all alike)
+
+
+def parse_memory(value: object) -> int:
+    """A memory quantity ("512Mi", "1G", 1e9, "128974848") in bytes, as the API server reads a
+    resource.Quantity (Quantity.Value rounds a fraction of a byte up), at most MAX_BYTES."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError("a memory quantity is a number of bytes or one with a suffix ('512Mi', '2Gi', '1G')")
+    text = str(value).strip() if not isinstance(value, float) else repr(value)
+    m = _QUANTITY.match(text) or (_QUANTITY.match(f"{value:f}") if isinstance(value, float) else None)
+    if not m or (isinstance(value, float) and not math.isfinite(value)):
+        raise ValueError(f"invalid memory quantity {value!r}; use bytes or a suffix ('512Mi', '2Gi', '1G')")
+    suffix = m.group(2) or ""
+    bound = 60 + len(m.group(1))
+    scale = _SCALE[suffix] if suffix in _SCALE else Fraction(10) ** max(-bound, min(bound, int(suffix[1:])))
+    n = Fraction(m.group(1)) * scale
+    if n < 0:
+        raise ValueError(f"memory quantity {value!r} must not be negative")
+    return min(math.ceil(n), MAX_BYTES)
+
+
+def format_bytes(n: int) -> str:
+    """Bytes as a quantity a reader takes in: the largest binary suffix that divides it ('512Mi')."""
+    for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
+        size = int(_SCALE[suffix])
+        if n and n % size == 0:
+            return f"{n // size}{suffix}"
+    return str(n)
+
+
+# Dumped to JSON as a quantity ("512Mi"), which reads back the same.
+Bytes = Annotated[int, BeforeValidator(parse_memory), PlainSerializer(format_bytes, when_used="json")]
+
+
 class ResourceList(OpenModel):
-    """The CPU of a requests/limits map, in millicores (memory and others are not modelled)."""
+    """The CPU (in millicores) and memory (in bytes) of a requests/limits map: CPU for the load
+    model, both for where the scheduler can place a pod (others are not modelled)."""
 
     cpu: Millicores | None = None
+    memory: Bytes | None = None
 
 
 class Resources(OpenModel):
@@ -238,6 +276,14 @@ class PodSpec(OpenModel):
     restart_policy: Literal["Always", "OnFailure", "Never"] = "Always"
     termination_grace_period_seconds: Int32 = 30
     readiness_gates: tuple[ReadinessGate, ...] = ()
+    # Where the scheduler may place the pod (kube/scheduling.py), read when the scenario gives
+    # spec.cluster.nodes; nodeName binds it without the scheduler. (None when left out: a
+    # template's dump, which names its ReplicaSet, stays what it was without them.)
+    node_name: str | None = None
+    node_selector: dict[str, str] | None = None
+    affinity: Affinity | None = None
+    tolerations: tuple[Toleration, ...] | None = None
+    topology_spread_constraints: tuple[TopologySpreadConstraint, ...] | None = None
 
     @field_validator("termination_grace_period_seconds")
     @classmethod
@@ -322,37 +368,6 @@ class TemplateMeta(OpenModel):
 class PodTemplate(OpenModel):
     metadata: TemplateMeta = TemplateMeta()
     spec: PodSpec
-
-
-class LabelSelectorRequirement(OpenModel):
-    key: str
-    operator: str  # In, NotIn, Exists, DoesNotExist: checked by the loader, which knows the line
-    values: tuple[str, ...] = ()
-
-    def matches(self, labels: dict[str, str]) -> bool:
-        """As labels.Requirement.Matches: NotIn and DoesNotExist match a label left out."""
-        if self.operator == "In":
-            return labels.get(self.key) in self.values
-        if self.operator == "NotIn":
-            return self.key not in labels or labels[self.key] not in self.values
-        if self.operator == "Exists":
-            return self.key in labels
-        return self.key not in labels  # DoesNotExist
-
-
-class LabelSelector(OpenModel):
-    match_labels: dict[str, str] = Field(default_factory=dict)
-    match_expressions: tuple[LabelSelectorRequirement, ...] = ()
-
-    @property
-    def empty(self) -> bool:
-        return not self.match_labels and not self.match_expressions
-
-    def matches(self, labels: dict[str, str]) -> bool:
-        """Whether pods with ``labels`` are selected (every label and every expression)."""
-        return all(labels.get(k) == v for k, v in self.match_labels.items()) and all(
-            r.matches(labels) for r in self.match_expressions
-        )
 
 
 Percent = Annotated[str, Field(pattern=r"^[0-9]+%$")]

@@ -48,6 +48,8 @@ def render_result(
     _workloads(result, console)
     if result.rollouts:
         _rollouts(result, console)
+    if result.nodes:
+        _nodes(result, console)
     restarted = {p: n for w in result.workloads for p, n in w.restarts.items() if n}
     if restarted:
         console.print(
@@ -274,6 +276,41 @@ def _workloads(result: Result, console: Console) -> None:
             style="dim",
         )
     )
+
+
+def _nodes(result: Result, console: Console) -> None:
+    """Where the pods ran (a run that gives spec.cluster.nodes): each node's pods at the end and
+    the others it held, and how long it was not Ready; the pods no node took."""
+    columns = [
+        ("NODE", "left", 0),
+        ("ZONE", "left", 2),
+        ("PODS AT THE END", "left", 0),
+        ("ALSO RAN HERE", "left", 1),
+        ("NOT READY", "right", 0),
+    ]
+    rows: list[list[Text | str]] = []
+    for n in result.nodes:
+        earlier = [p for p in n.pods if p not in n.pods_at_end]
+        rows.append(
+            [
+                cell(n.name),
+                cell(n.zone or "-"),
+                cell(
+                    ", ".join(p + (" (Terminating)" if p in n.terminating else "") for p in n.pods_at_end)
+                    or "-"
+                ),
+                cell(", ".join(earlier) or "-"),
+                format_ms(n.not_ready_ms) if n.not_ready_ms else "-",
+            ]
+        )
+    _fit(console, "Nodes", columns, rows)
+    if result.pending:
+        console.print(
+            Text(
+                "Pending at the end (no node could take them): "
+                + ", ".join(visible(p) for p in result.pending)
+            )
+        )
 
 
 def _rollouts(result: Result, console: Console) -> None:

@@ -99,10 +99,23 @@ class RolloutDoc(_Doc):
     failed: int
 
 
+class NodeDoc(_Doc):
+    """One node (a run with spec.cluster.nodes): the pods bound to it, its time not Ready."""
+
+    name: str
+    zone: str | None
+    pods: list[str]
+    podsAtEnd: list[str]
+    terminating: list[str] = []
+    notReadySeconds: float
+
+
 class SummaryDoc(_Doc):
     routes: list[RouteDoc]
     workloads: list[WorkloadDoc]
     rollouts: list[RolloutDoc] = []
+    nodes: list[NodeDoc] = []
+    pendingPods: list[str] = []
 
 
 class EventDoc(_Doc):

@@ -197,6 +197,31 @@ class RolloutSummary:
 
 
 @dataclass
+class NodeSummary:
+    """One node of a run that gives its nodes (spec.cluster.nodes): its zone, every pod bound to
+    it during the run (in order) and those still there at its end (``terminating``: those of them
+    deleted, not yet gone), and how long its Ready condition was not True (the node lifecycle
+    controller's Unknown)."""
+
+    name: str
+    zone: str | None
+    pods: list[str]
+    pods_at_end: list[str]
+    not_ready_ms: int
+    terminating: list[str] = field(default_factory=list)  # of pods_at_end: deleted, not yet gone
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "zone": self.zone,
+            "pods": self.pods,
+            "podsAtEnd": self.pods_at_end,
+            "terminating": self.terminating,
+            "notReadySeconds": self.not_ready_ms / 1000,
+        }
+
+
+@dataclass
 class Result:
     scenario: str
     seed: int
@@ -213,6 +238,8 @@ class Result:
     )  # pod → name → series
     hosts: dict[str, str] = field(default_factory=dict)  # the lab's upstream addresses → pod names
     rollouts: list[RolloutSummary] = field(default_factory=list)
+    nodes: list[NodeSummary] = field(default_factory=list)  # empty: one implicit node
+    pending: list[str] = field(default_factory=list)  # pods no node took by the run's end
 
     def workload(self, name: str) -> WorkloadSummary:
         return next(w for w in self.workloads if w.name == name)
@@ -306,6 +333,9 @@ class Result:
         }
         if self.rollouts:
             doc["summary"]["rollouts"] = [r.to_json() for r in self.rollouts]
+        if self.nodes:
+            doc["summary"]["nodes"] = [n.to_json() for n in self.nodes]
+            doc["summary"]["pendingPods"] = self.pending
         if series:
             doc["series"] = {
                 "time": (self.time_ms / 1000).tolist(),

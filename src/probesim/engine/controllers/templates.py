@@ -10,6 +10,7 @@ or the API server would refuse; the scenario loader turns it into an error with 
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -306,4 +307,17 @@ def _rollback_target(numbers: dict[int, int], a: Rollback, i: int, name: str, ou
 
 
 def _key(data: dict[str, Any]) -> str:
-    return json.dumps(data["spec"]["template"], sort_keys=True, separators=(",", ":"))
+    """A template's identity (its ReplicaSet's name hashes it). Memory requests and limits are
+    left out: read only since nodes are simulated, they would rename every ReplicaSet of a
+    template that sets them (a rollout of a memory change alone keeps its ReplicaSet, as before)."""
+    template = data["spec"]["template"]
+    spec = template.get("spec", {})
+    if any("memory" in c.get("resources", {}).get(part, {})
+           for group in ("containers", "initContainers") for c in spec.get(group, ())
+           for part in ("requests", "limits")):  # fmt: skip
+        template = copy.deepcopy(template)
+        for group in ("containers", "initContainers"):
+            for c in template["spec"].get(group, ()):
+                for part in ("requests", "limits"):
+                    c.get("resources", {}).get(part, {}).pop("memory", None)
+    return json.dumps(template, sort_keys=True, separators=(",", ":"))

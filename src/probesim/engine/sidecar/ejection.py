@@ -277,6 +277,7 @@ class OutlierMonitor:
         st: I64,
         when: Callable[[int, int], int],
         counts: B,
+        lag: I64 | None = None,
     ) -> None:
         """Results reach each host's monitor (§2.2). An HTTP code (a connect failure is a 503,
         a timeout a 504, without split mode) goes to the external bucket and the 5xx and
@@ -284,7 +285,9 @@ class OutlierMonitor:
         success (resetting that counter, whatever the answer) and connect failures and
         timeouts are local-origin failures. Detections fire each time a counter reaches its
         threshold, in the order of the requests (``when``: the time of a host's x-th request).
-        ``counts``: per host pod, whether its answer can move an outlier counter."""
+        ``counts``: per host pod, whether its answer can move an outlier counter; ``lag``: per
+        host, how long after its request a result reaches the monitor (default: a hung host's at
+        the route's timeout, the others' at once)."""
         sent = per > 0
         if not self.split and not counts[hosts].any():
             # Every host answered below 500: counted, and their consecutive counters reset.
@@ -345,7 +348,8 @@ class OutlierMonitor:
             h = int(hosts[hi])
             if c.ejected[h]:
                 continue  # §2.3.2: ignored while ejected, the counter not reset (no unejection here)
-            timer = bool(hung[hi]) and self.timeout_ms > 0
+            delay = int(lag[hi]) if lag is not None else (self.timeout_ms if hung[hi] else 0)
+            timer = delay > 0
             if not timer and (capped or not self._allowed(c)):
                 # Ejections only grow within a report, so the cap refuses all the rest alike:
                 # counted at once, however many requests there were (the cost of a step must
@@ -359,7 +363,7 @@ class OutlierMonitor:
                 # A timeout reaches the monitor when the router's timer fires, not when the
                 # request was sent (router.cc: onResponseTimeout -> updateOutlierDetection(
                 # LocalOriginTimeout)): the host keeps getting requests until then.
-                heapq.heappush(c.due, (te + self.timeout_ms, rank, h, kind))
+                heapq.heappush(c.due, (te + delay, rank, h, kind))
                 c.waiting[h] = True
                 continue
             self._detected(te, ci, c, h, kind)

@@ -24,13 +24,14 @@ from probesim.engine.sidecar.ejection import OutlierMonitor
 from probesim.engine.sidecar.outlier import NEVER, Client, Detector, SidecarStats
 from probesim.engine.sidecar.policy import RoutePolicy
 from probesim.engine.sidecar.retry import RetryWalk, WalkRun, retry_waits
-from probesim.kube.outcomes import ERROR_STATUS, NO_ANSWER, REFUSED
-from probesim.mesh.istio import DestinationRule, HTTPRoute
+from probesim.kube.outcomes import ERROR_STATUS, NO_ANSWER, REFUSED, UNREACHABLE
+from probesim.mesh.istio import DestinationRule, HTTPRoute, ms
 from probesim.results import Event
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 B = npt.NDArray[np.bool_]
+CONNECT_TIMEOUT_MS = 10_000  # Istio's connectionPool.tcp.connectTimeout default (mesh/envoy.py)
 
 
 def _rr_times(at: Callable[[int], int], start: int, order: I64, k: int) -> Callable[[int, int], int]:
@@ -50,13 +51,26 @@ class _HostView:
 
     def __init__(self, route: MeshRoute, in_eps: B, cat: I64, status: I64, cost: F64 | None = None) -> None:
         self.members = np.flatnonzero(in_eps)
-        self.refused = cat == REFUSED
+        pol = route.policy
+        # A host on a failed node answers nothing, not even a reset: a new connection to it
+        # times out after the cluster's connect_timeout (a 503 connect failure, UF), unless the
+        # router's timer (route or per-try timeout) fires first (a 504, as for a hung host).
+        dead = cat == UNREACHABLE
+        first = bool(pol.times_out and 0 < pol.timeout_ms <= route.connect_ms)
+        connect = dead & (not first)
+        self.refused = (cat == REFUSED) | connect
         # A hung host answers nothing: with a route or per-try timeout the sidecar gives up
         # with 504 (reported as a local-origin timeout, §2.1.3); without one it just waits.
-        self.hung = cat == NO_ANSWER
+        self.hung = (cat == NO_ANSWER) | (dead & first)
         st = np.where(self.refused, 503, np.where(cat == ERROR_STATUS, status, 200))
         # 0: no answer, nothing reported.
-        self.st = np.where(self.hung, 504 if route.policy.times_out else 0, st)
+        self.st = np.where(self.hung, 504 if pol.times_out else 0, st)
+        # When a failed try reaches its host's monitor after it was sent (None: a timeout's, the
+        # route's timer, or at once; only connect timeouts differ).
+        self.lag: I64 | None = None
+        if connect.any():
+            timer = np.where(self.hung & pol.times_out, pol.timeout_ms, 0)
+            self.lag = np.where(connect, route.connect_ms, timer).astype(np.int64)
         self.retriable = route.policy.retriable(self.refused, self.hung, self.st)
         self.retries = bool(self.retriable[self.members].any())  # any host's failure retried
         self.good = (self.st > 0) & (self.st < 500)
@@ -69,6 +83,7 @@ class _HostView:
         # work for the path (``cost``: its wall and CPU time).
         served = np.zeros(in_eps.size) if cost is None else cost
         self.try_ms = np.where(self.refused, 0.0, np.where(self.hung, float(route.policy.timeout_ms), served))
+        self.try_ms[connect] = float(route.connect_ms)
         self.in_eps, self.cat, self.status, self.cost = in_eps, cat, status, cost  # what it was made of
         self.walks: dict[bytes, RetryWalk] = {}  # per pickable host set, its retry walk
 
@@ -118,6 +133,12 @@ class MeshRoute:
             c.next_tick = self.detector.interval if self.detector else None
         self.route = route
         self.policy = RoutePolicy.of(route)
+        # How long a connection attempt waits for an answer: connectionPool.tcp.connectTimeout
+        # (Istio's default 10 s, the cluster's connect_timeout).
+        pool = policy.connection_pool if policy else None
+        tcp = pool.get("tcp") if isinstance(pool, dict) else None
+        given = tcp.get("connectTimeout") if isinstance(tcp, dict) else None
+        self.connect_ms = (ms(given) if isinstance(given, str) else None) or CONNECT_TIMEOUT_MS
         self.stats = SidecarStats()
         self.outlier = OutlierMonitor(
             self.detector,
@@ -460,7 +481,8 @@ class MeshRoute:
                     assert at_ is not None
                     return at(start + at_)
 
-                self.outlier.report(ci, c, hosts, per, refused, hung, st, nth, view.counts)
+                lag = None if view.lag is None else view.lag[hosts]
+                self.outlier.report(ci, c, hosts, per, refused, hung, st, nth, view.counts, lag)
                 self._retried(walk, visits)
                 got[hosts] += np.bincount(walk.final, weights=visits, minlength=k).astype(np.int64)
                 continue
@@ -490,7 +512,8 @@ class MeshRoute:
                 when = _drawn_times(at, start, drawn, avail)
 
             j += cut
-            self.outlier.report(ci, c, hosts, per, refused, hung, st, when, view.counts)
+            lag = None if view.lag is None else view.lag[hosts]
+            self.outlier.report(ci, c, hosts, per, refused, hung, st, when, view.counts, lag)
             if not view.retries:
                 got[hosts] += per
                 continue
