@@ -1,0 +1,44 @@
+"""The node-failure built-ins: a node dies behind a plain Service and behind Istio's outlier
+detection (issue 45's teaching scenarios). 3 replicas on node-1..3, node-2 (web-1's) dies at
+60 s; 30 requests a second."""
+
+from __future__ import annotations
+
+from probesim.engine import simulate
+from tests.builders import accounted, builtin, series, times
+
+
+def test_behind_a_plain_service_every_third_request_fails_until_the_node_controller_notices() -> None:
+    # node-monitor-grace-period 50 s from the last lease renewal (55 s, on the 5 s monitor
+    # phase): NodeNotReady and MarkPodsNotReady at 105 s, the endpoint dropped then. Until then
+    # kube-proxy sends web-1 every third request, and nothing answers: 45 s × 10/s time out.
+    r = simulate(builtin("node-failure"))
+    route = r.route("/")
+    assert route.failed_total == route.failed["not_answering"] == 450
+    assert sum(series(r, "route./.not_answering")[:60]) == sum(series(r, "route./.not_answering")[105:]) == 0
+    assert times(r, "NodeNotReady", "node/node-2") == [105]
+    assert times(r, "PodNotReady", "pod/web-1") == [105]
+    # The unreachable taint at the next pass; eviction after the default 300 s toleration; the
+    # ReplicaSet's replacement on the spare node, while web-1 stays Terminating on the dead one.
+    assert times(r, "TaintManagerEviction", "pod/web-1") == [410]
+    assert [e.message for e in r.events_for("pod/web-3", "Scheduled")] == [
+        "Successfully assigned default/web-3 to node-4"
+    ]
+    accounted(r)
+
+
+def test_behind_istio_the_dead_pod_is_ejected_within_two_seconds_and_nothing_fails() -> None:
+    # The client's sidecar: web-1's connection attempts fail at the 1 s connectTimeout (503,
+    # UF), Istio's default retry policy (connect-failure) sends each to another pod, and the
+    # third failure in a row ejects web-1 — 1.166 s after the node died (its third request
+    # since 60 s was sent at 60.166 s).
+    r = simulate(builtin("node-failure-outlier"))
+    route = r.route("/")
+    assert route.failed_total == 0 and route.ok == 12_600
+    ejected = [e.time_ms for e in r.events if e.reason == "OutlierEject"]
+    assert ejected[0] == 61_166
+    # Each request sent to web-1 before an ejection (from 60 s, and when it returns after its 30 s
+    # ejection, at 92 s) is retried once, on another pod.
+    assert route.envoy["upstream_rq_retry"] == 23
+    assert times(r, "NodeNotReady", "node/node-2") == [105]
+    accounted(r)
