@@ -26,6 +26,7 @@ from probesim.lab.headroom import (
     Demand,
     Headroom,
     Monitor,
+    ProcFigures,
     demand,
     judge,
     mark_unfaithful,
@@ -316,6 +317,24 @@ def test_a_starved_machine_and_a_late_load_generator_are_said_not_faithful() -> 
         "route check: 7 requests were refused by the lab itself while the scenario had the app up and "
         "listening (left out of its failed requests)"
     ]
+
+
+def test_processes_that_waited_for_a_cpu_are_said_not_faithful() -> None:
+    # The kernel's run delay (/proc/PID/schedstat): an app runnable but not running waited 3 s
+    # beside its 5 s of CPU (38 % of the time it wanted one) — its scripted CPU per request took
+    # that much longer. 0.5 s beside 5 s is within what the lab's own processes cost each other.
+    m = Monitor(dict)
+    m.t1 = m.t0 + 10
+    m.procs = {
+        1: ProcFigures("app web-0", cpu_s=5.0, waited_s=3.0),
+        2: ProcFigures("lab", cpu_s=5.0, waited_s=0.5),
+    }
+    h = judge(m, 1.0, 1024, Demand(), {}, {})
+    assert not h.faithful and h.all_unfaithful
+    assert h.notes[0].startswith("processes waited for a CPU: app web-0 3.0 s beside 5.0 s of CPU")
+    assert [p["waitedForCpuSeconds"] for p in h.to_json()["processes"]] == [3.0, 0.5]
+    m.procs[1].waited_s = 0.9  # under a second: not counted
+    assert judge(m, 1.0, 1024, Demand(), {}, {}).faithful
 
 
 def test_scale_divides_rates_and_pools_and_keeps_the_failed_shares(tmp_path: Path) -> None:

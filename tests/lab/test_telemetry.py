@@ -327,7 +327,16 @@ def test_round_trip_lab_prometheus_fit_recovers_a_saturating_surge_and_simulates
     assert throttled[0] == 0 and max(throttled) > 0 and max(periods) >= 10  # 10 periods/s a pod
     # The kubelet's probe durations give the probe path's wait, from the samples before the surge.
     healthz = next(f for f in report["fitted"] if f["field"] == "containers.app.routes./healthz.wall")
-    assert 0 <= healthz["value"] < 50 and "below 80% utilization" in healthz["source"]
+    assert "below 80% utilization" in healthz["source"]
+    # What the machine's CPU decides — the probes' and requests' waits, the surge's timeouts — is
+    # checked when the lab held the run; a machine too busy beside it must have been said so
+    # (the lab's headroom: processes waiting for a CPU), not reported as the app's.
+    headroom = measured["headroom"]
+    held = headroom["faithful"]
+    if not held:
+        assert any("CPU" in n for n in headroom["notes"]), headroom
+    if held:
+        assert 0 <= healthz["value"] < 50, healthz
     from probesim.fit.command import Request, write
     from probesim.fit.command import fit as fit_telemetry
     from probesim.fit.compare import compare
@@ -344,9 +353,11 @@ def test_round_trip_lab_prometheus_fit_recovers_a_saturating_surge_and_simulates
     # deviations of a binomial over the ~975 requests as well as the row's tolerance.
     failed_share = client["client failed share (k6)"]
     p = failed_share["measured"]
-    assert 0.02 < p < 0.2, failed_share  # 5 % answered 500, and the surge's timeouts
-    spread = max(failed_share["tolerance"], 3 * math.sqrt(p * (1 - p) / 975))
-    assert abs(failed_share["simulated"] - p) <= spread, failed_share
+    assert p > 0.02, failed_share  # 5 % answered 500, and the surge's timeouts
+    if held:
+        assert p < 0.2, failed_share
+        spread = max(failed_share["tolerance"], 3 * math.sqrt(p * (1 - p) / 975))
+        assert abs(failed_share["simulated"] - p) <= spread, failed_share
     for figure in (
         "desired replicas (mean)",
         "pods (mean)",
@@ -369,6 +380,8 @@ def test_round_trip_lab_prometheus_fit_recovers_a_saturating_surge_and_simulates
     # edge, and a few more requests (up to 1 % of them, 4 seen with a test suite beside it) time
     # out than the fitted simulation says.
     for cause, slack in (("no_endpoint", 0), ("timeout", offered // 100)):
+        if cause == "timeout" and not held:
+            continue  # the machine's, as the lab said
         assert abs(route.failed[cause] - failed[cause]) <= max(2, failed[cause] // 10, slack), (
             cause,
             route.failed,

@@ -55,6 +55,11 @@ DEFAULT_VUS = 1000  # a route's cap on requests in flight when it gives none (th
 LAG_LIMIT_S = 0.25
 BUSY_SHARE = 0.9
 FD_WARN_SHARE = 0.95
+# Judged starved too: a process that waited for a CPU (runnable, not running: the kernel's
+# schedstat run delay) this share of the time it wanted one, and at least this long — its CPU
+# per request (the app's scripted costs) then took that much longer than scripted.
+WAIT_SHARE = 0.2
+WAIT_MIN_S = 1.0
 # The CPU one request costs the lab's own processes (the load generator's client, the pod's
 # Envoy, the test app's HTTP server and its calls' client) beside the app's scripted ``cpu``:
 # about 1 ms, as measured on seed 004 on a 2-core machine. A run plans on three quarters of the
@@ -404,8 +409,18 @@ def _cpu_busy() -> tuple[float, float]:
     return float(total - idle), float(total)
 
 
-def _proc(pid: int) -> tuple[int, float, int] | None:
-    """A process's descriptors open, CPU seconds and descriptor limit; None once it is gone."""
+def _waited(pid: int) -> float:
+    """Seconds the process has waited for a CPU while runnable (/proc/PID/schedstat's second
+    field, the scheduler's run delay; 0 where the kernel does not keep it)."""
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def _proc(pid: int) -> tuple[int, float, int, float] | None:
+    """A process's descriptors open, CPU seconds, descriptor limit and seconds waited for a CPU;
+    None once it is gone."""
     try:
         fds = len(os.listdir(f"/proc/{pid}/fd"))
         stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -417,7 +432,7 @@ def _proc(pid: int) -> tuple[int, float, int] | None:
                 limit = int(v) if v.isdigit() else 0
     except (OSError, ValueError, IndexError):
         return None
-    return fds, cpu, limit
+    return fds, cpu, limit, _waited(pid)
 
 
 @dataclass
@@ -428,6 +443,7 @@ class ProcFigures:
     fds_peak: int = 0
     fds_limit: int = 0
     cpu_s: float = 0.0
+    waited_s: float = 0.0  # runnable but waiting for a CPU (the machine's other work, or the lab's)
 
 
 class Monitor:
@@ -471,11 +487,12 @@ class Monitor:
             got = _proc(pid)
             if got is None:
                 continue
-            fds, cpu, limit = got
+            fds, cpu, limit, waited = got
             p = self.procs.setdefault(pid, ProcFigures(name))
             p.fds_peak = max(p.fds_peak, fds)
             p.fds_limit = limit
             p.cpu_s = cpu
+            p.waited_s = waited
 
     async def _run(self) -> None:
         tick = self.period_s / 10
@@ -553,6 +570,7 @@ class Headroom:
                     "fdsPeak": p.fds_peak,
                     "fdsLimit": p.fds_limit,
                     "cpuSeconds": round(p.cpu_s, 2),
+                    "waitedForCpuSeconds": round(p.waited_s, 2),
                 }
                 for p in self.processes
             ],
@@ -584,7 +602,7 @@ class Headroom:
             cpu = p.cpu_s / self.wall_s if self.wall_s else 0.0
             out.append(
                 f"  {p.name}: {p.fds_peak:,} of {p.fds_limit:,} descriptors at most ({share:.0%}), "
-                f"CPU {p.cpu_s:.1f} s ({cpu:.0%} of a core)"
+                f"CPU {p.cpu_s:.1f} s ({cpu:.0%} of a core), waited {p.waited_s:.1f} s for one"
             )
         out.append(
             f"  machine: {self.machine_busy:.0%} busy over its {self.cores} cores; the lab's event loop "
@@ -615,6 +633,7 @@ def _by_name(procs: Iterable[ProcFigures]) -> list[ProcFigures]:
         q.fds_peak = max(q.fds_peak, p.fds_peak)
         q.fds_limit = max(q.fds_limit, p.fds_limit)
         q.cpu_s += p.cpu_s
+        q.waited_s += p.waited_s
     return sorted(out.values(), key=lambda p: p.name)
 
 
@@ -675,6 +694,19 @@ def judge(
             + (f", the load generator up to {behind} behind" if late else "")
             + "): event times, latencies and timeouts may be the machine's — run with a smaller --scale "
             "or on a quieter machine"
+        )
+        h.all_unfaithful = True
+    waited = [
+        p
+        for p in h.processes
+        if p.waited_s >= WAIT_MIN_S and p.waited_s >= WAIT_SHARE * (p.cpu_s + p.waited_s)
+    ]
+    if waited:
+        h.notes.append(
+            "processes waited for a CPU: "
+            + ", ".join(f"{p.name} {p.waited_s:.1f} s beside {p.cpu_s:.1f} s of CPU" for p in waited)
+            + " — their CPU per request took longer than scripted, so latencies, timeouts and throttling "
+            "may be the machine's; run with a smaller --scale or on a quieter machine"
         )
         h.all_unfaithful = True
     if h.listen_overflows:
