@@ -88,11 +88,11 @@ def run_cost(s: Scenario) -> RunCost:
         n = 1 if w.kind == "Pod" else max(w.spec.replicas, hpa.spec.max_replicas if hpa else 0)
         pods += n
         containers += n * (len(w.pod_spec.containers) + len(w.pod_spec.init_containers))
-    from probesim.model.nodes import NodeDown, ZoneDown
+    from probesim.model.nodes import Drain, NodeDown, ZoneDown
     from probesim.model.scenario import DeletePod, Restart, Rollback, Rollout, Scale, service_calls
 
     replaced = sum(isinstance(a, DeletePod) for a in s.spec.actions)
-    faults = sum(isinstance(a, NodeDown | ZoneDown) for a in s.spec.actions)
+    faults = sum(isinstance(a, NodeDown | ZoneDown | Drain) for a in s.spec.actions)
     pods += replaced
     containers += replaced
     for w in s.workloads:

@@ -26,7 +26,7 @@ from probesim.engine.fleet import Fleet
 from probesim.kube.node_lifecycle import FULL, NORMAL, eviction_rate, seen_at, unknown_at, zone_state
 from probesim.kube.pod_shapes import HOSTNAME, ZONE, Group, NodeFacts, shapes_of
 from probesim.kube.scheduling import Placed, Scheduler
-from probesim.kube.taints import UNREACHABLE, Taint, min_toleration_ms
+from probesim.kube.taints import CORDONED, UNREACHABLE, Taint, min_toleration_ms
 from probesim.model.scenario import Scenario
 
 I64 = npt.NDArray[np.int64]
@@ -107,6 +107,7 @@ class Nodes:
         self.back_seen = np.full(k, INF, np.int64)
         self.no_schedule = np.zeros(k, bool)
         self.no_execute = np.zeros(k, bool)
+        self.cordoned = np.zeros(k, bool)  # spec.unschedulable (kubectl cordon / drain)
         self.zone_keys = list(dict.fromkeys(self.zones))
         self.queue: dict[str, list[int]] = {z: [] for z in self.zone_keys}  # awaiting the NoExecute taint
         self.token_at: dict[str, int] = {z: -int(INF) for z in self.zone_keys}  # bucket full
@@ -142,11 +143,14 @@ class Nodes:
             nonzero_cpu_m=per_node(self.nz_cpu_of),
             nonzero_memory=per_node(self.nz_memory_of),
             taints=[self.taints(n) for n in range(k)],
+            cordoned=self.cordoned.tolist(),
         )
 
     def taints(self, n: int) -> tuple[Taint, ...]:
         """Node ``n``'s taints now: its own, then the node controller's."""
         out = self.facts[n].taints
+        if self.cordoned[n]:
+            out += (CORDONED,)
         if self.no_schedule[n]:
             out += (NO_SCHEDULE,)
         if self.no_execute[n]:
@@ -267,6 +271,26 @@ class Nodes:
             self.log.add(t, "Normal", "NodeReady", obj, f"Node {name} status is now: NodeReady", "kubelet")
             self.back_seen[n] = seen_at(t, self.period)
         self._rewake(t)
+
+    def cordon(self, n: int, t: int, on: bool) -> None:
+        """``kubectl cordon`` (``on``) or ``uncordon``: spec.unschedulable set or cleared. kubectl
+        says so; the node's kubelet records the NodeNotSchedulable or NodeSchedulable event
+        (recordNodeSchedulableEvent); the node lifecycle controller adds or removes the
+        node.kubernetes.io/unschedulable:NoSchedule taint (TaintNodesByCondition)."""
+        if bool(self.cordoned[n]) == on:
+            name = self.names[n]
+            said = "already cordoned" if on else "already uncordoned"
+            self.log.add(t, "Normal", "Cordon" if on else "Uncordon", f"node/{name}", f"node/{name} {said}",
+                         "kubectl")  # fmt: skip
+            return
+        self.cordoned[n] = on
+        self.version += 1
+        name = self.names[n]
+        obj = f"node/{name}"
+        self.log.add(t, "Normal", "Cordon" if on else "Uncordon", obj,
+                     f"node/{name} {'cordoned' if on else 'uncordoned'}", "kubectl")  # fmt: skip
+        state = "NodeNotSchedulable" if on else "NodeSchedulable"
+        self.log.add(t, "Normal", state, obj, f"Node {name} status is now: {state}", "kubelet")
 
     # -- the control plane's steps -------------------------------------------------------------
 

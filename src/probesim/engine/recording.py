@@ -1,6 +1,7 @@
 """The run's record: one value a step per series (``workload.<name>.<figure>``,
 ``route.<name>.<figure>``, ``service.<name>.{ready,serving,terminating}``,
-``hpa.<name>.{desired,utilization}``, and with spec.cluster.nodes ``node.<name>.{ready,pods}``),
+``hpa.<name>.{desired,utilization}``, with spec.cluster.nodes ``node.<name>.{ready,pods}``, per
+PodDisruptionBudget ``pdb.<name>.{allowed,healthy}``),
 as Result.series carries them.
 
 The Recorder makes the columns (in the order results list them) and fills the workload,
@@ -41,6 +42,7 @@ class RunState(Protocol):
     ready_since: Any
     desired: Any
     nodes: Any  # engine/nodes.py's Nodes
+    budgets: Any  # engine/disruption.py's Budgets
 
 
 class Recorder:
@@ -105,6 +107,11 @@ class Recorder:
             else []
         )  # fmt: skip
         self.node_counts: list[tuple[int, int]] = []
+        # Per PodDisruptionBudget: its status.disruptionsAllowed and status.currentHealthy.
+        self.pdb_cols = [
+            (rec.setdefault(f"pdb.{n}.allowed", np.zeros(ticks, np.int64)),
+             rec.setdefault(f"pdb.{n}.healthy", np.zeros(ticks, np.int64))) for n in run.budgets.names
+        ]  # fmt: skip
         self.counted_version = -1
         self.counts: list[tuple[int, int, int]] = []  # per workload: current, ready, restarts
         self.series = rec
@@ -187,6 +194,13 @@ class Recorder:
         for (r_col, p_col), (ready_n, pods_n) in zip(self.node_cols, self.node_counts, strict=True):
             r_col[k] = ready_n
             p_col[k] = pods_n
+        if self.pdb_cols:
+            pods = run.pods
+            live = pods.admitted & ~pods.gone
+            for i, (a_col, h_col) in enumerate(self.pdb_cols):
+                st = run.budgets.status(i, live, pods.deleting, run.ready, run.desired)
+                a_col[k] = st.allowed
+                h_col[k] = st.current_healthy
         for wi, (d_col, u_col) in self.hpas.items():
             d_col[k] = run.desired[wi]
             u_col[k] = run.autoscalers[wi].last_utilization

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Discriminator, Field, Tag
 
-from probesim.model.base import Model, SInt
+from probesim.model.base import Model, SBool, SInt
 from probesim.model.duration import Duration
 from probesim.model.kubernetes import Bytes, Millicores
 
@@ -140,4 +140,34 @@ class ZoneUp(Model):
 
     kind: Literal["zoneUp"]
     zone: str
+    at: Duration
+
+
+class Drain(Model):
+    """``kubectl drain NODE``: the node cordoned (no new pod goes there), then every pod on it
+    evicted through the Eviction API, which honours the PodDisruptionBudgets; an eviction a budget
+    refuses is tried again every 5 s, until every pod is gone or ``timeout`` passes."""
+
+    kind: Literal["drain"]
+    node: str = Field(description="A node of spec.cluster.nodes.")
+    at: Duration
+    timeout: Duration = Field(
+        default=0, description="kubectl drain --timeout: give up after this long (0s: wait for ever)."
+    )
+    grace_period: Duration | None = Field(
+        default=None,
+        description="kubectl drain --grace-period: each pod's termination grace period instead of its own.",
+    )
+    force: SBool = Field(
+        default=False,
+        description="kubectl drain --force: also evict pods no controller manages (bare Pods, not "
+        "recreated); without it kubectl refuses to drain a node that has one.",
+    )
+
+
+class Uncordon(Model):
+    """``kubectl uncordon NODE``: new pods may go to the node again."""
+
+    kind: Literal["uncordon"]
+    node: str = Field(description="A node of spec.cluster.nodes.")
     at: Duration
