@@ -48,6 +48,8 @@ class DrainRun:
     deadline: int
     grace: int | None
     timeout: int
+    source: str = "kubectl"
+    finished: bool = False
     retry_at: dict[int, int] = field(default_factory=dict)  # pod → its next eviction attempt
     poll_at: dict[int, int] = field(default_factory=dict)  # evicted pod → its next poll
     errors: list[str] = field(default_factory=list)
@@ -82,25 +84,32 @@ class Drains:
         if isinstance(a, Uncordon):
             self.nodes.cordon(n, t, False)
             return
-        self.nodes.cordon(n, t, True)
+        self._start_drain(n, t, a.timeout, a.grace_period, a.force, KUBECTL)
+
+    def _start_drain(
+        self, n: int, t: int, timeout: int, grace: int | None, force: bool, source: str
+    ) -> DrainRun | None:
+        """Node ``n`` cordoned, then its pods' evictions begun (None: refused, bare pods)."""
+        self.nodes.cordon(n, t, True, source)
         f = self.fleet
         pods = self._on_node(n).tolist()
         bare = [p for p in pods if self.scenario_kinds[int(f.pod_workload[p])] == "Pod"]
         name = self.nodes.names[n]
         if bare:
             listed = ", ".join(f"{self.spaces[int(f.pod_workload[p])]}/{f.pod_names[p]}" for p in bare)
-            if not a.force:
+            if not force:
                 # GetPodsForDeletion's error: nothing is evicted, the node stays cordoned.
                 msg = (f'unable to drain node "{name}" due to error: cannot delete Pods that declare no '
                        f"controller (use --force to override): {listed}")  # fmt: skip
-                self.log.add(t, "Warning", "DrainRefused", f"node/{name}", msg, KUBECTL)
-                return
+                self.log.add(t, "Warning", "DrainRefused", f"node/{name}", msg, source)
+                return None
             msg = f"Deleting pods that declare no controller: {listed}"
-            self.log.add(t, "Warning", "DrainWarning", f"node/{name}", msg, KUBECTL)
-        run = DrainRun(n, t + a.timeout if a.timeout else int(INF), a.grace_period, a.timeout)
+            self.log.add(t, "Warning", "DrainWarning", f"node/{name}", msg, source)
+        run = DrainRun(n, t + timeout if timeout else int(INF), grace, timeout, source)
         run.retry_at = dict.fromkeys(pods, t)
         self.drains.append(run)
         self._drain_step(t)
+        return run
 
     def _drain_step(self, t: int) -> None:
         """Each drain's attempts and polls due at ``t``, in pod order."""
@@ -111,13 +120,14 @@ class Drains:
             for p in sorted(p for p, at in run.poll_at.items() if at <= t):
                 self._poll(run, p, t)
             if not run.retry_at and not run.poll_at:
+                run.finished = True
                 name = self.nodes.names[run.node]
                 if run.errors:
                     msg = f'unable to drain node "{name}" due to error: {run.errors[0]}'
-                    self.log.add(t, "Warning", "DrainFailed", f"node/{name}", msg, KUBECTL)
+                    self.log.add(t, "Warning", "DrainFailed", f"node/{name}", msg, run.source)
                 else:
-                    self.log.add(t, "Normal", "Drained", f"node/{name}", f"node/{name} drained", KUBECTL)
-        self.drains = [r for r in self.drains if r.retry_at or r.poll_at]
+                    self.log.add(t, "Normal", "Drained", f"node/{name}", f"node/{name} drained", run.source)
+        self.drains = [r for r in self.drains if not r.finished]
 
     def _pod_ref(self, p: int) -> tuple[str, str]:
         return self.spaces[int(self.fleet.pod_workload[p])], self.fleet.pod_names[p]
@@ -129,11 +139,11 @@ class Drains:
         pods = self.pods
         if not pods.admitted[p] or pods.gone[p]:
             return  # NotFound: done with it
-        self.log.add(t, "Normal", "EvictingPod", obj, f"evicting pod {ns}/{name}", KUBECTL)
+        self.log.add(t, "Normal", "EvictingPod", obj, f"evicting pod {ns}/{name}", run.source)
         if t >= run.deadline:
             limit = format_ms(run.timeout)
             why = f'error when evicting pods/"{name}" -n "{ns}": global timeout reached: {limit}'
-            self.log.add(t, "Warning", "EvictionFailed", obj, why, KUBECTL)
+            self.log.add(t, "Warning", "EvictionFailed", obj, why, run.source)
             run.errors.append(why)
             return
         live = pods.admitted & ~pods.gone
@@ -146,11 +156,11 @@ class Drains:
         if verdict.code == 429:
             why = (f'error when evicting pods/"{name}" -n "{ns}" (will retry after '
                    f"{format_ms(RETRY_MS)}): {verdict.message}")  # fmt: skip
-            self.log.add(t, "Warning", "EvictionRefused", obj, why, KUBECTL)
+            self.log.add(t, "Warning", "EvictionRefused", obj, why, run.source)
             run.retry_at[p] = t + RETRY_MS
             return
         why = f'error when evicting pods/"{name}" -n "{ns}": {verdict.message}'
-        self.log.add(t, "Warning", "EvictionFailed", obj, why, KUBECTL)
+        self.log.add(t, "Warning", "EvictionFailed", obj, why, run.source)
         run.errors.append(why)
 
     def _poll(self, run: DrainRun, p: int, t: int) -> None:
@@ -158,13 +168,13 @@ class Drains:
         ns, name = self._pod_ref(p)
         if self.pods.gone[p]:
             del run.poll_at[p]
-            self.log.add(t, "Normal", "PodEvicted", f"pod/{name}", f"pod/{name} evicted", KUBECTL)
+            self.log.add(t, "Normal", "PodEvicted", f"pod/{name}", f"pod/{name} evicted", run.source)
             return
         if t >= run.deadline:
             del run.poll_at[p]
             why = (f'error when waiting for pod "{name}" in namespace "{ns}" to terminate: global timeout '
                    f"reached: {format_ms(run.timeout)}")  # fmt: skip
-            self.log.add(t, "Warning", "EvictionFailed", f"pod/{name}", why, KUBECTL)
+            self.log.add(t, "Warning", "EvictionFailed", f"pod/{name}", why, run.source)
             run.errors.append(why)
             return
         run.poll_at[p] = t + POLL_MS

@@ -36,12 +36,13 @@ from probesim.engine.node_faults import NodeFaults
 from probesim.engine.nodes import UP, Nodes
 from probesim.engine.pod_metrics import PodMetrics
 from probesim.engine.pod_status import PodStatus
+from probesim.engine.pool_upgrade import PoolUpgrades, UpgradeRun
 from probesim.engine.readiness_gates import ReadinessGates
 from probesim.engine.recording import Recorder
 from probesim.engine.sidecar.build import build_mesh
 from probesim.engine.summary import Summary, TrackedRollout
 from probesim.engine.traffic import Traffic
-from probesim.model.nodes import Drain, NodeDown, NodeUp, Uncordon, ZoneDown, ZoneUp
+from probesim.model.nodes import Drain, NodeDown, NodePoolUpgrade, NodeUp, Uncordon, ZoneDown, ZoneUp
 from probesim.model.scenario import DeletePod, Partition, Scenario, SetReadinessGate
 from probesim.results import Result
 
@@ -55,7 +56,7 @@ def simulate(scenario: Scenario) -> Result:
     return Simulation(scenario).run()
 
 
-class Simulation(NodeFaults, Drains):
+class Simulation(NodeFaults, Drains, PoolUpgrades):
     """One run of a scenario: its state, set up as it is made. ``run`` runs it whole; ``begin``,
     ``advance`` and ``finish`` in parts (engine/warm.py goes on from a part as another scenario)."""
 
@@ -120,6 +121,7 @@ class Simulation(NodeFaults, Drains):
         self.scenario_kinds = [w.kind for w in scenario.workloads]
         self.budgets = Budgets(scenario, f)
         self.drains: list[DrainRun] = []  # kubectl drains under way
+        self.upgrades: list[UpgradeRun] = []  # node pool upgrades under way
 
     # -- steps -------------------------------------------------------------------------------
 
@@ -286,7 +288,9 @@ class Simulation(NodeFaults, Drains):
                 self.gates.set(t, a, self.pods.admitted, self.pods.gone, self.admitted_at)
                 self.dirty = True
                 continue
-            assert not isinstance(a, DeletePod | NodeDown | ZoneDown | NodeUp | ZoneUp | Drain | Uncordon)
+            assert not isinstance(
+                a, DeletePod | NodeDown | ZoneDown | NodeUp | ZoneUp | Drain | Uncordon | NodePoolUpgrade
+            )
             self.controllers.act(t, i, a)
             wi = next(j for j, w in enumerate(self.scenario.workloads) if w.name == a.workload)
             ctl = self.controllers.deployments.get(wi)
@@ -536,11 +540,13 @@ class Simulation(NodeFaults, Drains):
         """The scenario's actions by their time: pod deletions (by name) and the others (by index)."""
         self.deletions: dict[int, list[str]] = {}
         self.others: dict[int, list[int]] = {}
-        self.node_actions: dict[int, list[NodeDown | ZoneDown | NodeUp | ZoneUp | Drain | Uncordon]] = {}
+        self.node_actions: dict[
+            int, list[NodeDown | ZoneDown | NodeUp | ZoneUp | Drain | Uncordon | NodePoolUpgrade]
+        ] = {}
         for i, a in enumerate(self.spec.actions):
             if isinstance(a, DeletePod):
                 self.deletions.setdefault(a.at, []).append(a.pod)
-            elif isinstance(a, NodeDown | ZoneDown | NodeUp | ZoneUp | Drain | Uncordon):
+            elif isinstance(a, NodeDown | ZoneDown | NodeUp | ZoneUp | Drain | Uncordon | NodePoolUpgrade):
                 self.node_actions.setdefault(a.at, []).append(a)
             else:
                 self.others.setdefault(a.at, []).append(i)
@@ -561,6 +567,8 @@ class Simulation(NodeFaults, Drains):
                 for a in node_actions[t]:
                     if isinstance(a, Drain | Uncordon):
                         self._drain_action(t, a)
+                    elif isinstance(a, NodePoolUpgrade):
+                        self._upgrade_action(t, a)
                     else:
                         self._node_action(t, a)
             if t in others:
@@ -573,6 +581,8 @@ class Simulation(NodeFaults, Drains):
                 self._reap(t)
             if self.drains and self._drains_due(t):
                 self._drain_step(t)
+            if self.upgrades and self._upgrade_due(t):
+                self._upgrade_step(t)
             if self.autoscalers:
                 self._autoscale(t)
             self._reconcile(t)

@@ -92,6 +92,7 @@ class Placed:
     nonzero_memory: list[int]
     taints: list[tuple[Taint, ...]]
     cordoned: list[bool] | None = None  # spec.unschedulable (kubectl cordon), per node
+    present: list[bool] | None = None  # per node: whether it exists now (None: every one)
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,14 @@ class Scheduler:
         """Where a pod of group ``g`` goes now (pkg/scheduler/schedule_one.go schedulePod: the
         filters, then the scores of the nodes that passed)."""
         reasons = self._filter(g, placed)
-        feasible = [n for n, why in enumerate(reasons) if not why]
+        if placed.present is not None:
+            # Nodes that do not exist (yet, or any more) are not in the scheduler's snapshot.
+            here = [n for n, p in enumerate(placed.present) if p]
+            feasible = [n for n in here if not reasons[n]]
+            if not feasible:
+                return Decision(None, fit_error([reasons[n] for n in here]))
+        else:
+            feasible = [n for n, why in enumerate(reasons) if not why]
         if not feasible:
             return Decision(None, fit_error(reasons))
         if len(feasible) == 1:
@@ -156,7 +164,7 @@ class Scheduler:
         pod = self.shapes[g]
         nodes = self.nodes
         reasons: list[list[str]] = [[] for _ in nodes]
-        open_ = np.ones(len(nodes), bool)
+        open_ = np.ones(len(nodes), bool) if placed.present is None else np.array(placed.present, bool)
 
         def reject(mask: B, why: str) -> None:
             for n in np.flatnonzero(mask & open_).tolist():
@@ -168,7 +176,7 @@ class Scheduler:
             # pods that tolerate node.kubernetes.io/unschedulable:NoSchedule.
             spare = any(tolerates(x, CORDONED) for x in pod.tolerations)
             for n, off in enumerate(placed.cordoned):
-                if off and not spare:
+                if off and not spare and open_[n]:
                     reasons[n].append(UNSCHEDULABLE)
                     open_[n] = False
         for n, taints in enumerate(placed.taints):
@@ -231,6 +239,8 @@ class Scheduler:
         it tolerates."""
         ids, _ = self.domains(c.key)
         ok = ids >= 0
+        if placed.present is not None:
+            ok &= np.array(placed.present, bool)
         if c.honor_affinity:
             ok &= self._fits[g]
         if c.honor_taints:

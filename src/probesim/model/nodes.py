@@ -171,3 +171,31 @@ class Uncordon(Model):
     kind: Literal["uncordon"]
     node: str = Field(description="A node of spec.cluster.nodes.")
     at: Duration
+
+
+class NodePoolUpgrade(Model):
+    """A GKE node pool surge upgrade of spec.cluster.nodes: each node is replaced by a new one.
+    Up to ``maxSurge + maxUnavailable`` nodes are upgraded at once: for up to ``maxSurge`` of
+    them a new node is created first (Ready after ``nodeStartup``), then the old node is cordoned,
+    drained (PodDisruptionBudgets respected for up to ``drainTimeout``, GKE's 1 hour) and
+    removed; for the others (``maxUnavailable``) the old node is drained and removed first and
+    its replacement created after."""
+
+    kind: Literal["nodePoolUpgrade"]
+    at: Duration
+    max_surge: Annotated[SInt, Field(ge=0, le=100)] = Field(
+        default=1, description="Nodes created beyond the pool's size during the upgrade (GKE's default 1)."
+    )
+    max_unavailable: Annotated[SInt, Field(ge=0, le=100)] = Field(
+        default=0,
+        description="Nodes that may be unavailable at once, drained before their replacement exists.",
+    )
+    node_startup: Duration = Field(
+        default=60_000,
+        description="From a new node's creation to its being Ready (VM boot, kubelet registration).",
+    )
+    drain_timeout: Duration = Field(
+        default=3_600_000,
+        description="How long GKE respects the PodDisruptionBudgets while draining a node before it "
+        "removes the node anyway (1 hour).",
+    )

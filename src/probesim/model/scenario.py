@@ -16,7 +16,18 @@ from probesim.model.base import Model, SBool, SFloat, SInt
 from probesim.model.disruption import PodDisruptionBudget
 from probesim.model.duration import Duration, FineDuration
 from probesim.model.kubernetes import HorizontalPodAutoscaler, Millicores, Service, Workload
-from probesim.model.nodes import Drain, Node, NodeDown, NodePool, Nodes, NodeUp, Uncordon, ZoneDown, ZoneUp
+from probesim.model.nodes import (
+    Drain,
+    Node,
+    NodeDown,
+    NodePool,
+    NodePoolUpgrade,
+    Nodes,
+    NodeUp,
+    Uncordon,
+    ZoneDown,
+    ZoneUp,
+)
 from probesim.model.threshold import ThresholdLine
 from probesim.model.traffic import Traffic
 
@@ -411,7 +422,8 @@ Action = Annotated[
     | NodeUp
     | ZoneUp
     | Drain
-    | Uncordon,
+    | Uncordon
+    | NodePoolUpgrade,
     Field(discriminator="kind"),
 ]
 
