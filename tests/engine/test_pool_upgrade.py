@@ -33,7 +33,12 @@ def pdb(**spec: Any) -> dict[str, Any]:
     }
 
 
-def run(budget: dict[str, Any] | None = None, duration: str = "6m", **upgrade: Any) -> Result:
+def run(
+    budget: dict[str, Any] | None = None,
+    duration: str = "6m",
+    more: tuple[dict[str, Any], ...] = (),
+    **upgrade: Any,
+) -> Result:
     return simulate(
         scenario(
             probes=READINESS,
@@ -43,7 +48,7 @@ def run(budget: dict[str, Any] | None = None, duration: str = "6m", **upgrade: A
             traffic=[{"path": "/", "rate": 30}],
             manifests=[pdb(**budget)] if budget is not None else [],
             spec={
-                "actions": [{"kind": "nodePoolUpgrade", "at": "60s", **upgrade}],
+                "actions": [{"kind": "nodePoolUpgrade", "at": "60s", **upgrade}, *more],
                 "cluster": {"nodes": {"count": 3}},
             },
         )
@@ -122,3 +127,10 @@ def test_one_upgrade_and_the_nodes_it_needs() -> None:
     with pytest.raises(InputError) as e:
         scenario(spec={"actions": [up]})
     assert "nodePoolUpgrade needs the cluster's nodes" in str(e.value)
+
+
+def test_draining_a_node_the_upgrade_removed_is_not_found() -> None:
+    r = run({"maxUnavailable": 1}, more=({"kind": "drain", "node": "node-1", "at": "5m"},))
+    (e,) = r.events_for("node/node-1", "NotFound")
+    assert (e.time_ms, e.message) == (300_000, 'Error from server (NotFound): nodes "node-1" not found')
+    assert times(r, "Cordon", "node/node-1") == [120]

@@ -81,6 +81,10 @@ class Drains:
 
     def _drain_action(self, t: int, a: Drain | Uncordon) -> None:
         n = self.nodes.names.index(a.node)
+        if not self.nodes.present[n]:  # (a pool upgrade removed it)
+            msg = f'Error from server (NotFound): nodes "{a.node}" not found'
+            self.log.add(t, "Warning", "NotFound", f"node/{a.node}", msg, KUBECTL)
+            return
         if isinstance(a, Uncordon):
             self.nodes.cordon(n, t, False)
             return
