@@ -1,6 +1,7 @@
-"""Invariants under random drains (hypothesis): nodes drained, alone or several at once, with and
-without a PodDisruptionBudget (counts and percents, either unhealthy-pod policy), a timeout or
-not, uncordoned or not, while the controllers replace what is evicted:
+"""Invariants under random drains and node pool upgrades (hypothesis): nodes drained, alone or
+several at once, with a timeout or not, uncordoned or not, the pool upgraded (surge or not), under
+a PodDisruptionBudget (counts and percents, either unhealthy-pod policy), while the controllers
+replace what is evicted:
 
 - no eviction takes a budget below its desiredHealthy (eviction.go checkAndDecrement): the app
   here never fails a probe, so a budget's healthy count only falls by an eviction, and it never
@@ -39,6 +40,18 @@ def drained(draw: st.DrawFn) -> tuple[Any, int, int | str | None, int | str | No
             actions.append(
                 {"kind": "uncordon", "node": f"node-{i}", "at": f"{draw(st.integers(at, at + 60))}s"}
             )
+    if draw(st.booleans()):
+        # A pool upgrade: its drain timeout (1 h) is beyond the run, so no node is removed with
+        # its pods still there (which GKE does then, budget or not).
+        actions.append({
+            "kind": "nodePoolUpgrade",
+            "at": f"{draw(st.integers(0, duration))}s",
+            "maxSurge": draw(st.integers(0, 2)),
+            "maxUnavailable": draw(st.integers(1, 2)) if draw(st.booleans()) else 0,
+            "nodeStartup": draw(st.sampled_from(["0s", "10s", "60s"])),
+        })  # fmt: skip
+        if actions[-1]["maxSurge"] + actions[-1]["maxUnavailable"] == 0:
+            actions[-1]["maxSurge"] = 1
     value = st.one_of(st.integers(0, 6), st.sampled_from(["0%", "25%", "34%", "50%", "67%", "100%"]))
     min_available = max_unavailable = None
     if draw(st.booleans()):
