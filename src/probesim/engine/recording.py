@@ -112,6 +112,8 @@ class Recorder:
             (rec.setdefault(f"pdb.{n}.allowed", np.zeros(ticks, np.int64)),
              rec.setdefault(f"pdb.{n}.healthy", np.zeros(ticks, np.int64))) for n in run.budgets.names
         ]  # fmt: skip
+        self.pdb_key: tuple[int, tuple[int, ...]] | None = None
+        self.pdb_counts: list[tuple[int, int]] = []
         self.counted_version = -1
         self.counts: list[tuple[int, int, int]] = []  # per workload: current, ready, restarts
         self.series = rec
@@ -195,12 +197,22 @@ class Recorder:
             r_col[k] = ready_n
             p_col[k] = pods_n
         if self.pdb_cols:
-            pods = run.pods
-            live = pods.admitted & ~pods.gone
-            for i, (a_col, h_col) in enumerate(self.pdb_cols):
-                st = run.budgets.status(i, live, pods.deleting, run.ready, run.desired)
-                a_col[k] = st.allowed
-                h_col[k] = st.current_healthy
+            # A budget's status changes with the pods (their version) or the replicas wanted.
+            key = (run.pods.version, tuple(run.desired))
+            if key != self.pdb_key:
+                self.pdb_key = key
+                pods = run.pods
+                live = pods.admitted & ~pods.gone
+                self.pdb_counts = [
+                    (st.allowed, st.current_healthy)
+                    for st in (
+                        run.budgets.status(i, live, pods.deleting, run.ready, run.desired)
+                        for i in range(len(self.pdb_cols))
+                    )
+                ]
+            for (a_col, h_col), (allowed, healthy) in zip(self.pdb_cols, self.pdb_counts, strict=True):
+                a_col[k] = allowed
+                h_col[k] = healthy
         for wi, (d_col, u_col) in self.hpas.items():
             d_col[k] = run.desired[wi]
             u_col[k] = run.autoscalers[wi].last_utilization
