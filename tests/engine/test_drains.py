@@ -242,6 +242,7 @@ def test_a_cordoned_node_takes_no_pod_until_uncordoned() -> None:
         ({"minAvailable": "50"}, "spec.minAvailable", "a valid percent string must be a numeric string"),
         ({"maxUnavailable": "150%"}, "spec.maxUnavailable", "must not be greater than 100%"),
         ({"maxUnavailable": -1}, "spec.maxUnavailable", "must be greater than or equal to 0"),
+        ({"minAvailable": 2**31}, "spec.minAvailable", "must be at most 2147483647"),
         (
             {"minAvailable": 1, "unhealthyPodEvictionPolicy": "Never"},
             "unhealthyPodEvictionPolicy",

@@ -40,6 +40,8 @@ def percent_error(value: int | str) -> str | None:
     """The API server's word on a field that takes a count or a percent
     (``ValidatePositiveIntOrPercent`` and the 100% bound); None when it is valid."""
     if isinstance(value, int):
+        if value > 2**31 - 1:
+            return "must be at most 2147483647 (an int32)"
         return "must be greater than or equal to 0" if value < 0 else None
     if not PERCENT.fullmatch(value):
         return (
