@@ -88,11 +88,16 @@ def run_cost(s: Scenario) -> RunCost:
         n = 1 if w.kind == "Pod" else max(w.spec.replicas, hpa.spec.max_replicas if hpa else 0)
         pods += n
         containers += n * (len(w.pod_spec.containers) + len(w.pod_spec.init_containers))
-    from probesim.model.nodes import NodeDown, ZoneDown
+    from probesim.model.nodes import Drain, NodeDown, NodePoolUpgrade, ZoneDown
     from probesim.model.scenario import DeletePod, Restart, Rollback, Rollout, Scale, service_calls
 
     replaced = sum(isinstance(a, DeletePod) for a in s.spec.actions)
-    faults = sum(isinstance(a, NodeDown | ZoneDown) for a in s.spec.actions)
+    pool = len(s.spec.cluster.node_list() or [])
+    faults = sum(
+        pool if isinstance(a, NodePoolUpgrade) else 1
+        for a in s.spec.actions
+        if isinstance(a, NodeDown | ZoneDown | Drain | NodePoolUpgrade)
+    )
     pods += replaced
     containers += replaced
     for w in s.workloads:

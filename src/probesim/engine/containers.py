@@ -202,7 +202,7 @@ class Containers:
         self.stop_at[idx] = t + wait + stop
         self.stop_code[idx] = np.where((stop >= left) & (stop > 0), 137, 143)
 
-    def stop_pod(self, p: int, t: int, log: EventLog) -> None:
+    def stop_pod(self, p: int, t: int, log: EventLog, grace_ms: int | None = None) -> None:
         """Stop every container of a pod being deleted, with the pod's grace period; none
         restarts. Sidecars go last, in reverse order: each, its preStop hook done, waits for the
         app containers and the sidecars after it to exit, within what is left of its grace
@@ -211,7 +211,7 @@ class Containers:
         # container started at 10.5 s is running when the pod is deleted at 11 s).
         self.step(t - 1, log)
         self.pod_deleting[p] = True
-        grace = int(self.fleet.pod_tgps[p])
+        grace = int(self.fleet.pod_tgps[p]) if grace_ms is None else grace_ms  # (a deletion's own)
         pod = self.fleet.pod_names[p]
         first = self.fleet.pod_first_container
         end = int(first[p + 1]) if p + 1 < first.size else self.fleet.n_containers

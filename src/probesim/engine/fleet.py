@@ -28,7 +28,7 @@ from probesim.kube.arithmetic import replica_set_name, resolve_fenceposts
 from probesim.kube.hooks import container_hook
 from probesim.kube.ports import container_port
 from probesim.model.kubernetes import Container, Probe, ProbeType, Workload, pod_names_of
-from probesim.model.nodes import NodeDown, ZoneDown
+from probesim.model.nodes import Drain, NodeDown, NodePoolUpgrade, ZoneDown
 from probesim.model.scenario import ContainerBehavior, DeletePod, Rollback, Scale, Scenario, service_calls
 
 I64 = npt.NDArray[np.int64]
@@ -465,6 +465,12 @@ def _rollout_slots(scenario: Scenario, w: Workload, p: WorkloadPlan | None, t: i
 
 
 def node_faults(scenario: Scenario) -> int:
-    """How many node failures the scenario scripts: each may have every pod evicted and
-    replaced (a ReplicaSet's and a StatefulSet's pods need a slot per replacement)."""
-    return sum(1 for a in scenario.spec.actions if isinstance(a, NodeDown | ZoneDown))
+    """How many node failures and drains the scenario scripts: each may have every pod evicted
+    and replaced (a ReplicaSet's and a StatefulSet's pods need a slot per replacement); a node
+    pool upgrade drains every node of the pool."""
+    pool = scenario.spec.cluster.node_list() or []
+    return sum(
+        len(pool) if isinstance(a, NodePoolUpgrade) else 1
+        for a in scenario.spec.actions
+        if isinstance(a, NodeDown | ZoneDown | Drain | NodePoolUpgrade)
+    )

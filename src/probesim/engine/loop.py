@@ -25,6 +25,8 @@ from probesim.engine.capacity import CapacityModel
 from probesim.engine.containers import Containers
 from probesim.engine.controllers.deployment import TIMED_OUT_REASON
 from probesim.engine.controllers.workloads import Controllers, PodArrays
+from probesim.engine.disruption import Budgets
+from probesim.engine.drains import DrainRun, Drains
 from probesim.engine.draws import generator
 from probesim.engine.events import EventLog
 from probesim.engine.fleet import FAILURE, RUNNING, SUCCESS, TERMINATING, Fleet, build
@@ -34,12 +36,13 @@ from probesim.engine.node_faults import NodeFaults
 from probesim.engine.nodes import UP, Nodes
 from probesim.engine.pod_metrics import PodMetrics
 from probesim.engine.pod_status import PodStatus
+from probesim.engine.pool_upgrade import PoolUpgrades, UpgradeRun
 from probesim.engine.readiness_gates import ReadinessGates
 from probesim.engine.recording import Recorder
 from probesim.engine.sidecar.build import build_mesh
 from probesim.engine.summary import Summary, TrackedRollout
 from probesim.engine.traffic import Traffic
-from probesim.model.nodes import NodeDown, NodeUp, ZoneDown, ZoneUp
+from probesim.model.nodes import Drain, NodeDown, NodePoolUpgrade, NodeUp, Uncordon, ZoneDown, ZoneUp
 from probesim.model.scenario import DeletePod, Partition, Scenario, SetReadinessGate
 from probesim.results import Result
 
@@ -53,7 +56,7 @@ def simulate(scenario: Scenario) -> Result:
     return Simulation(scenario).run()
 
 
-class Simulation(NodeFaults):
+class Simulation(NodeFaults, Drains, PoolUpgrades):
     """One run of a scenario: its state, set up as it is made. ``run`` runs it whole; ``begin``,
     ``advance`` and ``finish`` in parts (engine/warm.py goes on from a part as another scenario)."""
 
@@ -115,6 +118,10 @@ class Simulation(NodeFaults):
         self.mesh = build_mesh(scenario, f, self.rng)
         self.nodes = Nodes(scenario, f, self.log)
         self.spaces = [w.metadata.namespace for w in scenario.workloads]  # per workload
+        self.scenario_kinds = [w.kind for w in scenario.workloads]
+        self.budgets = Budgets(scenario, f)
+        self.drains: list[DrainRun] = []  # kubectl drains under way
+        self.upgrades: list[UpgradeRun] = []  # node pool upgrades under way
 
     # -- steps -------------------------------------------------------------------------------
 
@@ -165,10 +172,10 @@ class Simulation(NodeFaults):
             w.admit(conts, t)
         self.dirty = True
 
-    def _delete(self, t: int, victims: list[int]) -> None:
+    def _delete(self, t: int, victims: list[int], grace: int | None = None) -> None:
         """``kubectl delete pod``: liveness and startup stop (quietly, as Success), readiness goes
-        on; every container is stopped within the pod's grace period and not restarted (§2.2.14,
-        §2.4.33); a ReplicaSet replaces the pod at once."""
+        on; every container is stopped within the pod's grace period (``grace``: the deletion's
+        own, in ms) and not restarted (§2.2.14, §2.4.33); a ReplicaSet replaces the pod at once."""
         unbound = []
         for p in victims:
             if not self.pods.admitted[p] or self.pods.deleting[p]:
@@ -179,13 +186,13 @@ class Simulation(NodeFaults):
                 unbound.append(p)
             if self.pods.unreachable[p]:
                 continue  # its node failed: its kubelet learns of the deletion when it is back
-            self._kubelet_stop(p, t)
+            self._kubelet_stop(p, t, grace)
         if unbound:
             self.nodes.forget(unbound)
         self.dirty = True
         self.pods.version += 1
 
-    def _kubelet_stop(self, p: int, t: int) -> None:
+    def _kubelet_stop(self, p: int, t: int, grace: int | None = None) -> None:
         """The kubelet's side of a pod's deletion: its liveness and startup probes stop, its
         containers are stopped within its grace period."""
         conts = np.arange(*self._containers_of(p).indices(self.fleet.n_containers))
@@ -196,7 +203,7 @@ class Simulation(NodeFaults):
             w.busy_until[conts] = INF
             w.seen[conts] = self.ctr.instance[conts]
             w.cached[conts] = SUCCESS
-        self.ctr.stop_pod(p, t, self.log)
+        self.ctr.stop_pod(p, t, self.log, grace)
 
     def _named(self, t: int, names: list[str]) -> list[int]:
         """``kubectl delete pod NAME``: the pod of that name that exists now — a StatefulSet's
@@ -281,7 +288,9 @@ class Simulation(NodeFaults):
                 self.gates.set(t, a, self.pods.admitted, self.pods.gone, self.admitted_at)
                 self.dirty = True
                 continue
-            assert not isinstance(a, DeletePod | NodeDown | ZoneDown | NodeUp | ZoneUp)
+            assert not isinstance(
+                a, DeletePod | NodeDown | ZoneDown | NodeUp | ZoneUp | Drain | Uncordon | NodePoolUpgrade
+            )
             self.controllers.act(t, i, a)
             wi = next(j for j, w in enumerate(self.scenario.workloads) if w.name == a.workload)
             ctl = self.controllers.deployments.get(wi)
@@ -531,11 +540,13 @@ class Simulation(NodeFaults):
         """The scenario's actions by their time: pod deletions (by name) and the others (by index)."""
         self.deletions: dict[int, list[str]] = {}
         self.others: dict[int, list[int]] = {}
-        self.node_actions: dict[int, list[NodeDown | ZoneDown | NodeUp | ZoneUp]] = {}
+        self.node_actions: dict[
+            int, list[NodeDown | ZoneDown | NodeUp | ZoneUp | Drain | Uncordon | NodePoolUpgrade]
+        ] = {}
         for i, a in enumerate(self.spec.actions):
             if isinstance(a, DeletePod):
                 self.deletions.setdefault(a.at, []).append(a.pod)
-            elif isinstance(a, NodeDown | ZoneDown | NodeUp | ZoneUp):
+            elif isinstance(a, NodeDown | ZoneDown | NodeUp | ZoneUp | Drain | Uncordon | NodePoolUpgrade):
                 self.node_actions.setdefault(a.at, []).append(a)
             else:
                 self.others.setdefault(a.at, []).append(i)
@@ -554,7 +565,12 @@ class Simulation(NodeFaults):
             self.log.synced_pods.clear()
             if t in node_actions:
                 for a in node_actions[t]:
-                    self._node_action(t, a)
+                    if isinstance(a, Drain | Uncordon):
+                        self._drain_action(t, a)
+                    elif isinstance(a, NodePoolUpgrade):
+                        self._upgrade_action(t, a)
+                    else:
+                        self._node_action(t, a)
             if t in others:
                 self._act(t, others[t])
             if t in actions:
@@ -563,6 +579,10 @@ class Simulation(NodeFaults):
                 self._node_controller(t)
             if self.any_deleting:
                 self._reap(t)
+            if self.drains and self._drains_due(t):
+                self._drain_step(t)
+            if self.upgrades and self._upgrade_due(t):
+                self._upgrade_step(t)
             if self.autoscalers:
                 self._autoscale(t)
             self._reconcile(t)

@@ -44,13 +44,13 @@ class NodeFaults:
     spaces: list[str]
     dirty: bool
 
-    def _delete(self, t: int, victims: list[int]) -> None:
+    def _delete(self, t: int, victims: list[int], grace: int | None = None) -> None:
         raise NotImplementedError  # (the Simulation's)
 
     def _kubelet_admit(self, new: I64, t: int) -> None:
         raise NotImplementedError
 
-    def _kubelet_stop(self, p: int, t: int) -> None:
+    def _kubelet_stop(self, p: int, t: int, grace: int | None = None) -> None:
         raise NotImplementedError
 
     def _containers_of(self, p: int) -> slice:

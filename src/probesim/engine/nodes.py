@@ -26,7 +26,8 @@ from probesim.engine.fleet import Fleet
 from probesim.kube.node_lifecycle import FULL, NORMAL, eviction_rate, seen_at, unknown_at, zone_state
 from probesim.kube.pod_shapes import HOSTNAME, ZONE, Group, NodeFacts, shapes_of
 from probesim.kube.scheduling import Placed, Scheduler
-from probesim.kube.taints import UNREACHABLE, Taint, min_toleration_ms
+from probesim.kube.taints import CORDONED, UNREACHABLE, Taint, min_toleration_ms
+from probesim.model.nodes import NodePoolUpgrade
 from probesim.model.scenario import Scenario
 
 I64 = npt.NDArray[np.int64]
@@ -68,6 +69,20 @@ class Nodes:
             self.names = ["node-1"]
             self.zones = [""]
             return
+        # A node pool upgrade's new nodes, made ahead: one per node of the pool, named after the
+        # pool's last, in the zone of the node each replaces; absent until created.
+        upgrade = any(isinstance(a, NodePoolUpgrade) for a in scenario.spec.actions)
+        self.pool_size = len(listed)
+        if upgrade:
+            taken = {n.name for n in listed}
+            fresh = []
+            i = len(listed)
+            for old in listed[: self.pool_size]:
+                i += 1
+                while f"node-{i}" in taken:
+                    i += 1
+                fresh.append(old.model_copy(update={"name": f"node-{i}"}))
+            listed = [*listed, *fresh]
         self.names = [n.name for n in listed]
         self.zones = [n.zone or "" for n in listed]
         facts = []
@@ -107,12 +122,18 @@ class Nodes:
         self.back_seen = np.full(k, INF, np.int64)
         self.no_schedule = np.zeros(k, bool)
         self.no_execute = np.zeros(k, bool)
+        self.cordoned = np.zeros(k, bool)  # spec.unschedulable (kubectl cordon / drain)
         self.zone_keys = list(dict.fromkeys(self.zones))
         self.queue: dict[str, list[int]] = {z: [] for z in self.zone_keys}  # awaiting the NoExecute taint
         self.token_at: dict[str, int] = {z: -int(INF) for z in self.zone_keys}  # bucket full
         self.rate: dict[str, float] = {z: eviction_rate(NORMAL, 0) for z in self.zone_keys}
         self.zone_state: dict[str, str] = dict.fromkeys(self.zone_keys, NORMAL)
         self.evict_at = np.full(n_pods, INF, np.int64)
+        # Whether each node exists (in the API) now, and since / until when.
+        self.present = np.arange(k) < self.pool_size
+        self.ready &= self.present
+        self.created_at = np.where(self.present, 0, INF).astype(np.int64)
+        self.removed_at = np.full(k, INF, np.int64)
 
     # -- placement ---------------------------------------------------------------------------
 
@@ -142,11 +163,15 @@ class Nodes:
             nonzero_cpu_m=per_node(self.nz_cpu_of),
             nonzero_memory=per_node(self.nz_memory_of),
             taints=[self.taints(n) for n in range(k)],
+            cordoned=self.cordoned.tolist(),
+            present=None if self.present.all() else self.present.tolist(),
         )
 
     def taints(self, n: int) -> tuple[Taint, ...]:
         """Node ``n``'s taints now: its own, then the node controller's."""
         out = self.facts[n].taints
+        if self.cordoned[n]:
+            out += (CORDONED,)
         if self.no_schedule[n]:
             out += (NO_SCHEDULE,)
         if self.no_execute[n]:
@@ -268,6 +293,51 @@ class Nodes:
             self.back_seen[n] = seen_at(t, self.period)
         self._rewake(t)
 
+    def create(self, n: int, t: int) -> None:
+        """New node ``n`` (a pool upgrade's) registers, Ready: the scheduler may place pods there."""
+        name = self.names[n]
+        obj = f"node/{name}"
+        self.present[n] = True
+        self.ready[n] = True
+        self.created_at[n] = t
+        self.version += 1
+        self.log.add(t, "Normal", "Starting", obj, "Starting kubelet.", "kubelet")
+        self.log.add(t, "Normal", "NodeReady", obj, f"Node {name} status is now: NodeReady", "kubelet")
+        msg = f"Node {name} event: Registered Node {name} in Controller"
+        self.log.add(t, "Normal", "RegisteredNode", obj, msg, CONTROLLER)
+        self._rewake(t)
+
+    def remove(self, n: int, t: int) -> None:
+        """Node ``n`` is deleted (its VM with it): it leaves the API and the controllers' view."""
+        name = self.names[n]
+        self.present[n] = False
+        self.ready[n] = False
+        self.removed_at[n] = t
+        self.version += 1
+        self.log.add(t, "Normal", "RemovingNode", f"node/{name}",
+                     f"Node {name} event: Removing Node {name} from Controller", CONTROLLER)  # fmt: skip
+        self._rewake(t)
+
+    def cordon(self, n: int, t: int, on: bool, source: str = "kubectl") -> None:
+        """``kubectl cordon`` (``on``) or ``uncordon``: spec.unschedulable set or cleared. kubectl
+        says so; the node's kubelet records the NodeNotSchedulable or NodeSchedulable event
+        (recordNodeSchedulableEvent); the node lifecycle controller adds or removes the
+        node.kubernetes.io/unschedulable:NoSchedule taint (TaintNodesByCondition)."""
+        if bool(self.cordoned[n]) == on:
+            name = self.names[n]
+            said = "already cordoned" if on else "already uncordoned"
+            self.log.add(t, "Normal", "Cordon" if on else "Uncordon", f"node/{name}", f"node/{name} {said}",
+                         source)  # fmt: skip
+            return
+        self.cordoned[n] = on
+        self.version += 1
+        name = self.names[n]
+        obj = f"node/{name}"
+        self.log.add(t, "Normal", "Cordon" if on else "Uncordon", obj,
+                     f"node/{name} {'cordoned' if on else 'uncordoned'}", source)  # fmt: skip
+        state = "NodeNotSchedulable" if on else "NodeSchedulable"
+        self.log.add(t, "Normal", state, obj, f"Node {name} status is now: {state}", "kubelet")
+
     # -- the control plane's steps -------------------------------------------------------------
 
     def step(self, t: int, live: B, deleting: B, api_ready: B, namespace: Callable[[int], str]) -> PassResult:
@@ -293,6 +363,8 @@ class Nodes:
         """``monitorNodeHealth``: each node's health, then ``handleDisruption``."""
         observed = self.ready.copy()
         for n in range(len(self.facts)):
+            if not self.present[n]:
+                continue
             name = self.names[n]
             if observed[n] and self.failed[n] != UP and t >= self.unknown_due[n]:
                 # tryUpdateNodeHealth: Ready Unknown; the NoSchedule taint follows the condition.
@@ -348,7 +420,7 @@ class Nodes:
         tainting rate; every zone fully disrupted stops all tainting and removes the taints."""
         states = {}
         for z in self.zone_keys:
-            members = [n for n, zz in enumerate(self.zones) if zz == z]
+            members = [n for n, zz in enumerate(self.zones) if zz == z and self.present[n]]
             ready = int(self.ready[members].sum())
             states[z] = zone_state(ready, len(members) - ready)
         all_full = all(s == FULL for s in states.values())

@@ -1,6 +1,7 @@
 """The run's record: one value a step per series (``workload.<name>.<figure>``,
 ``route.<name>.<figure>``, ``service.<name>.{ready,serving,terminating}``,
-``hpa.<name>.{desired,utilization}``, and with spec.cluster.nodes ``node.<name>.{ready,pods}``),
+``hpa.<name>.{desired,utilization}``, with spec.cluster.nodes ``node.<name>.{ready,pods}``, per
+PodDisruptionBudget ``pdb.<name>.{allowed,healthy}``),
 as Result.series carries them.
 
 The Recorder makes the columns (in the order results list them) and fills the workload,
@@ -41,6 +42,7 @@ class RunState(Protocol):
     ready_since: Any
     desired: Any
     nodes: Any  # engine/nodes.py's Nodes
+    budgets: Any  # engine/disruption.py's Budgets
 
 
 class Recorder:
@@ -105,6 +107,13 @@ class Recorder:
             else []
         )  # fmt: skip
         self.node_counts: list[tuple[int, int]] = []
+        # Per PodDisruptionBudget: its status.disruptionsAllowed and status.currentHealthy.
+        self.pdb_cols = [
+            (rec.setdefault(f"pdb.{n}.allowed", np.zeros(ticks, np.int64)),
+             rec.setdefault(f"pdb.{n}.healthy", np.zeros(ticks, np.int64))) for n in run.budgets.names
+        ]  # fmt: skip
+        self.pdb_key: tuple[int, tuple[int, ...]] | None = None
+        self.pdb_counts: list[tuple[int, int]] = []
         self.counted_version = -1
         self.counts: list[tuple[int, int, int]] = []  # per workload: current, ready, restarts
         self.series = rec
@@ -187,6 +196,23 @@ class Recorder:
         for (r_col, p_col), (ready_n, pods_n) in zip(self.node_cols, self.node_counts, strict=True):
             r_col[k] = ready_n
             p_col[k] = pods_n
+        if self.pdb_cols:
+            # A budget's status changes with the pods (their version) or the replicas wanted.
+            key = (run.pods.version, tuple(run.desired))
+            if key != self.pdb_key:
+                self.pdb_key = key
+                pods = run.pods
+                live = pods.admitted & ~pods.gone
+                self.pdb_counts = [
+                    (st.allowed, st.current_healthy)
+                    for st in (
+                        run.budgets.status(i, live, pods.deleting, run.ready, run.desired)
+                        for i in range(len(self.pdb_cols))
+                    )
+                ]
+            for (a_col, h_col), (allowed, healthy) in zip(self.pdb_cols, self.pdb_counts, strict=True):
+                a_col[k] = allowed
+                h_col[k] = healthy
         for wi, (d_col, u_col) in self.hpas.items():
             d_col[k] = run.desired[wi]
             u_col[k] = run.autoscalers[wi].last_utilization

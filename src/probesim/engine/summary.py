@@ -90,13 +90,14 @@ class Summary:
         for i, name in enumerate(n.names):
             mine = order[n.pod_node[order] == i]
             ready = rec[f"node.{name}.ready"]
+            existed = (times >= n.created_at[i]) & (times < n.removed_at[i])  # (a pool upgrade's nodes)
             out.append(
                 NodeSummary(
                     name=name,
                     zone=n.zones[i] or None,
                     pods=[names[p] for p in mine.tolist()],
                     pods_at_end=[names[p] for p in mine.tolist() if not gone[p]],
-                    not_ready_ms=int((ready == 0).sum()) * self.spec.step,
+                    not_ready_ms=int(((ready == 0) & existed).sum()) * self.spec.step,
                     terminating=[names[p] for p in mine.tolist() if deleting[p] and not gone[p]],
                 )
             )

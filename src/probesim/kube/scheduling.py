@@ -39,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from probesim.kube.pod_shapes import HOSTNAME, NodeFacts, PodShape, Spread, Term
-from probesim.kube.taints import Taint, tolerates, untolerated
+from probesim.kube.taints import CORDONED, Taint, tolerates, untolerated
 
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
@@ -49,6 +49,7 @@ MAX_SCORE = 100  # framework.MaxNodeScore
 WEIGHTS = {"taint": 3, "affinity": 2, "spread": 2, "interpod": 2, "fit": 1, "balanced": 1}
 
 # Filter reasons, as the plugins word them.
+UNSCHEDULABLE = "node(s) were unschedulable"  # nodeunschedulable.ErrReasonUnschedulable
 UNTOLERATED = "node(s) had untolerated taint {{{key}: {value}}}"
 NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
 TOO_MANY_PODS = "Too many pods"
@@ -64,7 +65,13 @@ EXISTING_ANTI = "node(s) didn't satisfy existing pods anti-affinity rules"
 # priority 0, so none is lower).
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
-UNRESOLVABLE_PREFIXES = ("node(s) had untolerated taint", NODE_AFFINITY, SPREAD_LABEL, AFFINITY)
+UNRESOLVABLE_PREFIXES = (
+    UNSCHEDULABLE,
+    "node(s) had untolerated taint",
+    NODE_AFFINITY,
+    SPREAD_LABEL,
+    AFFINITY,
+)
 
 
 @dataclass
@@ -84,6 +91,8 @@ class Placed:
     nonzero_cpu_m: list[int]
     nonzero_memory: list[int]
     taints: list[tuple[Taint, ...]]
+    cordoned: list[bool] | None = None  # spec.unschedulable (kubectl cordon), per node
+    present: list[bool] | None = None  # per node: whether it exists now (None: every one)
 
 
 @dataclass(frozen=True)
@@ -133,7 +142,14 @@ class Scheduler:
         """Where a pod of group ``g`` goes now (pkg/scheduler/schedule_one.go schedulePod: the
         filters, then the scores of the nodes that passed)."""
         reasons = self._filter(g, placed)
-        feasible = [n for n, why in enumerate(reasons) if not why]
+        if placed.present is not None:
+            # Nodes that do not exist (yet, or any more) are not in the scheduler's snapshot.
+            here = [n for n, p in enumerate(placed.present) if p]
+            feasible = [n for n in here if not reasons[n]]
+            if not feasible:
+                return Decision(None, fit_error([reasons[n] for n in here]))
+        else:
+            feasible = [n for n, why in enumerate(reasons) if not why]
         if not feasible:
             return Decision(None, fit_error(reasons))
         if len(feasible) == 1:
@@ -148,14 +164,24 @@ class Scheduler:
         pod = self.shapes[g]
         nodes = self.nodes
         reasons: list[list[str]] = [[] for _ in nodes]
-        open_ = np.ones(len(nodes), bool)
+        open_ = np.ones(len(nodes), bool) if placed.present is None else np.array(placed.present, bool)
 
         def reject(mask: B, why: str) -> None:
             for n in np.flatnonzero(mask & open_).tolist():
                 reasons[n].append(why)
             open_[mask] = False
 
+        if placed.cordoned is not None and any(placed.cordoned):
+            # NodeUnschedulable, the default profile's first filter: a cordoned node takes only
+            # pods that tolerate node.kubernetes.io/unschedulable:NoSchedule.
+            spare = any(tolerates(x, CORDONED) for x in pod.tolerations)
+            for n, off in enumerate(placed.cordoned):
+                if off and not spare and open_[n]:
+                    reasons[n].append(UNSCHEDULABLE)
+                    open_[n] = False
         for n, taints in enumerate(placed.taints):
+            if not open_[n]:
+                continue
             taint = untolerated(taints, pod.tolerations, ("NoSchedule", "NoExecute")) if taints else None
             if taint is not None:
                 reasons[n].append(UNTOLERATED.format(key=taint.key, value=taint.value))
@@ -213,6 +239,8 @@ class Scheduler:
         it tolerates."""
         ids, _ = self.domains(c.key)
         ok = ids >= 0
+        if placed.present is not None:
+            ok &= np.array(placed.present, bool)
         if c.honor_affinity:
             ok &= self._fits[g]
         if c.honor_taints:

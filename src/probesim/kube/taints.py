@@ -13,6 +13,7 @@ from probesim.model.placement import Toleration
 
 UNREACHABLE = "node.kubernetes.io/unreachable"
 NOT_READY = "node.kubernetes.io/not-ready"
+UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,11 @@ class Taint:
     key: str
     value: str
     effect: str
+
+
+# The taint the node lifecycle controller puts on a cordoned node (TaintNodesByCondition), which
+# the scheduler's NodeUnschedulable filter reads as the pod's leave to go there.
+CORDONED = Taint(UNSCHEDULABLE, "", "NoSchedule")
 
 
 def tolerates(t: Toleration, taint: Taint) -> bool:

@@ -1,8 +1,8 @@
 """Checks of a scenario's workload actions (rollout, rollback, restart, scale, pause, resume,
 partition, readinessGate) against its workloads: names, kinds, what kubectl would refuse, and every
 rolled-out pod template validated as the API server validates a Deployment's, with the file and
-line of the action that made it; and of its node actions (nodeDown, zoneDown, nodeUp, zoneUp)
-against spec.cluster.nodes."""
+line of the action that made it; and of its node actions (nodeDown, zoneDown, nodeUp, zoneUp,
+drain, uncordon, nodePoolUpgrade) against spec.cluster.nodes."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from probesim.manifests.durations import durations
 from probesim.manifests.yamlsrc import Doc, Path_
 from probesim.model.duration import format_ms
 from probesim.model.kubernetes import Workload
-from probesim.model.nodes import NodeDown, NodeUp, ZoneDown, ZoneUp
+from probesim.model.nodes import Drain, NodeDown, NodePoolUpgrade, NodeUp, Uncordon, ZoneDown, ZoneUp
 from probesim.model.scenario import (
     Partition,
     Pause,
@@ -153,7 +153,7 @@ def check_node_actions(s: Scenario, fail: Fail) -> None:
     """Node actions name nodes and zones of spec.cluster.nodes, in an order that can happen (a
     node goes down when it is up, comes back when it is down); pods' spec.nodeName names a node."""
     nodes = s.spec.cluster.node_list()
-    kinds = NodeDown | ZoneDown | NodeUp | ZoneUp
+    kinds = NodeDown | ZoneDown | NodeUp | ZoneUp | Drain | Uncordon | NodePoolUpgrade
     acts = [(i, a) for i, a in enumerate(s.spec.actions) if isinstance(a, kinds)]
     if nodes is None:
         if acts:
@@ -172,6 +172,17 @@ def check_node_actions(s: Scenario, fail: Fail) -> None:
     down: dict[str, int] = {}  # node → the action that took it down
     for i, a in sorted(acts, key=lambda x: (x[1].at, x[0])):
         base: Path_ = ("spec", "actions", i)
+        if isinstance(a, NodePoolUpgrade):
+            if a.max_surge + a.max_unavailable == 0:
+                raise fail((*base, "maxSurge"), "maxSurge and maxUnavailable cannot both be 0: nothing "
+                           "could be upgraded (GKE's default is maxSurge 1, maxUnavailable 0)")  # fmt: skip
+            if sum(isinstance(x, NodePoolUpgrade) for _, x in acts) > 1:
+                raise fail((*base, "kind"), "give one nodePoolUpgrade: the pool is upgraded once")
+            continue
+        if isinstance(a, Drain | Uncordon):
+            if a.node not in names:
+                raise fail((*base, "node"), f"no node {a.node!r} in spec.cluster.nodes ({_listed(names)})")
+            continue
         if isinstance(a, NodeDown | NodeUp):
             if a.node not in names:
                 raise fail((*base, "node"), f"no node {a.node!r} in spec.cluster.nodes ({_listed(names)})")

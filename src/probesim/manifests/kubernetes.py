@@ -11,12 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from probesim.errors import InputError
+from probesim.kube.disruption import percent_error
 from probesim.manifests import custom
 from probesim.manifests.custom import WorkloadRef
 from probesim.manifests.errors import error_at, validate
-from probesim.manifests.validation import check_pod_spec, check_probes, check_selector
+from probesim.manifests.validation import OPERATORS, check_pod_spec, check_probes, check_selector
 from probesim.manifests.yamlsrc import Doc, Path_, get_path
 from probesim.model.base import NonNegInt32, OpenModel
+from probesim.model.disruption import PodDisruptionBudget
 from probesim.model.kubernetes import (
     GENERATED,
     HorizontalPodAutoscaler,
@@ -29,7 +31,7 @@ from probesim.model.kubernetes import (
 )
 from probesim.model.selectors import LabelSelector
 
-Read = Workload | Service | HorizontalPodAutoscaler | ScaledObject
+Read = Workload | Service | HorizontalPodAutoscaler | ScaledObject | PodDisruptionBudget
 
 # Kinds with a pod template, and the API versions that serve them (older ones are read too:
 # their fields are the same, so their probes and ports lint the same way).
@@ -119,6 +121,7 @@ class Objects:
     workloads: list[Workload] = field(default_factory=list)
     services: list[Service] = field(default_factory=list)
     hpas: list[HorizontalPodAutoscaler] = field(default_factory=list)
+    pdbs: list[PodDisruptionBudget] = field(default_factory=list)
     istio: list[tuple[Doc, Path_, dict[str, Any]]] = field(
         default_factory=list
     )  # DestinationRule, VirtualService
@@ -143,7 +146,7 @@ class Objects:
 
     def drop(self, obj: Read) -> None:
         """Forget ``obj`` (the last object read: a copy of one read before)."""
-        for group in (self.workloads, self.services, self.hpas, self.scaled_objects):
+        for group in (self.workloads, self.services, self.hpas, self.scaled_objects, self.pdbs):
             if group and group[-1] is obj:
                 group.pop()
         self._origins.pop(id(obj), None)
@@ -374,6 +377,11 @@ def _parse_object(doc: Doc, base: Path_, data: Any, out: Objects) -> Read | None
         out.hpas.append(h)
         out._add(h, Origin(doc, base))
         return h
+    if kind == "PodDisruptionBudget" and api == "policy/v1":
+        b = _pdb(doc, base, _pruned(data), obj)
+        out.pdbs.append(b)
+        out._add(b, Origin(doc, base))
+        return b
     if group.startswith("networking.istio.io") and kind in ISTIO_READ:
         out.istio.append((doc, base, data))
         return None
@@ -519,6 +527,29 @@ def read_workload(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> tupl
         raise error_at(doc, base, (*spec_path, "restartPolicy"), obj, msg)
     check_probes(doc, base, spec_path, w, obj)
     return w, spec_path
+
+
+def _pdb(doc: Doc, base: Path_, data: dict[str, Any], obj: str) -> PodDisruptionBudget:
+    """A PodDisruptionBudget, checked as the API server's ValidatePodDisruptionBudgetSpec does
+    (one of minAvailable and maxUnavailable, each a count or a percent of at most 100%), and one
+    that gives neither refused: it would guard nothing."""
+    b: PodDisruptionBudget = validate(PodDisruptionBudget, doc, base, data, obj)
+    spec = b.spec
+    if spec.min_available is not None and spec.max_unavailable is not None:
+        raise error_at(doc, base, ("spec", "maxUnavailable"), obj,
+                       "minAvailable and maxUnavailable cannot be both set: give one")  # fmt: skip
+    if spec.min_available is None and spec.max_unavailable is None:
+        raise error_at(doc, base, ("spec",), obj, "give minAvailable or maxUnavailable (a count such as 2 "
+                       "or a percent such as '50%'): without either the budget guards nothing")  # fmt: skip
+    for name, value in (("minAvailable", spec.min_available), ("maxUnavailable", spec.max_unavailable)):
+        why = percent_error(value) if value is not None else None
+        if why is not None:
+            raise error_at(doc, base, ("spec", name), obj, why)
+    for i, r in enumerate(spec.selector.match_expressions if spec.selector is not None else ()):
+        if r.operator not in OPERATORS:
+            msg = f"{r.operator!r} is not a valid selector operator (In, NotIn, Exists, DoesNotExist)"
+            raise error_at(doc, base, ("spec", "selector", "matchExpressions", i, "operator"), obj, msg)
+    return b
 
 
 def _hpa(doc: Doc, base: Path_, data: dict[str, Any], obj: str, out: Objects) -> HorizontalPodAutoscaler:

@@ -148,6 +148,7 @@ def _from_text(
         workloads=tuple(workloads),
         services=tuple(objects.services),
         autoscalers=tuple(hpas),
+        disruptionBudgets=tuple(objects.pdbs),
         destinationRules=tuple(rules),
         virtualServices=tuple(vss),
         namespaceLabels=objects.namespace_labels,

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Discriminator, Field, Tag
 
-from probesim.model.base import Model, SInt
+from probesim.model.base import Model, SBool, SInt
 from probesim.model.duration import Duration
 from probesim.model.kubernetes import Bytes, Millicores
 
@@ -141,3 +141,61 @@ class ZoneUp(Model):
     kind: Literal["zoneUp"]
     zone: str
     at: Duration
+
+
+class Drain(Model):
+    """``kubectl drain NODE``: the node cordoned (no new pod goes there), then every pod on it
+    evicted through the Eviction API, which honours the PodDisruptionBudgets; an eviction a budget
+    refuses is tried again every 5 s, until every pod is gone or ``timeout`` passes."""
+
+    kind: Literal["drain"]
+    node: str = Field(description="A node of spec.cluster.nodes.")
+    at: Duration
+    timeout: Duration = Field(
+        default=0, description="kubectl drain --timeout: give up after this long (0s: wait for ever)."
+    )
+    grace_period: Duration | None = Field(
+        default=None,
+        description="kubectl drain --grace-period: each pod's termination grace period instead of its own.",
+    )
+    force: SBool = Field(
+        default=False,
+        description="kubectl drain --force: also evict pods no controller manages (bare Pods, not "
+        "recreated); without it kubectl refuses to drain a node that has one.",
+    )
+
+
+class Uncordon(Model):
+    """``kubectl uncordon NODE``: new pods may go to the node again."""
+
+    kind: Literal["uncordon"]
+    node: str = Field(description="A node of spec.cluster.nodes.")
+    at: Duration
+
+
+class NodePoolUpgrade(Model):
+    """A GKE node pool surge upgrade of spec.cluster.nodes: each node is replaced by a new one.
+    Up to ``maxSurge + maxUnavailable`` nodes are upgraded at once: for up to ``maxSurge`` of
+    them a new node is created first (Ready after ``nodeStartup``), then the old node is cordoned,
+    drained (PodDisruptionBudgets respected for up to ``drainTimeout``, GKE's 1 hour) and
+    removed; for the others (``maxUnavailable``) the old node is drained and removed first and
+    its replacement created after."""
+
+    kind: Literal["nodePoolUpgrade"]
+    at: Duration
+    max_surge: Annotated[SInt, Field(ge=0, le=100)] = Field(
+        default=1, description="Nodes created beyond the pool's size during the upgrade (GKE's default 1)."
+    )
+    max_unavailable: Annotated[SInt, Field(ge=0, le=100)] = Field(
+        default=0,
+        description="Nodes that may be unavailable at once, drained before their replacement exists.",
+    )
+    node_startup: Duration = Field(
+        default=60_000,
+        description="From a new node's creation to its being Ready (VM boot, kubelet registration).",
+    )
+    drain_timeout: Duration = Field(
+        default=3_600_000,
+        description="How long GKE respects the PodDisruptionBudgets while draining a node before it "
+        "removes the node anyway (1 hour).",
+    )

@@ -13,9 +13,21 @@ from pydantic import Field, model_validator
 
 from probesim.mesh.istio import DestinationRule, VirtualService
 from probesim.model.base import Model, SBool, SFloat, SInt
+from probesim.model.disruption import PodDisruptionBudget
 from probesim.model.duration import Duration, FineDuration
 from probesim.model.kubernetes import HorizontalPodAutoscaler, Millicores, Service, Workload
-from probesim.model.nodes import Node, NodeDown, NodePool, Nodes, NodeUp, ZoneDown, ZoneUp
+from probesim.model.nodes import (
+    Drain,
+    Node,
+    NodeDown,
+    NodePool,
+    NodePoolUpgrade,
+    Nodes,
+    NodeUp,
+    Uncordon,
+    ZoneDown,
+    ZoneUp,
+)
 from probesim.model.threshold import ThresholdLine
 from probesim.model.traffic import Traffic
 
@@ -408,7 +420,10 @@ Action = Annotated[
     | NodeDown
     | ZoneDown
     | NodeUp
-    | ZoneUp,
+    | ZoneUp
+    | Drain
+    | Uncordon
+    | NodePoolUpgrade,
     Field(discriminator="kind"),
 ]
 
@@ -582,6 +597,7 @@ class Scenario(Model):
     workloads: tuple[Workload, ...]
     services: tuple[Service, ...] = ()
     autoscalers: tuple[HorizontalPodAutoscaler, ...] = ()
+    disruption_budgets: tuple[PodDisruptionBudget, ...] = ()
     destination_rules: tuple[DestinationRule, ...] = ()
     virtual_services: tuple[VirtualService, ...] = ()
     namespace_labels: dict[str, dict[str, str]] = Field(
