@@ -256,7 +256,9 @@ def test_a_pdb_change_is_the_workloads_change_and_costs_no_simulation(tmp_path: 
         "PodDisruptionBudget/default/web",
         [{"path": "spec.minAvailable", "before": "1", "after": "2"}],
     )
-    assert change["note"] == "not simulated: probesim simulates no drain or eviction, which a PDB guards"
+    assert (
+        change["note"] == "not simulated: a PDB guards only drains and evictions; diff's runs drain no node"
+    )
     assert doc["otherChanges"] == []
 
 

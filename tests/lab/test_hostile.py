@@ -297,6 +297,15 @@ def test_help_and_readme_say_what_runs_on_this_machine() -> None:
             },
             "it cannot run its nodeDown action yet; probesim run simulates nodes and their failures",
         ),
+        (
+            {
+                "spec": {
+                    "cluster": {"nodes": {"count": 1}},
+                    "actions": [{"kind": "drain", "node": "node-1", "at": "5s"}],
+                }
+            },
+            "it cannot run its drain action yet; probesim run simulates nodes and their failures",
+        ),
     ],
 )
 def test_beyond_its_limits_the_lab_refuses_up_front(kw: dict[str, object], says: str) -> None:

@@ -279,7 +279,7 @@ def _read(side: Side, objs: dict[str, Obj], cfg: CheckConfig) -> _Read:
 
 
 _NOTES = {
-    "PodDisruptionBudget": "not simulated: probesim simulates no drain or eviction, which a PDB guards",
+    "PodDisruptionBudget": "not simulated: a PDB guards only drains and evictions; diff's runs drain no node",
 }
 
 

@@ -18,7 +18,7 @@ from probesim.lab.rollout import check_actions, has_actions_of, peak_pods
 from probesim.lab.status import selects
 from probesim.lab.traffic import meshed, meshed_calls
 from probesim.model.kubernetes import Workload, pod_names_of
-from probesim.model.nodes import NodeDown, NodeUp, ZoneDown, ZoneUp
+from probesim.model.nodes import Drain, NodeDown, NodePoolUpgrade, NodeUp, Uncordon, ZoneDown, ZoneUp
 from probesim.model.scenario import Scenario
 from probesim.model.traffic import Traffic
 
@@ -42,9 +42,11 @@ def routes_to(scenario: Scenario, workloads: list[Workload]) -> list[Traffic]:
 
 def check_nodes(scenario: Scenario) -> None:
     """The lab runs every pod on this one machine: a scenario with several nodes or node actions
-    (nodeDown, zoneDown, nodeUp, zoneUp) is refused rather than run as if it had none."""
+    (nodeDown, zoneDown, nodeUp, zoneUp, drain, uncordon, nodePoolUpgrade) is refused rather than
+    run as if it had none."""
     nodes = scenario.spec.cluster.node_list()
-    acts = [a for a in scenario.spec.actions if isinstance(a, NodeDown | ZoneDown | NodeUp | ZoneUp)]
+    node_actions = NodeDown | ZoneDown | NodeUp | ZoneUp | Drain | Uncordon | NodePoolUpgrade
+    acts = [a for a in scenario.spec.actions if isinstance(a, node_actions)]
     if acts or (nodes is not None and len(nodes) > 1):
         what = f"its {acts[0].kind} action" if acts else f"its {len(nodes or [])} nodes"
         raise InputError(
