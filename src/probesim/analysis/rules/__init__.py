@@ -8,7 +8,15 @@ from collections.abc import Iterator
 
 from probesim.analysis.context import Context
 from probesim.analysis.findings import REGISTRY, Finding
-from probesim.analysis.rules import dependencies, kinds, mesh, probes, rollout, startup  # noqa: F401  (registers)
+from probesim.analysis.rules import (  # noqa: F401  (registers)
+    dependencies,
+    disruption,
+    kinds,
+    mesh,
+    probes,
+    rollout,
+    startup,
+)
 
 __all__ = ["rules_markdown"]
 
@@ -63,7 +71,11 @@ def rules_markdown() -> str:
         "  Services (which containers their `targetPort` reaches, by number or name; only in the same",
         "  namespace), HPAs (any metrics), KEDA ScaledObjects (`keda.sh`: the scaler of their target,",
         "  0 to 100 replicas unless they say) and Istio DestinationRules and VirtualServices are read",
-        "  for the rules. A Job's or CronJob's pods are never behind a Service.",
+        "  for the rules. A Job's or CronJob's pods are never behind a Service. PodDisruptionBudgets",
+        "  (`policy/v1`, `policy/v1beta1`) are read for the disruption rules (PS035–PS040): their",
+        "  selector against the pod templates of the same namespace, and the disruption controller's",
+        "  arithmetic over the replicas of the workloads they select (the HPA's or ScaledObject's",
+        "  minimum when one scales them); a budget the API server would refuse is not judged.",
         "- **Listed**: every report says what it linted — the text summary counts the workloads (`-v`",
         "  lists each, with what scales it), JSON has `linted` (kind, namespace, name, file, line,",
         "  apiVersion, `scaledBy`), SARIF `runs[0].properties.linted`, JUnit a test case per workload",
@@ -76,7 +88,7 @@ def rules_markdown() -> str:
         "  item.",
         "- **Skipped, with a note** (one summary line in text, each with why under `-v`, `skipped` in",
         "  JSON, `runs[0].properties.skipped` in SARIF, `system-out` in JUnit): kinds with no pod",
-        "  template (ConfigMap, RBAC, PodDisruptionBudget, …), custom resources with no pod template",
+        "  template (ConfigMap, RBAC, …), custom resources with no pod template",
         "  at `spec.template` and their definitions, files that",
         "  hold no Kubernetes object (Chart.yaml, values files, CI workflows, Compose files),",
         "  kustomizations and the patches and plugin configs they name, files with Go template markers,",
