@@ -31,11 +31,17 @@ rule = REGISTRY.rule
     why="The stress suite simulates each workload behind a Service under doubled and tripled "
     "traffic, a doubled start time, half of its dependency calls hanging, one pod answering "
     "500, a 2 s stop-the-world pause and CPU throttled to the request, and compares error %, "
-    "restarts and the lowest ready fraction with thresholds (stress in .probesim.yaml); and "
+    "restarts and the lowest ready fraction with thresholds (stress in .probesim.yaml); "
     "through a rolling update of a new version that behaves as the last and of one that never "
     "becomes Ready, where the old pods must keep serving: errors from the rollout on, available "
     "replicas against replicas − maxUnavailable, and whether it completes (or, for the bad "
-    "release, stalls).",
+    "release, stalls); and through the crash at 2m of the node holding most of its replicas "
+    "(node-down) and of that node's zone (zone-down), run for 10 minutes: the requests failed "
+    "until the node controller notices are reported (no probe can see a dead node), and judged "
+    "are the lowest ready fraction and whether every replica is Ready again by the end (a "
+    "StatefulSet's pod on the lost node waits for it, as Kubernetes has it: said, not judged). "
+    "Without spec.cluster.nodes in the scenario, the node stresses give the workload 3 nodes in "
+    "zones a, b and c, each with room for every replica, and say so.",
     fix="Read which stress failed and why, then see its timeline: the finding's fix is the command that "
     "simulates it again (probesim run MANIFESTS --workload KIND/NAMESPACE/NAME --stress STRESS).",
 )  # fmt: skip
