@@ -30,6 +30,7 @@ is replaced, whatever its settings: the errors of either rollout are not counted
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import os
 from concurrent.futures import ProcessPoolExecutor
@@ -304,19 +305,32 @@ def with_nodes(doc: dict[str, Any], w: Workload) -> bool:
 
 def busiest_node(doc: dict[str, Any], w: Workload) -> tuple[str, str | None, int]:
     """The node holding the most of ``w``'s replicas once they are placed (the first listed of a
-    tie), its zone and how many: from a short run of the scenario without its traffic or actions."""
+    tie), its zone and how many: from a short run of the scenario without its traffic or actions
+    (once for both node stresses of a workload)."""
     pre = copy.deepcopy(doc)
     pre["spec"].update({"duration": f"{_PLACED_MS}ms", "traffic": [], "actions": []})
-    r = simulate(Scenario.model_validate(pre))
-    prefix = f"{w.name}-"
+    return _busiest(json.dumps(pre, sort_keys=True), f"{w.name}-")
+
+
+@functools.lru_cache(maxsize=64)
+def _busiest(pre: str, prefix: str) -> tuple[str, str | None, int]:
+    r = simulate(Scenario.model_validate(json.loads(pre)))
     counts = [(sum(p.startswith(prefix) for p in n.pods_at_end), -i, n) for i, n in enumerate(r.nodes)]
     most, _, node = max(counts, key=lambda c: (c[0], c[1]))
     return node.name, node.zone, most
 
 
+class NotApplied(Exception):
+    """A stress that does not apply to this workload, and why (said in its verdict)."""
+
+
 def _node_fault(doc: dict[str, Any], w: Workload, stress: str) -> Scenario | None:
     """The workload's busiest node crashes at EVENT_AT_MS (``node-down``), or every node of its zone
-    (``zone-down``: only when the nodes have two zones or more)."""
+    (``zone-down``: only when the nodes have two zones or more, and the zone more nodes than that
+    one: else it is node-down again). A workload of one replica is not run: its node's loss is an
+    outage whatever its settings."""
+    if w.spec.replicas < 2:
+        raise NotApplied("one replica: its node's loss is an outage whatever the settings")
     with_nodes(doc, w)
     # Long enough to see the replacements: the node controller notices after its grace (about
     # 50 s), the pods are evicted DefaultTolerationSeconds (300 s) after the NoExecute taint.
@@ -327,6 +341,8 @@ def _node_fault(doc: dict[str, Any], w: Workload, stress: str) -> Scenario | Non
         zones = {n.zone for n in sc.spec.cluster.node_list() or () if n.zone is not None}
         if zone is None or len(zones) < 2:
             return None
+        if sum(n.zone == zone for n in sc.spec.cluster.node_list() or ()) == 1:
+            raise NotApplied(f"zone {zone} holds only node {node}, the node node-down crashes")
         action: dict[str, Any] = {"kind": "zoneDown", "zone": zone, "at": f"{EVENT_AT_MS}ms"}
     else:
         action = {"kind": "nodeDown", "node": node, "at": f"{EVENT_AT_MS}ms"}
@@ -379,6 +395,8 @@ def stress_scenario(base: dict[str, Any], w: Workload, stress: str) -> tuple[Sce
     ``probesim run`` allows by default (checked before it starts, as run does)."""
     try:
         sc = apply(base, w, stress)
+    except NotApplied as e:
+        return None, str(e)
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(x) for x in first["loc"])
@@ -543,8 +561,7 @@ def _judge_node(
     Judged: whether capacity holds — the lowest ready fraction after the failure against
     minReadyFraction (every replica on the lost node or zone takes it to 0) — whether every
     replica is Ready again by the run's end (replacements placed and started elsewhere), and
-    restarts. A workload of one replica is down while its node is, whatever its settings: not
-    judged, its figures said."""
+    restarts."""
     w = sc.workloads[0]
     fault = next(a for a in sc.spec.actions if getattr(a, "kind", "") in ("nodeDown", "zoneDown"))
     nodes = sc.spec.cluster.node_list() or []
@@ -601,9 +618,6 @@ def _judge_node(
         why.append(f"{summary.total_restarts} restarts > {th.max_restarts}")
     gap = max((x.no_endpoint_s for x in r.routes), default=0.0)
     verdict = "fail" if why else "pass"
-    if verdict == "pass" and w.spec.replicas <= 1 and lost:
-        verdict = "skipped"
-        said.insert(0, "one replica: its node's loss is an outage whatever the settings")
     return StressResult(index, shown, namespace, stress, errors, summary.total_restarts, min_ready, gap,
                         verdict, "; ".join([*why, *said]), int(fault.at))  # fmt: skip
 
