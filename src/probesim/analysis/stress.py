@@ -335,6 +335,14 @@ def _node_fault(doc: dict[str, Any], w: Workload, stress: str) -> Scenario | Non
     # Long enough to see the replacements: the node controller notices after its grace (about
     # 50 s), the pods are evicted DefaultTolerationSeconds (300 s) after the NoExecute taint.
     doc["spec"]["duration"] = f"{max(parse_ms(doc['spec']['duration']), NODE_DURATION_MS) // 1000}s"
+    # The run's cost, checked before the pre-run that finds the node (as stress_scenario checks
+    # every stress's): a node's failure costs the same whichever node it is.
+    probe = copy.deepcopy(doc)
+    first = Scenario.model_validate(probe).spec.cluster.node_list() or []
+    probe["spec"].setdefault("actions", []).append({"kind": "nodeDown", "node": first[0].name, "at": "0s"})
+    cost = run_cost(Scenario.model_validate(probe))
+    if cost.units > DEFAULT_MAX_COST:
+        raise NotApplied(too_costly(cost))
     node, zone, _ = busiest_node(doc, w)
     if stress == "zone-down":
         sc = Scenario.model_validate(doc)
@@ -407,11 +415,15 @@ def stress_scenario(base: dict[str, Any], w: Workload, stress: str) -> tuple[Sce
         return None, _NOT_APPLIED[stress]
     cost = run_cost(sc)
     if cost.units > DEFAULT_MAX_COST:
-        return None, (
-            f"too costly to simulate: {cost.explain()}, more than {DEFAULT_MAX_COST:,} "
-            "(probesim run's --max-cost default)"
-        )
+        return None, too_costly(cost)
     return sc, ""
+
+
+def too_costly(cost: Any) -> str:
+    return (
+        f"too costly to simulate: {cost.explain()}, more than {DEFAULT_MAX_COST:,} "
+        "(probesim run's --max-cost default)"
+    )
 
 
 Job = tuple[int, str, str, str, Scenario | None, StressThresholds, str]
