@@ -34,7 +34,19 @@ PS006 (reviewed, info): liveness and readiness on one HTTP path. Some of those p
 dependency — Grafana's /api/health reports its database, sock-shop's catalogue and user /health
 report their databases — so a database outage restarts every pod; others (jaeger's admin /) may be
 self-contained, which only the owner can say (the finding says how to record it). ingress-nginx's
-/healthz is the controller's own process check (its profile says so): not reported."""
+/healthz is the controller's own process check (its profile says so): not reported.
+
+Disruption rules (reviewed, issue 45). PS035: k8s-examples' cockroachdb-budget has minAvailable 67 %
+of 3 replicas, which the disruption controller rounds up to 3 (ceil(2.01)): no eviction is ever
+allowed, every drain of those nodes stalls. PS037 (warning) and PS039 (info): the multi-replica
+Deployments, StatefulSets, ReplicaSets and ReplicationControllers with no spreading on
+kubernetes.io/hostname and no budget (the guestbook frontend, cassandra, meteor, the k8s-website
+controllers' examples and mysql, podinfo's frontend, database replica and podinfo at their HPA's
+minimum of 2); kube-prometheus' prometheus-adapter has a budget but no spreading (PS037 only).
+kube-prometheus' alertmanager-main and prometheus-k8s budgets select pods that the Prometheus
+Operator's Alertmanager and Prometheus resources run: not reported by PS036 (a namespace with a
+custom resource probesim does not read). k8s-website's zookeeper (required anti-affinity on the
+hostname, maxUnavailable 1) has none."""
 
 EXPECTED: dict[str, list[str]] = {
     "argocd": [
@@ -118,9 +130,12 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "k8s-examples": [
         "PS001 Deployment/default/vllm-gemma-deployment inference-server AI_vllm-deployment_vllm-deployment.yaml:20",
+        "PS035 PodDisruptionBudget/default/cockroachdb-budget - _archived_cockroachdb_cockroachdb-statefulset.yaml:67",
         "PS001 StatefulSet/default/cockroachdb cockroachdb _archived_cockroachdb_cockroachdb-statefulset.yaml:127",
         "PS001 ReplicationController/default/my-nginx nginxhttps _archived_https-nginx_nginx-app.yaml:38",
         "PS033 ReplicationController/default/my-nginx nginxhttps _archived_https-nginx_nginx-app.yaml:48",
+        "PS039 ReplicationController/default/meteor-controller - _archived_meteor_meteor-controller.json:11",
+        "PS037 ReplicationController/default/meteor-controller - _archived_meteor_meteor-controller.json:18",
         "PS001 ReplicationController/default/meteor-controller meteor _archived_meteor_meteor-controller.json:20",
         "PS001 Pod/default/mongo mongo _archived_meteor_mongo-pod.json:22",
         "PS003 Deployment/default/selenium-hub selenium-hub _archived_selenium_selenium-hub-deployment.yaml:28",
@@ -129,18 +144,32 @@ EXPECTED: dict[str, list[str]] = {
         "PS033 ReplicationController/default/spark-ui-proxy-controller spark-ui-proxy _archived_spark_spark-ui-proxy-controller.yaml:28",
         "PS001 Pod/default/nimbus nimbus _archived_storm_storm-nimbus.json:12",
         "PS001 Pod/default/zookeeper zookeeper _archived_storm_zookeeper.json:12",
+        "PS039 StatefulSet/default/cassandra - databases_cassandra_cassandra-statefulset.yaml:9",
+        "PS037 StatefulSet/default/cassandra - databases_cassandra_cassandra-statefulset.yaml:17",
         "PS014 StatefulSet/default/cassandra cassandra databases_cassandra_cassandra-statefulset.yaml:79",
         "PS018 StatefulSet/default/cassandra cassandra databases_cassandra_cassandra-statefulset.yaml:79",
         "PS033 StatefulSet/default/cassandra cassandra databases_cassandra_cassandra-statefulset.yaml:85",
+        "PS039 Deployment/default/frontend - web_guestbook_frontend-deployment.yaml:10",
+        "PS037 Deployment/default/frontend - web_guestbook_frontend-deployment.yaml:16",
         "PS001 Deployment/default/frontend php-redis web_guestbook_frontend-deployment.yaml:18",
     ],
     "k8s-website": [
+        "PS039 StatefulSet/default/mysql - application/mysql/mysql-statefulset.yaml:10",
+        "PS037 StatefulSet/default/mysql - application/mysql/mysql-statefulset.yaml:15",
         "PS013 StatefulSet/default/mysql mysql application/mysql/mysql-statefulset.yaml:83",
         "PS015 StatefulSet/default/mysql mysql application/mysql/mysql-statefulset.yaml:89",
         "PS001 Deployment/default/php-apache php-apache application/php-apache.yaml:15",
         "PS003 StatefulSet/default/zk kubernetes-zookeeper application/zookeeper/zookeeper.yaml:112",
         "PS030 DaemonSet/kube-system/fluentd-elasticsearch fluentd-elasticsearch controllers/daemonset.yaml:21",
+        "PS039 ReplicaSet/default/frontend - controllers/frontend.yaml:10",
+        "PS037 ReplicaSet/default/frontend - controllers/frontend.yaml:18",
+        "PS039 Deployment/default/nginx-deployment - controllers/nginx-deployment.yaml:8",
+        "PS037 Deployment/default/nginx-deployment - controllers/nginx-deployment.yaml:16",
+        "PS039 ReplicationController/default/nginx - controllers/replication.yaml:9",
+        "PS037 ReplicationController/default/nginx - controllers/replication.yaml:20",
         "PS001 ReplicationController/default/nginx nginx controllers/replication.yaml:21",
+        "PS039 StatefulSet/default/web - controllers/statefulset.yaml:24",
+        "PS037 StatefulSet/default/web - controllers/statefulset.yaml:30",
         "PS001 StatefulSet/default/web nginx controllers/statefulset.yaml:33",
         "PS015 Pod/default/liveness-exec liveness pods-probe/exec-liveness.yaml:15",
         "PS013 Pod/default/etcd-with-grpc etcd pods-probe/grpc-liveness.yaml:26",
@@ -157,6 +186,7 @@ EXPECTED: dict[str, list[str]] = {
         "PS001 Deployment/monitoring/kube-state-metrics kube-rbac-proxy-self kubeStateMetrics-deployment.yaml:82",
         "PS030 DaemonSet/monitoring/node-exporter node-exporter nodeExporter-daemonset.yaml:29",
         "PS001 DaemonSet/monitoring/node-exporter kube-rbac-proxy nodeExporter-daemonset.yaml:67",
+        "PS037 Deployment/monitoring/prometheus-adapter - prometheusAdapter-deployment.yaml:31",
         "PS001 Deployment/monitoring/prometheus-operator kube-rbac-proxy prometheusOperator-deployment.yaml:58",
     ],
     "kube-prometheus-kp2": [
@@ -166,6 +196,7 @@ EXPECTED: dict[str, list[str]] = {
         "PS001 Deployment/monitoring/kube-state-metrics kube-rbac-proxy-self kubeStateMetrics-deployment.yaml:82",
         "PS030 DaemonSet/monitoring/node-exporter node-exporter nodeExporter-daemonset.yaml:29",
         "PS001 DaemonSet/monitoring/node-exporter kube-rbac-proxy nodeExporter-daemonset.yaml:67",
+        "PS037 Deployment/monitoring/prometheus-adapter - prometheusAdapter-deployment.yaml:31",
         "PS001 Deployment/monitoring/prometheus-operator kube-rbac-proxy prometheusOperator-deployment.yaml:58",
     ],
     "msdemo": [
@@ -219,8 +250,16 @@ EXPECTED: dict[str, list[str]] = {
         "PS001 Deployment/default/valkey-cart valkey-cart opentelemetry-demo.yaml:19969",
         "PS034 StatefulSet/default/opensearch opensearch opentelemetry-demo.yaml:20097",
     ],
-    "podinfo-deploy": [],
-    "podinfo-kustomize": [],
+    "podinfo-deploy": [
+        "PS039 Deployment/default/database-replica - bases/database/deployment-replica.yaml:5",
+        "PS037 Deployment/default/database-replica - bases/database/deployment-replica.yaml:24",
+        "PS039 Deployment/default/frontend - bases/frontend/deployment.yaml:5",
+        "PS037 Deployment/default/frontend - bases/frontend/deployment.yaml:23",
+    ],
+    "podinfo-kustomize": [
+        "PS039 Deployment/default/podinfo - deployment.yaml:5",
+        "PS037 Deployment/default/podinfo - deployment.yaml:23",
+    ],
     "sockshop": [
         "PS001 Deployment/kube-system/monitoring-grafana grafana autoscaling/grafana-deployment.yaml:19",
         "PS001 Deployment/kube-system/heapster heapster autoscaling/heapster-deployment.yaml:20",
@@ -266,8 +305,19 @@ STOPS: dict[str, str] = {
 # Checked as one directory, all projects are one cluster's objects: sockshop's kube-state-metrics
 # Service (namespace monitoring, selecting app.kubernetes.io/name: kube-state-metrics) then also
 # selects both kube-prometheus copies' kube-state-metrics pods; its ports only expose metrics, so
-# no readiness is asked for, and the findings are each project's own.
-WHOLE_EXTRA: list[str] = []
+# no readiness is asked for, and the findings are each project's own. Except for two, from the
+# disruption rules: podinfo-deploy's HPA of Deployment default/frontend (min 2) then also scales
+# msdemo's and otel-demo's Deployments of that identity (one object per kind, namespace and name),
+# which so become multi-replica (PS037, PS039); and metrics-server's high-availability budget
+# (kube-system) selects the pods of its base's Deployment, which is an error entry (no selector),
+# while kube-system holds other projects' workloads: PS036.
+WHOLE_EXTRA: list[str] = [
+    "PS036 PodDisruptionBudget/kube-system/metrics-server - metrics-server/components/high-availability/pdb.yaml:11",
+    "PS037 Deployment/default/frontend - msdemo/msdemo.yaml:37",
+    "PS037 Deployment/default/frontend - otel-demo/opentelemetry-demo.yaml:19153",
+    "PS039 Deployment/default/frontend - msdemo/msdemo.yaml:27",
+    "PS039 Deployment/default/frontend - otel-demo/opentelemetry-demo.yaml:19139",
+]
 
 # How many workloads each project's check lints (its report's ``linted`` list): every pod template
 # read, including custom resources'. knative-samples' eight Knative Services (serving.knative.dev)

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import probesim.analysis.rules  # noqa: F401  (registers the rules: run alone, this file saw none)
+from probesim.analysis.budgets import read_budgets
 from probesim.analysis.context import Context
 from probesim.analysis.findings import REGISTRY, SEVERITY_RANK, Finding
 from probesim.analysis.patch import apply, describe, fix_line
@@ -30,10 +31,17 @@ REALWORLD = Path(__file__).resolve().parents[2].parent / "shared" / "realworld"
 # Findings whose cure is a code change no patch makes (a self-contained endpoint, a route that
 # no longer writes, one retry layer): their fix stays text.
 NO_PATCH = {"PS006", "PS016", "PS017", "PS023", "PS025", "PS100"}
+# Findings whose fix is an object to add (PS039: a PodDisruptionBudget) or a choice only the owner
+# can make (PS036: which workload a budget guards, when none is named after it): no patch of the
+# object (tests/analysis/test_disruption_rules.py re-checks them).
+NO_PATCH |= {"PS036", "PS039"}
+# The disruption rules (replicas spread over nodes, budgets) on the multi-replica manifests here,
+# which these tests are not about: tests/analysis/test_disruption_rules.py tests them.
+DISRUPTION = {"PS035", "PS036", "PS037", "PS038", "PS039", "PS040"}
 
 
 def _findings(docs: list[Doc]) -> list[Finding]:
-    ctx = Context(k8s.parse(docs))
+    ctx = Context(k8s.parse(docs), docs=docs)
     return [f for rid in REGISTRY.rules for f in REGISTRY.checks[rid](ctx)]
 
 
@@ -55,6 +63,9 @@ def _where(docs: list[Doc], key: str) -> tuple[int, tuple[Any, ...]]:
             == key
         ):
             return next(i for i, d in enumerate(docs) if d is doc), base
+    for b in read_budgets(docs):  # PodDisruptionBudgets (PS035, PS036)
+        if obj_key("PodDisruptionBudget", b.namespace, b.name) == key:
+            return next(i for i, d in enumerate(docs) if d is b.doc), b.base
     raise AssertionError(f"{key} not found")
 
 
@@ -187,7 +198,7 @@ def test_every_generated_fix_removes_its_finding_and_adds_no_warning(data: st.Da
 
 
 def _one(text: str) -> list[Finding]:
-    return _findings(list(load_docs(text, "x.yaml")))
+    return [f for f in _findings(list(load_docs(text, "x.yaml"))) if f.rule.id not in DISRUPTION]
 
 
 ROUTER = """
@@ -402,7 +413,7 @@ def test_fixes_in_json_and_sarif_are_the_patch_and_its_exact_replacements(tmp_pa
         )
     path.write_text("\n".join(lines) + "\n")
     left = json.loads(runner.invoke(app, ["check", str(path), "-f", "json"]).output)["findings"]
-    assert [x["rule"] for x in left] == []
+    assert [x["rule"] for x in left if x["rule"] not in DISRUPTION] == []
 
 
 MODEL_SERVER = """
@@ -441,7 +452,8 @@ def test_liveness_on_a_management_api_stricter_than_readiness_is_named_and_fixed
         "livenessProbe.failureThreshold: 11 (readiness takes a failing pod out within 31s, liveness acts on a "
         "hang within 56s)"
     )
-    assert _recheck(list(load_docs(MODEL_SERVER, "ts.yaml"))) == 1
+    # PS005's fix, and PS037's (its 2 replicas spread over nodes)
+    assert _recheck(list(load_docs(MODEL_SERVER, "ts.yaml"))) == 2
 
 
 def test_liveness_and_startup_on_readinesss_path_are_named_without_a_patch() -> None:
@@ -508,7 +520,7 @@ def _with_scenario_text(tmp_path: Path, scenario: str, manifest: str) -> list[Fi
 
     (tmp_path / "m.yaml").write_text(manifest)
     sc = scenario_from_text(scenario + "---\n" + manifest, "s.yaml", tmp_path)
-    return check([str(tmp_path / "m.yaml")], sc).findings
+    return [f for f in check([str(tmp_path / "m.yaml")], sc).findings if f.rule.id not in DISRUPTION]
 
 
 def test_a_timeout_below_the_checks_time_is_raised_over_its_tail(tmp_path: Path) -> None:

@@ -307,6 +307,9 @@ def test_scenario_inline_manifests_are_linted(tmp_path: Path) -> None:
     assert {(f["rule"], f["object"], f["file"]) for f in doc["findings"]} == {
         ("PS001", "ReplicationController/legacy", path),
         ("PS010", "ReplicationController/legacy", path),
+        # its replicas: nothing spreads them over nodes, no budget guards them
+        ("PS037", "ReplicationController/legacy", path),
+        ("PS039", "ReplicationController/legacy", path),
     }
     assert doc["files"] == [path]
 

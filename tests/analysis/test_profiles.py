@@ -201,7 +201,7 @@ def test_spring_boot_liveness_on_the_aggregate_health_is_pointed_at_its_liveness
         "add startupProbe: {httpGet: {path: /actuator/health/liveness, port: http}, periodSeconds: 10, "
         "timeoutSeconds: 1, failureThreshold: 14}"  # 1.5 × 90 s, at its period
     )
-    assert _recheck(list(load_docs(text, "x.yaml"))) == 2
+    assert _recheck(list(load_docs(text, "x.yaml"))) == 3  # and PS037's fix
     # Grafana's /api/health reports its database too, but Grafana has no other endpoint to point
     # liveness at: the info finding that the path may check a dependency, no error.
     grafana = both.replace("/actuator/health", "/api/health")
@@ -281,12 +281,15 @@ def test_two_fixes_never_leave_liveness_as_strict_as_readiness() -> None:
         timings = {k: Timing.of(p) for k, p in probes_of(t)}
         assert timings["liveness"].budget > timings["readiness"].budget, f.remediation
         assert "liveness-more-tolerant" not in broken(timings, True, t.profile)
-    assert _recheck(docs) == 2
+    assert _recheck(docs) == 3  # and PS037's fix
 
 
 def test_findings_carry_what_they_assumed_in_json_sarif_and_text(tmp_path: Path) -> None:
+    # One replica: the disruption rules have nothing to say of it, the one finding is the probe's.
     (tmp_path / "m.yaml").write_text(
-        _deploy("redis:7.2", "        ports: [{name: http, containerPort: 6379}]")
+        _deploy("redis:7.2", "        ports: [{name: http, containerPort: 6379}]").replace(
+            "replicas: 3", "replicas: 1"
+        )
     )
     report = check([str(tmp_path / "m.yaml")])
     [f] = report.findings
@@ -364,7 +367,7 @@ def test_a_long_liveness_delay_becomes_a_startup_probe_that_allows_no_less() -> 
         "failureThreshold: 7}, livenessProbe.initialDelaySeconds: 0 (startup allows 70s, readiness takes a "
         "failing pod out within 31s, liveness acts on a hang within 41s)"
     )
-    assert _recheck(list(load_docs(text, "x.yaml"))) == 1
+    assert _recheck(list(load_docs(text, "x.yaml"))) == 2  # and PS037's fix
     # with a startup probe already there, or a delay of 10 s, nothing to say
     started = delayed + "\n        startupProbe: {httpGet: {path: /live, port: http}, failureThreshold: 30}"
     assert _one(_deploy("acme/web:1", started)) == []

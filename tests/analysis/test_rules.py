@@ -11,6 +11,21 @@ from probesim.analysis.check import check
 from probesim.analysis.findings import REGISTRY
 from probesim.manifests.scenario import scenario_from_text
 
+# Two replicas spread over nodes and a budget guarding them (after the containers and the
+# Service, so that the lines above stay where the tests find them): the disruption rules'
+# fixtures are in tests/analysis/test_disruption_rules.py.
+SPREAD = (
+    "      topologySpreadConstraints: [{maxSkew: 1, topologyKey: kubernetes.io/hostname, "
+    "whenUnsatisfiable: ScheduleAnyway, labelSelector: {matchLabels: {app: web}}}]\n"
+)
+BUDGET = """\
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web}
+spec: {maxUnavailable: 1, selector: {matchLabels: {app: web}}}
+"""
+
 
 def deployment(container: str, replicas: int = 2, pod: str = "", meta: str = "") -> str:
     body = textwrap.indent(textwrap.dedent(container).strip("\n"), " " * 10)
@@ -29,14 +44,14 @@ metadata:
         - name: app
           ports: [{{name: http, containerPort: 8080}}]
 {body}
----
+{SPREAD}---
 apiVersion: v1
 kind: Service
 metadata: {{name: web}}
 spec:
   selector: {{app: web}}
   ports: [{{port: 80, targetPort: http}}]
-"""
+{BUDGET}"""
 
 
 GOOD = """\
@@ -253,6 +268,7 @@ def test_every_rule_has_docs_and_a_fixture() -> None:
             "PS034",  # tests/analysis/test_profiles.py
             "PS100",  # tests/analysis/test_stress.py
         }
+        | {"PS035", "PS036", "PS037", "PS038", "PS039", "PS040"}  # tests/analysis/test_disruption_rules.py
     )
     for r in REGISTRY.rules.values():
         assert r.title.endswith(".")
@@ -287,6 +303,7 @@ def test_every_rule_has_the_family_of_the_module_declaring_it() -> None:
         "kinds",
         "rollout",
         "mesh",
+        "disruption",
         "stress",
     }
     assert (families["PS001"], families["PS020"], families["PS100"]) == ("probes", "mesh", "stress")

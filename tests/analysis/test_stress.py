@@ -115,7 +115,8 @@ def test_a_traffic_series_is_stressed_as_the_same_rate_is(tmp_path: Path) -> Non
 @pytest.mark.parametrize("scenario", [LOADED, CPU_BOUND], ids=["workers", "cpu"])
 def test_a_correct_deployment_passes_every_stress(scenario: str) -> None:
     got = verdicts(CORRECT, scenario)
-    assert {k: v[0] for k, v in got.items()} == dict.fromkeys(SUITE, "pass")
+    # zone-down is node-down again on the node stresses' default cluster (a node a zone): not run.
+    assert {k: v[0] for k, v in got.items()} == {**dict.fromkeys(SUITE, "pass"), "zone-down": "skipped"}
 
 
 MISTAKES = [

@@ -86,6 +86,21 @@ def test_a_budget_of_every_replica_stalls_the_drain_retrying_every_5s() -> None:
     assert series(r, "pdb.web.healthy")[30:] == [3] * 150
 
 
+@pytest.mark.parametrize(("selector", "held"), [({}, True), (None, False)])
+def test_an_empty_selector_guards_every_pod_of_its_namespace(
+    selector: dict[str, Any] | None, held: bool
+) -> None:
+    """policy/v1: an empty selector ({}) selects every pod of the budget's namespace — in the
+    disruption controller and, since kubernetes/kubernetes#119732, the Eviction API ("Fix to
+    honor PDB with an empty selector"); a null one selects none. minAvailable 3 of 3 holds the
+    drain with {}; with no selector nothing guards web-1, evicted at once."""
+    budget = pdb(minAvailable=3)
+    budget["spec"]["selector"] = selector
+    r = run([drain("node-2")], [budget])
+    assert (times(r, "EvictionRefused", "pod/web-1")[:2] == [60, 65]) is held
+    assert (times(r, "Killing", "pod/web-1") == [60]) is not held
+
+
 def test_a_stalled_drain_gives_up_at_its_timeout() -> None:
     """--timeout 90s: the attempt at 150 s (the first at or after 60 s + 90 s) finds the global
     timeout reached (evictPods' ctx.Done()); the drain fails, the node stays cordoned."""

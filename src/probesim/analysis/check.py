@@ -211,10 +211,15 @@ def check(
         and not (objects.workloads or objects.services or objects.hpas or objects.istio)
     ):
         raise nothing_found(paths, inputs)
-    ctx = Context(objects, scenario, Thresholds.from_dict(cfg.thresholds), corrections=cfg.profiles)
+    ctx = Context(
+        objects, scenario, Thresholds.from_dict(cfg.thresholds), corrections=cfg.profiles, docs=docs
+    )
     files = inputs.files + [
         f for f in dict.fromkeys(d.file for d in scenario_docs or []) if f not in inputs.files
     ]
+    # The budgets the disruption rules read are not skipped.
+    budgets = {(b.doc.file, b.doc.line_of(b.base)) for b in ctx.budgets}
+    skipped = [s for s in skipped if s.kind != "PodDisruptionBudget" or (s.file, s.line) not in budgets]
     report = CheckReport(rules=selected_rules(cfg), files=files, skipped=skipped, errors=errors)
     report.linted = _linted(objects)
     fixed = _CustomFixes(objects)
@@ -227,6 +232,10 @@ def check(
         meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
         ann = meta.get("annotations")
         key = obj_key(str(data.get("kind")), str(meta.get("namespace") or "default"), str(meta.get("name")))
+        annotations[key] = {str(k): str(v) for k, v in ann.items()} if isinstance(ann, dict) else {}
+    for b in ctx.budgets:
+        ann = get_path(b.doc.data, (*b.base, "metadata", "annotations"))
+        key = obj_key("PodDisruptionBudget", b.namespace, b.name)
         annotations[key] = {str(k): str(v) for k, v in ann.items()} if isinstance(ann, dict) else {}
     known = {r.id for r in REGISTRY.rules.values()} | {r.name for r in REGISTRY.rules.values()}
     for key, ann in annotations.items():

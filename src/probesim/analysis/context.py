@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from probesim.analysis.budgets import Budget, read_budgets
 from probesim.analysis.findings import REGISTRY, Finding
 from probesim.analysis.patch import container_patch, fix_line, scalar_edits
 from probesim.kube.ports import container_port
@@ -86,8 +87,13 @@ class Context:
     thresholds: Thresholds = field(default_factory=Thresholds)
     targets: list[Target] = field(default_factory=list)
     corrections: tuple[ProfileCorrection, ...] = ()  # .probesim.yaml → profiles
+    # The documents read: the kinds check does not simulate but judges are read from them
+    # (PodDisruptionBudgets, into ``budgets``).
+    docs: list[Doc] = field(default_factory=list)
+    budgets: list[Budget] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        self.budgets = read_budgets(self.docs)
         beh = self.scenario.spec.behavior if self.scenario else {}
         for w in self.objects.workloads:
             origin = self.objects.origin(w)

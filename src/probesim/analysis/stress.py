@@ -30,6 +30,7 @@ is replaced, whatever its settings: the errors of either rollout are not counted
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import os
 from concurrent.futures import ProcessPoolExecutor
@@ -49,7 +50,7 @@ from probesim.kube.rolling import rolling_update
 from probesim.kube.selectors import selects
 from probesim.manifests.kubernetes import SIMULATED_KINDS, Objects
 from probesim.model.duration import format_ms, parse_ms
-from probesim.model.kubernetes import Probe, Service, Workload
+from probesim.model.kubernetes import Probe, Service, Workload, parse_cpu
 from probesim.model.scenario import Scenario, service_calls
 from probesim.results.result import CAUSES, Result
 
@@ -70,7 +71,13 @@ FAULT_ERRORS = ("dependency-hangs", "one-pod-500")
 # judged from its start on (_judge_rollout). Not in the tuner's runs: a release that never
 # becomes Ready may be restarted by liveness by design, which its objectives would count.
 ROLLOUTS = ("rollout", "rollout-never-ready")
-SUITE = (*STRESSES, *ROLLOUTS)
+# A node's or a zone's failure at EVENT_AT_MS, judged from then on (_judge_node): the node that
+# holds the most of the workload's replicas crashes (``node-down``), or its zone goes (``zone-down``).
+# HOOK(drain, issue 45): a ``node-drain`` stress (kubectl drain of each node in turn, through the
+# workload's PodDisruptionBudgets) belongs here once the engine has the drain action; it is not
+# faked meanwhile.
+NODE_STRESSES = ("node-down", "zone-down")
+SUITE = (*STRESSES, *ROLLOUTS, *NODE_STRESSES)
 # The stresses that are the baseline until EVENT_AT_MS: they go on from its warm-up
 # (engine/warm.py) instead of simulating the same start-up again.
 LATER_STRESSES = ("stop-the-world-2s",)
@@ -254,8 +261,100 @@ def apply(base: dict[str, Any], w: Workload, stress: str) -> Scenario | None:
         if stress == "rollout-never-ready":
             action["behavior"] = _never_ready(spec["behavior"][w.name], w)
         spec.setdefault("actions", []).append(action)
+    elif stress in NODE_STRESSES:
+        return _node_fault(doc, w, stress)
     elif stress != "baseline":
         raise ValueError(stress)
+    return Scenario.model_validate(doc)
+
+
+# The cluster a node stress gives a workload whose scenario gives no nodes: three nodes in three
+# zones, each with room for every replica (so that losing one never leaves a replacement Pending
+# for want of room: the stress is about the workload, not the cluster's size).
+DEFAULT_NODES = {"count": 3, "zones": ["a", "b", "c"]}
+DEFAULT_LABEL = "probesim.dev/stress-default-node"  # marks them, to say so in the verdict
+DEFAULT_NODES_SAID = (
+    "3 nodes in zones a, b, c, each with room for every replica (no spec.cluster.nodes given)"
+)
+NODE_DURATION_MS = 10 * 60_000
+_PLACED_MS = 2_000  # the pre-run that finds where the replicas are: placement is at once
+
+
+def with_nodes(doc: dict[str, Any], w: Workload) -> bool:
+    """Give ``doc`` (a stress scenario) the default cluster when it has no nodes; whether it did."""
+    cluster = doc["spec"].setdefault("cluster", {})
+    if cluster.get("nodes") is not None:
+        return False
+    n = max(w.spec.replicas, 1)
+    cpu = sum(c.resources.requests.cpu or 0 for c in w.pod_spec.containers) * n
+    mem = sum(c.resources.requests.memory or 0 for c in w.pod_spec.containers) * n
+    node_cpu = parse_cpu(cluster.get("nodeCpu", 4))
+    # The well-known labels a node has, and those the pods select (nodeSelector): they fit.
+    labels = {
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "beta.kubernetes.io/os": "linux",
+        "beta.kubernetes.io/arch": "amd64",
+        **(w.pod_spec.node_selector or {}),
+        DEFAULT_LABEL: "true",
+    }
+    cluster["nodes"] = {**DEFAULT_NODES, "cpu": f"{max(cpu, node_cpu)}m", "memory": max(mem, 16 * 2**30),
+                        "labels": labels}  # fmt: skip
+    return True
+
+
+def busiest_node(doc: dict[str, Any], w: Workload) -> tuple[str, str | None, int]:
+    """The node holding the most of ``w``'s replicas once they are placed (the first listed of a
+    tie), its zone and how many: from a short run of the scenario without its traffic or actions
+    (once for both node stresses of a workload)."""
+    pre = copy.deepcopy(doc)
+    pre["spec"].update({"duration": f"{_PLACED_MS}ms", "traffic": [], "actions": []})
+    return _busiest(json.dumps(pre, sort_keys=True), f"{w.name}-")
+
+
+@functools.lru_cache(maxsize=64)
+def _busiest(pre: str, prefix: str) -> tuple[str, str | None, int]:
+    r = simulate(Scenario.model_validate(json.loads(pre)))
+    counts = [(sum(p.startswith(prefix) for p in n.pods_at_end), -i, n) for i, n in enumerate(r.nodes)]
+    most, _, node = max(counts, key=lambda c: (c[0], c[1]))
+    return node.name, node.zone, most
+
+
+class NotApplied(Exception):
+    """A stress that does not apply to this workload, and why (said in its verdict)."""
+
+
+def _node_fault(doc: dict[str, Any], w: Workload, stress: str) -> Scenario | None:
+    """The workload's busiest node crashes at EVENT_AT_MS (``node-down``), or every node of its zone
+    (``zone-down``: only when the nodes have two zones or more, and the zone more nodes than that
+    one: else it is node-down again). A workload of one replica is not run: its node's loss is an
+    outage whatever its settings."""
+    if w.spec.replicas < 2:
+        raise NotApplied("one replica: its node's loss is an outage whatever the settings")
+    with_nodes(doc, w)
+    # Long enough to see the replacements: the node controller notices after its grace (about
+    # 50 s), the pods are evicted DefaultTolerationSeconds (300 s) after the NoExecute taint.
+    doc["spec"]["duration"] = f"{max(parse_ms(doc['spec']['duration']), NODE_DURATION_MS) // 1000}s"
+    # The run's cost, checked before the pre-run that finds the node (as stress_scenario checks
+    # every stress's): a node's failure costs the same whichever node it is.
+    probe = copy.deepcopy(doc)
+    first = Scenario.model_validate(probe).spec.cluster.node_list() or []
+    probe["spec"].setdefault("actions", []).append({"kind": "nodeDown", "node": first[0].name, "at": "0s"})
+    cost = run_cost(Scenario.model_validate(probe))
+    if cost.units > DEFAULT_MAX_COST:
+        raise NotApplied(too_costly(cost))
+    node, zone, _ = busiest_node(doc, w)
+    if stress == "zone-down":
+        sc = Scenario.model_validate(doc)
+        zones = {n.zone for n in sc.spec.cluster.node_list() or () if n.zone is not None}
+        if zone is None or len(zones) < 2:
+            return None
+        if sum(n.zone == zone for n in sc.spec.cluster.node_list() or ()) == 1:
+            raise NotApplied(f"zone {zone} holds only node {node}, the node node-down crashes")
+        action: dict[str, Any] = {"kind": "zoneDown", "zone": zone, "at": f"{EVENT_AT_MS}ms"}
+    else:
+        action = {"kind": "nodeDown", "node": node, "at": f"{EVENT_AT_MS}ms"}
+    doc["spec"].setdefault("actions", []).append(action)
     return Scenario.model_validate(doc)
 
 
@@ -291,6 +390,7 @@ _NOT_APPLIED = {
     "dependency-hangs": "no dependency calls to hang (give --scenario with dependencies)",
     "one-pod-500": "one pod of one answering 500: no probe setting can serve around it",
     "cpu-limit-at-request": "no CPU request to cap at",
+    "zone-down": "the scenario's nodes are in fewer than two zones",
     **dict.fromkeys(
         ROLLOUTS, "no rolling update to run (Recreate, OnDelete, paused, or a kind that does not roll out)"
     ),
@@ -303,6 +403,8 @@ def stress_scenario(base: dict[str, Any], w: Workload, stress: str) -> tuple[Sce
     ``probesim run`` allows by default (checked before it starts, as run does)."""
     try:
         sc = apply(base, w, stress)
+    except NotApplied as e:
+        return None, str(e)
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(x) for x in first["loc"])
@@ -313,11 +415,15 @@ def stress_scenario(base: dict[str, Any], w: Workload, stress: str) -> tuple[Sce
         return None, _NOT_APPLIED[stress]
     cost = run_cost(sc)
     if cost.units > DEFAULT_MAX_COST:
-        return None, (
-            f"too costly to simulate: {cost.explain()}, more than {DEFAULT_MAX_COST:,} "
-            "(probesim run's --max-cost default)"
-        )
+        return None, too_costly(cost)
     return sc, ""
+
+
+def too_costly(cost: Any) -> str:
+    return (
+        f"too costly to simulate: {cost.explain()}, more than {DEFAULT_MAX_COST:,} "
+        "(probesim run's --max-cost default)"
+    )
 
 
 Job = tuple[int, str, str, str, Scenario | None, StressThresholds, str]
@@ -335,6 +441,8 @@ def run_one(args: Job, simulated: Result | None = None) -> StressResult:
     w = sc.workloads[0]
     if stress in ROLLOUTS:
         return _judge_rollout(index, shown, namespace, stress, r, w, th)
+    if stress in NODE_STRESSES:
+        return _judge_node(index, shown, namespace, stress, r, sc, th)
     summary = r.workload(w.name)
     ready = r.series[f"workload.{w.name}.ready"]
     desired = np.maximum(r.series[f"workload.{w.name}.desired"], 1)
@@ -380,12 +488,18 @@ def run_together(jobs: tuple[Job, ...]) -> list[StressResult]:
     return [run_one(j, r) for j, r in zip(jobs, results, strict=True)]
 
 
-def _errors(r: Result, judged: Any) -> float:
-    """Failed requests as a percentage of those answered, over the ``judged`` steps."""
+def _counts(r: Result, judged: Any) -> tuple[int, int]:
+    """Requests answered and failed over the ``judged`` steps."""
     ok = failed = 0
     for route in r.routes:
         ok += int(r.series[f"route.{route.name}.ok"][judged].sum())
         failed += sum(int(r.series[f"route.{route.name}.{c}"][judged].sum()) for c in CAUSES)
+    return ok, failed
+
+
+def _errors(r: Result, judged: Any) -> float:
+    """Failed requests as a percentage of those answered, over the ``judged`` steps."""
+    ok, failed = _counts(r, judged)
     return 100.0 * failed / (ok + failed) if ok + failed else 0.0
 
 
@@ -448,6 +562,76 @@ def _judge_rollout(
         "; ".join(why),
         rec.start_ms,
     )
+
+
+def _judge_node(
+    index: int, shown: str, namespace: str, stress: str, r: Result, sc: Scenario, th: StressThresholds
+) -> StressResult:
+    """A node's or a zone's failure, judged from it on. The requests sent to the lost pods fail
+    until the node lifecycle controller notices (its grace period): no probe can see a dead node,
+    so those errors are reported, not judged (a mesh's outlier detection is what shortens them).
+    Judged: whether capacity holds — the lowest ready fraction after the failure against
+    minReadyFraction (every replica on the lost node or zone takes it to 0) — whether every
+    replica is Ready again by the run's end (replacements placed and started elsewhere), and
+    restarts."""
+    w = sc.workloads[0]
+    fault = next(a for a in sc.spec.actions if getattr(a, "kind", "") in ("nodeDown", "zoneDown"))
+    nodes = sc.spec.cluster.node_list() or []
+    lost_nodes = [n.name for n in nodes if n.name == getattr(fault, "node", None)
+                  or (n.zone is not None and n.zone == getattr(fault, "zone", None))]  # fmt: skip
+    prefix = f"{w.name}-"
+    lost = sum(p.startswith(prefix) for n in r.nodes if n.name in lost_nodes for p in n.pods)
+    summary = r.workload(w.name)
+    judged = r.time_ms >= fault.at
+    errors = _errors(r, judged)
+    ready = r.series[f"workload.{w.name}.ready"]
+    desired = np.maximum(r.series[f"workload.{w.name}.desired"], 1)
+    frac = ready[judged] / desired[judged]
+    min_ready = float(frac.min()) if judged.any() else 0.0
+    # When the controller noticed: the first lost node's Ready condition no longer True.
+    down = [r.series[f"node.{n}.ready"] for n in lost_nodes if f"node.{n}.ready" in r.series]
+    unknown = np.flatnonzero(judged & (np.min(down, axis=0) < 1)) if down else np.array([], int)
+    noticed = int(r.time_ms[unknown[0]]) if unknown.size else None
+    full = np.flatnonzero(judged & (ready >= desired))
+    after_dip = (
+        full[full > np.argmax(judged & (ready < desired))] if (judged & (ready < desired)).any() else full
+    )
+    back = int(r.time_ms[after_dip[0]]) if after_dip.size else None
+    what = f"node {lost_nodes[0]}" if fault.kind == "nodeDown" else f"zone {fault.zone}"  # type: ignore[union-attr]
+    of = f"{w.spec.replicas} replica" + ("" if w.spec.replicas == 1 else "s")
+    said = [f"{what} ({lost} of {of}) crashed at {format_ms(fault.at)}"]
+    until = r.time_ms < (noticed if noticed is not None else r.duration_ms + 1)
+    ok, failed = _counts(r, judged & until)
+    if noticed is not None:
+        said.append(f"the node controller noticed at {format_ms(noticed)}")
+    else:
+        said.append("the node controller did not notice by the run's end")
+    said.append(f"{failed} of {ok + failed} requests failed meanwhile")
+    if lost and back is not None:
+        said.append(f"all {w.spec.replicas} Ready again at {format_ms(back)}")
+    if any(n.labels.get(DEFAULT_LABEL) for n in nodes):
+        said.append(f"on {DEFAULT_NODES_SAID}")
+    if summary.all_ready_ms is None or summary.all_ready_ms > fault.at:  # the baseline says why
+        return StressResult(index, shown, namespace, stress, errors, summary.total_restarts, min_ready, 0.0,
+                            "skipped", f"never had all {w.spec.replicas} replicas Ready before the failure "
+                            "(see the baseline)", int(fault.at))  # fmt: skip
+    why = []
+    if w.spec.replicas > 1:
+        if min_ready < th.min_ready_fraction:
+            why.append(f"ready fell to {100 * min_ready:.0f} % < {100 * th.min_ready_fraction:.0f} %")
+        if ready[-1] < desired[-1] and w.kind == "StatefulSet":  # what a StatefulSet does: said
+            said.append(
+                f"{int(ready[-1])} of {int(desired[-1])} Ready at the run's end: a StatefulSet replaces "
+                "a pod of an unreachable node only once that node is deleted or back"
+            )
+        elif ready[-1] < desired[-1]:
+            why.append(f"only {int(ready[-1])} of {int(desired[-1])} replicas Ready at the run's end")
+    if summary.total_restarts > th.max_restarts:
+        why.append(f"{summary.total_restarts} restarts > {th.max_restarts}")
+    gap = max((x.no_endpoint_s for x in r.routes), default=0.0)
+    verdict = "fail" if why else "pass"
+    return StressResult(index, shown, namespace, stress, errors, summary.total_restarts, min_ready, gap,
+                        verdict, "; ".join([*why, *said]), int(fault.at))  # fmt: skip
 
 
 def nearest_services(objects: Objects, w: Workload, services: list[Service]) -> list[Service]:
@@ -532,7 +716,7 @@ def stress_suite(
 def _judged_as(stress: str) -> str:
     """How run_one judges a stress's run: a rollout's by its own rule, a fault that fails
     requests itself on restarts and readiness only, the others alike."""
-    return stress if stress in ROLLOUTS else "fault" if stress in FAULT_ERRORS else ""
+    return stress if stress in (*ROLLOUTS, *NODE_STRESSES) else "fault" if stress in FAULT_ERRORS else ""
 
 
 def _units(sc: Scenario | None) -> int:

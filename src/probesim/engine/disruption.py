@@ -33,8 +33,10 @@ class Budgets:
         spaces = [w.metadata.namespace for w in scenario.workloads]
         for b in self.budgets:
             sel = b.spec.selector
-            if pl is None or sel is None or sel.empty:
-                # getPodDisruptionBudgets: a null or empty selector matches nothing.
+            if pl is None or sel is None:
+                # A null selector matches nothing; an empty one ({}) every pod of the budget's
+                # namespace, in policy/v1 — in the disruption controller and, since
+                # kubernetes/kubernetes#119732 (1.29, backported to 1.27 and 1.28), the Eviction API.
                 hit = np.zeros(fleet.n_pods, bool)
             else:
                 groups = np.array(

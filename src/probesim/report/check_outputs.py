@@ -86,7 +86,7 @@ def render_text(
         t.add_column("VERDICT", overflow="fold", ratio=3, min_width=8)
         for r in report.stress:
             verdict = {
-                "pass": "[green]pass[/]",
+                "pass": f"[green]pass[/] [dim]{_safe(r.why)}[/]" if r.why else "[green]pass[/]",
                 "fail": f"[red]fail[/] {_safe(r.why)}",
                 "skipped": f"[dim]n/a: {_safe(r.why)}[/]",
             }[r.verdict]

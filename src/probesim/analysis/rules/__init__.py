@@ -8,7 +8,15 @@ from collections.abc import Iterator
 
 from probesim.analysis.context import Context
 from probesim.analysis.findings import REGISTRY, Finding
-from probesim.analysis.rules import dependencies, kinds, mesh, probes, rollout, startup  # noqa: F401  (registers)
+from probesim.analysis.rules import (  # noqa: F401  (registers)
+    dependencies,
+    disruption,
+    kinds,
+    mesh,
+    probes,
+    rollout,
+    startup,
+)
 
 __all__ = ["rules_markdown"]
 
@@ -23,11 +31,18 @@ rule = REGISTRY.rule
     why="The stress suite simulates each workload behind a Service under doubled and tripled "
     "traffic, a doubled start time, half of its dependency calls hanging, one pod answering "
     "500, a 2 s stop-the-world pause and CPU throttled to the request, and compares error %, "
-    "restarts and the lowest ready fraction with thresholds (stress in .probesim.yaml); and "
+    "restarts and the lowest ready fraction with thresholds (stress in .probesim.yaml); "
     "through a rolling update of a new version that behaves as the last and of one that never "
     "becomes Ready, where the old pods must keep serving: errors from the rollout on, available "
     "replicas against replicas − maxUnavailable, and whether it completes (or, for the bad "
-    "release, stalls).",
+    "release, stalls); and through the crash at 2m of the node holding most of its replicas "
+    "(node-down) and of that node's zone (zone-down, when it has other nodes too), run for 10 "
+    "minutes, for workloads of two replicas or more: the requests failed "
+    "until the node controller notices are reported (no probe can see a dead node), and judged "
+    "are the lowest ready fraction and whether every replica is Ready again by the end (a "
+    "StatefulSet's pod on the lost node waits for it, as Kubernetes has it: said, not judged). "
+    "Without spec.cluster.nodes in the scenario, the node stresses give the workload 3 nodes in "
+    "zones a, b and c, each with room for every replica, and say so.",
     fix="Read which stress failed and why, then see its timeline: the finding's fix is the command that "
     "simulates it again (probesim run MANIFESTS --workload KIND/NAMESPACE/NAME --stress STRESS).",
 )  # fmt: skip
@@ -63,7 +78,11 @@ def rules_markdown() -> str:
         "  Services (which containers their `targetPort` reaches, by number or name; only in the same",
         "  namespace), HPAs (any metrics), KEDA ScaledObjects (`keda.sh`: the scaler of their target,",
         "  0 to 100 replicas unless they say) and Istio DestinationRules and VirtualServices are read",
-        "  for the rules. A Job's or CronJob's pods are never behind a Service.",
+        "  for the rules. A Job's or CronJob's pods are never behind a Service. PodDisruptionBudgets",
+        "  (`policy/v1`, `policy/v1beta1`) are read for the disruption rules (PS035–PS040): their",
+        "  selector against the pod templates of the same namespace, and the disruption controller's",
+        "  arithmetic over the replicas of the workloads they select (the HPA's or ScaledObject's",
+        "  minimum when one scales them); a budget the API server would refuse is not judged.",
         "- **Listed**: every report says what it linted — the text summary counts the workloads (`-v`",
         "  lists each, with what scales it), JSON has `linted` (kind, namespace, name, file, line,",
         "  apiVersion, `scaledBy`), SARIF `runs[0].properties.linted`, JUnit a test case per workload",
@@ -76,7 +95,7 @@ def rules_markdown() -> str:
         "  item.",
         "- **Skipped, with a note** (one summary line in text, each with why under `-v`, `skipped` in",
         "  JSON, `runs[0].properties.skipped` in SARIF, `system-out` in JUnit): kinds with no pod",
-        "  template (ConfigMap, RBAC, PodDisruptionBudget, …), custom resources with no pod template",
+        "  template (ConfigMap, RBAC, …), custom resources with no pod template",
         "  at `spec.template` and their definitions, files that",
         "  hold no Kubernetes object (Chart.yaml, values files, CI workflows, Compose files),",
         "  kustomizations and the patches and plugin configs they name, files with Go template markers,",
