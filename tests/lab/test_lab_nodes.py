@@ -151,6 +151,61 @@ def test_a_crashed_node_in_the_lab_agrees_with_the_simulation(busy: int) -> None
     assert children_left() == [busy]  # the lab's every process gone
 
 
+def back_scenario(mode: str) -> Scenario:
+    """node-2 fails at 11 s (crash or partition) and is back at 13 s, before the node controller
+    notices (15 s)."""
+    back = [{**DOWN[0], "mode": mode}, {"kind": "nodeUp", "node": "node-2", "at": "13s"}]
+    return scenario(
+        replicas=3,
+        probes={"readinessProbe": http(periodSeconds=1)},
+        duration="18s",
+        traffic=[{"path": "/", "rate": 20, "timeout": "1s"}],
+        spec={"actions": back, "cluster": CLUSTER},
+    )
+
+
+def test_a_partitioned_node_back_goes_on_where_it_stopped(busy: int) -> None:
+    """Partition semantics (node_faults.py _node_up): the pod's processes go on (SIGCONT), never
+    restarted nor marked not Ready; what was sent to it while cut off failed, nothing after."""
+    sc = back_scenario("partition")
+    sim = simulate(sc)
+    assert at(sim, "node/node-2", "NodeUp") == [13_000]
+    assert at(sim, "pod/web-1", "PodNotReady") == [] and at(sim, "node/node-2", "NodeNotReady") == []
+    assert sim.route("/").failed["not_answering"] == 14  # 40 sent over 11-13 s, every third to web-1
+
+    lab = run_lab(sc)
+
+    assert at(lab, "node/node-2", "NodePartitioned") == [11_000]
+    assert at(lab, "node/node-2", "NodeUp") == [13_000]
+    assert at(lab, "pod/web-1", "PodNotReady") == [] and len(at(lab, "pod/web-1", "Started")) == 1
+    assert abs(failed_sent(lab, 11_000, 13_000) - 14) <= 2
+    assert failed_sent(lab, 13_000 + LATE_MS, 18_000) == 0
+    assert children_left() == [busy]
+
+
+def test_a_crashed_node_back_restarts_its_pods_containers(busy: int) -> None:
+    """Crash semantics: the kubelet starts anew (Starting), the pod's sandbox changed, its old
+    process killed and a new container started; Ready again once its probe passes (the
+    simulation: started after containerRestartDelay, 13.1 s, Ready at its next probe, 14 s)."""
+    sc = back_scenario("crash")
+    sim = simulate(sc)
+    assert at(sim, "pod/web-1", "SandboxChanged") == [13_000]
+    assert at(sim, "pod/web-1", "Started") == [0, 13_100]
+    assert at(sim, "pod/web-1", "PodReady") == [0, 14_000]
+
+    lab = run_lab(sc)
+
+    assert at(lab, "node/node-2", "Starting") == [13_000]
+    assert at(lab, "pod/web-1", "SandboxChanged") == [13_000]
+    _, again = at(lab, "pod/web-1", "Started")
+    assert 13_100 <= again <= 13_100 + LATE_MS  # a new test app, loaded ahead
+    (_, ready) = at(lab, "pod/web-1", "PodReady")
+    assert abs(ready - 14_000) <= 1000
+    assert lab.workloads[0].restarts["web-1"] == 1
+    assert failed_sent(lab, 14_000 + LATE_MS, 18_000) == 0
+    assert children_left() == [busy]
+
+
 def mesh_scenario() -> Scenario:
     """A client sidecar with outlier detection (5 consecutive 5xx, 1 s interval, no retries) in
     front of the same 3 pods; Istio's 10 s connect timeout. node-2 crashes at 11 s; the grace is

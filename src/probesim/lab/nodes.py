@@ -186,6 +186,20 @@ class LabNodes:
             return self.nodes.nodes_of(node=a.node)
         return self.nodes.nodes_of(zone=a.zone)
 
+    def rebooting(self, pods: list[Pod]) -> list[Pod]:
+        """The pods on a node the scenario crashes and brings back: each will start a new
+        container then (one test app more to load ahead)."""
+        crashed: set[int] = set()
+        out: set[int] = set()
+        for _, a in self.actions:
+            for n in self.targets(a):
+                if isinstance(a, NodeDown | ZoneDown) and a.mode == "crash":
+                    crashed.add(n)
+                elif isinstance(a, NodeUp | ZoneUp) and n in crashed:
+                    out.add(n)
+        names = {self.nodes.names[n] for n in out}
+        return [p for p in pods if p.node in names and p.slot not in self.waiting]
+
     def _on(self, pods: list[Pod], n: int) -> list[Pod]:
         name = self.nodes.names[n]
         return [p for p in pods if p.node == name and not p.gone and p.slot not in self.waiting]
@@ -256,12 +270,17 @@ class LabNodes:
         self.status.update()
 
     async def _reboot(self, pod: Pod, tasks: list[asyncio.Task[None]]) -> None:
-        """A crashed node's pod after its return: its old container gone, a new one started."""
+        """A crashed node's pod after its return: its old container gone, a new one started after
+        containerRestartDelay (as simulated: a new kubelet, no back-off), its test app loaded
+        ahead (``rebooting``)."""
+        began = asyncio.get_running_loop().time()
         await self.runtime.halt(pod)
         pod.frozen = False
         self.status.update()
         for w in pod.workers.values():
             self._task(pod, w.kind, self.prober.worker(pod, w, resumed=True), tasks)
+        delay = self.scenario.spec.cluster.container_restart_delay / 1000
+        await asyncio.sleep(max(0.0, began + delay - asyncio.get_running_loop().time()))
         await self.runtime.start(pod)
         if not pod.deleting:
             self._task(pod, "watch", self.runtime.watch(pod), tasks)

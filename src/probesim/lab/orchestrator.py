@@ -264,6 +264,9 @@ class Lab:
         for pod in self.pods:
             for _ in range(self.runtime.loaded_ahead(pod)):
                 await self.runtime.prestart(pod)
+        for pod in self.nodes.rebooting(self.pods) if self.nodes is not None else []:
+            if not pod.command:  # a crashed node back: its pods' new containers
+                await self.runtime.prestart(pod)
         for pod in self._future():  # the rollouts' pods: one loaded each, the next after it starts
             if not pod.command:
                 await self.runtime.prestart(pod)
