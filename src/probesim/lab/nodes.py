@@ -36,6 +36,7 @@ from probesim.engine.events import EventLog
 from probesim.engine.fleet import Fleet
 from probesim.engine.nodes import CONTROLLER, CRASHED, PARTITIONED, UP, Nodes
 from probesim.lab.clock import Clock
+from probesim.lab.headroom import netstat
 from probesim.lab.pods import Pod
 from probesim.lab.port import BACKLOG
 from probesim.lab.prober import Prober
@@ -88,6 +89,11 @@ class LabNodes:
         # SIGSTOPped (and whether as a process group): each gets SIGCONT on every way out.
         self.stopped: list[tuple[asyncio.subprocess.Process, bool]] = []
         self.chores: set[asyncio.Task[None]] = set()
+        # The kernel's accept-queue counters when the first down node's queues were shrunk (None:
+        # none is now), and what they counted while any was: the scenario's dead hosts, not the
+        # lab's overflows (lab.headroom leaves them out).
+        self.window0: dict[str, int] | None = None
+        self.dead_hosts: dict[str, int] = {}
 
     # -- what the engine's decisions read ------------------------------------------------------
 
@@ -167,6 +173,8 @@ class LabNodes:
                     self.clock.events += self._take()
                     for pod in self._on(pods, n):
                         self._back(pod, t, crashed, admit, tasks)
+        if self.window0 is not None and not any(p.frozen and p.run.listening is not None for p in pods):
+            self._close_window()
         passes = 0
         while self.nodes.wake <= now and passes < MAX_PASSES:
             passes += 1
@@ -213,6 +221,8 @@ class LabNodes:
         pod.tasks.clear()
         proc = pod.run.proc
         if pod.run.listening is not None:
+            if self.window0 is None:
+                self.window0 = netstat()
             # A dead host answers no SYN: its backlog shrunk to nothing, new connections wait for
             # an answer that never comes (the first one waits in the queue), as the simulation's.
             pod.run.listening.listen(0)
@@ -302,9 +312,18 @@ class LabNodes:
             self.stopped.remove(item)
             _cont(*item)
 
+    def _close_window(self) -> None:
+        if self.window0 is None:
+            return
+        now = netstat()
+        for k, v in now.items():
+            self.dead_hosts[k] = self.dead_hosts.get(k, 0) + v - self.window0.get(k, 0)
+        self.window0 = None
+
     def release(self) -> None:
         """Every process this module stopped, and still there, continued: none stays stopped
         whatever ends the run (the reaping kills them next)."""
+        self._close_window()
         stopped, self.stopped = self.stopped, []
         for proc, group in stopped:
             _cont(proc, group)

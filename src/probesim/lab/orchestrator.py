@@ -354,6 +354,8 @@ class Lab:
             await self.runtime.reap([*self.pods, *self._future()])
             if self.folder is not None:
                 self.folder.cleanup()
+        if self.nodes is not None:
+            self.monitor.dead_hosts = self.nodes.dead_hosts
         loads = [*self.traffic.loads.items(), *(i for sp in self.runtime.services for i in sp.loads.items())]
         self.headroom = judge(
             self.monitor,
