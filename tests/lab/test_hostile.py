@@ -285,17 +285,12 @@ def test_help_and_readme_say_what_runs_on_this_machine() -> None:
             "the lab does not run readinessGate actions",
         ),
         (
-            {"spec": {"cluster": {"nodes": {"count": 3}}}},
-            "the lab runs every pod on this machine, as one node: it cannot run its 3 nodes yet",
-        ),
-        (
             {
-                "spec": {
-                    "cluster": {"nodes": {"count": 1}},
-                    "actions": [{"kind": "nodeDown", "node": "node-1", "at": "5s"}],
-                }
+                "kind": "StatefulSet",
+                "workload_spec": {"serviceName": "web"},
+                "spec": {"cluster": {"nodes": {"count": 3}}},
             },
-            "it cannot run its nodeDown action yet; probesim run simulates nodes and their failures",
+            "StatefulSet web: the lab runs the pods of Deployments on several nodes only",
         ),
         (
             {
@@ -304,7 +299,7 @@ def test_help_and_readme_say_what_runs_on_this_machine() -> None:
                     "actions": [{"kind": "drain", "node": "node-1", "at": "5s"}],
                 }
             },
-            "it cannot run its drain action yet; probesim run simulates nodes and their failures",
+            "the lab does not run drain actions yet (it runs nodeDown, zoneDown, nodeUp and zoneUp)",
         ),
     ],
 )

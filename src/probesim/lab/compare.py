@@ -14,9 +14,29 @@ import numpy as np
 
 from probesim.engine.sidecar.outlier import Detector
 from probesim.model.scenario import Scenario
-from probesim.results import Event, Result
+from probesim.results import CAUSES, Event, Result
 
-POD_EVENTS = ("Started", "Killing", "BackOff", "PodReady", "PodNotReady")
+POD_EVENTS = (
+    "Started",
+    "Killing",
+    "BackOff",
+    "PodReady",
+    "PodNotReady",
+    "TaintManagerEviction",
+    "SandboxChanged",
+)
+NODE_EVENTS = (
+    "NodeDown",
+    "NodePartitioned",
+    "NodeNotReady",
+    "NodeTainted",
+    "NodeUntainted",
+    "NodeUp",
+    "NodeReady",
+)
+# What splits a run with node faults into phases, for its failed requests: a node's failure, the
+# node controller noticing it (its pods not Ready), the pods' eviction, the node's return.
+PHASE_EVENTS = ("NodeDown", "NodePartitioned", "NodeNotReady", "TaintManagerEviction", "NodeUp")
 OUTLIER_EVENTS = ("OutlierEject", "OutlierUneject")
 TIME_TOLERANCE_MS = 1000
 # A rollout's moves follow Ready changes, each up to a probe period late in the simulation (its
@@ -199,6 +219,66 @@ def _replica_sets(sim: Result, lab: Result) -> list[Row | None]:
     return rows
 
 
+def _node_of(r: Result, obj: str) -> str | None:
+    """The node a pod was bound to, from its Scheduled event (None: none)."""
+    said = r.events_for(obj, "Scheduled")
+    return said[0].message.rsplit(" ", 1)[1] if said else None
+
+
+def _placement(obj: str, sim: Result, lab: Result) -> Row | None:
+    """The node the scheduler bound a pod to, in both (when the scenario gives its nodes)."""
+    a, b = _node_of(sim, obj), _node_of(lab, obj)
+    if a is None or b is None or not sim.nodes:
+        return None
+    return _row(obj, "node", "node", [a], [b], 0, a == b)
+
+
+def phase_bounds(sim: Result, end: int) -> list[tuple[int, int, str]]:
+    """The run cut at the simulation's node events (``PHASE_EVENTS``): each phase's start, end
+    and what began it."""
+    marks: dict[int, str] = {}
+    for e in sim.events:
+        if e.reason in PHASE_EVENTS and 0 < e.time_ms < end:
+            marks.setdefault(e.time_ms, e.reason)
+    if not marks:
+        return []
+    starts = [(0, "start"), *sorted(marks.items())]
+    return [(t, nxt, why) for (t, why), nxt in zip(starts, [*(t for t, _ in starts[1:]), end], strict=True)]
+
+
+def _phases(obj: str, route: str, sim: Result, lab: Result) -> list[Row | None]:
+    """With node faults, the route's failed requests by phase (``phase_bounds``), each request
+    counted at its send time (the simulation's step of arrival; the lab's ``failed_sent``)."""
+    sent = lab.series.get(f"route.{route}.failed_sent")
+    bounds = phase_bounds(sim, lab.duration_ms)
+    if sent is None or not bounds:
+        return []
+    per_step = np.zeros(sim.time_ms.size, np.int64)
+    for c in CAUSES:
+        if f"route.{route}.{c}" in sim.series:
+            per_step += np.asarray(sim.series[f"route.{route}.{c}"], np.int64)
+    rows: list[Row | None] = []
+    for a, b, why in bounds:
+        x = int(np.sum(per_step[(sim.time_ms >= a) & (sim.time_ms < b)]))
+        at = np.searchsorted(lab.time_ms, [a, b], side="left")
+        ends = [int(sent[min(i, sent.size - 1)]) if sent.size else 0 for i in at]
+        y = ends[1] - (ends[0] if a > 0 else 0)
+        # Every phase shown, none failing included: the timeline reads whole.
+        tol = max(2, x // 10)
+        rows.append(
+            _row(
+                obj,
+                f"failed, sent {a / 1000:g}-{b / 1000:g}s (from {why})",
+                "count",
+                [x],
+                [y],
+                tol,
+                abs(x - y) <= tol,
+            )
+        )
+    return rows
+
+
 def outlier_interval_ms(scenario: Scenario) -> int:
     """The tolerance on ejection and unejection times: one outlier detection interval (Envoy
     unejects on its interval timer), the longest of the scenario's DestinationRules."""
@@ -224,6 +304,8 @@ def compare(
     for obj in objects:
         if obj.startswith("pod/") and obj in ran:
             rows += [_times(obj, r, sim, lab, TIME_TOLERANCE_MS) for r in POD_EVENTS]
+        elif obj.startswith("node/"):
+            rows += [_times(obj, r, sim, lab, TIME_TOLERANCE_MS) for r in NODE_EVENTS]
         elif obj.startswith("sidecar/"):
             rows += _outlier_rows(obj, sim, lab, outlier_tolerance_ms, hosts or {})
     measured_workloads = {w.name: w for w in lab.workloads}
@@ -238,6 +320,7 @@ def compare(
         rows.append(_count(obj, "restarts", w.total_restarts, mw.total_restarts, 1))
         rows.append(_ready_over_time(w.name, sim, lab))
     rows += _replica_sets(sim, lab)
+    rows += [_placement(obj, sim, lab) for obj in objects if obj in ran]
     measured_routes = {r.name: r for r in lab.routes}
     for r in sim.routes:
         m = measured_routes.get(r.name)
@@ -250,6 +333,7 @@ def compare(
             y = sum(m.failed.get(c, 0) for c in causes)
             if (x or y) and (x, y) != (r.failed_total, m.failed_total):  # not the total again
                 rows.append(_count(obj, f"failed: {view}", x, y, 2))
+        rows += _phases(obj, r.name, sim, lab)
         rows.append(
             _count(
                 obj,

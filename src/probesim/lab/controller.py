@@ -38,6 +38,8 @@ class Controller:
         self.command = command
         self.commands = {self.deployment.template_named(k): argv for k, argv in commands.items()}
         self.future: dict[int, Pod] = {}  # pods the controllers will likely create, loaded ahead
+        # With nodes (lab.nodes): the pods it creates go to the scheduler, which admits them.
+        self.to_place: Callable[[Pod], None] | None = None
 
     def slot_pod(self, p: int) -> Pod:
         """The pod of the simulation's slot ``p``: its name, revision, pod spec, container and
@@ -61,6 +63,12 @@ class Controller:
         to come, made ahead."""
         self.future = {p: self.slot_pod(p) for p in self.deployment.likely_slots()}
         return [self.slot_pod(p) for p in self.deployment.first_slots()]
+
+    def replacement_slots(self, k: int) -> list[int]:
+        """The slots the first ReplicaSet fills next, as it replaces ``k`` of its pods."""
+        first = set(self.deployment.first_slots())
+        pool = [int(p) for p in self.deployment.controllers.rs[(self.deployment.wi, 0)].pool]
+        return [p for p in pool if p not in first][:k]
 
     def begin(self, pods: list[Pod]) -> None:
         for pod in pods:  # the first ReplicaSet's, as the run starts
@@ -89,6 +97,9 @@ class Controller:
             pod.created_ms = now
             self.runtime.open_log(pod)
             pods.append(pod)
+            if self.to_place is not None:
+                self.to_place(pod)
+                continue
             events.append(
                 Event(
                     now,

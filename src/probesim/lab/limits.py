@@ -1,5 +1,6 @@
 """What the lab refuses up front: more than one machine runs faithfully (pods, request rate,
-duration, a rollout's peak, several nodes and their failures), a manifest's exec probes without
+duration, a rollout's peak), node actions it does not run (drains) and node faults of pods it
+cannot replace, a manifest's exec probes without
 consent (they would run here, as this user), Envoy when it is not installed; and its
 command-line arguments read (``--command``, ``--command-for``), each bad one named in one line."""
 
@@ -40,27 +41,42 @@ def routes_to(scenario: Scenario, workloads: list[Workload]) -> list[Traffic]:
     return out
 
 
-def check_nodes(scenario: Scenario) -> None:
-    """The lab runs every pod on this one machine: a scenario with several nodes or node actions
-    (nodeDown, zoneDown, nodeUp, zoneUp, drain, uncordon, nodePoolUpgrade) is refused rather than
-    run as if it had none."""
+def check_nodes(scenario: Scenario, workloads: list[Workload]) -> None:
+    """What the lab runs of nodes (``lab.nodes``): several nodes and their failures and returns
+    (nodeDown, zoneDown, nodeUp, zoneUp), for the pods of Deployments without their own Istio
+    sidecar (a replacement would need one started); any other node action (a drain, say) is
+    refused in one line, as are a StatefulSet's or a bare Pod's pods on nodes."""
+    acts = [a for a in scenario.spec.actions if isinstance(a, NodeDown | ZoneDown | NodeUp | ZoneUp)]
+    for i, a in enumerate(scenario.spec.actions):
+        if isinstance(a, Drain | Uncordon | NodePoolUpgrade):
+            raise InputError(
+                f"the lab does not run {a.kind} actions yet (it runs nodeDown, zoneDown, nodeUp and "
+                "zoneUp); probesim run simulates it",
+                field=f"spec.actions[{i}]",
+            )
     nodes = scenario.spec.cluster.node_list()
-    node_actions = NodeDown | ZoneDown | NodeUp | ZoneUp | Drain | Uncordon | NodePoolUpgrade
-    acts = [a for a in scenario.spec.actions if isinstance(a, node_actions)]
-    if acts or (nodes is not None and len(nodes) > 1):
-        what = f"its {acts[0].kind} action" if acts else f"its {len(nodes or [])} nodes"
-        raise InputError(
-            f"the lab runs every pod on this machine, as one node: it cannot run {what} yet; "
-            "probesim run simulates nodes and their failures",
-            field="spec.actions" if acts else "spec.cluster.nodes",
-        )
+    if not acts and (nodes is None or len(nodes) <= 1):
+        return
+    for w in workloads:
+        if w.kind != "Deployment":
+            raise InputError(
+                f"{w.kind} {w.name}: the lab runs the pods of Deployments on several nodes only (their "
+                "ReplicaSet replaces a pod its node lost); probesim run simulates the others",
+                field="spec.cluster.nodes",
+            )
+        if injected(w, scenario):
+            raise InputError(
+                f"workload {w.name}: the lab runs node faults for pods without their own Istio sidecar "
+                "only (a replacement would need one started); probesim run simulates them",
+                field="spec.cluster.nodes",
+            )
 
 
 def check_limits(scenario: Scenario, workloads: list[Workload], seconds: float, allow_exec: bool) -> None:
     """Refuse up front what the lab would not run faithfully on one machine — pods and requests
     counted over all the workloads it runs, several nodes or a node's failure — and a manifest's
     exec probes without consent: they would run here, as this user."""
-    check_nodes(scenario)
+    check_nodes(scenario, workloads)
     for workload in workloads:
         pods = len(pod_names_of(workload))
         if pods > MAX_PODS:

@@ -69,14 +69,18 @@ def refused_by(err: int | None, listening: bool) -> str:
 def cause_of(status: int, body: bytes, listening: bool = False) -> str:
     """A failed answer's cause as the simulation names it, from Envoy's local replies (a sidecar
     answers 503 "no healthy upstream" with no endpoint, "upstream connect error" when the pod
-    refuses, 504 "upstream request timeout") and the test app's 503 "overloaded". ``listening``:
-    the scenario has the app behind the answering sidecar up and listening, so that a connect
-    failure of its sidecar is the lab's (as an overflow of Envoy's circuit breakers always is)."""
+    refuses — or, with the reset reason "connection timeout", when nothing answers at all, as a
+    dead host — 504 "upstream request timeout") and the test app's 503 "overloaded".
+    ``listening``: the scenario has the app behind the answering sidecar up and listening, so
+    that a connect failure of its sidecar is the lab's (as an overflow of Envoy's circuit
+    breakers always is)."""
     if status == 503 and body.startswith(b"no healthy upstream"):
         return "no_endpoint"
     if status == 503 and body.startswith(b"upstream connect error"):
         if b"reset reason: connection termination" in body:
             return "killed"
+        if b"reset reason: connection timeout" in body:
+            return "not_answering"  # no answer to its SYNs at all: a dead host (lab.nodes)
         return "lab" if OVERFLOW in body or listening else "restarting"
     if status == 504 and body.startswith(b"upstream request timeout"):
         return "timeout"

@@ -37,6 +37,7 @@ from probesim.lab.headroom import Demand, Headroom, Monitor, check_headroom, jud
 from probesim.lab.hygiene import RunFolder
 from probesim.lab.limits import MAX_PODS, check_envoy, check_limits, found, parse_command_for, routes_to
 from probesim.lab.load import LoadResult
+from probesim.lab.nodes import LabNodes, runs_nodes
 from probesim.lab.pods import HOST, Pod, new_pod
 from probesim.lab.prober import Prober
 from probesim.lab.result import Recorder
@@ -108,7 +109,13 @@ class Lab:
         self.monitor = Monitor(self.processes)
         self.headroom: Headroom | None = None
         # A Deployment's rollouts run for real: the engine's controllers over the lab's pods.
-        changed = [w for w in self.workloads if w.kind == "Deployment" and has_actions_of(scenario, w)]
+        # With nodes (lab.nodes), every Deployment's controller runs: it replaces evicted pods.
+        with_nodes = runs_nodes(scenario)
+        changed = [
+            w
+            for w in self.workloads
+            if w.kind == "Deployment" and (with_nodes or has_actions_of(scenario, w))
+        ]
         for key, argv in (command_for or {}).items():
             if not changed:
                 raise InputError(
@@ -136,12 +143,37 @@ class Lab:
         # it (their own pods, labels and behaviour), so that a split by subset finds them.
         for other in self.companions():
             self.pods += workload_pods(scenario, other, command)
+        self.nodes: LabNodes | None = None
+        if with_nodes and self.controllers:
+            self.nodes = self._place_first()
         if self.companions() and len(self.pods) > MAX_PODS:
             names = ", ".join(w.name for w in (*self.workloads, *self.companions()))
             raise InputError(
                 f"workloads {names} behind one Service: {len(self.pods)} pods: the lab runs at most "
                 f"{MAX_PODS} pods (processes on this machine); lower their replicas"
             )
+
+    def _place_first(self) -> LabNodes:
+        """The first pods bound to their nodes as the run starts (the scheduler's decisions,
+        the simulation's at 0 s); the Deployment controllers' new pods go to the scheduler; and
+        the replacements of the pods on the nodes the scenario fails, loaded ahead."""
+        fleet = next(iter(self.controllers.values())).deployment.fleet
+        nodes = LabNodes(self.scenario, fleet, self.clock, self.runtime, self.prober, self.status)
+        self.runtime.keep_listening = True
+        nodes.place(sorted(self.pods, key=lambda p: p.slot), self.pods, 0)
+        failing = {
+            nodes.nodes.names[n]
+            for _, a in nodes.actions
+            if a.kind in ("nodeDown", "zoneDown")
+            for n in nodes.targets(a)
+        }
+        for ctl in self.controllers.values():
+            ctl.to_place = nodes.wait_for_node
+            mine = [p for p in self.pods if p.workload == ctl.workload.name]
+            k = sum(1 for p in mine if p.node in failing and p.slot not in nodes.waiting)
+            for p in ctl.replacement_slots(k):
+                ctl.future.setdefault(p, ctl.slot_pod(p))
+        return nodes
 
     # What its live view and tests read.
     @property
@@ -232,6 +264,9 @@ class Lab:
         for pod in self.pods:
             for _ in range(self.runtime.loaded_ahead(pod)):
                 await self.runtime.prestart(pod)
+        for pod in self.nodes.rebooting(self.pods) if self.nodes is not None else []:
+            if not pod.command:  # a crashed node back: its pods' new containers
+                await self.runtime.prestart(pod)
         for pod in self._future():  # the rollouts' pods: one loaded each, the next after it starts
             if not pod.command:
                 await self.runtime.prestart(pod)
@@ -251,7 +286,7 @@ class Lab:
             self._task(pod, w.kind, self.prober.worker(pod, w))
         await asyncio.sleep(delay_s)
         await self.runtime.start(pod)
-        if not pod.deleting:
+        if not pod.deleting and not pod.frozen:
             self._task(pod, "watch", self.runtime.watch(pod))
             if pod.command:
                 self._task(pod, "listens", self.runtime.listens(pod))
@@ -263,11 +298,13 @@ class Lab:
             await self.prepare()
             for ctl in self.controllers.values():
                 ctl.begin(self.pods)
-            for pod in self.pods:  # admitted: probe workers first, their first run finds no container
+            waiting = self.nodes.waiting if self.nodes is not None else {}
+            first = [p for p in self.pods if waiting.get(p.slot) is not p]  # bound to a node
+            for pod in first:  # admitted: probe workers first, their first run finds no container
                 for wk in pod.workers.values():
                     self._task(pod, wk.kind, self.prober.worker(pod, wk))
             await asyncio.sleep(0)
-            for pod in self.pods:
+            for pod in first:
                 await self.runtime.start(pod)
                 self._task(pod, "watch", self.runtime.watch(pod))
                 if pod.command:
@@ -283,8 +320,13 @@ class Lab:
                     if t.done() and not t.cancelled() and (exc := t.exception()) is not None:
                         raise exc
                 self.status.update()
+                now = self.clock.now_ms()
+                if self.nodes is not None:  # node faults, the node controllers' passes, evictions
+                    self.nodes.tick(self.pods, now, self.admit, tasks)
                 for ctl in self.controllers.values():
                     self.clock.events += ctl.round(self.pods, self.admit, tasks)
+                if self.nodes is not None:  # the pods they created, placed and admitted
+                    self.nodes.bind(self.pods, now, self.admit, tasks)
                 rec.take(self.clock.now_ms(), self.pods, self.traffic)
                 if self.progress is not None and len(rec.failed_so_far) % 5 == 1:
                     self.progress(self)
@@ -299,15 +341,21 @@ class Lab:
             if self.telemetry is not None:
                 await self.telemetry.save()
         finally:
+            if self.nodes is not None:  # nothing stays SIGSTOPped, however the run ends
+                self.nodes.release()
             await self.monitor.stop()
             self.cleaning = self.runtime.closing = True
-            await _finish([*tasks, *self.runtime.kills])
+            await _finish([*tasks, *self.runtime.kills, *(self.nodes.tasks() if self.nodes else [])])
+            if self.nodes is not None:  # (a reboot's process started as its task was cancelled)
+                self.nodes.release()
             await self.traffic.stop()
             if self.telemetry is not None:
                 await self.telemetry.stop()
             await self.runtime.reap([*self.pods, *self._future()])
             if self.folder is not None:
                 self.folder.cleanup()
+        if self.nodes is not None:
+            self.monitor.dead_hosts = self.nodes.dead_hosts
         loads = [*self.traffic.loads.items(), *(i for sp in self.runtime.services for i in sp.loads.items())]
         self.headroom = judge(
             self.monitor,
@@ -326,6 +374,7 @@ class Lab:
             self.traffic,
             deployments,
             self.runtime.services,
+            self.clock.wall_t0,
         )
 
 

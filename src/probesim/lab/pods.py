@@ -96,6 +96,10 @@ class Run:
     restarts: int = 0
     killing: bool = False
     in_hook: bool = False  # being killed, in its preStop hook: not signalled yet, still serving
+    # The lab's copy of the test app's listening socket, kept while it runs when its node may go
+    # down (lab.nodes): a down node's backlog is shrunk through it, so that new connections get
+    # no answer, as from a dead host, rather than wait in the stopped app's queue.
+    listening: socket.socket | None = None
 
 
 @dataclass
@@ -126,6 +130,10 @@ class Pod:
     deleting: bool = False
     gone: bool = False
     tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+    # -- its node (lab.nodes): where the scheduler bound it, and whether that node is down now
+    # (its processes SIGSTOPped, its kubelet gone: no probes, no status reported) ---------------
+    node: str = "node-1"
+    frozen: bool = False
 
     @property
     def grace_s(self) -> int:

@@ -47,14 +47,18 @@ class Prober:
         # kind, True/False (success, warning / failure) and how long it took.
         self.on_result: Callable[[Pod, str, bool, float], None] | None = None
 
-    async def worker(self, pod: Pod, w: Worker) -> None:
+    async def worker(self, pod: Pod, w: Worker, resumed: bool = False) -> None:
         """One probe's worker: a run at creation, then one per tick of a ticker anchored at the
         creation; readiness also runs on a manual trigger — a pod sync while the container is
         started and not Ready — which resets the ticker; a trigger that comes while its probe
-        is in flight runs when it returns, keeping the ticker (§2.1)."""
-        await self.probe(pod, w)  # at admission: no container yet, no result
-        await pod.first_start.wait()
-        admitted = pod.run.started_at  # the simulation admits and starts in the same instant
+        is in flight runs when it returns, keeping the ticker (§2.1). ``resumed``: the worker
+        of a pod whose node is back (its kubelet running again), its ticker anchored now."""
+        if resumed:
+            admitted = time.monotonic()
+        else:
+            await self.probe(pod, w)  # at admission: no container yet, no result
+            await pod.first_start.wait()
+            admitted = pod.run.started_at  # the simulation admits and starts in the same instant
         k = 1
         while True:
             tick = admitted + k * w.probe.period_seconds

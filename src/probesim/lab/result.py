@@ -71,7 +71,10 @@ class Recorder:
         traffic: TrafficRunner,
         deployments: dict[str, LabDeployment],
         proxies: list[ServiceProxy],
+        wall_t0: float | None = None,
     ) -> Result:
+        """The run's result; ``wall_t0``: the scenario's start (Unix s), to place each failed
+        request at its send time (``route.<name>.failed_sent``, as the simulation counts them)."""
         events.sort(key=lambda e: e.time_ms)
         times = self.own[0].column(0) if self.own else np.zeros(0, np.int64)
         series: dict[str, np.ndarray] = {}
@@ -120,6 +123,11 @@ class Recorder:
             # a VU; what is neither answered, failed nor interrupted was still awaited at the end.
             # Those the lab itself refused (lab.headroom) are none of these: named beside the result.
             waiting = res.sent - res.ok - sum(failed.values()) - res.interrupted - res.failed.get("lab", 0)
+            if wall_t0 is not None and name in traffic.loads:
+                sent = np.sort([(end - ms / 1000 - wall_t0) * 1000 for end, ms, bad in res.trail if bad])
+                series[f"route.{name}.failed_sent"] = np.searchsorted(sent, times, side="left").astype(
+                    np.int64
+                )
             routes.append(
                 RouteSummary(
                     name,

@@ -92,6 +92,7 @@ class Runtime:
         # The run's clean-up has begun: nothing new starts (a restart or kill that comes as the
         # tasks are cancelled would start a process after the reaping).
         self.closing = False
+        self.keep_listening = False  # (lab.nodes: each test app's listening socket kept, a copy)
 
     def _app_argv(self, pod: Pod) -> list[str]:
         app = Path(sys.executable).parent / "probesim"
@@ -148,7 +149,7 @@ class Runtime:
             raise asyncio.CancelledError
 
     async def start(self, pod: Pod) -> None:
-        if pod.deleting:
+        if pod.deleting or pod.frozen:  # (a frozen pod's node is down: it starts once the node is back)
             return
         self._not_closing()
         if pod.command:
@@ -194,6 +195,8 @@ class Runtime:
                 pod.run.started_at = time.monotonic()  # on the clock the app reads too
                 go = f"{self.clock.t0!r} {pod.run.started_at!r}".encode()
                 socket.send_fds(warm.control, [go], [listening.fileno()])
+                if self.keep_listening:  # (not socket.dup: it would set the app's socket blocking)
+                    pod.run.listening = socket.socket(fileno=os.dup(listening.fileno()))
             finally:
                 listening.close()  # the app holds it now
                 warm.control.close()
@@ -214,6 +217,9 @@ class Runtime:
             end_group(pod.run.proc)
         pod.run.last_exit = time.monotonic()
         pod.run.proc = None
+        if pod.run.listening is not None:
+            pod.run.listening.close()
+            pod.run.listening = None
 
     def kill(self, pod: Pod, reason: ProbeType) -> None:
         """A failed liveness or startup probe's kill, as a task of its own."""
@@ -339,6 +345,21 @@ class Runtime:
                 return
             await self._restart(pod, pod.run.last_exit)
 
+    async def halt(self, pod: Pod) -> None:
+        """A pod's container killed at once, whatever it is doing (SIGKILL works on a stopped
+        process): the container of a pod on a down node, evicted or gone with its crashed node.
+        No event: the kubelet that would say so is down."""
+        proc = pod.run.proc
+        if proc is None:
+            return
+        pod.run.killing = True  # its exit is not a crash to restart
+        try:
+            await stop(proc, None, group=bool(pod.command))
+        finally:
+            if pod.run.proc is proc:
+                self._ended(pod)
+            pod.run.killing = False
+
     async def terminate(self, pod: Pod) -> None:
         """``kubectl delete pod`` as the kubelet does it (as simulated, ``engine.loop._delete``):
         out of the endpoints at once; liveness and startup stop, readiness goes on; the container
@@ -418,5 +439,7 @@ class Runtime:
                 end_group(pod.run.proc)
             for warm in pod.run.warm:
                 warm.control.close()
+            if pod.run.listening is not None:
+                pod.run.listening.close()
             if not isinstance(pod.run.log, int):
                 pod.run.log.close()

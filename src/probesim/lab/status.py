@@ -44,6 +44,8 @@ class StatusManager:
         every probe result change, start and exit, so endpoints follow at once."""
         changed = False
         for pod in self.pods:
+            if pod.frozen:  # its node is down: its kubelet reports nothing, its Ready stays as it was
+                continue
             now_ready = is_ready(pod)
             if now_ready != pod.ready:
                 pod.ready = now_ready
