@@ -131,3 +131,15 @@ def accounted(result: Result) -> None:
         parts = (route.ok, route.failed_total, route.dropped, route.interrupted, route.in_flight)
         assert route.offered == sum(parts), (route.name, route.offered, parts)
         assert route.in_flight == (int(s[f"{key}.inflight"][-1]) if sent.size else 0)
+
+
+# The rules of disruption budgets and spreading (PS035–PS040): not the tuner's to fix (it tunes
+# probes), so a check of its patch leaves them out.
+DISRUPTION_RULES = ("PS035", "PS036", "PS037", "PS038", "PS039", "PS040")
+
+
+def probe_rules_config(folder: Path) -> str:
+    """A check config (``--config``) that leaves out the disruption rules."""
+    path = folder / "probe-rules.yaml"
+    path.write_text(yaml.safe_dump({"exclude": list(DISRUPTION_RULES)}))
+    return str(path)

@@ -26,6 +26,7 @@ from probesim.tune.inputs import load
 from probesim.tune.objective import Serial
 from probesim.tune.patch import merge_patch, rule_patch, strategic_merge, workload_patch
 from probesim.tune.space import Space
+from tests.builders import probe_rules_config
 from tests.tune.test_tune import SLOW
 
 REVIEW = Path(__file__).resolve().parents[1] / "analysis" / "review"
@@ -124,7 +125,9 @@ def test_the_patch_is_one_an_sre_would_sign(tmp_path: Path, kind: str) -> None:
     assert rec.figures.ready_s <= 10, rec.figures
     # The patched manifests pass check --fail-on warning.
     patched = _patched(path, inputs, o, tmp_path)
-    r = CliRunner().invoke(app, ["check", str(patched), "--fail-on", "warning"])
+    r = CliRunner().invoke(
+        app, ["check", str(patched), "--fail-on", "warning", "--config", probe_rules_config(tmp_path)]
+    )
     assert r.exit_code == 0, r.output
     # Judged by the probe policy check's fixes follow: no principle broken that the original or
     # check's own fix kept.

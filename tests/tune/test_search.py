@@ -21,6 +21,7 @@ from probesim.tune.inputs import TuneInputs, load
 from probesim.tune.objective import Serial, evaluate, plan
 from probesim.tune.patch import strategic_merge
 from probesim.tune.space import OUTLIER_BOUNDS, PROBE_BOUNDS, Bound, Setting, Space
+from tests.builders import probe_rules_config
 from tests.tune.test_tune import SLOW, WEB
 
 runner = CliRunner()
@@ -201,7 +202,15 @@ def test_two_studies_with_different_seeds_agree_on_every_objective(tmp_path: Pat
         docs[0] = strategic_merge(docs[0], patch["patch"])
         (tmp_path / f"patched-{seed}.yaml").write_text(yaml.safe_dump_all(docs))
         checked = runner.invoke(
-            app, ["check", str(tmp_path / f"patched-{seed}.yaml"), "--fail-on", "warning"]
+            app,
+            [
+                "check",
+                str(tmp_path / f"patched-{seed}.yaml"),
+                "--fail-on",
+                "warning",
+                "--config",
+                probe_rules_config(tmp_path),
+            ],
         )
         assert checked.exit_code == 0, checked.output
         from probesim.tune.figures import Figures

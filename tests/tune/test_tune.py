@@ -23,6 +23,7 @@ from probesim.tune.objective import PHASE_MS, Serial, _worst_moment, evaluate, m
 from probesim.tune.patch import merge_patch, strategic_merge, workload_patch
 from probesim.tune.report import values_paths
 from probesim.tune.space import Setting, Space
+from tests.builders import probe_rules_config
 
 runner = CliRunner()
 
@@ -598,7 +599,17 @@ def test_the_recommendation_cures_a_hang_quickly_keeps_rollouts_fast_and_probes_
     docs = list(yaml.safe_load_all(SLOW))
     docs[0] = strategic_merge(docs[0], patch["patch"])
     (tmp_path / "patched.yaml").write_text(yaml.safe_dump_all(docs))
-    checked = runner.invoke(app, ["check", str(tmp_path / "patched.yaml"), "--fail-on", "warning"])
+    checked = runner.invoke(
+        app,
+        [
+            "check",
+            str(tmp_path / "patched.yaml"),
+            "--fail-on",
+            "warning",
+            "--config",
+            probe_rules_config(tmp_path),
+        ],
+    )
     assert checked.exit_code == 0, checked.output
 
 
