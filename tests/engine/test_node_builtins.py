@@ -42,3 +42,16 @@ def test_behind_istio_the_dead_pod_is_ejected_within_two_seconds_and_nothing_fai
     assert route.envoy["upstream_rq_retry"] == 23
     assert times(r, "NodeNotReady", "node/node-2") == [105]
     accounted(r)
+
+
+def test_a_budget_of_every_replica_stalls_the_drain_for_good() -> None:
+    # minAvailable 100 % of 3: desiredHealthy 3 (rounded up), disruptionsAllowed 0, so every
+    # eviction of web-1 is refused (429) and kubectl drain retries every 5 s
+    # (EvictErrorRetryDelay) until the run ends: 48 attempts from 60 s to 295 s, no pod touched.
+    r = simulate(builtin("drain-stalled-by-pdb"))
+    attempts = [60 + 5 * i for i in range(48)]
+    assert times(r, "EvictionRefused", "pod/web-1") == attempts
+    assert times(r, "Killing") == [] and times(r, "Drained") == []
+    assert set(series(r, "pdb.web.allowed")) == {0}
+    assert r.route("/").failed_total == 0
+    accounted(r)
