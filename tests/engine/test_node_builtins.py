@@ -42,3 +42,48 @@ def test_behind_istio_the_dead_pod_is_ejected_within_two_seconds_and_nothing_fai
     assert route.envoy["upstream_rq_retry"] == 23
     assert times(r, "NodeNotReady", "node/node-2") == [105]
     accounted(r)
+
+
+def test_a_budget_of_every_replica_stalls_the_drain_for_good() -> None:
+    # minAvailable 100 % of 3: desiredHealthy 3 (rounded up), disruptionsAllowed 0, so every
+    # eviction of web-1 is refused (429) and kubectl drain retries every 5 s
+    # (EvictErrorRetryDelay) until the run ends: 48 attempts from 60 s to 295 s, no pod touched.
+    r = simulate(builtin("drain-stalled-by-pdb"))
+    attempts = [60 + 5 * i for i in range(48)]
+    assert times(r, "EvictionRefused", "pod/web-1") == attempts
+    assert times(r, "Killing") == [] and times(r, "Drained") == []
+    assert set(series(r, "pdb.web.allowed")) == {0}
+    assert r.route("/").failed_total == 0
+    accounted(r)
+
+
+def test_a_pool_upgrade_under_a_slow_starter_with_tight_liveness_stalls_and_cascades() -> None:
+    # GKE's surge upgrade: node-4 created at 60 s, Ready at 120 s; node-1 cordoned and drained
+    # then (web-0 evicted, the budget allowing one). Its replacement web-3 needs 60 s to start
+    # but liveness (initialDelay 10, period 10, threshold 3) kills it at 50 s, every time; with
+    # web-3 never Ready the budget (maxUnavailable 1: desiredHealthy 2) allows no more evictions,
+    # so node-2's drain is refused from 181 s to the end; the two warm pods, overloaded (30/s
+    # where they serve 25), time out their own liveness probes and are restarted too.
+    r = simulate(builtin("pool-upgrade-slow-start-killed"))
+    assert [e.time_ms / 1000 for e in r.events_for("node/node-1", "Drained")] == [121]
+    assert times(r, "Drained", "node/node-2") == [] and times(r, "NodePoolUpgraded") == []
+    assert times(r, "EvictionRefused", "pod/web-1")[0] == 181
+    assert times(r, "Killing", "pod/web-3")[0] == 150
+    assert times(r, "PodReady", "pod/web-3") == []
+    assert r.workload("web").restarts == {"web-0": 0, "web-1": 5, "web-2": 5, "web-3": 6}
+    route = r.route("/")
+    assert (route.failed["no_endpoint"], route.failed["timeout"], route.failed["killed"]) == (1950, 183, 190)
+    accounted(r)
+
+
+def test_the_same_upgrade_with_a_startup_probe_and_a_spare_replica_rides_through() -> None:
+    # startupProbe (up to 120 s) holds liveness off the cold start: each replacement is Ready
+    # 60 s after it is placed, the budget allows the next eviction then, and the four nodes are
+    # replaced one a minute; with four replicas, three carry the load while one starts.
+    r = simulate(builtin("pool-upgrade-startup-probe"))
+    assert times(r, "Drained") == [121, 182, 243, 304]
+    assert times(r, "NodePoolUpgraded") == [304]
+    assert [times(r, "PodReady", f"pod/web-{i}") for i in (4, 5, 6, 7)] == [[180], [241], [302], [363]]
+    assert r.workload("web").total_restarts == 0
+    assert r.route("/").failed_total == 0 and r.route("/").ok == 13_950
+    accounted(r)
