@@ -215,3 +215,15 @@ def test_node_drain_skips_one_replica() -> None:
         "skipped",
         "one replica: its eviction is an outage whatever the settings",
     )
+
+
+def test_node_drain_rerun_by_probesim_run_carries_the_budget() -> None:
+    # The finding's fix (probesim run --workload --stress node-drain) simulates the very scenario
+    # check did: the budget goes with it, or the rerun would not stall.
+    from probesim.analysis.rerun import stress_scenario_of
+
+    objs = k8s.parse(load_docs(manifest() + BUDGET.format(budget="minAvailable: 100%"), "m.yaml"))
+    sc = stress_scenario_of(objs, None, "Deployment/web", "node-drain")
+    assert [b.name for b in sc.disruption_budgets] == ["web"]
+    assert [(a.kind, a.at) for a in sc.spec.actions] == [("nodePoolUpgrade", 120_000)]
+    assert sc.spec.duration == 600_000
