@@ -25,6 +25,13 @@ whose readiness cannot fail so — no readiness probe, or tcpSocket — never an
 fails on the same requests and floor — the old pods must keep serving while the rollout stalls —
 or if the release rolls out to every replica. A StatefulSet of one replica is down while its pod
 is replaced, whatever its settings: the errors of either rollout are not counted against it.
+
+Three node stresses, for workloads of two replicas or more, run 10 minutes on the scenario's nodes
+or a default cluster: ``node-down`` and ``zone-down`` (_judge_node) crash the busiest node or its
+zone at 2m; ``node-drain`` (_judge_drain) upgrades the node pool from 2m as GKE does by default,
+each node drained in turn through the PodDisruptionBudgets that select the workload, and fails on
+an upgrade that does not complete (a budget that allows no eviction stalls it), errors, the lowest
+ready fraction or restarts.
 """
 
 from __future__ import annotations
