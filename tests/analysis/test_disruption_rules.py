@@ -17,7 +17,9 @@ from probesim.analysis.budgets import read_budgets
 from probesim.analysis.check import check
 from probesim.analysis.findings import Finding
 from probesim.analysis.patch import apply
+from probesim.analysis.stress import StressThresholds, base_scenario, run_one, stress_scenario
 from probesim.kube.disruption import scaled
+from probesim.manifests import kubernetes as k8s
 from probesim.manifests.scenario import scenario_from_text
 from probesim.manifests.yamlsrc import load_docs
 
@@ -250,3 +252,31 @@ def test_budgets_read_are_no_longer_listed_as_skipped(tmp_path: Path) -> None:
     f.write_text(yaml.safe_dump_all([deployment(pod=HOSTNAME_SPREAD), budget(maxUnavailable=1)]))
     report = check([str(f)])
     assert [s.kind for s in report.skipped] == []
+
+
+def drain_stress(objs: list[dict[str, Any]]) -> tuple[str, str]:
+    """The node-drain stress's verdict and why, on the default cluster and load model."""
+    parsed = k8s.parse(load_docs(yaml.safe_dump_all(objs, sort_keys=False), "m.yaml"))
+    w = parsed.workloads[0]
+    base = base_scenario(w, parsed.services, None, parsed.pdbs)
+    sc, not_run = stress_scenario(base, w, "node-drain")
+    r = run_one((0, "Deployment/web", "default", "node-drain", sc, StressThresholds(), not_run))
+    return r.verdict, r.why
+
+
+def test_ps035_its_drain_stress_stalls_before_the_fix_and_completes_after(tmp_path: Path) -> None:
+    # A budget PS035 flags refuses every eviction (updatePdbStatus: disruptionsAllowed 0 at
+    # minAvailable = replicas), so the pool upgrade never drains its first node; its fix
+    # (maxUnavailable 1) lets one pod go at a time and the three nodes are replaced a minute apart.
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+               "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}  # fmt: skip
+    objs = [deployment(pod=HOSTNAME_SPREAD), budget(minAvailable=3), service]
+    (f,) = run(tmp_path, objs)
+    assert f.rule.id == "PS035"
+    verdict, why = drain_stress(objs)
+    assert verdict == "fail"
+    assert why.startswith("the upgrade stalled: ") and "(PS035)" in why and "0 of the 3 nodes" in why
+    verdict, why = drain_stress(fixed(objs, f))
+    assert verdict == "pass"
+    assert why.startswith("a node pool upgrade (maxSurge 1, maxUnavailable 0) from 2m: 3 of the 3 nodes "
+                          "holding replicas drained; every node replaced at 5m3s (3m3s)")  # fmt: skip

@@ -123,3 +123,107 @@ def test_zone_down_needs_zones_and_one_replica_is_not_judged() -> None:
         "skipped",
         "one replica: its node's loss is an outage whatever the settings",
     )
+
+
+# node-drain: a GKE node pool upgrade at 2m (maxSurge 1, maxUnavailable 0) through the workload's
+# PodDisruptionBudget. Each old node: a new node created, Ready 60 s later, then the old one
+# cordoned and drained as kubectl drain does (pkg/drain/drain.go evictPods: an eviction refused with
+# 429 tried again after EvictErrorRetryDelay 5 s; waitForDelete polling every 1 s), then deleted.
+BUDGET = """---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {{name: web}}
+spec: {{{budget}, selector: {{matchLabels: {{app: web}}}}}}
+"""
+# Warm pods (the three that ran before the upgrade) start at once; a replacement takes 60 s, and
+# the liveness probe (first at 10 s, every 10 s, 3 failures) kills it at 30 s, before it answers.
+SLOW = """\
+apiVersion: probesim.dev/v1alpha1
+kind: Scenario
+metadata: {name: s}
+spec:
+  duration: 5m
+  behavior:
+    web:
+      containers: {app: {start: 60s}}
+      pods: [{ordinals: [0, 1, 2], containers: {app: {start: 0s}}}]
+  traffic: [{service: web, path: /, rate: 30, start: 30s}]
+"""
+LIVENESS = "          livenessProbe: {httpGet: {path: /ready, port: http}, initialDelaySeconds: 10, periodSeconds: 10, failureThreshold: 3}\n"
+
+
+def drained(budget: str, slow: bool = False) -> StressResult:
+    text = manifest() + BUDGET.format(budget=budget)
+    if slow:
+        text = text.replace("          resources:", LIVENESS + "          resources:")
+    objs = k8s.parse(load_docs(text, "m.yaml"))
+    w = objs.workloads[0]
+    scenario = SLOW if slow else SCENARIO.format(nodes="")
+    sc = scenario_from_text(scenario + "---\n" + text, "s.yaml", Path("."))
+    sc_stress, not_run = stress_scenario(base_scenario(w, objs.services, sc), w, "node-drain")
+    return run_one((0, "Deployment/web", "default", "node-drain", sc_stress, StressThresholds(), not_run))
+
+
+def test_node_drain_through_a_budget_of_one_completes_exact_figures() -> None:
+    r = drained("maxUnavailable: 1")
+    # node-4 created at 2m, Ready at 3m: node-1 cordoned, web-0 evicted (the budget allows 1),
+    # gone by waitForDelete's poll at 3m1s, node-1 deleted and node-5 created; the same for node-2
+    # (4m1s → 4m2s) and node-3 (5m2s → 5m3s). Each replacement is Ready 10 s after its start: one
+    # replica of three down at a time, nothing failed (the endpoints drop the evicted pod first).
+    assert (r.verdict, r.restarts, round(r.min_ready_fraction, 3), r.error_percent) == ("pass", 0, 0.667, 0.0)
+    assert r.why == (
+        "a node pool upgrade (maxSurge 1, maxUnavailable 0) from 2m: 3 of the 3 nodes holding replicas "
+        "drained; every node replaced at 5m3s (3m3s); 0 of 14400 requests failed from its start; "
+        f"on {DEFAULT_NODES_SAID}"
+    )
+
+
+def test_node_drain_stalls_on_a_budget_of_every_pod() -> None:
+    # minAvailable 100 %: disruptionsAllowed 0 with every replica Ready (the disruption controller's
+    # updatePdbStatus); every eviction of web-0 answers 429 from 3m, tried again every 5 s to the
+    # run's end at 10m (84 refusals), and node-1 is never drained.
+    r = drained("minAvailable: 100%")
+    assert (r.verdict, r.restarts, r.min_ready_fraction) == ("fail", 0, 1.0)
+    assert r.why.startswith(
+        "the upgrade stalled: 84 evictions refused from 3m to the run's end by PodDisruptionBudget web: "
+        "it allows no eviction even with every replica Ready (PS035) (GKE deletes the node with its pods "
+        "after an hour); a node pool upgrade (maxSurge 1, maxUnavailable 0) from 2m: 0 of the 3 nodes "
+        "holding replicas drained; 0 of 14400"
+    )
+
+
+def test_node_drain_a_slow_replacement_killed_by_liveness_fails() -> None:
+    # web-3 replaces web-0 at 3m and needs 60 s to start; liveness (initialDelaySeconds 10,
+    # periodSeconds 10, failureThreshold 3: prober_manager's worker, the third failure kills) kills it
+    # at 3m30s, then 4m10s, 4m50s, 5m30s, 6m10s, 6m50s and 8m50s: 7 kills, 6 restarts by the run's
+    # end (the 7th is waiting out its CrashLoopBackOff).
+    # The budget (maxUnavailable 1) then refuses web-1's eviction from 4m1s, when node-5 is Ready.
+    r = drained("maxUnavailable: 1", slow=True)
+    assert (r.verdict, r.restarts) == ("fail", 6)
+    assert r.why.startswith(
+        "the upgrade stalled: 72 evictions refused from 4m1s to the run's end by PodDisruptionBudget web: "
+        "a replacement was never Ready, so it allowed no further eviction (GKE deletes the node with its "
+        "pods after an hour); 6 restarts > 0; replacement pod web-3 killed by its liveness probe 7 times "
+        "(a liveness that acts before the app has started: a startupProbe covers the start); a node pool "
+        "upgrade (maxSurge 1, maxUnavailable 0) from 2m: 1 of the 3 nodes holding replicas drained"
+    )
+
+
+def test_node_drain_skips_one_replica() -> None:
+    one = stressed("node-drain", replicas=1)
+    assert (one.verdict, one.why) == (
+        "skipped",
+        "one replica: its eviction is an outage whatever the settings",
+    )
+
+
+def test_node_drain_rerun_by_probesim_run_carries_the_budget() -> None:
+    # The finding's fix (probesim run --workload --stress node-drain) simulates the very scenario
+    # check did: the budget goes with it, or the rerun would not stall.
+    from probesim.analysis.rerun import stress_scenario_of
+
+    objs = k8s.parse(load_docs(manifest() + BUDGET.format(budget="minAvailable: 100%"), "m.yaml"))
+    sc = stress_scenario_of(objs, None, "Deployment/web", "node-drain")
+    assert [b.name for b in sc.disruption_budgets] == ["web"]
+    assert [(a.kind, a.at) for a in sc.spec.actions] == [("nodePoolUpgrade", 120_000)]
+    assert sc.spec.duration == 600_000

@@ -51,7 +51,7 @@ def stress_scenario_of(objects: Objects, given: Scenario | None, workload: str, 
     if not selected:
         raise InputError(f"no Service selects {w.kind} {w.name}'s pods: the stresses send it nothing",
                          field="--workload")  # fmt: skip
-    sc, not_run = stress_scenario(base_scenario(w, selected, given), w, stress)
+    sc, not_run = stress_scenario(base_scenario(w, selected, given, objects.pdbs), w, stress)
     if sc is None:
         raise InputError(f"{stress} is not run on {w.kind} {w.name}: {not_run}", field="--stress")
     return sc

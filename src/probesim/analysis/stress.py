@@ -25,6 +25,13 @@ whose readiness cannot fail so — no readiness probe, or tcpSocket — never an
 fails on the same requests and floor — the old pods must keep serving while the rollout stalls —
 or if the release rolls out to every replica. A StatefulSet of one replica is down while its pod
 is replaced, whatever its settings: the errors of either rollout are not counted against it.
+
+Three node stresses, for workloads of two replicas or more, run 10 minutes on the scenario's nodes
+or a default cluster: ``node-down`` and ``zone-down`` (_judge_node) crash the busiest node or its
+zone at 2m; ``node-drain`` (_judge_drain) upgrades the node pool from 2m as GKE does by default,
+each node drained in turn through the PodDisruptionBudgets that select the workload, and fails on
+an upgrade that does not complete (a budget that allows no eviction stalls it), errors, the lowest
+ready fraction or restarts.
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ from probesim.kube.load_model import default_rate, workload_behavior
 from probesim.kube.rolling import rolling_update
 from probesim.kube.selectors import selects
 from probesim.manifests.kubernetes import SIMULATED_KINDS, Objects
+from probesim.model.disruption import PodDisruptionBudget
 from probesim.model.duration import format_ms, parse_ms
 from probesim.model.kubernetes import Probe, Service, Workload, parse_cpu
 from probesim.model.scenario import Scenario, service_calls
@@ -73,10 +81,9 @@ FAULT_ERRORS = ("dependency-hangs", "one-pod-500")
 ROLLOUTS = ("rollout", "rollout-never-ready")
 # A node's or a zone's failure at EVENT_AT_MS, judged from then on (_judge_node): the node that
 # holds the most of the workload's replicas crashes (``node-down``), or its zone goes (``zone-down``).
-# HOOK(drain, issue 45): a ``node-drain`` stress (kubectl drain of each node in turn, through the
-# workload's PodDisruptionBudgets) belongs here once the engine has the drain action; it is not
-# faked meanwhile.
-NODE_STRESSES = ("node-down", "zone-down")
+# ``node-drain``: a node pool upgrade at EVENT_AT_MS (GKE's surge defaults) drains each node in
+# turn through the workload's PodDisruptionBudgets (_judge_drain).
+NODE_STRESSES = ("node-down", "zone-down", "node-drain")
 SUITE = (*STRESSES, *ROLLOUTS, *NODE_STRESSES)
 # The stresses that are the baseline until EVENT_AT_MS: they go on from its warm-up
 # (engine/warm.py) instead of simulating the same start-up again.
@@ -136,9 +143,16 @@ def _dump(m: Any) -> Any:
     return m.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-def base_scenario(w: Workload, services: list[Service], given: Scenario | None) -> dict[str, Any]:
+def base_scenario(
+    w: Workload,
+    services: list[Service],
+    given: Scenario | None,
+    budgets: list[PodDisruptionBudget] | None = None,
+) -> dict[str, Any]:
     """The workload alone (as a Scenario document): its Services, its behaviour and the traffic
-    the given scenario sends them, or the default load model."""
+    the given scenario sends them, or the default load model; and the PodDisruptionBudgets (of
+    ``budgets``, or else the given scenario's) that guard its pods, which only evictions (the
+    node-drain stress) consult."""
     own, names = services, {s.name for s in services}
     spec: dict[str, Any] = {"duration": f"{DURATION_MS // 1000}s"}
     traffic: list[dict[str, Any]] = []
@@ -177,7 +191,19 @@ def base_scenario(w: Workload, services: list[Service], given: Scenario | None) 
     doc["spec"] = spec
     doc["workloads"] = [_dump(w), *doc.get("workloads", [])]
     doc["services"] = [_dump(s) for s in services]
+    pdbs = [b for b in (budgets if budgets is not None else given.disruption_budgets if given else [])
+            if guards(b, w)]  # fmt: skip
+    if pdbs:
+        doc["disruptionBudgets"] = [_dump(b) for b in pdbs]
     return doc
+
+
+def guards(b: PodDisruptionBudget, w: Workload) -> bool:
+    """Whether budget ``b`` selects ``w``'s pods (its namespace; a null selector selects none, an
+    empty one every pod of the namespace, as policy/v1 has it)."""
+    sel = b.spec.selector
+    labels = w.spec.template.metadata.labels
+    return b.metadata.namespace == w.metadata.namespace and sel is not None and sel.matches(labels)
 
 
 def _callees(given: Scenario, w: Workload) -> list[tuple[Workload, list[Service]]]:
@@ -330,11 +356,14 @@ def _node_fault(doc: dict[str, Any], w: Workload, stress: str) -> Scenario | Non
     one: else it is node-down again). A workload of one replica is not run: its node's loss is an
     outage whatever its settings."""
     if w.spec.replicas < 2:
-        raise NotApplied("one replica: its node's loss is an outage whatever the settings")
+        lost = "eviction" if stress == "node-drain" else "node's loss"
+        raise NotApplied(f"one replica: its {lost} is an outage whatever the settings")
     with_nodes(doc, w)
     # Long enough to see the replacements: the node controller notices after its grace (about
     # 50 s), the pods are evicted DefaultTolerationSeconds (300 s) after the NoExecute taint.
     doc["spec"]["duration"] = f"{max(parse_ms(doc['spec']['duration']), NODE_DURATION_MS) // 1000}s"
+    if stress == "node-drain":
+        return _pool_upgrade(doc)
     # The run's cost, checked before the pre-run that finds the node (as stress_scenario checks
     # every stress's): a node's failure costs the same whichever node it is.
     probe = copy.deepcopy(doc)
@@ -356,6 +385,29 @@ def _node_fault(doc: dict[str, Any], w: Workload, stress: str) -> Scenario | Non
         action = {"kind": "nodeDown", "node": node, "at": f"{EVENT_AT_MS}ms"}
     doc["spec"].setdefault("actions", []).append(action)
     return Scenario.model_validate(doc)
+
+
+# A node pool upgrade rather than kubectl drains at set times: it drains each node only once the
+# last is done (so a budget that stalls one drain stalls the whole upgrade, as it does on GKE),
+# and its surge node gives the evicted pods room (the stress is about the budget and the app's
+# start-up, not the cluster's size). GKE's defaults: maxSurge 1, maxUnavailable 0, a new node
+# Ready after about a minute, the budgets respected for an hour.
+UPGRADE_PER_NODE_MS = 2 * 60_000  # the run's length per node, after EVENT_AT_MS
+
+
+def _pool_upgrade(doc: dict[str, Any]) -> Scenario:
+    """``node-drain``: every node of the pool upgraded from EVENT_AT_MS on, one at a time."""
+    n = len(Scenario.model_validate(doc).spec.cluster.node_list() or ())
+    spec = doc["spec"]
+    length = max(NODE_DURATION_MS, EVENT_AT_MS + n * UPGRADE_PER_NODE_MS)
+    spec["duration"] = f"{max(parse_ms(spec['duration']), length) // 1000}s"
+    action = {"kind": "nodePoolUpgrade", "at": f"{EVENT_AT_MS}ms", "maxSurge": 1, "maxUnavailable": 0}
+    spec.setdefault("actions", []).append(action)
+    sc = Scenario.model_validate(doc)
+    cost = run_cost(sc)
+    if cost.units > DEFAULT_MAX_COST:
+        raise NotApplied(too_costly(cost))
+    return sc
 
 
 def _check_key(p: Probe | None) -> str | None:
@@ -441,6 +493,8 @@ def run_one(args: Job, simulated: Result | None = None) -> StressResult:
     w = sc.workloads[0]
     if stress in ROLLOUTS:
         return _judge_rollout(index, shown, namespace, stress, r, w, th)
+    if stress == "node-drain":
+        return _judge_drain(index, shown, namespace, stress, r, sc, th)
     if stress in NODE_STRESSES:
         return _judge_node(index, shown, namespace, stress, r, sc, th)
     summary = r.workload(w.name)
@@ -634,6 +688,78 @@ def _judge_node(
                         verdict, "; ".join([*why, *said]), int(fault.at))  # fmt: skip
 
 
+def _judge_drain(
+    index: int, shown: str, namespace: str, stress: str, r: Result, sc: Scenario, th: StressThresholds
+) -> StressResult:
+    """A node pool upgrade, judged from its start: whether it completes (every node drained and
+    replaced by the run's end; a budget that allows no eviction stalls it), failed requests, the
+    lowest ready fraction, restarts (a replacement killed by liveness before it has started is the
+    classic) and how long the upgrade took."""
+    w = sc.workloads[0]
+    at = int(next(a for a in sc.spec.actions if getattr(a, "kind", "") == "nodePoolUpgrade").at)
+    summary = r.workload(w.name)
+    judged = r.time_ms >= at
+    errors = _errors(r, judged)
+    ok, failed = _counts(r, judged)
+    ready = r.series[f"workload.{w.name}.ready"]
+    desired = np.maximum(r.series[f"workload.{w.name}.desired"], 1)
+    min_ready = float((ready[judged] / desired[judged]).min()) if judged.any() else 0.0
+    nodes = sc.spec.cluster.node_list() or []
+    prefix = f"{w.name}-"
+    held = [n.name for n in r.nodes if n.name in {x.name for x in nodes} and any(p.startswith(prefix)
+            for p in n.pods)]  # fmt: skip
+    drained = {e.object.removeprefix("node/") for e in r.events if e.reason == "Drained" and e.time_ms >= at}
+    done = next((e.time_ms for e in r.events if e.reason == "NodePoolUpgraded"), None)
+    refused = [e for e in r.events if e.reason == "EvictionRefused" and e.object.startswith(f"pod/{prefix}")]
+    count = sum(n in drained for n in held)
+    said = [f"a node pool upgrade (maxSurge 1, maxUnavailable 0) from {format_ms(at)}: "
+            f"{count} of the {len(held)} nodes holding replicas drained"]  # fmt: skip
+    if done is not None:
+        said.append(f"every node replaced at {format_ms(done)} ({format_ms(done - at)})")
+    said.append(f"{failed} of {ok + failed} requests failed from its start")
+    if any(n.labels.get(DEFAULT_LABEL) for n in nodes):
+        said.append(f"on {DEFAULT_NODES_SAID}")
+    if summary.all_ready_ms is None or summary.all_ready_ms > at:  # the baseline says why
+        return StressResult(index, shown, namespace, stress, errors, summary.total_restarts, min_ready, 0.0,
+                            "skipped", f"never had all {w.spec.replicas} replicas Ready before the upgrade "
+                            "(see the baseline)", at)  # fmt: skip
+    why = []
+    if done is None:
+        left = format_ms(r.duration_ms - at)
+        if refused:
+            budgets = ", ".join(b.name for b in sc.disruption_budgets if guards(b, w))
+            steps = np.searchsorted(r.time_ms, [e.time_ms for e in refused])
+            steps = np.minimum(steps, r.time_ms.size - 1)
+            # Refused with every replica Ready: the budget itself allows no eviction (PS035); else
+            # it waits for a replacement that is not Ready.
+            because = ("it allows no eviction even with every replica Ready (PS035)"
+                       if (ready[steps] >= desired[steps]).any()
+                       else "a replacement was never Ready, so it allowed no further eviction")  # fmt: skip
+            why.append(f"the upgrade stalled: {len(refused)} evictions refused from "
+                       f"{format_ms(refused[0].time_ms)} to the run's end by PodDisruptionBudget {budgets}: "
+                       f"{because} (GKE deletes the node with its pods after an hour)")  # fmt: skip
+        else:
+            why.append(f"the upgrade did not complete in {left}")
+    if errors > th.max_error_percent:
+        why.append(f"errors {errors:.1f} % > {th.max_error_percent:g} % from its start")
+    if min_ready < th.min_ready_fraction:
+        why.append(f"ready fell to {100 * min_ready:.0f} % < {100 * th.min_ready_fraction:.0f} %")
+    if summary.total_restarts > th.max_restarts:
+        why.append(f"{summary.total_restarts} restarts > {th.max_restarts}")
+        # The classic: a replacement (a pod first started during the upgrade) killed by liveness.
+        before = {e.object for e in r.events if e.reason == "Started" and e.time_ms < at}
+        killed = [e.object for e in r.events if e.reason == "Killing" and e.time_ms >= at
+                  and "liveness" in e.message and e.object not in before]  # fmt: skip
+        for pod in dict.fromkeys(killed):
+            name, times = pod.removeprefix("pod/"), killed.count(pod)
+            why.append(f"replacement pod {name} killed by its liveness probe {times} times (a liveness "
+                       "that acts before the app has started: a startupProbe covers the start)")  # fmt: skip
+    gap = max((x.no_endpoint_s for x in r.routes), default=0.0)
+    verdict = "fail" if why else "pass"
+    return StressResult(index, shown, namespace, stress, errors, summary.total_restarts, min_ready, gap,
+                        verdict, "; ".join([*why, *said]), at)  # fmt: skip
+
+
 def nearest_services(objects: Objects, w: Workload, services: list[Service]) -> list[Service]:
     """``services``, one of each name: of Services of one name in several variants' folders (a
     base and its overlays), the one whose file is nearest ``w``'s."""
@@ -660,7 +786,7 @@ def stress_suite(
         selected = nearest_services(objects, w, [s for s in objects.services if selects(s, w)])
         if w.kind not in SIMULATED_KINDS or not selected:
             continue
-        base = base_scenario(w, selected, given)
+        base = base_scenario(w, selected, given, objects.pdbs)
         shown = f"{w.kind}/{w.name}"
         if names.count(names[i]) > 1:  # variants (a base and its overlays): say which
             shown += f" ({os.path.dirname(objects.origin(w).doc.file) or '.'})"

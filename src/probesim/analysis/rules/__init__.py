@@ -40,9 +40,13 @@ rule = REGISTRY.rule
     "minutes, for workloads of two replicas or more: the requests failed "
     "until the node controller notices are reported (no probe can see a dead node), and judged "
     "are the lowest ready fraction and whether every replica is Ready again by the end (a "
-    "StatefulSet's pod on the lost node waits for it, as Kubernetes has it: said, not judged). "
-    "Without spec.cluster.nodes in the scenario, the node stresses give the workload 3 nodes in "
-    "zones a, b and c, each with room for every replica, and say so.",
+    "StatefulSet's pod on the lost node waits for it, as Kubernetes has it: said, not judged); "
+    "and through a node pool upgrade from 2m (node-drain: GKE's surge upgrade, maxSurge 1, each node "
+    "drained in turn through the workload's PodDisruptionBudgets), judged on whether it completes "
+    "(a budget that allows no eviction stalls it), failed requests, the lowest ready fraction and "
+    "restarts (a replacement killed by liveness before it has started). Without spec.cluster.nodes "
+    "in the scenario, the node stresses give the workload 3 nodes in zones a, b and c, each with "
+    "room for every replica, and say so.",
     fix="Read which stress failed and why, then see its timeline: the finding's fix is the command that "
     "simulates it again (probesim run MANIFESTS --workload KIND/NAMESPACE/NAME --stress STRESS).",
 )  # fmt: skip
