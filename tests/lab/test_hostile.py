@@ -296,10 +296,11 @@ def test_help_and_readme_say_what_runs_on_this_machine() -> None:
             {
                 "spec": {
                     "cluster": {"nodes": {"count": 1}},
-                    "actions": [{"kind": "drain", "node": "node-1", "at": "5s"}],
+                    "actions": [{"kind": "nodePoolUpgrade", "at": "5s"}],
                 }
             },
-            "the lab does not run drain actions yet (it runs nodeDown, zoneDown, nodeUp and zoneUp)",
+            "the lab does not run nodePoolUpgrade actions yet (it runs nodeDown, zoneDown, nodeUp, zoneUp, "
+            "drain and uncordon)",
         ),
     ],
 )

@@ -24,6 +24,9 @@ POD_EVENTS = (
     "PodNotReady",
     "TaintManagerEviction",
     "SandboxChanged",
+    "EvictingPod",
+    "EvictionRefused",
+    "PodEvicted",
 )
 NODE_EVENTS = (
     "NodeDown",
@@ -33,6 +36,12 @@ NODE_EVENTS = (
     "NodeUntainted",
     "NodeUp",
     "NodeReady",
+    "Cordon",
+    "Uncordon",
+    "NodeNotSchedulable",
+    "NodeSchedulable",
+    "Drained",
+    "DrainFailed",
 )
 # What splits a run with node faults into phases, for its failed requests: a node's failure, the
 # node controller noticing it (its pods not Ready), the pods' eviction, the node's return.

@@ -1,5 +1,5 @@
 """What the lab refuses up front: more than one machine runs faithfully (pods, request rate,
-duration, a rollout's peak), node actions it does not run (drains) and node faults of pods it
+duration, a rollout's peak), node actions it does not run (node pool upgrades) and node faults of pods it
 cannot replace, a manifest's exec probes without
 consent (they would run here, as this user), Envoy when it is not installed; and its
 command-line arguments read (``--command``, ``--command-for``), each bad one named in one line."""
@@ -42,16 +42,17 @@ def routes_to(scenario: Scenario, workloads: list[Workload]) -> list[Traffic]:
 
 
 def check_nodes(scenario: Scenario, workloads: list[Workload]) -> None:
-    """What the lab runs of nodes (``lab.nodes``): several nodes and their failures and returns
-    (nodeDown, zoneDown, nodeUp, zoneUp), for the pods of Deployments without their own Istio
-    sidecar (a replacement would need one started); any other node action (a drain, say) is
-    refused in one line, as are a StatefulSet's or a bare Pod's pods on nodes."""
-    acts = [a for a in scenario.spec.actions if isinstance(a, NodeDown | ZoneDown | NodeUp | ZoneUp)]
+    """What the lab runs of nodes (``lab.nodes``): several nodes, their failures and returns
+    (nodeDown, zoneDown, nodeUp, zoneUp), drains and uncordons (``lab.drains``), for the pods of
+    Deployments without their own Istio sidecar (a replacement would need one started); a node
+    pool upgrade is refused in one line, as are a StatefulSet's or a bare Pod's pods on nodes."""
+    runs = NodeDown | ZoneDown | NodeUp | ZoneUp | Drain | Uncordon
+    acts = [a for a in scenario.spec.actions if isinstance(a, runs)]
     for i, a in enumerate(scenario.spec.actions):
-        if isinstance(a, Drain | Uncordon | NodePoolUpgrade):
+        if isinstance(a, NodePoolUpgrade):
             raise InputError(
-                f"the lab does not run {a.kind} actions yet (it runs nodeDown, zoneDown, nodeUp and "
-                "zoneUp); probesim run simulates it",
+                f"the lab does not run {a.kind} actions yet (it runs nodeDown, zoneDown, nodeUp, "
+                "zoneUp, drain and uncordon); probesim run simulates it",
                 field=f"spec.actions[{i}]",
             )
     nodes = scenario.spec.cluster.node_list()

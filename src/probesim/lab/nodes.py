@@ -36,6 +36,7 @@ from probesim.engine.events import EventLog
 from probesim.engine.fleet import Fleet
 from probesim.engine.nodes import CONTROLLER, CRASHED, PARTITIONED, UP, Nodes
 from probesim.lab.clock import Clock
+from probesim.lab.drains import DRAIN_ACTIONS, LabDrains
 from probesim.lab.headroom import netstat
 from probesim.lab.pods import Pod
 from probesim.lab.port import BACKLOG
@@ -55,7 +56,7 @@ Admit = Callable[[Pod, float], Coroutine[None, None, None]]
 def runs_nodes(scenario: Scenario) -> bool:
     """Whether the lab runs the scenario's nodes: it lists several, or scripts node faults."""
     listed = scenario.spec.cluster.node_list()
-    acts = any(isinstance(a, NODE_ACTIONS) for a in scenario.spec.actions)
+    acts = any(isinstance(a, (*NODE_ACTIONS, *DRAIN_ACTIONS)) for a in scenario.spec.actions)
     return listed is not None and (len(listed) > 1 or acts)
 
 
@@ -85,6 +86,10 @@ class LabNodes:
             )
         ]
         self.applied = 0
+        # kubectl drain / uncordon: the engine's drain steps over these pods (lab.drains).
+        self.drains: LabDrains | None = None
+        if any(isinstance(a, DRAIN_ACTIONS) for a in scenario.spec.actions):
+            self.drains = LabDrains(scenario, fleet, self.nodes, self.log, runtime)
         self.waiting: dict[int, Pod] = {}  # created, not yet bound: by slot
         # SIGSTOPped (and whether as a process group): each gets SIGCONT on every way out.
         self.stopped: list[tuple[asyncio.subprocess.Process, bool]] = []
@@ -173,6 +178,9 @@ class LabNodes:
                     self.clock.events += self._take()
                     for pod in self._on(pods, n):
                         self._back(pod, t, crashed, admit, tasks)
+        if self.drains is not None:
+            self.drains.tick(pods, now)
+            self.clock.events += self._take()
         if self.window0 is not None and not any(p.frozen and p.run.listening is not None for p in pods):
             self._close_window()
         passes = 0

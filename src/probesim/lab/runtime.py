@@ -360,10 +360,12 @@ class Runtime:
                 self._ended(pod)
             pod.run.killing = False
 
-    async def terminate(self, pod: Pod) -> None:
+    async def terminate(self, pod: Pod, grace_s: float | None = None) -> None:
         """``kubectl delete pod`` as the kubelet does it (as simulated, ``engine.loop._delete``):
         out of the endpoints at once; liveness and startup stop, readiness goes on; the container
-        gets SIGTERM and, after the pod's grace period, SIGKILL; it is not restarted."""
+        gets SIGTERM and, after the pod's grace period (``grace_s``: the deletion's own, as a
+        drain's --grace-period), SIGKILL; it is not restarted."""
+        grace = pod.grace_s if grace_s is None else grace_s
         pod.deleting = True
         for kind in ("liveness", "startup"):
             task = pod.tasks.pop(kind, None)
@@ -375,7 +377,7 @@ class Runtime:
         if proc is not None and proc.returncode is None:
             pod.run.killing = True  # its exit is not a crash to restart
             self.clock.event("Normal", "Killing", pod, f"Stopping container {pod.container.name}")
-            left = await self._pre_stop(pod, pod.grace_s * 1000)
+            left = await self._pre_stop(pod, int(grace * 1000))
             await stop(proc, left / 1000)
             self._ended(pod)
         pod.gone = True
