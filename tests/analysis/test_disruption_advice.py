@@ -277,3 +277,44 @@ def test_a_strict_spread_constraint_keeps_members_apart_but_not_with_tainted_nod
     assert ids(run(tmp_path, [etcd(pod={"topologySpreadConstraints": [honor]}), pdb])) == [
         ("PS037", "StatefulSet/etcd")
     ]
+
+
+ZONED = """\
+apiVersion: probesim.dev/v1alpha1
+kind: Scenario
+metadata: {name: s}
+spec:
+  duration: 1m
+  cluster: {nodes: {count: 3, zones: [a, b, c]}}
+"""
+
+
+def test_ps038_on_a_quorum_system_shares_ps037s_patch_with_zones_scheduled_anyway(tmp_path: Path) -> None:
+    objs = [etcd(), budget("etcd", app="etcd", maxUnavailable=1)]
+    f, g = run(tmp_path, objs, ZONED)
+    assert (f.rule.id, g.rule.id) == ("PS037", "PS038") and f.patch == g.patch
+    assert g.message.endswith(f"a zone outage can take every replica at once — {ETCD_QUORUM}")
+    pod = g.patch["spec"]["template"]["spec"]  # type: ignore[index]
+    assert pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] == [ANTI]
+    assert pod["topologySpreadConstraints"] == [
+        {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway",
+         "labelSelector": {"matchLabels": {"app": "etcd"}}}]  # fmt: skip
+    assert run(tmp_path, fixed(objs, g), ZONED) == []
+
+
+def test_a_sidecar_first_does_not_make_the_members_interchangeable(tmp_path: Path) -> None:
+    obj = etcd()
+    pod = obj["spec"]["template"]["spec"]
+    pod["containers"].insert(0, {"name": "istio-proxy", "image": "docker.io/istio/proxyv2:1.22.0"})
+    (f, g) = run(tmp_path, [obj])
+    assert (f.rule.id, g.rule.id) == ("PS039", "PS037")
+    assert g.assumed is not None and g.assumed.profile.id == "etcd"
+    assert "requiredDuringSchedulingIgnoredDuringExecution" in str(g.patch)
+
+
+def test_jobs_are_not_judged(tmp_path: Path) -> None:
+    # A restartable batch Job: Kubernetes' advice is no budget; its pods run to completion.
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "load"},
+           "spec": {"parallelism": 3, "completions": 3, "template": {"spec": {
+               "restartPolicy": "OnFailure", "containers": [{"name": "load", "image": "busybox"}]}}}}  # fmt: skip
+    assert run(tmp_path, [job]) == []
