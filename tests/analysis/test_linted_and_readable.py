@@ -243,3 +243,40 @@ def test_run_stress_refuses_what_it_cannot_run(tmp_path: Path) -> None:
     for args, said in cases.items():
         r = runner.invoke(app, ["run", path, *args])
         assert r.exit_code == 2 and r.stderr.startswith(said), (args, r.stderr)
+
+
+EXEC_PROBES = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api}
+spec:
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec:
+      containers:
+        - name: server
+          image: api:1
+          ports: [{containerPort: 8080}]
+          readinessProbe:
+            exec: {command: [/bin/check]}
+          livenessProbe:
+            exec: {command: [/bin/check]}
+"""
+
+
+def test_a_containers_merged_fix_is_said_once_and_the_other_findings_point_back_to_it(tmp_path: Path) -> None:
+    # The container's fixes are merged into one change, so PS015 (both probes) and PS003 carry
+    # the same fix text: said whole once, naming the findings it also answers, never repeated.
+    (tmp_path / "api.yaml").write_text(EXEC_PROBES)
+    report = check([str(tmp_path / "api.yaml")])
+    fixes = [f.remediation for f in report.findings if f.rule.id in ("PS003", "PS015")]
+    assert len(fixes) == 3 and len(set(fixes)) == 1  # the premise: one merged fix, three findings
+    console = Console(width=400, record=True)
+    render_text(report, console)
+    text = console.export_text()
+    lines = {f.rule.id: f.line for f in report.findings}
+    first = min((f for f in report.findings if f.remediation == fixes[0]), key=lambda f: f.line)
+    assert text.count(fixes[0]) == 1
+    assert text.count(f"fix: the one above ({first.rule.id}, line {first.line})") == 2
+    assert "(also answers PS003 line " in text and f"PS015 line {lines['PS003']}" in text
