@@ -63,6 +63,10 @@ def _where(docs: list[Doc], key: str) -> tuple[int, tuple[Any, ...]]:
             == key
         ):
             return next(i for i, d in enumerate(docs) if d is doc), base
+    for s in objects.services:  # PS041, PS042
+        if obj_key("Service", s.metadata.namespace, s.name) == key:
+            o = objects.origin(s)
+            return next(i for i, d in enumerate(docs) if d is o.doc), o.base
     for b in read_budgets(docs):  # PodDisruptionBudgets (PS035, PS036)
         if obj_key("PodDisruptionBudget", b.namespace, b.name) == key:
             return next(i for i, d in enumerate(docs) if d is b.doc), b.base
