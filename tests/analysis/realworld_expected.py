@@ -163,6 +163,8 @@ EXPECTED: dict[str, list[str]] = {
         "PS030 DaemonSet/kube-system/fluentd-elasticsearch fluentd-elasticsearch controllers/daemonset.yaml:21",
         "PS039 ReplicaSet/default/frontend - controllers/frontend.yaml:10",
         "PS037 ReplicaSet/default/frontend - controllers/frontend.yaml:18",
+        # The HPA of hpa-rs.yaml targets CPU utilization of pods that request no CPU: it never scales.
+        "PS043 ReplicaSet/default/frontend php-redis controllers/frontend.yaml:20",
         "PS039 Deployment/default/nginx-deployment - controllers/nginx-deployment.yaml:8",
         "PS037 Deployment/default/nginx-deployment - controllers/nginx-deployment.yaml:16",
         "PS039 ReplicationController/default/nginx - controllers/replication.yaml:9",
@@ -317,6 +319,8 @@ WHOLE_EXTRA: list[str] = [
     "PS037 Deployment/default/frontend - otel-demo/opentelemetry-demo.yaml:19153",
     "PS039 Deployment/default/frontend - msdemo/msdemo.yaml:27",
     "PS039 Deployment/default/frontend - otel-demo/opentelemetry-demo.yaml:19139",
+    # podinfo-deploy's HPA frontend (CPU) read over otel-demo's Deployment frontend, which requests none
+    "PS043 Deployment/default/frontend frontend otel-demo/opentelemetry-demo.yaml:19209",
 ]
 
 # How many workloads each project's check lints (its report's ``linted`` list): every pod template

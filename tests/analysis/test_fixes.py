@@ -35,6 +35,9 @@ NO_PATCH = {"PS006", "PS016", "PS017", "PS023", "PS025", "PS100"}
 # can make (PS036: which workload a budget guards, when none is named after it): no patch of the
 # object (tests/analysis/test_disruption_rules.py re-checks them).
 NO_PATCH |= {"PS036", "PS039"}
+# A request only the owner can measure (PS043: the container's CPU or memory at its normal load):
+# probesim invents no load. tests/analysis/test_scaling_rule.py tests it.
+NO_PATCH |= {"PS043"}
 # The disruption rules (replicas spread over nodes, budgets) on the multi-replica manifests here,
 # which these tests are not about: tests/analysis/test_disruption_rules.py tests them.
 DISRUPTION = {"PS035", "PS036", "PS037", "PS038", "PS039", "PS040"}

@@ -154,7 +154,7 @@ def test_valid_objects_never_stop_the_check(tmp_path: Path) -> None:
             spec:
               containers:
                 - name: app
-                  resources: {requests: {cpu: .5}, limits: {cpu: "1.5"}}
+                  resources: {requests: {cpu: .5, memory: 64Mi}, limits: {cpu: "1.5"}}  # the HPA is on memory
         ---
         apiVersion: apps/v1
         kind: Deployment

@@ -15,6 +15,7 @@ from probesim.analysis.rules import (  # noqa: F401  (registers)
     mesh,
     probes,
     rollout,
+    scaling,
     services,
     startup,
 )
