@@ -6,6 +6,7 @@ back to)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -60,7 +61,9 @@ OUTLIER_RULES = frozenset({"PS020", "PS021", "PS022"})
 
 
 def about_probes(finding: tuple[str, str, str, str, str]) -> bool:
-    return "Probe" in finding[3] or "Probe" in finding[4] or "probe" in finding[4]
+    """Whether a finding is about a probe: its field or its message names one (the word, not
+    "probesim", which a message saying what it assumed names)."""
+    return "Probe" in finding[3] or "Probe" in finding[4] or re.search(r"\bprobes?\b", finding[4]) is not None
 
 
 def rules_fix(inputs: TuneInputs, space: Space) -> Setting | None:
