@@ -12,7 +12,7 @@ knows file and line.
 import math
 import re
 from fractions import Fraction
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Protocol
 
 from pydantic import (
     AfterValidator,
@@ -360,6 +360,20 @@ class ObjectMeta(OpenModel):
         return v
 
 
+class _HasMetadata(Protocol):
+    @property
+    def metadata(self) -> ObjectMeta: ...
+
+
+class Named:
+    """An API object's ``name``: its metadata's (a mixin, so that the models keep their own fields
+    in their own order)."""
+
+    @property
+    def name(self: _HasMetadata) -> str:
+        return self.metadata.name
+
+
 class TemplateMeta(OpenModel):
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
@@ -408,7 +422,7 @@ class WorkloadSpec(OpenModel):
     update_strategy: StatefulSetUpdateStrategy | None = None
 
 
-class Workload(OpenModel):
+class Workload(OpenModel, Named):
     """An object with a pod template, seen as a set of identical pods: a Deployment, ReplicaSet,
     ReplicationController, StatefulSet or bare Pod; a DaemonSet (one node's pod), a Job or
     CronJob (its parallelism), an Argo Rollout, a Knative Service or another custom resource
@@ -445,10 +459,6 @@ class Workload(OpenModel):
             )
         object.__setattr__(self, "spec", spec)
         return self
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name
 
     @property
     def pod_spec(self) -> PodSpec:
@@ -489,14 +499,10 @@ class ServiceSpec(OpenModel):
         return self.type == "ClusterIP" and ip == "None"
 
 
-class Service(OpenModel):
+class Service(OpenModel, Named):
     kind: Literal["Service"] = "Service"
     metadata: ObjectMeta
     spec: ServiceSpec
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name
 
 
 def pod_names_of(w: Workload) -> list[str]:
@@ -554,16 +560,12 @@ class HPASpec(OpenModel):
     target_cpu_utilization_percentage: Annotated[SInt, Field(ge=1)] | None = None  # autoscaling/v1
 
 
-class HorizontalPodAutoscaler(OpenModel):
+class HorizontalPodAutoscaler(OpenModel, Named):
     """autoscaling/v2 (or v1) HPA scaling on CPU utilization, with API defaults applied."""
 
     kind: Literal["HorizontalPodAutoscaler"] = "HorizontalPodAutoscaler"
     metadata: ObjectMeta
     spec: HPASpec
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name
 
     @property
     def target_utilization(self) -> int:
@@ -614,14 +616,10 @@ class ScaledObjectSpec(OpenModel):
     max_replica_count: NonNegInt32 = 100
 
 
-class ScaledObject(OpenModel):
+class ScaledObject(OpenModel, Named):
     """A KEDA ScaledObject (keda.sh/v1alpha1): the scaler of its target, as an HPA is (KEDA makes
     an HPA for it, and scales between 0 and 1 itself), with KEDA's defaults applied."""
 
     kind: Literal["ScaledObject"] = "ScaledObject"
     metadata: ObjectMeta
     spec: ScaledObjectSpec
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name
