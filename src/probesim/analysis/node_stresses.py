@@ -27,7 +27,8 @@ from probesim.cost import DEFAULT_MAX_COST, run_cost
 from probesim.engine import simulate
 from probesim.model.disruption import PodDisruptionBudget
 from probesim.model.duration import format_ms, parse_ms
-from probesim.model.kubernetes import Workload, parse_cpu
+from probesim.model.kubernetes import Workload
+from probesim.model.quantities import parse_cpu
 from probesim.model.scenario import Scenario
 from probesim.results.result import Result
 

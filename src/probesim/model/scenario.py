@@ -15,7 +15,7 @@ from probesim.mesh.istio import DestinationRule, VirtualService
 from probesim.model.base import Model, SBool, SFloat, SInt
 from probesim.model.disruption import PodDisruptionBudget
 from probesim.model.duration import Duration, FineDuration
-from probesim.model.kubernetes import HorizontalPodAutoscaler, Millicores, Service, Workload
+from probesim.model.kubernetes import HorizontalPodAutoscaler, Service, Workload
 from probesim.model.nodes import (
     Drain,
     Node,
@@ -28,6 +28,7 @@ from probesim.model.nodes import (
     ZoneDown,
     ZoneUp,
 )
+from probesim.model.quantities import Millicores
 from probesim.model.threshold import ThresholdLine
 from probesim.model.traffic import Traffic
 
