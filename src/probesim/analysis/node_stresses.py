@@ -1,8 +1,8 @@
 """The node stresses of the stress suite (analysis/stress.py), for workloads of two replicas or
 more, run 10 minutes on the scenario's nodes or a default cluster: ``node-down`` and ``zone-down``
-crash the busiest node or its zone at the stress's event time (node_fault; judge_node);
+crash the busiest node or its zone at the stress's event time (node_stress; judge_node);
 ``node-drain`` upgrades the node pool from then on as GKE does by default, each node drained in
-turn through the PodDisruptionBudgets that select the workload (pool_upgrade; judge_drain), and
+turn through the PodDisruptionBudgets that select the workload (node_stress; judge_drain), and
 fails on an upgrade that does not complete (a budget that allows no eviction stalls it), errors,
 the lowest ready fraction or restarts.
 """

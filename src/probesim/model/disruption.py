@@ -1,6 +1,6 @@
 """PodDisruptionBudgets (policy/v1) as probesim reads them: the selector, ``minAvailable`` or
 ``maxUnavailable`` (a count or a percent) and ``unhealthyPodEvictionPolicy``. The loader
-(manifests/kubernetes.py) checks them as the API server does, and more: a budget with neither
+(manifests/builtin_kinds.py) checks them as the API server does, and more: a budget with neither
 field is refused (the API server takes it, and it then guards nothing)."""
 
 # No `from __future__ import annotations` here: pydantic would then compile and evaluate every
