@@ -12,7 +12,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from probesim.analysis.check import CheckReport, check
-from probesim.analysis.stress import StressResult
+from probesim.analysis.stress_verdicts import StressResult
 from probesim.cli import app
 from probesim.manifests.kubernetes import Skipped
 from probesim.report.check_outputs import render_text

@@ -34,7 +34,9 @@ import yaml
 from probesim.engine import simulate
 from probesim.errors import InputError
 from probesim.lab.compare import compare, phase_bounds, simulated_hosts
-from probesim.lab.headroom import Demand, Monitor, judge, netstat
+from probesim.lab.headroom import judge
+from probesim.lab.headroom_demand import Demand
+from probesim.lab.headroom_monitor import Monitor, netstat
 from probesim.lab.orchestrator import run_lab
 from probesim.model.scenario import Scenario
 from probesim.results import Event, Result

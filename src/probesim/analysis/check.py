@@ -16,7 +16,8 @@ from probesim.analysis.context import Context, Thresholds
 from probesim.analysis.findings import REGISTRY, SEVERITY_RANK, Finding, Rule, Severity
 from probesim.analysis.patch import apply, describe, fix_line
 from probesim.analysis.rerun import rerun, workload_arg
-from probesim.analysis.stress import StressResult, StressThresholds, stress_suite
+from probesim.analysis.stress import stress_suite
+from probesim.analysis.stress_verdicts import StressResult, StressThresholds
 from probesim.errors import InputError
 from probesim.manifests import kubernetes as k8s
 from probesim.manifests.discovery import Inputs, nothing_found, read_manifests

@@ -191,7 +191,8 @@ def _run(
 
     from probesim.engine import simulate
     from probesim.lab.compare import agree, compare, outlier_interval_ms, simulated_hosts
-    from probesim.lab.headroom import Headroom, mark_unfaithful, scaled
+    from probesim.lab.headroom import Headroom, mark_unfaithful
+    from probesim.lab.headroom_demand import scaled
     from probesim.lab.orchestrator import run_lab
     from probesim.lab.progress import Progress
     from probesim.report.compare import render_lab_comparison

@@ -33,7 +33,9 @@ from probesim.lab.collector import hold_back
 from probesim.lab.controller import Controller
 from probesim.lab.dependency import DependencyServer
 from probesim.lab.envoy import Envoy
-from probesim.lab.headroom import Demand, Headroom, Monitor, check_headroom, judge, raise_nofile
+from probesim.lab.headroom import Headroom, judge
+from probesim.lab.headroom_demand import Demand, check_headroom, raise_nofile
+from probesim.lab.headroom_monitor import Monitor
 from probesim.lab.hygiene import RunFolder
 from probesim.lab.limits import MAX_PODS, check_envoy, check_limits, found, parse_command_for, routes_to
 from probesim.lab.load import LoadResult
