@@ -107,6 +107,51 @@ def test_the_manifest_itself_is_evidence_probe_paths_env_and_command() -> None:
     assert r.line() == "PostgreSQL (image postgres:16): starts in 45s, pauses up to 1s"
 
 
+# What a container runs: its command (the image's ENTRYPOINT replaced) then its args (CMD
+# replaced), as the Kubernetes docs' "Define a Command and Arguments for a Container" table says;
+# `sh -c STRING` runs STRING as a script (POSIX sh, -c: "Read commands from the command_string
+# operand"), whose comments run nothing.
+COMMANDS = [
+    ({"command": ["node", "server.js"]}, "command node"),
+    ({"command": ["sh", "-c", "exec node index.js"]}, "command node"),
+    ({"command": ["/bin/sh", "-c", "npm start"]}, "command npm"),
+    ({"command": ["/bin/sh", "-c"], "args": ["npm start"]}, "command npm"),
+    ({"command": ["python", "-m", "gunicorn", "app:app"]}, "command gunicorn"),
+    ({"command": ["python3", "manage.py", "runserver"]}, "command manage.py"),
+    ({"args": ["gunicorn", "--bind", "0.0.0.0:8000", "app:app"]}, "command gunicorn"),
+    ({"command": ["tini", "--", "gosu", "redis", "redis-server", "--port", "6379"]}, "command redis-server"),
+    ({"command": ["docker-entrypoint.sh", "postgres"]}, "command postgres"),
+    ({"command": ["bash", "-ecx", "FOO=1 BAR=2 gunicorn app:app && echo done"]}, "command gunicorn"),
+    ({"command": ["sh", "-c", "if [ -f /x ]; then exec mongod --bind_ip_all; fi"]}, "command mongod"),
+    # A comment, an argument, an option's value or a string is not what runs.
+    ({"command": ["sh", "-c", "# start the node\nexec /app/run"]}, None),
+    ({"command": ["bash", "-c", "exec /app/run  # like node does"]}, None),
+    ({"command": ["/app/run", "--mode", "node"]}, None),
+    ({"args": ["--config", "/etc/nginx.conf"]}, None),
+    ({"command": ["java", "-jar", "app.jar"]}, None),
+    ({"command": ["sh", "-c", "ARGS=(node gunicorn)\nexec /app/run ${ARGS[*]}"]}, None),
+    ({"command": ["sh", "/entrypoint-for-node.sh"]}, None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("raw", "evidence"), COMMANDS)
+def test_the_command_evidence_is_the_program_it_runs(raw: dict[str, object], evidence: str | None) -> None:
+    r = resolve("w", "c", {"image": "acme/app:1", **raw})
+    assert r.evidence == ((evidence,) if evidence else ())
+    assert (r.profile.id == "generic") == (evidence is None)
+
+
+@skip_realworld
+def test_the_cockroachdb_start_script_is_not_read_as_node_for_its_comments() -> None:
+    """k8s-examples' CockroachDB StatefulSet starts with `/bin/bash -ecx SCRIPT` whose comments say
+    "we're the first node": it ran `exec /cockroach/cockroach ...` and was taken for Node.js."""
+    path = REALWORLD / "k8s-examples" / "_archived_cockroachdb_cockroachdb-statefulset.yaml"
+    (sts,) = [d.data for d in load_docs(path.read_text(), str(path)) if d.data.get("kind") == "StatefulSet"]
+    container = dict(sts["spec"]["template"]["spec"]["containers"][0])
+    assert container["command"][:2] == ["/bin/bash", "-ecx"] and "first node" in container["command"][2]
+    assert resolve("w", "c", {**container, "image": "acme/db:1"}).profile.id == "generic"
+
+
 def test_a_user_corrects_a_profile_in_one_place() -> None:
     corrections = (
         ProfileCorrection.model_validate({"workload": "orders", "profile": "spring-boot", "pause": "4s"}),
