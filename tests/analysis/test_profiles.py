@@ -62,6 +62,9 @@ IMAGES = [
     ("quay.io/minio/minio:RELEASE.2024-03-15T01-07-19Z", "minio"),
     ("nats:2.10-alpine", "nats"),
     ("registry.k8s.io/etcd:3.5.12-0", "etcd"),
+    ("cockroachdb/cockroach:v24.1.3", "cockroachdb"),
+    ("gcr.io/google-samples/cassandra:v14", "cassandra"),
+    ("bitnami/cassandra:4.1.4", "cassandra"),
     ("registry.k8s.io/coredns/coredns:v1.11.1", "coredns"),
     # Neighbours of a family are not the family: its exporter, its operator, its reloader.
     ("quay.io/prometheuscommunity/postgres-exporter:v0.15.0", "generic"),
@@ -69,6 +72,8 @@ IMAGES = [
     ("quay.io/prometheus-operator/prometheus-operator:v0.72.0", "generic"),
     ("quay.io/prometheus-operator/prometheus-config-reloader:v0.72.0", "generic"),
     ("mysql/mysql-router:8.0", "generic"),
+    ("cockroachdb/cockroach-k8s-init:0.2", "generic"),
+    ("criteord/cassandra_exporter:2.3.8", "generic"),
     ("acme/orders:1.4.2", "generic"),
 ]  # fmt: skip
 
@@ -149,7 +154,45 @@ def test_the_cockroachdb_start_script_is_not_read_as_node_for_its_comments() -> 
     (sts,) = [d.data for d in load_docs(path.read_text(), str(path)) if d.data.get("kind") == "StatefulSet"]
     container = dict(sts["spec"]["template"]["spec"]["containers"][0])
     assert container["command"][:2] == ["/bin/bash", "-ecx"] and "first node" in container["command"][2]
-    assert resolve("w", "c", {**container, "image": "acme/db:1"}).profile.id == "generic"
+    r = resolve("w", "c", {**container, "image": "acme/db:1"})
+    assert (r.profile.id, r.evidence) == ("cockroachdb", ("command cockroach",))
+    r = resolve("w", "c", container)
+    assert (r.profile.id, r.evidence) == ("cockroachdb", ("image cockroachdb/cockroach:v1.1.0",))
+
+
+@skip_realworld
+def test_cockroachdb_gets_its_own_readiness_endpoint_and_quorum_advice() -> None:
+    """Cockroach Labs' StatefulSet (cloud/kubernetes/cockroachdb-statefulset.yaml) probes readiness
+    on /health?ready=1 at its http port, 8080; ranges are Raft groups (a majority of 3 replicas)."""
+    docs, _ = read_manifests(
+        [str(REALWORLD / "k8s-examples" / "_archived_cockroachdb_cockroachdb-statefulset.yaml")]
+    )
+    by_rule = {f.rule.id: f for f in _findings(docs)}
+    assert sorted(by_rule) == ["PS001", "PS035", "PS037"]
+    ps001 = by_rule["PS001"]
+    assert ps001.patch is not None
+    probe = ps001.patch["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]
+    assert probe["httpGet"] == {"path": "/health?ready=1", "port": 8080}
+    assert "CockroachDB's own readiness endpoint" in ps001.remediation
+    assert "a quorum system, of 3 members 2 must be up" in by_rule["PS035"].message
+    assert by_rule["PS037"].patch is not None
+    assert "requiredDuringSchedulingIgnoredDuringExecution" in json.dumps(by_rule["PS037"].patch)
+    assert "PS001" not in {f.rule.id for f in _findings(_patched(docs, ps001))}  # the fix re-checks clean
+
+
+def test_cassandra_is_a_slow_starting_quorum_store_known_by_its_image_or_env() -> None:
+    r = resolve("w", "c", {"image": "gcr.io/google-samples/cassandra:v14"})
+    assert (r.profile.protocol, r.profile.membership, r.profile.slow_start, r.start_ms) == (
+        "cql",
+        "quorum",
+        True,
+        (30_000, 300_000),
+    )
+    assert r.handler("readiness", 9042) == {"tcpSocket": {"port": 9042}}
+    r = resolve(
+        "w", "c", {"image": "acme/store:1", "env": [{"name": "CASSANDRA_CLUSTER_NAME", "value": "K8Demo"}]}
+    )
+    assert (r.profile.id, r.evidence) == ("cassandra", ("env CASSANDRA_CLUSTER_NAME",))
 
 
 def test_a_user_corrects_a_profile_in_one_place() -> None:
