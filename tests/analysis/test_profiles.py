@@ -521,3 +521,33 @@ def test_a_tcp_probe_on_a_port_that_speaks_grpc_or_http_is_pointed_at_the_app_he
     docs = list(load_docs(text, "x.yaml"))
     after = _findings(_patched(docs, live))
     assert [g.field for g in after if g.rule.id == "PS034"] == []
+
+
+def test_list_profiles_shows_each_familys_membership_and_when_it_depends_on_the_deployment() -> None:
+    """check --list-profiles: the catalog's membership (catalog.yaml's header: quorum, primary,
+    independent) per family, marked * where membershipWhen says it depends on the deployment."""
+    import io
+
+    from rich.console import Console
+
+    from probesim.report.listings import render_profiles
+
+    buffer = io.StringIO()
+    render_profiles(catalog().values(), Console(file=buffer, width=400, color_system=None))
+    lines = [line.rstrip() for line in buffer.getvalue().splitlines()]
+    rows = {
+        line.split()[0]: line.split() for line in lines if line.startswith("  ") and len(line.split()) > 3
+    }
+    assert rows["ID"][-1] == "MEMBERSHIP"
+    assert rows["cockroachdb"][-2:] == ["quorum", "*"]
+    assert rows["cockroachdb"][3:8] == ["httpGet", "/health", ":8080", "httpGet", "/health?ready=1"]
+    assert rows["zookeeper"][-1] == "quorum"  # no deployment caveat: no *
+    assert rows["postgres"][-2:] == ["primary", "*"]
+    assert (rows["node"][-1], rows["generic"][-1]) == ("independent", "independent")
+    notes = lines[lines.index("* it depends on the deployment:") + 1 :]
+    assert notes[0] == "  postgres:      " + catalog()["postgres"].membership_when
+    assert "  mongodb:       as a replica set; a standalone mongod is one instance" in notes
+    assert not any(n.startswith("  zookeeper:") for n in notes)
+    assert len([n for n in notes if n.startswith("  ") and ":" in n.split()[0]]) == len(
+        [p for p in catalog().values() if p.membership_when]
+    )
