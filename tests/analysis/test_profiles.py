@@ -128,6 +128,9 @@ COMMANDS = [
     ({"command": ["docker-entrypoint.sh", "postgres"]}, "command postgres"),
     ({"command": ["bash", "-ecx", "FOO=1 BAR=2 gunicorn app:app && echo done"]}, "command gunicorn"),
     ({"command": ["sh", "-c", "if [ -f /x ]; then exec mongod --bind_ip_all; fi"]}, "command mongod"),
+    ({"command": ["sh", "-c", 'echo "#1; a node"; exec "/usr/local/bin/node" app.js']}, "command node"),
+    ({"command": ["sh", "-c", "cat <<EOF > /etc/app.conf\nnode = primary\nEOF\nexec gunicorn app:app"]},
+     "command gunicorn"),
     # A comment, an argument, an option's value or a string is not what runs.
     ({"command": ["sh", "-c", "# start the node\nexec /app/run"]}, None),
     ({"command": ["bash", "-c", "exec /app/run  # like node does"]}, None),
@@ -136,6 +139,8 @@ COMMANDS = [
     ({"command": ["java", "-jar", "app.jar"]}, None),
     ({"command": ["sh", "-c", "ARGS=(node gunicorn)\nexec /app/run ${ARGS[*]}"]}, None),
     ({"command": ["sh", "/entrypoint-for-node.sh"]}, None),
+    ({"command": ["sh", "-c", "echo 'starting,\nnode by node'\nexec /app/run"]}, None),
+    ({"command": ["sh", "-c", "cat <<-'END'\n\tnode\n\tEND\nexec /app/run"]}, None),
 ]  # fmt: skip
 
 

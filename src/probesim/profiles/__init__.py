@@ -233,7 +233,6 @@ _NOT_PROGRAMS = frozenset({"[", "[[", "]", "]]", "test", "fi", "done", "esac", "
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=")
 _PYTHON = re.compile(r"^python[0-9.]*$")
 _SEPARATORS = re.compile(r"&&|\|\||[;|&]")
-_COMMENT = re.compile(r"(^|\s)#.*$")
 
 
 def _programs(argv: list[str]) -> list[str]:
@@ -271,24 +270,61 @@ def _programs(argv: list[str]) -> list[str]:
 
 
 def _script_programs(script: str) -> list[str]:
-    """The program word of each command of a shell script: lines joined where they end in a
-    backslash, comments dropped, each line split at ``;``, ``&&``, ``||``, ``|`` and ``&``; in
-    each command, keywords (if, then, do, ...), variable assignments and ``exec`` are passed over
-    and the first word left is the program (``[`` and ``test`` are none). Quotes are not parsed:
-    a separator or a ``#`` inside a quoted string splits there, which at worst reads a word of the
-    string as a program."""
+    """The program word of each command of a shell script (``_plain`` drops its here-documents,
+    comments and quoted text first): lines joined where they end in a backslash, each split at
+    ``;``, ``&&``, ``||``, ``|`` and ``&``; in each command, keywords (if, then, do, ...), variable
+    assignments and ``exec`` are passed over and the first word left is the program (``[`` and
+    ``test`` are none)."""
     found: list[str] = []
-    for line in script.replace("\\\n", " ").splitlines():
-        line = _COMMENT.sub("", line)
+    for line in _plain(script).replace("\\\n", " ").splitlines():
         for part in _SEPARATORS.split(line):
-            words = [w for w in part.split() if w]
+            words = part.split()
             while words and (words[0] in _PREFIXES or _ASSIGNMENT.match(words[0])):
                 if "=(" in words[0]:  # an array assignment: its words are its values
                     words = []
                 words = words[1:]
             if words and words[0] not in _NOT_PROGRAMS:
-                found += _programs([w.strip("\"'") for w in words])
+                found += _programs(words)
     return found
+
+
+_HEREDOC = re.compile(r"(?<!<)<<(?!<)-?\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)['\"]?")  # not <<< (a here-string)
+
+
+def _plain(script: str) -> str:
+    """The script without what runs nothing: the body of each here-document, comments (``#`` at
+    a word's start), and quoted text — a quoted word without blanks or separators keeps its
+    content (``"$HOME/bin/app"``), any other quoted text becomes ``_``, one word that names no
+    program. An unclosed quote drops the rest of the script."""
+    lines: list[str] = []
+    end: str | None = None
+    for line in script.splitlines():
+        if end is not None:
+            end = None if line.strip() == end else end
+            continue
+        lines.append(line)
+        heredoc = _HEREDOC.search(line)
+        end = heredoc.group(1) if heredoc else None
+    text, out, i = "\n".join(lines), [], 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\":
+            out.append(text[i : i + 2])
+            i += 2
+        elif c in "\"'":
+            j = i + 1
+            while j < len(text) and text[j] != c:
+                j += 2 if c == '"' and text[j] == "\\" else 1
+            body = text[i + 1 : j]
+            out.append(body if body and not re.search(r"[\s;&|#]", body) else "_")
+            i = j + 1
+        elif c == "#" and (i == 0 or text[i - 1] in " \t\n;&|("):
+            newline = text.find("\n", i)
+            i = len(text) if newline < 0 else newline
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
 
 
 def _by_evidence(raw: dict[str, Any], image: str) -> tuple[Profile, str] | None:
