@@ -207,13 +207,124 @@ def _env_names(raw: dict[str, Any]) -> list[str]:
 
 
 def _words(raw: dict[str, Any]) -> list[str]:
-    words: list[str] = []
-    for key in ("command", "args"):
-        part = raw.get(key)
-        if isinstance(part, list):
-            for w in part:
-                words += str(w).split()
-    return [w.rsplit("/", 1)[-1] for w in words]
+    """The programs a container's command runs, as evidence: the executable (the command's first
+    word, else the args' first when the image's entrypoint is kept), past wrappers that run the
+    rest (tini, env, gosu user, an entrypoint script); for a shell with ``-c``, the program word of
+    each command in its script; for an interpreter, the module or script it runs (``python -m
+    gunicorn``, ``python manage.py``). Nothing else — options, arguments, a script's comments and
+    strings — is evidence."""
+    return _programs([str(w) for w in (*_list(raw.get("command")), *_list(raw.get("args")))])
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+# Shells whose -c script is read; wrappers that run the rest of their arguments (gosu and su-exec
+# take a user first); words before a command in a script line that are not the program.
+_SHELLS = frozenset({"sh", "bash", "ash", "dash", "zsh", "ksh", "busybox"})
+_WRAPPERS = frozenset(
+    {"exec", "env", "nohup", "time", "tini", "tini-static", "dumb-init", "catatonit", "docker-entrypoint.sh",
+     "entrypoint.sh", "command", "bundle", "npx"}
+)  # fmt: skip
+_USER_WRAPPERS = frozenset({"gosu", "su-exec", "chpst"})
+_PREFIXES = frozenset({"if", "then", "else", "elif", "while", "until", "do", "!", "{", "(", "time"})
+_NOT_PROGRAMS = frozenset({"[", "[[", "]", "]]", "test", "fi", "done", "esac", "}", ")", ";;", "case", "for"})
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=")
+_PYTHON = re.compile(r"^python[0-9.]*$")
+_SEPARATORS = re.compile(r"&&|\|\||[;|&]")
+
+
+def _programs(argv: list[str]) -> list[str]:
+    """The program words of one argv (a shell's script read line by line)."""
+    words = list(argv)
+    while words:
+        name = words[0].rsplit("/", 1)[-1]
+        if name in _WRAPPERS:
+            words = words[1:]
+        elif name in _USER_WRAPPERS:
+            words = words[2:]
+        else:
+            break
+        while words and (words[0].startswith("-") or _ASSIGNMENT.match(words[0])):  # tini --, env X=1
+            words = words[1:]
+    if not words:
+        return []
+    if words[0].startswith(("$", "`", "-")):
+        return []  # a program named by a variable or a substitution, or the entrypoint's options
+    name = words[0].rsplit("/", 1)[-1]
+    rest = words[1:]
+    if name in _SHELLS:
+        flag = next((i for i, w in enumerate(rest) if re.fullmatch(r"-[a-zA-Z]*c[a-zA-Z]*", w)), None)
+        if flag is None or flag + 1 >= len(rest):
+            return [name]  # a script file: what it runs is not in the manifest
+        return [name, *_script_programs(rest[flag + 1])]
+    found = [name]
+    args = [w for w in rest if not w.startswith("-")]
+    if _PYTHON.match(name):
+        module = next((rest[i + 1] for i, w in enumerate(rest[:-1]) if w == "-m"), None)
+        target = module if module is not None else (args[0] if args else None)
+        if target is not None:
+            found.append(target.rsplit("/", 1)[-1])
+    return found
+
+
+def _script_programs(script: str) -> list[str]:
+    """The program word of each command of a shell script (``_plain`` drops its here-documents,
+    comments and quoted text first): lines joined where they end in a backslash, each split at
+    ``;``, ``&&``, ``||``, ``|`` and ``&``; in each command, keywords (if, then, do, ...), variable
+    assignments and ``exec`` are passed over and the first word left is the program (``[`` and
+    ``test`` are none)."""
+    found: list[str] = []
+    for line in _plain(script).replace("\\\n", " ").splitlines():
+        for part in _SEPARATORS.split(line):
+            words = part.split()
+            while words and (words[0] in _PREFIXES or _ASSIGNMENT.match(words[0])):
+                if "=(" in words[0]:  # an array assignment: its words are its values
+                    words = []
+                words = words[1:]
+            if words and words[0] not in _NOT_PROGRAMS:
+                found += _programs(words)
+    return found
+
+
+_HEREDOC = re.compile(r"(?<!<)<<(?!<)-?\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)['\"]?")  # not <<< (a here-string)
+
+
+def _plain(script: str) -> str:
+    """The script without what runs nothing: the body of each here-document, comments (``#`` at
+    a word's start), and quoted text — a quoted word without blanks or separators keeps its
+    content (``"$HOME/bin/app"``), any other quoted text becomes ``_``, one word that names no
+    program. An unclosed quote drops the rest of the script."""
+    lines: list[str] = []
+    end: str | None = None
+    for line in script.splitlines():
+        if end is not None:
+            end = None if line.strip() == end else end
+            continue
+        lines.append(line)
+        heredoc = _HEREDOC.search(line)
+        end = heredoc.group(1) if heredoc else None
+    text, out, i = "\n".join(lines), [], 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\":
+            out.append(text[i : i + 2])
+            i += 2
+        elif c in "\"'":
+            j = i + 1
+            while j < len(text) and text[j] != c:
+                j += 2 if c == '"' and text[j] == "\\" else 1
+            body = text[i + 1 : j]
+            out.append(body if body and not re.search(r"[\s;&|#]", body) else "_")
+            i = j + 1
+        elif c == "#" and (i == 0 or text[i - 1] in " \t\n;&|("):
+            newline = text.find("\n", i)
+            i = len(text) if newline < 0 else newline
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
 
 
 def _by_evidence(raw: dict[str, Any], image: str) -> tuple[Profile, str] | None:
