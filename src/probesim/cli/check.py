@@ -113,9 +113,9 @@ def check(
         inline, named = scenario_manifest_docs(scenario_path(scenario))
     given = (list(paths or []), scenario)
     report = run_check(list(paths or named), sc, cfg, stress=stress, scenario_docs=inline, given=given)
-    warn(report.warnings)
     for entry in report.errors:  # first, one line each on stderr; the report carries them too
         fail(entry)
+    warn(report.warnings)
     with_errors = output is not None  # text on the terminal: the errors are on it already (above)
     write_report(output, lambda console: render(report, fmt, console, verbose, with_errors))
     if report.errors:
