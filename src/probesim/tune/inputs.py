@@ -283,7 +283,9 @@ def _nothing_to_tune(seen: list[Workload]) -> InputError:
     other = sorted({w.kind for w in seen if w.kind not in k8s.SIMULATED_KINDS})
     why = ""
     if other:  # a DaemonSet (one pod per node), a Job: not simulated, so not tuned
-        why = f"; {' and '.join(other)} workloads are not simulated, so not tuned (probesim check judges them)"
+        why = (
+            f"; {' and '.join(other)} workloads are not simulated, so not tuned (probesim check judges them)"
+        )
     return InputError(
         "no workload to tune: the tuner needs a Deployment, StatefulSet, ReplicaSet, "
         "ReplicationController or Pod with a Service selecting its pods, or a liveness probe (a worker's) "
