@@ -54,6 +54,7 @@ IMAGES = [
     ("valkey/valkey:8.0", "redis"),
     ("mongo:7.0", "mongodb"),
     ("rabbitmq:3.13-management", "rabbitmq"),
+    ("mcr.microsoft.com/azurelinux/base/rabbitmq-server:3.13", "rabbitmq"),  # the expert review's
     ("confluentinc/cp-kafka:7.6.0", "kafka"),
     ("quay.io/strimzi/kafka:0.40.0-kafka-3.7.0", "kafka"),
     ("zookeeper:3.9", "zookeeper"),
