@@ -112,7 +112,8 @@ def test_ps035_min_available_at_the_replicas(tmp_path: Path) -> None:
     )
     assert f.message == (
         "minAvailable 3 keeps every pod of Deployment web (3 replicas): no eviction is ever allowed, so "
-        "every drain of a node running one of its pods (kubectl drain, a node pool upgrade) stalls"
+        "every drain of a node running one of its pods (kubectl drain, a node pool upgrade) stalls — "
+        "assumed: nginx (image nginx), interchangeable replicas, any of which may go"
     )
     assert f.patch == {"spec": {"maxUnavailable": 1, "minAvailable": None}}
     assert f.remediation == (
@@ -175,7 +176,7 @@ def test_ps037_replicas_that_can_share_a_node(tmp_path: Path) -> None:
     assert f.message == (
         "3 replicas with no topologySpreadConstraint or pod anti-affinity on kubernetes.io/hostname: the "
         "scheduler's default spreading is only a preference, so they can all land on one node, and its "
-        "failure takes every replica at once"
+        "failure takes every replica at once — assumed: nginx (image nginx), interchangeable replicas, any of which may go"
     )
     assert f.patch == {"spec": {"template": {"spec": HOSTNAME_SPREAD}}}
     assert run(tmp_path, fixed(objs, f)) == []
@@ -203,7 +204,8 @@ def test_ps038_zones_only_with_a_zoned_cluster_and_one_patch_for_both(tmp_path: 
     assert ids(found) == [("PS037", "Deployment/web"), ("PS038", "Deployment/web")]
     f, g = found
     assert g.severity == "info" and g.message == (
-        "3 replicas with nothing spreading them over zones (a, b, c): a zone outage can take every replica at once"
+        "3 replicas with nothing spreading them over zones (a, b, c): a zone outage can take every replica at once "
+        "— assumed: nginx (image nginx), interchangeable replicas, any of which may go"
     )
     # Both findings give the same patch: the two constraints together.
     assert f.patch == g.patch
@@ -218,7 +220,8 @@ def test_ps039_no_budget_and_the_budget_it_asks_for(tmp_path: Path) -> None:
     assert (f.rule.id, f.severity, f.field, f.patch) == ("PS039", "info", "spec.replicas", None)
     assert (
         f.message
-        == "3 replicas and no PodDisruptionBudget: a drain or node upgrade may evict them all at once"
+        == "3 replicas and no PodDisruptionBudget: a drain or node upgrade may evict them all at once — "
+        "assumed: nginx (image nginx), interchangeable replicas, any of which may go"
     )
     assert f.remediation == (
         "add {apiVersion: policy/v1, kind: PodDisruptionBudget, metadata: {name: web, namespace: default}, "

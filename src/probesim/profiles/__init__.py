@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import Field
@@ -18,9 +18,11 @@ from pydantic import Field
 from probesim.model.base import Model, SBool
 from probesim.model.duration import Duration, format_ms
 
-__all__ = ["Profile", "ProfileCorrection", "Resolved", "catalog", "image_repository", "resolve"]
+__all__ = ["Membership", "Profile", "ProfileCorrection", "Resolved", "catalog", "image_repository", "resolve"]
 
 Handler = dict[str, Any]
+# What a family's replicas are to each other (catalog.yaml's header says each value).
+Membership = Literal["quorum", "primary", "independent"]
 
 
 class StartRange(Model):
@@ -52,6 +54,8 @@ class Profile(Model):
     pause: Duration = 0
     restart_cures: SBool = True
     serves: SBool = True
+    membership: Membership = "independent"
+    membership_when: str = ""
     sources: dict[str, str] = Field(default_factory=dict)
 
 
@@ -74,6 +78,10 @@ class ProfileCorrection(Model):
     pause: Duration | None = Field(default=None, description="The longest pause liveness must ride out.")
     restart_cures: SBool | None = None
     serves: SBool | None = None
+    membership: Membership | None = Field(
+        default=None,
+        description="What its replicas are to each other: quorum, primary or independent.",
+    )
 
     def matches(self, workload: str, container: str, image: str) -> bool:
         return (
