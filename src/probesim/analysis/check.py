@@ -264,7 +264,9 @@ def check(
         for finding in REGISTRY.checks[r.id](ctx):
             _file(report, fixed(finding), annotations)
     if stress and any(r.id == "PS100" for r in report.rules):
-        results = stress_suite(objects, scenario, StressThresholds.from_dict(cfg.stress))
+        results = stress_suite(
+            objects, scenario, StressThresholds.from_dict(cfg.stress), corrections=cfg.profiles
+        )
         report.stress = results
         for res in results:
             if res.verdict != "fail":

@@ -3,10 +3,14 @@ stresses, with a verdict per stress against thresholds. Runs fan out over local 
 
 A workload is stressed alone: its Services, its behaviour and the traffic a given scenario sends
 to its Services (other workloads, their traffic and the scenario's actions are left out), so
-one workload's failure is never blamed on another. Without a scenario (or traffic for it), the
-workload gets the default load model (kube/load_model.py): its app answers at once and takes
-100 requests per second per core of CPU request per replica on "/", 5 ms of CPU each (half the
-request at base load), from 1m on.
+one workload's failure is never blamed on another. Without a scenario, its HPA and the Istio
+rules naming its Services among the files are in its stresses (own_scenario; a VirtualService
+that routes to pods it does not have is left out, and said). Without a scenario (or traffic for
+it), the workload gets the default load model (kube/load_model.py): 100 requests per second per
+core of CPU request per replica on "/", 5 ms of CPU each (half the request at base load), from
+1m on; and unless a scenario says what the app does, its app answers after its profile's
+typical start (at once for an app probesim does not know; start-x2 doubles it), and the
+stop-the-world stress pauses it for its profile's longest pause when longer than 2 s.
 
 The verdict looks at the run after the start-up ramp (from the first time all replicas were
 Ready, or after ``warmUp``): failed requests and the lowest ready fraction; restarts count over
@@ -62,14 +66,18 @@ from probesim.engine import simulate
 from probesim.engine.controllers.templates import PlanError
 from probesim.engine.kernel_choice import KERNEL_STEPS, kernels
 from probesim.engine.warm import together
-from probesim.kube.load_model import default_rate, workload_behavior
+from probesim.kube.load_model import app_profiles, default_rate, workload_behavior
 from probesim.kube.rolling import rolling_update
 from probesim.kube.selectors import selects
+from probesim.manifests.generated import istio_hosts
 from probesim.manifests.kubernetes import SIMULATED_KINDS, Objects
+from probesim.mesh.istio import DestinationRule, VirtualService
+from probesim.mesh.load import istio_objects
 from probesim.model.disruption import PodDisruptionBudget
-from probesim.model.duration import parse_ms
-from probesim.model.kubernetes import Probe, Service, Workload
-from probesim.model.scenario import Scenario, service_calls
+from probesim.model.duration import format_ms, parse_ms
+from probesim.model.kubernetes import HorizontalPodAutoscaler, Probe, Service, Workload
+from probesim.model.scenario import Hang, Scenario, service_calls
+from probesim.profiles import ProfileCorrection, Resolved
 from probesim.results.result import Result
 
 # The faults, judged after the start-up ramp (probesim tune judges a setting by these too).
@@ -106,16 +114,85 @@ def _dump(m: Any) -> Any:
     return m.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
+def own_scenario(objects: Objects, w: Workload, services: list[Service]) -> tuple[Scenario, str]:
+    """``w`` as the manifests have it, in a scenario of its own when no scenario is given: its
+    Services, its HPA, the DestinationRules and VirtualServices naming those Services, and the
+    Namespaces' labels (Istio's injection), with no behaviour or traffic of its own (the default
+    load model's, base_scenario). ``probesim check diff`` runs each side so too. A VirtualService
+    that routes elsewhere too (another version's subset, another Service) is left out — ``w``
+    alone would get requests meant for pods that are not there — and the text says so."""
+    names = {s.name for s in services}
+    key = (w.kind, w.metadata.namespace, w.name)
+    here = os.path.dirname(objects.origin(w).doc.file)
+    variants = any((x.kind, x.metadata.namespace, x.name) == key for x in objects.workloads if x is not w)
+
+    def ours(file: str) -> bool:
+        """Whether an object of ``file`` goes with ``w``: any does, but of a workload read in
+        several variants' folders (a base and its overlays), only those of its folder or above."""
+        there = os.path.dirname(file)
+        return not variants or here == there or here.startswith(there + os.sep) or not there
+
+    scaler = next((h for h in objects.hpas if h.spec.scale_target_ref.kind == w.kind
+                   and h.spec.scale_target_ref.name == w.name and h.metadata.namespace == w.metadata.namespace
+                   and ours(objects.origin(h).doc.file) and _simulated(objects, h)), None)  # fmt: skip
+    mesh = [x for x in objects.istio if istio_hosts(x[2]) & names and ours(x[0].file)]
+    rules, vss = istio_objects(Objects(istio=mesh))
+    files = [doc.file for doc, _, data in mesh if data.get("kind") == "VirtualService"]
+    away = [(v, f, why) for v, f in zip(vss, files, strict=True) if (why := _elsewhere(v, w, names, rules))]
+    left = "; ".join(f"VirtualService {v.metadata.name} ({os.path.basename(f)}) left out: it {why}"
+                     for v, f, why in away)  # fmt: skip
+    vss = [v for v in vss if not any(v is x for x, _, _ in away)]
+    sc = Scenario.model_validate(
+        {
+            "name": w.name,
+            "spec": {"duration": f"{DURATION_MS // 1000}s"},
+            "workloads": [_dump(w)],
+            "services": [_dump(s) for s in services],
+            "autoscalers": [_dump(scaler)] if scaler is not None else [],
+            "destinationRules": [_dump(r) for r in rules],
+            "virtualServices": [_dump(v) for v in vss],
+            "namespaceLabels": objects.namespace_labels,
+        }
+    )
+    return sc, left
+
+
+def _elsewhere(v: VirtualService, w: Workload, names: set[str], rules: list[DestinationRule]) -> str:
+    """Where a VirtualService routes that ``w``'s pods are not (``names``: its Services), "" when
+    every route reaches them."""
+    for route in v.spec.http:
+        for d in (x.destination for x in route.route):
+            host = d.host.split(".")[0]
+            if host not in names:
+                return f"routes to {d.host}, a Service that does not select {w.kind} {w.name}"
+            if d.subset is None:
+                continue
+            subsets = [x for r in rules if r.spec.host.split(".")[0] == host for x in r.spec.subsets]
+            sub = next((x for x in subsets if x.name == d.subset), None)
+            if sub is None or any(w.pod_labels.get(k) != val for k, val in sub.labels.items()):
+                return f"routes to subset {d.subset} of {host}, whose pods are not {w.kind} {w.name}'s"
+    return ""
+
+
+def _simulated(objects: Objects, h: HorizontalPodAutoscaler) -> bool:
+    """Whether the HPA scales on a metric probesim simulates (CPU utilization), as ``probesim run``
+    takes it from manifests."""
+    ignored = objects.unsimulated_metrics.get(h.name, [])
+    return not (ignored and len(ignored) == len(h.spec.metrics))
+
+
 def base_scenario(
     w: Workload,
     services: list[Service],
     given: Scenario | None,
     budgets: list[PodDisruptionBudget] | None = None,
+    app: dict[str, Resolved] | None = None,
 ) -> dict[str, Any]:
     """The workload alone (as a Scenario document): its Services, its behaviour and the traffic
     the given scenario sends them, or the default load model; and the PodDisruptionBudgets (of
     ``budgets``, or else the given scenario's) that guard its pods, which only evictions (the
-    node-drain stress) consult."""
+    node-drain stress) consult. ``app``: each container's app profile (suite_base), whose typical
+    start the default load model's app takes; a scenario's behaviour for the workload wins."""
     own, names = services, {s.name for s in services}
     spec: dict[str, Any] = {"duration": f"{DURATION_MS // 1000}s"}
     traffic: list[dict[str, Any]] = []
@@ -139,6 +216,8 @@ def base_scenario(
         doc["virtualServices"] = [
             _dump(v) for v in given.virtual_services if any(h.split(".")[0] in names for h in v.spec.hosts)
         ]
+        if given.namespace_labels:  # Istio injects by them
+            doc["namespaceLabels"] = given.namespace_labels
         # What it calls goes with it, as the scenario has it: a stress of the workload reaches
         # what it calls, and a call to a Service that is not there would be a refusal.
         for callee, its in _callees(given, w):
@@ -148,6 +227,10 @@ def base_scenario(
             services = [*services, *(x for x in its if x not in services)]
     if w.name not in spec.get("behavior", {}):
         spec.setdefault("behavior", {})[w.name] = workload_behavior(w, own)
+        for name, b in spec["behavior"][w.name]["containers"].items():
+            p = (app or {}).get(name)
+            if p is not None and p.known and p.start_ms[0] > 0:
+                b["start"] = f"{p.start_ms[0]}ms"
     if not traffic and own:  # a worker (no Service) gets none: nothing sends it requests
         traffic = [{"service": own[0].name, "path": "/", "rate": default_rate(w), "start": "1m"}]
     spec["traffic"] = traffic
@@ -180,8 +263,28 @@ def _callees(given: Scenario, w: Workload) -> list[tuple[Workload, list[Service]
     return out
 
 
-def apply(base: dict[str, Any], w: Workload, stress: str) -> Scenario | None:
-    """The base scenario under one stress; None when the stress does not apply."""
+def suite_base(
+    objects: Objects,
+    w: Workload,
+    services: list[Service],
+    given: Scenario | None,
+    corrections: tuple[ProfileCorrection, ...] = (),
+) -> tuple[dict[str, Any], dict[str, Resolved] | None, str]:
+    """The base scenario the suite stresses ``w`` from (base_scenario: in the given scenario, or
+    in its own, own_scenario), its containers' app profiles (``corrections``: .probesim.yaml's)
+    when no scenario says what the app does (None when one does), and what of the files was left
+    out (own_scenario's text)."""
+    app = app_profiles(w, corrections) if given is None or w.name not in given.spec.behavior else None
+    alone, left = (given, "") if given is not None else own_scenario(objects, w, services)
+    return base_scenario(w, services, alone, objects.pdbs, app), app, left
+
+
+def apply(
+    base: dict[str, Any], w: Workload, stress: str, app: dict[str, Resolved] | None = None
+) -> Scenario | None:
+    """The base scenario under one stress; None when the stress does not apply. ``app``: the
+    containers' app profiles (suite_base): a pause longer than the suite's 2 s is theirs, and
+    an app that speaks no HTTP does not answer 500."""
     doc = copy.deepcopy(base)
     spec = doc["spec"]
     containers = spec.setdefault("behavior", {}).setdefault(w.name, {}).setdefault("containers", {})
@@ -211,12 +314,20 @@ def apply(base: dict[str, Any], w: Workload, stress: str) -> Scenario | None:
     elif stress == "one-pod-500":
         if w.spec.replicas < 2:
             return None
+        binary = sorted({p.profile.protocol for p in (app or {}).values() if p.known} - {"http", "grpc"})
+        if binary and all(p.known and p.profile.protocol in binary for p in (app or {}).values()):
+            names = ", ".join(dict.fromkeys(p.profile.name for p in (app or {}).values()))
+            raise NotApplied(f"{names} speaks the {', '.join(binary)} protocol, not HTTP (its profile): "
+                             "no request answers 500 (give --scenario with its behaviour to stress its "
+                             "errors)")  # fmt: skip
         paths = {t.get("path", "/"): 500 for t in spec.get("traffic", [])}
         bad = {n: {**b, "paths": {**b.get("paths", {}), **paths}} for n, b in containers.items()}
         spec["behavior"][w.name].setdefault("pods", []).append({"ordinals": [0], "containers": bad})
     elif stress == "stop-the-world-2s":
-        for b in containers.values():
-            b.setdefault("episodes", []).append({"kind": "hang", "at": f"{EVENT_AT_MS}ms", "for": "2s"})
+        for name, b in containers.items():
+            pause = max(STOP_THE_WORLD_MS, _pause_ms(app, name))
+            episode = {"kind": "hang", "at": f"{EVENT_AT_MS}ms", "for": f"{pause}ms"}
+            b.setdefault("episodes", []).append(episode)
     elif stress == "cpu-limit-at-request":
         pod = doc["workloads"][0]["spec"]["template"]["spec"]
         if not any((c.get("resources", {}).get("requests") or {}).get("cpu") for c in pod["containers"]):
@@ -247,6 +358,47 @@ def apply(base: dict[str, Any], w: Workload, stress: str) -> Scenario | None:
     elif stress != "baseline":
         raise ValueError(stress)
     return Scenario.model_validate(doc)
+
+
+STOP_THE_WORLD_MS = 2000  # stop-the-world-2s's pause, unless the app's profile says a longer one
+
+
+def _pause_ms(app: dict[str, Resolved] | None, container: str) -> int:
+    p = (app or {}).get(container)
+    return p.pause_ms if p is not None and p.known else 0
+
+
+def alone_note(objects: Objects, w: Workload, services: list[Service]) -> str:
+    """For one replica whose Services send to other workloads too (bare Pods of one group behind
+    one Service), why it is stressed alone; "" otherwise."""
+    for s in services:
+        peers = [f"{x.kind} {x.name}" for x in objects.workloads
+                 if x is not w and x.kind in SIMULATED_KINDS and selects(s, x)]  # fmt: skip
+        if peers:
+            return (f"stressed alone, as every workload is: Service {s.name} also sends to "
+                    f"{', '.join(peers)}, each stressed on its own, so the group's loss of one member "
+                    "is not simulated here")  # fmt: skip
+    return ""
+
+
+def profile_note(stress: str, base: dict[str, Any], w: Workload, app: dict[str, Resolved] | None) -> str:
+    """What a stress took from the app's profiles (said with its verdict): the baseline's start,
+    start-x2's doubled one, stop-the-world's longer pause; "" when nothing."""
+    known = {n: p for n, p in (app or {}).items() if p.known}
+    one = len(w.pod_spec.containers) == 1
+    parts = []
+    for name, p in known.items():
+        who = p.profile.name if one else f"[{name}] {p.profile.name}"
+        typical = format_ms(p.start_ms[0])
+        if stress == "baseline" and p.start_ms[0] > 0:
+            parts.append(f"app starts in {typical} ({who}'s typical start, its profile)")
+        elif stress == "start-x2" and p.start_ms[0] > 0:
+            start = format_ms(parse_ms(base["spec"]["behavior"][w.name]["containers"][name]["start"]) * 2)
+            parts.append(f"app starts in {start} (twice {who}'s typical {typical}; "
+                         f"{format_ms(p.start_ms[1])} at worst)")  # fmt: skip
+        elif stress == "stop-the-world-2s" and p.pause_ms > STOP_THE_WORLD_MS:
+            parts.append(f"a {format_ms(p.pause_ms)} pause, not 2s: {who}'s longest (its profile)")
+    return "; ".join(parts)
 
 
 def _check_key(p: Probe | None) -> str | None:
@@ -288,12 +440,14 @@ _NOT_APPLIED = {
 }
 
 
-def stress_scenario(base: dict[str, Any], w: Workload, stress: str) -> tuple[Scenario | None, str]:
+def stress_scenario(
+    base: dict[str, Any], w: Workload, stress: str, app: dict[str, Resolved] | None = None
+) -> tuple[Scenario | None, str]:
     """The stress's scenario, or why it is not run: it does not apply, the workload's values make
     no valid scenario (a rate of 10 per replica over the limit), or it would cost more than
-    ``probesim run`` allows by default (checked before it starts, as run does)."""
+    ``probesim run`` allows by default (checked before it starts, as run does). ``app``: apply's."""
     try:
-        sc = apply(base, w, stress)
+        sc = apply(base, w, stress, app)
     except NotApplied as e:
         return None, str(e)
     except ValidationError as e:
@@ -329,9 +483,63 @@ def run_one(args: Job, simulated: Result | None = None) -> StressResult:
         return judge_drain(index, shown, namespace, stress, r, sc, th)
     if stress in NODE_STRESSES:
         return judge_node(index, shown, namespace, stress, r, sc, th)
-    return judge_after_ramp(
-        index, shown, namespace, stress, r, w, th, errors_judged=stress not in FAULT_ERRORS
+    judged = judge_after_ramp(
+        index, shown, namespace, stress, r, w, th, stress not in FAULT_ERRORS, _pause_span(sc, stress)
     )
+    if stress in FAULT_ERRORS and judged.error_percent > 0:
+        return replace(judged, why="; ".join(x for x in (judged.why, fault_note(stress, sc, judged)) if x))
+    return judged
+
+
+def _pause_span(sc: Scenario, stress: str) -> tuple[int, int] | None:
+    """stop-the-world's pause (from, to): the span every container of every replica is paused."""
+    if stress != "stop-the-world-2s":
+        return None
+    w = sc.workloads[0]
+    wb = sc.behavior(w.name)
+    lengths = [
+        e.for_
+        for c in w.pod_spec.containers
+        for e in wb.containers[c.name].episodes
+        if isinstance(e, Hang) and e.at == EVENT_AT_MS
+    ]
+    return (EVENT_AT_MS, EVENT_AT_MS + min(lengths)) if lengths else None
+
+
+def fault_note(stress: str, sc: Scenario, r: StressResult) -> str:
+    """Why a stress whose fault fails requests itself leaves those errors unjudged, what serves
+    around them, and what it judges instead."""
+    w = sc.workloads[0]
+    judged = (f"judged instead: what the probes do about it — restarts ({r.restarts}) and the lowest "
+              f"ready fraction ({100 * r.min_ready_fraction:.0f} %) after the start-up ramp")  # fmt: skip
+    if stress == "dependency-hangs":
+        return (f"the {r.error_percent:.1f} % failed are the requests whose dependency call hangs, the "
+                "fault itself: no probe setting serves them (a probe that checks the dependency takes "
+                f"every pod out or restarts it for nothing); {judged}")  # fmt: skip
+    paths = sorted({t.path for t in sc.spec.traffic})
+    said = ", ".join(paths)
+    ready = w.pod_spec.containers[0].readiness_probe if w.pod_spec.containers else None
+    key = _check_key(ready)
+    if ready is None:
+        sees = "it has no readiness probe"
+    elif key is None:
+        sees = "its tcpSocket readiness probe connects and cannot see a status"
+    elif key in paths:
+        sees = f"its readiness probe checks {key} too, and takes it out only after its failures"
+    else:
+        sees = f"its readiness probe checks {key}, which still answers"
+    names = {s.name for s in sc.services}
+    rules = [x for x in sc.destination_rules if x.spec.host.split(".")[0] in names
+             and x.spec.traffic_policy is not None
+             and x.spec.traffic_policy.outlier_detection is not None]  # fmt: skip
+    mesh = (
+        f"DestinationRule {rules[0].metadata.name}'s outlier detection, in this run, ejects it from the "
+        "callers' load balancing"
+        if rules
+        else "only a mesh's outlier detection (none here) would eject it from the callers' load balancing"
+    )
+    return (f"the {r.error_percent:.1f} % failed are the injected fault itself, not judged: pod 0 answers "
+            f"500 on {said} and {sees}; {mesh}; {judged}")  # fmt: skip
 
 
 def run_together(jobs: tuple[Job, ...]) -> list[StressResult]:
@@ -362,22 +570,32 @@ def nearest_services(objects: Objects, w: Workload, services: list[Service]) -> 
 
 
 def stress_suite(
-    objects: Objects, given: Scenario | None, th: StressThresholds, processes: int | None = None
+    objects: Objects,
+    given: Scenario | None,
+    th: StressThresholds,
+    processes: int | None = None,
+    corrections: tuple[ProfileCorrection, ...] = (),
 ) -> list[StressResult]:
-    """Every simulated workload behind a Service, under every stress."""
+    """Every simulated workload behind a Service, under every stress (``corrections``: the app
+    profiles' from .probesim.yaml)."""
     jobs = []
+    notes: list[str] = []
     names = [(w.kind, w.metadata.namespace, w.name) for w in objects.workloads]
     for i, w in enumerate(objects.workloads):
         selected = nearest_services(objects, w, [s for s in objects.services if selects(s, w)])
         if w.kind not in SIMULATED_KINDS or not selected:
             continue
-        base = base_scenario(w, selected, given, objects.pdbs)
+        base, app, left = suite_base(objects, w, selected, given, corrections)
         shown = f"{w.kind}/{w.name}"
         if names.count(names[i]) > 1:  # variants (a base and its overlays): say which
             shown += f" ({os.path.dirname(objects.origin(w).doc.file) or '.'})"
+        alone = alone_note(objects, w, selected)
         for stress in SUITE:
-            sc, not_run = stress_scenario(base, w, stress)
+            sc, not_run = stress_scenario(base, w, stress, app)
             jobs.append((i, shown, w.metadata.namespace, stress, sc, th, not_run))
+            one = sc is None and w.spec.replicas < 2 and stress in ("one-pod-500", *NODE_STRESSES)
+            note = profile_note(stress, base, w, app) if sc is not None else alone if one else ""
+            notes.append("; ".join(x for x in (note, left if stress == "baseline" else "") if x))
     # A stress may give the very scenario of another (twice a start of 0 s is the baseline's),
     # variants the same workload again: each distinct simulation, judged alike, runs once.
     keys = [
@@ -416,18 +634,22 @@ def stress_suite(
             done = [r for rs in pool.map(run_together, grouped) for r in rs]
     result = {keys[i]: r for i, r in zip(todo, done, strict=True)}
     out = []
-    for j, k in zip(jobs, keys, strict=True):
+    for j, k, note in zip(jobs, keys, notes, strict=True):
         if k is None:
-            out.append(run_one(j))  # not simulated: why not
+            r = run_one(j)  # not simulated: why not
+            out.append(replace(r, why="; ".join(x for x in (r.why, note) if x)))
         else:
-            out.append(replace(result[k], index=j[0], workload=j[1], namespace=j[2], stress=j[3]))
+            r = replace(result[k], index=j[0], workload=j[1], namespace=j[2], stress=j[3])
+            out.append(replace(r, why="; ".join(x for x in (r.why, note) if x)))
     return out
 
 
 def _judged_as(stress: str) -> str:
     """How run_one judges a stress's run: a rollout's by its own rule, a fault that fails
     requests itself on restarts and readiness only, the others alike."""
-    return stress if stress in (*ROLLOUTS, *NODE_STRESSES) else "fault" if stress in FAULT_ERRORS else ""
+    if stress in (*ROLLOUTS, *NODE_STRESSES, *LATER_STRESSES):
+        return stress
+    return "fault" if stress in FAULT_ERRORS else ""
 
 
 def _units(sc: Scenario | None) -> int:

@@ -101,28 +101,39 @@ def judge_after_ramp(
     w: Workload,
     th: StressThresholds,
     errors_judged: bool = True,
+    pause: tuple[int, int] | None = None,
 ) -> StressResult:
     """A fault's run, judged after the start-up ramp (``errors_judged``: False for a fault that
-    fails requests itself, judged on restarts and readiness only)."""
+    fails requests itself, judged on restarts and readiness only). ``pause``: the span (from, to,
+    in ms) every replica is paused at once, whose failed requests are the pause's own, not the
+    settings': reported, judged without them."""
     summary = r.workload(w.name)
     ready = r.series[f"workload.{w.name}.ready"]
     desired = np.maximum(r.series[f"workload.{w.name}.desired"], 1)
     ramp = summary.all_ready_ms if th.warm_up_ms is None else th.warm_up_ms
     judged = r.time_ms >= (ramp if ramp is not None else r.duration_ms)
     errors = error_percent(r, judged)
+    own = errors
+    if pause is not None:
+        own = error_percent(r, judged & ((r.time_ms < pause[0]) | (r.time_ms >= pause[1])))
     min_ready = float((ready[judged] / desired[judged]).min()) if judged.any() else 0.0
     gap = max((x.no_endpoint_s for x in r.routes), default=0.0)
     why = []
     if ramp is None:
         why.append(f"never had all {w.spec.replicas} replicas Ready in {format_ms(r.duration_ms)}")
     after = f" after the start-up ramp ({format_ms(ramp)})" if ramp else ""
-    if errors > th.max_error_percent and errors_judged and ramp is not None:
-        why.append(f"errors {errors:.1f} % > {th.max_error_percent:g} %{after}")
+    if own > th.max_error_percent and errors_judged and ramp is not None:
+        beside = " beside the pause's own" if pause is not None and own != errors else ""
+        why.append(f"errors {own:.1f} % > {th.max_error_percent:g} %{after}{beside}")
     if summary.total_restarts > th.max_restarts:
         why.append(f"{summary.total_restarts} restarts > {th.max_restarts}")
     if ramp is not None and min_ready < th.min_ready_fraction:
         why.append(f"ready fell to {100 * min_ready:.0f} % < {100 * th.min_ready_fraction:.0f} %{after}")
     verdict = "fail" if why else "pass"
+    if pause is not None and errors > th.max_error_percent >= own and errors_judged and ramp is not None:
+        why.append(f"the {errors:.1f} % failed include the {format_ms(pause[1] - pause[0])} pause's own, "
+                   f"with every replica paused at once (no setting serves them): judged without them, "
+                   f"{own:.1f} %")  # fmt: skip
     return StressResult(
         index,
         shown,

@@ -30,9 +30,11 @@ rule = REGISTRY.rule
     name="stress-failure",
     severity="error",
     title="The workload fails a simulated stress (probesim check --stress).",
-    why="The stress suite simulates each workload behind a Service under doubled and tripled "
-    "traffic, a doubled start time, half of its dependency calls hanging, one pod answering "
-    "500, a 2 s stop-the-world pause and CPU throttled to the request, and compares error %, "
+    why="The stress suite simulates each workload behind a Service — its app starting in its "
+    "profile's typical time, with its HPA and the Istio rules among the files — under doubled "
+    "and tripled traffic, a doubled start time, half of its dependency calls hanging, one pod "
+    "answering 500 (an HTTP app), a 2 s stop-the-world pause (the app's longest when longer; "
+    "the pause's own failures not judged) and CPU throttled to the request, and compares error %, "
     "restarts and the lowest ready fraction with thresholds (stress in .probesim.yaml); "
     "through a rolling update of a new version that behaves as the last and of one that never "
     "becomes Ready, where the old pods must keep serving: errors from the rollout on, available "
