@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from probesim.analysis.findings import SEVERITY_RANK
+from probesim.analysis.findings import REGISTRY, SEVERITY_RANK
 from probesim.model.kubernetes import Workload
 from probesim.tune.inputs import TuneInputs
 from probesim.tune.patch import patched_rule, patched_workload, strategic_merge
@@ -25,12 +25,19 @@ API_VERSIONS = {
 }
 
 
+# Families of check's rules no probe setting causes or cures: where replicas land and what
+# guards them in a drain, what scales the workload, what its Services reach.
+NOT_PROBES = frozenset({"disruption", "scaling", "services"})
+
+
 def check_findings(inputs: TuneInputs, space: Space, setting: Setting) -> set[tuple[str, str, str, str, str]]:
     """What ``probesim check`` (its public entry point, every rule as it stands) warns of, or
     worse, on the workload patched to ``setting`` beside its Services and DestinationRule: the
-    (rule, object, container) of each finding."""
+    (rule, object, container, field, message) of each finding — the message left out of those of
+    the NOT_PROBES families, whose words (what they assumed of the app, from its probes' paths)
+    may change with a setting while the finding stays the same."""
     return {
-        (f.rule.id, f.obj, f.container, f.field, f.message)
+        (f.rule.id, f.obj, f.container, f.field, "" if f.rule.family in NOT_PROBES else f.message)
         for f in _report(inputs, space, setting).findings
         if SEVERITY_RANK[f.severity] >= SEVERITY_RANK["warning"]
     }
@@ -63,6 +70,8 @@ OUTLIER_RULES = frozenset({"PS020", "PS021", "PS022"})
 def about_probes(finding: tuple[str, str, str, str, str]) -> bool:
     """Whether a finding is about a probe: its field or its message names one (the word, not
     "probesim", which a message saying what it assumed names)."""
+    if REGISTRY.rules[finding[0]].family in NOT_PROBES:
+        return False
     return "Probe" in finding[3] or "Probe" in finding[4] or re.search(r"\bprobes?\b", finding[4]) is not None
 
 
