@@ -301,7 +301,7 @@ def test_findings_carry_what_they_assumed_in_json_sarif_and_text(tmp_path: Path)
         "protocol": "redis",
         "endpoints": {
             "liveness": {"exec": {"command": ["redis-cli", "-p", "{port}", "ping"]}},
-            "readiness": {"exec": {"command": ["redis-cli", "-p", "{port}", "ping"]}},
+            "readiness": {"exec": {"command": ["sh", "-c", "redis-cli -p {port} ping | grep -q PONG"]}},
         },
         "start": {"typical": "1s", "worst": "30s"},
         "pause": "1s",

@@ -32,6 +32,14 @@ class StartRange(Model):
     )
 
 
+class ExtraPaths(Model):
+    """Paths a setting of the app adds on the port it serves (catalog.yaml: extraPaths)."""
+
+    setting: str
+    env: str = ""
+    self_contained: tuple[str, ...] = ()
+
+
 class Profile(Model):
     """One family of the catalog (catalog.yaml says what each field means)."""
 
@@ -47,6 +55,10 @@ class Profile(Model):
     startup: Handler | None = None
     health_port: int | None = None
     health_port_env: str | None = None
+    health_port_flags: tuple[str, ...] = ()
+    flag_env: str = ""
+    extra_paths: ExtraPaths | None = None
+    tcp_misses: str = ""
     self_contained: tuple[str, ...] = ()
     dependency_paths: tuple[str, ...] = ()
     start: StartRange = StartRange()
@@ -283,6 +295,16 @@ def resolve(
     if port_env and str(env.get(port_env) or "").isdigit():
         profile = profile.model_copy(update={"health_port": int(str(env[port_env]))})
         reasons.append(f"env {port_env}={env[port_env]}")
+    flagged = _flag_port(profile, raw, env)
+    if flagged is not None:
+        profile = profile.model_copy(update={"health_port": flagged[1]})
+        reasons.append(f"{flagged[0]} port {flagged[1]}")
+    extra = profile.extra_paths
+    if extra is not None and _setting_on(extra, raw, env):
+        profile = profile.model_copy(
+            update={"self_contained": (*profile.self_contained, *extra.self_contained)}
+        )
+        reasons.append(f"{extra.setting} serves {', '.join(extra.self_contained)}")
     start = (profile.start.typical, profile.start.worst)
     if scenario_start_ms is not None:
         start = (scenario_start_ms, scenario_start_ms)
@@ -294,6 +316,58 @@ def resolve(
         from_scenario=scenario_start_ms is not None,
         corrected=corrected,
     )
+
+
+_URL = re.compile(r"^[a-z][a-z0-9+.-]*://(\[[^\]]*\]|[^:/,]*)(?::(\d+))?", re.IGNORECASE)
+_LOOPBACK = ("127.", "localhost", "[::1]")
+
+
+def _flag_values(raw: dict[str, Any], flag: str, env: dict[str, Any], flag_env: str) -> list[str] | None:
+    """The values of ``flag`` in the container's command and args (``--f=v`` or ``--f v``, also
+    inside a ``sh -c`` string), else in its environment (``flag_env`` + the flag's name); None
+    when it is not given."""
+    words: list[str] = []
+    for key in ("command", "args"):
+        part = raw.get(key)
+        if isinstance(part, list):
+            for w in part:
+                words += str(w).split()
+    values = [w.split("=", 1)[1] for w in words if w.startswith(flag + "=")]
+    values += [words[i + 1] for i, w in enumerate(words[:-1]) if w == flag]
+    if not values and flag_env:
+        name = flag_env + flag.lstrip("-").upper().replace("-", "_")
+        if env.get(name) is not None:
+            values = [str(env[name])]
+    return values or None
+
+
+def _flag_port(profile: Profile, raw: dict[str, Any], env: dict[str, Any]) -> tuple[str, int] | None:
+    """The first of the profile's health-port flags the container gives, and the port of its first
+    URL the kubelet can reach (not a loopback address: an httpGet goes to the pod's IP)."""
+    for flag in profile.health_port_flags:
+        values = _flag_values(raw, flag, env, profile.flag_env)
+        if values is None:
+            continue
+        for url in (u.strip(" '\"") for v in values for u in v.split(",")):
+            m = _URL.match(url)
+            if m is None or m.group(2) is None or m.group(1).lower().startswith(_LOOPBACK):
+                continue
+            return flag, int(m.group(2))
+    return None
+
+
+def _setting_on(extra: ExtraPaths, raw: dict[str, Any], env: dict[str, Any]) -> bool:
+    """The setting is on: its environment variable is true, or its name is set to true in any
+    value of the environment (SPRING_APPLICATION_JSON) or in the args (``--setting=true``)."""
+    if extra.env and str(env.get(extra.env, "")).strip().lower() == "true":
+        return True
+    texts = [str(v) for v in env.values() if v is not None]
+    for key in ("command", "args"):
+        part = raw.get(key)
+        if isinstance(part, list):
+            texts += [str(w) for w in part]
+    pattern = re.compile(re.escape(extra.setting) + r"[\"']?\s*[:=]\s*[\"']?true\b", re.IGNORECASE)
+    return any(pattern.search(t) for t in texts)
 
 
 def _camel(name: str) -> str:
