@@ -96,6 +96,20 @@ def test_etcd_peer_services_that_publish_not_ready_members_are_not_named() -> No
     assert "publishNotReadyAddresses" not in f.remediation
 
 
+def test_etcd_from_3_5_11_is_probed_on_livez_and_readyz() -> None:
+    # etcd CHANGELOG-3.5, v3.5.11: /livez and /readyz (etcd-io/etcd#17039); kubeadm probes them
+    # since 1.31 (kubernetes/kubernetes#124465). A tag that names no release keeps /health.
+    text = ETCD.format(extra="", publish="").replace("etcd:latest", "etcd:v3.5.17")
+    [f] = [f for f in _one(text) if f.rule.id == "PS001"]
+    assert _container(f)["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": 2379}
+    assert f.assumed is not None
+    assert f.assumed.evidence[1] == "release v3.5.17: /livez, /readyz (from 3.5.11)"
+    assert "which answers only while the cluster has quorum" in f.remediation
+    assert resolve("e", "e", {"image": "registry.k8s.io/etcd:3.5.10-0"}).profile.readiness == {
+        "httpGet": {"path": "/health", "port": "{port}"}
+    }
+
+
 @pytest.mark.parametrize(
     ("words", "env", "port"),
     [

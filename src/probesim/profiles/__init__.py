@@ -40,6 +40,17 @@ class ExtraPaths(Model):
     self_contained: tuple[str, ...] = ()
 
 
+class ProfileVersion(Model):
+    """Endpoints that replace a family's from a release on (catalog.yaml: versions)."""
+
+    since: str
+    liveness: Handler | None = None
+    readiness: Handler | None = None
+    startup: Handler | None = None
+    self_contained: tuple[str, ...] = ()
+    dependency_paths: tuple[str, ...] = ()
+
+
 class Profile(Model):
     """One family of the catalog (catalog.yaml says what each field means)."""
 
@@ -58,6 +69,7 @@ class Profile(Model):
     health_port_flags: tuple[str, ...] = ()
     flag_env: str = ""
     extra_paths: ExtraPaths | None = None
+    versions: tuple[ProfileVersion, ...] = ()
     tcp_misses: str = ""
     self_contained: tuple[str, ...] = ()
     dependency_paths: tuple[str, ...] = ()
@@ -295,6 +307,19 @@ def resolve(
     if port_env and str(env.get(port_env) or "").isdigit():
         profile = profile.model_copy(update={"health_port": int(str(env[port_env]))})
         reasons.append(f"env {port_env}={env[port_env]}")
+    release = _release(profile, image)
+    if release is not None:
+        v, tag = release
+        update: dict[str, Any] = {
+            k: getattr(v, k) for k in ("liveness", "readiness", "startup") if getattr(v, k)
+        }
+        for k in ("self_contained", "dependency_paths"):  # the older paths are still served
+            update[k] = tuple(dict.fromkeys((*getattr(profile, k), *getattr(v, k))))
+        profile = profile.model_copy(update=update)
+        paths = [
+            h["httpGet"].get("path") for h in (v.liveness, v.readiness, v.startup) if h and "httpGet" in h
+        ]
+        reasons.append(f"release {tag}: {', '.join(dict.fromkeys(str(p) for p in paths))} (from {v.since})")
     flagged = _flag_port(profile, raw, env)
     if flagged is not None:
         profile = profile.model_copy(update={"health_port": flagged[1]})
@@ -316,6 +341,26 @@ def resolve(
         from_scenario=scenario_start_ms is not None,
         corrected=corrected,
     )
+
+
+_TAG_VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
+
+
+def _version(text: str) -> tuple[int, ...] | None:
+    m = _TAG_VERSION.match(text)
+    return tuple(int(x) for x in m.groups()) if m else None
+
+
+def _release(profile: Profile, image: str) -> tuple[ProfileVersion, str] | None:
+    """The last of the profile's versioned endpoints whose release the image's tag reaches, and
+    the tag; None when the tag names no version (``latest``) or none is reached."""
+    last = image.split("@")[0].rsplit("/", 1)[-1]
+    tag = last.split(":", 1)[1] if ":" in last else ""
+    have = _version(tag)
+    if have is None:
+        return None
+    reached = [v for v in profile.versions if (since := _version(v.since)) is not None and have >= since]
+    return (reached[-1], tag) if reached else None
 
 
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://(\[[^\]]*\]|[^:/,]*)(?::(\d+))?", re.IGNORECASE)
