@@ -212,7 +212,8 @@ def tcp_probe_on_http_or_grpc(ctx: Context) -> Iterator[Finding]:
     "Liveness by TCP is not reported: a server still recovering is alive, and a restart would "
     "start its recovery over.",
     fix="Use the app's own readiness check (the fix: its exec command, with the 5 s timeout exec "
-    "probes need).",
+    "probes need). A Redis with a password needs it in the container's REDISCLI_AUTH, as Bitnami's "
+    "chart sets it: without it the answer is NOAUTH, never PONG.",
 )  # fmt: skip
 def tcp_readiness_where_app_has_check(ctx: Context) -> Iterator[Finding]:
     for t in ctx.targets:
