@@ -13,7 +13,7 @@ import pytest
 
 from probesim.analysis.findings import Finding
 from probesim.manifests.yamlsrc import load_docs
-from probesim.profiles import resolve
+from probesim.profiles import ProfileCorrection, resolve
 from tests.analysis.test_fixes import _one, _recheck
 
 
@@ -126,6 +126,12 @@ def test_etcd_from_3_5_11_is_probed_on_livez_and_readyz() -> None:
             2381,
         ),
         (["--listen-client-urls=http://127.0.0.1:2379,http://0.0.0.0:12379"], {}, 12379),
+        # Plain http before https: an httpGet is plain unless its scheme says otherwise.
+        (
+            ["--listen-metrics-urls=https://0.0.0.0:2381", "--listen-client-urls=http://0.0.0.0:2379"],
+            {},
+            2379,
+        ),
         ([], {"ETCD_LISTEN_METRICS_URLS": "http://0.0.0.0:9379"}, 9379),  # etcd reads ETCD_<FLAG>
         ([], {}, None),  # no flag: the port the container serves
     ],
@@ -139,6 +145,17 @@ def test_etcd_health_port_comes_from_its_flags(
         "env": [{"name": k, "value": v} for k, v in env.items()],
     }
     assert resolve("etcd", "etcd", raw).profile.health_port == port
+
+
+def test_a_users_health_port_and_handlers_win_over_flags_and_release() -> None:
+    raw = {
+        "image": "quay.io/coreos/etcd:v3.5.17",
+        "command": ["etcd", "--listen-metrics-urls=http://0.0.0.0:2381"],
+    }
+    fix = ProfileCorrection.model_validate({"healthPort": 8080, "readiness": {"httpGet": {"path": "/ready"}}})
+    r = resolve("etcd", "etcd", raw, (fix,))
+    assert (r.profile.health_port, r.profile.readiness) == (8080, {"httpGet": {"path": "/ready"}})
+    assert r.profile.liveness == {"httpGet": {"path": "/livez", "port": "{port}"}}  # not corrected
 
 
 # -- item 6: TCP checks, a database's own readiness, its slow start ----------------------------
@@ -353,3 +370,40 @@ def test_spring_boots_additional_paths_keep_the_startup_probe_on_livez(env: str)
 def test_without_the_setting_spring_boots_own_liveness_group_is_the_startup_check() -> None:
     [f] = [f for f in _one(PETCLINIC.format(env="[]")) if f.rule.id == "PS013"]
     assert _container(f)["startupProbe"]["httpGet"] == {"path": "/actuator/health/liveness", "port": "http"}
+
+
+def test_etcd_statefulset_names_its_headless_peer_service_and_says_no_recreate() -> None:
+    # Members of a StatefulSet find each other as <pod>.<headless Service>; a headless Service's
+    # DNS lists only Ready pods unless publishNotReadyAddresses (Kubernetes' DNS spec for Services).
+    text = """\
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: etcd}
+spec:
+  serviceName: etcd-headless
+  replicas: 3
+  selector: {matchLabels: {app: etcd}}
+  template:
+    metadata: {labels: {app: etcd}}
+    spec:
+      containers:
+      - name: etcd
+        image: quay.io/coreos/etcd:v3.5.9
+        command: [sh, -c, "etcd --name $(HOSTNAME) --initial-advertise-peer-urls http://$(HOSTNAME).etcd-headless:2380 --listen-client-urls http://0.0.0.0:2379"]
+        ports: [{containerPort: 2379, name: client}, {containerPort: 2380, name: peer}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: etcd-headless}
+spec:
+  clusterIP: None
+  selector: {app: etcd}
+  ports: [{name: client, port: 2379}, {name: peer, port: 2380}]
+"""
+    [f] = [f for f in _one(text) if f.rule.id == "PS001"]
+    assert _container(f)["readinessProbe"]["httpGet"] == {"path": "/health", "port": 2379}
+    assert f.remediation.endswith(
+        "the other members reach this one through Service etcd-headless: set publishNotReadyAddresses: true on "
+        "it, or a member that is not Ready yet is unreachable, no leader is elected and no member ever becomes "
+        "Ready)"
+    )

@@ -279,6 +279,7 @@ def resolve(
     profile, evidence = found if found is not None else (catalog()["generic"], "")
     reasons = [evidence] if evidence else []
     corrected = False
+    fixed: set[str] = set()  # the fields the user's correction gives: nothing below overrides them
     for c in corrections:
         if not c.matches(workload, container, image):
             continue
@@ -291,6 +292,7 @@ def resolve(
             for k, v in c.model_dump(exclude={"workload", "container", "image", "profile"}).items()
             if v is not None
         }
+        fixed = set(changes)
         if changes:
             profile = profile.model_copy(
                 update={**changes, "start": c.start or profile.start, "pause": c.pause or profile.pause}
@@ -311,16 +313,18 @@ def resolve(
     if release is not None:
         v, tag = release
         update: dict[str, Any] = {
-            k: getattr(v, k) for k in ("liveness", "readiness", "startup") if getattr(v, k)
+            k: getattr(v, k) for k in ("liveness", "readiness", "startup") if getattr(v, k) and k not in fixed
         }
         for k in ("self_contained", "dependency_paths"):  # the older paths are still served
+            if k in fixed:
+                continue
             update[k] = tuple(dict.fromkeys((*getattr(profile, k), *getattr(v, k))))
         profile = profile.model_copy(update=update)
         paths = [
             h["httpGet"].get("path") for h in (v.liveness, v.readiness, v.startup) if h and "httpGet" in h
         ]
         reasons.append(f"release {tag}: {', '.join(dict.fromkeys(str(p) for p in paths))} (from {v.since})")
-    flagged = _flag_port(profile, raw, env)
+    flagged = _flag_port(profile, raw, env) if "health_port" not in fixed else None
     if flagged is not None:
         profile = profile.model_copy(update={"health_port": flagged[1]})
         reasons.append(f"{flagged[0]} port {flagged[1]}")
@@ -388,17 +392,18 @@ def _flag_values(raw: dict[str, Any], flag: str, env: dict[str, Any], flag_env: 
 
 def _flag_port(profile: Profile, raw: dict[str, Any], env: dict[str, Any]) -> tuple[str, int] | None:
     """The first of the profile's health-port flags the container gives, and the port of its first
-    URL the kubelet can reach (not a loopback address: an httpGet goes to the pod's IP)."""
+    URL the kubelet can reach (not a loopback address: an httpGet goes to the pod's IP), plain
+    http before https (an httpGet is plain unless its scheme says otherwise)."""
+    found: list[tuple[bool, str, int]] = []
     for flag in profile.health_port_flags:
         values = _flag_values(raw, flag, env, profile.flag_env)
-        if values is None:
-            continue
-        for url in (u.strip(" '\"") for v in values for u in v.split(",")):
+        for url in (u.strip(" '\"") for v in values or [] for u in v.split(",")):
             m = _URL.match(url)
             if m is None or m.group(2) is None or m.group(1).lower().startswith(_LOOPBACK):
                 continue
-            return flag, int(m.group(2))
-    return None
+            found.append((url.lower().startswith("https"), flag, int(m.group(2))))
+    plain = [f for f in found if not f[0]]
+    return (plain or found)[0][1:] if found else None
 
 
 def _setting_on(extra: ExtraPaths, raw: dict[str, Any], env: dict[str, Any]) -> bool:

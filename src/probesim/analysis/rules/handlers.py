@@ -163,7 +163,7 @@ def quorum_note(t: Target, name: str) -> str:
         sv.name
         for sv in t.services
         if not sv.spec.publish_not_ready_addresses
-        and re.search(rf"(//|@|^|[\s=,]){re.escape(sv.name)}[.:]", words)
+        and re.search(rf"(//|@|^|[\s=,.]){re.escape(sv.name)}[.:]", words)
     ]
     if peers:
         names = ", ".join(dict.fromkeys(peers))
