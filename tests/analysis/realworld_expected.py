@@ -216,6 +216,7 @@ EXPECTED: dict[str, list[str]] = {
         "PS003 Deployment/default/currencyservice server msdemo.yaml:267",
         "PS003 Deployment/default/cartservice server msdemo.yaml:346",
         "PS033 Deployment/default/cartservice server msdemo.yaml:347",
+        "PS045 Deployment/default/redis-cart redis msdemo.yaml:406",
         "PS003 Deployment/default/redis-cart redis msdemo.yaml:408",
         "PS003 Deployment/default/recommendationservice server msdemo.yaml:566",
         "PS003 Deployment/default/checkoutservice server msdemo.yaml:641",

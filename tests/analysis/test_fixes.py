@@ -238,8 +238,9 @@ def test_the_router_is_told_its_readiness_takes_half_an_hour_and_one_plan_fixes_
     assert found["PS014"].patch == found["PS003"].patch == found["PS019"].patch
     assert found["PS019"].remediation == (
         "readinessProbe.periodSeconds: 10, readinessProbe.failureThreshold: 3, livenessProbe.periodSeconds: 10, "
-        "livenessProbe.failureThreshold: 5 (readiness takes a failing pod out within 31s, liveness acts on a hang "
-        "within 51s)"
+        "livenessProbe.failureThreshold: 5 (readiness takes a pod whose port stops accepting connections out "
+        "within 31s, liveness restarts a container whose port stops accepting connections within 51s (a TCP "
+        "check does not see a hang: a hung process still accepts them))"
     )
 
 
@@ -286,7 +287,7 @@ spec:
         ("postgres:16", "{name: tcp-postgresql, containerPort: 5432}",
          "exec: {command: [pg_isready, -h, \"127.0.0.1\", -p, \"5432\"]}"),
         ("docker.io/bitnami/redis:7.2", "{name: redis, containerPort: 6379}",
-         "exec: {command: [redis-cli, -p, \"6379\", ping]}"),
+         "exec: {command: [sh, -c, \"redis-cli -p 6379 ping | grep -q PONG\"]}"),
         ("rabbitmq:3-management", "{name: amqp, containerPort: 5672}",
          "exec: {command: [rabbitmq-diagnostics, -q, check_port_connectivity]}"),
         ("kbudde/rabbitmq-exporter", "{name: web, containerPort: 9419}", "tcpSocket: {port: web}"),

@@ -32,6 +32,25 @@ class StartRange(Model):
     )
 
 
+class ExtraPaths(Model):
+    """Paths a setting of the app adds on the port it serves (catalog.yaml: extraPaths)."""
+
+    setting: str
+    env: str = ""
+    self_contained: tuple[str, ...] = ()
+
+
+class ProfileVersion(Model):
+    """Endpoints that replace a family's from a release on (catalog.yaml: versions)."""
+
+    since: str
+    liveness: Handler | None = None
+    readiness: Handler | None = None
+    startup: Handler | None = None
+    self_contained: tuple[str, ...] = ()
+    dependency_paths: tuple[str, ...] = ()
+
+
 class Profile(Model):
     """One family of the catalog (catalog.yaml says what each field means)."""
 
@@ -47,6 +66,11 @@ class Profile(Model):
     startup: Handler | None = None
     health_port: int | None = None
     health_port_env: str | None = None
+    health_port_flags: tuple[str, ...] = ()
+    flag_env: str = ""
+    extra_paths: ExtraPaths | None = None
+    versions: tuple[ProfileVersion, ...] = ()
+    tcp_misses: str = ""
     self_contained: tuple[str, ...] = ()
     dependency_paths: tuple[str, ...] = ()
     start: StartRange = StartRange()
@@ -366,6 +390,7 @@ def resolve(
     profile, evidence = found if found is not None else (catalog()["generic"], "")
     reasons = [evidence] if evidence else []
     corrected = False
+    fixed: set[str] = set()  # the fields the user's correction gives: nothing below overrides them
     for c in corrections:
         if not c.matches(workload, container, image):
             continue
@@ -378,6 +403,7 @@ def resolve(
             for k, v in c.model_dump(exclude={"workload", "container", "image", "profile"}).items()
             if v is not None
         }
+        fixed = set(changes)
         if changes:
             profile = profile.model_copy(
                 update={**changes, "start": c.start or profile.start, "pause": c.pause or profile.pause}
@@ -394,6 +420,31 @@ def resolve(
     if port_env and str(env.get(port_env) or "").isdigit():
         profile = profile.model_copy(update={"health_port": int(str(env[port_env]))})
         reasons.append(f"env {port_env}={env[port_env]}")
+    release = _release(profile, image)
+    if release is not None:
+        v, tag = release
+        update: dict[str, Any] = {
+            k: getattr(v, k) for k in ("liveness", "readiness", "startup") if getattr(v, k) and k not in fixed
+        }
+        for k in ("self_contained", "dependency_paths"):  # the older paths are still served
+            if k in fixed:
+                continue
+            update[k] = tuple(dict.fromkeys((*getattr(profile, k), *getattr(v, k))))
+        profile = profile.model_copy(update=update)
+        paths = [
+            h["httpGet"].get("path") for h in (v.liveness, v.readiness, v.startup) if h and "httpGet" in h
+        ]
+        reasons.append(f"release {tag}: {', '.join(dict.fromkeys(str(p) for p in paths))} (from {v.since})")
+    flagged = _flag_port(profile, raw, env) if "health_port" not in fixed else None
+    if flagged is not None:
+        profile = profile.model_copy(update={"health_port": flagged[1]})
+        reasons.append(f"{flagged[0]} port {flagged[1]}")
+    extra = profile.extra_paths
+    if extra is not None and _setting_on(extra, raw, env):
+        profile = profile.model_copy(
+            update={"self_contained": (*profile.self_contained, *extra.self_contained)}
+        )
+        reasons.append(f"{extra.setting} serves {', '.join(extra.self_contained)}")
     start = (profile.start.typical, profile.start.worst)
     if scenario_start_ms is not None:
         start = (scenario_start_ms, scenario_start_ms)
@@ -405,6 +456,79 @@ def resolve(
         from_scenario=scenario_start_ms is not None,
         corrected=corrected,
     )
+
+
+_TAG_VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
+
+
+def _version(text: str) -> tuple[int, ...] | None:
+    m = _TAG_VERSION.match(text)
+    return tuple(int(x) for x in m.groups()) if m else None
+
+
+def _release(profile: Profile, image: str) -> tuple[ProfileVersion, str] | None:
+    """The last of the profile's versioned endpoints whose release the image's tag reaches, and
+    the tag; None when the tag names no version (``latest``) or none is reached."""
+    last = image.split("@")[0].rsplit("/", 1)[-1]
+    tag = last.split(":", 1)[1] if ":" in last else ""
+    have = _version(tag)
+    if have is None:
+        return None
+    reached = [v for v in profile.versions if (since := _version(v.since)) is not None and have >= since]
+    return (reached[-1], tag) if reached else None
+
+
+_URL = re.compile(r"^[a-z][a-z0-9+.-]*://(\[[^\]]*\]|[^:/,]*)(?::(\d+))?", re.IGNORECASE)
+_LOOPBACK = ("127.", "localhost", "[::1]")
+
+
+def _flag_values(raw: dict[str, Any], flag: str, env: dict[str, Any], flag_env: str) -> list[str] | None:
+    """The values of ``flag`` in the container's command and args (``--f=v`` or ``--f v``, also
+    inside a ``sh -c`` string), else in its environment (``flag_env`` + the flag's name); None
+    when it is not given."""
+    words: list[str] = []
+    for key in ("command", "args"):
+        part = raw.get(key)
+        if isinstance(part, list):
+            for w in part:
+                words += str(w).split()
+    values = [w.split("=", 1)[1] for w in words if w.startswith(flag + "=")]
+    values += [words[i + 1] for i, w in enumerate(words[:-1]) if w == flag]
+    if not values and flag_env:
+        name = flag_env + flag.lstrip("-").upper().replace("-", "_")
+        if env.get(name) is not None:
+            values = [str(env[name])]
+    return values or None
+
+
+def _flag_port(profile: Profile, raw: dict[str, Any], env: dict[str, Any]) -> tuple[str, int] | None:
+    """The first of the profile's health-port flags the container gives, and the port of its first
+    URL the kubelet can reach (not a loopback address: an httpGet goes to the pod's IP), plain
+    http before https (an httpGet is plain unless its scheme says otherwise)."""
+    found: list[tuple[bool, str, int]] = []
+    for flag in profile.health_port_flags:
+        values = _flag_values(raw, flag, env, profile.flag_env)
+        for url in (u.strip(" '\"") for v in values or [] for u in v.split(",")):
+            m = _URL.match(url)
+            if m is None or m.group(2) is None or m.group(1).lower().startswith(_LOOPBACK):
+                continue
+            found.append((url.lower().startswith("https"), flag, int(m.group(2))))
+    plain = [f for f in found if not f[0]]
+    return (plain or found)[0][1:] if found else None
+
+
+def _setting_on(extra: ExtraPaths, raw: dict[str, Any], env: dict[str, Any]) -> bool:
+    """The setting is on: its environment variable is true, or its name is set to true in any
+    value of the environment (SPRING_APPLICATION_JSON) or in the args (``--setting=true``)."""
+    if extra.env and str(env.get(extra.env, "")).strip().lower() == "true":
+        return True
+    texts = [str(v) for v in env.values() if v is not None]
+    for key in ("command", "args"):
+        part = raw.get(key)
+        if isinstance(part, list):
+            texts += [str(w) for w in part]
+    pattern = re.compile(re.escape(extra.setting) + r"[\"']?\s*[:=]\s*[\"']?true\b", re.IGNORECASE)
+    return any(pattern.search(t) for t in texts)
 
 
 def _camel(name: str) -> str:
