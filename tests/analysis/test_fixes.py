@@ -174,6 +174,8 @@ def _manifest(draw: Any) -> str:
         if draw(st.booleans()):
             p["initialDelaySeconds"] = draw(st.integers(0, 60))
         container[k] = p
+    if draw(st.booleans()):  # a CPU limit throttling can reach a 1 s liveness timeout under (PS044), or not
+        container["resources"] = {"limits": {"cpu": draw(st.sampled_from(["2m", "75m", "500m"]))}}
     kind = draw(st.sampled_from(["Deployment", "StatefulSet", "DaemonSet"]))
     spec: dict[str, Any] = {
         "selector": {"matchLabels": {"app": "a"}},

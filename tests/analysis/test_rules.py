@@ -272,6 +272,7 @@ def test_every_rule_has_docs_and_a_fixture() -> None:
         | {"PS035", "PS036", "PS037", "PS038", "PS039", "PS040"}  # tests/analysis/test_disruption_rules.py
         | {"PS041", "PS042"}  # tests/analysis/test_service_rules.py
         | {"PS043"}  # tests/analysis/test_scaling_rule.py
+        | {"PS044"}  # tests/analysis/test_throttle_rule.py
     )
     for r in REGISTRY.rules.values():
         assert r.title.endswith(".")

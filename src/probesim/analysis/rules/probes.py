@@ -10,9 +10,11 @@ from probesim.analysis.findings import REGISTRY, Finding
 from probesim.analysis.rules.dependencies import profile_liveness_path
 from probesim.analysis.rules.handlers import port_kind, profile_handler
 from probesim.analysis.rules.timing import (
+    THROTTLE_LIMIT_M,
     Timing,
     as_strict,
     check_ms,
+    cpu_limit_m,
     exec_timeout_short,
     liveness_slow,
     plan,
@@ -21,6 +23,7 @@ from probesim.analysis.rules.timing import (
     restart_grace,
     stricter,
     tcp_misses,
+    throttle_prone,
     timeout_below_check,
     timeout_not_below_period,
     wants_readiness,
@@ -195,6 +198,13 @@ def tcp_probe_on_http_or_grpc(ctx: Context) -> Iterator[Finding]:
             msg = f"{name} opens a TCP connection to port {port}, which speaks {protocol}: "
             msg += "a hung app still accepts it"
             change, note = _fitting_checks(t, port, speaks)
+            if change is not None and "livenessProbe" in change:
+                # The app's own check on a throttled container needs the plan's timeout (PS044).
+                pl = plan(ctx, t)
+                if pl.throttled_limit_m is not None:
+                    for key, fields in pl.change("liveness").items():
+                        change[key] = {**fields, **change.get(key, {})}
+                    note += "; " + pl.throttle_reason()
             yield ctx.finding("PS034", t, msg, (name, "tcpSocket"), change=change, note=note)
 
 
@@ -477,3 +487,39 @@ def long_grace(ctx: Context) -> Iterator[Finding]:
                 ("livenessProbe",),
                 **pl.fix("liveness"),
             )  # fmt: skip
+
+
+@rule(
+    id="PS044",
+    name="liveness-timeout-under-cpu-throttling",
+    severity="warning",
+    title="Liveness has 1 s to answer on a container whose CPU limit throttling alone can push past it.",
+    why="A CPU limit is a CFS quota: per 100 ms period the container runs for limit/1000 × 100 ms "
+    "(the kubelet never sets less than 1 ms, so any limit under 10m acts as 10m), then waits out "
+    "the period. In the 1 s a probe waits, a container limited to L millicores gets L ms of CPU "
+    "for the check and everything else the app does — requests, garbage collection, its runtime. "
+    "Below 100m (under 10 ms per period) one collection or a short burst of work is enough to "
+    "push a trivial health handler past 1 s, and liveness restarts a healthy pod: the most "
+    "repeated probe incident (an untunable 1 s timeout plus CFS throttling made a restart "
+    "cascade; the fixes moved liveness timeouts from 1 s to 5 s). The 100m line is a judgement: "
+    "at 500m a 1 s miss needs half a second of CPU queued ahead of the check, which is overload, "
+    "not throttling. Liveness only: a readiness miss takes the pod out of the Service until its "
+    "next pass (and a pod that slow is one to send less traffic to), a startup probe's misses "
+    "count against a budget sized for the start (PS012), a tcpSocket check is answered by the "
+    "kernel without the app's CPU, and an exec probe is PS015's.",
+    fix="Raise livenessProbe.timeoutSeconds to 5 (and periodSeconds above it, 10 where it was 5 or "
+    "less), or raise the CPU limit (or remove it: the request still sets the container's share "
+    "when the node is busy).",
+)  # fmt: skip
+def liveness_timeout_throttled(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        p = t.container.liveness_probe
+        if p is None or not throttle_prone(t, "liveness", p):
+            continue
+        written = "timeoutSeconds" in t.raw_probe("liveness")
+        given = "timeoutSeconds 1" if written else "the default timeoutSeconds (1)"
+        limit = cpu_limit_m(t)
+        msg = f"livenessProbe has {given} and the CPU limit is {limit}m (below {THROTTLE_LIMIT_M}m): "
+        msg += "throttling alone can make a healthy pod miss it and be restarted"
+        pl = plan(ctx, t)
+        yield ctx.finding("PS044", t, msg, ("livenessProbe", "timeoutSeconds"), **pl.fix("liveness"))

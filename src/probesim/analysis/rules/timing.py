@@ -15,7 +15,8 @@ from typing import Any
 
 from probesim.analysis.context import Context, Target
 from probesim.analysis.policy import MAX_LIVENESS_DELAY_S, more_tolerant
-from probesim.analysis.rules.handlers import profile_handler, readiness_handler, serves_nothing
+from probesim.analysis.rules.handlers import port_kind, profile_handler, readiness_handler, serves_nothing
+from probesim.kube.ports import container_port
 from probesim.model.kubernetes import Probe, ProbeType
 
 KINDS: tuple[ProbeType, ...] = ("startup", "readiness", "liveness")
@@ -26,6 +27,13 @@ EXEC_TIMEOUT = 5  # an exec probe's timeout: a process start under load fits (re
 # (the probe guidance, principle 6), kept below the period.
 GRPC_TIMEOUT = 3
 PROBE_GRACE = 10  # livenessProbe.terminationGracePeriodSeconds a fix sets
+# A CPU limit below this leaves a 1 s liveness timeout within reach of CFS throttling alone: under
+# 100 ms of CPU in that second for the check and all else the app does (judgement, PS044).
+THROTTLE_LIMIT_M = 100
+THROTTLED_TIMEOUT = 5  # the timeout the incident fixes moved 1 s to (probe guidance §6, [I1]-[I4])
+# The kubelet never sets a CFS quota below 1 ms per 100 ms period (MilliCPUToQuota,
+# pkg/kubelet/cm/helpers_linux.go: `if quota < MinQuotaPeriod`): a smaller limit acts as 10m.
+MIN_QUOTA_M = 10
 
 
 def probes_of(t: Target) -> Iterator[tuple[ProbeType, Probe]]:
@@ -104,6 +112,41 @@ def timeout_below_check(t: Target, p: Probe) -> bool:
     return need > 0 and TAIL * need >= p.timeout_seconds * 1000
 
 
+def cpu_limit_m(t: Target) -> int | None:
+    """The container's CPU limit in millicores, None without one (0 sets no CFS quota)."""
+    limit = t.container.resources.limits.cpu
+    return limit if limit else None
+
+
+def throttle_prone(t: Target, kind: ProbeType, p: Probe) -> bool:
+    """A liveness check the app answers (httpGet or grpc: a tcpSocket connect is accepted by the
+    kernel, an exec is PS015's) with at most 1 s, on a container whose CPU limit is below
+    THROTTLE_LIMIT_M (PS044)."""
+    answered = p.http_get is not None or p.grpc is not None
+    return kind == "liveness" and answered and _short_on_low_limit(t, p)
+
+
+def _short_on_low_limit(t: Target, p: Probe) -> bool:
+    limit = cpu_limit_m(t)
+    return p.timeout_seconds <= 1 and limit is not None and limit < THROTTLE_LIMIT_M
+
+
+def throttled_liveness(t: Target) -> bool:
+    """The plan gives liveness THROTTLED_TIMEOUT: it is throttle-prone (PS044), or a tcpSocket check
+    that PS034 replaces with the app's own (grpc, or the profile's httpGet), which then would be."""
+    p = t.container.liveness_probe
+    if p is None or p.tcp_socket is None:
+        return p is not None and throttle_prone(t, "liveness", p)
+    port = p.tcp_socket.port
+    speaks = port_kind(t, port)
+    if speaks == "grpc":
+        asks = container_port(t.container, port) is not None
+    else:
+        known = profile_handler(t, "liveness", port) if speaks == "http" else None
+        asks = known is not None and "httpGet" in known[0]
+    return asks and _short_on_low_limit(t, p)
+
+
 def restart_grace(t: Target, live: Timing) -> int:
     """The seconds a liveness kill waits before the restart: the probe's grace, else the pod's,
     at least 2 s (the kubelet's minimum)."""
@@ -171,6 +214,8 @@ class Plan:
     # (a strategic-merge patch deletes it), and why.
     replaced: dict[ProbeType, dict[str, Any]] = field(default_factory=dict)
     replaced_notes: dict[ProbeType, str] = field(default_factory=dict)
+    # The CPU limit (millicores) that made the plan raise liveness's timeout (PS044), None if not.
+    throttled_limit_m: int | None = None
 
     def change(self, *kinds: ProbeType) -> dict[str, Any]:
         """The container's fields to patch for a finding on ``kinds`` (all probes when none is
@@ -248,10 +293,31 @@ class Plan:
                 whys.setdefault(why, []).append(kind)
         for why, kinds in whys.items():
             text += f"; {' and '.join(kinds)} by {why}"
+        if self.throttled_limit_m is not None and (change is None or "livenessProbe" in change):
+            text += "; " + self.throttle_reason()
         if self.reasons and (change is None or "readinessProbe" in change):
             text += "; " + "; ".join(self.reasons)
         added = "readiness" in self.added and (change is None or "readinessProbe" in change)
         return f"{text}; {self.handler_note}" if self.handler_note and added else text
+
+    def throttle_reason(self) -> str:
+        """Why liveness's timeout (and period) are what the plan sets (PS044)."""
+        limit = self.throttled_limit_m
+        assert limit is not None
+        a, b = self.after["liveness"], self.before["liveness"]
+        acts = f"{limit}m"
+        if limit < MIN_QUOTA_M:
+            acts += f" (which acts as {MIN_QUOTA_M}m: the kubelet's least CFS quota)"
+        why = ("what incident fixes raised 1 s liveness timeouts to" if a.timeout >= THROTTLED_TIMEOUT
+               else "all the detection target leaves")  # fmt: skip
+        cpu = max(limit, MIN_QUOTA_M) * b.timeout
+        text = (f"timeoutSeconds {a.timeout}, {why}: a CPU limit of {acts} gives a check at most "
+                f"{cpu} ms of CPU in {b.timeout} s, shared with all the app does")  # fmt: skip
+        if b.check is not None and b.check[1] is not None:  # a tcpSocket check, which PS034 replaces
+            text += " (once liveness asks the app, as PS034's fix has it)"
+        if a.period != b.period:
+            text += f"; periodSeconds {a.period} to stay above the timeout"
+        return text
 
     def fix(self, *kinds: ProbeType) -> dict[str, Any]:
         """A finding's fix on ``kinds``: ``change`` and ``note``, as Context.finding takes them."""
@@ -295,13 +361,17 @@ def _fit(p: Timing, target_s: int, min_failure: int = 1) -> Timing:
     return replace(p, period=period, timeout=timeout, failure=failure)
 
 
-def _sane_timeout(p: Timing, target_s: int, need_ms: float = 0.0) -> Timing:
-    """An exec probe's timeout at least EXEC_TIMEOUT, and every timeout above TAIL × the check's
-    own time (``need_ms``); every timeout below its period: the timeout lowered, or the period
-    raised to a round value when the check needs that timeout."""
+def _sane_timeout(p: Timing, target_s: int, need_ms: float = 0.0, least_s: int = 0) -> Timing:
+    """An exec probe's timeout at least EXEC_TIMEOUT, every timeout above TAIL × the check's
+    own time (``need_ms``) and at least ``least_s`` (a throttled container's); every timeout below
+    its period: the timeout lowered, or the period raised to a round value when the check needs
+    that timeout."""
     raised = False
     if p.exec and p.timeout <= 1:
         p = replace(p, timeout=EXEC_TIMEOUT)
+        raised = True
+    if least_s > p.timeout:
+        p = replace(p, timeout=least_s)
         raised = True
     need_s = int(TAIL * need_ms // 1000) + 1 if need_ms > 0 else 0
     if need_s > p.timeout:
@@ -358,7 +428,8 @@ def plan(ctx: Context, t: Target) -> Plan:
         if kind in after:
             probe = t.container.probe(kind)
             need = check_ms(t, probe) if probe is not None and kind not in replaced else 0.0
-            after[kind] = _sane_timeout(after[kind], det_s, need)
+            least = THROTTLED_TIMEOUT if kind == "liveness" and throttled_liveness(t) else 0
+            after[kind] = _sane_timeout(after[kind], det_s, need, least)
     r = after.get("readiness")
     if r is not None:
         r = after["readiness"] = _fit(r, det_s, 2)
@@ -411,8 +482,15 @@ def plan(ctx: Context, t: Target) -> Plan:
         after["startup"] = Timing(period, live.timeout, failure, 0, None, check, "exec" in handler)
         added["startup"] = handler
         after["liveness"] = replace(live, delay=0)
-        return Plan(before, after, added, handler_note, reasons, guards, replaced, replaced_notes)
-    return Plan(before, after, added, handler_note, reasons, False, replaced, replaced_notes)
+        return Plan(
+            before, after, added, handler_note, reasons, guards, replaced, replaced_notes, _throttled(t)
+        )
+    return Plan(before, after, added, handler_note, reasons, False, replaced, replaced_notes, _throttled(t))
+
+
+def _throttled(t: Target) -> int | None:
+    """The CPU limit for which the plan raised liveness's timeout, None where it did not."""
+    return cpu_limit_m(t) if throttled_liveness(t) else None
 
 
 def slowest_start_ms(t: Target) -> int:
