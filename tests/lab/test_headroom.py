@@ -328,6 +328,52 @@ def test_processes_that_waited_for_a_cpu_are_said_not_faithful() -> None:
     assert judge(m, 1.0, 1024, Demand(), {}, {}).faithful
 
 
+def test_a_process_that_mostly_sleeps_is_not_starved_by_a_large_share_of_very_little() -> None:
+    # drain-stalled-by-pdb's apps on a busy machine, measured: 1.5 s waited beside 0.75 s of CPU
+    # over a 150 s run (a 67 % share) in 2,000 wake-ups — under a millisecond each, which no
+    # compared figure feels. The same wait in 20 wake-ups (75 ms each) is a late answer each time.
+    m = Monitor(dict)
+    m.t1 = m.t0 + 150
+    m.procs = {1: ProcFigures("app web-0", cpu_s=0.75, waited_s=1.5, slices=2000, alive_s=150)}
+    assert judge(m, 1.0, 1024, Demand(), {}, {}).faithful
+    m.procs[1].slices = 20
+    h = judge(m, 1.0, 1024, Demand(), {}, {})
+    assert h.notes[0].startswith("processes waited for a CPU: app web-0 1.5 s beside 0.8 s of CPU")
+    # Material work (a tenth of a core) with the same share: its scripted CPU took longer.
+    m.procs[1] = ProcFigures("app web-0", cpu_s=15.0, waited_s=10.0, slices=100_000, alive_s=150)
+    assert not judge(m, 1.0, 1024, Demand(), {}, {}).faithful
+
+
+def test_the_monitor_counts_a_process_from_the_run_or_from_when_it_is_first_seen(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # What an app spent loading (Python's imports, on a busy machine: seconds of waiting) is not
+    # the run's: the counters are taken at the start, or at first sight for an app started later.
+    import probesim.lab.headroom_monitor as hm
+
+    counters = {1: (4, 0.5, 1024, 3.5, 300), 2: (4, 0.2, 1024, 1.0, 50)}
+    monkeypatch.setattr(hm, "_proc", lambda pid: counters.get(pid))
+    names = {1: "app web-0"}
+    m = hm.Monitor(lambda: names)
+    m.net0, m.cpu0 = {}, (0.0, 0.0)
+    m.t0 = m.t1 = time.monotonic()
+    for pid in names:  # as start() takes them, without its task
+        got = hm._proc(pid)
+        assert got is not None
+        m.base[pid] = (got[1], got[3], got[4], m.t0)
+    counters[1] = (4, 1.25, 1024, 5.0, 2300)
+    names[2] = "app web-3"  # started later: first seen now
+    m.sample()
+    counters[2] = (4, 0.7, 1024, 1.6, 550)
+    m.sample()
+    a, b = m.procs[1], m.procs[2]
+    assert (a.cpu_s, a.waited_s, a.slices) == (pytest.approx(0.75), pytest.approx(1.5), 2000)
+    assert (b.cpu_s, b.waited_s, b.slices) == (pytest.approx(0.5), pytest.approx(0.6), 500)
+    counters[1] = (4, 1.0, 1024, 4.0, 1000)  # a thread gone with its counts: never less
+    m.sample()
+    assert (m.procs[1].cpu_s, m.procs[1].waited_s) == (pytest.approx(0.75), pytest.approx(1.5))
+
+
 def test_scale_divides_rates_and_pools_and_keeps_the_failed_shares(tmp_path: Path) -> None:
     sc = next(load_scenario(str(b.path)) for b in builtins() if b.name == "patient-delays-no-probes")
     tenth = scaled(sc, 0.1)

@@ -45,18 +45,28 @@ def cpu_busy() -> tuple[float, float]:
     return float(total - idle), float(total)
 
 
-def _waited(pid: int) -> float:
-    """Seconds the process has waited for a CPU while runnable (/proc/PID/schedstat's second
-    field, the scheduler's run delay; 0 where the kernel does not keep it)."""
+def _waited(pid: int) -> tuple[float, int]:
+    """Seconds the process's threads have waited for a CPU while runnable, and the times they
+    were given one (/proc/PID/task/TID/schedstat's run delay and timeslices, summed over the
+    threads: Envoy's workers too; (0, 0) where the kernel does not keep them)."""
+    waited, slices = 0, 0
     try:
-        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[1]) / 1e9
-    except (OSError, ValueError, IndexError):
-        return 0.0
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0.0, 0
+    for tid in tids:
+        try:
+            f = Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()
+            waited += int(f[1])
+            slices += int(f[2])
+        except (OSError, ValueError, IndexError):
+            continue  # a thread gone meanwhile
+    return waited / 1e9, slices
 
 
-def _proc(pid: int) -> tuple[int, float, int, float] | None:
-    """A process's descriptors open, CPU seconds, descriptor limit and seconds waited for a CPU;
-    None once it is gone."""
+def _proc(pid: int) -> tuple[int, float, int, float, int] | None:
+    """A process's descriptors open, CPU seconds, descriptor limit, seconds waited for a CPU and
+    timeslices run; None once it is gone."""
     try:
         fds = len(os.listdir(f"/proc/{pid}/fd"))
         stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -68,7 +78,7 @@ def _proc(pid: int) -> tuple[int, float, int, float] | None:
                 limit = int(v) if v.isdigit() else 0
     except (OSError, ValueError, IndexError):
         return None
-    return fds, cpu, limit, _waited(pid)
+    return fds, cpu, limit, *_waited(pid)
 
 
 @dataclass
@@ -78,8 +88,12 @@ class ProcFigures:
     name: str
     fds_peak: int = 0
     fds_limit: int = 0
+    # Counted from the run's start, or from when the process was first seen (an app started
+    # later): what it spent loading before is not the run's.
     cpu_s: float = 0.0
     waited_s: float = 0.0  # runnable but waiting for a CPU (the machine's other work, or the lab's)
+    slices: int = 0  # the times it was given a CPU: its wake-ups, and the slices of longer work
+    alive_s: float = 0.0  # from then to its last sample
 
 
 class Monitor:
@@ -102,6 +116,8 @@ class Monitor:
         self.t0 = time.monotonic()
         self.t1 = self.t0
         self.task: asyncio.Task[None] | None = None
+        # Each process's CPU, wait, timeslices and time when the run began or it was first seen.
+        self.base: dict[int, tuple[float, float, int, float]] = {}
         self.gc_s = 0.0  # this process's time in Python's garbage collector during the run
         self.gc_max_s = 0.0
         self._gc_began = 0.0
@@ -118,6 +134,10 @@ class Monitor:
         self.net0 = netstat()
         self.cpu0 = cpu_busy()
         self.t0 = self.t1 = time.monotonic()
+        for pid in dict(self.names()):
+            got = _proc(pid)
+            if got is not None:
+                self.base[pid] = (got[1], got[3], got[4], self.t0)
         gc.callbacks.append(self._gc)
         self.task = asyncio.create_task(self._run())
 
@@ -126,12 +146,17 @@ class Monitor:
             got = _proc(pid)
             if got is None:
                 continue
-            fds, cpu, limit, waited = got
+            fds, cpu, limit, waited, slices = got
+            now = time.monotonic()
+            cpu0, waited0, slices0, seen = self.base.setdefault(pid, (cpu, waited, slices, now))
             p = self.procs.setdefault(pid, ProcFigures(name))
             p.fds_peak = max(p.fds_peak, fds)
             p.fds_limit = limit
-            p.cpu_s = cpu
-            p.waited_s = waited
+            # max: a thread that has exited takes its counts with it
+            p.cpu_s = max(p.cpu_s, cpu - cpu0)
+            p.waited_s = max(p.waited_s, waited - waited0)
+            p.slices = max(p.slices, slices - slices0)
+            p.alive_s = now - seen
 
     async def _run(self) -> None:
         tick = self.period_s / 10
