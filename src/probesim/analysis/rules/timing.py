@@ -452,7 +452,10 @@ def plan(ctx: Context, t: Target) -> Plan:
             want = max(r.budget // live.period + 1, -(-2 * r.budget // live.period))
             live = replace(live, failure=max(min(want, most), live.failure))
             if not more_tolerant(live, r):  # not within the target: readiness yields
-                reasons.append("readiness below liveness, which the detection target caps")
+                reasons.append(
+                    f"readiness gives up sooner so that it stays below liveness, which must act on a hang "
+                    f"within {det_s}s (the detection target: .probesim.yaml thresholds.detectionTarget)"
+                )
                 r = after["readiness"] = replace(r, failure=max(2, (live.budget - 1) // r.period))
                 if not more_tolerant(live, r):
                     period = max(2, (live.budget - 1) // r.failure)
