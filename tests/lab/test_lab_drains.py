@@ -27,6 +27,7 @@ import pytest
 
 from probesim.engine import simulate
 from probesim.lab.compare import compare
+from probesim.lab.headroom import Headroom
 from probesim.lab.orchestrator import run_lab
 from probesim.model.scenario import Scenario
 from probesim.results import Result
@@ -100,8 +101,10 @@ def test_a_drain_through_a_budget_of_max_unavailable_1_agrees_with_the_simulatio
     assert sim.route("/").failed_total == 0
 
     started = time.monotonic()
-    lab = run_lab(sc)
+    held: list[Headroom] = []
+    lab = run_lab(sc, headroom=held.append)
     assert time.monotonic() - started < 60
+    (headroom,) = held
 
     # The same placement; the replacement on the spare node, not on the cordoned one.
     assert [node_of(lab, f"web-{i}") for i in range(4)] == ["node-1", "node-2", "node-3", "node-4"]
@@ -115,10 +118,16 @@ def test_a_drain_through_a_budget_of_max_unavailable_1_agrees_with_the_simulatio
     (evicted,) = at(lab, "pod/web-1", "PodEvicted")
     assert evicted in (6_000, 7_000) and at(lab, "node/node-2", "Drained") == [evicted]
     # ... carried out on real processes: web-1 SIGTERMed within LATE_MS of its eviction, its
-    # replacement Ready within LATE_MS, no request lost (±2, compare's slack on counts).
+    # replacement Ready within LATE_MS, no request lost (±2, compare's slack on counts) — when
+    # the lab held the run. On a machine too busy for it (the replacement's start waited for a
+    # CPU: seen 2.5 s late at a load of 8 on 2 cores) the lab must say so instead.
     (killing,) = at(lab, "pod/web-1", "Killing")
-    assert 5_000 <= killing <= 5_000 + LATE_MS
     (ready,) = at(lab, "pod/web-3", "PodReady")
+    if not headroom.faithful:
+        assert any("CPU" in n for n in headroom.notes), headroom.notes
+        assert children_left() == [busy]
+        return
+    assert 5_000 <= killing <= 5_000 + LATE_MS
     assert 5_000 <= ready <= 5_000 + LATE_MS
     assert lab.route("/").failed_total <= 2
 
