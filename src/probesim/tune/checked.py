@@ -6,6 +6,7 @@ back to)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -29,10 +30,17 @@ def check_findings(inputs: TuneInputs, space: Space, setting: Setting) -> set[tu
     worse, on the workload patched to ``setting`` beside its Services and DestinationRule: the
     (rule, object, container) of each finding."""
     return {
-        (f.rule.id, f.obj, f.container, f.field, f.message)
+        (f.rule.id, f.obj, f.container, f.field, f.message.split(ASSUMED)[0])
         for f in _report(inputs, space, setting).findings
         if SEVERITY_RANK[f.severity] >= SEVERITY_RANK["warning"]
     }
+
+
+# Where a finding's message says what check assumed of the app ("— assumed: Spring Boot (probe
+# path /actuator/health), interchangeable replicas …"): evidence, which names the probes' paths
+# and so changes with them, not the finding. Left out, a finding on the replicas' spread (PS037)
+# is neither "about probes" nor "new" on every setting that changes a probe's path.
+ASSUMED = " — assumed: "
 
 
 def _report(inputs: TuneInputs, space: Space, setting: Setting) -> Any:
@@ -60,7 +68,12 @@ OUTLIER_RULES = frozenset({"PS020", "PS021", "PS022"})
 
 
 def about_probes(finding: tuple[str, str, str, str, str]) -> bool:
-    return "Probe" in finding[3] or "Probe" in finding[4] or "probe" in finding[4]
+    """Whether a finding is on a probe: its field or its words name one ("readinessProbe", "a
+    probe"); "probesim" is no probe (PS037's "assumed: … .probesim.yaml → profiles")."""
+    return "Probe" in finding[3] or "Probe" in finding[4] or PROBE_WORD.search(finding[4]) is not None
+
+
+PROBE_WORD = re.compile(r"\bprobes?\b")
 
 
 def rules_fix(inputs: TuneInputs, space: Space) -> Setting | None:
