@@ -16,7 +16,9 @@ PS013 (reviewed, from the app's profile, no scenario): liveness that acts before
 slow start — the Prometheus servers of istio-samples and otel-demo (60 s and 45 s before liveness
 acts; a large WAL takes minutes to replay, the operator's own startup probe allows 15), the
 k8s-website MySQL StatefulSet (crash recovery) and its etcd Pod (kubeadm's startup probe allows
-4 minutes). PS033 (info): a liveness initialDelaySeconds above 10 s with no startup probe.
+4 minutes), and k8s-examples' Cassandra StatefulSet (liveness acts after 45 s; the commit log is
+replayed on start, up to 5 minutes assumed; its PS033 is then PS013's). PS033 (info): a liveness
+initialDelaySeconds above 10 s with no startup probe.
 
 Containers whose Service ports only expose metrics (argocd-notifications-controller's metrics
 port, sockshop's rabbitmq-exporter) serve no client traffic and are not asked for readiness.
@@ -38,7 +40,12 @@ self-contained, which only the owner can say (the finding says how to record it)
 
 Disruption rules (reviewed, issue 45). PS035: k8s-examples' cockroachdb-budget has minAvailable 67 %
 of 3 replicas, which the disruption controller rounds up to 3 (ceil(2.01)): no eviction is ever
-allowed, every drain of those nodes stalls. PS037 (warning) and PS039 (info): the multi-replica
+allowed, every drain of those nodes stalls; CockroachDB is a quorum system (Raft ranges), so the fix
+says 2 of 3 stay up, and its preferred anti-affinity gets PS037 (a quorum needs the required term,
+as etcd's does). Its PS001 fix is CockroachDB's /health?ready=1 on port 8080 (it was a gRPC probe
+on 26257 while the start script's comments, "the first node", made it Node.js). Cassandra is a
+quorum system too (QUORUM consistency), so its PS037 asks for the required anti-affinity.
+PS037 (warning) and PS039 (info): the multi-replica
 Deployments, StatefulSets, ReplicaSets and ReplicationControllers with no spreading on
 kubernetes.io/hostname and no budget (the guestbook frontend, cassandra, meteor, the k8s-website
 controllers' examples and mysql, podinfo's frontend, database replica and podinfo at their HPA's
@@ -131,6 +138,7 @@ EXPECTED: dict[str, list[str]] = {
     "k8s-examples": [
         "PS001 Deployment/default/vllm-gemma-deployment inference-server AI_vllm-deployment_vllm-deployment.yaml:20",
         "PS035 PodDisruptionBudget/default/cockroachdb-budget - _archived_cockroachdb_cockroachdb-statefulset.yaml:67",
+        "PS037 StatefulSet/default/cockroachdb - _archived_cockroachdb_cockroachdb-statefulset.yaml:85",
         "PS001 StatefulSet/default/cockroachdb cockroachdb _archived_cockroachdb_cockroachdb-statefulset.yaml:127",
         "PS001 ReplicationController/default/my-nginx nginxhttps _archived_https-nginx_nginx-app.yaml:38",
         "PS033 ReplicationController/default/my-nginx nginxhttps _archived_https-nginx_nginx-app.yaml:48",
@@ -146,9 +154,9 @@ EXPECTED: dict[str, list[str]] = {
         "PS001 Pod/default/zookeeper zookeeper _archived_storm_zookeeper.json:12",
         "PS039 StatefulSet/default/cassandra - databases_cassandra_cassandra-statefulset.yaml:9",
         "PS037 StatefulSet/default/cassandra - databases_cassandra_cassandra-statefulset.yaml:17",
+        "PS013 StatefulSet/default/cassandra cassandra databases_cassandra_cassandra-statefulset.yaml:79",
         "PS014 StatefulSet/default/cassandra cassandra databases_cassandra_cassandra-statefulset.yaml:79",
         "PS018 StatefulSet/default/cassandra cassandra databases_cassandra_cassandra-statefulset.yaml:79",
-        "PS033 StatefulSet/default/cassandra cassandra databases_cassandra_cassandra-statefulset.yaml:85",
         "PS039 Deployment/default/frontend - web_guestbook_frontend-deployment.yaml:10",
         "PS037 Deployment/default/frontend - web_guestbook_frontend-deployment.yaml:16",
         "PS001 Deployment/default/frontend php-redis web_guestbook_frontend-deployment.yaml:18",
@@ -163,6 +171,8 @@ EXPECTED: dict[str, list[str]] = {
         "PS030 DaemonSet/kube-system/fluentd-elasticsearch fluentd-elasticsearch controllers/daemonset.yaml:21",
         "PS039 ReplicaSet/default/frontend - controllers/frontend.yaml:10",
         "PS037 ReplicaSet/default/frontend - controllers/frontend.yaml:18",
+        # The HPA of hpa-rs.yaml targets CPU utilization of pods that request no CPU: it never scales.
+        "PS043 ReplicaSet/default/frontend php-redis controllers/frontend.yaml:20",
         "PS039 Deployment/default/nginx-deployment - controllers/nginx-deployment.yaml:8",
         "PS037 Deployment/default/nginx-deployment - controllers/nginx-deployment.yaml:16",
         "PS039 ReplicationController/default/nginx - controllers/replication.yaml:9",
@@ -206,6 +216,7 @@ EXPECTED: dict[str, list[str]] = {
         "PS003 Deployment/default/currencyservice server msdemo.yaml:267",
         "PS003 Deployment/default/cartservice server msdemo.yaml:346",
         "PS033 Deployment/default/cartservice server msdemo.yaml:347",
+        "PS045 Deployment/default/redis-cart redis msdemo.yaml:406",
         "PS003 Deployment/default/redis-cart redis msdemo.yaml:408",
         "PS003 Deployment/default/recommendationservice server msdemo.yaml:566",
         "PS003 Deployment/default/checkoutservice server msdemo.yaml:641",
@@ -317,6 +328,8 @@ WHOLE_EXTRA: list[str] = [
     "PS037 Deployment/default/frontend - otel-demo/opentelemetry-demo.yaml:19153",
     "PS039 Deployment/default/frontend - msdemo/msdemo.yaml:27",
     "PS039 Deployment/default/frontend - otel-demo/opentelemetry-demo.yaml:19139",
+    # podinfo-deploy's HPA frontend (CPU) read over otel-demo's Deployment frontend, which requests none
+    "PS043 Deployment/default/frontend frontend otel-demo/opentelemetry-demo.yaml:19209",
 ]
 
 # How many workloads each project's check lints (its report's ``linted`` list): every pod template

@@ -257,7 +257,7 @@ def test_every_family_with_a_quorum_or_a_primary_says_its_source() -> None:
     assert kept == {
         "postgres": "primary", "mysql": "primary", "redis": "primary", "mongodb": "quorum",
         "rabbitmq": "quorum", "kafka": "quorum", "zookeeper": "quorum", "elasticsearch": "quorum",
-        "nats": "quorum", "etcd": "quorum",
+        "nats": "quorum", "etcd": "quorum", "cockroachdb": "quorum", "cassandra": "quorum",
     }  # fmt: skip
     assert all(catalog()[f].sources.get("membership") for f in kept)
 

@@ -17,7 +17,8 @@ from probesim.analysis.budgets import read_budgets
 from probesim.analysis.check import check
 from probesim.analysis.findings import Finding
 from probesim.analysis.patch import apply
-from probesim.analysis.stress import StressThresholds, base_scenario, run_one, stress_scenario
+from probesim.analysis.stress import base_scenario, run_one, stress_scenario
+from probesim.analysis.stress_verdicts import StressThresholds
 from probesim.kube.disruption import scaled
 from probesim.manifests import kubernetes as k8s
 from probesim.manifests.scenario import scenario_from_text

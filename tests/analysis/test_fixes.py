@@ -35,6 +35,9 @@ NO_PATCH = {"PS006", "PS016", "PS017", "PS023", "PS025", "PS100"}
 # can make (PS036: which workload a budget guards, when none is named after it): no patch of the
 # object (tests/analysis/test_disruption_rules.py re-checks them).
 NO_PATCH |= {"PS036", "PS039"}
+# A request only the owner can measure (PS043: the container's CPU or memory at its normal load):
+# probesim invents no load. tests/analysis/test_scaling_rule.py tests it.
+NO_PATCH |= {"PS043"}
 # The disruption rules (replicas spread over nodes, budgets) on the multi-replica manifests here,
 # which these tests are not about: tests/analysis/test_disruption_rules.py tests them.
 DISRUPTION = {"PS035", "PS036", "PS037", "PS038", "PS039", "PS040"}
@@ -63,6 +66,10 @@ def _where(docs: list[Doc], key: str) -> tuple[int, tuple[Any, ...]]:
             == key
         ):
             return next(i for i, d in enumerate(docs) if d is doc), base
+    for s in objects.services:  # PS041, PS042
+        if obj_key("Service", s.metadata.namespace, s.name) == key:
+            o = objects.origin(s)
+            return next(i for i, d in enumerate(docs) if d is o.doc), o.base
     for b in read_budgets(docs):  # PodDisruptionBudgets (PS035, PS036)
         if obj_key("PodDisruptionBudget", b.namespace, b.name) == key:
             return next(i for i, d in enumerate(docs) if d is b.doc), b.base
@@ -231,8 +238,9 @@ def test_the_router_is_told_its_readiness_takes_half_an_hour_and_one_plan_fixes_
     assert found["PS014"].patch == found["PS003"].patch == found["PS019"].patch
     assert found["PS019"].remediation == (
         "readinessProbe.periodSeconds: 10, readinessProbe.failureThreshold: 3, livenessProbe.periodSeconds: 10, "
-        "livenessProbe.failureThreshold: 5 (readiness takes a failing pod out within 31s, liveness acts on a hang "
-        "within 51s)"
+        "livenessProbe.failureThreshold: 5 (readiness takes a pod whose port stops accepting connections out "
+        "within 31s, liveness restarts a container whose port stops accepting connections within 51s (a TCP "
+        "check does not see a hang: a hung process still accepts them))"
     )
 
 
@@ -279,7 +287,7 @@ spec:
         ("postgres:16", "{name: tcp-postgresql, containerPort: 5432}",
          "exec: {command: [pg_isready, -h, \"127.0.0.1\", -p, \"5432\"]}"),
         ("docker.io/bitnami/redis:7.2", "{name: redis, containerPort: 6379}",
-         "exec: {command: [redis-cli, -p, \"6379\", ping]}"),
+         "exec: {command: [sh, -c, \"redis-cli -p 6379 ping | grep -q PONG\"]}"),
         ("rabbitmq:3-management", "{name: amqp, containerPort: 5672}",
          "exec: {command: [rabbitmq-diagnostics, -q, check_port_connectivity]}"),
         ("kbudde/rabbitmq-exporter", "{name: web, containerPort: 9419}", "tcpSocket: {port: web}"),

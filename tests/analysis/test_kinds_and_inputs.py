@@ -154,7 +154,7 @@ def test_valid_objects_never_stop_the_check(tmp_path: Path) -> None:
             spec:
               containers:
                 - name: app
-                  resources: {requests: {cpu: .5}, limits: {cpu: "1.5"}}
+                  resources: {requests: {cpu: .5, memory: 64Mi}, limits: {cpu: "1.5"}}  # the HPA is on memory
         ---
         apiVersion: apps/v1
         kind: Deployment
@@ -422,3 +422,41 @@ def test_a_syntax_error_in_the_middle_document_keeps_its_neighbours(tmp_path: Pa
     r = runner.invoke(app, ["check", path])
     assert r.exit_code == 2 and "Traceback" not in r.output
     assert "2 errors, 0 warnings, 0 info in 2 objects" in r.stdout
+
+
+def test_an_api_version_no_longer_served_is_said_and_still_read(tmp_path: Path) -> None:
+    # The Deprecated API Migration Guide: apps/v1beta1 and extensions/v1beta1 workloads stopped
+    # being served in 1.16, batch/v1beta1 CronJob and policy/v1beta1 PodDisruptionBudget in 1.25.
+    text = textwrap.dedent("""\
+        apiVersion: apps/v1beta1
+        kind: StatefulSet
+        metadata: {name: zk}
+        spec:
+          serviceName: zk
+          template:
+            metadata: {labels: {app: zk}}
+            spec: {containers: [{name: zk, image: zookeeper:3.9}]}
+        ---
+        apiVersion: v1
+        kind: List
+        items:
+          - apiVersion: apps/v1
+            kind: Deployment
+            metadata: {name: web}
+            spec:
+              selector: {matchLabels: {app: web}}
+              template: {metadata: {labels: {app: web}}, spec: {containers: [{name: app, image: web:1}]}}
+          - apiVersion: policy/v1beta1
+            kind: PodDisruptionBudget
+            metadata: {name: zk}
+            spec: {maxUnavailable: 1, selector: {matchLabels: {app: zk}}}
+        """)
+    path = write(tmp_path, "m.yaml", text)
+    r = check([path])
+    assert r.warnings == [
+        f"{path}:1: StatefulSet zk: apps/v1beta1 StatefulSet is no longer served since Kubernetes 1.16 (use "
+        "apps/v1): a current cluster rejects it (probesim still reads it)",
+        f"{path}:19: PodDisruptionBudget zk: policy/v1beta1 PodDisruptionBudget is no longer served since "
+        "Kubernetes 1.25 (use policy/v1): a current cluster rejects it (probesim still reads it)",
+    ]
+    assert [w.name for w in r.linted] == ["zk", "web"]  # still read

@@ -12,7 +12,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from probesim.analysis.check import CheckReport, check
-from probesim.analysis.stress import StressResult
+from probesim.analysis.stress_verdicts import StressResult
 from probesim.cli import app
 from probesim.manifests.kubernetes import Skipped
 from probesim.report.check_outputs import render_text
@@ -31,6 +31,7 @@ spec:
       containers:
         - name: app
           image: web:1
+          resources: {requests: {cpu: 100m}}  # what the HPA's utilization is a share of
 ---
 apiVersion: batch/v1
 kind: Job
@@ -70,12 +71,12 @@ def test_a_clean_project_says_what_it_linted_in_every_format(tmp_path: Path) -> 
     text = runner.invoke(app, ["check", path])
     assert text.exit_code == 0
     # Not "in 0 objects": three workloads were linted.
-    assert text.output == "0 errors, 0 warnings, 0 info; 3 workloads linted by 35 rules over 1 file\n"
+    assert text.output == "0 errors, 0 warnings, 0 info; 3 workloads linted by 39 rules over 1 file\n"
     linted = [
         {"kind": "Deployment", "namespace": "default", "name": "web", "file": path, "line": 1, "apiVersion": "apps/v1",
          "scaledBy": {"kind": "HorizontalPodAutoscaler", "name": "web", "minReplicas": 1, "maxReplicas": 6}},
-        {"kind": "Job", "namespace": "jobs", "name": "migrate", "file": path, "line": 13, "apiVersion": "batch/v1"},
-        {"kind": "StatefulSet", "namespace": "default", "name": "db", "file": path, "line": 33, "apiVersion": "apps/v1"},
+        {"kind": "Job", "namespace": "jobs", "name": "migrate", "file": path, "line": 14, "apiVersion": "batch/v1"},
+        {"kind": "StatefulSet", "namespace": "default", "name": "db", "file": path, "line": 34, "apiVersion": "apps/v1"},
     ]  # fmt: skip
     assert json.loads(runner.invoke(app, ["check", path, "-f", "json"]).output)["linted"] == linted
     sarif = json.loads(runner.invoke(app, ["check", path, "-f", "sarif"]).output)
@@ -83,7 +84,7 @@ def test_a_clean_project_says_what_it_linted_in_every_format(tmp_path: Path) -> 
     # JUnit: a test case per linted workload and rule, each passed.
     xml = ET.fromstring(runner.invoke(app, ["check", path, "-f", "junit"]).output.split("\n", 1)[1])
     cases = xml.findall(".//testcase")
-    assert len(cases) == 3 * 35 and not xml.findall(".//failure")
+    assert len(cases) == 3 * 39 and not xml.findall(".//failure")
     assert sorted({c.get("classname") for c in cases}) == [
         f"Deployment/default/web ({path})",
         f"Job/jobs/migrate ({path})",
@@ -99,7 +100,7 @@ def test_findings_still_count_their_objects_beside_the_workloads_linted(tmp_path
     (tmp_path / "m.yaml").write_text(bad)
     r = runner.invoke(app, ["check", str(tmp_path / "m.yaml")])
     assert r.output.splitlines()[-1] == (
-        "1 error, 0 warnings, 0 info in 1 object; 3 workloads linted by 35 rules over 1 file"
+        "1 error, 0 warnings, 0 info in 1 object; 3 workloads linted by 39 rules over 1 file"
     )
 
 
@@ -243,3 +244,40 @@ def test_run_stress_refuses_what_it_cannot_run(tmp_path: Path) -> None:
     for args, said in cases.items():
         r = runner.invoke(app, ["run", path, *args])
         assert r.exit_code == 2 and r.stderr.startswith(said), (args, r.stderr)
+
+
+EXEC_PROBES = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api}
+spec:
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec:
+      containers:
+        - name: server
+          image: api:1
+          ports: [{containerPort: 8080}]
+          readinessProbe:
+            exec: {command: [/bin/check]}
+          livenessProbe:
+            exec: {command: [/bin/check]}
+"""
+
+
+def test_a_containers_merged_fix_is_said_once_and_the_other_findings_point_back_to_it(tmp_path: Path) -> None:
+    # The container's fixes are merged into one change, so PS015 (both probes) and PS003 carry
+    # the same fix text: said whole once, naming the findings it also answers, never repeated.
+    (tmp_path / "api.yaml").write_text(EXEC_PROBES)
+    report = check([str(tmp_path / "api.yaml")])
+    fixes = [f.remediation for f in report.findings if f.rule.id in ("PS003", "PS015")]
+    assert len(fixes) == 3 and len(set(fixes)) == 1  # the premise: one merged fix, three findings
+    console = Console(width=400, record=True)
+    render_text(report, console)
+    text = console.export_text()
+    lines = {f.rule.id: f.line for f in report.findings}
+    first = min((f for f in report.findings if f.remediation == fixes[0]), key=lambda f: f.line)
+    assert text.count(fixes[0]) == 1
+    assert text.count(f"fix: the one above ({first.rule.id}, line {first.line})") == 2
+    assert "(also answers PS003 line " in text and f"PS015 line {lines['PS003']}" in text

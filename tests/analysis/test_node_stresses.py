@@ -10,14 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from probesim.analysis.stress import (
-    DEFAULT_NODES_SAID,
-    StressResult,
-    StressThresholds,
-    base_scenario,
-    run_one,
-    stress_scenario,
-)
+from probesim.analysis.node_stresses import DEFAULT_NODES_SAID
+from probesim.analysis.stress import base_scenario, run_one, stress_scenario
+from probesim.analysis.stress_verdicts import StressResult, StressThresholds
 from probesim.manifests import kubernetes as k8s
 from probesim.manifests.scenario import scenario_from_text
 from probesim.manifests.yamlsrc import load_docs

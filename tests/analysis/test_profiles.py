@@ -54,6 +54,7 @@ IMAGES = [
     ("valkey/valkey:8.0", "redis"),
     ("mongo:7.0", "mongodb"),
     ("rabbitmq:3.13-management", "rabbitmq"),
+    ("mcr.microsoft.com/azurelinux/base/rabbitmq-server:3.13", "rabbitmq"),  # the expert review's
     ("confluentinc/cp-kafka:7.6.0", "kafka"),
     ("quay.io/strimzi/kafka:0.40.0-kafka-3.7.0", "kafka"),
     ("zookeeper:3.9", "zookeeper"),
@@ -62,6 +63,9 @@ IMAGES = [
     ("quay.io/minio/minio:RELEASE.2024-03-15T01-07-19Z", "minio"),
     ("nats:2.10-alpine", "nats"),
     ("registry.k8s.io/etcd:3.5.12-0", "etcd"),
+    ("cockroachdb/cockroach:v24.1.3", "cockroachdb"),
+    ("gcr.io/google-samples/cassandra:v14", "cassandra"),
+    ("bitnami/cassandra:4.1.4", "cassandra"),
     ("registry.k8s.io/coredns/coredns:v1.11.1", "coredns"),
     # Neighbours of a family are not the family: its exporter, its operator, its reloader.
     ("quay.io/prometheuscommunity/postgres-exporter:v0.15.0", "generic"),
@@ -69,6 +73,8 @@ IMAGES = [
     ("quay.io/prometheus-operator/prometheus-operator:v0.72.0", "generic"),
     ("quay.io/prometheus-operator/prometheus-config-reloader:v0.72.0", "generic"),
     ("mysql/mysql-router:8.0", "generic"),
+    ("cockroachdb/cockroach-k8s-init:0.2", "generic"),
+    ("criteord/cassandra_exporter:2.3.8", "generic"),
     ("acme/orders:1.4.2", "generic"),
 ]  # fmt: skip
 
@@ -77,7 +83,8 @@ IMAGES = [
 def test_a_profile_is_resolved_from_a_realistic_image_reference(image: str, family: str) -> None:
     r = resolve("w", "c", {"image": image})
     assert r.profile.id == family
-    assert r.evidence == ((f"image {image}",) if family != "generic" else ())
+    release = ("release 3.5.12-0: /livez, /readyz (from 3.5.11)",) if family == "etcd" else ()
+    assert r.evidence == ((f"image {image}", *release) if family != "generic" else ())
 
 
 def test_every_catalog_family_is_resolved_from_an_image_and_says_its_sources() -> None:
@@ -105,6 +112,94 @@ def test_the_manifest_itself_is_evidence_probe_paths_env_and_command() -> None:
     r = resolve("w", "c", {"image": "postgres:16"}, scenario_start_ms=45_000)
     assert (r.start_ms, r.from_scenario) == ((45_000, 45_000), True)
     assert r.line() == "PostgreSQL (image postgres:16): starts in 45s, pauses up to 1s"
+
+
+# What a container runs: its command (the image's ENTRYPOINT replaced) then its args (CMD
+# replaced), as the Kubernetes docs' "Define a Command and Arguments for a Container" table says;
+# `sh -c STRING` runs STRING as a script (POSIX sh, -c: "Read commands from the command_string
+# operand"), whose comments run nothing.
+COMMANDS = [
+    ({"command": ["node", "server.js"]}, "command node"),
+    ({"command": ["sh", "-c", "exec node index.js"]}, "command node"),
+    ({"command": ["/bin/sh", "-c", "npm start"]}, "command npm"),
+    ({"command": ["/bin/sh", "-c"], "args": ["npm start"]}, "command npm"),
+    ({"command": ["python", "-m", "gunicorn", "app:app"]}, "command gunicorn"),
+    ({"command": ["python3", "manage.py", "runserver"]}, "command manage.py"),
+    ({"args": ["gunicorn", "--bind", "0.0.0.0:8000", "app:app"]}, "command gunicorn"),
+    ({"command": ["tini", "--", "gosu", "redis", "redis-server", "--port", "6379"]}, "command redis-server"),
+    ({"command": ["docker-entrypoint.sh", "postgres"]}, "command postgres"),
+    ({"command": ["bash", "-ecx", "FOO=1 BAR=2 gunicorn app:app && echo done"]}, "command gunicorn"),
+    ({"command": ["sh", "-c", "if [ -f /x ]; then exec mongod --bind_ip_all; fi"]}, "command mongod"),
+    ({"command": ["sh", "-c", 'echo "#1; a node"; exec "/usr/local/bin/node" app.js']}, "command node"),
+    ({"command": ["sh", "-c", "cat <<EOF > /etc/app.conf\nnode = primary\nEOF\nexec gunicorn app:app"]},
+     "command gunicorn"),
+    # A comment, an argument, an option's value or a string is not what runs.
+    ({"command": ["sh", "-c", "# start the node\nexec /app/run"]}, None),
+    ({"command": ["bash", "-c", "exec /app/run  # like node does"]}, None),
+    ({"command": ["/app/run", "--mode", "node"]}, None),
+    ({"args": ["--config", "/etc/nginx.conf"]}, None),
+    ({"command": ["java", "-jar", "app.jar"]}, None),
+    ({"command": ["sh", "-c", "ARGS=(node gunicorn)\nexec /app/run ${ARGS[*]}"]}, None),
+    ({"command": ["sh", "/entrypoint-for-node.sh"]}, None),
+    ({"command": ["sh", "-c", "echo 'starting,\nnode by node'\nexec /app/run"]}, None),
+    ({"command": ["sh", "-c", "cat <<-'END'\n\tnode\n\tEND\nexec /app/run"]}, None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("raw", "evidence"), COMMANDS)
+def test_the_command_evidence_is_the_program_it_runs(raw: dict[str, object], evidence: str | None) -> None:
+    r = resolve("w", "c", {"image": "acme/app:1", **raw})
+    assert r.evidence == ((evidence,) if evidence else ())
+    assert (r.profile.id == "generic") == (evidence is None)
+
+
+@skip_realworld
+def test_the_cockroachdb_start_script_is_not_read_as_node_for_its_comments() -> None:
+    """k8s-examples' CockroachDB StatefulSet starts with `/bin/bash -ecx SCRIPT` whose comments say
+    "we're the first node": it ran `exec /cockroach/cockroach ...` and was taken for Node.js."""
+    path = REALWORLD / "k8s-examples" / "_archived_cockroachdb_cockroachdb-statefulset.yaml"
+    (sts,) = [d.data for d in load_docs(path.read_text(), str(path)) if d.data.get("kind") == "StatefulSet"]
+    container = dict(sts["spec"]["template"]["spec"]["containers"][0])
+    assert container["command"][:2] == ["/bin/bash", "-ecx"] and "first node" in container["command"][2]
+    r = resolve("w", "c", {**container, "image": "acme/db:1"})
+    assert (r.profile.id, r.evidence) == ("cockroachdb", ("command cockroach",))
+    r = resolve("w", "c", container)
+    assert (r.profile.id, r.evidence) == ("cockroachdb", ("image cockroachdb/cockroach:v1.1.0",))
+
+
+@skip_realworld
+def test_cockroachdb_gets_its_own_readiness_endpoint_and_quorum_advice() -> None:
+    """Cockroach Labs' StatefulSet (cloud/kubernetes/cockroachdb-statefulset.yaml) probes readiness
+    on /health?ready=1 at its http port, 8080; ranges are Raft groups (a majority of 3 replicas)."""
+    docs, _ = read_manifests(
+        [str(REALWORLD / "k8s-examples" / "_archived_cockroachdb_cockroachdb-statefulset.yaml")]
+    )
+    by_rule = {f.rule.id: f for f in _findings(docs)}
+    assert sorted(by_rule) == ["PS001", "PS035", "PS037"]
+    ps001 = by_rule["PS001"]
+    assert ps001.patch is not None
+    probe = ps001.patch["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]
+    assert probe["httpGet"] == {"path": "/health?ready=1", "port": 8080}
+    assert "CockroachDB's own readiness endpoint" in ps001.remediation
+    assert "a quorum system, of 3 members 2 must be up" in by_rule["PS035"].message
+    assert by_rule["PS037"].patch is not None
+    assert "requiredDuringSchedulingIgnoredDuringExecution" in json.dumps(by_rule["PS037"].patch)
+    assert "PS001" not in {f.rule.id for f in _findings(_patched(docs, ps001))}  # the fix re-checks clean
+
+
+def test_cassandra_is_a_slow_starting_quorum_store_known_by_its_image_or_env() -> None:
+    r = resolve("w", "c", {"image": "gcr.io/google-samples/cassandra:v14"})
+    assert (r.profile.protocol, r.profile.membership, r.profile.slow_start, r.start_ms) == (
+        "cql",
+        "quorum",
+        True,
+        (30_000, 300_000),
+    )
+    assert r.handler("readiness", 9042) == {"tcpSocket": {"port": 9042}}
+    r = resolve(
+        "w", "c", {"image": "acme/store:1", "env": [{"name": "CASSANDRA_CLUSTER_NAME", "value": "K8Demo"}]}
+    )
+    assert (r.profile.id, r.evidence) == ("cassandra", ("env CASSANDRA_CLUSTER_NAME",))
 
 
 def test_a_user_corrects_a_profile_in_one_place() -> None:
@@ -301,7 +396,7 @@ def test_findings_carry_what_they_assumed_in_json_sarif_and_text(tmp_path: Path)
         "protocol": "redis",
         "endpoints": {
             "liveness": {"exec": {"command": ["redis-cli", "-p", "{port}", "ping"]}},
-            "readiness": {"exec": {"command": ["redis-cli", "-p", "{port}", "ping"]}},
+            "readiness": {"exec": {"command": ["sh", "-c", "redis-cli -p {port} ping | grep -q PONG"]}},
         },
         "start": {"typical": "1s", "worst": "30s"},
         "pause": "1s",
@@ -433,3 +528,33 @@ def test_a_tcp_probe_on_a_port_that_speaks_grpc_or_http_is_pointed_at_the_app_he
     docs = list(load_docs(text, "x.yaml"))
     after = _findings(_patched(docs, live))
     assert [g.field for g in after if g.rule.id == "PS034"] == []
+
+
+def test_list_profiles_shows_each_familys_membership_and_when_it_depends_on_the_deployment() -> None:
+    """check --list-profiles: the catalog's membership (catalog.yaml's header: quorum, primary,
+    independent) per family, marked * where membershipWhen says it depends on the deployment."""
+    import io
+
+    from rich.console import Console
+
+    from probesim.report.listings import render_profiles
+
+    buffer = io.StringIO()
+    render_profiles(catalog().values(), Console(file=buffer, width=400, color_system=None))
+    lines = [line.rstrip() for line in buffer.getvalue().splitlines()]
+    rows = {
+        line.split()[0]: line.split() for line in lines if line.startswith("  ") and len(line.split()) > 3
+    }
+    assert rows["ID"][-1] == "MEMBERSHIP"
+    assert rows["cockroachdb"][-2:] == ["quorum", "*"]
+    assert rows["cockroachdb"][3:8] == ["httpGet", "/health", ":8080", "httpGet", "/health?ready=1"]
+    assert rows["zookeeper"][-1] == "quorum"  # no deployment caveat: no *
+    assert rows["postgres"][-2:] == ["primary", "*"]
+    assert (rows["node"][-1], rows["generic"][-1]) == ("independent", "independent")
+    notes = lines[lines.index("* it depends on the deployment:") + 1 :]
+    assert notes[0] == "  postgres:      " + catalog()["postgres"].membership_when
+    assert "  mongodb:       as a replica set; a standalone mongod is one instance" in notes
+    assert not any(n.startswith("  zookeeper:") for n in notes)
+    assert len([n for n in notes if n.startswith("  ") and ":" in n.split()[0]]) == len(
+        [p for p in catalog().values() if p.membership_when]
+    )

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from probesim.analysis.stress import SUITE, StressThresholds, apply, base_scenario, run_one, stress_suite
+from probesim.analysis.stress import SUITE, apply, base_scenario, run_one, stress_suite
+from probesim.analysis.stress_verdicts import StressResult, StressThresholds
 from probesim.cli import app
 from probesim.manifests import kubernetes as k8s
 from probesim.manifests.scenario import scenario_from_text
@@ -343,7 +344,7 @@ def test_a_stress_giving_the_baselines_very_scenario_is_simulated_once(
 
     simulated: list[str] = []
 
-    def counted(job: tuple, result: Any = None) -> stress.StressResult:  # type: ignore[type-arg]
+    def counted(job: tuple, result: Any = None) -> StressResult:  # type: ignore[type-arg]
         simulated.append(job[3])
         return run_one(job, result)
 

@@ -189,3 +189,54 @@ def test_ready_replicas_between_the_simulations_within_a_second_agree() -> None:
     assert rows_by(compare(sim, straddling))[("workload/web", "ready replicas")]["agree"] is True
     dip = result("lab", [], [(t * 1000, 1 if t == 1 else 2 if t < 4 else 0) for t in range(10)])
     assert rows_by(compare(sim, dip))[("workload/web", "ready replicas")]["agree"] is False
+
+
+def test_the_exit_code_tells_a_difference_from_a_run_the_lab_could_not_hold() -> None:
+    """1: a figure the lab measured faithfully differs; 3: the figures it measured faithfully
+    agree, but the machine was too busy to hold the run faithfully (headroom's NOT FAITHFUL marks
+    every row then), whether those rows' values agree or not; 0: every figure agrees."""
+    from rich.console import Console
+
+    from probesim.lab.compare import AGREES, DIFFERS, NOT_FAITHFUL, keep_values, outcome
+    from probesim.lab.headroom import Demand, Monitor, ProcFigures, judge, mark_unfaithful
+    from probesim.report.compare import render_lab_comparison
+
+    def rows() -> list[dict[str, object]]:
+        return [
+            {"object": "pod/web-0", "reason": "Killing", "unit": "ms", "simulated": [5_000],
+             "measured": [5_040], "tolerance": 1000, "agree": True},
+            {"object": "route//", "reason": "failed requests", "unit": "count", "simulated": [0],
+             "measured": [1], "tolerance": 2, "agree": True},
+        ]  # fmt: skip
+
+    ok = rows()
+    keep_values(ok)
+    assert outcome(ok) == AGREES == 0
+    differs = rows()
+    differs[0]["agree"] = False
+    keep_values(differs)
+    assert outcome(differs) == DIFFERS == 1
+    # An app that waited for a CPU 3 s beside its 5 s: every row marked not faithful.
+    m = Monitor(dict)
+    m.t1 = m.t0 + 10
+    m.procs = {1: ProcFigures("app web-0", cpu_s=5.0, waited_s=3.0)}
+    h = judge(m, 1.0, 1024, Demand(), {}, {})
+    held = rows()
+    keep_values(held)
+    mark_unfaithful(held, h)
+    assert [(r["agree"], r["faithful"], r["withinTolerance"]) for r in held] == [(False, False, True)] * 2
+    assert outcome(held) == NOT_FAITHFUL == 3
+    differs_too = rows()
+    differs_too[0]["agree"] = False
+    keep_values(differs_too)
+    mark_unfaithful(differs_too, h)
+    assert outcome(differs_too) == NOT_FAITHFUL  # no verdict on what the lab could not hold
+    console = Console(record=True, width=200)
+    render_lab_comparison(held, console)
+    text = console.export_text()
+    assert "not faithful (values agree)" in text
+    assert "differ on" not in text
+    assert (
+        "the lab could not hold the run faithfully for 2 of 2 figures (NOT FAITHFUL: the machine's "
+        "limits, not the app's); 2 of them are within their tolerance all the same"
+    ) in text

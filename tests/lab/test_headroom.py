@@ -21,18 +21,9 @@ import pytest
 
 from probesim.engine import simulate
 from probesim.lab.envoy import ISTIO_CIRCUIT_BREAKERS, inbound_bootstrap
-from probesim.lab.headroom import (
-    LAG_LIMIT_S,
-    Demand,
-    Headroom,
-    Monitor,
-    ProcFigures,
-    demand,
-    judge,
-    mark_unfaithful,
-    raise_nofile,
-    scaled,
-)
+from probesim.lab.headroom import Headroom, judge, mark_unfaithful
+from probesim.lab.headroom_demand import Demand, demand, raise_nofile, scaled
+from probesim.lab.headroom_monitor import LAG_LIMIT_S, Monitor, ProcFigures
 from probesim.lab.load import KeepAlive, cause_of, constant_rate
 from probesim.lab.orchestrator import run_lab, workload_pods
 from probesim.lab.pods import free_port, up_and_listening
@@ -125,7 +116,7 @@ def test_the_estimate_is_the_runs_peak_of_held_clients_and_calls(tmp_path: Path)
 def test_the_article_run_is_refused_at_this_machines_limit_with_the_scale_that_fits() -> None:
     sc = next(load_scenario(str(b.path)) for b in builtins() if b.name == "patient-delays-liveness")
     from probesim.errors import InputError
-    from probesim.lab.headroom import check_headroom
+    from probesim.lab.headroom_demand import check_headroom
 
     with pytest.raises(InputError) as e:
         check_headroom(sc, list(sc.workloads), list(sc.spec.traffic), 110.0, 20_000, cores=64)

@@ -293,14 +293,16 @@ def test_help_and_readme_say_what_runs_on_this_machine() -> None:
             "StatefulSet web: the lab runs the pods of Deployments on several nodes only",
         ),
         (
+            # A pool upgrade runs (lab.drains), of a Deployment's pods only.
             {
+                "kind": "StatefulSet",
+                "workload_spec": {"serviceName": "web"},
                 "spec": {
                     "cluster": {"nodes": {"count": 1}},
                     "actions": [{"kind": "nodePoolUpgrade", "at": "5s"}],
-                }
+                },
             },
-            "the lab does not run nodePoolUpgrade actions yet (it runs nodeDown, zoneDown, nodeUp, zoneUp, "
-            "drain and uncordon)",
+            "StatefulSet web: the lab runs the pods of Deployments on several nodes only",
         ),
     ],
 )

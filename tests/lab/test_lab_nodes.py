@@ -34,7 +34,9 @@ import yaml
 from probesim.engine import simulate
 from probesim.errors import InputError
 from probesim.lab.compare import compare, phase_bounds, simulated_hosts
-from probesim.lab.headroom import Demand, Monitor, judge, netstat
+from probesim.lab.headroom import judge
+from probesim.lab.headroom_demand import Demand
+from probesim.lab.headroom_monitor import Monitor, netstat
 from probesim.lab.orchestrator import run_lab
 from probesim.model.scenario import Scenario
 from probesim.results import Event, Result
@@ -385,3 +387,22 @@ def test_a_dead_hosts_dropped_syns_are_not_taken_for_the_labs_overflows() -> Non
     h = judge(m, 1.0, 1024, Demand(), {}, {})
     assert (h.listen_overflows, h.listen_drops) == (0, 0)
     assert not any("accept queues overflowed" in n for n in h.notes)
+
+
+def test_the_labs_client_sidecar_connects_with_the_destination_rules_connect_timeout() -> None:
+    """node-failure-outlier's DestinationRule sets connectionPool.tcp.connectTimeout 1s: the
+    lab's client sidecar (the translation of probesim envoy-config) gives up a connection to the
+    dead host after 1 s, as the simulation's does (engine/sidecar/route.py), so that outlier
+    detection counts its 503s as fast; Istio sets the cluster's connect_timeout from it
+    (pilot/pkg/networking/core/cluster_traffic_policy.go applyConnectionPool). Without a rule:
+    Istio's default, 10 s."""
+    from probesim.mesh.envoy import Translator
+    from tests.builders import builtin
+
+    sc = builtin("node-failure-outlier")
+    tr = Translator(list(sc.destination_rules), list(sc.virtual_services), list(sc.services), {})
+    clusters = tr.bootstrap(10000)["static_resources"]["clusters"]
+    assert [c["connect_timeout"] for c in clusters] == ["1s"]
+    plain = builtin("node-failure")
+    tr = Translator([], [], list(plain.services), {})
+    assert [c["connect_timeout"] for c in tr.bootstrap(10000)["static_resources"]["clusters"]] == ["10s"]

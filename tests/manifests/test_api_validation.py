@@ -15,7 +15,7 @@ from probesim.errors import InputError, InputWarning
 from probesim.manifests import kubernetes as k8s
 from probesim.manifests.scenario import scenario_from_text
 from probesim.manifests.yamlsrc import load_docs
-from probesim.model.kubernetes import MAX_MILLICORES
+from probesim.model.quantities import MAX_MILLICORES
 
 
 def deploy(container: str = "", pod: str = "", spec: str = "", selector: str = "{matchLabels: {app: web}}",

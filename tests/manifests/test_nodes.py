@@ -81,7 +81,7 @@ def test_node_name_must_be_a_node() -> None:
 
 def test_a_pool_and_a_list_dump_back_the_same() -> None:
     """What a scenario's dump writes of its nodes (memory as a quantity) reads back the same."""
-    from probesim.model.scenario import Cluster
+    from probesim.model.cluster import Cluster
 
     for nodes in (
         {"count": 2, "zones": ["a"], "cpu": "1500m", "memory": "3Gi"},

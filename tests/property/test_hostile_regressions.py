@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from probesim.analysis.stress import StressThresholds, stress_suite
+from probesim.analysis.stress import stress_suite
+from probesim.analysis.stress_verdicts import StressThresholds
 from probesim.cli import app
 from probesim.errors import InputError
 from probesim.manifests import kubernetes as k8s

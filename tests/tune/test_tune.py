@@ -374,6 +374,11 @@ def test_cli_prints_front_patch_and_kubectl_command(case: Path, tmp_path: Path) 
     ("files", "extra", "message"),
     [
         ({"svc.yaml": WEB.split("---\n")[1]}, [], "no workload to tune"),
+        (  # a DaemonSet alone: said why it is not tuned, not "found: none"
+            {"ds.yaml": WEB.split("---\n")[0].replace("kind: Deployment", "kind: DaemonSet")},
+            [],
+            "(found: DaemonSet web); DaemonSet workloads are not simulated, so not tuned (probesim check judges them)",
+        ),
         ({"web.yaml": WEB}, ["--workload", "api"], "no workload named 'api' (workloads: web)"),
         (
             {"web.yaml": WEB, "api.yaml": WEB.replace("web", "api")},

@@ -16,12 +16,14 @@ from probesim.analysis.context import Context, Thresholds
 from probesim.analysis.findings import REGISTRY, SEVERITY_RANK, Finding, Rule, Severity
 from probesim.analysis.patch import apply, describe, fix_line
 from probesim.analysis.rerun import rerun, workload_arg
-from probesim.analysis.stress import StressResult, StressThresholds, stress_suite
+from probesim.analysis.stress import stress_suite
+from probesim.analysis.stress_verdicts import StressResult, StressThresholds
 from probesim.errors import InputError
 from probesim.manifests import kubernetes as k8s
 from probesim.manifests.discovery import Inputs, nothing_found, read_manifests
 from probesim.manifests.errors import from_validation
 from probesim.manifests.kubernetes import Skipped, obj_key
+from probesim.manifests.removed_apis import removed_api
 from probesim.manifests.yamlsrc import Doc, get_path, load_docs, read_text
 from probesim.model.base import Model
 from probesim.model.kubernetes import ScaledObject, Workload
@@ -237,6 +239,16 @@ def check(
         ann = get_path(b.doc.data, (*b.base, "metadata", "annotations"))
         key = obj_key("PodDisruptionBudget", b.namespace, b.name)
         annotations[key] = {str(k): str(v) for k, v in ann.items()} if isinstance(ann, dict) else {}
+    for doc in ctx.docs:  # a List's items too
+        items = (
+            doc.data.get("items") if isinstance(doc.data, dict) and doc.data.get("kind") == "List" else None
+        )
+        for i, obj in enumerate(items if isinstance(items, list) else [doc.data]):
+            said = removed_api(obj)
+            if said:
+                meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+                line = doc.line_of(("items", i) if items is not None else ())
+                report.warnings.append(f"{doc.file}:{line}: {obj.get('kind')} {meta.get('name')}: {said}")
     known = {r.id for r in REGISTRY.rules.values()} | {r.name for r in REGISTRY.rules.values()}
     for key, ann in annotations.items():
         for name in ann:
@@ -252,7 +264,9 @@ def check(
         for finding in REGISTRY.checks[r.id](ctx):
             _file(report, fixed(finding), annotations)
     if stress and any(r.id == "PS100" for r in report.rules):
-        results = stress_suite(objects, scenario, StressThresholds.from_dict(cfg.stress))
+        results = stress_suite(
+            objects, scenario, StressThresholds.from_dict(cfg.stress), corrections=cfg.profiles
+        )
         report.stress = results
         for res in results:
             if res.verdict != "fail":

@@ -138,6 +138,11 @@ class Context:
         object, said as the fix line (with ``note``: why those values); else the text ``fix``."""
         path = (*t.path, *rel)
         edits: tuple[tuple[int, str, str, str], ...] = ()
+        if change and t.workload.kind == "Pod" and any(str(k).endswith("Probe") for k in change):
+            # The API server refuses a change of a running Pod's probes (only images and a few
+            # fields of a Pod's spec are mutable): the fix is a new Pod.
+            recreate = "a Pod's probes cannot be changed in place: delete the Pod and create it with the fix"
+            note = f"{note}; {recreate}" if note else recreate
         if change:
             patch = container_patch(tuple(str(k) for k in t.spec_path), t.group, t.container.name, change)
             edits = scalar_edits(t.doc, (*t.base, *t.path), t.raw, change)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import shlex
 
-from probesim.analysis.stress import SUITE, base_scenario, nearest_services, stress_scenario
+from probesim.analysis.stress import SUITE, nearest_services, stress_scenario, suite_base
 from probesim.errors import InputError
 from probesim.kube.selectors import selects
 from probesim.manifests.kubernetes import SIMULATED_KINDS, Objects
@@ -51,7 +51,8 @@ def stress_scenario_of(objects: Objects, given: Scenario | None, workload: str, 
     if not selected:
         raise InputError(f"no Service selects {w.kind} {w.name}'s pods: the stresses send it nothing",
                          field="--workload")  # fmt: skip
-    sc, not_run = stress_scenario(base_scenario(w, selected, given, objects.pdbs), w, stress)
+    base, app, _left = suite_base(objects, w, selected, given)
+    sc, not_run = stress_scenario(base, w, stress, app)
     if sc is None:
         raise InputError(f"{stress} is not run on {w.kind} {w.name}: {not_run}", field="--stress")
     return sc

@@ -1,21 +1,21 @@
 """``probesim check``: manifests checked by the rules (and the stress suite), every file read
 first, the findings and error entries written as text, JSON, SARIF or JUnit."""
 
-import io
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
-from probesim.cli.common import command, fail, load, scenario_path, warn, write_file
+from probesim.cli.common import command, fail, load, scenario_path, warn
 from probesim.cli.program import out
+from probesim.cli.report_options import OUTPUT_OPTION, config_option, format_option, write_report
 from probesim.errors import InputError
 
 if TYPE_CHECKING:
     from probesim.manifests.yamlsrc import Doc
     from probesim.model.scenario import Scenario
+
+FORMATS = ("text", "json", "sarif", "junit")
 
 
 @command()
@@ -34,17 +34,13 @@ def check(
             "objects written in it are linted too, and with no PATHS so are the files it names."
         ),
     ] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="text, json, sarif or junit.")] = "text",
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the report to this file.")
-    ] = None,
+    fmt: Annotated[str, format_option(FORMATS)] = "text",
+    output: Annotated[Path | None, OUTPUT_OPTION] = None,
     fail_on: Annotated[
         str | None,
         typer.Option(help="Exit 1 on findings at or above: info, warning, error (default) or never."),
     ] = None,
-    config: Annotated[
-        str | None, typer.Option(help="Config file (default: ./.probesim.yaml if present).")
-    ] = None,
+    config: Annotated[str | None, config_option()] = None,
     list_rules: Annotated[bool, typer.Option("--list-rules", help="List the rules and exit.")] = False,
     list_profiles: Annotated[
         bool,
@@ -89,8 +85,8 @@ def check(
     from probesim.analysis.check import load_config, selected_rules
     from probesim.report.check_outputs import render
 
-    if fmt not in ("text", "json", "sarif", "junit"):
-        raise InputError(f"unknown --format {fmt!r}; use text, json, sarif or junit")
+    if fmt not in FORMATS:
+        raise InputError(f"unknown --format {fmt!r}; use {', '.join(FORMATS[:-1])} or {FORMATS[-1]}")
     if fail_on is not None and fail_on not in ("info", "warning", "error", "never"):
         raise InputError(f"unknown --fail-on {fail_on!r}; use info, warning, error or never")
     cfg = load_config(config)
@@ -117,17 +113,11 @@ def check(
         inline, named = scenario_manifest_docs(scenario_path(scenario))
     given = (list(paths or []), scenario)
     report = run_check(list(paths or named), sc, cfg, stress=stress, scenario_docs=inline, given=given)
-    warn(report.warnings)
     for entry in report.errors:  # first, one line each on stderr; the report carries them too
         fail(entry)
-    buffer = io.StringIO()
-    console = out if output is None else Console(file=buffer, width=160)
-    # Text on the terminal: the errors are on it already (above).
-    text = render(report, fmt, console, verbose, with_errors=output is not None)
-    if output is not None:
-        write_file(output, text if text is not None else buffer.getvalue(), "the report")
-    elif text is not None:
-        sys.stdout.write(text)
+    warn(report.warnings)
+    with_errors = output is not None  # text on the terminal: the errors are on it already (above)
+    write_report(output, lambda console: render(report, fmt, console, verbose, with_errors))
     if report.errors:
         raise typer.Exit(2)
     if report.fails(fail_on or cfg.fail_on):  # type: ignore[arg-type]

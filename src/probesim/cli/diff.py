@@ -2,17 +2,15 @@
 each changed workload simulated on both, the figures side by side with a verdict each, the new
 and resolved check findings — as text, JSON, Markdown (a pull request's comment) or SARIF."""
 
-import io
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.text import Text
 
-from probesim.cli.common import WORKERS_OPTION, command, fail, load, warn, write_file
-from probesim.cli.program import err, out
+from probesim.cli.common import WORKERS_OPTION, command, fail, load, warn
+from probesim.cli.program import err
+from probesim.cli.report_options import OUTPUT_OPTION, config_option, format_option, write_report
 from probesim.errors import InputError
 
 FORMATS = ("text", "json", "markdown", "sarif")
@@ -66,10 +64,8 @@ def diff(
             "overlays/prod), run by the shell in each side's folder (with --git, in each revision's tree)."
         ),
     ] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="text, json, markdown or sarif.")] = "text",
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the report to this file.")
-    ] = None,
+    fmt: Annotated[str, format_option(FORMATS)] = "text",
+    output: Annotated[Path | None, OUTPUT_OPTION] = None,
     fail_on: Annotated[
         list[str] | None,
         typer.Option(
@@ -77,9 +73,7 @@ def diff(
             "new-findings=warning or =info, never. Repeatable."
         ),
     ] = None,
-    config: Annotated[
-        str | None, typer.Option(help="Config file (default: ./.probesim.yaml if present): check's rules.")
-    ] = None,
+    config: Annotated[str | None, config_option(": check's rules")] = None,
     rules_url: Annotated[
         str,
         typer.Option(
@@ -177,12 +171,6 @@ def diff(
         raise typer.Exit(2) from None
     warn(report.warnings)
     warn(f"the before side ({report.before}) could not be read in full: {e}" for e in report.before_errors)
-    buffer = io.StringIO()
-    console = out if output is None else Console(file=buffer, width=160)
-    text = render_report(report, fmt, console, verbose, rules_url)
-    if output is not None:
-        write_file(output, text if text is not None else buffer.getvalue(), "the report")
-    elif text is not None:
-        sys.stdout.write(text)
+    write_report(output, lambda console: render_report(report, fmt, console, verbose, rules_url))
     if fails(report, rules):
         raise typer.Exit(1)

@@ -23,7 +23,6 @@ from probesim.engine.autoscaler import SYNC_PERIOD_MS, Autoscaler
 from probesim.engine.behavior import INF
 from probesim.engine.capacity import CapacityModel
 from probesim.engine.containers import Containers
-from probesim.engine.controllers.deployment import TIMED_OUT_REASON
 from probesim.engine.controllers.workloads import Controllers, PodArrays
 from probesim.engine.disruption import Budgets
 from probesim.engine.drains import DrainRun, Drains
@@ -42,8 +41,9 @@ from probesim.engine.recording import Recorder
 from probesim.engine.sidecar.build import build_mesh
 from probesim.engine.summary import Summary, TrackedRollout
 from probesim.engine.traffic import Traffic
+from probesim.engine.workload_actions import WorkloadActions
 from probesim.model.nodes import Drain, NodeDown, NodePoolUpgrade, NodeUp, Uncordon, ZoneDown, ZoneUp
-from probesim.model.scenario import DeletePod, Partition, Scenario, SetReadinessGate
+from probesim.model.scenario import DeletePod, Scenario
 from probesim.results import Result
 
 I64 = npt.NDArray[np.int64]
@@ -56,7 +56,7 @@ def simulate(scenario: Scenario) -> Result:
     return Simulation(scenario).run()
 
 
-class Simulation(NodeFaults, Drains, PoolUpgrades):
+class Simulation(NodeFaults, Drains, PoolUpgrades, WorkloadActions):
     """One run of a scenario: its state, set up as it is made. ``run`` runs it whole; ``begin``,
     ``advance`` and ``finish`` in parts (engine/warm.py goes on from a part as another scenario)."""
 
@@ -205,25 +205,6 @@ class Simulation(NodeFaults, Drains, PoolUpgrades):
             w.cached[conts] = SUCCESS
         self.ctr.stop_pod(p, t, self.log, grace)
 
-    def _named(self, t: int, names: list[str]) -> list[int]:
-        """``kubectl delete pod NAME``: the pod of that name that exists now — a StatefulSet's
-        replacement keeps its predecessor's name, so after a rollout (or an earlier deletion)
-        the name is the live replacement's. None: ``pods "NAME" not found``."""
-        f = self.fleet
-        out = []
-        for name in names:
-            live = [
-                p
-                for p, n in enumerate(f.pod_names)
-                if n == name and self.pods.admitted[p] and not self.pods.gone[p]
-            ]
-            if live:
-                out.append(live[-1])
-                continue
-            msg = f'Error from server (NotFound): pods "{name}" not found'
-            self.log.add(t, "Warning", "NotFound", f"pod/{name}", msg, "kubectl")
-        return out
-
     def _per_pod(self, op: np.ufunc, x: npt.NDArray[Any]) -> npt.NDArray[Any]:
         """``op`` over each pod's containers of per-container ``x`` (its reduceat)."""
         if self._one_per_pod:
@@ -278,59 +259,6 @@ class Simulation(NodeFaults, Drains, PoolUpgrades):
                 if not delete:
                     break
                 self._delete(t, delete)
-
-    def _act(self, t: int, indices: list[int]) -> None:
-        """Workload actions (rollout, rollback, restart, scale, pause, resume) and readiness-gate
-        changes, at their time, before the controllers' sync."""
-        for i in indices:
-            a = self.spec.actions[i]
-            if isinstance(a, SetReadinessGate):
-                self.gates.set(t, a, self.pods.admitted, self.pods.gone, self.admitted_at)
-                self.dirty = True
-                continue
-            assert not isinstance(
-                a, DeletePod | NodeDown | ZoneDown | NodeUp | ZoneUp | Drain | Uncordon | NodePoolUpgrade
-            )
-            self.controllers.act(t, i, a)
-            wi = next(j for j, w in enumerate(self.scenario.workloads) if w.name == a.workload)
-            ctl = self.controllers.deployments.get(wi)
-            st = self.controllers.sets.get(wi)
-            if ctl is not None and not ctl.d.paused:
-                target = ctl.d.template
-            elif st is not None:
-                target = st.update_revision
-            else:
-                continue
-            # A partition lowered (or raised) while pods wait for the update revision: kubectl
-            # rollout status waits again, for the ordinals from the new partition up.
-            repartition = isinstance(a, Partition) and st is not None and st.current_revision != target
-            if target == self.rolled_to.get(wi, 0) and not repartition:
-                continue
-            for r in self.rollouts:
-                if r.wi == wi and r.end is None and r.superseded is None:
-                    r.superseded = t
-            self.rollouts.append(TrackedRollout(wi, a.kind, target, t))
-            self.rolled_to[wi] = target
-
-    def _track_rollouts(self, t: int) -> None:
-        """A rollout ends when ``kubectl rollout status`` would say so (updated = replicas =
-        available, no old pods left active); it stalls when Progressing goes False."""
-        under_way = [r for r in self.rollouts if r.end is None and r.superseded is None]
-        if not under_way:
-            return
-        view = self._view()
-        for r in under_way:
-            if r.wi in self.controllers.sets:
-                if self.controllers.set_done(r.wi, view, t):
-                    r.end = t
-                continue
-            d = self.controllers.deployments[r.wi].d
-            if d.template == r.template and self.controllers.rollout_done(r.wi, view, t):
-                r.end = t
-                continue
-            cond = d.status.condition("Progressing")
-            if r.stalled is None and cond is not None and cond.reason == TIMED_OUT_REASON:
-                r.stalled = t
 
     def _autoscale(self, t: int) -> None:
         """HPA syncs every 15 s from the start of the run."""

@@ -6,7 +6,9 @@ One model, used by the stress suite (``probesim check --stress``), by the scenar
 - Start: each container's app answers at once. No field of a manifest says when an app is
   warm, and the ones that look like it (a probe's ``initialDelaySeconds``) are what the tuner and
   the checker's fixes change: patched manifests must run as the tuner simulated them.
-  ``--start`` (run) or a scenario's behaviour says otherwise.
+  ``--start`` (run) or a scenario's behaviour says otherwise, and so does the app's profile where
+  its image or its hints name a family probesim knows (:func:`app_profiles`: the stress suite
+  starts it in the profile's typical time, the tuner adds a run of its slowest start).
 - Cost: a fixed service time: a request to "/" costs 5 ms of CPU, any other path (a probe's)
   1 ms, whatever the CPU request.
 - Traffic: sized to the request instead, so that base load uses half of it: 100 requests per
@@ -24,6 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from probesim.model.kubernetes import Container, Service, Workload
+from probesim.profiles import ProfileCorrection, Resolved, resolve
 
 REQUEST_CPU_MS = 5.0  # CPU per request to "/"
 PROBE_CPU_MS = 1.0  # CPU per request to any other path (health handlers are cheap)
@@ -33,10 +36,12 @@ MAX_DEFAULT_RATE = 1e8
 DEFAULT_CPU_M = 100  # what a container that requests no CPU is taken to have
 
 
-def start_seconds(c: Container) -> int:
-    """When the container's app answers, in seconds after it starts: at once (see above)."""
-    del c
-    return 0
+def app_profiles(w: Workload, corrections: Sequence[ProfileCorrection] = ()) -> dict[str, Resolved]:
+    """Each container's app profile (profiles.resolve: the catalog family its image, probe paths,
+    environment or command name, as ``corrections`` from .probesim.yaml amend it), by container
+    name: its typical and worst start and its longest pause."""
+    raw = w.model_dump(mode="json", by_alias=True, exclude_none=True)["spec"]["template"]["spec"]
+    return {c["name"]: resolve(w.name, c["name"], c, tuple(corrections)) for c in raw["containers"]}
 
 
 def cpu_cores(c: Container) -> float:
@@ -66,7 +71,7 @@ def workload_behavior(
     containers: dict[str, dict[str, Any]] = {}
     extra = _undeclared_ports(w, services)
     for c in w.pod_spec.containers:
-        begin = start if start is not None else f"{start_seconds(c)}s"
+        begin = start if start is not None else "0s"
         routes = {"/": {"cpu": f"{REQUEST_CPU_MS:g}ms"}, "*": {"cpu": f"{PROBE_CPU_MS:g}ms"}}
         containers[c.name] = {"start": begin, "routes": routes}
         if extra[c.name]:

@@ -42,7 +42,10 @@ NODE_EVENTS = (
     "NodeSchedulable",
     "Drained",
     "DrainFailed",
+    "CreatingNode",
+    "RemovingNode",
 )
+POOL_EVENTS = ("NodePoolUpgrade", "NodePoolUpgraded")  # a node pool upgrade's start and end
 # What splits a run with node faults into phases, for its failed requests: a node's failure, the
 # node controller noticing it (its pods not Ready), the pods' eviction, the node's return.
 PHASE_EVENTS = ("NodeDown", "NodePartitioned", "NodeNotReady", "TaintManagerEviction", "NodeUp")
@@ -315,6 +318,8 @@ def compare(
             rows += [_times(obj, r, sim, lab, TIME_TOLERANCE_MS) for r in POD_EVENTS]
         elif obj.startswith("node/"):
             rows += [_times(obj, r, sim, lab, TIME_TOLERANCE_MS) for r in NODE_EVENTS]
+        elif obj.startswith("nodepool/"):
+            rows += [_times(obj, r, sim, lab, TIME_TOLERANCE_MS) for r in POOL_EVENTS]
         elif obj.startswith("sidecar/"):
             rows += _outlier_rows(obj, sim, lab, outlier_tolerance_ms, hosts or {})
     measured_workloads = {w.name: w for w in lab.workloads}
@@ -389,3 +394,27 @@ def simulated_hosts(scenario: Scenario) -> dict[str, str]:
 
 def agree(rows: list[Row]) -> bool:
     return all(bool(r["agree"]) for r in rows)
+
+
+# ``probesim lab --compare``'s exit codes: every figure agrees; a figure the lab measured
+# faithfully differs beyond its tolerance (the app, the scenario or probesim is wrong); every
+# figure it measured faithfully agrees, but it could not hold the run faithfully for some (the
+# machine's limits: a verdict on those is not possible).
+AGREES, DIFFERS, NOT_FAITHFUL = 0, 1, 3
+
+
+def keep_values(rows: list[Row]) -> None:
+    """Each row's verdict on its values alone (``withinTolerance``), kept before the lab's
+    headroom marks the rows it could not measure faithfully as not agreeing."""
+    for r in rows:
+        r.setdefault("withinTolerance", bool(r["agree"]))
+
+
+def outcome(rows: list[Row]) -> int:
+    """The comparison's exit code: DIFFERS when a row measured faithfully disagrees, else
+    NOT_FAITHFUL when a row could not be measured faithfully, else AGREES."""
+    if any(not r["agree"] and r.get("faithful", True) for r in rows):
+        return DIFFERS
+    if any(r.get("faithful", True) is False for r in rows):
+        return NOT_FAITHFUL
+    return AGREES

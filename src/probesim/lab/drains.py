@@ -1,4 +1,5 @@
-"""``kubectl drain`` and ``kubectl uncordon`` in the lab (issue 45): the engine's drain steps
+"""``kubectl drain``, ``kubectl uncordon`` and GKE's node pool upgrade in the lab (issue 45): the
+engine's drain steps
 (``engine.drains.Drains``: the cordon, each pod's eviction through the Eviction API and the
 PodDisruptionBudgets of ``engine.disruption``, a refused eviction tried again every 5 s, the
 evicted pods waited for) decide over the lab's pods, each at its simulation slot; this module
@@ -7,6 +8,12 @@ delete pod`` does (``Runtime.terminate``: out of the endpoints, its preStop hook
 grace period — the drain's ``--grace-period`` if it gives one — then SIGKILL); its ReplicaSet
 replaces it at once and the scheduler (``lab.nodes``) binds the replacement to another node, the
 drained one being cordoned.
+
+A node pool upgrade (``nodePoolUpgrade``) is the engine's too (``engine.pool_upgrade.PoolUpgrades``,
+GKE's surge upgrade): its new nodes created (Ready ``nodeStartup`` after), each old node cordoned
+and drained by the same drain steps (its evictions refused by a budget tried again every 5 s),
+then removed, one slot after the other. A new node is a name the scheduler may bind pods to, as
+every node of the lab: all run on this machine.
 """
 
 from __future__ import annotations
@@ -26,14 +33,15 @@ from probesim.engine.events import EventLog
 from probesim.engine.fleet import Fleet
 from probesim.engine.nodes import Nodes
 from probesim.engine.pod_status import PodStatus
+from probesim.engine.pool_upgrade import PoolUpgrades, UpgradeRun
 from probesim.lab.pods import Pod
 from probesim.lab.runtime import Runtime
-from probesim.model.nodes import Drain, Uncordon
+from probesim.model.nodes import Drain, NodePoolUpgrade, Uncordon
 from probesim.model.scenario import Scenario
 
 B = npt.NDArray[np.bool_]
 I64 = npt.NDArray[np.int64]
-DRAIN_ACTIONS = (Drain, Uncordon)
+DRAIN_ACTIONS = (Drain, Uncordon, NodePoolUpgrade)
 MAX_STEPS = 10_000  # the drain steps caught up in one round, at most (a bound)
 
 
@@ -53,8 +61,9 @@ class ContainerView:
     created: B
 
 
-class LabDrains(Drains):
-    """The scenario's drains and uncordons over the lab's pods."""
+class LabDrains(Drains, PoolUpgrades):
+    """The scenario's drains, uncordons and node pool upgrades over the lab's pods (the engine's
+    Simulation inherits the same two classes, in the same order)."""
 
     def __init__(
         self, scenario: Scenario, fleet: Fleet, nodes: Nodes, log: EventLog, runtime: Runtime
@@ -69,6 +78,7 @@ class LabDrains(Drains):
         self.desired = [w.spec.replicas if w.kind != "Pod" else 1 for w in scenario.workloads]
         self.budgets = Budgets(scenario, fleet)
         self.drains: list[DrainRun] = []
+        self.upgrades: list[UpgradeRun] = []
         self._views(
             PodView(np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, bool)), ContainerView(np.zeros(n, bool))
         )
@@ -121,22 +131,34 @@ class LabDrains(Drains):
             grace_s = None if grace is None else grace / 1000
             self.runtime.kills.add(asyncio.create_task(self.runtime.terminate(pod, grace_s)))
 
+    def _next(self) -> int:
+        """When the next action, drain attempt or poll, or new node's Ready is due."""
+        due = self.actions[self.applied][0] if self.applied < len(self.actions) else int(INF)
+        for r in self.drains:
+            due = min([due, *r.retry_at.values(), *r.poll_at.values()])
+        for u in self.upgrades:
+            due = min([due, *(s.ready_at for s in u.slots)])
+        return int(due)
+
     def tick(self, pods: list[Pod], now: int) -> None:
-        """The drain and uncordon actions due by ``now``, then the drains' attempts and polls due
-        by then, each at the time the engine takes it."""
-        while self.applied < len(self.actions) and self.actions[self.applied][0] <= now:
-            t, a = self.actions[self.applied]
-            self.applied += 1
-            self._look(pods)
-            self._drain_action(t, a)
+        """The actions due by ``now``, then the drains' attempts and polls and the upgrades' steps
+        due by then: each at the time the engine takes it, in the order of its loop (the
+        actions, the drains' step, the upgrades' step)."""
         steps = 0
-        while self.drains and steps < MAX_STEPS:
-            due = min(
-                (min([*r.retry_at.values(), *r.poll_at.values()], default=int(INF)) for r in self.drains),
-                default=int(INF),
-            )
-            if due > now:
+        while steps < MAX_STEPS:
+            t = self._next()
+            if t > now:
                 break
             steps += 1
             self._look(pods)
-            self._drain_step(int(due))
+            while self.applied < len(self.actions) and self.actions[self.applied][0] <= t:
+                a = self.actions[self.applied][1]
+                self.applied += 1
+                if isinstance(a, NodePoolUpgrade):
+                    self._upgrade_action(t, a)
+                else:
+                    self._drain_action(t, a)
+            if self.drains and self._drains_due(t):
+                self._drain_step(t)
+            if self.upgrades and self._upgrade_due(t):
+                self._upgrade_step(t)

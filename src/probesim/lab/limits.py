@@ -1,6 +1,6 @@
 """What the lab refuses up front: more than one machine runs faithfully (pods, request rate,
-duration, a rollout's peak), node actions it does not run (node pool upgrades) and node faults of pods it
-cannot replace, a manifest's exec probes without
+duration, a rollout's peak), node faults, drains and pool upgrades of pods it cannot replace, a
+manifest's exec probes without
 consent (they would run here, as this user), Envoy when it is not installed; and its
 command-line arguments read (``--command``, ``--command-for``), each bad one named in one line."""
 
@@ -43,18 +43,11 @@ def routes_to(scenario: Scenario, workloads: list[Workload]) -> list[Traffic]:
 
 def check_nodes(scenario: Scenario, workloads: list[Workload]) -> None:
     """What the lab runs of nodes (``lab.nodes``): several nodes, their failures and returns
-    (nodeDown, zoneDown, nodeUp, zoneUp), drains and uncordons (``lab.drains``), for the pods of
-    Deployments without their own Istio sidecar (a replacement would need one started); a node
-    pool upgrade is refused in one line, as are a StatefulSet's or a bare Pod's pods on nodes."""
-    runs = NodeDown | ZoneDown | NodeUp | ZoneUp | Drain | Uncordon
+    (nodeDown, zoneDown, nodeUp, zoneUp), drains, uncordons and node pool upgrades
+    (``lab.drains``), for the pods of Deployments without their own Istio sidecar (a replacement
+    would need one started); a StatefulSet's or a bare Pod's pods on nodes are refused in one line."""
+    runs = NodeDown | ZoneDown | NodeUp | ZoneUp | Drain | Uncordon | NodePoolUpgrade
     acts = [a for a in scenario.spec.actions if isinstance(a, runs)]
-    for i, a in enumerate(scenario.spec.actions):
-        if isinstance(a, NodePoolUpgrade):
-            raise InputError(
-                f"the lab does not run {a.kind} actions yet (it runs nodeDown, zoneDown, nodeUp, "
-                "zoneUp, drain and uncordon); probesim run simulates it",
-                field=f"spec.actions[{i}]",
-            )
     nodes = scenario.spec.cluster.node_list()
     if not acts and (nodes is None or len(nodes) <= 1):
         return

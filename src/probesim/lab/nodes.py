@@ -37,7 +37,7 @@ from probesim.engine.fleet import Fleet
 from probesim.engine.nodes import CONTROLLER, CRASHED, PARTITIONED, UP, Nodes
 from probesim.lab.clock import Clock
 from probesim.lab.drains import DRAIN_ACTIONS, LabDrains
-from probesim.lab.headroom import netstat
+from probesim.lab.headroom_monitor import netstat
 from probesim.lab.pods import Pod
 from probesim.lab.port import BACKLOG
 from probesim.lab.prober import Prober

@@ -33,7 +33,9 @@ from probesim.lab.collector import hold_back
 from probesim.lab.controller import Controller
 from probesim.lab.dependency import DependencyServer
 from probesim.lab.envoy import Envoy
-from probesim.lab.headroom import Demand, Headroom, Monitor, check_headroom, judge, raise_nofile
+from probesim.lab.headroom import Headroom, judge
+from probesim.lab.headroom_demand import Demand, check_headroom, raise_nofile
+from probesim.lab.headroom_monitor import Monitor
 from probesim.lab.hygiene import RunFolder
 from probesim.lab.limits import MAX_PODS, check_envoy, check_limits, found, parse_command_for, routes_to
 from probesim.lab.load import LoadResult
@@ -48,6 +50,7 @@ from probesim.lab.status import StatusManager, selects
 from probesim.lab.telemetry import Queries, Telemetry
 from probesim.lab.traffic import TrafficRunner, meshed_calls
 from probesim.model.kubernetes import Workload, pod_names_of
+from probesim.model.nodes import NodePoolUpgrade
 from probesim.model.scenario import ContainerBehavior, Scenario
 from probesim.results import Result
 
@@ -156,7 +159,8 @@ class Lab:
     def _place_first(self) -> LabNodes:
         """The first pods bound to their nodes as the run starts (the scheduler's decisions,
         the simulation's at 0 s); the Deployment controllers' new pods go to the scheduler; and
-        the replacements of the pods on the nodes the scenario fails, loaded ahead."""
+        the replacements of the pods on the nodes the scenario fails or a pool upgrade replaces,
+        loaded ahead."""
         fleet = next(iter(self.controllers.values())).deployment.fleet
         nodes = LabNodes(self.scenario, fleet, self.clock, self.runtime, self.prober, self.status)
         self.runtime.keep_listening = True
@@ -167,6 +171,8 @@ class Lab:
             if a.kind in ("nodeDown", "zoneDown")
             for n in nodes.targets(a)
         }
+        if any(isinstance(a, NodePoolUpgrade) for a in self.scenario.spec.actions):
+            failing |= set(nodes.nodes.names[: nodes.nodes.pool_size])  # every node of the pool
         for ctl in self.controllers.values():
             ctl.to_place = nodes.wait_for_node
             mine = [p for p in self.pods if p.workload == ctl.workload.name]

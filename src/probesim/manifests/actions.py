@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from probesim.errors import InputError
-from probesim.manifests import kubernetes as k8s
+from probesim.manifests.builtin_kinds import read_workload
 from probesim.manifests.durations import durations
 from probesim.manifests.yamlsrc import Doc, Path_
 from probesim.model.duration import format_ms
@@ -118,7 +118,7 @@ def _plan(s: Scenario, head: Doc, fail: Fail, w: Workload) -> None:
         doc = Doc(file=head.file, data=data, line=head.line_of(prefix), lines=lines)
         obj = f"{a.kind} of {w.kind} {w.name} at {format_ms(a.at)}"
         full = {"apiVersion": "apps/v1", **data}
-        new, _ = k8s.read_workload(doc, (), full, obj)
+        new, _ = read_workload(doc, (), full, obj)
         return new
 
     # Imported here: the engine (numpy) loads only for scenarios that roll something out.

@@ -76,6 +76,20 @@ def outlier_detection(od: OutlierDetection) -> dict[str, Any]:
     return out
 
 
+def connect_timeout(policy: TrafficPolicy | None) -> str:
+    """The cluster's connect_timeout: the DestinationRule's connectionPool.tcp.connectTimeout
+    (Istio's default 10 s), as the simulation reads it (engine/sidecar/route.py), in Envoy's
+    JSON duration (seconds)."""
+    pool = policy.connection_pool if policy else None
+    tcp = pool.get("tcp") if isinstance(pool, dict) else None
+    given = tcp.get("connectTimeout") if isinstance(tcp, dict) else None
+    try:
+        value = ms(given) if isinstance(given, str) else None
+    except ValueError:
+        value = None
+    return f"{(value or 10_000) / 1000:g}s"
+
+
 def cluster(name: str, policy: TrafficPolicy | None, endpoints: list[tuple[str, int]]) -> dict[str, Any]:
     lb = (
         policy.load_balancer.simple
@@ -85,7 +99,7 @@ def cluster(name: str, policy: TrafficPolicy | None, endpoints: list[tuple[str, 
     c: dict[str, Any] = {
         "name": name,
         "type": "STATIC",
-        "connect_timeout": "10s",  # Istio's connectionPool.tcp.connectTimeout default
+        "connect_timeout": connect_timeout(policy),
         "lb_policy": LB.get(lb or "", "LEAST_REQUEST"),  # Istio's default is LEAST_REQUEST (§4.4)
         "circuit_breakers": {
             "thresholds": [

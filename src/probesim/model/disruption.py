@@ -1,6 +1,6 @@
 """PodDisruptionBudgets (policy/v1) as probesim reads them: the selector, ``minAvailable`` or
 ``maxUnavailable`` (a count or a percent) and ``unhealthyPodEvictionPolicy``. The loader
-(manifests/kubernetes.py) checks them as the API server does, and more: a budget with neither
+(manifests/builtin_kinds.py) checks them as the API server does, and more: a budget with neither
 field is refused (the API server takes it, and it then guards nothing)."""
 
 # No `from __future__ import annotations` here: pydantic would then compile and evaluate every
@@ -8,7 +8,7 @@ field is refused (the API server takes it, and it then guards nothing)."""
 from typing import Literal
 
 from probesim.model.base import OpenModel, SInt
-from probesim.model.kubernetes import ObjectMeta
+from probesim.model.kubernetes import Named, ObjectMeta
 from probesim.model.selectors import LabelSelector
 
 
@@ -19,14 +19,10 @@ class PodDisruptionBudgetSpec(OpenModel):
     unhealthy_pod_eviction_policy: Literal["IfHealthyBudget", "AlwaysAllow"] | None = None
 
 
-class PodDisruptionBudget(OpenModel):
+class PodDisruptionBudget(OpenModel, Named):
     kind: Literal["PodDisruptionBudget"] = "PodDisruptionBudget"
     metadata: ObjectMeta
     spec: PodDisruptionBudgetSpec
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name
 
     @property
     def always_allow(self) -> bool:

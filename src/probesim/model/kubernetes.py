@@ -9,16 +9,12 @@ knows file and line.
 
 # No `from __future__ import annotations` here: pydantic would then compile and evaluate every
 # field's annotation string when the class is made (about 15 ms of `probesim run`'s start-up).
-import math
 import re
-from fractions import Fraction
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Protocol
 
 from pydantic import (
     AfterValidator,
-    BeforeValidator,
     Field,
-    PlainSerializer,
     Strict,
     ValidationInfo,
     field_validator,
@@ -27,6 +23,7 @@ from pydantic import (
 
 from probesim.model.base import Int32, Model, NonNegInt32, OpenModel, SBool, SInt
 from probesim.model.placement import Affinity, Toleration, TopologySpreadConstraint
+from probesim.model.quantities import Bytes, Millicores
 from probesim.model.selectors import LabelSelector
 
 IntOrString = Annotated[SInt, Field(ge=0, le=65535)] | str
@@ -144,82 +141,6 @@ class ContainerPort(OpenModel):
     container_port: Annotated[SInt, Field(ge=1, le=65535)]
     name: str | None = None
     protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
-
-
-_QUANTITY = re.compile(
-    r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
-)
-_SCALE: dict[str, Fraction] = {
-    "": Fraction(1), "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000),
-    "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12),
-    "P": Fraction(10**15), "E": Fraction(10**18), "Ki": Fraction(2**10), "Mi": Fraction(2**20),
-    "Gi": Fraction(2**30), "Ti": Fraction(2**40), "Pi": Fraction(2**50), "Ei": Fraction(2**60),
-}  # fmt: skip
-
-
-MAX_MILLICORES = 2**53  # CPU read as millicores (a float holds them exactly)
-
-
-def parse_cpu(value: object) -> int:
-    """A CPU quantity ("250m", "0.5", ".5", 2, "1e3m") in millicores, as the API server reads a
-    resource.Quantity: SI and binary suffixes and exponents, rounded up to whole millicores
-    (Quantity.MilliValue rounds up), at most MAX_MILLICORES."""
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ValueError("a CPU quantity is a number of cores (0.5, 2) or millicores ('250m')")
-    text = str(value).strip() if not isinstance(value, float) else repr(value)
-    if isinstance(value, float) and ("inf" in text or "nan" in text):
-        raise ValueError(f"invalid CPU quantity {value!r}; use cores (0.5, 2) or millicores ('250m')")
-    m = _QUANTITY.match(text) or (_QUANTITY.match(f"{value:f}") if isinstance(value, float) else None)
-    if not m:
-        raise ValueError(f"invalid CPU quantity {value!r}; use cores (0.5, 2) or millicores ('250m')")
-    suffix = m.group(2) or ""
-    # An exponent beyond the mantissa's digits and 60 more gives the same millicores (0, 1 or
-    # MAX_MILLICORES) as that bound does: bounded, 1e99999999 does not take minutes.
-    bound = 60 + len(m.group(1))
-    scale = _SCALE[suffix] if suffix in _SCALE else Fraction(10) ** max(-bound, min(bound, int(suffix[1:])))
-    milli = Fraction(m.group(1)) * scale * 1000
-    if milli < 0:
-        raise ValueError(f"CPU quantity {value!r} must not be negative")
-    # The API server takes larger quantities; beyond any node's CPU they all simulate alike.
-    return min(math.ceil(milli), MAX_MILLICORES)
-
-
-# Dumped to JSON as "<n>m", so a dumped object reads back the same (a bare number is cores).
-Millicores = Annotated[int, BeforeValidator(parse_cpu), PlainSerializer(lambda v: f"{v}m", when_used="json")]
-
-
-MAX_BYTES = 2**62  # memory read as bytes (beyond any node's, all alike)
-
-
-def parse_memory(value: object) -> int:
-    """A memory quantity ("512Mi", "1G", 1e9, "128974848") in bytes, as the API server reads a
-    resource.Quantity (Quantity.Value rounds a fraction of a byte up), at most MAX_BYTES."""
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ValueError("a memory quantity is a number of bytes or one with a suffix ('512Mi', '2Gi', '1G')")
-    text = str(value).strip() if not isinstance(value, float) else repr(value)
-    m = _QUANTITY.match(text) or (_QUANTITY.match(f"{value:f}") if isinstance(value, float) else None)
-    if not m or (isinstance(value, float) and not math.isfinite(value)):
-        raise ValueError(f"invalid memory quantity {value!r}; use bytes or a suffix ('512Mi', '2Gi', '1G')")
-    suffix = m.group(2) or ""
-    bound = 60 + len(m.group(1))
-    scale = _SCALE[suffix] if suffix in _SCALE else Fraction(10) ** max(-bound, min(bound, int(suffix[1:])))
-    n = Fraction(m.group(1)) * scale
-    if n < 0:
-        raise ValueError(f"memory quantity {value!r} must not be negative")
-    return min(math.ceil(n), MAX_BYTES)
-
-
-def format_bytes(n: int) -> str:
-    """Bytes as a quantity a reader takes in: the largest binary suffix that divides it ('512Mi')."""
-    for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
-        size = int(_SCALE[suffix])
-        if n and n % size == 0:
-            return f"{n // size}{suffix}"
-    return str(n)
-
-
-# Dumped to JSON as a quantity ("512Mi"), which reads back the same.
-Bytes = Annotated[int, BeforeValidator(parse_memory), PlainSerializer(format_bytes, when_used="json")]
 
 
 class ResourceList(OpenModel):
@@ -360,6 +281,20 @@ class ObjectMeta(OpenModel):
         return v
 
 
+class _HasMetadata(Protocol):
+    @property
+    def metadata(self) -> ObjectMeta: ...
+
+
+class Named:
+    """An API object's ``name``: its metadata's (a mixin, so that the models keep their own fields
+    in their own order)."""
+
+    @property
+    def name(self: _HasMetadata) -> str:
+        return self.metadata.name
+
+
 class TemplateMeta(OpenModel):
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
@@ -408,7 +343,7 @@ class WorkloadSpec(OpenModel):
     update_strategy: StatefulSetUpdateStrategy | None = None
 
 
-class Workload(OpenModel):
+class Workload(OpenModel, Named):
     """An object with a pod template, seen as a set of identical pods: a Deployment, ReplicaSet,
     ReplicationController, StatefulSet or bare Pod; a DaemonSet (one node's pod), a Job or
     CronJob (its parallelism), an Argo Rollout, a Knative Service or another custom resource
@@ -445,10 +380,6 @@ class Workload(OpenModel):
             )
         object.__setattr__(self, "spec", spec)
         return self
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name
 
     @property
     def pod_spec(self) -> PodSpec:
@@ -489,14 +420,10 @@ class ServiceSpec(OpenModel):
         return self.type == "ClusterIP" and ip == "None"
 
 
-class Service(OpenModel):
+class Service(OpenModel, Named):
     kind: Literal["Service"] = "Service"
     metadata: ObjectMeta
     spec: ServiceSpec
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name
 
 
 def pod_names_of(w: Workload) -> list[str]:
@@ -554,16 +481,12 @@ class HPASpec(OpenModel):
     target_cpu_utilization_percentage: Annotated[SInt, Field(ge=1)] | None = None  # autoscaling/v1
 
 
-class HorizontalPodAutoscaler(OpenModel):
+class HorizontalPodAutoscaler(OpenModel, Named):
     """autoscaling/v2 (or v1) HPA scaling on CPU utilization, with API defaults applied."""
 
     kind: Literal["HorizontalPodAutoscaler"] = "HorizontalPodAutoscaler"
     metadata: ObjectMeta
     spec: HPASpec
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name
 
     @property
     def target_utilization(self) -> int:
@@ -614,14 +537,10 @@ class ScaledObjectSpec(OpenModel):
     max_replica_count: NonNegInt32 = 100
 
 
-class ScaledObject(OpenModel):
+class ScaledObject(OpenModel, Named):
     """A KEDA ScaledObject (keda.sh/v1alpha1): the scaler of its target, as an HPA is (KEDA makes
     an HPA for it, and scales between 0 and 1 itself), with KEDA's defaults applied."""
 
     kind: Literal["ScaledObject"] = "ScaledObject"
     metadata: ObjectMeta
     spec: ScaledObjectSpec
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name

@@ -11,7 +11,7 @@ from pydantic import AfterValidator, Discriminator, Field, Tag
 
 from probesim.model.base import Model, SBool, SInt
 from probesim.model.duration import Duration
-from probesim.model.kubernetes import Bytes, Millicores
+from probesim.model.quantities import Bytes, Millicores
 
 
 def _zone(v: str) -> str:

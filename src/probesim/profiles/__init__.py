@@ -32,6 +32,25 @@ class StartRange(Model):
     )
 
 
+class ExtraPaths(Model):
+    """Paths a setting of the app adds on the port it serves (catalog.yaml: extraPaths)."""
+
+    setting: str
+    env: str = ""
+    self_contained: tuple[str, ...] = ()
+
+
+class ProfileVersion(Model):
+    """Endpoints that replace a family's from a release on (catalog.yaml: versions)."""
+
+    since: str
+    liveness: Handler | None = None
+    readiness: Handler | None = None
+    startup: Handler | None = None
+    self_contained: tuple[str, ...] = ()
+    dependency_paths: tuple[str, ...] = ()
+
+
 class Profile(Model):
     """One family of the catalog (catalog.yaml says what each field means)."""
 
@@ -47,6 +66,11 @@ class Profile(Model):
     startup: Handler | None = None
     health_port: int | None = None
     health_port_env: str | None = None
+    health_port_flags: tuple[str, ...] = ()
+    flag_env: str = ""
+    extra_paths: ExtraPaths | None = None
+    versions: tuple[ProfileVersion, ...] = ()
+    tcp_misses: str = ""
     self_contained: tuple[str, ...] = ()
     dependency_paths: tuple[str, ...] = ()
     start: StartRange = StartRange()
@@ -207,13 +231,124 @@ def _env_names(raw: dict[str, Any]) -> list[str]:
 
 
 def _words(raw: dict[str, Any]) -> list[str]:
-    words: list[str] = []
-    for key in ("command", "args"):
-        part = raw.get(key)
-        if isinstance(part, list):
-            for w in part:
-                words += str(w).split()
-    return [w.rsplit("/", 1)[-1] for w in words]
+    """The programs a container's command runs, as evidence: the executable (the command's first
+    word, else the args' first when the image's entrypoint is kept), past wrappers that run the
+    rest (tini, env, gosu user, an entrypoint script); for a shell with ``-c``, the program word of
+    each command in its script; for an interpreter, the module or script it runs (``python -m
+    gunicorn``, ``python manage.py``). Nothing else — options, arguments, a script's comments and
+    strings — is evidence."""
+    return _programs([str(w) for w in (*_list(raw.get("command")), *_list(raw.get("args")))])
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+# Shells whose -c script is read; wrappers that run the rest of their arguments (gosu and su-exec
+# take a user first); words before a command in a script line that are not the program.
+_SHELLS = frozenset({"sh", "bash", "ash", "dash", "zsh", "ksh", "busybox"})
+_WRAPPERS = frozenset(
+    {"exec", "env", "nohup", "time", "tini", "tini-static", "dumb-init", "catatonit", "docker-entrypoint.sh",
+     "entrypoint.sh", "command", "bundle", "npx"}
+)  # fmt: skip
+_USER_WRAPPERS = frozenset({"gosu", "su-exec", "chpst"})
+_PREFIXES = frozenset({"if", "then", "else", "elif", "while", "until", "do", "!", "{", "(", "time"})
+_NOT_PROGRAMS = frozenset({"[", "[[", "]", "]]", "test", "fi", "done", "esac", "}", ")", ";;", "case", "for"})
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=")
+_PYTHON = re.compile(r"^python[0-9.]*$")
+_SEPARATORS = re.compile(r"&&|\|\||[;|&]")
+
+
+def _programs(argv: list[str]) -> list[str]:
+    """The program words of one argv (a shell's script read line by line)."""
+    words = list(argv)
+    while words:
+        name = words[0].rsplit("/", 1)[-1]
+        if name in _WRAPPERS:
+            words = words[1:]
+        elif name in _USER_WRAPPERS:
+            words = words[2:]
+        else:
+            break
+        while words and (words[0].startswith("-") or _ASSIGNMENT.match(words[0])):  # tini --, env X=1
+            words = words[1:]
+    if not words:
+        return []
+    if words[0].startswith(("$", "`", "-")):
+        return []  # a program named by a variable or a substitution, or the entrypoint's options
+    name = words[0].rsplit("/", 1)[-1]
+    rest = words[1:]
+    if name in _SHELLS:
+        flag = next((i for i, w in enumerate(rest) if re.fullmatch(r"-[a-zA-Z]*c[a-zA-Z]*", w)), None)
+        if flag is None or flag + 1 >= len(rest):
+            return [name]  # a script file: what it runs is not in the manifest
+        return [name, *_script_programs(rest[flag + 1])]
+    found = [name]
+    args = [w for w in rest if not w.startswith("-")]
+    if _PYTHON.match(name):
+        module = next((rest[i + 1] for i, w in enumerate(rest[:-1]) if w == "-m"), None)
+        target = module if module is not None else (args[0] if args else None)
+        if target is not None:
+            found.append(target.rsplit("/", 1)[-1])
+    return found
+
+
+def _script_programs(script: str) -> list[str]:
+    """The program word of each command of a shell script (``_plain`` drops its here-documents,
+    comments and quoted text first): lines joined where they end in a backslash, each split at
+    ``;``, ``&&``, ``||``, ``|`` and ``&``; in each command, keywords (if, then, do, ...), variable
+    assignments and ``exec`` are passed over and the first word left is the program (``[`` and
+    ``test`` are none)."""
+    found: list[str] = []
+    for line in _plain(script).replace("\\\n", " ").splitlines():
+        for part in _SEPARATORS.split(line):
+            words = part.split()
+            while words and (words[0] in _PREFIXES or _ASSIGNMENT.match(words[0])):
+                if "=(" in words[0]:  # an array assignment: its words are its values
+                    words = []
+                words = words[1:]
+            if words and words[0] not in _NOT_PROGRAMS:
+                found += _programs(words)
+    return found
+
+
+_HEREDOC = re.compile(r"(?<!<)<<(?!<)-?\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)['\"]?")  # not <<< (a here-string)
+
+
+def _plain(script: str) -> str:
+    """The script without what runs nothing: the body of each here-document, comments (``#`` at
+    a word's start), and quoted text — a quoted word without blanks or separators keeps its
+    content (``"$HOME/bin/app"``), any other quoted text becomes ``_``, one word that names no
+    program. An unclosed quote drops the rest of the script."""
+    lines: list[str] = []
+    end: str | None = None
+    for line in script.splitlines():
+        if end is not None:
+            end = None if line.strip() == end else end
+            continue
+        lines.append(line)
+        heredoc = _HEREDOC.search(line)
+        end = heredoc.group(1) if heredoc else None
+    text, out, i = "\n".join(lines), [], 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\":
+            out.append(text[i : i + 2])
+            i += 2
+        elif c in "\"'":
+            j = i + 1
+            while j < len(text) and text[j] != c:
+                j += 2 if c == '"' and text[j] == "\\" else 1
+            body = text[i + 1 : j]
+            out.append(body if body and not re.search(r"[\s;&|#]", body) else "_")
+            i = j + 1
+        elif c == "#" and (i == 0 or text[i - 1] in " \t\n;&|("):
+            newline = text.find("\n", i)
+            i = len(text) if newline < 0 else newline
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
 
 
 def _by_evidence(raw: dict[str, Any], image: str) -> tuple[Profile, str] | None:
@@ -255,6 +390,7 @@ def resolve(
     profile, evidence = found if found is not None else (catalog()["generic"], "")
     reasons = [evidence] if evidence else []
     corrected = False
+    fixed: set[str] = set()  # the fields the user's correction gives: nothing below overrides them
     for c in corrections:
         if not c.matches(workload, container, image):
             continue
@@ -267,6 +403,7 @@ def resolve(
             for k, v in c.model_dump(exclude={"workload", "container", "image", "profile"}).items()
             if v is not None
         }
+        fixed = set(changes)
         if changes:
             profile = profile.model_copy(
                 update={**changes, "start": c.start or profile.start, "pause": c.pause or profile.pause}
@@ -283,6 +420,31 @@ def resolve(
     if port_env and str(env.get(port_env) or "").isdigit():
         profile = profile.model_copy(update={"health_port": int(str(env[port_env]))})
         reasons.append(f"env {port_env}={env[port_env]}")
+    release = _release(profile, image)
+    if release is not None:
+        v, tag = release
+        update: dict[str, Any] = {
+            k: getattr(v, k) for k in ("liveness", "readiness", "startup") if getattr(v, k) and k not in fixed
+        }
+        for k in ("self_contained", "dependency_paths"):  # the older paths are still served
+            if k in fixed:
+                continue
+            update[k] = tuple(dict.fromkeys((*getattr(profile, k), *getattr(v, k))))
+        profile = profile.model_copy(update=update)
+        paths = [
+            h["httpGet"].get("path") for h in (v.liveness, v.readiness, v.startup) if h and "httpGet" in h
+        ]
+        reasons.append(f"release {tag}: {', '.join(dict.fromkeys(str(p) for p in paths))} (from {v.since})")
+    flagged = _flag_port(profile, raw, env) if "health_port" not in fixed else None
+    if flagged is not None:
+        profile = profile.model_copy(update={"health_port": flagged[1]})
+        reasons.append(f"{flagged[0]} port {flagged[1]}")
+    extra = profile.extra_paths
+    if extra is not None and _setting_on(extra, raw, env):
+        profile = profile.model_copy(
+            update={"self_contained": (*profile.self_contained, *extra.self_contained)}
+        )
+        reasons.append(f"{extra.setting} serves {', '.join(extra.self_contained)}")
     start = (profile.start.typical, profile.start.worst)
     if scenario_start_ms is not None:
         start = (scenario_start_ms, scenario_start_ms)
@@ -294,6 +456,79 @@ def resolve(
         from_scenario=scenario_start_ms is not None,
         corrected=corrected,
     )
+
+
+_TAG_VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
+
+
+def _version(text: str) -> tuple[int, ...] | None:
+    m = _TAG_VERSION.match(text)
+    return tuple(int(x) for x in m.groups()) if m else None
+
+
+def _release(profile: Profile, image: str) -> tuple[ProfileVersion, str] | None:
+    """The last of the profile's versioned endpoints whose release the image's tag reaches, and
+    the tag; None when the tag names no version (``latest``) or none is reached."""
+    last = image.split("@")[0].rsplit("/", 1)[-1]
+    tag = last.split(":", 1)[1] if ":" in last else ""
+    have = _version(tag)
+    if have is None:
+        return None
+    reached = [v for v in profile.versions if (since := _version(v.since)) is not None and have >= since]
+    return (reached[-1], tag) if reached else None
+
+
+_URL = re.compile(r"^[a-z][a-z0-9+.-]*://(\[[^\]]*\]|[^:/,]*)(?::(\d+))?", re.IGNORECASE)
+_LOOPBACK = ("127.", "localhost", "[::1]")
+
+
+def _flag_values(raw: dict[str, Any], flag: str, env: dict[str, Any], flag_env: str) -> list[str] | None:
+    """The values of ``flag`` in the container's command and args (``--f=v`` or ``--f v``, also
+    inside a ``sh -c`` string), else in its environment (``flag_env`` + the flag's name); None
+    when it is not given."""
+    words: list[str] = []
+    for key in ("command", "args"):
+        part = raw.get(key)
+        if isinstance(part, list):
+            for w in part:
+                words += str(w).split()
+    values = [w.split("=", 1)[1] for w in words if w.startswith(flag + "=")]
+    values += [words[i + 1] for i, w in enumerate(words[:-1]) if w == flag]
+    if not values and flag_env:
+        name = flag_env + flag.lstrip("-").upper().replace("-", "_")
+        if env.get(name) is not None:
+            values = [str(env[name])]
+    return values or None
+
+
+def _flag_port(profile: Profile, raw: dict[str, Any], env: dict[str, Any]) -> tuple[str, int] | None:
+    """The first of the profile's health-port flags the container gives, and the port of its first
+    URL the kubelet can reach (not a loopback address: an httpGet goes to the pod's IP), plain
+    http before https (an httpGet is plain unless its scheme says otherwise)."""
+    found: list[tuple[bool, str, int]] = []
+    for flag in profile.health_port_flags:
+        values = _flag_values(raw, flag, env, profile.flag_env)
+        for url in (u.strip(" '\"") for v in values or [] for u in v.split(",")):
+            m = _URL.match(url)
+            if m is None or m.group(2) is None or m.group(1).lower().startswith(_LOOPBACK):
+                continue
+            found.append((url.lower().startswith("https"), flag, int(m.group(2))))
+    plain = [f for f in found if not f[0]]
+    return (plain or found)[0][1:] if found else None
+
+
+def _setting_on(extra: ExtraPaths, raw: dict[str, Any], env: dict[str, Any]) -> bool:
+    """The setting is on: its environment variable is true, or its name is set to true in any
+    value of the environment (SPRING_APPLICATION_JSON) or in the args (``--setting=true``)."""
+    if extra.env and str(env.get(extra.env, "")).strip().lower() == "true":
+        return True
+    texts = [str(v) for v in env.values() if v is not None]
+    for key in ("command", "args"):
+        part = raw.get(key)
+        if isinstance(part, list):
+            texts += [str(w) for w in part]
+    pattern = re.compile(re.escape(extra.setting) + r"[\"']?\s*[:=]\s*[\"']?true\b", re.IGNORECASE)
+    return any(pattern.search(t) for t in texts)
 
 
 def _camel(name: str) -> str:

@@ -47,6 +47,29 @@ def _objects(findings: list[Finding]) -> set[tuple[str, str]]:
     return {(f.key, f.file) for f in findings}
 
 
+def shared_fixes(items: list[Finding]) -> list[str]:
+    """Each finding's fix line, said once per container: the fixes of one container are merged
+    into one change (every field that answers one of its findings), so several findings often
+    carry the very same fix. The first says it whole and names the others it answers; each
+    later one points back to it rather than repeating it."""
+    first: dict[tuple[str, str], Finding] = {}
+    answers: dict[int, list[Finding]] = {}
+    for f in items:
+        key = (f.container, f.remediation)
+        lead = first.setdefault(key, f)
+        answers.setdefault(id(lead), []).append(f)
+    out = []
+    for f in items:
+        lead = first[(f.container, f.remediation)]
+        if lead is not f:
+            out.append(f"fix: the one above ({lead.rule.id}, line {lead.line})")
+            continue
+        others = answers[id(f)][1:]
+        also = f" (also answers {', '.join(f'{o.rule.id} line {o.line}' for o in others)})" if others else ""
+        out.append(f"fix{also}: {f.remediation}")
+    return out
+
+
 def render_text(
     report: CheckReport, console: Console, verbose: bool = False, with_errors: bool = True
 ) -> None:
@@ -62,14 +85,14 @@ def render_text(
         t = Table(box=box.SIMPLE, show_header=False, pad_edge=False)
         for _ in range(4):
             t.add_column(overflow="fold")
-        for f in items:
+        for f, fix in zip(items, shared_fixes(items), strict=True):
             t.add_row(
                 f"[{STYLE[f.severity]}]{f.severity}[/]",
                 f"{f.rule.id} {f.rule.name}",
                 _safe(f"line {f.line}" + (f" [{f.container}]" if f.container else "")),
                 _safe(f.message),
             )
-            t.add_row("", "", "", f"[dim]fix: {_safe(f.remediation)}[/dim]")
+            t.add_row("", "", "", f"[dim]{_safe(fix)}[/dim]")
         console.print(t, emoji=False)
         # What the advice assumed about each container's app (its profile): one line each.
         assumed = {f.container: f.assumed for f in items if f.assumed is not None and f.container}

@@ -112,7 +112,7 @@ def render_lab_comparison(rows: list[dict[str, Any]], console: Console) -> None:
             _cell(r["simulated"], unit),
             _cell(r["measured"], unit),
             tol,
-            "[green]yes[/]" if r["agree"] else "[red]no[/]",
+            _verdict(r),
         )
     console.print(t)
     workloads = by_workload(rows)
@@ -120,8 +120,24 @@ def render_lab_comparison(rows: list[dict[str, Any]], console: Console) -> None:
         for name, (n, bad) in workloads.items():
             verdict = "[green]agrees[/]" if not bad else f"[red]differs on {bad} of {n} figures[/]"
             console.print(f"workload {cell(name)}: {verdict}", highlight=False)
-    if all(bool(r["agree"]) for r in rows):
+    unfaithful = [r for r in rows if r.get("faithful") is False]
+    differ = sum(not r["agree"] for r in rows if r.get("faithful") is not False)
+    if not differ and not unfaithful:
         console.print("[green]the simulation agrees with the lab[/]")
-    else:
-        n = sum(not r["agree"] for r in rows)
-        console.print(f"[red]the simulation and the lab differ on {n} of {len(rows)} figures[/]")
+    elif differ:
+        console.print(f"[red]the simulation and the lab differ on {differ} of {len(rows)} figures[/]")
+    if unfaithful:
+        within = sum(bool(r.get("withinTolerance")) for r in unfaithful)
+        console.print(
+            f"[yellow]the lab could not hold the run faithfully for {len(unfaithful)} of {len(rows)} "
+            f"figures (NOT FAITHFUL: the machine's limits, not the app's); {within} of them are "
+            "within their tolerance all the same[/]"
+        )
+
+
+def _verdict(r: dict[str, Any]) -> str:
+    """A row's AGREE cell: yes, no, or not faithful (with whether its values agree all the same)."""
+    if r.get("faithful") is False:
+        values = "values agree" if r.get("withinTolerance") else "values differ"
+        return f"[yellow]not faithful[/] ({values})"
+    return "[green]yes[/]" if r["agree"] else "[red]no[/]"

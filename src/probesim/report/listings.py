@@ -30,29 +30,50 @@ def render_rules(rules: Iterable[Rule], console: Console) -> None:
 
 
 def render_profiles(profiles: Iterable[Profile], console: Console) -> None:
-    """check --list-profiles: each catalog family, what it is known by and its health checks."""
+    """check --list-profiles: each catalog family, what it is known by, its health checks and
+    what its replicas are to each other (membership), with where that depends on the deployment."""
     from probesim.model.duration import format_ms
 
+    profiles = list(profiles)
     t = Table(box=box.SIMPLE)
-    for h in ("ID", "NAME", "PROTOCOL", "LIVENESS", "READINESS", "START", "PAUSE"):
+    for h in ("ID", "NAME", "PROTOCOL", "LIVENESS", "READINESS", "START", "PAUSE", "MEMBERSHIP"):
         t.add_column(h, overflow="fold")
     for p in profiles:
         start = f"{format_ms(p.start.typical)}-{format_ms(p.start.worst)}"
-        cells = (p.id, p.name, p.protocol or "-", _handler(p.liveness), _handler(p.readiness), start)
-        t.add_row(*(Text(c) for c in (*cells, format_ms(p.pause))))  # catalog text, never markup
+        live, ready = (_handler(h, p.health_port) for h in (p.liveness, p.readiness))
+        membership = p.membership + (" *" if p.membership_when else "")
+        cells = (p.id, p.name, p.protocol or "-", live, ready, start, format_ms(p.pause), membership)
+        t.add_row(*(Text(c) for c in cells))  # catalog text, never markup
     console.print(t, highlight=False)
+    console.print(
+        "MEMBERSHIP: quorum — a majority of the members must be up for it to write; primary — one "
+        "instance takes the writes; independent — any replica may go.",
+        highlight=False,
+    )
+    depends = [p for p in profiles if p.membership_when]
+    if depends:
+        console.print("* it depends on the deployment:", highlight=False)
+        notes = Table.grid(padding=(0, 1))
+        notes.add_column(no_wrap=True)
+        notes.add_column(overflow="fold")
+        for p in depends:
+            notes.add_row(Text(f"  {p.id}:"), Text(p.membership_when))
+        console.print(notes, highlight=False)
     console.print("Correct what probesim assumed in .probesim.yaml → profiles (docs/rules.md, App profiles).")
 
 
-def _handler(h: dict[str, Any] | None) -> str:
+def _handler(h: dict[str, Any] | None, health_port: int | None = None) -> str:
     if h is None:
         return "the app's own"
     kind, spec = next(iter(h.items()))
-    if kind == "httpGet":
-        return f"httpGet {spec.get('path')}" + (f" :{spec['port']}" if spec.get("port") != "{port}" else "")
     if kind == "exec":
         return " ".join(str(w) for w in spec.get("command", []))
-    return kind
+    port = spec.get("port") if isinstance(spec, dict) else None
+    shown = health_port if port == "{port}" else port  # "{port}": the served port, or healthPort
+    where = f" :{shown}" if shown not in (None, "{port}") else ""
+    if kind == "httpGet":
+        return f"httpGet {spec.get('path')}{where}"
+    return f"{kind}{where}"
 
 
 def render_builtins(builtins: Iterable[BuiltIn], console: Console) -> None:

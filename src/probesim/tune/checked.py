@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from probesim.analysis.findings import SEVERITY_RANK
+from probesim.analysis.findings import REGISTRY, SEVERITY_RANK
 from probesim.model.kubernetes import Workload
 from probesim.tune.inputs import TuneInputs
 from probesim.tune.patch import patched_rule, patched_workload, strategic_merge
@@ -25,22 +25,22 @@ API_VERSIONS = {
 }
 
 
+# Families of check's rules no probe setting causes or cures: where replicas land and what
+# guards them in a drain, what scales the workload, what its Services reach.
+NOT_PROBES = frozenset({"disruption", "scaling", "services"})
+
+
 def check_findings(inputs: TuneInputs, space: Space, setting: Setting) -> set[tuple[str, str, str, str, str]]:
     """What ``probesim check`` (its public entry point, every rule as it stands) warns of, or
     worse, on the workload patched to ``setting`` beside its Services and DestinationRule: the
-    (rule, object, container) of each finding."""
+    (rule, object, container, field, message) of each finding — the message left out of those of
+    the NOT_PROBES families, whose words (what they assumed of the app, from its probes' paths)
+    may change with a setting while the finding stays the same."""
     return {
-        (f.rule.id, f.obj, f.container, f.field, f.message.split(ASSUMED)[0])
+        (f.rule.id, f.obj, f.container, f.field, "" if f.rule.family in NOT_PROBES else f.message)
         for f in _report(inputs, space, setting).findings
         if SEVERITY_RANK[f.severity] >= SEVERITY_RANK["warning"]
     }
-
-
-# Where a finding's message says what check assumed of the app ("— assumed: Spring Boot (probe
-# path /actuator/health), interchangeable replicas …"): evidence, which names the probes' paths
-# and so changes with them, not the finding. Left out, a finding on the replicas' spread (PS037)
-# is neither "about probes" nor "new" on every setting that changes a probe's path.
-ASSUMED = " — assumed: "
 
 
 def _report(inputs: TuneInputs, space: Space, setting: Setting) -> Any:
@@ -68,12 +68,11 @@ OUTLIER_RULES = frozenset({"PS020", "PS021", "PS022"})
 
 
 def about_probes(finding: tuple[str, str, str, str, str]) -> bool:
-    """Whether a finding is on a probe: its field or its words name one ("readinessProbe", "a
-    probe"); "probesim" is no probe (PS037's "assumed: … .probesim.yaml → profiles")."""
-    return "Probe" in finding[3] or "Probe" in finding[4] or PROBE_WORD.search(finding[4]) is not None
-
-
-PROBE_WORD = re.compile(r"\bprobes?\b")
+    """Whether a finding is about a probe: its field or its message names one (the word, not
+    "probesim", which a message saying what it assumed names)."""
+    if REGISTRY.rules[finding[0]].family in NOT_PROBES:
+        return False
+    return "Probe" in finding[3] or "Probe" in finding[4] or re.search(r"\bprobes?\b", finding[4]) is not None
 
 
 def outlier_fix(findings: list[Any], space: Space) -> dict[str, Any] | None:

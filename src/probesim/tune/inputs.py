@@ -100,8 +100,9 @@ def _load(paths: list[str], scenario: str | None, workload: str | None) -> TuneI
         passed = {s.file for s in found.skipped if not s.kind}
         files = [f for f in found.files if f not in passed]
         charts = found.charts
-    if scenario is None and not any(w.kind in k8s.SIMULATED_KINDS for w in k8s.parse(docs).workloads):
-        raise _nothing_to_tune([])
+    read = k8s.parse(docs).workloads
+    if scenario is None and not any(w.kind in k8s.SIMULATED_KINDS for w in read):
+        raise _nothing_to_tune(read)
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always", InputWarning)
         if scenario is None:
@@ -310,8 +311,14 @@ def _worker_probes(w: Workload) -> bool:
 
 def _nothing_to_tune(seen: list[Workload]) -> InputError:
     found = ", ".join(f"{w.kind} {w.name}" for w in seen) or "none"
+    other = sorted({w.kind for w in seen if w.kind not in k8s.SIMULATED_KINDS})
+    why = ""
+    if other:  # a DaemonSet (one pod per node), a Job: not simulated, so not tuned
+        why = (
+            f"; {' and '.join(other)} workloads are not simulated, so not tuned (probesim check judges them)"
+        )
     return InputError(
         "no workload to tune: the tuner needs a Deployment, StatefulSet, ReplicaSet, "
         "ReplicationController or Pod with a Service selecting its pods, or a liveness probe (a worker's) "
-        f"(found: {found})"
+        f"(found: {found}){why}"
     )

@@ -53,10 +53,10 @@ from typing import Any, Literal, Protocol, TypeVar
 from probesim.analysis.stress import EVENT_AT_MS, LATER_STRESSES, STRESSES, base_scenario, stress_scenario
 from probesim.engine import simulate
 from probesim.engine.warm import WarmUp, together
+from probesim.kube.load_model import app_profiles
 from probesim.model.duration import parse_ms
 from probesim.model.kubernetes import Workload, pod_names_of
 from probesim.model.scenario import ContainerBehavior, Scenario
-from probesim.profiles import resolve
 from probesim.tune.figures import DETECTION_CAP_MS, Figures, RunFigures, RunKind
 from probesim.tune.inputs import TuneInputs
 from probesim.tune.patch import patched_rule, patched_workload
@@ -190,10 +190,7 @@ def profile_stresses(base: dict[str, Any], w: Workload) -> list[tuple[str, Scena
     """What the app's profile says it must ride out, when no scenario says what the app does:
     its slowest start (a cold node, a CPU limit, a recovery) and its longest pause (GC) when longer
     than the suite's 2 s — each a stress whose restarts and flaps are needless."""
-    raws = w.model_dump(mode="json", by_alias=True, exclude_none=True)["spec"]["template"]["spec"][
-        "containers"
-    ]
-    found = {raw["name"]: resolve(w.name, raw["name"], raw) for raw in raws}
+    found = app_profiles(w)
     out: list[tuple[str, Scenario]] = []
     slowest = {n: r.start_ms[1] for n, r in found.items() if r.known and r.start_ms[1] > 0}
     if slowest:

@@ -15,6 +15,8 @@ from probesim.analysis.rules import (  # noqa: F401  (registers)
     mesh,
     probes,
     rollout,
+    scaling,
+    services,
     startup,
 )
 
@@ -28,9 +30,11 @@ rule = REGISTRY.rule
     name="stress-failure",
     severity="error",
     title="The workload fails a simulated stress (probesim check --stress).",
-    why="The stress suite simulates each workload behind a Service under doubled and tripled "
-    "traffic, a doubled start time, half of its dependency calls hanging, one pod answering "
-    "500, a 2 s stop-the-world pause and CPU throttled to the request, and compares error %, "
+    why="The stress suite simulates each workload behind a Service — its app starting in its "
+    "profile's typical time, with its HPA and the Istio rules among the files — under doubled "
+    "and tripled traffic, a doubled start time, half of its dependency calls hanging, one pod "
+    "answering 500 (an HTTP app), a 2 s stop-the-world pause (the app's longest when longer; "
+    "the pause's own failures not judged) and CPU throttled to the request, and compares error %, "
     "restarts and the lowest ready fraction with thresholds (stress in .probesim.yaml); "
     "through a rolling update of a new version that behaves as the last and of one that never "
     "becomes Ready, where the old pods must keep serving: errors from the rollout on, available "
@@ -128,10 +132,12 @@ def rules_markdown() -> str:
         "  acts within `detectionTarget` and is back within `restartTarget` (PS014); liveness outlasts",
         "  readiness (PS003 on the same check, PS005 on another: twice readiness's budget where the",
         "  target allows, else just above it — and when even that is past the target, readiness yields:",
-        "  the target wins, readiness is lowered below liveness); a startup probe covers 1.5 × a",
-        "  scenario's start (PS012, PS013). So two findings on one container never ask for two values of",
-        "  one field: they show the same plan, each with the probes it touches and those the plan chose",
-        "  against them (liveness with readiness, liveness with startup when both change).",
+        "  the target wins, readiness is lowered below liveness); a startup probe covers 1.5 × the",
+        "  scenario's start, else the slowest start the app's profile documents (PS012, PS013). A TCP",
+        "  check's figures are said as what it acts on, a port that stops accepting connections, never",
+        "  a hang (a hung process still accepts them). So two findings on one container never ask for",
+        "  two values of one field: they show the same plan, each with the probes it touches and those",
+        "  the plan chose against them (liveness with readiness, liveness with startup when both change).",
         "- **Handlers that fit the container** (`rules/handlers.py`). A probe the fix adds is the",
         "  app's own check for that probe kind when its profile knows one (below: Spring Boot's",
         "  `/actuator/health/readiness`, Prometheus' `/-/ready`, `pg_isready` for PostgreSQL,",
@@ -140,7 +146,18 @@ def rules_markdown() -> str:
         "  port a probe already uses for them); else a probe already checking that port; else `grpc`",
         "  where the port is gRPC (its name or the Service's appProtocol), and `tcpSocket` otherwise",
         "  — an HTTP port with no known path too (an `httpGet` on a guessed path could never pass;",
-        "  the fix says an httpGet on a readiness path is better). Containers that serve nothing (the",
+        "  the fix says an httpGet on a readiness path is better). A probe's handler is replaced only",
+        "  where the risk is the handler: an exec of `grpc_health_probe` with a 1 s timeout becomes the",
+        "  kubelet's `grpc: {port: N}` probe (GA in 1.27) with a 3 s timeout and the user's period",
+        "  (PS015: a longer exec timeout alone does not help, grpc_health_probe's own -connect-timeout",
+        "  and -rpc-timeout are 1 s), kept as an exec where it uses TLS or headers; a TCP readiness",
+        "  becomes the app's own check where its profile says what TCP misses (PS045: PostgreSQL in",
+        "  recovery, Redis loading its dataset). etcd's endpoints are on the port of the first",
+        "  `--listen-metrics-urls` or `--listen-client-urls` URL the kubelet can reach (a catalog field,",
+        "  `healthPortFlags`), and a readiness check that needs the cluster's quorum says so, with the",
+        "  Services the members reach each other through, which need `publishNotReadyAddresses`. A",
+        "  fix that changes a bare Pod's probes says the Pod must be recreated (a Pod's probes are",
+        "  immutable). Containers that serve nothing (the",
         "  pause image, `sleep infinity`, `tail -f /dev/null`), ports that only expose metrics",
         "  (named `metrics`, `http-metrics`, `…-metrics`) and headless Services' ports no container",
         "  declares are not asked for probes. No load is invented: PS032 judges a rollout's capacity",
@@ -176,7 +193,10 @@ def rules_markdown() -> str:
         "PostgreSQL; an exporter or an operator of a family is not the family), the probes' paths",
         "(`/actuator/health/…` is Spring Boot, `/q/health/…` Quarkus, `/-/ready` the Prometheus",
         "family), the environment (`SPRING_…`, `QUARKUS_…`, `ASPNETCORE_…`; `MANAGEMENT_SERVER_PORT`",
-        "moves Spring's health endpoints) and the command (`gunicorn`, `puma`, `nginx`). The catalog",
+        "moves Spring's health endpoints) and the program the command runs (`gunicorn`, `puma`,",
+        "`nginx`: the executable past wrappers such as `tini` or `gosu`, the module of `python -m`,",
+        "and for `sh -c SCRIPT` the first word of each command of the script, never its comments,",
+        "options or arguments). The catalog",
         "(`probesim check --list-profiles`; one entry per family, each value with its source in",
         "`src/probesim/profiles/catalog.yaml`) gives the health endpoints per probe kind, the port's",
         "protocol, the start range on a normally loaded node, the worst pause to ride out, which",

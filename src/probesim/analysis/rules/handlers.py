@@ -137,5 +137,39 @@ def profile_handler(t: Target, kind: ProbeType, served: int | str) -> tuple[dict
     else:
         handler = prof.handler(kind, health_port(t, _port_text(t, served)))
         note = f"{name}'s own {kind} endpoint"
+        path = str(handler["httpGet"].get("path", "")) if handler and "httpGet" in handler else ""
+        if kind == "readiness" and prof.profile.membership == "quorum" and prof.path_reaches_dependency(path):
+            note += quorum_note(t, name)
     assert handler is not None
     return handler, note
+
+
+def quorum_note(t: Target, name: str) -> str:
+    """Why a readiness check that needs the cluster's quorum is still the one to add, what it
+    costs, and the Services the members find each other through, which must then publish
+    members that are not Ready yet."""
+    note = (
+        f", which answers only while the cluster has quorum: when quorum is lost every member goes "
+        f"unready at once and the Service is left empty — chosen because a member without a leader "
+        f"cannot serve {name}'s consistent reads and writes anyway"
+    )
+    words = " ".join(
+        str(w)
+        for key in ("command", "args")
+        for w in (t.raw.get(key) if isinstance(t.raw.get(key), list) else [])  # type: ignore[union-attr]
+    )
+    words += " " + " ".join(str(e.get("value", "")) for e in t.raw.get("env") or [] if isinstance(e, dict))
+    peers = [
+        sv.name
+        for sv in t.services
+        if not sv.spec.publish_not_ready_addresses
+        and re.search(rf"(//|@|^|[\s=,.]){re.escape(sv.name)}[.:]", words)
+    ]
+    if peers:
+        names = ", ".join(dict.fromkeys(peers))
+        note += (
+            f"; the other members reach this one through Service {names}: set "
+            f"publishNotReadyAddresses: true on it, or a member that is not Ready yet is unreachable, "
+            f"no leader is elected and no member ever becomes Ready"
+        )
+    return note

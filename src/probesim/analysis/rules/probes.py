@@ -20,6 +20,7 @@ from probesim.analysis.rules.timing import (
     readiness_slow,
     restart_grace,
     stricter,
+    tcp_misses,
     timeout_below_check,
     timeout_not_below_period,
     wants_readiness,
@@ -195,6 +196,34 @@ def tcp_probe_on_http_or_grpc(ctx: Context) -> Iterator[Finding]:
             msg += "a hung app still accepts it"
             change, note = _fitting_checks(t, port, speaks)
             yield ctx.finding("PS034", t, msg, (name, "tcpSocket"), change=change, note=note)
+
+
+@rule(
+    id="PS045",
+    name="tcp-readiness-where-the-app-has-a-check",
+    severity="warning",
+    title="Readiness only opens a TCP connection to an app whose own check sees more.",
+    why="A TCP check proves only that the port accepts connections. Some servers accept them long "
+    "before they can answer: PostgreSQL during crash recovery and start-up refuses every query "
+    "(FATAL: the database system is starting up), Redis answers LOADING to every command while "
+    "it loads its dataset. A TCP readiness reports such a pod Ready and the Service sends it "
+    "requests that fail. The app's own client check (pg_isready, a redis-cli ping that must "
+    "answer PONG) passes only when it serves (Bitnami's charts; the app profile says which). "
+    "Liveness by TCP is not reported: a server still recovering is alive, and a restart would "
+    "start its recovery over.",
+    fix="Use the app's own readiness check (the fix: its exec command, with the 5 s timeout exec "
+    "probes need). A Redis with a password needs it in the container's REDISCLI_AUTH, as Bitnami's "
+    "chart sets it: without it the answer is NOAUTH, never PONG.",
+)  # fmt: skip
+def tcp_readiness_where_app_has_check(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        if not tcp_misses(t):
+            continue
+        assert t.profile is not None
+        msg = f"readinessProbe opens a TCP connection only: {t.profile.profile.name} accepts one before "
+        msg += "it can serve"
+        pl = plan(ctx, t)
+        yield ctx.finding("PS045", t, msg, ("readinessProbe", "tcpSocket"), **pl.fix("readiness"))
 
 
 def _fitting_checks(t: Any, port: int | str, speaks: str) -> tuple[dict[str, Any] | None, str]:

@@ -16,9 +16,10 @@ from probesim.kube.load_model import workload_behavior
 from probesim.kube.readiness import earliest_ready, ready_after
 from probesim.kube.rolling import Rolling, rolling_update
 from probesim.kube.selectors import selects
+from probesim.model.cluster import Cluster
 from probesim.model.duration import format_ms
 from probesim.model.kubernetes import Workload
-from probesim.model.scenario import Cluster, ContainerBehavior
+from probesim.model.scenario import ContainerBehavior
 from probesim.model.traffic import Traffic
 
 rule = REGISTRY.rule

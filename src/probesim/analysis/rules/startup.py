@@ -1,4 +1,5 @@
-"""Rules on start-up: the startup probe's budget against the app's start (needs a scenario)."""
+"""Rules on start-up: the startup probe's budget against the app's start (the scenario's, else the
+slowest its profile documents)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,14 @@ from collections.abc import Iterator
 
 from probesim.analysis.context import Context
 from probesim.analysis.findings import REGISTRY, Finding
-from probesim.analysis.rules.timing import Timing, delayed, plan, slowest_start_ms, starts_too_slow
+from probesim.analysis.rules.timing import (
+    Timing,
+    delayed,
+    plan,
+    slowest_start_ms,
+    starts_too_slow,
+    startup_short,
+)
 from probesim.model.duration import format_ms
 
 rule = REGISTRY.rule
@@ -19,24 +27,27 @@ rule = REGISTRY.rule
     title="The startup probe gives up before the app has started.",
     why="The startup probe kills the container after initialDelaySeconds + failureThreshold × "
     "periodSeconds; an app that needs longer is killed before it ever starts, forever "
-    "(seed 001: new pods' startup probes failed too). Needs the start time from a scenario.",
+    "(seed 001: new pods' startup probes failed too). The start is the scenario's, else the "
+    "slowest start of the app's profile where the catalog documents a slow start (a database's "
+    "crash recovery, a JVM under a CPU limit: probesim check --list-profiles), as PS013 judges "
+    "liveness.",
     fix="Raise failureThreshold so that the budget covers the slowest real start, with margin.",
 )  # fmt: skip
 def startup_budget(ctx: Context) -> Iterator[Finding]:
     for t in ctx.targets:
         p = t.container.startup_probe
-        if p is None or t.behavior is None:
+        if p is None or not startup_short(t, Timing.of(p)):
             continue
         budget = (p.initial_delay_seconds + p.failure_threshold * p.period_seconds) * 1000
-        if budget <= t.behavior.start:
-            pl = plan(ctx, t)
-            yield ctx.finding(
-                "PS012",
-                t,
-                f"startup budget {format_ms(budget)} ≤ start time {format_ms(t.behavior.start)}",
-                ("startupProbe", "failureThreshold"),
-                **pl.fix("startup"),
-            )
+        start_ms = slowest_start_ms(t)
+        if t.behavior is not None:
+            msg = f"startup budget {format_ms(budget)} ≤ start time {format_ms(start_ms)}"
+        else:  # the app's profile: a documented slow start, said as assumed
+            assert t.profile is not None
+            msg = f"the startup probe gives up after {format_ms(budget)}; "
+            msg += f"{t.profile.profile.name} can need {format_ms(start_ms)} to start"
+        pl = plan(ctx, t)
+        yield ctx.finding("PS012", t, msg, ("startupProbe", "failureThreshold"), **pl.fix("startup"))
 
 
 @rule(

@@ -21,6 +21,10 @@ from probesim.model.kubernetes import Probe, ProbeType
 KINDS: tuple[ProbeType, ...] = ("startup", "readiness", "liveness")
 NICE_PERIODS = (30, 20, 15, 10, 5, 3, 2, 1)  # the period chosen when one must shrink
 EXEC_TIMEOUT = 5  # an exec probe's timeout: a process start under load fits (reference §1.5.19)
+# The kubelet's own gRPC probe in place of grpc_health_probe: no process to start, and the RPC's
+# deadline is timeoutSeconds itself; a few seconds, not the 1 s default that incident fixes moved
+# (the probe guidance, principle 6), kept below the period.
+GRPC_TIMEOUT = 3
 PROBE_GRACE = 10  # livenessProbe.terminationGracePeriodSeconds a fix sets
 
 
@@ -163,6 +167,10 @@ class Plan:
     # The startup probe the plan adds guards liveness as planned (which could act before the
     # slowest start): every change of liveness comes with it.
     startup_guards_liveness: bool = False
+    # Probes whose handler the plan replaces: the new handler, with null for the one it replaces
+    # (a strategic-merge patch deletes it), and why.
+    replaced: dict[ProbeType, dict[str, Any]] = field(default_factory=dict)
+    replaced_notes: dict[ProbeType, str] = field(default_factory=dict)
 
     def change(self, *kinds: ProbeType) -> dict[str, Any]:
         """The container's fields to patch for a finding on ``kinds`` (all probes when none is
@@ -175,7 +183,8 @@ class Plan:
         changed = {
             k
             for k in KINDS
-            if k in self.after and (k in self.added or _fields(self.after[k], self.before[k]))
+            if k in self.after
+            and (k in self.added or k in self.replaced or _fields(self.after[k], self.before[k]))
         }
         want = set(kinds or KINDS) & changed
         for _ in range(2):  # to a fixed point: startup pulls liveness in, which pulls readiness
@@ -194,7 +203,7 @@ class Plan:
                 probe.update(_fields(a, None))
                 out[f"{kind}Probe"] = probe
             else:
-                out[f"{kind}Probe"] = _fields(a, self.before[kind])
+                out[f"{kind}Probe"] = {**self.replaced.get(kind, {}), **_fields(a, self.before[kind])}
         live = out.get("livenessProbe")
         if live is not None and "startup" in self.added and "startupProbe" not in out:
             live.pop("initialDelaySeconds", None)  # only with the startup probe that takes its place
@@ -217,11 +226,28 @@ class Plan:
         s, r, live = kept("startup"), kept("readiness"), kept("liveness")
         if s is not None:
             parts.append(f"startup allows {s.startup_s}s")
-        if r is not None:
+        # A TCP check sees a closed port, never a hang: a hung process still accepts connections
+        # (engine/kubelet.py models it so), so its figure is said as what it acts on.
+        if r is not None and _tcp(r):
+            parts.append(
+                f"readiness takes a pod whose port stops accepting connections out within {r.act_s}s"
+            )
+        elif r is not None:
             parts.append(f"readiness takes a failing pod out within {r.act_s}s")
-        if live is not None:
+        if live is not None and _tcp(live):
+            parts.append(
+                f"liveness restarts a container whose port stops accepting connections within {live.act_s}s "
+                "(a TCP check does not see a hang: a hung process still accepts them)"
+            )
+        elif live is not None:
             parts.append(f"liveness acts on a hang within {live.act_s}s")
         text = ", ".join(parts)
+        whys: dict[str, list[str]] = {}
+        for kind, why in self.replaced_notes.items():
+            if change is None or f"{kind}Probe" in change:
+                whys.setdefault(why, []).append(kind)
+        for why, kinds in whys.items():
+            text += f"; {' and '.join(kinds)} by {why}"
         if self.reasons and (change is None or "readinessProbe" in change):
             text += "; " + "; ".join(self.reasons)
         added = "readiness" in self.added and (change is None or "readinessProbe" in change)
@@ -231,6 +257,10 @@ class Plan:
         """A finding's fix on ``kinds``: ``change`` and ``note``, as Context.finding takes them."""
         change = self.change(*kinds)
         return {"change": change, "note": self.note(change)}
+
+
+def _tcp(p: Timing) -> bool:
+    return isinstance(p.check, tuple) and len(p.check) > 1 and p.check[1] is not None
 
 
 def _fields(a: Timing, b: Timing | None) -> dict[str, Any]:
@@ -313,10 +343,21 @@ def plan(ctx: Context, t: Target) -> Plan:
             period = min(period, live.period)
         after["readiness"] = Timing(period, EXEC_TIMEOUT if is_exec else 1, 3, 0, None, check, is_exec)
         added["readiness"] = handler
+    replaced: dict[ProbeType, dict[str, Any]] = {}
+    replaced_notes: dict[ProbeType, str] = {}
+    for kind in KINDS:
+        swap = _replacement(t, kind, after.get(kind)) if kind not in added else None
+        if swap is not None:
+            replaced[kind], replaced_notes[kind] = swap[0], swap[1]
+            new = {k: v for k, v in swap[0].items() if v is not None}
+            timeout = after[kind].timeout
+            if "grpc" in new and timeout <= 1:
+                timeout = min(GRPC_TIMEOUT, max(1, after[kind].period - 1))
+            after[kind] = replace(after[kind], check=_check_of(t, new), exec="exec" in new, timeout=timeout)
     for kind in KINDS:
         if kind in after:
             probe = t.container.probe(kind)
-            need = check_ms(t, probe) if probe is not None else 0.0
+            need = check_ms(t, probe) if probe is not None and kind not in replaced else 0.0
             after[kind] = _sane_timeout(after[kind], det_s, need)
     r = after.get("readiness")
     if r is not None:
@@ -346,14 +387,13 @@ def plan(ctx: Context, t: Target) -> Plan:
                     period = max(2, (live.budget - 1) // r.failure)
                     r = after["readiness"] = replace(r, period=period, timeout=min(r.timeout, period - 1))
         after["liveness"] = live
-    b = t.behavior
     s = after.get("startup")
     start_ms = slowest_start_ms(t)
-    if b is not None and s is not None and s.startup_s * 1000 <= b.start:
+    if s is not None and startup_short(t, s):
         p = t.container.startup_probe
         assert p is not None
         after["startup"] = replace(
-            s, failure=_threshold_for(b.start, p.model_copy(update={"period_seconds": s.period}))
+            s, failure=_threshold_for(start_ms, p.model_copy(update={"period_seconds": s.period}))
         )
     elif s is None and live is not None and (guards := starts_too_slow(t, live)) | delayed(live):
         # A startup probe, not an initial delay (the policy): it covers the slowest start with
@@ -365,11 +405,14 @@ def plan(ctx: Context, t: Target) -> Plan:
         period = max(min(live.period, 10), few, _nice_up(live.timeout + 1))
         failure = max(3, -int(-need_ms // (period * 1000)))
         handler, check = startup_handler(t)
+        if "liveness" in replaced:  # the check liveness gets in the plan (gRPC for an exec)
+            handler = {k: v for k, v in replaced["liveness"].items() if v is not None}
+            check = _check_of(t, handler)
         after["startup"] = Timing(period, live.timeout, failure, 0, None, check, "exec" in handler)
         added["startup"] = handler
         after["liveness"] = replace(live, delay=0)
-        return Plan(before, after, added, handler_note, reasons, guards)
-    return Plan(before, after, added, handler_note, reasons)
+        return Plan(before, after, added, handler_note, reasons, guards, replaced, replaced_notes)
+    return Plan(before, after, added, handler_note, reasons, False, replaced, replaced_notes)
 
 
 def slowest_start_ms(t: Target) -> int:
@@ -378,6 +421,16 @@ def slowest_start_ms(t: Target) -> int:
     if t.behavior is not None:
         return t.behavior.start
     return t.profile.start_ms[1] if t.profile is not None else 0
+
+
+def startup_short(t: Target, s: Timing) -> bool:
+    """The startup probe gives up before the app has started: the scenario's start reaches its
+    budget, or the profile's slowest start exceeds it where the catalog documents a slow start
+    (PS012, judged as PS013 judges liveness)."""
+    if t.behavior is not None:
+        return s.startup_s * 1000 <= t.behavior.start
+    documented = t.profile is not None and t.profile.profile.slow_start
+    return documented and s.startup_s * 1000 < slowest_start_ms(t)
 
 
 def starts_too_slow(t: Target, live: Timing) -> bool:
@@ -396,16 +449,103 @@ def delayed(live: Timing) -> bool:
 
 def startup_handler(t: Target) -> tuple[dict[str, Any], Any]:
     """The check a startup probe the plan adds makes, and that check as Timing compares it: the
-    app's own startup endpoint where its profile knows one and liveness probes over HTTP, else
-    liveness's own check."""
+    app's own startup endpoint where its profile knows one and liveness probes over HTTP on a
+    path the profile does not know as a process check, else liveness's own check (a startup probe
+    checks what liveness will: Kubernetes' probe guide)."""
     raw = t.raw_probe("liveness")
     own: dict[str, Any] = {k: raw[k] for k in ("httpGet", "tcpSocket", "exec", "grpc") if k in raw}
     http = own.get("httpGet")
     if isinstance(http, dict) and t.profile is not None and t.profile.known:
+        if t.profile.path_self_contained(str(http.get("path", ""))):  # e.g. Spring's /livez
+            return own, _check_of(t, own)
         known = profile_handler(t, "startup", http.get("port", 80))
         if known is not None and "httpGet" in known[0]:
             return known[0], _check_of(t, known[0])
     return own, _check_of(t, own)
+
+
+_GRPC_PROBE = "grpc_health_probe"
+# grpc_health_probe flags the kubelet's gRPC probe has no equivalent of (TLS, SPIFFE, ALTS,
+# headers): a command with one keeps its exec.
+_GRPC_ONLY_EXEC = ("-tls", "-spiffe", "-alts", "-rpc-header", "-user-agent", "-gzip")
+_LOCAL_HOSTS = ("", "0.0.0.0", "localhost", "127.0.0.1", "[::]", "[::1]")
+
+
+def grpc_probe_of(t: Target, kind: ProbeType) -> dict[str, Any] | None:
+    """The kubelet's own ``grpc`` handler for a ``kind`` probe that runs grpc_health_probe on a
+    port the container declares (``-addr=:9555``; ``-service`` carried over); None when it is
+    not such a probe, or uses what the kubelet's probe cannot (TLS, headers)."""
+    p = t.container.probe(kind)
+    if p is None or p.exec is None or not p.exec.command:
+        return None
+    words = [str(w) for w in p.exec.command]
+    if words[0].rsplit("/", 1)[-1] != _GRPC_PROBE:
+        return None
+    flags: dict[str, str] = {}
+    rest = words[1:]
+    for i, w in enumerate(rest):
+        if not w.startswith("-"):
+            continue
+        name, eq, value = w.lstrip("-").partition("=")
+        if not eq and i + 1 < len(rest) and not rest[i + 1].startswith("-"):
+            value = rest[i + 1]
+        flags[name] = value
+    if any(
+        f.lstrip("-") in flags or any(n.startswith(f.lstrip("-")) for n in flags) for f in _GRPC_ONLY_EXEC
+    ):
+        return None
+    host, _, port = flags.get("addr", "").rpartition(":")
+    if not port.isdigit() or host not in _LOCAL_HOSTS:
+        return None
+    if int(port) not in {cp.container_port for cp in t.container.ports}:
+        return None  # a port the container does not declare may listen on localhost only
+    handler: dict[str, Any] = {"port": int(port)}
+    if flags.get("service"):
+        handler["service"] = flags["service"]
+    return {"grpc": handler}
+
+
+def _replacement(t: Target, kind: ProbeType, p: Timing | None) -> tuple[dict[str, Any], str] | None:
+    """A handler the plan puts in place of ``kind``'s, and why: the kubelet's gRPC probe for a
+    grpc_health_probe exec with a 1 s timeout (PS015), the app's own readiness check for a TCP
+    readiness where its profile says what TCP misses (PS045)."""
+    if p is None:
+        return None
+    if exec_timeout_short(p):
+        grpc = grpc_probe_of(t, kind)
+        if grpc is not None:
+            return {**grpc, "exec": None}, GRPC_NOTE
+    if kind == "readiness" and tcp_misses(t):
+        assert t.profile is not None and t.container.readiness_probe is not None
+        tcp = t.container.readiness_probe.tcp_socket
+        assert tcp is not None
+        known = profile_handler(t, "readiness", tcp.port)
+        if known is not None:
+            return {
+                **known[0],
+                "tcpSocket": None,
+            }, f"{t.profile.profile.name}'s own check: {t.profile.profile.tcp_misses}"
+    return None
+
+
+GRPC_NOTE = (
+    f"the kubelet's own gRPC probe (GA in Kubernetes 1.27) on the port grpc_health_probe checked: the "
+    f"same grpc.health.v1 check with no process to start, and timeoutSeconds is the RPC's deadline "
+    f"({GRPC_TIMEOUT}s, a few seconds rather than 1, below the period); a longer timeoutSeconds alone "
+    f"would not help the exec, since grpc_health_probe gives up after its own -connect-timeout and "
+    f"-rpc-timeout, 1s each by default (before Kubernetes 1.27, keep the exec and raise both flags "
+    f"with timeoutSeconds)"
+)
+
+
+def tcp_misses(t: Target) -> bool:
+    """Readiness only opens a TCP connection where the app's profile gives its own readiness
+    check and says what TCP misses (PostgreSQL in recovery, Redis loading its dataset)."""
+    p = t.container.readiness_probe
+    prof = t.profile
+    if p is None or p.tcp_socket is None or prof is None or not prof.known or not prof.profile.tcp_misses:
+        return False
+    return prof.profile.readiness is not None and "tcpSocket" not in prof.profile.readiness
 
 
 def wants_readiness(t: Target) -> bool:
