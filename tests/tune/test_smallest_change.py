@@ -100,9 +100,16 @@ def test_a_deployment_with_no_probe_is_tuned_and_given_its_readiness(tmp_path: P
         "readinessProbe": {"tcpSocket": {"port": "http"}, "initialDelaySeconds": 0, "periodSeconds": 5,
                            "timeoutSeconds": 1, "failureThreshold": 3, "successThreshold": 1},
     }  # fmt: skip
+    # What the TCP check cannot see is said beside it, in check's PS001 words (handlers.py's
+    # readiness_handler note): a hung pod whose port accepts connections passes a TCP check.
     assert o.reasons == [
         "app readinessProbe added: needed — without it, check would warn: PS001 container app serves "
-        "Service web:80 with no readinessProbe"
+        "Service web:80 with no readinessProbe. Beware: a TCP check, as check's PS001 fix adds it for an "
+        "app probesim does not know: it sees the port closed, not a hang — a hung pod whose port still "
+        "accepts connections stays in the Service (the table's 'hung pod out of service after'); the port "
+        "speaks HTTP: an httpGet on a path that answers only when the pod can serve is better. If the app "
+        "serves a health path, probe it with httpGet (or name the app's family in .probesim.yaml → "
+        "profiles) and tune again"
     ]
 
 
@@ -152,7 +159,8 @@ def test_only_a_material_difference_over_its_budget_keeps_a_changed_value(
         ("liveness", "failureThreshold", 1, 4, [3]),  # within the bounds (liveness: 3 or more)
         ("readiness", "failureThreshold", 3, 2, []),
         ("outlierDetection", "baseEjectionTime", "30s", "74s", ["45s", "60s"]),
-        ("outlierDetection", "consecutive5xxErrors", 1, 3, [2]),
+        # 3 or more (check's PS022 fix, mesh.py's _outlier_plan): 2 is on no bound's step
+        ("outlierDetection", "consecutive5xxErrors", 1, 5, [3, 4]),
         ("readiness", "periodSeconds", None, 5, []),  # a probe added: all or nothing
     ],
 )

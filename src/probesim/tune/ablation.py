@@ -160,7 +160,13 @@ def minimal(
         if value == searched:
             continue
         what = changed_text(c, fname, key, searched, value, "not added")
-        if value != old:
+        if fname == "outlierDetection":  # back to the user's value, or check's fix's where it has one
+            whose = "yours" if old == (space.current().outlier or {}).get(key or "") else "check's fix's"
+            if value != old:
+                what += f" (the nearest to {whose}, {shown(old)}, that serves as well)"
+            elif whose != "yours":
+                what += " (as check's fix sets it)"
+        elif value != old:
             what += f" (the nearest to yours, {shown(old)}, that serves as well)"
         elif fname not in space.current().probes.get(c, {}):  # a probe the tuner adds
             what += " (as check's fix adds it)"

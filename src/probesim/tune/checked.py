@@ -75,18 +75,36 @@ def about_probes(finding: tuple[str, str, str, str, str]) -> bool:
     return "Probe" in finding[3] or "Probe" in finding[4] or re.search(r"\bprobes?\b", finding[4]) is not None
 
 
+def outlier_fix(findings: list[Any], space: Space) -> dict[str, Any] | None:
+    """The outlierDetection check's fixes make of the DestinationRule's (PS020-PS022: one merge
+    patch of the rule's trafficPolicy, the one the tuner tunes); None when they change none."""
+    rule = space.rule
+    current = space.current_outlier()
+    if rule is None or current is None:
+        return None
+    out = dict(current)
+    for f in findings:
+        mine = f.obj == f"DestinationRule/{rule.metadata.name}"
+        if f.rule.id in OUTLIER_RULES and f.patch is not None and mine:
+            change = f.patch.get("spec", {}).get("trafficPolicy", {}).get("outlierDetection", {})
+            out.update(change if isinstance(change, dict) else {})
+    return out if out != current else None
+
+
 def rules_fix(inputs: TuneInputs, space: Space) -> Setting | None:
     """The setting ``probesim check``'s own fixes make of the current one (every patch of the
-    workload's findings applied, as the re-check property applies them), repaired; None when
-    check finds nothing to fix."""
+    workload's findings applied, as the re-check property applies them, and of its
+    DestinationRule's outlier detection), repaired; None when check finds nothing to fix."""
     w = inputs.workload
     doc = w.model_dump(mode="json", by_alias=True, exclude_none=True)
+    findings = _report(inputs, space, space.current()).findings
     patches = [
         f.patch
-        for f in _report(inputs, space, space.current()).findings
+        for f in findings
         if f.patch is not None and f.patch_type == "strategic" and f.obj == f"{w.kind}/{w.name}"
     ]
-    if not patches:
+    outlier = outlier_fix(findings, space)
+    if not patches and outlier is None:
         return None
     for patch in patches:
         doc = strategic_merge(doc, patch)
@@ -104,4 +122,5 @@ def rules_fix(inputs: TuneInputs, space: Space) -> Setting | None:
         live = ctr.liveness_probe
         if "startupProbe" in ps and "startupProbe" not in now.get(c, {}) and live is not None:
             mine[c]["startupProbe"] = {**space.startup_handler(ctr, live), **ps["startupProbe"]}
-    return space.repair(space.with_handlers(space.with_added(Setting(mine, space.current_outlier()))))
+    fixed_outlier = outlier if outlier is not None else space.current_outlier()
+    return space.repair(space.with_handlers(space.with_added(Setting(mine, fixed_outlier))))

@@ -46,6 +46,9 @@ class TuneInputs:
     # app's own liveness endpoint for one on a dependency (PS016, PS006), the grpc probe for a TCP
     # check of a gRPC port (PS034). The tuner's patch makes them (space.Space.handlers).
     handlers: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    # Per container, what the readiness probe the tuner adds cannot see (a TCP check: a hang),
+    # said beside the recommendation so that its figures are not read as that probe's doing.
+    caveats: dict[str, str] = field(default_factory=dict)
     charts: list[str] = field(default_factory=list)  # unrendered chart folders among the inputs
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -129,7 +132,7 @@ def _load(paths: list[str], scenario: str | None, workload: str | None) -> TuneI
             o = objects.origin(ow)
             out.source = o.doc.source
             out.where = f"{o.doc.file}:{o.doc.line_of(o.base)}"
-            out.added, out.app, missing = _missing_probes(objects, ow, sc)
+            out.added, out.app, missing, out.caveats = _missing_probes(objects, ow, sc)
             out.notes += missing
             out.handlers = _handler_fixes(objects, ow, sc)
             for i, c in enumerate(ow.pod_spec.containers):
@@ -146,21 +149,23 @@ ADDED_LIVENESS = {"initialDelaySeconds": 0, "periodSeconds": 10, "failureThresho
 
 def _missing_probes(
     objects: k8s.Objects, w: Workload, sc: Scenario
-) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[str, dict[str, Any]], list[str]]:
+) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[str, dict[str, Any]], list[str], dict[str, str]]:
     """The probes the tuner adds to ``w``, each with its handler and timings, by container: the
     readiness probe check's fix adds (PS001: a container a Service sends traffic to, with no
     readiness probe), and liveness on the app's own liveness endpoint where its profile knows one
     and says a restart cures a wedge; what each container's app profile says: its slowest start
     (the scenario's when it says what the app does) and the check a startup probe added to it
-    makes; and, for a serving container left with no liveness, why."""
+    makes; for a serving container left with no liveness, why; and for a readiness probe added
+    as a TCP check, what it cannot see (:func:`tcp_caveat`)."""
     from probesim.analysis.context import Context
-    from probesim.analysis.rules.handlers import profile_handler, serves_nothing
+    from probesim.analysis.rules.handlers import profile_handler, readiness_handler, serves_nothing
     from probesim.analysis.rules.timing import plan, slowest_start_ms, startup_handler, wants_readiness
 
     ctx = Context(objects, sc if w.name in sc.spec.behavior else None)
     added: dict[str, dict[str, dict[str, Any]]] = {}
     app: dict[str, dict[str, Any]] = {}
     notes: list[str] = []
+    caveats: dict[str, str] = {}
     for t in ctx.targets:
         if t.workload is not w or t.group != "containers":
             continue
@@ -168,6 +173,10 @@ def _missing_probes(
             probe = plan(ctx, t).change("readiness").get("readinessProbe")
             if probe is not None:
                 added.setdefault(t.container.name, {})["readinessProbe"] = probe
+                if "tcpSocket" in probe:
+                    chosen = readiness_handler(t)
+                    known = t.profile.profile.name if t.profile is not None and t.profile.known else None
+                    caveats[t.container.name] = tcp_caveat(chosen[1] if chosen is not None else "", known)
         hints: dict[str, Any] = {"startMs": slowest_start_ms(t)}
         if t.container.liveness_probe is not None:
             hints["startupHandler"] = startup_handler(t)[0]
@@ -199,7 +208,29 @@ def _missing_probes(
                     "tune times it)"
                 )
         app[t.container.name] = hints
-    return added, app, notes
+    return added, app, notes, caveats
+
+
+def tcp_caveat(check_note: str, app: str | None) -> str:
+    """What a readiness probe added as a TCP check cannot see, in the words of check's PS001 fix
+    (``check_note``: the note check gives its choice of handler, as readiness_handler says it;
+    ``app``: the app's profile name, None for an app probesim does not know). A TCP check only
+    opens a connection: a hung process whose port still accepts connections passes it
+    (Kubernetes' e2e suite keeps a server answering 500 alive behind a TCP probe), so the hung
+    pod's figures in the table are not this probe's doing."""
+    said = f"; {check_note}" if check_note else ""
+    whose = app if app is not None else "an app probesim does not know"
+    better = (
+        "a check in its own protocol (its client's ping as an exec probe) sees more"
+        if app is not None
+        else "if the app serves a health path, probe it with httpGet (or name the app's family in "
+        ".probesim.yaml → profiles) and tune again"
+    )
+    return (
+        f"a TCP check, as check's PS001 fix adds it for {whose}: it sees the port closed, not a hang — "
+        "a hung pod whose port still accepts connections stays in the Service (the table's 'hung pod "
+        f"out of service after'){said}. {better[0].upper()}{better[1:]}"
+    )
 
 
 # Check's rules whose fix changes a probe's check (its handler), which the tuner applies.

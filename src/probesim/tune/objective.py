@@ -172,6 +172,10 @@ def plan(inputs: TuneInputs, space: Space, setting: Setting) -> list[Run]:
             warm = EVENT_AT_MS if stress in ("baseline", *LATER_STRESSES) else 0
             run = Run(f"stress {stress}", "stress", sc, w.name, 0, needless, **load, warm_until=warm)  # type: ignore[arg-type]
             runs.append(run)
+    if rule is not None:
+        blips = blip_stress(base, w)
+        if blips is not None:
+            runs.append(Run(BLIPS_LABEL, "stress", blips, w.name, 0, needless, **load))  # type: ignore[arg-type]
     if w.name not in (inputs.scenario.spec.behavior if inputs.given else {}):
         for label, sc in profile_stresses(base, inputs.workload):
             runs.append(Run(label, "stress", sc, w.name, 0, needless, **load))  # type: ignore[arg-type]
@@ -209,6 +213,37 @@ def profile_stresses(base: dict[str, Any], w: Workload) -> list[tuple[str, Scena
 
 
 STOP_THE_WORLD_MS = 2000  # the suite's own pause (stop-the-world-2s)
+BLIPS_LABEL = "stress two-pod-blips"
+BLIP_MS = 3000  # each blip: a pod answers 500 this long, then recovers
+BLIP_GAP_MS = 60_000  # the second pod's blip, after the first's
+
+
+def blip_stress(base: dict[str, Any], w: Workload) -> Scenario | None:
+    """Transient blips, the counterweight to one-pod-500's pod failing for good, for a workload
+    behind outlier detection: pod 0 answers 500 on the traffic's paths for BLIP_MS, then
+    recovers; a minute later pod 1 does the same. An ejection that outlasts a blip keeps a
+    healthy pod out: while pod 0 is still ejected, maxEjectionPercent may forbid ejecting pod 1
+    too (Envoy never ejects past it), and its blip fails every request sent to it; where more
+    may be ejected, the pods left carry all the load. A long baseEjectionTime is what one-pod-500
+    rewards and this run prices. None without traffic or with fewer than two replicas."""
+    spec = base["spec"]
+    if w.spec.replicas < 2 or not spec.get("traffic"):
+        return None
+    doc = copy.deepcopy(base)
+    wb = doc["spec"].setdefault("behavior", {}).setdefault(w.name, {})
+    containers = wb.setdefault("containers", {})
+    paths = sorted({t.get("path", "/") for t in spec["traffic"]})
+    for ordinal in (0, 1):
+        mine = {c.name: copy.deepcopy(containers.get(c.name, {})) for c in w.pod_spec.containers}
+        for ov in wb.get("pods", []):  # the last override naming the pod is the one it runs
+            if ordinal in ov["ordinals"]:
+                mine.update(copy.deepcopy(ov["containers"]))
+        at = EVENT_AT_MS + ordinal * BLIP_GAP_MS
+        for b in mine.values():
+            blip = {"kind": "errors", "at": f"{at}ms", "for": f"{BLIP_MS}ms", "status": 500, "paths": paths}
+            b["episodes"] = [*b.get("episodes", []), blip]
+        wb["pods"] = [*wb.get("pods", []), {"ordinals": [ordinal], "containers": mine}]
+    return Scenario.model_validate(doc)
 
 
 def _hung(base: dict[str, Any], workload: str, containers: list[str], mesh: bool) -> Run:

@@ -124,14 +124,22 @@ def render(o: Outcome, inputs: TuneInputs, out: Console) -> None:
     _compare(o, space, out)
 
 
+def recommended_heading(trial: int | None, put_back: int) -> str:
+    """The recommended column's heading: the trial it comes from, and, when values were put back
+    after it, that the column shows those values, not the trial's own."""
+    if not put_back:
+        return f"RECOMMENDED (trial {trial})"
+    values = "value" if put_back == 1 else "values"
+    return f"RECOMMENDED (trial {trial}, then {put_back} {values} put back as listed below)"
+
+
 def _compare(o: Outcome, space: Space, out: Console) -> None:
     rec = o.recommended
     t = Table(title="Current and recommended", title_justify="left", box=box.SIMPLE)
     t.add_column("")
     t.add_column("CURRENT", justify="right")
     if rec is not None:
-        smallest = ", smallest change" if o.put_back else ""
-        t.add_column(f"RECOMMENDED (trial {rec.number}{smallest})", justify="right")
+        t.add_column(recommended_heading(rec.number, len(o.put_back)), justify="right")
     rows: list[tuple[str, str, str]] = []
     cf, rf = o.current.figures, (rec.figures if rec else None)
     # The user's own scenario first: what it does with the traffic the user described.

@@ -45,7 +45,7 @@ from probesim.tune.search import FAILURE_SLACK, FAILURE_TOLERANCE, STARTUP_TRIAL
 from probesim.tune.space import HANDLERS, TIMINGS, Setting, Space
 from probesim.tune.store import Kept
 
-SPACE_VERSION = 6  # bump when the space or the objectives change: older studies are not mixed in
+SPACE_VERSION = 7  # bump when the space or the objectives change: older studies are not mixed in
 DEFAULT_TRIALS = 80
 DEFAULT_STORAGE = ".probesim/tune.db"
 __all__ = ["FAILURE_SLACK", "FAILURE_TOLERANCE", "STARTUP_TRIALS"]
@@ -281,7 +281,7 @@ def run(
         else:
             recommended = Row(recommended.number, m.setting, m.figures)
     reasons = (
-        justify(inputs, space, recommended, now, executor, figures_of, passes)
+        justify(inputs, space, recommended, now, executor, figures_of, passes, fix)
         if recommended is not None
         else []
     )
@@ -338,7 +338,10 @@ def _reference(space: Space, current: Setting, fix: Setting | None) -> Setting:
     """What a changed value is put back to: the user's, or where the user set none, what check's
     fix sets — the probes the tuner adds (readiness) as it adds them, and a startup probe as its
     PS013/PS033 fix adds one (on a period of 10 s, allowing the app's slowest start half again),
-    so the timings of a probe the tuner adds are no more the search's pick than a changed value."""
+    so the timings of a probe the tuner adds are no more the search's pick than a changed value;
+    and the outlier detection's fields check's fix changes (PS020-PS022: consecutive5xxErrors 3,
+    maxEjectionPercent 50) as it sets them, so the tuner keeps another value only for a measured
+    reason (its line in the reasons says which figure check's value makes worse)."""
     ref = space.with_added(current)
     if fix is None:
         return ref
@@ -346,7 +349,10 @@ def _reference(space: Space, current: Setting, fix: Setting | None) -> Setting:
     for c, ps in fix.probes.items():
         if "startupProbe" in ps and "startupProbe" not in probes.get(c, {}):
             probes.setdefault(c, {})["startupProbe"] = dict(ps["startupProbe"])
-    return Setting(probes, ref.outlier)
+    outlier = ref.outlier
+    if outlier is not None and fix.outlier is not None:
+        outlier = {**outlier, **{k: v for k, v in fix.outlier.items() if outlier.get(k) != v}}
+    return Setting(probes, outlier)
 
 
 def _changes(current: Setting, setting: Setting) -> list[tuple[str, str, str | None, Any, Any]]:
@@ -402,11 +408,14 @@ def justify(
     executor: Executor,
     figures_of: Callable[[Setting], Figures] | None = None,
     passes: Callable[[Setting], bool] | None = None,
+    fix: Setting | None = None,
 ) -> list[str]:
     """One line per recommended value: the run and figure that decided it, found by simulating
     the recommendation with that value alone put back as it is now (``figures_of``: a setting's
     figures, known or simulated) and naming the first figure materially worse then
-    (ablation.worse_by), under the study's seed or else another; or the rule that needs it."""
+    (ablation.worse_by), under the study's seed or else another; or the rule that needs it. An
+    outlier value that is not what check's fix (``fix``) sets says too which figure check's value
+    makes worse: the measured reason for not following check."""
 
     def simulated(s: Setting) -> Figures:
         return figures_of(s) if figures_of is not None else evaluate(plan(inputs, space, s), executor)
@@ -420,40 +429,90 @@ def justify(
         if space.repair(reverted) != reverted or (passes is not None and not passes(reverted)):
             needed = why_needed(reverted, rec.setting, bool(inputs.services))
             if not needed:  # no principle of the policy: the check rules that would warn
-                new = check_findings(inputs, space, reverted) - check_findings(inputs, space, rec.setting)
-                said = sorted({f"{f[0]} {f[4]}" for f in new})
+                warned = check_findings(inputs, space, reverted) - check_findings(inputs, space, rec.setting)
+                said = sorted({f"{f[0]} {f[4]}" for f in warned})
                 needed = "check would warn: " + "; ".join(said) if said else "check's probe rules refuse it"
-            lines.append(f"{what}: needed — {was}, {needed}")
-            continue
-        back, ref, note = simulated(reverted), rec.figures, ""
-        k = worse_by(back, ref)
-        if k is None:  # not under the study's seed: under the other one
-            other = with_seed(inputs, inputs.scenario.spec.seed + 1)
-            back = evaluate(plan(other, space, reverted), executor)
-            ref = evaluate(plan(other, space, rec.setting), executor)
-            k, note = worse_by(back, ref), ", under another seed"
-        if k is None:
-            lines.append(f"{what}: no figure is materially worse {was}")
-            continue
-        label, unit = LABEL[k]
-        run = ""
-        if k in ("failed", "restarts"):
-            attr = "failed" if k == "failed" else "counted_restarts"
-            diffs = [
-                (getattr(y, attr) - getattr(x, attr), x.label)
-                for x, y in zip(ref.runs, back.runs, strict=True)
-                if x.kind != "hung"
-            ]
-            top = max(diffs, default=(0, ""))
-            run = f" ({top[1]}: {top[0]:+d})" if top[0] > 0 else ""
-        elif k == "scenario_failed":
-            run = " (your scenario)"
-        elif k in ("recovery_s", "detection_s"):
-            run = " (hung pod run)"
-        elif k == "ready_s":
-            run = " (stress baseline)"
-        lines.append(f"{what}: {label} {_fig(ref, k, unit)}, {_fig(back, k, unit)} {was}{run}{note}")
+            caveat = inputs.caveats.get(c) if key is None and fname == "readinessProbe" else None
+            if caveat and inputs.rule is not None:  # Istio's "Health Checking of Istio Services"
+                caveat += (
+                    "; under Istio keep probe rewriting on (a TCP probe the sidecar captures passes "
+                    "while the sidecar runs)"
+                )
+            line = f"{what}: needed — {was}, {needed}" + (f". Beware: {caveat}" if caveat else "")
+        else:
+            worse = _worse_with(inputs, space, rec, reverted, executor, simulated)
+            line = f"{what}: " + (f"no figure is materially worse {was}" if worse is None else worse(was))
+        on_outlier = fix is not None and fname == "outlierDetection"
+        checks = (fix.outlier or {}).get(key or "") if fix is not None and on_outlier else None
+        if checks is not None and checks not in (new, old):
+            line += "; " + _not_checks(inputs, space, rec, change, checks, executor, simulated, passes)
+        lines.append(line)
     return lines
+
+
+def _not_checks(
+    inputs: TuneInputs,
+    space: Space,
+    rec: Row,
+    change: tuple[str, str, str | None, Any, Any],
+    checks: Any,
+    executor: Executor,
+    simulated: Callable[[Setting], Figures],
+    passes: Callable[[Setting], bool] | None,
+) -> str:
+    """Why an outlier value is not the one check's fix sets (``checks``): the figure check's
+    value makes worse, measured; or that it makes none worse (the search's pick, kept only
+    because the put-back found check's value refused or worse under the other seed)."""
+    c, fname, key, _old, _new = change
+    back = _reverted(rec.setting, (c, fname, key, checks, _new))
+    was = f"with check's {shown(checks)}"
+    if space.repair(back) != back or (passes is not None and not passes(back)):
+        return f"not check's fix's {shown(checks)}: check's own rules refuse it with the other values"
+    worse = _worse_with(inputs, space, rec, back, executor, simulated)
+    return f"not check's fix's {shown(checks)}: " + (
+        f"no figure is materially worse {was}" if worse is None else worse(was)
+    )
+
+
+def _worse_with(
+    inputs: TuneInputs,
+    space: Space,
+    rec: Row,
+    back: Setting,
+    executor: Executor,
+    simulated: Callable[[Setting], Figures],
+) -> Callable[[str], str] | None:
+    """The first figure materially worse with ``back`` than with the recommendation, under the
+    study's seed or else another, as a reason says it (given how ``back`` differs: "with 30s");
+    None when none is."""
+    after, ref, note = simulated(back), rec.figures, ""
+    k = worse_by(after, ref)
+    if k is None:  # not under the study's seed: under the other one
+        other = with_seed(inputs, inputs.scenario.spec.seed + 1)
+        after = evaluate(plan(other, space, back), executor)
+        ref = evaluate(plan(other, space, rec.setting), executor)
+        k, note = worse_by(after, ref), ", under another seed"
+    if k is None:
+        return None
+    label, unit = LABEL[k]
+    run = ""
+    if k in ("failed", "restarts"):
+        attr = "failed" if k == "failed" else "counted_restarts"
+        diffs = [
+            (getattr(y, attr) - getattr(x, attr), x.label)
+            for x, y in zip(ref.runs, after.runs, strict=True)
+            if x.kind != "hung"
+        ]
+        top = max(diffs, default=(0, ""))
+        run = f" ({top[1]}: {top[0]:+d})" if top[0] > 0 else ""
+    elif k == "scenario_failed":
+        run = " (your scenario)"
+    elif k in ("recovery_s", "detection_s"):
+        run = " (hung pod run)"
+    elif k == "ready_s":
+        run = " (stress baseline)"
+    a, b = _fig(ref, k, unit), _fig(after, k, unit)
+    return lambda was: f"{label} {a}, {b} {was}{run}{note}"
 
 
 def _dominates(a: Row, b: Row) -> bool:
