@@ -224,3 +224,49 @@ def test_the_patch_points_at_each_probe_line_and_says_which_are_to_add(tmp_path:
     lines = r.stdout.split("Or set the same fields in the manifest:\n")[1].splitlines()
     # The container's line (11: "- name: app"), the probe not being there to point at.
     assert lines[0].strip() == f"{tmp_path / 'm.yaml'}:11 (container app: add its readinessProbe)"
+
+
+AD_SERVICE = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ads}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: ads}}
+  template:
+    metadata: {labels: {app: ads}}
+    spec:
+      containers:
+        - name: server
+          image: example.com/ads:1
+          ports: [{containerPort: 9555}]
+          readinessProbe: {tcpSocket: {port: 9555}, initialDelaySeconds: 20, periodSeconds: 15}
+          livenessProbe: {tcpSocket: {port: 9555}, initialDelaySeconds: 20, periodSeconds: 15}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: ads}
+spec:
+  selector: {app: ads}
+  ports: [{port: 9555}]
+"""
+
+
+def test_a_shorter_liveness_delay_comes_with_the_startup_probe_that_stands_for_it(tmp_path: Path) -> None:
+    # The expert review's Online Boutique adservice (a Java service probesim does not know): the
+    # tuner cut liveness's initialDelaySeconds 20 -> 10, which the probe policy asks for only in
+    # favour of a startup probe (principle 3), and shipped no startup probe — less time to start
+    # than its owner gave it, on an app whose start only that delay says. The startup probe
+    # check's fix adds comes with it, and says why.
+    o, patch = _tuned(tmp_path, AD_SERVICE, 20)
+    c = _container(patch)
+    assert c["livenessProbe"]["initialDelaySeconds"] == 10  # the policy's bound without a long delay
+    assert c["startupProbe"] == {
+        "tcpSocket": {"port": 9555}, "initialDelaySeconds": 0, "periodSeconds": 10, "timeoutSeconds": 1,
+        "failureThreshold": 7, "successThreshold": 1,
+    }  # fmt: skip
+    assert o.reasons[-1] == (
+        "server startupProbe added: needed — it stands for the 20s your liveness initialDelaySeconds gave the "
+        "app to start, which liveness no longer waits (a startup probe rather than a long initial delay); it "
+        "allows 70s"
+    )

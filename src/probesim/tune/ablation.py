@@ -142,10 +142,25 @@ def minimal(
 
     rec = setting
     known[(0, setting_key(rec))] = figures
+    # A search's pick that shortened the user's liveness delay without the startup probe check's
+    # fix adds in its place gets that probe back: the delay was the app's start allowance.
+    for c, ps in current.probes.items():
+        if (
+            "startupProbe" in ps
+            and "startupProbe" not in rec.probes.get(c, {})
+            and replaces_delay(current, rec, c)
+        ):
+            probes = {n: {f: dict(t) for f, t in q.items()} for n, q in rec.probes.items()}
+            probes.setdefault(c, {})["startupProbe"] = dict(ps["startupProbe"])
+            guarded = Setting(probes, rec.outlier)
+            if space.repair(guarded) == guarded and passes(guarded):
+                rec = guarded
     # Twice over: a value that could not go back with another still changed (a liveness period
     # with the search's longer threshold) may once that one is back.
     for _ in range(2):
         for c, fname, key, old, new in changes(current, rec):
+            if fname == "startupProbe" and key is None and replaces_delay(current, rec, c):
+                continue  # the start allowance the user's liveness delay gave: not dropped
             for value in [old, *between(fname.removesuffix("Probe"), key or "", old, new)]:
                 back = reverted(rec, (c, fname, key, value, new))
                 if serves_as_well(back, rec):
@@ -172,6 +187,17 @@ def minimal(
             what += " (as check's fix adds it)"
         put_back.append(what)
     return Minimal(rec, memo(0, rec), put_back)
+
+
+def replaces_delay(current: Setting, setting: Setting, container: str) -> bool:
+    """Whether ``setting`` gives ``container``'s liveness less initial delay than the user's
+    (``current``): the startup probe it adds then stands for the start the delay allowed (the
+    probe guidance, principle 3: a startup probe rather than a long initial delay), and putting
+    the probe back alone would leave the app less time to start than its owner gave it — on an
+    app whose start probesim does not know, the delay is the only evidence of it."""
+    now = current.probes.get(container, {}).get("livenessProbe") or {}
+    new = setting.probes.get(container, {}).get("livenessProbe") or {}
+    return int(new.get("initialDelaySeconds", 0)) < int(now.get("initialDelaySeconds", 0))
 
 
 def policy_broken(setting: Setting, serves: bool) -> set[str]:

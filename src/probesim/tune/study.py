@@ -36,7 +36,15 @@ import optuna
 from probesim.engine.kernel_choice import kernels
 from probesim.errors import InputError
 from probesim.tune import search
-from probesim.tune.ablation import changed_text, minimal, shown, why_needed, with_seed, worse_by
+from probesim.tune.ablation import (
+    changed_text,
+    minimal,
+    replaces_delay,
+    shown,
+    why_needed,
+    with_seed,
+    worse_by,
+)
 from probesim.tune.checked import HANDLER_RULES, OUTLIER_RULES, about_probes, check_findings, rules_fix
 from probesim.tune.figures import OBJECTIVES, Figures
 from probesim.tune.inputs import TuneInputs
@@ -426,6 +434,15 @@ def justify(
         what = changed_text(c, fname, key, old, new, "added")
         reverted = _reverted(rec.setting, change)
         was = "without it" if key is None else f"with {shown(old)}"
+        if fname == "startupProbe" and key is None and replaces_delay(now.setting, rec.setting, c):
+            delay = now.setting.probes[c]["livenessProbe"].get("initialDelaySeconds", 0)
+            allows = int(new.get("periodSeconds", 10)) * int(new.get("failureThreshold", 3))
+            lines.append(
+                f"{what}: needed — it stands for the {delay}s your liveness initialDelaySeconds gave the "
+                "app to start, which liveness no longer waits (a startup probe rather than a long initial "
+                f"delay); it allows {allows}s"
+            )
+            continue
         if space.repair(reverted) != reverted or (passes is not None and not passes(reverted)):
             needed = why_needed(reverted, rec.setting, bool(inputs.services))
             if not needed:  # no principle of the policy: the check rules that would warn
