@@ -277,6 +277,19 @@ def test_statefulset_updates_from_the_highest_ordinal_down() -> None:
     assert (ro.start_ms, ro.end_ms, ro.min_ready) == (10_000, 21_000, 2)
 
 
+def test_a_statefulsets_rollout_is_named_as_kubectl_names_it() -> None:
+    # kubectl rollout status statefulset/web: the run's table said deployment/web for every kind
+    # (the expert review's rabbitmq StatefulSet).
+    from rich.console import Console
+
+    from probesim.report.terminal import render_result
+
+    console = Console(width=200, record=True)
+    render_result(statefulset(), console, events=False)
+    text = console.export_text()
+    assert "statefulset/web rollout" in text and "deployment/web" not in text
+
+
 def test_statefulset_partition_leaves_lower_ordinals() -> None:
     r = statefulset(update_strategy={"rollingUpdate": {"partition": 2}})
     assert [e.object for e in r.events_for(reason="Killing")] == ["pod/web-2"]

@@ -326,6 +326,7 @@ def _rollouts(result: Result, console: Console) -> None:
         ("FAILED", "left", 0),
     ]
     rows: list[list[Text | str]] = []
+    kinds = {w.name: w.kind for w in result.workloads}  # a StatefulSet's rollout is statefulset/…
     for r in result.rollouts:
         if r.end_ms is not None:
             outcome, took = "complete", format_ms(r.end_ms - r.start_ms)
@@ -338,7 +339,7 @@ def _rollouts(result: Result, console: Console) -> None:
         failed = ", ".join(f"{c} {n}" for c, n in r.failed.items()) or "0"
         rows.append(
             [
-                cell(f"deployment/{r.workload} {r.action} ({r.origin})"),
+                cell(f"{kinds.get(r.workload, 'Deployment').lower()}/{r.workload} {r.action} ({r.origin})"),
                 cell(r.revision),
                 format_ms(r.start_ms),
                 outcome,
