@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from probesim.analysis.own_scenario import profile_note
 from probesim.analysis.rerun import stress_scenario_of
-from probesim.analysis.stress import apply, profile_note, stress_suite, suite_base
+from probesim.analysis.stress import apply, stress_suite, suite_base
 from probesim.analysis.stress_verdicts import StressResult, StressThresholds
 from probesim.manifests import kubernetes as k8s
 from probesim.manifests.scenario import scenario_from_text

@@ -1,9 +1,14 @@
 """The lab's tests run one after another in one pytest-xdist worker (``make test`` runs two),
 first, so that the other worker takes all the rest beside them: they run real processes in
 real time, mostly waiting, beside the other worker's CPU-bound tests — the busy machine they
-are written to hold on — but never beside each other."""
+are written to hold on — but never beside each other. ``busy``: a CPU hog beside a test module's
+lab runs (a module that needs another kind defines its own, as test_graph does)."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
 
 import pytest
 
@@ -15,3 +20,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         item.add_marker(pytest.mark.xdist_group("lab"))
     chosen = set(map(id, lab))
     items[:] = lab + [i for i in items if id(i) not in chosen]
+
+
+@pytest.fixture(scope="module")
+def busy() -> Iterator[int]:
+    """A CPU-bound process beside the lab for the whole test module (its PID), stopped at the end."""
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        yield hog.pid
+    finally:
+        hog.kill()
+        hog.wait(timeout=10)

@@ -1,6 +1,9 @@
 """The processes a test started, and only those: found under the test's own process (or a lab it
 started) in /proc, each known by its PID and start time so that a PID reused by someone else's
-process is never taken for ours; and bounded waits on conditions instead of fixed sleeps."""
+process is never taken for ours; bounded waits on conditions instead of fixed sleeps; and what the
+node tests (test_lab_nodes, test_lab_drains, test_lab_pool_upgrade) read of a lab run's Result:
+an event's times, the node a pod was scheduled to, the failed requests sent in a span. Their CPU
+hog (``busy``) is a fixture of conftest.py."""
 
 from __future__ import annotations
 
@@ -8,6 +11,8 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from probesim.results import Result
 
 Proc = tuple[int, int]  # PID, start time (clock ticks since boot)
 
@@ -92,3 +97,21 @@ def wait_until(condition: Callable[[], bool], timeout_s: float, interval_s: floa
         if time.monotonic() >= deadline:
             return False
         time.sleep(interval_s)
+
+
+def at(r: Result, obj: str, reason: str) -> list[int]:
+    """The times (ms) of ``obj``'s events of ``reason``."""
+    return [e.time_ms for e in r.events_for(obj, reason)]
+
+
+def node_of(r: Result, pod: str) -> str:
+    """The node ``pod`` was scheduled to (its one Scheduled event)."""
+    (e,) = r.events_for(f"pod/{pod}", "Scheduled")
+    return e.message.rsplit(" ", 1)[1]
+
+
+def failed_sent(r: Result, a: int, b: int) -> int:
+    """The lab's failed requests sent in [a, b) ms."""
+    sent = r.series["route./.failed_sent"]
+    i, j = (int(x) for x in r.time_ms.searchsorted([a, b]))
+    return int(sent[min(j, sent.size - 1)] - sent[min(i, sent.size - 1)])

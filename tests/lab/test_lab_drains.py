@@ -17,22 +17,16 @@ kube/disruption.py) and carries them out on the pods' processes:
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from probesim.engine import simulate
 from probesim.lab.compare import compare
 from probesim.lab.headroom import Headroom
 from probesim.lab.orchestrator import run_lab
 from probesim.model.scenario import Scenario
-from probesim.results import Result
 from tests.builders import http, scenario
-from tests.lab.procs import children_left
+from tests.lab.procs import at, children_left, failed_sent, node_of
 
 CLUSTER: dict[str, Any] = {"nodes": {"count": 4, "zones": ["a", "b", "c"]}}
 DRAIN = [{"kind": "drain", "node": "node-2", "at": "5s"}]
@@ -60,33 +54,6 @@ def drain_scenario(budget: dict[str, Any], duration: str) -> Scenario:
         manifests=[pdb(**budget)],
         spec={"actions": DRAIN, "cluster": CLUSTER},
     )
-
-
-@pytest.fixture(scope="module")
-def busy() -> Iterator[int]:
-    """A CPU-bound process beside the lab for the whole file (its PID), stopped at the end."""
-    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
-        yield hog.pid
-    finally:
-        hog.kill()
-        hog.wait(timeout=10)
-
-
-def at(r: Result, obj: str, reason: str) -> list[int]:
-    return [e.time_ms for e in r.events_for(obj, reason)]
-
-
-def node_of(r: Result, pod: str) -> str:
-    (e,) = r.events_for(f"pod/{pod}", "Scheduled")
-    return e.message.rsplit(" ", 1)[1]
-
-
-def failed_sent(r: Result, a: int, b: int) -> int:
-    """The lab's failed requests sent in [a, b) ms."""
-    sent = r.series["route./.failed_sent"]
-    i, j = (int(x) for x in r.time_ms.searchsorted([a, b]))
-    return int(sent[min(j, sent.size - 1)] - sent[min(i, sent.size - 1)])
 
 
 def test_a_drain_through_a_budget_of_max_unavailable_1_agrees_with_the_simulation(busy: int) -> None:

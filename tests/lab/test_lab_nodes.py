@@ -24,7 +24,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +40,7 @@ from probesim.lab.orchestrator import run_lab
 from probesim.model.scenario import Scenario
 from probesim.results import Event, Result
 from tests.builders import http, scenario
-from tests.lab.procs import alive, children_left, descendants, wait_until
+from tests.lab.procs import alive, at, children_left, descendants, failed_sent, node_of, wait_until
 
 CLUSTER: dict[str, Any] = {
     "nodes": {"count": 3, "zones": ["a", "b", "c"]},
@@ -65,33 +64,6 @@ def crash_scenario(**kw: Any) -> Scenario:
         spec={"actions": DOWN, "cluster": CLUSTER},
         **kw,
     )
-
-
-@pytest.fixture(scope="module")
-def busy() -> Iterator[int]:
-    """A CPU-bound process beside the lab for the whole file (its PID), stopped at the end."""
-    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
-        yield hog.pid
-    finally:
-        hog.kill()
-        hog.wait(timeout=10)
-
-
-def at(r: Result, obj: str, reason: str) -> list[int]:
-    return [e.time_ms for e in r.events_for(obj, reason)]
-
-
-def node_of(r: Result, pod: str) -> str:
-    (e,) = r.events_for(f"pod/{pod}", "Scheduled")
-    return e.message.rsplit(" ", 1)[1]
-
-
-def failed_sent(r: Result, a: int, b: int) -> int:
-    """The lab's failed requests sent in [a, b) ms."""
-    sent = r.series["route./.failed_sent"]
-    i, j = (int(x) for x in r.time_ms.searchsorted([a, b]))
-    return int(sent[min(j, sent.size - 1)] - sent[min(i, sent.size - 1)])
 
 
 def test_a_crashed_node_in_the_lab_agrees_with_the_simulation(busy: int) -> None:

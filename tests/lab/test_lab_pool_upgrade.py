@@ -24,11 +24,9 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from probesim.engine import simulate
@@ -38,7 +36,7 @@ from probesim.manifests.scenario import load_scenario
 from probesim.model.scenario import Scenario
 from probesim.results import Result
 from tests.builders import http, scenario
-from tests.lab.procs import alive, children_left, descendants, wait_until
+from tests.lab.procs import alive, at, children_left, descendants, node_of, wait_until
 
 CLUSTER: dict[str, Any] = {"nodes": {"count": 3, "zones": ["a", "b", "c"]}}
 UPGRADE = [{"kind": "nodePoolUpgrade", "at": "2s", "maxSurge": 1, "nodeStartup": "5s"}]
@@ -78,26 +76,6 @@ def upgrade_scenario() -> Scenario:
         manifests=[BUDGET],
         spec={"actions": UPGRADE, "cluster": CLUSTER},
     )
-
-
-@pytest.fixture(scope="module")
-def busy() -> Iterator[int]:
-    """A CPU-bound process beside the lab for the whole file (its PID), stopped at the end."""
-    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
-        yield hog.pid
-    finally:
-        hog.kill()
-        hog.wait(timeout=10)
-
-
-def at(r: Result, obj: str, reason: str) -> list[int]:
-    return [e.time_ms for e in r.events_for(obj, reason)]
-
-
-def node_of(r: Result, pod: str) -> str:
-    (e,) = r.events_for(f"pod/{pod}", "Scheduled")
-    return e.message.rsplit(" ", 1)[1]
 
 
 NODE_REASONS = ("CreatingNode", "NodeReady", "Cordon", "Drained", "RemovingNode", "NodePoolUpgraded")

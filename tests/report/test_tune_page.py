@@ -10,11 +10,11 @@ import re
 from pathlib import Path
 
 from probesim.report.tune_page import render_tune
-from probesim.tune.figures import Figures
+from probesim.tune.figures import Figures, Row
 from probesim.tune.inputs import TuneInputs, load
 from probesim.tune.report import patches
 from probesim.tune.space import Setting, Space
-from probesim.tune.study import Outcome, Row
+from probesim.tune.study import Outcome
 from tests.property.hostile import SMALL_MANIFEST
 from tests.report.pages import HOSTILE
 from tests.report.test_html import figures_of

@@ -20,7 +20,7 @@ import yaml
 from typer.testing import CliRunner
 
 from probesim.cli import app
-from probesim.tune import checked, study
+from probesim.tune import checked, reasons, study
 from probesim.tune.ablation import policy_broken
 from probesim.tune.inputs import load
 from probesim.tune.objective import Serial
@@ -106,7 +106,7 @@ def test_the_patch_is_one_an_sre_would_sign(tmp_path: Path, kind: str) -> None:
     rec = o.recommended
     assert rec is not None, o.why
     # Every changed value with the run and figure, or the rule, that decided it.
-    changes = study._changes(o.current.setting, rec.setting)
+    changes = reasons.changes(o.current.setting, rec.setting)
     assert len(o.reasons) == len(changes) > 0
     for line in o.reasons:
         assert "search's pick" not in line and "no figure is materially worse" not in line, line

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from probesim.tune import study
+from probesim.tune import reasons, study
 from probesim.tune.checked import rules_fix
+from probesim.tune.figures import Row
 from probesim.tune.inputs import TuneInputs, load
 from probesim.tune.objective import BLIPS_LABEL, Serial, evaluate, plan
 from probesim.tune.report import recommended_heading
@@ -84,7 +85,7 @@ def test_a_changed_outlier_value_goes_back_to_checks_fix(got: TuneInputs, space:
     assert current.outlier is not None
     assert fix.outlier == {**current.outlier, **CHECKS_FIX}
     # What the ablation puts a changed value back to: the user's, but check's fix where it has one.
-    ref = study._reference(space, current, fix)
+    ref = reasons.reference(space, current, fix)
     assert ref.outlier == {**current.outlier, **CHECKS_FIX}
 
 
@@ -117,9 +118,9 @@ def test_an_outlier_value_other_than_checks_says_the_figure_checks_makes_worse(
     now = space.current()
     rec = _with(space, consecutive5xxErrors=5)
     fix = rules_fix(got, space)
-    rec_row = study.Row(1, rec, evaluate(plan(got, space, rec), Serial()))
-    now_row = study.Row(None, now, evaluate(plan(got, space, now), Serial()))
-    lines = study.justify(got, space, rec_row, now_row, Serial(), fix=fix)
+    rec_row = Row(1, rec, evaluate(plan(got, space, rec), Serial()))
+    now_row = Row(None, now, evaluate(plan(got, space, now), Serial()))
+    lines = reasons.justify(got, space, rec_row, now_row, Serial(), fix=fix)
     line = next(x for x in lines if "consecutive5xxErrors" in x)
     assert line == (
         "outlierDetection.consecutive5xxErrors 1 → 5: needed — with 1, check would warn: PS022 "

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 from probesim.cli import app
 from probesim.engine import simulate
 from probesim.engine.warm import WarmUp
-from probesim.tune import study
-from probesim.tune.figures import RunFigures
+from probesim.tune import reasons, study
+from probesim.tune.figures import Row, RunFigures
 from probesim.tune.inputs import TuneInputs, load
 from probesim.tune.objective import PHASE_MS, Serial, _worst_moment, evaluate, measure, measured, plan
 from probesim.tune.patch import merge_patch, strategic_merge, workload_patch
@@ -470,8 +470,8 @@ def test_in_the_lab_the_patched_workload_neither_restarts_nor_flaps(
 def test_the_front_holds_the_current_setting_and_keeps_it_when_no_trial_beats_it() -> None:
     from probesim.tune.figures import Figures
 
-    def row(n: int | None, failed: int, restarts: int, removal: float) -> study.Row:
-        return study.Row(n, Setting(), Figures(failed, restarts, removal, True, 0, ()))
+    def row(n: int | None, failed: int, restarts: int, removal: float) -> Row:
+        return Row(n, Setting(), Figures(failed, restarts, removal, True, 0, ()))
 
     current, slower, faster = row(None, 86, 0, 11.0), row(4, 86, 0, 27.0), row(9, 108, 0, 5.0)
     front = study.pareto([current, slower, faster])
@@ -635,19 +635,19 @@ def test_a_value_is_justified_by_the_figure_that_decided_it_not_by_failures_with
         run = RunFigures("stress traffic-x3", "stress", 40_000, failed, 0, 0, 0)
         return Figures(failed, 0, 8.0, True, 0, (run,), 39.0, 0.0, rps)
 
-    rec = study.Row(1, rec_setting, figures(30_000, 0.35))
-    current = study.Row(None, now, figures(30_100, 1.1))
+    rec = Row(1, rec_setting, figures(30_000, 0.35))
+    current = Row(None, now, figures(30_100, 1.1))
     for back, says in (
         (figures(30_100, 1.1), "probe requests per second per pod 0.35/s, 1.1/s with 2"),
         (figures(30_400, 1.1), "failed requests 30000, 30400 with 2 (stress traffic-x3: +400)"),
     ):
-        (line,) = study.justify(inputs, space, rec, current, Serial(), figures_of=lambda s, b=back: b)
+        (line,) = reasons.justify(inputs, space, rec, current, Serial(), figures_of=lambda s, b=back: b)
         assert line == f"app readinessProbe.periodSeconds 2 → 4: {says}", line
     # A value that cannot be put back alone says the principle of the probe policy it keeps.
     probes["app"]["readinessProbe"]["failureThreshold"] = 4  # 4 × 4 s: liveness must outlast it
     probes["app"]["livenessProbe"]["failureThreshold"] = 4
-    rec = study.Row(1, Setting(probes, now.outlier), figures(30_000, 0.35))
-    lines = study.justify(inputs, space, rec, current, Serial(), figures_of=lambda s: figures(30_000, 0.35))
+    rec = Row(1, Setting(probes, now.outlier), figures(30_000, 0.35))
+    lines = reasons.justify(inputs, space, rec, current, Serial(), figures_of=lambda s: figures(30_000, 0.35))
     assert (
         "app livenessProbe.failureThreshold 3 → 4: needed — with 3, liveness would give up no later than readiness"
         in lines

@@ -32,7 +32,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from probesim.analysis.stress import ROLLOUTS, base_scenario, nearest_services, stress_scenario
+from probesim.analysis.own_scenario import nearest_services
+from probesim.analysis.stress import ROLLOUTS, base_scenario, stress_scenario
 from probesim.kube.selectors import selects
 from probesim.manifests.generated import istio_hosts
 from probesim.manifests.kubernetes import Objects

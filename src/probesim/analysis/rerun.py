@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import shlex
 
-from probesim.analysis.stress import SUITE, nearest_services, stress_scenario, suite_base
+from probesim.analysis.own_scenario import nearest_services
+from probesim.analysis.stress import SUITE, stress_scenario, suite_base
 from probesim.errors import InputError
 from probesim.kube.selectors import selects
 from probesim.manifests.kubernetes import SIMULATED_KINDS, Objects

@@ -38,8 +38,10 @@ complete (a budget that allows no eviction stalls it), errors, the lowest ready 
 restarts.
 
 This module holds the suite's entry points: its stresses, each stress's scenario, and the runs
-with their verdicts. The node stresses' scenarios and verdicts are analysis/node_stresses.py's;
-the thresholds, a stress's result and the other verdicts analysis/stress_verdicts.py's.
+with their verdicts. The workload's own scenario from the files, the Services nearest it and
+what its app profile gives a stress are analysis/own_scenario.py's; the node stresses' scenarios
+and verdicts analysis/node_stresses.py's; the thresholds, a stress's result and the other
+verdicts analysis/stress_verdicts.py's.
 """
 
 from __future__ import annotations
@@ -54,6 +56,16 @@ from typing import Any
 from pydantic import ValidationError
 
 from probesim.analysis.node_stresses import NotApplied, guards, judge_drain, judge_node, node_stress
+from probesim.analysis.own_scenario import (
+    DURATION_MS,
+    STOP_THE_WORLD_MS,
+    alone_note,
+    dump,
+    nearest_services,
+    own_scenario,
+    pause_ms,
+    profile_note,
+)
 from probesim.analysis.stress_verdicts import (
     StressResult,
     StressThresholds,
@@ -69,13 +81,10 @@ from probesim.engine.warm import together
 from probesim.kube.load_model import app_profiles, default_rate, workload_behavior
 from probesim.kube.rolling import rolling_update
 from probesim.kube.selectors import selects
-from probesim.manifests.generated import istio_hosts
 from probesim.manifests.kubernetes import SIMULATED_KINDS, Objects
-from probesim.mesh.istio import DestinationRule, VirtualService
-from probesim.mesh.load import istio_objects
 from probesim.model.disruption import PodDisruptionBudget
-from probesim.model.duration import format_ms, parse_ms
-from probesim.model.kubernetes import HorizontalPodAutoscaler, Probe, Service, Workload
+from probesim.model.duration import parse_ms
+from probesim.model.kubernetes import Probe, Service, Workload
 from probesim.model.scenario import Hang, Scenario, service_calls
 from probesim.profiles import ProfileCorrection, Resolved
 from probesim.results.result import Result
@@ -106,79 +115,7 @@ SUITE = (*STRESSES, *ROLLOUTS, *NODE_STRESSES)
 # The stresses that are the baseline until EVENT_AT_MS: they go on from its warm-up
 # (engine/warm.py) instead of simulating the same start-up again.
 LATER_STRESSES = ("stop-the-world-2s",)
-DURATION_MS = 5 * 60_000
 EVENT_AT_MS = 2 * 60_000
-
-
-def _dump(m: Any) -> Any:
-    return m.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
-def own_scenario(objects: Objects, w: Workload, services: list[Service]) -> tuple[Scenario, str]:
-    """``w`` as the manifests have it, in a scenario of its own when no scenario is given: its
-    Services, its HPA, the DestinationRules and VirtualServices naming those Services, and the
-    Namespaces' labels (Istio's injection), with no behaviour or traffic of its own (the default
-    load model's, base_scenario). ``probesim check diff`` runs each side so too. A VirtualService
-    that routes elsewhere too (another version's subset, another Service) is left out — ``w``
-    alone would get requests meant for pods that are not there — and the text says so."""
-    names = {s.name for s in services}
-    key = (w.kind, w.metadata.namespace, w.name)
-    here = os.path.dirname(objects.origin(w).doc.file)
-    variants = any((x.kind, x.metadata.namespace, x.name) == key for x in objects.workloads if x is not w)
-
-    def ours(file: str) -> bool:
-        """Whether an object of ``file`` goes with ``w``: any does, but of a workload read in
-        several variants' folders (a base and its overlays), only those of its folder or above."""
-        there = os.path.dirname(file)
-        return not variants or here == there or here.startswith(there + os.sep) or not there
-
-    scaler = next((h for h in objects.hpas if h.spec.scale_target_ref.kind == w.kind
-                   and h.spec.scale_target_ref.name == w.name and h.metadata.namespace == w.metadata.namespace
-                   and ours(objects.origin(h).doc.file) and _simulated(objects, h)), None)  # fmt: skip
-    mesh = [x for x in objects.istio if istio_hosts(x[2]) & names and ours(x[0].file)]
-    rules, vss = istio_objects(Objects(istio=mesh))
-    files = [doc.file for doc, _, data in mesh if data.get("kind") == "VirtualService"]
-    away = [(v, f, why) for v, f in zip(vss, files, strict=True) if (why := _elsewhere(v, w, names, rules))]
-    left = "; ".join(f"VirtualService {v.metadata.name} ({os.path.basename(f)}) left out: it {why}"
-                     for v, f, why in away)  # fmt: skip
-    vss = [v for v in vss if not any(v is x for x, _, _ in away)]
-    sc = Scenario.model_validate(
-        {
-            "name": w.name,
-            "spec": {"duration": f"{DURATION_MS // 1000}s"},
-            "workloads": [_dump(w)],
-            "services": [_dump(s) for s in services],
-            "autoscalers": [_dump(scaler)] if scaler is not None else [],
-            "destinationRules": [_dump(r) for r in rules],
-            "virtualServices": [_dump(v) for v in vss],
-            "namespaceLabels": objects.namespace_labels,
-        }
-    )
-    return sc, left
-
-
-def _elsewhere(v: VirtualService, w: Workload, names: set[str], rules: list[DestinationRule]) -> str:
-    """Where a VirtualService routes that ``w``'s pods are not (``names``: its Services), "" when
-    every route reaches them."""
-    for route in v.spec.http:
-        for d in (x.destination for x in route.route):
-            host = d.host.split(".")[0]
-            if host not in names:
-                return f"routes to {d.host}, a Service that does not select {w.kind} {w.name}"
-            if d.subset is None:
-                continue
-            subsets = [x for r in rules if r.spec.host.split(".")[0] == host for x in r.spec.subsets]
-            sub = next((x for x in subsets if x.name == d.subset), None)
-            if sub is None or any(w.pod_labels.get(k) != val for k, val in sub.labels.items()):
-                return f"routes to subset {d.subset} of {host}, whose pods are not {w.kind} {w.name}'s"
-    return ""
-
-
-def _simulated(objects: Objects, h: HorizontalPodAutoscaler) -> bool:
-    """Whether the HPA scales on a metric probesim simulates (CPU utilization), as ``probesim run``
-    takes it from manifests."""
-    ignored = objects.unsimulated_metrics.get(h.name, [])
-    return not (ignored and len(ignored) == len(h.spec.metrics))
 
 
 def base_scenario(
@@ -209,19 +146,19 @@ def base_scenario(
         for t, raw in zip(given.spec.traffic, gs.get("traffic", []), strict=True):
             if given.services and given.service_for(t).name in names:
                 traffic.append({**raw, "service": given.service_for(t).name})
-        doc["autoscalers"] = [_dump(h) for h in given.autoscalers if given.autoscaler_for(w) is h]
+        doc["autoscalers"] = [dump(h) for h in given.autoscalers if given.autoscaler_for(w) is h]
         doc["destinationRules"] = [
-            _dump(r) for r in given.destination_rules if r.spec.host.split(".")[0] in names
+            dump(r) for r in given.destination_rules if r.spec.host.split(".")[0] in names
         ]
         doc["virtualServices"] = [
-            _dump(v) for v in given.virtual_services if any(h.split(".")[0] in names for h in v.spec.hosts)
+            dump(v) for v in given.virtual_services if any(h.split(".")[0] in names for h in v.spec.hosts)
         ]
         if given.namespace_labels:  # Istio injects by them
             doc["namespaceLabels"] = given.namespace_labels
         # What it calls goes with it, as the scenario has it: a stress of the workload reaches
         # what it calls, and a call to a Service that is not there would be a refusal.
         for callee, its in _callees(given, w):
-            doc["workloads"] = [*doc.get("workloads", []), _dump(callee)]
+            doc["workloads"] = [*doc.get("workloads", []), dump(callee)]
             if callee.name in gs.get("behavior", {}):
                 spec.setdefault("behavior", {})[callee.name] = gs["behavior"][callee.name]
             services = [*services, *(x for x in its if x not in services)]
@@ -235,12 +172,12 @@ def base_scenario(
         traffic = [{"service": own[0].name, "path": "/", "rate": default_rate(w), "start": "1m"}]
     spec["traffic"] = traffic
     doc["spec"] = spec
-    doc["workloads"] = [_dump(w), *doc.get("workloads", [])]
-    doc["services"] = [_dump(s) for s in services]
+    doc["workloads"] = [dump(w), *doc.get("workloads", [])]
+    doc["services"] = [dump(s) for s in services]
     pdbs = [b for b in (budgets if budgets is not None else given.disruption_budgets if given else [])
             if guards(b, w)]  # fmt: skip
     if pdbs:
-        doc["disruptionBudgets"] = [_dump(b) for b in pdbs]
+        doc["disruptionBudgets"] = [dump(b) for b in pdbs]
     return doc
 
 
@@ -325,7 +262,7 @@ def apply(
         spec["behavior"][w.name].setdefault("pods", []).append({"ordinals": [0], "containers": bad})
     elif stress == "stop-the-world-2s":
         for name, b in containers.items():
-            pause = max(STOP_THE_WORLD_MS, _pause_ms(app, name))
+            pause = max(STOP_THE_WORLD_MS, pause_ms(app, name))
             episode = {"kind": "hang", "at": f"{EVENT_AT_MS}ms", "for": f"{pause}ms"}
             b.setdefault("episodes", []).append(episode)
     elif stress == "cpu-limit-at-request":
@@ -358,47 +295,6 @@ def apply(
     elif stress != "baseline":
         raise ValueError(stress)
     return Scenario.model_validate(doc)
-
-
-STOP_THE_WORLD_MS = 2000  # stop-the-world-2s's pause, unless the app's profile says a longer one
-
-
-def _pause_ms(app: dict[str, Resolved] | None, container: str) -> int:
-    p = (app or {}).get(container)
-    return p.pause_ms if p is not None and p.known else 0
-
-
-def alone_note(objects: Objects, w: Workload, services: list[Service]) -> str:
-    """For one replica whose Services send to other workloads too (bare Pods of one group behind
-    one Service), why it is stressed alone; "" otherwise."""
-    for s in services:
-        peers = [f"{x.kind} {x.name}" for x in objects.workloads
-                 if x is not w and x.kind in SIMULATED_KINDS and selects(s, x)]  # fmt: skip
-        if peers:
-            return (f"stressed alone, as every workload is: Service {s.name} also sends to "
-                    f"{', '.join(peers)}, each stressed on its own, so the group's loss of one member "
-                    "is not simulated here")  # fmt: skip
-    return ""
-
-
-def profile_note(stress: str, base: dict[str, Any], w: Workload, app: dict[str, Resolved] | None) -> str:
-    """What a stress took from the app's profiles (said with its verdict): the baseline's start,
-    start-x2's doubled one, stop-the-world's longer pause; "" when nothing."""
-    known = {n: p for n, p in (app or {}).items() if p.known}
-    one = len(w.pod_spec.containers) == 1
-    parts = []
-    for name, p in known.items():
-        who = p.profile.name if one else f"[{name}] {p.profile.name}"
-        typical = format_ms(p.start_ms[0])
-        if stress == "baseline" and p.start_ms[0] > 0:
-            parts.append(f"app starts in {typical} ({who}'s typical start, its profile)")
-        elif stress == "start-x2" and p.start_ms[0] > 0:
-            start = format_ms(parse_ms(base["spec"]["behavior"][w.name]["containers"][name]["start"]) * 2)
-            parts.append(f"app starts in {start} (twice {who}'s typical {typical}; "
-                         f"{format_ms(p.start_ms[1])} at worst)")  # fmt: skip
-        elif stress == "stop-the-world-2s" and p.pause_ms > STOP_THE_WORLD_MS:
-            parts.append(f"a {format_ms(p.pause_ms)} pause, not 2s: {who}'s longest (its profile)")
-    return "; ".join(parts)
 
 
 def _check_key(p: Probe | None) -> str | None:
@@ -551,22 +447,6 @@ def run_together(jobs: tuple[Job, ...]) -> list[StressResult]:
         return [run_one(j) for j in jobs]
     results = together([sc for sc in scenarios if sc is not None], EVENT_AT_MS)
     return [run_one(j, r) for j, r in zip(jobs, results, strict=True)]
-
-
-def nearest_services(objects: Objects, w: Workload, services: list[Service]) -> list[Service]:
-    """``services``, one of each name: of Services of one name in several variants' folders (a
-    base and its overlays), the one whose file is nearest ``w``'s."""
-    here = objects.origin(w).doc.file.split(os.sep)
-
-    def near(s: Service) -> int:
-        there = objects.origin(s).doc.file.split(os.sep)
-        return -next((i for i, (a, b) in enumerate(zip(here, there, strict=False)) if a != b), len(here))
-
-    best: dict[str, Service] = {}
-    for s in services:
-        if s.name not in best or near(s) < near(best[s.name]):
-            best[s.name] = s
-    return [s for s in services if best[s.name] is s]
 
 
 def stress_suite(

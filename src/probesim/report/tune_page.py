@@ -16,11 +16,11 @@ from probesim.report.html import Cell, Figure, Html, Section, chart, label, page
 from probesim.safe import MESSAGE_LIMIT, visible
 
 if TYPE_CHECKING:
-    from probesim.tune.figures import Figures
+    from probesim.tune.figures import Figures, Row
     from probesim.tune.inputs import TuneInputs
     from probesim.tune.report import PatchOut
     from probesim.tune.space import Setting, Space
-    from probesim.tune.study import Outcome, Row
+    from probesim.tune.study import Outcome
 
 
 # Long lines of a patch or a command wrap inside the page (the copy keeps them whole).

@@ -17,6 +17,7 @@ from probesim.errors import InputError, check_writable
 from probesim.safe import visible
 from probesim.tune import inputs as tune_inputs
 from probesim.tune import report, study
+from probesim.tune.figures import Row
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -81,7 +82,7 @@ def tune(
     url = study.storage_url(storage)
     study_name = name or study.study_name(got, seed)
 
-    def progress(n: int, row: study.Row) -> None:
+    def progress(n: int, row: Row) -> None:
         err.print(
             Text(f"trial {row.number} ({n}/{trials}): {report.render_figures_note(row.figures)}"),
             highlight=False,

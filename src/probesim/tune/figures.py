@@ -1,12 +1,16 @@
 """What the tuner measures of a setting: each run's figures (RunFigures) and a setting's
 (Figures) — failed requests, needless restarts and flaps, the hung pod's times, time to Ready,
-probe load — and the budgets an SRE asks of them (BUDGETS, budget_cost). objective.py simulates
-the runs and reads these; the search, the choice, the ablation and the reports compare them."""
+probe load — the budgets an SRE asks of them (BUDGETS, budget_cost), and a trial's Row (its
+setting with its figures). objective.py simulates the runs and reads these; the search, the
+choice, the ablation, the reasons and the reports compare them."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:  # a Row's annotation only: figures stay cheap to import (check diff reads them)
+    from probesim.tune.space import Setting
 
 DETECTION_CAP_MS = 5 * 60_000
 # What an SRE asks of a setting once it fails no more requests and restarts nothing for nothing:
@@ -131,3 +135,12 @@ def budget_cost(f: Figures) -> float:
 
 def within_budgets(f: Figures) -> bool:
     return all(getattr(f, k) <= v for k, v in BUDGETS.items())
+
+
+@dataclass(frozen=True)
+class Row:
+    """A trial's setting with its figures (the current setting's too)."""
+
+    number: int | None  # the trial's; None for the current setting
+    setting: Setting
+    figures: Figures

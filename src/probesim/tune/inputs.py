@@ -159,7 +159,8 @@ def _missing_probes(
     as a TCP check, what it cannot see (:func:`tcp_caveat`)."""
     from probesim.analysis.context import Context
     from probesim.analysis.rules.handlers import profile_handler, readiness_handler, serves_nothing
-    from probesim.analysis.rules.timing import plan, slowest_start_ms, startup_handler, wants_readiness
+    from probesim.analysis.rules.plan import plan
+    from probesim.analysis.rules.timing import slowest_start_ms, startup_handler, wants_readiness
 
     ctx = Context(objects, sc if w.name in sc.spec.behavior else None)
     added: dict[str, dict[str, dict[str, Any]]] = {}

@@ -8,7 +8,8 @@ from probesim.analysis.context import Context
 from probesim.analysis.findings import REGISTRY, Finding
 from probesim.analysis.patch import nest
 from probesim.analysis.rules.handlers import serves_nothing
-from probesim.analysis.rules.timing import plan, wants_readiness
+from probesim.analysis.rules.plan import plan
+from probesim.analysis.rules.timing import wants_readiness
 from probesim.manifests.yamlsrc import get_path
 
 rule = REGISTRY.rule

@@ -9,6 +9,7 @@ from probesim.analysis.context import Context
 from probesim.analysis.findings import REGISTRY, Finding
 from probesim.analysis.rules.dependencies import profile_liveness_path
 from probesim.analysis.rules.handlers import port_kind, profile_handler
+from probesim.analysis.rules.plan import plan
 from probesim.analysis.rules.timing import (
     THROTTLE_LIMIT_M,
     Timing,
@@ -17,7 +18,6 @@ from probesim.analysis.rules.timing import (
     cpu_limit_m,
     exec_timeout_short,
     liveness_slow,
-    plan,
     probes_of,
     readiness_slow,
     restart_grace,

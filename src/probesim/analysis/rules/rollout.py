@@ -11,7 +11,7 @@ from typing import Any
 from probesim.analysis.context import Context, Target
 from probesim.analysis.findings import REGISTRY, Finding
 from probesim.analysis.patch import apply, container_patch
-from probesim.analysis.rules.timing import plan
+from probesim.analysis.rules.plan import plan
 from probesim.kube.load_model import workload_behavior
 from probesim.kube.readiness import earliest_ready, ready_after
 from probesim.kube.rolling import Rolling, rolling_update

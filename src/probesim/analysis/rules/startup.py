@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 from probesim.analysis.context import Context
 from probesim.analysis.findings import REGISTRY, Finding
+from probesim.analysis.rules.plan import plan
 from probesim.analysis.rules.timing import (
     Timing,
     delayed,
-    plan,
     slowest_start_ms,
     starts_too_slow,
     startup_short,
