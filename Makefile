@@ -32,7 +32,7 @@ browser:
 
 # Two workers: the lab's real-time tests in one (one after another), the rest shared.
 test: lint browser
-	$(BIN)/pytest -n 2 --dist loadgroup
+	$(BIN)/pytest -n 2 --dist loadgroup --durations=25
 
 docs: setup
 	$(BIN)/python -c "from probesim.analysis.rules import rules_markdown as m; open('docs/rules.md', 'w').write(m())"
