@@ -606,3 +606,38 @@ def test_istio_fixes_are_merge_patches_that_keep_the_lists_they_replace() -> Non
     }
     assert _recheck(docs) == len([f for f in _findings(docs) if f.patch is not None])
     _no_contradiction(_findings(docs))
+
+
+def test_a_throttled_grpc_check_does_not_add_a_second_handler_to_the_plans_readiness() -> None:
+    # Found by the generated property on a fresh clone: a PostgreSQL image on a port named grpc,
+    # TCP readiness and liveness, a 2m CPU limit. PS034's grpc check took the plan's liveness
+    # timeout (PS044) with the plan's readiness too — whose check the plan replaces by
+    # pg_isready (PS045) — so its patch gave readiness exec and grpc at once, which the API
+    # server refuses ("may not specify more than 1 handler type").
+    text = """\
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: a}
+spec:
+  selector: {matchLabels: {app: a}}
+  template:
+    metadata: {labels: {app: a}}
+    spec:
+      containers:
+        - name: app
+          image: postgres:16
+          ports: [{name: grpc, containerPort: 8080}]
+          resources: {limits: {cpu: 2m}}
+          readinessProbe: {tcpSocket: {port: 8080}}
+          livenessProbe: {tcpSocket: {port: 8080}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: a}
+spec:
+  selector: {app: a}
+  ports: [{port: 80, targetPort: 8080}]
+"""
+    docs = list(load_docs(text, "gen.yaml"))
+    assert "PS034" in {f.rule.id for f in _findings(docs)}
+    _recheck(docs)

@@ -203,9 +203,15 @@ def tcp_probe_on_http_or_grpc(ctx: Context) -> Iterator[Finding]:
                 pl = plan(ctx, t)
                 if pl.throttled_limit_m is not None:
                     for key, fields in pl.change("liveness").items():
+                        if key in change:  # this fix's own check, not the one the plan gives it
+                            fields = {k: v for k, v in fields.items() if k not in PROBE_HANDLERS}
                         change[key] = {**fields, **change.get(key, {})}
                     note += "; " + pl.throttle_reason()
             yield ctx.finding("PS034", t, msg, (name, "tcpSocket"), change=change, note=note)
+
+
+# The fields of a probe that are its check: one of them only (the API server refuses two).
+PROBE_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")
 
 
 @rule(
