@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import socket
 from collections.abc import Callable, Coroutine
 
 import numpy as np
@@ -93,6 +94,8 @@ class LabNodes:
         self.waiting: dict[int, Pod] = {}  # created, not yet bound: by slot
         # SIGSTOPped (and whether as a process group): each gets SIGCONT on every way out.
         self.stopped: list[tuple[asyncio.subprocess.Process, bool]] = []
+        # Per stopped pod, the connection that fills its listening socket's one queue slot.
+        self.plugs: dict[str, socket.socket] = {}
         self.chores: set[asyncio.Task[None]] = set()
         # The kernel's accept-queue counters when the first down node's queues were shrunk (None:
         # none is now), and what they counted while any was: the scenario's dead hosts, not the
@@ -228,12 +231,13 @@ class LabNodes:
             task.cancel()
         pod.tasks.clear()
         proc = pod.run.proc
-        if pod.run.listening is not None:
+        listening = pod.run.listening
+        if listening is not None:
             if self.window0 is None:
                 self.window0 = netstat()
             # A dead host answers no SYN: its backlog shrunk to nothing, new connections wait for
-            # an answer that never comes (the first one waits in the queue), as the simulation's.
-            pod.run.listening.listen(0)
+            # an answer that never comes until the client's connect timeout, as the simulation's.
+            listening.listen(0)
         if proc is not None and proc.returncode is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 if pod.command:
@@ -241,6 +245,15 @@ class LabNodes:
                 else:
                     proc.send_signal(signal.SIGSTOP)
                 self.stopped.append((proc, bool(pod.command)))
+        if listening is not None:
+            # Linux keeps one connection in a zero backlog's queue: the lab's own takes it, once
+            # the app can no longer accept it, so that no client's new connection completes its
+            # handshake with a dead host (a request on it would hang instead of failing to
+            # connect). The connections the clients already had hang, as on a dead node.
+            plug = socket.socket(listening.family, socket.SOCK_STREAM)
+            plug.setblocking(False)
+            plug.connect_ex(listening.getsockname())
+            self.plugs[pod.name] = plug
 
     def _mark_not_ready(self, pod: Pod, t: int) -> None:
         """``MarkPodsNotReady``: the node controller sets the pod's Ready condition False (its
@@ -257,12 +270,14 @@ class LabNodes:
         """The taint eviction controller deleted the pod: Terminating (its ReplicaSet replaces it),
         its stopped processes killed to free this machine; it goes once its node is back."""
         pod.deleting = True
+        self._unplug(pod)
         self.status.push_endpoints()
         self._chore(self.runtime.halt(pod))
 
     def _back(self, pod: Pod, t: int, crashed: bool, admit: Admit, tasks: list[asyncio.Task[None]]) -> None:
         """The pod's node is back: deleted meanwhile, it goes; else after a partition its
         processes go on, after a crash it gets new containers (the old ones died with the node)."""
+        self._unplug(pod)
         self._continue(pod)
         if pod.deleting:
             pod.frozen = False
@@ -315,6 +330,11 @@ class LabNodes:
         self.chores.add(task)
         task.add_done_callback(self.chores.discard)
 
+    def _unplug(self, pod: Pod) -> None:
+        plug = self.plugs.pop(pod.name, None)
+        if plug is not None:
+            plug.close()
+
     def _continue(self, pod: Pod) -> None:
         for item in [x for x in self.stopped if x[0] is pod.run.proc]:
             self.stopped.remove(item)
@@ -332,6 +352,9 @@ class LabNodes:
         """Every process this module stopped, and still there, continued: none stays stopped
         whatever ends the run (the reaping kills them next)."""
         self._close_window()
+        for plug in self.plugs.values():
+            plug.close()
+        self.plugs.clear()
         stopped, self.stopped = self.stopped, []
         for proc, group in stopped:
             _cont(proc, group)
