@@ -1,9 +1,12 @@
 """A node failure behind client sidecars: 3 pods on 3 nodes, node-2 (web-1's) crashes at 60 s,
-30 requests a second from one client. A dead host answers nothing and sends no reset, so the
-sidecar's connection attempt fails at the cluster's connect_timeout (Istio's
-connectionPool.tcp.connectTimeout, 10 s by default): a 503 connect failure (UF), which Envoy's
-outlier detection counts, without split mode, as a 5xx and a gateway error
-(reference/envoy-istio.md §2.2), when the attempt fails — not when the request was sent."""
+30 requests a second from one client. A dead host answers nothing and sends no reset: the
+sidecar's first request there goes out on the connection it kept alive and hangs until the
+client gives up (nothing reported); the next ones need a new connection, whose attempt fails at
+the cluster's connect_timeout (Istio's connectionPool.tcp.connectTimeout, 10 s by default),
+failing with it every request waiting in the pool for a connection (purgePendingStreams): 503
+connect failures (UF), which Envoy's outlier detection counts, without split mode, as 5xx and
+gateway errors (reference/envoy-istio.md §2.2), when the attempt fails — not when each request
+was sent."""
 
 from __future__ import annotations
 
@@ -76,28 +79,33 @@ def test_without_outlier_detection_a_third_fail_until_the_node_controller_notice
 
 
 def test_outlier_detection_ejects_the_dead_host_a_connect_timeout_after_the_fifth_failure() -> None:
-    """consecutive5xxErrors 5: web-1's fifth request (60.466 s: every third of 30/s) fails at
-    the 1 s connect timeout, and the host is ejected then (the gateway-failure detection counts
-    too, not enforced by default). It comes back after baseEjectionTime (92 s, at the 1 s
-    interval's tick), fails five more and is ejected again; at 105 s the endpoint goes."""
+    """consecutive5xxErrors 5: web-1's first request after the crash (60.066 s: every third of
+    30/s) hangs on the kept-alive connection; the next (60.166 s) opens a connection, and the
+    ten sent until its 1 s connect timeout wait for it and fail with it at 61.166 s: the host is
+    ejected then (the gateway-failure detection counts too, not enforced by default). It comes
+    back after baseEjectionTime (92 s, at the 1 s interval's tick), its kept-alive connection
+    gone: the requests from 92.066 s fail with that attempt's timeout at 93.066 s, ejected
+    again; at 105 s the endpoint goes. Failed: the hung one and the 11 sent in each window."""
     r = run({**FAST, **DETECT}, retries={"attempts": 0})
     assert ejections(r) == [
-        (61.466, "CONSECUTIVE_GATEWAY_FAILURE", False),
-        (61.466, "CONSECUTIVE_5XX", True),
-        (93.466, "CONSECUTIVE_GATEWAY_FAILURE", False),
-        (93.466, "CONSECUTIVE_5XX", True),
+        (61.166, "CONSECUTIVE_GATEWAY_FAILURE", False),
+        (61.166, "CONSECUTIVE_5XX", True),
+        (93.066, "CONSECUTIVE_GATEWAY_FAILURE", False),
+        (93.066, "CONSECUTIVE_5XX", True),
     ]
     assert times(r, "OutlierUneject") == [92]
-    assert r.route("/").failed["not_answering"] == 30
+    assert r.route("/").failed["not_answering"] == 1 + 11 + 11
     accounted(r)
 
 
 def test_istio_defaults_retry_the_connect_failure_on_another_host() -> None:
     """Istio's default retries (2 attempts, retryOn connect-failure among others) send a failed
-    connection's request to another host: nothing fails, every request that met web-1 waits the
-    10 s connect timeout first; the detection ejects at 70.466 s (10 s after the fifth)."""
+    connection's request to another host: only the one hung on the kept-alive connection fails
+    (at the client's 60 s timeout, not retried: nothing answered, nothing reset); every other
+    request that met web-1 waits for the 10 s connect timeout of the attempt opened at
+    60.166 s, and the detection ejects when it fires, at 70.166 s."""
     r = run(DETECT)
-    assert r.route("/").failed_total == 0
-    assert r.route("/").envoy["upstream_rq_retry"] == 145
-    assert [t for t, kind, enforced in ejections(r) if enforced] == [70.466]
+    assert r.route("/").failed == {**dict.fromkeys(r.route("/").failed, 0), "not_answering": 1}
+    assert r.route("/").envoy["upstream_rq_retry"] == 142
+    assert [t for t, kind, enforced in ejections(r) if enforced] == [70.166]
     accounted(r)

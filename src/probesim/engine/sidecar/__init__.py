@@ -42,6 +42,8 @@ The modules, by what they own:
   each step's requests through the policy and the monitor;
 - retry.py: retries through round robin (RetryWalk, WalkRun);
 - hold.py: requests a fault delay holds (SidecarHold);
+- pool.py: kept-alive connections to a dead host: the request that hangs on one, least
+  request's odds while it does;
 - split.py: weighted destinations (SplitRoute, weighted_counts);
 - build.py: the sidecars of a scenario's routes from its Istio objects (build_mesh, istio_for).
 

@@ -139,6 +139,7 @@ def build_mesh(scenario: Scenario, fleet: Fleet, rng: np.random.Generator) -> di
                         rng,
                         scenario.spec.step,
                         sidecars,
+                        t.timeout,
                     )
                 )
             every = np.flatnonzero(route.selects & (route.target_container >= 0))
@@ -161,6 +162,7 @@ def build_mesh(scenario: Scenario, fleet: Fleet, rng: np.random.Generator) -> di
             rng,
             scenario.spec.step,
             sidecars,
+            t.timeout,
         )
     return out
 

@@ -324,6 +324,15 @@ class OutlierMonitor:
         if d is None:
             return
         thresholds = self._thresholds(c)
+        # Connect attempts to dead hosts (a connect timeout's lag).
+        connecting = refused & (lag > 0) if lag is not None else np.zeros(hosts.size, bool)
+        if lag is not None and connecting.any():
+            for ci_ in np.flatnonzero(connecting & sent).tolist():
+                # The first try after the last connection's timeout opens a new one; the tries
+                # until its timeout wait in the pool's pending queue and fail with it.
+                first, h = when(ci_, 1), int(hosts[ci_])
+                if first >= c.connect_from[h] + int(lag[ci_]):
+                    c.connect_from[h] = first
         hits = (bad_code & (st >= 502) & (st <= 504), bad_code, sent & (refused | timed_out) & self.split)
         # Each (host, check) whose counter passed its threshold: its detections are the x-th of
         # its requests that made the counter equal the threshold, then every threshold more
@@ -349,6 +358,8 @@ class OutlierMonitor:
             if c.ejected[h]:
                 continue  # §2.3.2: ignored while ejected, the counter not reset (no unejection here)
             delay = int(lag[hi]) if lag is not None else (self.timeout_ms if hung[hi] else 0)
+            if connecting[hi] and te < c.connect_from[h] + delay:
+                delay = int(c.connect_from[h] + delay - te)  # failed with the pending ones
             timer = delay > 0
             if not timer and (capped or not self._allowed(c)):
                 # Ejections only grow within a report, so the cap refuses all the rest alike:

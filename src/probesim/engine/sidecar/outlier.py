@@ -125,11 +125,21 @@ class Client:
     # they change), and _plain's (view, visible, healthy hosts, every bad host ejected).
     member_of: B | None = None
     healthy_of: tuple[object, B, int, bool] | None = None
+    # Kept-alive connections (pool.py): an idle one per host, and when the request hung on one
+    # to a dead host ends.
+    pooled: B = field(init=False)
+    held_until: I64 = field(init=False)
+    # When the connection whose connect timeout fails the pending requests to a host was opened
+    # (Envoy fails them all at once: ConnPoolImplBase::purgePendingStreams).
+    connect_from: I64 = field(init=False)
 
     def __post_init__(self) -> None:
         n = self.n
         self.member, self.ejected, self.visible = np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, bool)
         self.waiting = np.zeros(n, bool)
+        self.pooled = np.zeros(n, bool)
+        self.held_until = _zeros(n)
+        self.connect_from = np.full(n, LONG_AGO, np.int64)
         for name in (
             "c5xx",
             "cgw",
@@ -147,7 +157,9 @@ class Client:
 
     def forget(self, hosts: B) -> None:
         """Hosts removed from the cluster: their monitors go, with any ejection (§2.10)."""
-        self.ejected[hosts] = self.visible[hosts] = False
+        self.ejected[hosts] = self.visible[hosts] = self.pooled[hosts] = False
+        self.held_until[hosts] = 0
+        self.connect_from[hosts] = LONG_AGO
         for a in (self.c5xx, self.cgw, self.clocal, self.backoff, self.num_ejections):
             a[hosts] = 0
         for a in (self.rq, self.rq_failed, self.lrq, self.lrq_failed):

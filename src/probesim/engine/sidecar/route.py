@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from probesim.engine.sidecar import pool
 from probesim.engine.sidecar.ejection import OutlierMonitor
 from probesim.engine.sidecar.outlier import NEVER, Client, Detector, SidecarStats
 from probesim.engine.sidecar.policy import RoutePolicy
@@ -56,6 +57,7 @@ class _HostView:
         # times out after the cluster's connect_timeout (a 503 connect failure, UF), unless the
         # router's timer (route or per-try timeout) fires first (a 504, as for a hung host).
         dead = cat == UNREACHABLE
+        self.dead, self.dead_any = dead, bool(dead.any())
         first = bool(pol.times_out and 0 < pol.timeout_ms <= route.connect_ms)
         connect = dead & (not first)
         self.refused = (cat == REFUSED) | connect
@@ -106,9 +108,11 @@ class MeshRoute:
         rng: np.random.Generator,
         step: int = 1000,
         sidecars: list[str] | None = None,
+        client_timeout_ms: float | None = None,
     ) -> None:
         """``sidecars``: the name of each client's sidecar in the event log (default
-        client-0, client-1, …)."""
+        client-0, client-1, …); ``client_timeout_ms``: when a client gives up on a request
+        (None: never), which ends one hung on a kept-alive connection (pool.py)."""
         self.name = name
         self.pods = host_pods  # the Service's pods, in pod order (the cluster's hosts)
         self.upstreams = upstreams  # "ip:port" per host, for the event log
@@ -127,6 +131,9 @@ class MeshRoute:
         self._rq = np.zeros((clients, host_pods.size), np.int64)
         self._c5xx = np.zeros((clients, host_pods.size), np.int64)
         self._cgw = np.zeros((clients, host_pods.size), np.int64)
+        self._pooled = np.zeros((clients, host_pods.size), bool)
+        self._held = np.zeros((clients, host_pods.size), np.int64)
+        self.client_timeout_ms = client_timeout_ms
         self._rows()
         for c in self.clients:
             c.cursor = int(rng.integers(0, max(host_pods.size, 1)))  # Envoy seeds the index at random
@@ -162,6 +169,7 @@ class MeshRoute:
         """Every client's counters as its row of the clients' arrays."""
         for ci, c in enumerate(self.clients):
             c.rq, c.c5xx, c.cgw = self._rq[ci], self._c5xx[ci], self._cgw[ci]
+            c.pooled, c.held_until = self._pooled[ci], self._held[ci]
 
     def __deepcopy__(self, memo: dict[int, Any]) -> MeshRoute:
         # A copy's clients count into rows of the copy's arrays (a plain deep copy would give
@@ -332,10 +340,12 @@ class MeshRoute:
             self._rq[: rows.size] += per  # an HTTP code below 500 from each: counted, streaks reset
             self._c5xx[: rows.size] *= ~sent
             self._cgw[: rows.size] *= ~sent
+            self._pooled[: rows.size] |= sent  # each keeps its connection (pool.py)
         else:
             self._rq[rows] += per
             self._c5xx[rows] = np.where(sent, 0, self._c5xx[rows])
             self._cgw[rows] = np.where(sent, 0, self._cgw[rows])
+            self._pooled[rows] |= sent
         return np.asarray(per.sum(axis=0), np.int64)
 
     def shares(self, in_eps: B) -> tuple[npt.NDArray[np.float64], float]:
@@ -431,6 +441,7 @@ class MeshRoute:
                     answered = hosts[per > 0]
                     c.c5xx[answered] = 0
                     c.cgw[answered] = 0
+                    c.pooled[answered] = True
                     got[hosts] = per
                     return got, 0
 
@@ -444,23 +455,40 @@ class MeshRoute:
                 limit = min(limit, first((c.pending + 1) // 2))  # a lagged delivery follows its ms
             if c.due:
                 limit = min(limit, first(c.due[0][0] + 1))
-            avail = max(limit - j, 1)
+            view = self._view
             hosts, panic = self._hosts(c, in_eps)
+            p = None  # the picks' probabilities when not even (least request, pool.py)
+            hang = -1  # the host whose kept-alive connection the request after this chunk takes
+            if view.dead_any and hosts.size:
+                released = pool.next_release(c, hosts, at(j))
+                if released is not None:
+                    limit = min(limit, first(released))
+                p = pool.weights(c, hosts, self.lb, at(j))
+            avail = max(limit - j, 1)
             if hosts.size == 0:
                 uh += avail  # 503 UH
                 j += avail
                 continue
+            if view.dead_any:
+                avail, hang, p = pool.cut(
+                    c, hosts, view.dead[hosts], avail, p, self.lb == "ROUND_ROBIN", self.rng
+                )
+                if avail == 0:
+                    self._hang(ci, c, hosts, hang, at(j), got)
+                    j += 1
+                    continue
             if panic:
                 self.stats.lb_healthy_panic += avail
             k = hosts.size
-            view = self._view
             refused, hung, st = view.refused[hosts], view.hung[hosts], view.st[hosts]
             # None of the hosts can be ejected when every one answers below 500 and connects:
             # no request cuts the chunk short.
             fails = bool(view.counts[hosts].any())
             raw_need = self.outlier.need(c, hosts, refused, hung, st) if fails else None
             start = j
-            walk = self._walk(view, hosts) if self.lb == "ROUND_ROBIN" and view.retries else None
+            # (Not on the way to a kept-alive connection's hang: those requests are fewer than
+            # the hosts, spread as a plain pass.)
+            walk = self._walk(view, hosts) if self.lb == "ROUND_ROBIN" and view.retries and hang < 0 else None
             if walk is not None and nc * step >= walk.longest * max(n, 1):
                 # Each request's retries are picked before the client's next request: its tries
                 # follow from the index it starts at (engine/sidecar/retry.py).
@@ -483,6 +511,7 @@ class MeshRoute:
 
                 lag = None if view.lag is None else view.lag[hosts]
                 self.outlier.report(ci, c, hosts, per, refused, hung, st, nth, view.counts, lag)
+                pool.note(c, hosts, per, refused, hung, view.dead[hosts])
                 self._retried(walk, visits)
                 got[hosts] += np.bincount(walk.final, weights=visits, minlength=k).astype(np.int64)
                 continue
@@ -501,8 +530,9 @@ class MeshRoute:
 
                 when = _rr_times(at, start, order, k)
             else:
-                # Random and least request (equal loads: power of two choices picks evenly).
-                drawn = self.rng.multinomial(avail, np.full(k, 1.0 / k)).astype(np.int64)
+                # Random and least request (equal loads: power of two choices picks evenly;
+                # a request hung on a dead host makes them uneven, pool.py).
+                drawn = self.rng.multinomial(avail, np.full(k, 1.0 / k) if p is None else p).astype(np.int64)
                 if fails:
                     per = np.minimum(drawn, need)
                     cut = avail - int((drawn - per).sum())
@@ -514,8 +544,12 @@ class MeshRoute:
             j += cut
             lag = None if view.lag is None else view.lag[hosts]
             self.outlier.report(ci, c, hosts, per, refused, hung, st, when, view.counts, lag)
+            pool.note(c, hosts, per, refused, hung, view.dead[hosts])
             if not view.retries:
                 got[hosts] += per
+                if hang >= 0 and j - start == avail:  # the chunk ran to the hang
+                    self._hang(ci, c, hosts, hang, at(j), got)
+                    j += 1
                 continue
             retried = view.retriable[hosts] & (per > 0)
             good = view.good[hosts]
@@ -540,4 +574,36 @@ class MeshRoute:
                 per[others] += moved // others.size
                 per[others[: moved % others.size]] += 1
             got[hosts] += per
+            if hang >= 0 and j - start == avail:
+                self._hang(ci, c, hosts, hang, at(j), got)
+                j += 1
         return got, uh
+
+    def _hang(self, ci: int, c: Client, hosts: I64, i: int, when: int, got: I64) -> None:
+        """The request at ``when`` takes the client's kept-alive connection to the dead host
+        ``hosts[i]`` (pool.py): it hangs there, unreported, until its client gives up or the
+        route's timer fires (a 504, reported then as any hung try); not retried."""
+        h = int(hosts[i])
+        got[h] += 1
+        c.pooled[h] = False
+        pol = self.policy
+        ends = [self.client_timeout_ms] if self.client_timeout_ms is not None else []
+        if pol.times_out:
+            ends.append(float(pol.timeout_ms))
+        c.held_until[h] = when + int(min(ends)) if ends else NEVER
+        if self.lb == "ROUND_ROBIN":
+            c.cursor += 1
+        if pol.times_out:
+            one = hosts[i : i + 1]
+            yes, no = np.ones(1, bool), np.zeros(1, bool)
+            self.outlier.report(
+                ci,
+                c,
+                one,
+                np.ones(1, np.int64),
+                no,
+                yes,
+                np.full(1, 504),
+                lambda _i, _x: when,
+                self._view.counts,
+            )
