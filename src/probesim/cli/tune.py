@@ -8,6 +8,7 @@ import typer
 
 from probesim.cli.common import check_output_path, command, one_variant_only, scenario_path
 from probesim.cli.program import err, out
+from probesim.cli.report_options import config_option
 
 
 @command()
@@ -68,6 +69,13 @@ def tune(
             "with the Pareto front drawn, the current and recommended settings and the patches."
         ),
     ] = None,
+    config: Annotated[
+        str | None,
+        config_option(
+            ": its profiles: corrections of what probesim worked out of the app — its start, its "
+            "health endpoints — taken as check takes them"
+        ),
+    ] = None,
 ) -> None:
     """Search probe settings (and Istio outlier detection) that fail fewer requests, restart
     nothing needlessly and take a hung pod out of service sooner; print the Pareto front, the
@@ -78,6 +86,7 @@ def tune(
 
     Example: [bold]probesim tune k8s/ --scenario s.yaml --workload web -o patch.yaml[/bold]
     """
+    from probesim.analysis.check import load_config
     from probesim.tune.command import tune as run_tune
 
     def write_report(outcome: Any, got: Any, patches: Any) -> None:
@@ -97,8 +106,10 @@ def tune(
             if variants is not None:
                 one_variant_only(variants, ["the tuner tunes one workload of one variant"], "tune")
         target = scenario_path(scenario) if scenario is not None else None
+        corrections = load_config(config).profiles
         run_tune(paths or [], target, workload, trials, seed, storage, study, timeout, scheduler, workers,
-                 output, as_json, out, err, write_report if report is not None else None)  # fmt: skip
+                 output, as_json, out, err, write_report if report is not None else None,
+                 corrections)  # fmt: skip
     except KeyboardInterrupt:
         err.print("[yellow]stopped: the finished trials are kept in the study; run again to resume[/]")
         raise typer.Exit(130) from None

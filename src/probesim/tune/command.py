@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.text import Text
 
 from probesim.errors import InputError, check_writable
+from probesim.profiles import ProfileCorrection
 from probesim.safe import visible
 from probesim.tune import inputs as tune_inputs
 from probesim.tune import report, study
@@ -50,15 +51,17 @@ def tune(
     out: Console,
     err: Console,
     write_page: Callable[[study.Outcome, tune_inputs.TuneInputs, list[report.PatchOut]], None] | None = None,
+    corrections: Sequence[ProfileCorrection] = (),
 ) -> None:
     """Load, search, print (and hand the outcome to ``write_page``, the caller's writer of the
-    study's HTML page). Raises InputError for anything the user can fix."""
+    study's HTML page); ``corrections``: .probesim.yaml's profile corrections. Raises InputError
+    for anything the user can fix."""
     from probesim.runs import executor
 
     if output is not None:
         check_writable(output, "the patch")
     timeout_s = None if timeout is None else _seconds(timeout)
-    got = tune_inputs.load(paths, scenario, workload)
+    got = tune_inputs.load(paths, scenario, workload, corrections)
     if got.given:
         from probesim.cost import DEFAULT_MAX_COST, run_cost
 

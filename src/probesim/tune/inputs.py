@@ -21,6 +21,7 @@ from probesim.manifests.yamlsrc import Doc, load_docs, read_text
 from probesim.mesh.istio import DestinationRule
 from probesim.model.kubernetes import Service, Workload
 from probesim.model.scenario import API_VERSION, Scenario
+from probesim.profiles import ProfileCorrection
 
 # Without a scenario the manifests run alone: only the stress suite judges them.
 _BARE = f"apiVersion: {API_VERSION}\nkind: Scenario\nmetadata: {{name: tune}}\nspec: {{duration: 5m}}\n"
@@ -50,6 +51,9 @@ class TuneInputs:
     # said beside the recommendation so that its figures are not read as that probe's doing.
     caveats: dict[str, str] = field(default_factory=dict)
     charts: list[str] = field(default_factory=list)  # unrendered chart folders among the inputs
+    # .probesim.yaml → profiles: the user's corrections of what probesim worked out of the app,
+    # as check takes them (its fixes, its stresses' start and pause).
+    corrections: tuple[ProfileCorrection, ...] = ()
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -81,17 +85,25 @@ class _Replay(io.StringIO):
         return super().read(size)
 
 
-def load(paths: Sequence[str], scenario: str | None, workload: str | None) -> TuneInputs:
-    """The inputs of a tune run; every problem is an InputError naming what to give."""
+def load(
+    paths: Sequence[str],
+    scenario: str | None,
+    workload: str | None,
+    corrections: Sequence[ProfileCorrection] = (),
+) -> TuneInputs:
+    """The inputs of a tune run; every problem is an InputError naming what to give.
+    ``corrections``: .probesim.yaml's profile corrections."""
     if not paths and scenario is None:
         raise InputError("give manifest files, directories or '-' (see probesim tune --help)")
     if scenario == "-" and "-" in paths:
         raise InputError("standard input cannot hold both the scenario and the manifests")
     with _replayed_stdin() if "-" in [*paths, scenario] else contextlib.nullcontext():
-        return _load(list(paths), scenario, workload)
+        return _load(list(paths), scenario, workload, tuple(corrections))
 
 
-def _load(paths: list[str], scenario: str | None, workload: str | None) -> TuneInputs:
+def _load(
+    paths: list[str], scenario: str | None, workload: str | None, corrections: tuple[ProfileCorrection, ...]
+) -> TuneInputs:
     docs: list[Doc] = []
     files: list[str] = []
     charts: list[str] = []
@@ -120,7 +132,15 @@ def _load(paths: list[str], scenario: str | None, workload: str | None) -> TuneI
     services = [s for s in sc.services if selects(s, w)]
     names = {s.name for s in services}
     rules = [r for r in sc.destination_rules if r.spec.host.split(".")[0] in names]
-    out = TuneInputs(sc, scenario is not None, w, services, rules[0] if rules else None, charts=charts)
+    out = TuneInputs(
+        sc,
+        scenario is not None,
+        w,
+        services,
+        rules[0] if rules else None,
+        charts=charts,
+        corrections=corrections,
+    )
     out.warnings = said_once
     if len(rules) > 1:
         out.notes.append(
@@ -132,9 +152,9 @@ def _load(paths: list[str], scenario: str | None, workload: str | None) -> TuneI
             o = objects.origin(ow)
             out.source = o.doc.source
             out.where = f"{o.doc.file}:{o.doc.line_of(o.base)}"
-            out.added, out.app, missing, out.caveats = _missing_probes(objects, ow, sc)
+            out.added, out.app, missing, out.caveats = _missing_probes(objects, ow, sc, corrections)
             out.notes += missing
-            out.handlers = _handler_fixes(objects, ow, sc)
+            out.handlers = _handler_fixes(objects, ow, sc, corrections)
             for i, c in enumerate(ow.pod_spec.containers):
                 at = (*o.base, *o.spec_path, "containers", i)
                 for name in ("readinessProbe", "livenessProbe", "startupProbe"):
@@ -148,7 +168,7 @@ ADDED_LIVENESS = {"initialDelaySeconds": 0, "periodSeconds": 10, "failureThresho
 
 
 def _missing_probes(
-    objects: k8s.Objects, w: Workload, sc: Scenario
+    objects: k8s.Objects, w: Workload, sc: Scenario, corrections: tuple[ProfileCorrection, ...] = ()
 ) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[str, dict[str, Any]], list[str], dict[str, str]]:
     """The probes the tuner adds to ``w``, each with its handler and timings, by container: the
     readiness probe check's fix adds (PS001: a container a Service sends traffic to, with no
@@ -162,7 +182,7 @@ def _missing_probes(
     from probesim.analysis.rules.plan import plan
     from probesim.analysis.rules.timing import slowest_start_ms, startup_handler, wants_readiness
 
-    ctx = Context(objects, sc if w.name in sc.spec.behavior else None)
+    ctx = Context(objects, sc if w.name in sc.spec.behavior else None, corrections=corrections)
     added: dict[str, dict[str, dict[str, Any]]] = {}
     app: dict[str, dict[str, Any]] = {}
     notes: list[str] = []
@@ -238,7 +258,9 @@ def tcp_caveat(check_note: str, app: str | None) -> str:
 HANDLER_FIX_RULES = ("PS006", "PS016", "PS034")
 
 
-def _handler_fixes(objects: k8s.Objects, w: Workload, sc: Scenario) -> dict[str, dict[str, dict[str, Any]]]:
+def _handler_fixes(
+    objects: k8s.Objects, w: Workload, sc: Scenario, corrections: tuple[ProfileCorrection, ...] = ()
+) -> dict[str, dict[str, dict[str, Any]]]:
     """The handler each probe of ``w`` gets from check's fixes of its handler (HANDLER_FIX_RULES:
     every such finding's patch applied), where it differs from the probe's own."""
     from probesim.analysis.context import Context
@@ -247,7 +269,7 @@ def _handler_fixes(objects: k8s.Objects, w: Workload, sc: Scenario) -> dict[str,
     from probesim.manifests.kubernetes import obj_key
     from probesim.tune.space import handler
 
-    ctx = Context(objects, sc if w.name in sc.spec.behavior else None)
+    ctx = Context(objects, sc if w.name in sc.spec.behavior else None, corrections=corrections)
     key = obj_key(w.kind, w.metadata.namespace, w.name)
     raw: Any = w.model_dump(mode="json", by_alias=True, exclude_none=True)
     patches = [

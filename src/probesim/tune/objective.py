@@ -57,6 +57,7 @@ from probesim.kube.load_model import app_profiles
 from probesim.model.duration import parse_ms
 from probesim.model.kubernetes import Workload, pod_names_of
 from probesim.model.scenario import ContainerBehavior, Scenario
+from probesim.profiles import ProfileCorrection
 from probesim.tune.figures import DETECTION_CAP_MS, Figures, RunFigures, RunKind
 from probesim.tune.inputs import TuneInputs
 from probesim.tune.patch import patched_rule, patched_workload
@@ -153,8 +154,11 @@ def plan(inputs: TuneInputs, space: Space, setting: Setting) -> list[Run]:
     rule = patched_rule(inputs.rule, current, setting) if inputs.rule is not None else None
     given = inputs.with_objects(w, rule)
     # The app's behaviour comes from the current manifests (the default load model reads no field
-    # a setting changes: the patched manifests run as simulated here).
-    base = base_scenario(inputs.workload, inputs.services, given)
+    # a setting changes: the patched manifests run as simulated here); without a scenario that
+    # says what the app does, it starts in its profile's typical time, as in check --stress.
+    says = inputs.given and inputs.workload.name in inputs.scenario.spec.behavior
+    app = None if says else app_profiles(inputs.workload, inputs.corrections)
+    base = base_scenario(inputs.workload, inputs.services, given, app=app)
     base["workloads"] = [w.model_dump(mode="json", by_alias=True, exclude_none=True)]
     # The stresses run the scenario's behaviour for the workload: its scripted crashes too.
     needless = not scripts_restarts(given, w.name)
@@ -177,7 +181,7 @@ def plan(inputs: TuneInputs, space: Space, setting: Setting) -> list[Run]:
         if blips is not None:
             runs.append(Run(BLIPS_LABEL, "stress", blips, w.name, 0, needless, **load))  # type: ignore[arg-type]
     if w.name not in (inputs.scenario.spec.behavior if inputs.given else {}):
-        for label, sc in profile_stresses(base, inputs.workload):
+        for label, sc in profile_stresses(base, inputs.workload, inputs.corrections):
             runs.append(Run(label, "stress", sc, w.name, 0, needless, **load))  # type: ignore[arg-type]
     if inputs.given:
         runs.append(Run("scenario", "scenario", given, w.name, 0, needless, **load))  # type: ignore[arg-type]
@@ -186,11 +190,14 @@ def plan(inputs: TuneInputs, space: Space, setting: Setting) -> list[Run]:
     return runs
 
 
-def profile_stresses(base: dict[str, Any], w: Workload) -> list[tuple[str, Scenario]]:
-    """What the app's profile says it must ride out, when no scenario says what the app does:
-    its slowest start (a cold node, a CPU limit, a recovery) and its longest pause (GC) when longer
-    than the suite's 2 s — each a stress whose restarts and flaps are needless."""
-    found = app_profiles(w)
+def profile_stresses(
+    base: dict[str, Any], w: Workload, corrections: Sequence[ProfileCorrection] = ()
+) -> list[tuple[str, Scenario]]:
+    """What the app's profile (with .probesim.yaml's ``corrections``) says it must ride out,
+    when no scenario says what the app does: its slowest start (a cold node, a CPU limit, a
+    recovery) and its longest pause (GC) when longer than the suite's 2 s — each a stress whose
+    restarts and flaps are needless."""
+    found = app_profiles(w, corrections)
     out: list[tuple[str, Scenario]] = []
     slowest = {n: r.start_ms[1] for n, r in found.items() if r.known and r.start_ms[1] > 0}
     if slowest:

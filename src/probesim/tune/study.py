@@ -46,7 +46,7 @@ from probesim.tune.search import FAILURE_SLACK, FAILURE_TOLERANCE, STARTUP_TRIAL
 from probesim.tune.space import Setting, Space
 from probesim.tune.store import Kept
 
-SPACE_VERSION = 7  # bump when the space or the objectives change: older studies are not mixed in
+SPACE_VERSION = 8  # bump when the space or the objectives change: older studies are not mixed in
 DEFAULT_TRIALS = 80
 DEFAULT_STORAGE = ".probesim/tune.db"
 __all__ = ["FAILURE_SLACK", "FAILURE_TOLERANCE", "STARTUP_TRIALS"]
@@ -87,7 +87,8 @@ def storage_url(given: str | None) -> str:
 def study_name(inputs: TuneInputs, seed: int) -> str:
     """A name that changes with anything that changes the trials' figures."""
     sc = inputs.scenario.to_doc(exclude_none=False)  # a traffic series' rows too: a new CSV, a new study
-    blob = json.dumps([SPACE_VERSION, seed, inputs.given, inputs.workload.name, sc], sort_keys=True)
+    fixes = [c.model_dump(mode="json", exclude_none=True) for c in inputs.corrections]
+    blob = json.dumps([SPACE_VERSION, seed, inputs.given, inputs.workload.name, sc, fixes], sort_keys=True)
     return f"probesim-tune-{inputs.workload.name}-{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
 
 
