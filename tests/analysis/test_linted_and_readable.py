@@ -223,6 +223,54 @@ def test_variants_and_a_scenario_are_named_in_the_command(tmp_path: Path) -> Non
     assert "not complete at the end" in rerun(named + "rollout-never-ready")
 
 
+LIVE = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - name: app
+          image: example.com/web:1
+          resources: {requests: {cpu: 100m}}
+          ports: [{containerPort: 8080}]
+          readinessProbe: {httpGet: {path: /ready, port: 8080}}
+          livenessProbe: {httpGet: {path: /live, port: 8080}, periodSeconds: 10, failureThreshold: 3}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec: {selector: {app: web}, ports: [{port: 80, targetPort: 8080}]}
+"""
+
+
+def test_the_command_of_a_stress_shaped_by_a_profile_correction_reads_the_same_config(tmp_path: Path) -> None:
+    """.probesim.yaml says the app starts in a minute: liveness (no delay, 3 × 10 s) kills it at
+    30 s, so the baseline stress fails — and the command the finding names reads that file, or
+    its run would start the app at once and show nothing wrong."""
+    from probesim.analysis.check import load_config
+
+    path = tmp_path / "web.yaml"
+    path.write_text(LIVE)
+    cfg = tmp_path / "probesim.yaml"
+    cfg.write_text("profiles:\n  - workload: web\n    start: {typical: 60s, worst: 90s}\n")
+    report = check([str(path)], config=load_config(str(cfg)), stress=True)
+    baseline = [f for f in report.findings if f.rule.id == "PS100" and f.message.startswith("baseline")]
+    assert len(baseline) == 1, [f.message for f in report.findings if f.rule.id == "PS100"]
+    command = baseline[0].remediation
+    assert command.endswith(f"--stress baseline --config {cfg}")
+    out = rerun(command)
+    assert "Liveness probe failed" in out and "Killing" in out
+    without = rerun(command.removesuffix(f" --config {cfg}"))
+    assert "Killing" not in without
+    r = runner.invoke(app, ["run", str(path), "--config", str(cfg)])
+    assert r.exit_code == 2 and "--config goes with --stress" in r.stderr
+
+
 def _load(path: str):  # type: ignore[no-untyped-def]
     from probesim.manifests.scenario import load_scenario
 

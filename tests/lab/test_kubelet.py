@@ -32,6 +32,7 @@ from tests.lab.procs import (
 PROBESIM = Path(sys.executable).parent / "probesim"
 
 
+@pytest.mark.waits
 def test_crash_loop_restart_delays_are_0_10_20_40_within_a_second() -> None:
     # Exits 1 s after each start: restarted after 0, 10, 20 and 40 s of back-off.
     sc = scenario(behavior={"episodes": [{"kind": "crash", "after": "1s"}]}, duration="76s")

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, PrivateAttr, ValidationError
 
 from probesim.analysis import rules as _rules  # noqa: F401  (registers the rules)
 from probesim.analysis.context import Context, Thresholds
@@ -53,6 +53,12 @@ class CheckConfig(Model):
         description="Corrections of what probesim assumed about an app: each selects containers "
         "(workload, container, image) and gives a catalog profile or the fields to take instead.",
     )
+    _file: str | None = PrivateAttr(default=None)  # where it was read (None: the defaults)
+
+    @property
+    def file(self) -> str | None:
+        """The file it was read from, as the user named it."""
+        return self._file
 
 
 @dataclass
@@ -154,6 +160,7 @@ def load_config(path: str | None) -> CheckConfig:
         raise InputError(
             str(e), file=shown, line=docs[0].line_of(("thresholds",)), field="thresholds"
         ) from None
+    cfg._file = candidate
     return cfg
 
 
@@ -280,7 +287,9 @@ def check(
             user_paths, scenario_file = given or (paths, None)
             if scenario is not None and scenario_file is None:
                 scenario_file = "SCENARIO"  # a scenario given as an object: its file is the caller's
-            command = rerun(user_paths, scenario_file, workload_arg(objects, w), res.stress)
+            # Its profile corrections shape the stress: the command reads the same file.
+            read_from = cfg.file if cfg.profiles else None
+            command = rerun(user_paths, scenario_file, workload_arg(objects, w), res.stress, read_from)
             fix = f"see the stress's timeline: {command}"
             _file(report, replace(finding, fix=fix), annotations)
     report.findings.sort(key=lambda x: (x.file, x.line, x.rule.id))

@@ -118,7 +118,7 @@ STOP_THE_WORLD_MS = 2000  # stop-the-world-2s's pause, unless the app's profile 
 def pause_ms(app: dict[str, Resolved] | None, container: str) -> int:
     """A container's longest pause, by its app profile (0 when the app is unknown)."""
     p = (app or {}).get(container)
-    return p.pause_ms if p is not None and p.known else 0
+    return p.pause_ms if p is not None and p.timed else 0
 
 
 def alone_note(objects: Objects, w: Workload, services: list[Service]) -> str:
@@ -137,18 +137,20 @@ def alone_note(objects: Objects, w: Workload, services: list[Service]) -> str:
 def profile_note(stress: str, base: dict[str, Any], w: Workload, app: dict[str, Resolved] | None) -> str:
     """What a stress took from the app's profiles (said with its verdict): the baseline's start,
     start-x2's doubled one, stop-the-world's longer pause; "" when nothing."""
-    known = {n: p for n, p in (app or {}).items() if p.known}
+    timed = {n: p for n, p in (app or {}).items() if p.timed}
     one = len(w.pod_spec.containers) == 1
     parts = []
-    for name, p in known.items():
-        who = p.profile.name if one else f"[{name}] {p.profile.name}"
+    for name, p in timed.items():
+        label = p.profile.name if p.known else "the app"
+        who = label if one else f"[{name}] {label}"
+        said = ".probesim.yaml's correction" if p.corrected else "its profile"
         typical = format_ms(p.start_ms[0])
         if stress == "baseline" and p.start_ms[0] > 0:
-            parts.append(f"app starts in {typical} ({who}'s typical start, its profile)")
+            parts.append(f"app starts in {typical} ({who}'s typical start, {said})")
         elif stress == "start-x2" and p.start_ms[0] > 0:
             start = format_ms(parse_ms(base["spec"]["behavior"][w.name]["containers"][name]["start"]) * 2)
             parts.append(f"app starts in {start} (twice {who}'s typical {typical}; "
                          f"{format_ms(p.start_ms[1])} at worst)")  # fmt: skip
         elif stress == "stop-the-world-2s" and p.pause_ms > STOP_THE_WORLD_MS:
-            parts.append(f"a {format_ms(p.pause_ms)} pause, not 2s: {who}'s longest (its profile)")
+            parts.append(f"a {format_ms(p.pause_ms)} pause, not 2s: {who}'s longest ({said})")
     return "; ".join(parts)

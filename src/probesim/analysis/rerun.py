@@ -13,6 +13,7 @@ from probesim.kube.selectors import selects
 from probesim.manifests.kubernetes import SIMULATED_KINDS, Objects
 from probesim.model.kubernetes import Workload
 from probesim.model.scenario import Scenario
+from probesim.profiles import ProfileCorrection
 
 
 def workload_arg(objects: Objects, w: Workload) -> str:
@@ -27,18 +28,28 @@ def workload_arg(objects: Objects, w: Workload) -> str:
     return f"{key}@{objects.origin(w).doc.file}" if len(same) > 1 else key
 
 
-def rerun(paths: list[str], scenario: str | None, workload: str, stress: str) -> str:
+def rerun(
+    paths: list[str], scenario: str | None, workload: str, stress: str, config: str | None = None
+) -> str:
     """The command that simulates a stress of check --stress again, with its timeline: probesim
-    run on the manifests checked (or the scenario, with them as -m), the workload, the stress."""
+    run on the manifests checked (or the scenario, with them as -m), the workload, the stress, and
+    the config file whose profile corrections check took (``config``)."""
     args = [scenario, *(a for p in paths for a in ("-m", p))] if scenario is not None else list(paths)
-    line = shlex.join(["probesim", "run", *args, "--workload", workload, "--stress", stress])
+    more = ["--config", config] if config is not None else []
+    line = shlex.join(["probesim", "run", *args, "--workload", workload, "--stress", stress, *more])
     return line + (" (the same standard input)" if "-" in args else "")
 
 
-def stress_scenario_of(objects: Objects, given: Scenario | None, workload: str, stress: str) -> Scenario:
+def stress_scenario_of(
+    objects: Objects,
+    given: Scenario | None,
+    workload: str,
+    stress: str,
+    corrections: tuple[ProfileCorrection, ...] = (),
+) -> Scenario:
     """The scenario check --stress simulates for ``workload`` (KIND/NAME, KIND/NAMESPACE/NAME,
-    with ``@FILE`` to choose among variants) under ``stress``: what ``probesim run --workload
-    --stress`` runs."""
+    with ``@FILE`` to choose among variants) under ``stress``, with .probesim.yaml's profile
+    ``corrections``: what ``probesim run --workload --stress`` runs."""
     if stress not in SUITE:
         raise InputError(f"unknown stress {stress!r}; the stresses are {', '.join(SUITE)}", field="--stress")
     w = _named(objects, workload)
@@ -52,7 +63,7 @@ def stress_scenario_of(objects: Objects, given: Scenario | None, workload: str, 
     if not selected:
         raise InputError(f"no Service selects {w.kind} {w.name}'s pods: the stresses send it nothing",
                          field="--workload")  # fmt: skip
-    base, app, _left = suite_base(objects, w, selected, given)
+    base, app, _left = suite_base(objects, w, selected, given, corrections)
     sc, not_run = stress_scenario(base, w, stress, app)
     if sc is None:
         raise InputError(f"{stress} is not run on {w.kind} {w.name}: {not_run}", field="--stress")

@@ -166,7 +166,7 @@ def base_scenario(
         spec.setdefault("behavior", {})[w.name] = workload_behavior(w, own)
         for name, b in spec["behavior"][w.name]["containers"].items():
             p = (app or {}).get(name)
-            if p is not None and p.known and p.start_ms[0] > 0:
+            if p is not None and p.timed and p.start_ms[0] > 0:
                 b["start"] = f"{p.start_ms[0]}ms"
     if not traffic and own:  # a worker (no Service) gets none: nothing sends it requests
         traffic = [{"service": own[0].name, "path": "/", "rate": default_rate(w), "start": "1m"}]

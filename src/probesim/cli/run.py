@@ -162,6 +162,13 @@ def run(
             help="With --stress: the workload to stress (@FILE chooses among variants of one name).",
         ),
     ] = None,
+    config: Annotated[
+        str | None,
+        typer.Option(
+            help="With --stress: the config file whose profiles: corrections check took (default: "
+            "./.probesim.yaml if present, as check reads it)."
+        ),
+    ] = None,
 ) -> None:
     """Simulate a scenario: requests ok/failed by cause, latency, restarts, readiness, the events,
     and the scenario's thresholds (with --threshold's).
@@ -199,11 +206,15 @@ def run(
     if runs is None and (workers is not None or scheduler is not None):
         raise InputError("--workers and --scheduler run --runs in parallel: give --runs N")
     targets = [scenario, *(more or [])]
+    if config is not None and stress is None:
+        raise InputError(
+            "--config goes with --stress: its profile corrections shape the stress", field="--config"
+        )
     if stress is not None or workload is not None:
         shaping: dict[str, object] = {"--start": start, "--rate": rate, "--duration": duration, "--set":
                                       sets or None, "--print-scenario": print_scenario or None}  # fmt: skip
         loaded: tuple[Scenario, Generated | None] | list[tuple[Scenario, Generated]] | None = _stress_target(
-            targets, manifests or (), stress, workload, shaping
+            targets, manifests or (), stress, workload, shaping, config
         )
     else:
         loaded = _run_target(targets, manifests or (), sets or (), start, rate, duration, print_scenario)
@@ -351,11 +362,14 @@ def _stress_target(
     stress: str | None,
     workload: str | None,
     shaping: dict[str, object],
+    config: str | None = None,
 ) -> "tuple[Scenario, None]":
     """run --workload W --stress S: the scenario check --stress simulates for W under S, from the
     manifests given (read as check reads them: a document that cannot be read is said and read
     past) or the scenario file given (its behaviour and traffic, over the files it names or the
-    -m ones, as check --scenario lints them). ``shaping``: the options that would change it."""
+    -m ones, as check --scenario lints them). ``shaping``: the options that would change it;
+    ``config``: the config file (check's default when None)."""
+    from probesim.analysis.check import load_config
     from probesim.analysis.rerun import stress_scenario_of
     from probesim.manifests import kubernetes as k8s
 
@@ -383,7 +397,8 @@ def _stress_target(
         docs += read_manifests(files, errors)[0] if files else []
     objects = k8s.parse(docs, errors=errors, once=given is not None)
     warn(f"{e} (read past)" for e in errors)
-    return stress_scenario_of(objects, given, workload, stress), None
+    corrections = load_config(config).profiles
+    return stress_scenario_of(objects, given, workload, stress, corrections), None
 
 
 def _monte_carlo(

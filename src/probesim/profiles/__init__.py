@@ -157,6 +157,12 @@ class Resolved:
     def known(self) -> bool:
         return self.profile.id != "generic"
 
+    @property
+    def timed(self) -> bool:
+        """Whether its start and pause say something: a catalog family's, or a .probesim.yaml
+        correction's (an app probesim does not know, corrected, has the start it was given)."""
+        return self.known or self.corrected
+
     def handler(self, kind: str, port: int | str) -> Handler | None:
         """The profile's handler for ``kind`` (startup: liveness's when it names none), with
         ``{port}`` replaced by ``port``; None when the app defines its own."""

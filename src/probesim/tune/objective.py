@@ -57,7 +57,7 @@ from probesim.kube.load_model import app_profiles
 from probesim.model.duration import parse_ms
 from probesim.model.kubernetes import Workload, pod_names_of
 from probesim.model.scenario import ContainerBehavior, Scenario
-from probesim.profiles import ProfileCorrection
+from probesim.profiles import ProfileCorrection, Resolved
 from probesim.tune.figures import DETECTION_CAP_MS, Figures, RunFigures, RunKind
 from probesim.tune.inputs import TuneInputs
 from probesim.tune.patch import patched_rule, patched_workload
@@ -199,24 +199,30 @@ def profile_stresses(
     restarts and flaps are needless."""
     found = app_profiles(w, corrections)
     out: list[tuple[str, Scenario]] = []
-    slowest = {n: r.start_ms[1] for n, r in found.items() if r.known and r.start_ms[1] > 0}
+    slowest = {n: r.start_ms[1] for n, r in found.items() if r.timed and r.start_ms[1] > 0}
     if slowest:
         doc = copy.deepcopy(base)
         containers = doc["spec"]["behavior"][w.name].setdefault("containers", {})
         for name, ms in slowest.items():
             containers.setdefault(name, {})["start"] = f"{ms}ms"
-        names = ", ".join(found[n].profile.name for n in slowest)
+        names = ", ".join(_named(n, found[n]) for n in slowest)
         out.append((f"profile slow start ({names})", Scenario.model_validate(doc)))
-    pauses = {n: r.pause_ms for n, r in found.items() if r.known and r.pause_ms > STOP_THE_WORLD_MS}
+    pauses = {n: r.pause_ms for n, r in found.items() if r.timed and r.pause_ms > STOP_THE_WORLD_MS}
     if pauses:
         doc = copy.deepcopy(base)
         containers = doc["spec"]["behavior"][w.name].setdefault("containers", {})
         for name, ms in pauses.items():
             episode = {"kind": "hang", "at": f"{EVENT_AT_MS}ms", "for": f"{ms}ms"}
             containers.setdefault(name, {}).setdefault("episodes", []).append(episode)
-        names = ", ".join(found[n].profile.name for n in pauses)
+        names = ", ".join(_named(n, found[n]) for n in pauses)
         out.append((f"profile pause ({names})", Scenario.model_validate(doc)))
     return out
+
+
+def _named(container: str, r: Resolved) -> str:
+    """Whose start or pause a profile stress runs: the catalog family's, or the container's as
+    .probesim.yaml corrects it."""
+    return r.profile.name if r.known else f"{container}, as .probesim.yaml says"
 
 
 STOP_THE_WORLD_MS = 2000  # the suite's own pause (stop-the-world-2s)
