@@ -501,3 +501,28 @@ def test_a_change_of_replicas_is_judged_under_the_before_sides_load(tmp_path: Pa
     assert (baseline["before"], baseline["after"], baseline["verdict"]) == ([0, 0], [13500, 13500], "worse")
     # One pod of one answering 500 is not a stress the suite runs: that row is not compared.
     assert figure(doc, "failed requests", "stress one-pod-500")["verdict"] == "n/a"
+
+
+def test_each_variant_is_simulated_with_the_istio_rules_of_its_own_folder() -> None:
+    """A base and its overlay hold the same Deployment; only the overlay's folder has a
+    DestinationRule. Each side runs each variant as check --stress does (own_scenario): the base
+    without the overlay's rule, the overlay with it — not both with every rule of the files."""
+    from probesim.analysis.diff_figures import side_input
+    from probesim.manifests import kubernetes as k8s
+    from probesim.manifests.yamlsrc import load_docs
+
+    rule = (
+        "apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: web}\n"
+        "spec:\n  host: web\n  trafficPolicy: {outlierDetection: {consecutive5xxErrors: 3}}\n"
+    )
+    docs = [
+        *load_docs(WEB + "---\n" + SERVICE, "k/base/web.yaml"),
+        *load_docs(WEB + "---\n" + SERVICE + "---\n" + rule, "k/overlay/web.yaml"),
+    ]
+    objects = k8s.parse(docs)
+    base, overlay = objects.workloads
+    assert [objects.origin(w).doc.file for w in (base, overlay)] == ["k/base/web.yaml", "k/overlay/web.yaml"]
+    assert side_input(objects, base, None).given.destination_rules == ()
+    got = side_input(objects, overlay, None)
+    assert [r.metadata.name for r in got.given.destination_rules] == ["web"]
+    assert got.rule is not None and got.rule.metadata.name == "web"

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from probesim.analysis.own_scenario import nearest_services
+from probesim.analysis.own_scenario import nearest_services, own_scenario
 from probesim.analysis.stress import ROLLOUTS, base_scenario, stress_scenario
 from probesim.kube.selectors import selects
 from probesim.manifests.generated import istio_hosts
@@ -50,7 +50,6 @@ from probesim.tune.space import Space
 
 Verdict = Literal["better", "worse", "same", "n/a"]
 SEEDS = 2
-DURATION = "5m"  # as the stress suite's runs
 
 
 @dataclass(frozen=True)
@@ -170,44 +169,30 @@ class SideInput:
         return json.dumps(doc, sort_keys=True)
 
 
-def _dump(m: Any) -> Any:
-    return m.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
 def side_input(objects: Objects, w: Workload, user: Scenario | None, rate: float | None = None) -> SideInput:
     """``w`` with this side's Services, HPA and Istio rules, in the user's scenario (its objects
-    of those names replaced) or alone, in a scenario of five minutes that holds only them. When
-    the scenario sends its Services nothing, they get ``rate`` requests per second from 1m on
-    (the before side's default load, kube/load_model.py: both sides judged under the same load,
-    a change of replicas or CPU request too); None: this side's own default load."""
+    of those names replaced) or alone, in the scenario of its own check --stress runs it in
+    (own_scenario: of a workload read in several variants, the objects of its folder; a
+    VirtualService that routes elsewhere too left out). When the scenario sends its Services
+    nothing, they get ``rate`` requests per second from 1m on (the before side's default load,
+    kube/load_model.py: both sides judged under the same load, a change of replicas or CPU
+    request too); None: this side's own default load."""
     services = nearest_services(objects, w, [s for s in objects.services if selects(s, w)])
     names = {s.name for s in services}
-    scaler = objects.scaler_of(w)
-    hpa = scaler if isinstance(scaler, HorizontalPodAutoscaler) else None
-    mesh = Objects(istio=[x for x in objects.istio if istio_hosts(x[2]) & names])
-    rules, vss = istio_objects(mesh)
     if user is not None:
+        scaler = objects.scaler_of(w)
+        hpa = scaler if isinstance(scaler, HorizontalPodAutoscaler) else None
+        rules, vss = istio_objects(Objects(istio=[x for x in objects.istio if istio_hosts(x[2]) & names]))
         given = _substituted(user, w, services, hpa, rules, vss)
     else:
-        given = Scenario.model_validate(
-            {
-                "name": w.name,
-                "spec": {"duration": DURATION},
-                "workloads": [_dump(w)],
-                "services": [_dump(s) for s in services],
-                "autoscalers": [_dump(hpa)] if hpa is not None else [],
-                "destinationRules": [_dump(r) for r in rules],
-                "virtualServices": [_dump(v) for v in vss],
-                "namespaceLabels": objects.namespace_labels,
-            }
-        )
+        given, _left = own_scenario(objects, w, services)
     sent = any(given.services and given.service_for(t).name in names for t in given.spec.traffic)
     if services and rate is not None and not sent:
         load = Traffic.model_validate({"service": services[0].name, "path": "/", "rate": rate, "start": "1m"})
         given = given.model_copy(
             update={"spec": given.spec.model_copy(update={"traffic": (*given.spec.traffic, load)})}
         )
-    rule = next((r for r in rules if r.spec.host.split(".")[0] in names), None)
+    rule = next((r for r in given.destination_rules if r.spec.host.split(".")[0] in names), None)
     return SideInput(w, tuple(services), rule, given, user is not None)
 
 
