@@ -17,7 +17,7 @@ from probesim.manifests.errors import error_at, validate
 from probesim.manifests.validation import check_pod_spec, check_probes, check_selector
 from probesim.manifests.yamlsrc import Doc, Path_, get_path
 from probesim.model.base import NonNegInt32, OpenModel
-from probesim.model.kubernetes import ObjectMeta, PodTemplate, ScaledObject, Workload
+from probesim.model.kubernetes import HANDLERS, ObjectMeta, PodTemplate, ScaledObject, Workload
 from probesim.model.selectors import LabelSelector
 
 ARGO = "argoproj.io"
@@ -213,9 +213,7 @@ def knative_defaults(pod: dict[str, Any]) -> dict[str, Any]:
             if isinstance(h, dict) and h.get("port") in (None, 0, ""):
                 probe[handler] = {**h, "port": port}
     ready = serving.get("readinessProbe")
-    if ready is None or (
-        isinstance(ready, dict) and not any(k in ready for k in ("httpGet", "tcpSocket", "exec", "grpc"))
-    ):
+    if ready is None or (isinstance(ready, dict) and not any(k in ready for k in HANDLERS)):
         serving["readinessProbe"] = {**(ready or {}), "tcpSocket": {"port": port}}
     return out
 

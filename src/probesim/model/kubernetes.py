@@ -107,6 +107,10 @@ class Lifecycle(OpenModel):
     pre_stop: LifecycleHandler | None = None
 
 
+# A probe's check, as a manifest names it: exactly one of them (the API server refuses two).
+HANDLERS = ("httpGet", "tcpSocket", "exec", "grpc")
+
+
 class Probe(Model):
     """A container probe; after validation every timing field holds its effective value."""
 

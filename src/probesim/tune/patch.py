@@ -16,8 +16,8 @@ import shlex
 from typing import Any
 
 from probesim.mesh.istio import DestinationRule
-from probesim.model.kubernetes import Workload
-from probesim.tune.space import HANDLERS, Setting
+from probesim.model.kubernetes import HANDLERS, Workload
+from probesim.tune.space import Setting
 
 # The patchMergeKey of the pod spec's lists (k8s.io/api/core/v1 types.go).
 MERGE_KEYS = {

@@ -9,13 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from probesim.model.kubernetes import HANDLERS
 from probesim.tune.ablation import changed_text, replaces_delay, shown, why_needed, with_seed, worse_by
 from probesim.tune.checked import check_findings
 from probesim.tune.figures import Figures, Row
 from probesim.tune.inputs import TuneInputs
 from probesim.tune.objective import Executor, evaluate, plan
 from probesim.tune.search import FAILURE_SLACK
-from probesim.tune.space import HANDLERS, TIMINGS, Setting, Space
+from probesim.tune.space import TIMINGS, Setting, Space
 
 # The objectives as the report names them, in the order a reason looks for the deciding one,
 # with how much worse counts (failed requests: the recommendation's slack).

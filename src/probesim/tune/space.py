@@ -35,7 +35,7 @@ from probesim.analysis.policy import LIVENESS_PERIOD_S, more_tolerant
 from probesim.analysis.rules.timing import PROBE_GRACE, Timing, exec_timeout_short, timeout_not_below_period
 from probesim.mesh.istio import DestinationRule
 from probesim.model.duration import parse_ms
-from probesim.model.kubernetes import Container, Probe, Workload
+from probesim.model.kubernetes import HANDLERS, Container, Probe, Workload
 
 ProbeKind = Literal["readiness", "liveness", "startup"]
 FIELD_OF: dict[ProbeKind, str] = {
@@ -127,9 +127,6 @@ def timings(p: Probe) -> dict[str, int]:
         "failureThreshold": p.failure_threshold,
         "successThreshold": p.success_threshold,
     }
-
-
-HANDLERS = ("httpGet", "tcpSocket", "exec", "grpc")  # a probe's check: one of them
 
 
 def handler(p: Probe) -> dict[str, Any]:
