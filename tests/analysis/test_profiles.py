@@ -281,9 +281,10 @@ def test_spring_boot_liveness_on_the_aggregate_health_is_pointed_at_its_liveness
         livenessProbe: {httpGet: {path: /actuator/health, port: http}, periodSeconds: 10, failureThreshold: 5}"""
     text = _deploy("ghcr.io/acme/spring-orders:1", both)
     found = {f.rule.id: f for f in _one(text)}
-    # PS016, not PS006 besides it: the profile knows the path checks the database; and PS013:
-    # liveness gives a start 50 s, Spring Boot's slowest start in its profile is 90 s
-    assert sorted(found) == ["PS013", "PS016"]
+    # PS016, not PS006 besides it: the profile knows the path checks the database; PS013:
+    # liveness gives a start 50 s, Spring Boot's slowest start in its profile is 90 s; and PS046:
+    # liveness's default 1 s timeout ends within the 2 s GC pauses of the profile
+    assert sorted(found) == ["PS013", "PS016", "PS046"]
     f = found["PS016"]
     assert f.severity == "error"
     assert f.message == (
@@ -294,9 +295,9 @@ def test_spring_boot_liveness_on_the_aggregate_health_is_pointed_at_its_liveness
     assert found["PS013"].message == "liveness acts after 50s; Spring Boot can need 1m30s to start"
     assert found["PS013"].remediation.startswith(
         "add startupProbe: {httpGet: {path: /actuator/health/liveness, port: http}, periodSeconds: 10, "
-        "timeoutSeconds: 1, failureThreshold: 14}"  # 1.5 × 90 s, at its period
+        "timeoutSeconds: 3, failureThreshold: 14}"  # 1.5 × 90 s, at its period; liveness's timeout (PS046)
     )
-    assert _recheck(list(load_docs(text, "x.yaml"))) == 3  # and PS037's fix
+    assert _recheck(list(load_docs(text, "x.yaml"))) == 4  # and PS037's and PS046's fixes
     # Grafana's /api/health reports its database too, but Grafana has no other endpoint to point
     # liveness at: the info finding that the path may check a dependency, no error.
     grafana = both.replace("/actuator/health", "/api/health")

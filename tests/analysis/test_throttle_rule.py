@@ -131,3 +131,29 @@ def test_ps034s_grpc_check_on_a_throttled_container_comes_with_the_plans_timeout
     assert "(once liveness asks the app, as PS034's fix has it); periodSeconds 10" in f.fix
     after = run(tmp_path, [apply(objs[0], f.patch, "strategic"), SERVICE])
     assert not {"PS034", "PS044"} & {x.rule.id for x in after}
+
+
+def test_a_fix_never_lowers_a_throttled_liveness_timeout_to_one_second(tmp_path: Path) -> None:
+    """Found by the generated-fix property: liveness timeoutSeconds 6 on a 1 s period (PS011) and
+    failureThreshold 1 (PS010) under a 2m CPU limit. The plan cured PS011 by lowering the timeout
+    below the period, to 1 s, which PS044 then reported. It now keeps the timeout and raises the
+    period above it."""
+    (tmp_path / "d.yaml").write_text(
+        "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: a}\nspec:\n  selector: {matchLabels: {app: a}}\n"
+        "  template:\n    metadata: {labels: {app: a}}\n    spec:\n      terminationGracePeriodSeconds: 0\n"
+        "      containers:\n        - name: app\n          image: app:1\n"
+        "          ports: [{name: http, containerPort: 8080}]\n"
+        "          livenessProbe: {httpGet: {path: /healthz, port: 8080}, periodSeconds: 1, failureThreshold: 1,"
+        " timeoutSeconds: 6}\n"
+        "          resources: {limits: {cpu: 2m}}\n"
+    )
+    found = {f.rule.id: f for f in check([str(tmp_path / "d.yaml")]).findings}
+    live = found["PS010"].patch["spec"]["template"]["spec"]["containers"][0]["livenessProbe"]  # type: ignore[index]
+    assert live == {"periodSeconds": 10, "failureThreshold": 3}  # the timeout, 6, kept
+    patched = apply(yaml.safe_load((tmp_path / "d.yaml").read_text()), found["PS010"].patch or {})
+    (tmp_path / "d.yaml").write_text(yaml.safe_dump(patched))
+    assert {f.rule.id for f in check([str(tmp_path / "d.yaml")]).findings} & {
+        "PS010",
+        "PS011",
+        "PS044",
+    } == set()

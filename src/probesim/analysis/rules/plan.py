@@ -25,6 +25,9 @@ from probesim.analysis.rules.timing import (
     check_of,
     cpu_limit_m,
     delayed,
+    liveness_pause_ms,
+    low_cpu_limit,
+    pause_timeout_s,
     probes_of,
     replacement,
     restart_grace,
@@ -36,6 +39,7 @@ from probesim.analysis.rules.timing import (
     throttled_liveness,
     wants_readiness,
 )
+from probesim.model.duration import format_ms
 from probesim.model.kubernetes import ProbeType
 
 
@@ -57,6 +61,8 @@ class Plan:
     replaced_notes: dict[ProbeType, str] = field(default_factory=dict)
     # The CPU limit (millicores) that made the plan raise liveness's timeout (PS044), None if not.
     throttled_limit_m: int | None = None
+    # The app's pause (ms) that made the plan raise liveness's timeout (PS046), and whose it is.
+    paused: tuple[int, str] | None = None
 
     def change(self, *kinds: ProbeType) -> dict[str, Any]:
         """The container's fields to patch for a finding on ``kinds`` (all probes when none is
@@ -136,6 +142,8 @@ class Plan:
             text += f"; {' and '.join(kinds)} by {why}"
         if self.throttled_limit_m is not None and (change is None or "livenessProbe" in change):
             text += "; " + self.throttle_reason()
+        elif self.paused is not None and (change is None or "livenessProbe" in change):
+            text += "; " + self.pause_reason()
         if self.reasons and (change is None or "readinessProbe" in change):
             text += "; " + "; ".join(self.reasons)
         added = "readiness" in self.added and (change is None or "readinessProbe" in change)
@@ -156,6 +164,17 @@ class Plan:
                 f"{cpu} ms of CPU in {b.timeout} s, shared with all the app does")  # fmt: skip
         if b.check is not None and b.check[1] is not None:  # a tcpSocket check, which PS034 replaces
             text += " (once liveness asks the app, as PS034's fix has it)"
+        if a.period != b.period:
+            text += f"; periodSeconds {a.period} to stay above the timeout"
+        return text
+
+    def pause_reason(self) -> str:
+        """Why liveness's timeout (and period) are what the plan sets (PS046)."""
+        assert self.paused is not None
+        pause, whose = self.paused
+        a, b = self.after["liveness"], self.before["liveness"]
+        text = (f"timeoutSeconds {a.timeout}, a second above the {format_ms(pause)} pauses {whose}: a check "
+                "sent as one starts waits it out")  # fmt: skip
         if a.period != b.period:
             text += f"; periodSeconds {a.period} to stay above the timeout"
         return text
@@ -202,12 +221,14 @@ def _fit(p: Timing, target_s: int, min_failure: int = 1) -> Timing:
     return replace(p, period=period, timeout=timeout, failure=failure)
 
 
-def _sane_timeout(p: Timing, target_s: int, need_ms: float = 0.0, least_s: int = 0) -> Timing:
+def _sane_timeout(
+    p: Timing, target_s: int, need_ms: float = 0.0, least_s: int = 0, keep: bool = False
+) -> Timing:
     """An exec probe's timeout at least EXEC_TIMEOUT, every timeout above TAIL × the check's
     own time (``need_ms``) and at least ``least_s`` (a throttled container's); every timeout below
     its period: the timeout lowered, or the period raised to a round value when the check needs
-    that timeout."""
-    raised = False
+    that timeout (or ``keep``: the timeout must not come down)."""
+    raised = keep
     if p.exec and p.timeout <= 1:
         p = replace(p, timeout=EXEC_TIMEOUT)
         raised = True
@@ -265,12 +286,25 @@ def plan(ctx: Context, t: Target) -> Plan:
             if "grpc" in new and timeout <= 1:
                 timeout = min(GRPC_TIMEOUT, max(1, after[kind].period - 1))
             after[kind] = replace(after[kind], check=check_of(t, new), exec="exec" in new, timeout=timeout)
+    paused = False  # liveness's timeout raised above the app's pause (PS046)
+    throttled = throttled_liveness(t)  # and under a throttling CPU limit (PS044)
     for kind in KINDS:
         if kind in after:
             probe = t.container.probe(kind)
             need = check_ms(t, probe) if probe is not None and kind not in replaced else 0.0
-            least = THROTTLED_TIMEOUT if kind == "liveness" and throttled_liveness(t) else 0
-            after[kind] = _sane_timeout(after[kind], det_s, need, least)
+            least = THROTTLED_TIMEOUT if kind == "liveness" and throttled else 0
+            a = after[kind]
+            # PS046 on the check liveness ends up with (PS034 may have made a TCP check the app's).
+            if kind == "liveness" and not a.exec and not _tcp(a) and a.timeout * 1000 < liveness_pause_ms(t):
+                least = max(least, pause_timeout_s(t))
+                paused = True
+            after[kind] = _sane_timeout(a, det_s, need, least)
+            # A timeout the plan would lower to 1 s on a throttling limit (below the period) is
+            # PS044's: raised to its timeout instead.
+            lowered = after[kind].timeout <= 1 < a.timeout
+            if kind == "liveness" and lowered and not a.exec and not _tcp(a) and low_cpu_limit(t):
+                after[kind] = _sane_timeout(a, det_s, need, max(least, THROTTLED_TIMEOUT), keep=True)
+                throttled = True
     r = after.get("readiness")
     if r is not None:
         r = after["readiness"] = _fit(r, det_s, 2)
@@ -326,12 +360,26 @@ def plan(ctx: Context, t: Target) -> Plan:
         after["startup"] = Timing(period, live.timeout, failure, 0, None, check, "exec" in handler)
         added["startup"] = handler
         after["liveness"] = replace(live, delay=0)
-        return Plan(
-            before, after, added, handler_note, reasons, guards, replaced, replaced_notes, _throttled(t)
-        )
-    return Plan(before, after, added, handler_note, reasons, False, replaced, replaced_notes, _throttled(t))
+        return Plan(before, after, added, handler_note, reasons, guards, replaced, replaced_notes,
+                    _throttled(t, throttled), _paused(t, paused))  # fmt: skip
+    return Plan(before, after, added, handler_note, reasons, False, replaced, replaced_notes,
+                _throttled(t, throttled), _paused(t, paused))  # fmt: skip
 
 
-def _throttled(t: Target) -> int | None:
-    """The CPU limit for which the plan raised liveness's timeout, None where it did not."""
-    return cpu_limit_m(t) if throttled_liveness(t) else None
+def _paused(t: Target, raised: bool) -> tuple[int, str] | None:
+    """The pause for which the plan raised liveness's timeout (``raised``), and whose it is; None
+    where it did not."""
+    if not raised:
+        return None
+    prof = t.profile
+    assert prof is not None
+    whose = f"{prof.profile.name}'s profile documents" if prof.known else ".probesim.yaml says the app takes"
+    if prof.known and prof.corrected:
+        whose = f".probesim.yaml says {prof.profile.name} takes"
+    return liveness_pause_ms(t), whose
+
+
+def _throttled(t: Target, raised: bool) -> int | None:
+    """The CPU limit for which the plan raised liveness's timeout (``raised``), None where it did
+    not."""
+    return cpu_limit_m(t) if raised else None

@@ -17,7 +17,9 @@ from probesim.analysis.rules.timing import (
     check_ms,
     cpu_limit_m,
     exec_timeout_short,
+    liveness_pause_ms,
     liveness_slow,
+    paused_liveness,
     probes_of,
     readiness_slow,
     restart_grace,
@@ -31,6 +33,7 @@ from probesim.analysis.rules.timing import (
 from probesim.analysis.rules.timing import long_grace as long_grace_rule
 from probesim.kube.ports import container_port
 from probesim.model.duration import format_ms
+from probesim.model.kubernetes import HANDLERS
 
 rule = REGISTRY.rule
 
@@ -204,16 +207,13 @@ def tcp_probe_on_http_or_grpc(ctx: Context) -> Iterator[Finding]:
                 if pl.throttled_limit_m is not None:
                     for key, fields in pl.change("liveness").items():
                         if key in change:  # this fix's own check, not the one the plan gives it
-                            fields = {k: v for k, v in fields.items() if k not in PROBE_HANDLERS}
+                            fields = {k: v for k, v in fields.items() if k not in HANDLERS}
                         change[key] = {**fields, **change.get(key, {})}
                     note += "; " + pl.throttle_reason()
             yield ctx.finding("PS034", t, msg, (name, "tcpSocket"), change=change, note=note)
 
 
 # The fields of a probe that are its check: one of them only (the API server refuses two).
-PROBE_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")
-
-
 @rule(
     id="PS045",
     name="tcp-readiness-where-the-app-has-a-check",
@@ -529,3 +529,39 @@ def liveness_timeout_throttled(ctx: Context) -> Iterator[Finding]:
         msg += "throttling alone can make a healthy pod miss it and be restarted"
         pl = plan(ctx, t)
         yield ctx.finding("PS044", t, msg, ("livenessProbe", "timeoutSeconds"), **pl.fix("liveness"))
+
+
+@rule(
+    id="PS046",
+    name="liveness-timeout-within-a-pause",
+    severity="warning",
+    title="Liveness gives up on a check before the app's documented pauses end.",
+    why="A stop-the-world garbage collection (a JVM's full GC of a heap of a few GB takes one to a "
+    "few seconds) stops every thread, the health handler's too: a liveness check sent as the pause "
+    "starts gets no answer until it ends, and a timeout shorter than the pause fails it. One miss "
+    "does not restart the container (failureThreshold counts consecutive misses), but pauses come "
+    "back to back when memory runs short, and the 1 s default timeout on a GC-pausing container is "
+    "among the most repeated probe incidents: healthy pods restarted, the fixes raising liveness "
+    "timeouts to a few seconds. The pause is the app profile's (probesim check --list-profiles), "
+    "or .probesim.yaml's correction of it; a scenario's behaviour says its own. httpGet and grpc "
+    "checks only: the kernel accepts a tcpSocket connect without the app, and an exec probe is "
+    "PS015's; a CPU limit that also throttles the check is PS044's, which says it once.",
+    fix="Raise livenessProbe.timeoutSeconds to a second above the pause (periodSeconds above it), "
+    "or correct the pause in .probesim.yaml → profiles when this app does not pause so long.",
+)  # fmt: skip
+def liveness_timeout_paused(ctx: Context) -> Iterator[Finding]:
+    for t in ctx.targets:
+        p = t.container.liveness_probe
+        if p is None or not paused_liveness(t) or throttle_prone(t, "liveness", p):
+            continue
+        written = "timeoutSeconds" in t.raw_probe("liveness")
+        given = f"timeoutSeconds {p.timeout_seconds}" if written else "the default timeoutSeconds (1)"
+        prof = t.profile
+        assert prof is not None
+        who = prof.profile.name if prof.known else "the app"
+        said = ".probesim.yaml" if prof.corrected else "its profile"
+        msg = (f"livenessProbe has {given} and {who} pauses for up to {format_ms(liveness_pause_ms(t))} "
+               f"({said}): a check sent as a pause starts fails, and pauses back to back restart a "
+               "healthy pod")  # fmt: skip
+        pl = plan(ctx, t)
+        yield ctx.finding("PS046", t, msg, ("livenessProbe", "timeoutSeconds"), **pl.fix("liveness"))

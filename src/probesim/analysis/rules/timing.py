@@ -18,7 +18,7 @@ from probesim.analysis.context import Context, Target
 from probesim.analysis.policy import MAX_LIVENESS_DELAY_S
 from probesim.analysis.rules.handlers import port_kind, profile_handler, serves_nothing
 from probesim.kube.ports import container_port
-from probesim.model.kubernetes import Probe, ProbeType
+from probesim.model.kubernetes import HANDLERS, Probe, ProbeType
 
 KINDS: tuple[ProbeType, ...] = ("startup", "readiness", "liveness")
 NICE_PERIODS = (30, 20, 15, 10, 5, 3, 2, 1)  # the period chosen when one must shrink
@@ -128,8 +128,33 @@ def throttle_prone(t: Target, kind: ProbeType, p: Probe) -> bool:
 
 
 def _short_on_low_limit(t: Target, p: Probe) -> bool:
+    return p.timeout_seconds <= 1 and low_cpu_limit(t)
+
+
+def low_cpu_limit(t: Target) -> bool:
+    """The container's CPU limit is one throttling alone can push a 1 s check past (PS044)."""
     limit = cpu_limit_m(t)
-    return p.timeout_seconds <= 1 and limit is not None and limit < THROTTLE_LIMIT_M
+    return limit is not None and limit < THROTTLE_LIMIT_M
+
+
+def liveness_pause_ms(t: Target) -> int:
+    """The longest pause liveness must ride out: the app profile's (a catalog family's, or
+    .probesim.yaml's correction) when no scenario says what the app does; else 0."""
+    prof = t.profile
+    return prof.pause_ms if t.behavior is None and prof is not None and prof.timed else 0
+
+
+def paused_liveness(t: Target) -> bool:
+    """A liveness check the app answers (httpGet or grpc) whose timeout ends before one of the
+    app's documented pauses does (PS046): a check sent as the pause starts fails."""
+    p = t.container.liveness_probe
+    answered = p is not None and (p.http_get is not None or p.grpc is not None)
+    return answered and p is not None and p.timeout_seconds * 1000 < liveness_pause_ms(t)
+
+
+def pause_timeout_s(t: Target) -> int:
+    """The least liveness timeout that outlasts the app's longest pause: a second above it."""
+    return -(-liveness_pause_ms(t) // 1000) + 1
 
 
 def throttled_liveness(t: Target) -> bool:
@@ -234,7 +259,7 @@ def startup_handler(t: Target) -> tuple[dict[str, Any], Any]:
     path the profile does not know as a process check, else liveness's own check (a startup probe
     checks what liveness will: Kubernetes' probe guide)."""
     raw = t.raw_probe("liveness")
-    own: dict[str, Any] = {k: raw[k] for k in ("httpGet", "tcpSocket", "exec", "grpc") if k in raw}
+    own: dict[str, Any] = {k: raw[k] for k in HANDLERS if k in raw}
     http = own.get("httpGet")
     if isinstance(http, dict) and t.profile is not None and t.profile.known:
         if t.profile.path_self_contained(str(http.get("path", ""))):  # e.g. Spring's /livez
