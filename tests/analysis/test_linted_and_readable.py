@@ -71,7 +71,7 @@ def test_a_clean_project_says_what_it_linted_in_every_format(tmp_path: Path) -> 
     text = runner.invoke(app, ["check", path])
     assert text.exit_code == 0
     # Not "in 0 objects": three workloads were linted.
-    assert text.output == "0 errors, 0 warnings, 0 info; 3 workloads linted by 40 rules over 1 file\n"
+    assert text.output == "0 errors, 0 warnings, 0 info; 3 workloads linted by 42 rules over 1 file\n"
     linted = [
         {"kind": "Deployment", "namespace": "default", "name": "web", "file": path, "line": 1, "apiVersion": "apps/v1",
          "scaledBy": {"kind": "HorizontalPodAutoscaler", "name": "web", "minReplicas": 1, "maxReplicas": 6}},
@@ -84,7 +84,7 @@ def test_a_clean_project_says_what_it_linted_in_every_format(tmp_path: Path) -> 
     # JUnit: a test case per linted workload and rule, each passed.
     xml = ET.fromstring(runner.invoke(app, ["check", path, "-f", "junit"]).output.split("\n", 1)[1])
     cases = xml.findall(".//testcase")
-    assert len(cases) == 3 * 40 and not xml.findall(".//failure")
+    assert len(cases) == 3 * 42 and not xml.findall(".//failure")
     assert sorted({c.get("classname") for c in cases}) == [
         f"Deployment/default/web ({path})",
         f"Job/jobs/migrate ({path})",
@@ -100,7 +100,7 @@ def test_findings_still_count_their_objects_beside_the_workloads_linted(tmp_path
     (tmp_path / "m.yaml").write_text(bad)
     r = runner.invoke(app, ["check", str(tmp_path / "m.yaml")])
     assert r.output.splitlines()[-1] == (
-        "1 error, 0 warnings, 0 info in 1 object; 3 workloads linted by 40 rules over 1 file"
+        "1 error, 0 warnings, 0 info in 1 object; 3 workloads linted by 42 rules over 1 file"
     )
 
 

@@ -273,6 +273,8 @@ def test_every_rule_has_docs_and_a_fixture() -> None:
         | {"PS041", "PS042"}  # tests/analysis/test_service_rules.py
         | {"PS043"}  # tests/analysis/test_scaling_rule.py
         | {"PS044"}  # tests/analysis/test_throttle_rule.py
+        | {"PS046"}  # tests/analysis/test_pause_timeout.py
+        | {"PS047"}  # tests/analysis/test_autoscaled_store.py
     )
     for r in REGISTRY.rules.values():
         assert r.title.endswith(".")

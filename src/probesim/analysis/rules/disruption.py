@@ -90,7 +90,7 @@ def quorum(n: int) -> int:
     return n // 2 + 1
 
 
-def _app(ctx: Context, workloads: Iterable[Workload]) -> App:
+def app_of(ctx: Context, workloads: Iterable[Workload]) -> App:
     """What the pods of ``workloads`` are, from the profiles check already resolved for their
     containers (Context.targets): the first container whose family keeps a quorum or a primary,
     else the first app container's (a sidecar or an exporter does not make an etcd interchangeable)."""
@@ -169,7 +169,7 @@ def budget_blocks_eviction(ctx: Context) -> Iterator[Finding]:
             why = f"{how} keeps every pod of {whose}: no eviction is ever allowed"
         msg = f"{why}, so every drain of a node running one of its pods (kubectl drain, a node pool "
         msg += "upgrade) stalls"
-        app = _app(ctx, (w for w, _, _ in selected))
+        app = app_of(ctx, (w for w, _, _ in selected))
         if selected:
             msg += f" — {app.said(expected)}"
         patch: dict[str, Any] = {"spec": {"maxUnavailable": 1}}
@@ -382,7 +382,7 @@ def replicas_on_one_node(ctx: Context) -> Iterator[Finding]:
     for w, n, said in _guarded(ctx):
         if n < 2:
             continue
-        app = _app(ctx, [w])
+        app = app_of(ctx, [w])
         if app.membership == "quorum":
             if _spreads(w, HOSTNAME, hard=True):
                 continue
@@ -425,7 +425,7 @@ def replicas_in_one_zone(ctx: Context) -> Iterator[Finding]:
     for w, n, said in _guarded(ctx):
         if n < 2 or _spreads(w, ZONE):
             continue
-        app = _app(ctx, [w])
+        app = app_of(ctx, [w])
         msg = (f"{said} with nothing spreading them over zones ({', '.join(zones)}): a zone outage can take "
                f"every replica at once — {app.said(n)}")  # fmt: skip
         patch, note = _spread_patch(ctx, w, app, n)
@@ -456,7 +456,7 @@ def no_disruption_budget(ctx: Context) -> Iterator[Finding]:
     for w, n, said in _guarded(ctx):
         if n < 2 or any(b.selects(w) for b in ctx.budgets):
             continue
-        app = _app(ctx, [w])
+        app = app_of(ctx, [w])
         labels = _pod_selector(w)
         pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
                "metadata": {"name": w.name, "namespace": w.metadata.namespace},

@@ -1,14 +1,17 @@
 """Rules on what scales a workload: an HPA whose utilization target cannot be computed because a
-container of the pods requests none of the resource, so the HPA never scales."""
+container of the pods requests none of the resource, so the HPA never scales; an autoscaler on a
+store whose replicas are not interchangeable (a primary and its copies, a quorum's members)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 from probesim.analysis.context import Context
 from probesim.analysis.findings import REGISTRY, Finding
+from probesim.analysis.rules.disruption import app_of
 from probesim.manifests.yamlsrc import get_path
-from probesim.model.kubernetes import Container, HorizontalPodAutoscaler
+from probesim.model.kubernetes import Container, HorizontalPodAutoscaler, ScaledObject
 
 rule = REGISTRY.rule
 
@@ -87,3 +90,55 @@ def hpa_utilization_without_request(ctx: Context) -> Iterator[Finding]:
                    f"request for {res} in container {t.container.name}', FailedGetResourceMetric) and "
                    f"never scales {w.name}")  # fmt: skip
             yield ctx.finding("PS043", t, msg, ("resources",))
+
+
+@rule(
+    id="PS047",
+    name="autoscaled-store",
+    severity="warning",
+    title="An autoscaler adds and removes replicas of a store whose replicas are not interchangeable.",
+    why="An HPA (or a KEDA ScaledObject) scales by starting and deleting pods, as if any replica could "
+    "take any request and any could go. A store's replicas are not so. Where one primary takes the "
+    "writes (PostgreSQL, MySQL, Redis with replication), a pod the autoscaler adds is an empty store "
+    "until something makes it a replica and it has copied the primary — with nothing set up to "
+    "replicate (a plain Redis Deployment) each replica stays a store of its own behind one Service, "
+    "and clients read what another replica never saw — and scaling in may delete the primary. Where "
+    "members vote (etcd, ZooKeeper, MongoDB replica sets, Kafka's controllers, quorum queues), a "
+    "member joins and leaves through the store's own reconfiguration, not by a pod starting, and the "
+    "quorum it needs moves with the count. What the replicas are is the app's profile "
+    "(probesim check --list-profiles), from its image, probes, environment or command; "
+    ".probesim.yaml → profiles corrects it.",
+    fix="Remove the autoscaler and set the replicas the store needs; scale it by hand or through its "
+    "operator (Sentinel or Redis Cluster, a PostgreSQL operator, Strimzi), which adds members as the "
+    "store expects. Autoscale the stateless services in front of it instead.",
+)  # fmt: skip
+def autoscaled_store(ctx: Context) -> Iterator[Finding]:
+    said: set[int] = set()
+    for t in ctx.targets:
+        w = t.workload
+        scaler = ctx.objects.scaler_of(w)
+        if scaler is None or id(w) in said or t.group != "containers":
+            continue
+        app = app_of(ctx, [w])
+        if app.membership == "independent" or app.resolved is None or not app.resolved.known:
+            continue
+        said.add(id(w))
+        if isinstance(scaler, ScaledObject):
+            who = f"ScaledObject {scaler.name}"
+            low, high = scaler.spec.min_replica_count, scaler.spec.max_replica_count
+        else:
+            who = f"HorizontalPodAutoscaler {scaler.name}"
+            low, high = scaler.spec.min_replicas, scaler.spec.max_replicas
+        if app.membership == "primary":
+            cost = ("a pod it adds is an empty store until it is made a replica of the primary (or, with "
+                    "nothing replicating, a store of its own behind the same Service), and one it removes "
+                    "may be the primary")  # fmt: skip
+        else:
+            cost = ("members join and leave through the store's reconfiguration, not by a pod starting, "
+                    "and the quorum it needs moves with the count")  # fmt: skip
+        msg = f"{who} scales {w.kind} {w.name} from {low} to {high} replicas, but {cost} — {app.said(high)}"
+        o = ctx.objects.origin(scaler)
+        kind = "ScaledObject" if isinstance(scaler, ScaledObject) else "HorizontalPodAutoscaler"
+        ns = scaler.metadata.namespace
+        f = ctx.raw_finding("PS047", o.doc, o.base, f"{kind}/{scaler.name}", (), msg, ns)
+        yield replace(f, assumed=app.resolved)
