@@ -2,6 +2,7 @@
 exit 2), the options several commands take, and reading a scenario or a built-in's name."""
 
 import functools
+import inspect
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -41,10 +42,22 @@ def command(name: str | None = None) -> Callable[[F], F]:
             except InputError as e:
                 raise fail(e) from None
 
+        run.__doc__ = flowed(f.__doc__ or "")
         app.command(name)(run)
         return f
 
     return register
+
+
+def flowed(doc: str) -> str:
+    """A command's docstring as --help shows it: each paragraph's lines joined, so that the
+    terminal wraps it (typer's rich mode keeps a paragraph's line breaks after the first, which
+    at 80 columns leaves a word or two on every other line); a paragraph of list items or
+    indented lines is kept as written."""
+    paragraphs = inspect.cleandoc(doc).split("\n\n")
+    kept = [p if any(ln.startswith(("- ", "* ", " ")) for ln in p.splitlines()) else " ".join(p.split("\n"))
+            for p in paragraphs]  # fmt: skip
+    return "\n\n".join(kept)
 
 
 def write_file(path: Path, text: str, what: str = "") -> None:
