@@ -274,3 +274,31 @@ def test_the_built_ins_show_their_lesson(name: str, message: str) -> None:
     path = Path(__file__).resolve().parents[2] / "src" / "probesim" / "scenarios" / f"{name}.yaml"
     r = CliRunner().invoke(app, ["check", "--scenario", str(path), "-f", "json"])
     assert [f["message"] for f in json.loads(r.output)["findings"] if f["rule"] == "PS032"] == [message]
+
+
+HPA = """---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: web}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: MIN
+  maxReplicas: 10
+"""
+
+
+def test_an_autoscaled_deployment_rolls_out_at_its_autoscalers_minimum(tmp_path: Path) -> None:
+    """Review item 5: azure-vote-front's manifest says replicas: 1 and its HPA keeps 3 at least;
+    PS032 said a rollout leaves 0 of 1 pod while PS037 counted 3 replicas. It now judges the
+    rollout at the HPA's minimum, as the disruption rules count the replicas."""
+    one = workload(1, rolling("1", "1"))
+    assert [m for m, _ in findings(tmp_path, one)] == [
+        "a rollout (maxSurge 1, maxUnavailable 1) leaves 0 of 1 pod: the Service has no endpoint until the new "
+        "pod is Ready"
+    ]
+    assert findings(tmp_path, one + HPA.replace("MIN", "3")) == []  # 2 of 3 serve throughout
+    # At an HPA minimum of 1 the rollout still empties the Service, and says at how many replicas.
+    [(msg, _)] = findings(tmp_path, one + HPA.replace("MIN", "1"))
+    assert msg.startswith(
+        "a rollout (maxSurge 1, maxUnavailable 1, 1 replica at its HPA's minimum) leaves 0 of 1 pod"
+    )

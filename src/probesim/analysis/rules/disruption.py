@@ -28,16 +28,17 @@ ZONE = "topology.kubernetes.io/zone"
 REPLICATED = ("Deployment", "StatefulSet", "ReplicaSet", "ReplicationController")
 
 
-def _replicas(ctx: Context, w: Workload) -> tuple[int, str]:
+def quietest_replicas(ctx: Context, w: Workload) -> tuple[int, str]:
     """The replicas a budget and the scheduler see at the quietest time: the scaler's minimum
     when an HPA or KEDA ScaledObject scales the workload, else spec.replicas; and how to say it."""
     s = ctx.objects.scaler_of(w)
     if isinstance(s, ScaledObject):
-        return s.spec.min_replica_count, f"{s.spec.min_replica_count} replicas at its ScaledObject's minimum"
-    if s is not None:
-        return s.spec.min_replicas, f"{s.spec.min_replicas} replicas at its HPA's minimum"
-    n = w.spec.replicas
-    return n, f"{n} replica" if n == 1 else f"{n} replicas"
+        n, at = s.spec.min_replica_count, " at its ScaledObject's minimum"
+    elif s is not None:
+        n, at = s.spec.min_replicas, " at its HPA's minimum"
+    else:
+        n, at = w.spec.replicas, ""
+    return n, (f"{n} replica" if n == 1 else f"{n} replicas") + at
 
 
 def _guarded(ctx: Context) -> list[tuple[Workload, int, str]]:
@@ -46,7 +47,7 @@ def _guarded(ctx: Context) -> list[tuple[Workload, int, str]]:
     out = []
     for w in ctx.objects.workloads:
         if w.kind in REPLICATED and id(w) not in ctx.objects.custom:
-            n, said = _replicas(ctx, w)
+            n, said = quietest_replicas(ctx, w)
             out.append((w, n, said))
     return out
 

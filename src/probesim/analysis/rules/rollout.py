@@ -11,6 +11,7 @@ from typing import Any
 from probesim.analysis.context import Context, Target
 from probesim.analysis.findings import REGISTRY, Finding
 from probesim.analysis.patch import apply, container_patch
+from probesim.analysis.rules.disruption import quietest_replicas
 from probesim.analysis.rules.plan import plan
 from probesim.kube.load_model import workload_behavior
 from probesim.kube.readiness import earliest_ready, ready_after
@@ -132,7 +133,11 @@ def rollout_capacity(ctx: Context) -> Iterator[Finding]:
     node = (ctx.scenario.spec.cluster if ctx.scenario is not None else Cluster()).node_cpu
     for t in ctx.targets:
         w = t.workload
-        ro = rolling_update(w)
+        # An autoscaled workload rolls out at the replicas its autoscaler holds: at least its
+        # minimum (as the disruption rules judge it), not the manifest's spec.replicas.
+        scaled = ctx.objects.scaler_of(w) is not None
+        n, said = quietest_replicas(ctx, w) if scaled else (w.spec.replicas, "")
+        ro = rolling_update(w, n)
         if not t.serves or ro is None:
             continue
         b = _behavior(ctx, t)
@@ -155,7 +160,7 @@ def rollout_capacity(ctx: Context) -> Iterator[Finding]:
             during = math.inf if serving == 0 and w.kind == "Deployment" else 0.0
         if not cold and during < 1:
             continue
-        where = f"a rollout ({ro.knob})"
+        where = f"a rollout ({ro.knob}{', ' + said if said else ''})"
         rel: tuple[str, ...] = ()
         patch: dict[str, Any] = {}
         notes: list[str] = []
