@@ -14,9 +14,10 @@ from probesim.tune import reasons, study
 from probesim.tune.checked import rules_fix
 from probesim.tune.figures import Row
 from probesim.tune.inputs import TuneInputs, load
-from probesim.tune.objective import BLIPS_LABEL, Serial, evaluate, plan
+from probesim.tune.objective import Serial, evaluate, plan
 from probesim.tune.report import recommended_heading
 from probesim.tune.space import OUTLIER_BOUNDS, Setting, Space
+from probesim.tune.stresses import BLIPS_LABEL
 
 # istioinaction's ch6 simple-backend (an app probesim does not know, two replicas, no probe) behind
 # its DestinationRule: one 5xx ejects a pod, every pod may be ejected. On it the earlier tuner

@@ -57,11 +57,11 @@ from probesim.kube.load_model import app_profiles
 from probesim.model.duration import parse_ms
 from probesim.model.kubernetes import Workload, pod_names_of
 from probesim.model.scenario import ContainerBehavior, Scenario
-from probesim.profiles import ProfileCorrection, Resolved
 from probesim.tune.figures import DETECTION_CAP_MS, Figures, RunFigures, RunKind
 from probesim.tune.inputs import TuneInputs
 from probesim.tune.patch import patched_rule, patched_workload
 from probesim.tune.space import Setting, Space
+from probesim.tune.stresses import BLIPS_LABEL, blip_stress, profile_stresses
 
 HANG_AT_MS = 2 * 60_000  # at least; later when the app starts slower than a minute
 
@@ -188,75 +188,6 @@ def plan(inputs: TuneInputs, space: Space, setting: Setting) -> list[Run]:
     hung = _hung(base, w.name, [c.name for c in w.pod_spec.containers], rule is not None)
     runs.append(replace(hung, **load))  # type: ignore[arg-type]
     return runs
-
-
-def profile_stresses(
-    base: dict[str, Any], w: Workload, corrections: Sequence[ProfileCorrection] = ()
-) -> list[tuple[str, Scenario]]:
-    """What the app's profile (with .probesim.yaml's ``corrections``) says it must ride out,
-    when no scenario says what the app does: its slowest start (a cold node, a CPU limit, a
-    recovery) and its longest pause (GC) when longer than the suite's 2 s — each a stress whose
-    restarts and flaps are needless."""
-    found = app_profiles(w, corrections)
-    out: list[tuple[str, Scenario]] = []
-    slowest = {n: r.start_ms[1] for n, r in found.items() if r.timed and r.start_ms[1] > 0}
-    if slowest:
-        doc = copy.deepcopy(base)
-        containers = doc["spec"]["behavior"][w.name].setdefault("containers", {})
-        for name, ms in slowest.items():
-            containers.setdefault(name, {})["start"] = f"{ms}ms"
-        names = ", ".join(_named(n, found[n]) for n in slowest)
-        out.append((f"profile slow start ({names})", Scenario.model_validate(doc)))
-    pauses = {n: r.pause_ms for n, r in found.items() if r.timed and r.pause_ms > STOP_THE_WORLD_MS}
-    if pauses:
-        doc = copy.deepcopy(base)
-        containers = doc["spec"]["behavior"][w.name].setdefault("containers", {})
-        for name, ms in pauses.items():
-            episode = {"kind": "hang", "at": f"{EVENT_AT_MS}ms", "for": f"{ms}ms"}
-            containers.setdefault(name, {}).setdefault("episodes", []).append(episode)
-        names = ", ".join(_named(n, found[n]) for n in pauses)
-        out.append((f"profile pause ({names})", Scenario.model_validate(doc)))
-    return out
-
-
-def _named(container: str, r: Resolved) -> str:
-    """Whose start or pause a profile stress runs: the catalog family's, or the container's as
-    .probesim.yaml corrects it."""
-    return r.profile.name if r.known else f"{container}, as .probesim.yaml says"
-
-
-STOP_THE_WORLD_MS = 2000  # the suite's own pause (stop-the-world-2s)
-BLIPS_LABEL = "stress two-pod-blips"
-BLIP_MS = 3000  # each blip: a pod answers 500 this long, then recovers
-BLIP_GAP_MS = 60_000  # the second pod's blip, after the first's
-
-
-def blip_stress(base: dict[str, Any], w: Workload) -> Scenario | None:
-    """Transient blips, the counterweight to one-pod-500's pod failing for good, for a workload
-    behind outlier detection: pod 0 answers 500 on the traffic's paths for BLIP_MS, then
-    recovers; a minute later pod 1 does the same. An ejection that outlasts a blip keeps a
-    healthy pod out: while pod 0 is still ejected, maxEjectionPercent may forbid ejecting pod 1
-    too (Envoy never ejects past it), and its blip fails every request sent to it; where more
-    may be ejected, the pods left carry all the load. A long baseEjectionTime is what one-pod-500
-    rewards and this run prices. None without traffic or with fewer than two replicas."""
-    spec = base["spec"]
-    if w.spec.replicas < 2 or not spec.get("traffic"):
-        return None
-    doc = copy.deepcopy(base)
-    wb = doc["spec"].setdefault("behavior", {}).setdefault(w.name, {})
-    containers = wb.setdefault("containers", {})
-    paths = sorted({t.get("path", "/") for t in spec["traffic"]})
-    for ordinal in (0, 1):
-        mine = {c.name: copy.deepcopy(containers.get(c.name, {})) for c in w.pod_spec.containers}
-        for ov in wb.get("pods", []):  # the last override naming the pod is the one it runs
-            if ordinal in ov["ordinals"]:
-                mine.update(copy.deepcopy(ov["containers"]))
-        at = EVENT_AT_MS + ordinal * BLIP_GAP_MS
-        for b in mine.values():
-            blip = {"kind": "errors", "at": f"{at}ms", "for": f"{BLIP_MS}ms", "status": 500, "paths": paths}
-            b["episodes"] = [*b.get("episodes", []), blip]
-        wb["pods"] = [*wb.get("pods", []), {"ordinals": [ordinal], "containers": mine}]
-    return Scenario.model_validate(doc)
 
 
 def _hung(base: dict[str, Any], workload: str, containers: list[str], mesh: bool) -> Run:

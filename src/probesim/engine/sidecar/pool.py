@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from probesim.engine.sidecar.outlier import Client
+from probesim.engine.sidecar.outlier import NEVER, Client
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -88,6 +88,14 @@ def cut(
     pick = np.flatnonzero(fresh)
     i = int(pick[rng.choice(pick.size, p=q[pick] / q[pick].sum())]) if pick.size > 1 else int(pick[0])
     return before, i, cond
+
+
+def take(c: Client, h: int, when: int, waits_ms: float | None) -> None:
+    """A request at ``when`` takes the client's kept-alive connection to dead host ``h``: the
+    connection is gone with it, and the request is active there for ``waits_ms`` (None: for
+    ever)."""
+    c.pooled[h] = False
+    c.held_until[h] = when + int(waits_ms) if waits_ms is not None else NEVER
 
 
 def note(c: Client, hosts: I64, per: I64, refused: B, hung: B, dead: B) -> None:

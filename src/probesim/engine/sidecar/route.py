@@ -133,13 +133,15 @@ class MeshRoute:
         self._cgw = np.zeros((clients, host_pods.size), np.int64)
         self._pooled = np.zeros((clients, host_pods.size), bool)
         self._held = np.zeros((clients, host_pods.size), np.int64)
-        self.client_timeout_ms = client_timeout_ms
         self._rows()
         for c in self.clients:
             c.cursor = int(rng.integers(0, max(host_pods.size, 1)))  # Envoy seeds the index at random
             c.next_tick = self.detector.interval if self.detector else None
         self.route = route
         self.policy = RoutePolicy.of(route)
+        # How long a request hung on a dead host's kept-alive connection waits (None: for ever).
+        timer = float(self.policy.timeout_ms) if self.policy.times_out else None
+        self.hang_ms = min((x for x in (client_timeout_ms, timer) if x is not None), default=None)
         # How long a connection attempt waits for an answer: connectionPool.tcp.connectTimeout
         # (Istio's default 10 s, the cluster's connect_timeout).
         pool = policy.connection_pool if policy else None
@@ -583,27 +585,11 @@ class MeshRoute:
         """The request at ``when`` takes the client's kept-alive connection to the dead host
         ``hosts[i]`` (pool.py): it hangs there, unreported, until its client gives up or the
         route's timer fires (a 504, reported then as any hung try); not retried."""
-        h = int(hosts[i])
-        got[h] += 1
-        c.pooled[h] = False
-        pol = self.policy
-        ends = [self.client_timeout_ms] if self.client_timeout_ms is not None else []
-        if pol.times_out:
-            ends.append(float(pol.timeout_ms))
-        c.held_until[h] = when + int(min(ends)) if ends else NEVER
+        got[hosts[i]] += 1
+        pool.take(c, int(hosts[i]), when, self.hang_ms)
         if self.lb == "ROUND_ROBIN":
             c.cursor += 1
-        if pol.times_out:
-            one = hosts[i : i + 1]
-            yes, no = np.ones(1, bool), np.zeros(1, bool)
-            self.outlier.report(
-                ci,
-                c,
-                one,
-                np.ones(1, np.int64),
-                no,
-                yes,
-                np.full(1, 504),
-                lambda _i, _x: when,
-                self._view.counts,
-            )
+        if self.policy.times_out:
+            yes, no, one = np.ones(1, bool), np.zeros(1, bool), np.ones(1, np.int64)
+            report = (one, no, yes, np.full(1, 504), lambda _i, _x: when, self._view.counts)
+            self.outlier.report(ci, c, hosts[i : i + 1], *report)
