@@ -246,3 +246,41 @@ def test_a_deadlock_at_a_scenario_time_spares_the_restarted_process() -> None:
     assert before._hang_end(121.0) == float("inf")
     restarted = App(b, free_port(), zero=0.0, started=121.0)
     assert restarted._hang_end(121.0) is None and restarted._hang_end(500.0) is None
+
+
+def _probe_behind(behavior: str, probe: str = "/healthz", slow: int = 4) -> tuple[float, list[int | None]]:
+    """``slow`` requests to /slow (1 s of waiting each, 2 workers) sent at once, then ``probe``:
+    how long the probe took, and what the slow ones got."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with app(behavior, "--probe-path", "/healthz") as (_, port), ThreadPoolExecutor(slow) as pool:
+        poll(port, "/healthz", 200, time.monotonic(), 30.0)
+        slows = [pool.submit(get, port, "/slow", 30.0) for _ in range(slow)]
+        time.sleep(0.3)  # they are in: two at work, the others queued
+        began = time.monotonic()
+        assert get(port, probe, timeout=30.0) == 200
+        took = time.monotonic() - began
+        return took, [f.result() for f in slows]
+
+
+def test_a_probe_waits_for_a_worker_behind_the_queued_requests() -> None:
+    # Two workers busy for 1 s, two requests queued behind them: the probe (probes: shared, the
+    # default) gets a worker when one of the queued ones is done, ~1.7 s after it was sent — as
+    # the simulation's probe waits behind the backlog.
+    took, slows = _probe_behind("{routes: {/slow: {wall: 1s}}, capacity: {workers: 2, queue: 10}}")
+    assert took >= 1.5 and slows == [200] * 4
+
+
+def test_a_probe_served_apart_does_not_wait_and_is_never_refused_for_a_full_queue() -> None:
+    took, _ = _probe_behind(
+        "{routes: {/slow: {wall: 1s}}, capacity: {workers: 2, queue: 10, probes: separate}}"
+    )
+    assert took < 0.9
+    # A full queue (2 at work, 1 waiting) refuses the fourth request, not the probe, which waits.
+    took, slows = _probe_behind("{routes: {/slow: {wall: 1s}}, capacity: {workers: 2, queue: 1}}")
+    assert sorted(slows, key=str) == [200, 200, 200, 503] and took >= 0.5
+    # Any other path is a request like the others: it waits for a worker.
+    took, _ = _probe_behind(
+        "{routes: {/slow: {wall: 1s}}, capacity: {workers: 2, queue: 10}}", probe="/other"
+    )
+    assert took >= 1.5

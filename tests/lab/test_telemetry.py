@@ -88,8 +88,8 @@ def test_a_quota_counts_its_periods_and_throttling_as_cpu_stat_does(tmp_path: Pa
     lab's cAdvisor series carry them."""
     stat = tmp_path / "cpu.stat"
     q = CpuQuota(0.2, stat)
-    q.spend(0.06)
-    q.spend(0.001)  # in a later period: the file holds the counts of the ones before
+    asyncio.run(q.spend(0.06))
+    asyncio.run(q.spend(0.001))  # in a later period: the file holds the counts of the ones before
     assert q.nr_periods >= 3 and 2 <= q.nr_throttled <= q.nr_periods - 1
     assert 0.1 <= q.throttled_s <= 0.2 + 0.05 * q.nr_periods  # ~80 ms stopped in each used-up period
     counts = cfs_counts(stat)
@@ -101,7 +101,7 @@ def test_a_quota_counts_its_periods_and_throttling_as_cpu_stat_does(tmp_path: Pa
     assert f"container_cpu_cfs_throttled_periods_total{{{labels}}} {float(counts[1])}" in text
     # No quota, no CFS periods: neither file nor series.
     free = CpuQuota(None, tmp_path / "none.stat")
-    free.spend(0.01)
+    asyncio.run(free.spend(0.01))
     assert not (tmp_path / "none.stat").exists() and cfs_counts(tmp_path / "none.stat") is None
     assert "container_cpu_cfs_periods_total{" not in LabMetrics(lambda: _state()).exposition().decode()
 

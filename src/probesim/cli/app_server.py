@@ -71,6 +71,14 @@ def app_command(
             envvar="METRICS_PORT",
         ),
     ] = None,
+    probe_path: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A path the container's HTTP probes get, e.g. /healthz; repeat for more. With a worker "
+            "pool (capacity.workers) a probe waits for a worker behind the queued requests, unless "
+            "capacity.probes is separate; it is never refused for a full queue.",
+        ),
+    ] = None,
 ) -> None:
     """Run the lab's test app: an HTTP server on 127.0.0.1 that acts out a container's behaviour
     for real (start delay, hangs, deadlocks, crashes, error windows, costs, worker pool, SIGTERM),
@@ -104,4 +112,7 @@ def app_command(
         if not name or not url.startswith("http://127.0.0.1:"):
             raise InputError(f"{item!r}: use NAME=http://127.0.0.1:PORT/", field="--service")
         urls[f"service/{name}"] = url
-    serve(cb, port, grpc_port, urls, metrics_port, cpu_limit, cpu_stat_dir)
+    for path in probe_path or []:
+        if not path.startswith("/"):
+            raise InputError(f"{path!r}: a path starts with '/'", field="--probe-path")
+    serve(cb, port, grpc_port, urls, metrics_port, cpu_limit, cpu_stat_dir, frozenset(probe_path or []))

@@ -27,7 +27,7 @@ from probesim.engine.routing import (
 from probesim.kube.arithmetic import replica_set_name, resolve_fenceposts
 from probesim.kube.hooks import container_hook
 from probesim.kube.ports import container_port
-from probesim.model.kubernetes import Container, Probe, ProbeType, Workload, pod_names_of
+from probesim.model.kubernetes import PROBE_TYPES, Container, Probe, ProbeType, Workload, pod_names_of
 from probesim.model.nodes import Drain, NodeDown, NodePoolUpgrade, ZoneDown
 from probesim.model.scenario import ContainerBehavior, DeletePod, Rollback, Scale, Scenario, service_calls
 
@@ -40,7 +40,6 @@ WAITING, RUNNING, TERMINATING, EXITED = 0, 1, 2, 3
 # Cached probe results (reference/kubelet.md §1.2.6).
 UNKNOWN, FAILURE, SUCCESS = -1, 0, 1
 HTTP, TCP, EXEC, GRPC = 0, 1, 2, 3
-PROBE_TYPES: tuple[ProbeType, ...] = ("startup", "readiness", "liveness")
 
 
 @dataclass

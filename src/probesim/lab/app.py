@@ -53,11 +53,20 @@ class Window:
 
 
 class CpuQuota:
-    """The CFS quota of a container's CPU limit, kept by the process itself (the lab runs no
-    cgroup): in each 100 ms period it may spend ``cores`` × 100 ms of CPU, and once that is spent
-    the whole process stops until the next period — requests, probes and all, as a throttled
-    container does. Without a limit, or with one of a core or more (the app works on one core),
-    CPU is spent as it comes.
+    """The CPU a container uses, kept by the process itself (the lab runs no cgroup): each
+    request costs its scripted CPU in all, and with a CPU limit the CFS quota holds: in each
+    100 ms period the process may use ``cores`` × 100 ms of CPU, and once that is used the whole
+    process stops until the next period — requests, probes and all, as a throttled container
+    does. Without a limit, or with one of a core or more (the app works on one core), CPU is
+    used as it comes.
+
+    Every CPU second the process uses counts, as the kernel counts a cgroup's: what it used
+    outside the requests' own work since the last look (parsing requests, the event loop, the
+    metrics thread) is charged to the quota and taken off the request being worked on, so that
+    the framework's overhead does not make a request dearer than its script (a request's 40 ms
+    would cost some 41 ms, 2 % more demand: enough to tip an overload the simulation is scripted
+    to hold). At most ``SLICE_S`` of it is taken at one look, so that what an idle process used
+    over minutes does not make one request free.
 
     With a limit and a ``stat`` file, it counts as the kernel's cgroup ``cpu.stat`` does and
     writes the counts there (cAdvisor's source): ``nr_periods`` (periods in which it used CPU),
@@ -76,6 +85,7 @@ class CpuQuota:
         self.nr_throttled = 0
         self.throttled_s = 0.0
         self.throttled_now = False  # in this period
+        self.mark = time.process_time()  # the process's CPU at the last look
 
     def _at(self, now: float) -> float:
         """The period ``now`` falls in, counted when new."""
@@ -98,19 +108,28 @@ class CpuQuota:
             tmp.write_text(text)
             os.replace(tmp, self.stat)
 
-    def spend(self, seconds: float) -> None:
+    def _charge(self, cap: float) -> float:
+        """The process's CPU since the last look (at most ``cap``), charged to this period."""
+        cpu = time.process_time()
+        used = min(max(cpu - self.mark, 0.0), cap)
+        self.mark = cpu
+        self.used += used
+        return used
+
+    async def spend(self, seconds: float, shared: bool = False) -> None:
+        """Work ``seconds`` of CPU for one request, a slice at a time. ``shared``: the app's
+        worker pool holds it, and the requests its workers hold share the CPU as threads do —
+        it yields to the event loop after each slice, which meanwhile answers what needs no
+        worker and lets the next worker run. Otherwise (an async app) the work holds the event
+        loop, as CPU-bound code in a handler does."""
         left = seconds
-        while left > 0:
+        while True:
             now = time.monotonic()
             period = self._at(now)
-            if self.cores is None:
-                _spin(left)
-                if self.stat is not None:  # the periods the spin ran into
-                    end = math.floor(time.monotonic() / self.PERIOD_S) * self.PERIOD_S
-                    self.nr_periods += round((end - self.period) / self.PERIOD_S)
-                    self.period = end
+            left -= self._charge(self.SLICE_S)  # the framework's, since the last look
+            if left <= 0:
                 return
-            room = self.cores * self.PERIOD_S - self.used
+            room = math.inf if self.cores is None else self.cores * self.PERIOD_S - self.used
             if room <= 0:
                 if not self.throttled_now:
                     self.nr_throttled += 1
@@ -119,11 +138,10 @@ class CpuQuota:
                 self.throttled_s += wait
                 time.sleep(wait)  # all of it waits: a blocking sleep
                 continue
-            begin = time.process_time()
             _spin(min(left, room, self.SLICE_S))
-            used = time.process_time() - begin
-            self.used += used
-            left -= used
+            left -= self._charge(math.inf)  # this slice's own
+            if left > 0 and shared:
+                await asyncio.sleep(0)
 
 
 def _spin(seconds: float) -> None:
@@ -144,10 +162,12 @@ class App:
         metrics_port: int | None = None,
         cpu_limit: float | None = None,
         cpu_stat: Path | None = None,
+        probe_paths: frozenset[str] = frozenset(),
     ) -> None:
         """``dependencies``: each dependency's URL; ``metrics_port``: where /metrics is served;
         ``cpu_limit``: the container's CPU limit in cores (the app holds itself to it);
-        ``cpu_stat``: where to write its CFS counts (CpuQuota).
+        ``cpu_stat``: where to write its CFS counts (CpuQuota); ``probe_paths``: the paths its
+        HTTP probes get (they wait for a worker as ``capacity.probes`` says).
         ``started`` and ``zero`` (the container's
         start and the scenario's t0) are on the system-wide monotonic clock the lab reads too; by
         default, when the process started."""
@@ -183,6 +203,7 @@ class App:
         workers = behavior.capacity.workers
         self.slots = asyncio.Semaphore(workers) if workers else None
         self.queue_limit = behavior.capacity.queue
+        self.probe_paths = probe_paths
         self.waiting = 0
         self.runner: web.AppRunner | None = None
         self.port_: Port | None = None  # the HTTP port: served, or held bound while refusing
@@ -234,42 +255,55 @@ class App:
         if end is not None:
             await asyncio.sleep(min(end, now + 3600) - now)  # hung: no answer until it ends
         path = request.path
-        cost = self.b.routes.get(path) or self.b.routes.get("*")
-        failed_call: int | None = None
-        if cost is not None and (cost.cpu or cost.wall or cost.calls or cost.errors):
-            full = self.queue_limit is not None and self.waiting >= self.queue_limit
-            if self.slots is not None and self.slots.locked() and full:
+        probe = path in self.probe_paths
+        # With a worker pool every request waits for a worker, a probe too (probes: shared):
+        # behind the queue, as a thread pool serves /healthz; a probe served apart (separate)
+        # skips it. A probe is never refused for a full queue and is not counted in it (the
+        # simulation's probes wait and add no load).
+        slots = None if probe and self.b.capacity.probes == "separate" else self.slots
+        if slots is not None and not probe:
+            if slots.locked() and self.queue_limit is not None and self.waiting >= self.queue_limit:
                 return web.Response(status=503, text="overloaded\n")
             self.waiting += 1
             try:
-                if self.slots is not None:
-                    await self.slots.acquire()
+                await slots.acquire()
             finally:
                 self.waiting -= 1
-            try:
-                await asyncio.sleep(cost.wall / 1000)
-                self.quota.spend(cost.cpu / 1000)
-                for call in cost.calls:  # one after another; a worker (if any) held throughout
-                    if not await self.dependencies.call(call):
-                        failed_call = call.on_error
-                        break
-                errors = cost.errors
-                if failed_call is None and errors is not None and self._fails(path, errors.percent):
-                    failed_call = errors.status
-            finally:
-                if self.slots is not None:
-                    self.slots.release()
+        elif slots is not None:
+            await slots.acquire()
+        try:
+            failed_call = await self._work(path)
+        finally:
+            if slots is not None:
+                slots.release()
         status = failed_call if failed_call is not None else self.status_for(path, time.monotonic())
         if 300 <= status < 400 and path in self.b.redirects:
             return web.Response(status=status, headers={"Location": self.b.redirects[path]})
         return web.Response(status=status, text=f"{status}\n")
+
+    async def _work(self, path: str) -> int | None:
+        """What ``path`` costs (``routes``): its wait, its CPU, its calls one after another;
+        the status a failed call or the route's error share answers, None for the path's own."""
+        cost = self.b.routes.get(path) or self.b.routes.get("*")
+        if cost is None:
+            return None
+        if cost.wall:
+            await asyncio.sleep(cost.wall / 1000)
+        if cost.cpu:
+            await self.quota.spend(cost.cpu / 1000, shared=self.slots is not None)
+        for call in cost.calls:
+            if not await self.dependencies.call(call):
+                return call.on_error
+        if cost.errors is not None and self._fails(path, cost.errors.percent):
+            return cost.errors.status
+        return None
 
     async def _idle(self) -> None:
         """The app's own CPU besides requests (``idleCpu``), spent a slice each quota period,
         within its quota."""
         share = self.b.idle_cpu / 1000 * CpuQuota.PERIOD_S
         while True:
-            self.quota.spend(share)
+            await self.quota.spend(share, shared=self.slots is not None)
             await asyncio.sleep(max(CpuQuota.PERIOD_S - share, 0.0))
 
     def _fails(self, path: str, percent: float) -> bool:
@@ -415,6 +449,7 @@ def serve(
     metrics_port: int | None = None,
     cpu_limit: float | None = None,
     cpu_stat_dir: Path | None = None,
+    probe_paths: frozenset[str] = frozenset(),
 ) -> None:
     """Serve until stopped; with ``cpu_stat_dir``, the CFS counts go to its file named by this
     process's PID (where the lab's cAdvisor looks)."""
@@ -428,9 +463,11 @@ def serve(
         go = wait_for_go(socket.socket(fileno=int(control)))
         if go is None:
             return
-        app = App(behavior, port, go[0], go[1], grpc_port, dependencies, metrics_port, cpu_limit, stat)
+        app = App(
+            behavior, port, go[0], go[1], grpc_port, dependencies, metrics_port, cpu_limit, stat, probe_paths
+        )
         app.port_ = Port(port, go[2])
     else:
         app = App(behavior, port, grpc_port=grpc_port, dependencies=dependencies, metrics_port=metrics_port,
-                  cpu_limit=cpu_limit, cpu_stat=stat)  # fmt: skip
+                  cpu_limit=cpu_limit, cpu_stat=stat, probe_paths=probe_paths)  # fmt: skip
     asyncio.run(app.run())

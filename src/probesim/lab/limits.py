@@ -14,11 +14,10 @@ import shutil
 from probesim.engine.fleet import injected
 from probesim.errors import InputError
 from probesim.lab.envoy import envoy_binary
-from probesim.lab.pods import PROBE_KINDS
 from probesim.lab.rollout import check_actions, has_actions_of, peak_pods
 from probesim.lab.status import selects
 from probesim.lab.traffic import meshed, meshed_calls
-from probesim.model.kubernetes import Workload, pod_names_of
+from probesim.model.kubernetes import PROBE_TYPES, Workload, pod_names_of
 from probesim.model.nodes import Drain, NodeDown, NodePoolUpgrade, NodeUp, Uncordon, ZoneDown, ZoneUp
 from probesim.model.scenario import Scenario
 from probesim.model.traffic import Traffic
@@ -103,7 +102,7 @@ def check_limits(scenario: Scenario, workloads: list[Workload], seconds: float, 
                 field="spec.actions",
             )
         c = workload.pod_spec.containers[0]
-        for kind in PROBE_KINDS:
+        for kind in PROBE_TYPES:
             p = c.probe(kind)
             if p is not None and p.exec is not None and not allow_exec:
                 raise InputError(

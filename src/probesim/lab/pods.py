@@ -16,11 +16,10 @@ from pathlib import Path
 from typing import TextIO
 
 from probesim.kube.containers import restarts_with
-from probesim.model.kubernetes import Container, PodSpec, Probe, ProbeType
+from probesim.model.kubernetes import PROBE_TYPES, Container, PodSpec, Probe, ProbeType
 from probesim.model.scenario import ContainerBehavior, Crash, Deadlock, Hang
 
 HOST = "127.0.0.1"
-PROBE_KINDS: tuple[ProbeType, ...] = ("startup", "readiness", "liveness")
 
 
 def free_port() -> int:
@@ -161,7 +160,7 @@ def new_pod(
     """A pod on a free port, with a worker per probe of its container (and a gRPC port of its
     own when a probe is gRPC)."""
     pod = Pod(name, ordinal, workload, spec, labels, c, b, free_port(), command)
-    for kind in PROBE_KINDS:
+    for kind in PROBE_TYPES:
         p = c.probe(kind)
         if p is not None:
             pod.workers[kind] = Worker(kind, p)

@@ -104,6 +104,8 @@ class Runtime:
             argv += ["--service", f"{sp.service}={sp.url}"]
         if pod.name in self.metrics_ports:
             argv += ["--metrics-port", str(self.metrics_ports[pod.name])]
+        for path in pod.container.http_probe_paths():
+            argv += ["--probe-path", path]
         limit = pod.container.resources.limits.cpu
         if limit:  # (0: no quota)
             argv += ["--cpu-limit", f"{limit / 1000:g}"]  # the container's quota, kept by the app

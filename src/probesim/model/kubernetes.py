@@ -39,6 +39,7 @@ def _port_number_or_name(v: "int | str") -> "int | str":
 
 PortNumOrName = Annotated[SInt | str, AfterValidator(_port_number_or_name)]
 ProbeType = Literal["startup", "readiness", "liveness"]
+PROBE_TYPES: tuple[ProbeType, ...] = ("startup", "readiness", "liveness")  # in the kubelet's order
 
 
 def _default_if_zero(default: int) -> classmethod:  # type: ignore[type-arg]
@@ -189,6 +190,11 @@ class Container(OpenModel):
             "readiness": self.readiness_probe,
             "liveness": self.liveness_probe,
         }[kind]
+
+    def http_probe_paths(self) -> tuple[str, ...]:
+        """The paths its httpGet probes request (without a query), each once, in probe order."""
+        paths = [p.http_get.path.split("?", 1)[0] for k in PROBE_TYPES if (p := self.probe(k)) and p.http_get]
+        return tuple(dict.fromkeys(paths))
 
 
 class ReadinessGate(Model):
