@@ -88,7 +88,13 @@ def test_a_quota_counts_its_periods_and_throttling_as_cpu_stat_does(tmp_path: Pa
     lab's cAdvisor series carry them."""
     stat = tmp_path / "cpu.stat"
     q = CpuQuota(0.2, stat)
-    asyncio.run(q.spend(0.06))
+    loop = asyncio.new_event_loop()
+    # From a period's start: its first 20 ms are this work's, not cut short by the period's end.
+    time.sleep(CpuQuota.PERIOD_S - time.monotonic() % CpuQuota.PERIOD_S)
+    try:
+        loop.run_until_complete(q.spend(0.06))
+    finally:
+        loop.close()
     asyncio.run(q.spend(0.001))  # in a later period: the file holds the counts of the ones before
     assert q.nr_periods >= 3 and 2 <= q.nr_throttled <= q.nr_periods - 1
     assert 0.1 <= q.throttled_s <= 0.2 + 0.05 * q.nr_periods  # ~80 ms stopped in each used-up period
