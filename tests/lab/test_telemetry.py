@@ -319,7 +319,9 @@ def test_round_trip_lab_prometheus_fit_recovers_a_saturating_surge_and_simulates
         assert v["containers.app.start"] == pytest.approx(20, rel=0.15)
         assert v["containers.app.routes./api.cpu"] == pytest.approx(20, rel=0.15)
         assert v["containers.app.routes./api.errors"] == pytest.approx(5, rel=0.15)
-        assert 0 < v["containers.app.idleCpu"] < 100  # the test app's own CPU, in millicores
+        # The test app's own CPU: its overhead is now charged to its requests (lab/app.py
+        # CpuQuota), so little or none is left to fit as idleCpu.
+        assert v.get("containers.app.idleCpu", 0) < 100  # millicores
     ready = json.loads((out / "web" / "ready.json").read_text())["data"]["result"][0]["values"]
     assert max(float(v) for _, v in ready) == 2
 
