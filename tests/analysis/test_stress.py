@@ -115,6 +115,11 @@ def test_a_traffic_series_is_stressed_as_the_same_rate_is(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("scenario", [LOADED, CPU_BOUND], ids=["workers", "cpu"])
 def test_a_correct_deployment_passes_every_stress(scenario: str) -> None:
+    # Judged where the app can take every stress: at 8 requests/s, traffic-x3 is 97.5 % of the
+    # workers (and the CPU-bound app at a limit of its request runs at 92 %), where a queue of
+    # random arrivals waits seconds — past any 1 s readiness timeout, whatever the probes; 3 of
+    # 12 seeds failed there already. At 7 requests/s they are 85 % and 80 %.
+    scenario = scenario.replace("path: /, rate: 8", "path: /, rate: 7")
     got = verdicts(CORRECT, scenario)
     # zone-down is node-down again on the node stresses' default cluster (a node a zone): not run.
     assert {k: v[0] for k, v in got.items()} == {**dict.fromkeys(SUITE, "pass"), "zone-down": "skipped"}

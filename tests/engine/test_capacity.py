@@ -160,3 +160,23 @@ def test_the_apps_own_cpu_takes_its_share_of_the_limit_and_counts_in_the_usage()
     assert series(busy, "route./.inflight")[:6] == [2, 4, 6, 8, 10, 12]
     assert series(busy, "workload.web.cpu_m") == [500] * 10  # 400m of requests and its 100m
     assert series(busy, "workload.web.throttled") == [1] * 10
+
+
+def test_a_probe_waits_for_a_worker_behind_the_queue_not_behind_the_requests_at_work() -> None:
+    # 10 workers, 100 ms of waiting a request: 100 served a second; 150 a second come, so the
+    # queue the step ending at 1, 2, 3 s leaves holds 50, 100, 150. A probe sent then waits for
+    # those queued ahead of it to get a worker and for one of the 10 at work to finish:
+    # (N − 10 + 1) / 100 per second — 0.41 s, 0.91 s, 1.41 s: the readiness probe (1 s timeout)
+    # sent at 3 s is the first to fail, when its timeout ends at 4 s. Waiting behind every
+    # request held, a step late (before issue 45), it met 0.5, 1.0, 1.5 s at 2, 3, 4 s and the
+    # pod left the Service at 5 s.
+    probes = {"readinessProbe": http(periodSeconds=1, failureThreshold=1)}
+    behavior = {
+        "routes": {"/": {"wall": "100ms"}, "/healthz": {}},
+        "variability": 0.0,
+        "capacity": {"workers": 10},
+    }
+    r = run(containers=app(**probes), behavior=behavior, traffic=[{"rate": 150}], duration="6s")
+    assert series(r, "route./.inflight")[:4] == [50, 100, 150, 200]
+    assert times(r, "Unhealthy")[0] == 4
+    assert times(r, "PodNotReady") == [4]

@@ -13,8 +13,11 @@ objects, O(routes × containers) per step:
 - CPU use is what was served × c̄, never above the limit; a step whose demand exceeded the
   limit is a throttled step (CFS quota exhausted), and its requests wait half a 100 ms quota
   period more;
-- a probe is a request too: with ``probes: shared`` it waits behind the backlog; with
-  ``separate`` it only feels CPU contention.
+- a probe is a request too: with ``probes: shared`` it waits behind the backlog — with a worker
+  pool, for a worker: ``max(N - W + 1, 0) / μ`` for the N requests held at the step's end (the
+  W at work are not ahead of it, only the queue is); without one, ``leftover / μ`` as a served
+  request; with ``separate`` it only feels CPU contention. A request arriving now (a try of a
+  service call) waits the same.
 
 When the container stops or is replaced, what it held is lost (failed as ``killed``).
 
@@ -419,7 +422,16 @@ class CapacityModel:
         if not isinstance(ix, slice):
             self.backlog[:, ix] = backlog
         self._leftover = np.zeros(n, np.int64)
-        self._leftover[ix] = backlog[0] if one else backlog.sum(axis=0)
+        left = self._leftover[ix] = backlog[0] if one else backlog.sum(axis=0)
+        # What arrives now (a probe, a try) waits for a worker: behind what is queued now, not
+        # behind what is at work. (Without a worker pool every request is at work, sharing the
+        # CPU: it waits for the backlog the step began with, as a served request did.)
+        workers = self.workers[ix]
+        pooled = np.isfinite(workers) & (loaded if not self._all_loaded else True)
+        if pooled.any():
+            with np.errstate(divide="ignore", invalid="ignore"):
+                for_worker = np.where(finite & (mu > 0), np.maximum(left - workers + 1.0, 0.0) / mu, 0.0)
+            self.wait_ms[ix] = np.where(pooled, for_worker, wait)
         stretch = 1.0 / (1.0 - np.minimum(rho, MAX_RHO))
         service = wall + cpu * stretch + np.where(throttled, QUOTA_PERIOD_MS / 2, 0.0)
         self.used_m = used_m

@@ -304,6 +304,7 @@ def serve(
     wait = np.empty(m)
     used = np.empty(m)
     rho_a = np.empty(m)
+    mu_a = np.empty(m)
     throttled_a = np.zeros(m, np.bool_)
     throttled[:] = False
     cpu_used_m[:] = 0.0
@@ -326,6 +327,7 @@ def serve(
         per_request = mix_c + mix_w
         mu_w = workers_all[c] / per_request if per_request > 0 else np.inf
         mu = minimum(mu_cpu, mu_w)
+        mu_a[j] = mu
         mu_dt = mu * dt
         cap = mu_dt + carry[c]
         whole = np.floor(minimum(cap, TWO53))
@@ -382,6 +384,12 @@ def serve(
             backlog[r, c] -= served[r, j]
             left += backlog[r, c]
         last_leftover[c] = left
+        # What arrives now (a probe, a try) waits for a worker: behind what is queued, not
+        # behind what is at work (CapacityModel.step).
+        w = workers_all[c]
+        mu = mu_a[j]
+        if np.isfinite(w) and (all_loaded or loaded_all[c]):
+            wait_ms[c] = max(float(left) - w + 1.0, 0.0) / mu if np.isfinite(mu) and mu > 0 else 0.0
     service = np.empty((rows, m))
     for j in range(m):
         stretch = 1.0 / (1.0 - minimum(rho_a[j], MAX_RHO))
