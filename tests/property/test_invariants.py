@@ -236,6 +236,29 @@ def test_the_buffers_kept_sums_are_what_they_hold(sc: Any) -> None:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(loaded_scenarios())
+def test_a_probe_waits_for_a_worker_only_when_every_worker_is_taken(sc: Any) -> None:
+    # With a worker pool, what arrives between steps (a probe, a call's try) waits only when
+    # the step left at least as many requests held as there are workers, and then it does:
+    # behind the queue, never behind fewer requests than the workers at work.
+    from probesim.engine.loop import Simulation
+
+    sim = Simulation(sc)
+    sim.begin()
+    cap = sim.capacity
+    for k in range(sim.ticks):
+        sim.advance(k + 1)
+        if not cap.any:
+            continue
+        held = cap.backlog.sum(axis=0)
+        pooled = np.isfinite(cap.workers) & cap.loaded
+        waits = cap.wait_ms[pooled] > 0
+        full = held[pooled] >= cap.workers[pooled]
+        assert (waits == full).all(), (k, held[pooled].tolist(), cap.wait_ms[pooled].tolist())
+    sim.finish()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_counts_states_and_events_are_consistent(sc: Any) -> None:
     r = simulate(sc)
