@@ -36,7 +36,7 @@ MATERIAL: dict[str, tuple[float, float]] = {
 
 def worse_by(back: Figures, rec: Figures) -> str | None:
     """The first figure on which ``back`` is materially worse than ``rec`` (failed requests by
-    more than the recommendation's slack, 1 % or 5; a figure with a budget only when over it too),
+    more than the recommendation's slack (search.slack_of); a figure with a budget only when over it too),
     or None."""
     if back.scenario_failed > rec.scenario_failed + slack_of(rec.scenario_failed):
         return "scenario_failed"

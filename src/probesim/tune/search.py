@@ -20,6 +20,7 @@ the study, as the sampler's draws do: a study grown in two runs equals one grown
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +32,7 @@ from probesim.tune.space import OUTLIER_BOUNDS, PROBE_BOUNDS, Bound, Setting, Sp
 
 STARTUP_TRIALS = 10  # seeded trials, then random ones, before the moves start
 EXPLORE_EVERY = 4  # every 4th trial after them is the sampler's, wherever the moves are
-FAILURE_TOLERANCE = 0.01  # failures within 1 % (or 5 requests) of the fewest count as equal
+FAILURE_TOLERANCE = 0.01  # failures within 1 % (or 5, or chance: slack_of) of the fewest count as equal
 FAILURE_SLACK = 5
 # What an outlier detection added by a move starts from (the rules' fix: maxEjectionPercent 50).
 OUTLIER_START = {"consecutive5xxErrors": 5, "interval": 10, "baseEjectionTime": 30, "maxEjectionPercent": 50}
@@ -58,7 +59,11 @@ def setting_key(s: Setting) -> str:
 
 
 def slack_of(fewest: int) -> int:
-    return max(FAILURE_SLACK, int(FAILURE_TOLERANCE * fewest))
+    """How many more failed requests than the fewest still count as as few: 1 %, 5, or what
+    two counts of chance failures differ by at random — twice the spread of the difference of
+    two Poisson counts near the fewest, 2·√(2·fewest) (22 against 32 failed requests are the
+    same setting's luck: other seeds give 26 against 29, 29 against 30)."""
+    return max(FAILURE_SLACK, int(FAILURE_TOLERANCE * fewest), int(2 * math.sqrt(2 * fewest)))
 
 
 @dataclass(frozen=True)

@@ -314,13 +314,13 @@ def pareto(rows: list[Row]) -> list[Row]:
 def recommend(
     front: list[Row], passes: Callable[[Row], bool] | None = None, current: Setting | None = None
 ) -> tuple[Row | None, str]:
-    """The front's setting with the fewest failed requests (within 1 % or 5 requests of the
-    fewest), then the fewest needless restarts and flaps, then the least spent of the budgets for a hung
-    pod's recovery, a new pod's time to Ready and probe load (``budget_cost``), among those whose
-    patch ``passes`` (probesim check: the current setting always does, as it is what is
-    deployed); None when that is the current setting. Ties go to the current setting, then to
-    the patch that changes fewest values (from ``current``), then by the setting itself: never
-    by trial number, which depends on the seed."""
+    """The front's setting with the fewest failed requests (within the slack of the fewest:
+    search.slack_of), then the fewest needless restarts and flaps, then the least spent of the
+    budgets for a hung pod's recovery, a new pod's time to Ready and probe load
+    (``budget_cost``), among those whose patch ``passes`` (probesim check: the current setting
+    always does, as it is what is deployed); None when that is the current setting. Ties go to
+    the current setting, then to the patch that changes fewest values (from ``current``), then
+    by the setting itself: never by trial number, which depends on the seed."""
     order_by = search.ranked([r.figures for r in front])
     fewest, slack = order_by.fewest, order_by.slack
     # The user's own scenario first (no scenario: every setting fails 0 there).
