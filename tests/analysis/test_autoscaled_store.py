@@ -8,7 +8,7 @@ from probesim.analysis.context import Context
 from probesim.analysis.findings import REGISTRY, Finding
 from probesim.manifests import kubernetes as k8s
 from probesim.manifests.yamlsrc import load_docs
-from probesim.profiles import ProfileCorrection
+from probesim.profiles import ProfileCorrection, catalog
 
 REDIS = """\
 apiVersion: apps/v1
@@ -52,7 +52,14 @@ def test_an_hpa_on_a_redis_deployment_is_said_on_the_hpa() -> None:
         "(image redis:7.2), one primary takes the writes (Sentinel promotes a replica when the primary is "
         "lost; Redis Cluster shards the keys over several primaries)"
     )
-    assert f.patch is None and f.remediation.startswith("Remove the autoscaler")
+    # The fix names the count to set instead and how this store adds members (its profile's).
+    assert f.patch is None and f.remediation == (
+        "Remove HorizontalPodAutoscaler back and set Deployment back's spec.replicas to 1, or the primary and "
+        "the standbys its replication is set up for. Scale Redis / Valkey through Sentinel (a new replica is "
+        "made one by REPLICAOF and the sentinels find it) or Redis Cluster (redis-cli --cluster add-node, then "
+        "--cluster reshard moves hash slots to it; a node leaves only once its slots are moved away). "
+        "Autoscale the stateless services in front of it instead."
+    )
 
 
 def test_a_quorum_store_and_a_scaled_object_say_the_quorum() -> None:
@@ -69,6 +76,19 @@ def test_a_quorum_store_and_a_scaled_object_say_the_quorum() -> None:
         "the store's reconfiguration, not by a pod starting, and the quorum it needs moves with the count — "
         "assumed: etcd"
     )
+    assert f.remediation == (
+        "Remove ScaledObject back and set Deployment back's spec.replicas to an odd count of members (3 rides "
+        "out one lost, 5 two). Scale etcd through runtime reconfiguration: etcdctl member add before the new "
+        "member starts, etcdctl member remove before one goes, one member at a time. Autoscale the stateless "
+        "services in front of it instead."
+    )
+
+
+def test_every_store_says_how_it_adds_and_removes_members_with_its_source() -> None:
+    stores = [p for p in catalog().values() if p.membership != "independent"]
+    assert len(stores) >= 12
+    for p in stores:
+        assert p.scale_with and "scaleWith" in p.sources, p.id
 
 
 def test_interchangeable_replicas_and_an_app_probesim_does_not_know_are_left_alone() -> None:

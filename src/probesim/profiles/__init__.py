@@ -80,6 +80,7 @@ class Profile(Model):
     serves: SBool = True
     membership: Membership = "independent"
     membership_when: str = ""
+    scale_with: str = ""  # how the store adds and removes members, where its replicas are not interchangeable
     sources: dict[str, str] = Field(default_factory=dict)
 
 

@@ -11,7 +11,8 @@ from probesim.analysis.context import Context
 from probesim.analysis.findings import REGISTRY, Finding
 from probesim.analysis.rules.disruption import app_of
 from probesim.manifests.yamlsrc import get_path
-from probesim.model.kubernetes import Container, HorizontalPodAutoscaler, ScaledObject
+from probesim.model.kubernetes import Container, HorizontalPodAutoscaler, ScaledObject, Workload
+from probesim.profiles import Profile
 
 rule = REGISTRY.rule
 
@@ -141,4 +142,18 @@ def autoscaled_store(ctx: Context) -> Iterator[Finding]:
         kind = "ScaledObject" if isinstance(scaler, ScaledObject) else "HorizontalPodAutoscaler"
         ns = scaler.metadata.namespace
         f = ctx.raw_finding("PS047", o.doc, o.base, f"{kind}/{scaler.name}", (), msg, ns)
-        yield replace(f, assumed=app.resolved)
+        yield replace(f, assumed=app.resolved, fix=_store_fix(who, w, app.membership, app.resolved.profile))
+
+
+def _store_fix(who: str, w: Workload, membership: str, profile: Profile) -> str:
+    """PS047's fix for this store: the count to set instead and, from the app's profile, how
+    the store itself adds and removes members."""
+    if membership == "quorum":
+        count = "an odd count of members (3 rides out one lost, 5 two)"
+    else:
+        count = "1, or the primary and the standbys its replication is set up for"
+    how = f" Scale {profile.name} through {profile.scale_with}." if profile.scale_with else ""
+    return (
+        f"Remove {who} and set {w.kind} {w.name}'s spec.replicas to {count}.{how} "
+        "Autoscale the stateless services in front of it instead."
+    )
