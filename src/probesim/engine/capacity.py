@@ -17,7 +17,8 @@ objects, O(routes × containers) per step:
   pool, for a worker: ``max(N - W + 1, 0) / μ`` for the N requests held at the step's end (the
   W at work are not ahead of it, only the queue is); without one, ``leftover / μ`` as a served
   request; with ``separate`` it only feels CPU contention. A request arriving now (a try of a
-  service call) waits the same.
+  service call) waits the same, and a request served waits its time in the backlog less that
+  head start, ``(W - 1) / μ`` (``head_ms``).
 
 When the container stops or is replaced, what it held is lost (failed as ``killed``).
 
@@ -130,6 +131,9 @@ class CapacityModel:
         self.instance = np.full(n, -1, np.int64)
         # The state a request or probe arriving now meets (from the last step).
         self.wait_ms = np.zeros(n)
+        # Per pooled container, what a request gains on the backlog's drain: it has a worker once
+        # all but W - 1 of those ahead of it are done, (W - 1) / μ before they all are.
+        self.head_ms = np.zeros(n)
         self.rho = np.zeros(n)
         self.cpu_rho = np.zeros(n)
         self.cpu_used_m = np.zeros(n)
@@ -341,6 +345,7 @@ class CapacityModel:
             dt, t, self.backlog, self.carry, self._leftover, started_at, self.warm_for, self.warm_factor,
             self.cpu, self.wall, self.loaded, self.limit_m, self.workers, self._unstable, self._any_unstable,
             self._all_loaded, self._hi, self.throttled, self.cpu_used_m, self.cpu_rho, self.rho, self.wait_ms,
+            self.head_ms,
         )  # fmt: skip
 
     def stepped(self, m: int) -> None:
@@ -427,11 +432,14 @@ class CapacityModel:
         # behind what is at work. (Without a worker pool every request is at work, sharing the
         # CPU: it waits for the backlog the step began with, as a served request did.)
         workers = self.workers[ix]
-        pooled = np.isfinite(workers) & (loaded if not self._all_loaded else True)
+        pooled = np.isfinite(workers) & (loaded if not self._all_loaded else True) & finite & (mu > 0)
+        self.head_ms = np.zeros(n)
         if pooled.any():
             with np.errstate(divide="ignore", invalid="ignore"):
-                for_worker = np.where(finite & (mu > 0), np.maximum(left - workers + 1.0, 0.0) / mu, 0.0)
+                for_worker = np.maximum(left - workers + 1.0, 0.0) / mu
+                head = (workers - 1.0) / mu
             self.wait_ms[ix] = np.where(pooled, for_worker, wait)
+            self.head_ms[ix] = np.where(pooled, head, 0.0)
         stretch = 1.0 / (1.0 - np.minimum(rho, MAX_RHO))
         service = wall + cpu * stretch + np.where(throttled, QUOTA_PERIOD_MS / 2, 0.0)
         self.used_m = used_m

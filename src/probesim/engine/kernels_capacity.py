@@ -248,6 +248,7 @@ def serve(
     cpu_rho: F64,
     rho: F64,
     wait_ms: F64,
+    head_ms: F64,
 ) -> tuple[I64, I64, F64, F64, F64]:
     """CapacityModel.step: which containers it steps (``active``) and, for them, the served
     count per row, the queue wait, the service time per row and the CPU used. Writes every
@@ -311,6 +312,7 @@ def serve(
     cpu_rho[:] = 0.0
     rho[:] = 0.0
     wait_ms[:] = 0.0
+    head_ms[:] = 0.0
     for j in range(m):
         c = a[j]
         h = held[j]
@@ -388,8 +390,9 @@ def serve(
         # behind what is at work (CapacityModel.step).
         w = workers_all[c]
         mu = mu_a[j]
-        if np.isfinite(w) and (all_loaded or loaded_all[c]):
-            wait_ms[c] = max(float(left) - w + 1.0, 0.0) / mu if np.isfinite(mu) and mu > 0 else 0.0
+        if np.isfinite(w) and (all_loaded or loaded_all[c]) and np.isfinite(mu) and mu > 0:
+            wait_ms[c] = max(float(left) - w + 1.0, 0.0) / mu
+            head_ms[c] = (w - 1.0) / mu
     service = np.empty((rows, m))
     for j in range(m):
         stretch = 1.0 / (1.0 - minimum(rho_a[j], MAX_RHO))

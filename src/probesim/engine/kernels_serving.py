@@ -199,6 +199,7 @@ def latency_parts(
     cs: I64,
     ages: I64,
     wait: F64,
+    head_all: F64,
     sigma_all: F64,
     failed_all: B,
     calls: bool,
@@ -221,7 +222,7 @@ def latency_parts(
     for e in range(n):
         sv[e] = service[row0 + vs[e], at[e]]
         waited[e] = ages[e] * step
-        d[e] = wait[at[e]] if ages[e] == 0 else waited[e]
+        d[e] = max((wait[at[e]] if ages[e] == 0 else waited[e]) - head_all[cs[e]], 0.0)
         sigma[e] = sigma_all[cs[e]]
         if calls:
             failed[e] = failed_all[row0 + vs[e], cs[e]]
@@ -283,6 +284,7 @@ def serve_route(
     service: F64,
     row0: int,
     wait: F64,
+    head_all: F64,
     sigma_all: F64,
     step: float,
     limit: float,
@@ -316,7 +318,7 @@ def serve_route(
     vs = np.zeros(n, np.int64)
     no_calls = np.zeros((1, 1), np.bool_)
     sv, waited, d, sigma, _, seen, _, later_any = latency_parts(
-        service, row0, vs, at, cs, ages, wait, sigma_all, no_calls, False, step, limit, horizon
+        service, row0, vs, at, cs, ages, wait, head_all, sigma_all, no_calls, False, step, limit, horizon
     )
     fast = direct and not later_any
     e = -1
@@ -363,6 +365,7 @@ def serve_step(
     queued_rows: I64,
     orphans: I64,
     k: int,
+    head_all: F64,
     sigma_all: F64,
     step: float,
     limit: float,
@@ -396,7 +399,7 @@ def serve_step(
         active_out[j] = a[j]
         used_out[j] = used[j]
     how, taken, ints, floats = serve_route(
-        q, queued_rows, orphans, a, served[0], k, service, 0, wait, sigma_all, step, limit, horizon,
+        q, queued_rows, orphans, a, served[0], k, service, 0, wait, head_all, sigma_all, step, limit, horizon,
         drawn, late_keys, late_values, late_index, row_keys, rows, row_index, direct, step_cdf[0],
         route_block[0, OK_AT],
     )  # fmt: skip

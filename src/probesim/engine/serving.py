@@ -128,6 +128,7 @@ class Serving:
                 cs,
                 ages,
                 wait,
+                cap.head_ms,
                 cap.sigma,
                 cap.failed,
                 cap.calls_any,
@@ -139,9 +140,10 @@ class Serving:
         sl = slice(ri * K, (ri + 1) * K)
         sv = service[ri][at] if K == 1 else service[sl][vs, at]
         # Latency counts from the step a request was sent: those sent now waited for the
-        # backlog ahead of them; older ones, at the head of the queue, for their steps.
+        # backlog ahead of them; older ones, at the head of the queue, for their steps. With a
+        # worker pool, less the head start: a worker was theirs once all but W - 1 were done.
         waited = ages * step
-        d = np.where(ages == 0, wait[at], waited)
+        d = np.maximum(np.where(ages == 0, wait[at], waited) - cap.head_ms[cs], 0.0)
         sigma = cap.sigma[cs]
         # (Without dependency calls no outcome class fails.)
         failed = cap.failed[sl][vs, cs] if cap.calls_any else np.zeros(cs.size, bool)
@@ -170,7 +172,8 @@ class Serving:
                 # The usual case in one kernel call; otherwise the cohorts' parts, to go on with.
                 how, taken, ints, floats = nb.serve_route(
                     self.queued[ri], self.queued_rows[ri], self.orphans[ri], cap.active, served[ri], k,
-                    service, ri, wait, cap.sigma, step, limit, horizon, math.isfinite(limit) and limit < INF,
+                    service, ri, wait, cap.head_ms, cap.sigma, step, limit, horizon,
+                    math.isfinite(limit) and limit < INF,
                     *LATE.arrays(nb), *CDF_ROWS.arrays(nb), self._direct(ri), self.step_cdf[ri],
                     self.cols[ri]["ok"],
                 )  # fmt: skip
@@ -241,7 +244,8 @@ class Serving:
         step, limit, horizon, limited = one
         how, taken, m, parts = nb.serve_step(
             cap.kernel_state(step, self.ctr.started_at, t), cap.active_out, cap.used_out,
-            self.queued[0], self.queued_rows[0], self.orphans[0], k, cap.sigma, step, limit, horizon, limited,
+            self.queued[0], self.queued_rows[0], self.orphans[0], k, cap.head_ms, cap.sigma, step, limit,
+            horizon, limited,
             *LATE.arrays(nb), *CDF_ROWS.arrays(nb), self._direct(0), self.step_cdf, self.latency_cdf,
             self.ramp_cdf, self.ramp_open, self.limits, GRID, self.route_block,
         )  # fmt: skip
