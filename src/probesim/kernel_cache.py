@@ -8,8 +8,9 @@ from probesim.engine import kernels
 
 
 def warm_up() -> bool:
-    """Compile every kernel into the cache (the signatures runs use: two built-ins, with and
-    without dependency calls, run with the kernels); True if the cache now holds them."""
+    """Compile every kernel into the cache (the signatures runs use: three built-ins, with and
+    without dependency calls, one with answers due after their step, run with the kernels); True
+    if the cache now holds them."""
     import os
 
     from probesim.engine import simulate
@@ -20,7 +21,8 @@ def warm_up() -> bool:
     before = os.environ.get("PROBESIM_KERNELS")
     os.environ["PROBESIM_KERNELS"] = "numba"
     try:
-        for name in ("patient-timeout-retry-1", "rollout-max-unavailable-under-load"):
+        runs = ("patient-timeout-retry-1", "rollout-max-unavailable-under-load", "patient-delays-liveness")
+        for name in runs:
             found = find(name)
             assert found is not None, name
             simulate(load_scenario(str(found.path)))

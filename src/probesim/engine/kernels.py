@@ -174,8 +174,10 @@ def _compiled() -> list[Any]:
 
 
 # Files the kernels take code or constants from (numba compiles those functions into the kernels
-# calling them, and freezes those constants there, but checks only a kernel's own source file).
-_SHARED = (kernels_base.__file__, series_names.__file__)
+# calling them, and freezes those constants there, but checks only a kernel's own source file):
+# kernels_serving's serve_step calls kernels_capacity's serve and kernels_states' quantiles, so a
+# change there must compile it again too (a stale serve_step served the old capacity model).
+_SHARED = (kernels_base.__file__, series_names.__file__, kernels_capacity.__file__, kernels_states.__file__)
 
 
 def _older(function: Any) -> bool:
