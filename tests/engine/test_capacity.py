@@ -191,3 +191,16 @@ def test_a_queued_request_has_a_worker_once_all_but_the_workers_ahead_of_it_are_
     behavior = {"routes": {"/": {"wall": "100ms"}}, "variability": 0.0, "capacity": {"workers": 10}}
     r = run(containers=app(), behavior=behavior, traffic=[{"rate": 150, "timeout": "30s"}], duration="4s")
     assert series(r, "route./.p50_ms") == [100, 531, 1030, 1030]
+
+
+def test_a_pool_shares_the_cpu_among_its_workers_not_more() -> None:
+    # 8 workers on 500m, 40 ms of CPU a request, 20 a second against the 12.5 served: at most
+    # 8 requests share the half core, each at 1/16 of a core — 640 ms a request at work, not the
+    # 800 ms (40 ms / (1 − 0.95)) processor sharing's stretch at a utilization past 1 gives
+    # (866 ms on the quantile grid before issue 45, 688 ms now).
+    behavior = {"routes": {"/": {"cpu": "40ms"}}, "variability": 0.0, "capacity": {"workers": 8}}
+    r = run(
+        containers=app("500m"), behavior=behavior, traffic=[{"rate": 20, "timeout": "30s"}], duration="3s"
+    )
+    assert series(r, "route./.p50_ms") == [688, 1134, 1155]
+    assert series(r, "route./.inflight") == [8, 15, 23]

@@ -94,7 +94,7 @@ def test_a_pool_upgrade_under_a_slow_starter_with_tight_liveness_stalls_and_casc
     assert (failed["no_endpoint"], failed["rejected"], failed["timeout"], failed["killed"]) == (
         3196,
         923,
-        20,
+        10,
         384,
     )
     accounted(r)

@@ -9,7 +9,8 @@ objects, O(routes × containers) per step:
   of what it holds (c̄ × the warm-up factor while warming up);
 - a request served in a step waited ``leftover / μ`` for the backlog left from earlier steps,
   then took its own time stretched by contention, ``s / (1 - ρ)`` (processor sharing, ρ the
-  utilization of this step, capped at 0.95), times a log-normal spread (``variability``);
+  utilization of this step, capped at 0.95; with a pool, at most the ``W · c̄ / (c̄ + w̄)``
+  requests on the CPU at once over its cores), times a log-normal spread (``variability``);
 - CPU use is what was served × c̄, never above the limit; a step whose demand exceeded the
   limit is a throttled step (CFS quota exhausted), and its requests wait half a 100 ms quota
   period more;
@@ -393,6 +394,11 @@ class CapacityModel:
             per_request = mix_c + mix_w
             mu_w = np.where(per_request > 0, self.workers[ix] / per_request, np.inf)
             mu = np.minimum(mu_cpu, mu_w)  # requests per ms
+            # At most W requests at work share the CPU: a request's CPU is stretched no more
+            # than the W · c̄ / (c̄ + w̄) of them on the CPU at once over the limit's cores.
+            pool = self.workers[ix]
+            pooled_cpu = np.isfinite(pool) & (per_request > 0) & (limit > 0)
+            crowd = np.where(pooled_cpu, pool * mix_c / (per_request * limit), np.inf)
             mu_dt = mu * dt
             cap = mu_dt + self.carry[ix]
             whole = np.floor(np.minimum(cap, 2**53))
@@ -440,7 +446,7 @@ class CapacityModel:
                 head = (workers - 1.0) / mu
             self.wait_ms[ix] = np.where(pooled, for_worker, wait)
             self.head_ms[ix] = np.where(pooled, head, 0.0)
-        stretch = 1.0 / (1.0 - np.minimum(rho, MAX_RHO))
+        stretch = np.minimum(1.0 / (1.0 - np.minimum(rho, MAX_RHO)), np.maximum(1.0, crowd))
         service = wall + cpu * stretch + np.where(throttled, QUOTA_PERIOD_MS / 2, 0.0)
         self.used_m = used_m
         return served, wait, service

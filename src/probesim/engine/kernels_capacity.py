@@ -306,6 +306,7 @@ def serve(
     used = np.empty(m)
     rho_a = np.empty(m)
     mu_a = np.empty(m)
+    crowd_a = np.empty(m)
     throttled_a = np.zeros(m, np.bool_)
     throttled[:] = False
     cpu_used_m[:] = 0.0
@@ -330,6 +331,9 @@ def serve(
         mu_w = workers_all[c] / per_request if per_request > 0 else np.inf
         mu = minimum(mu_cpu, mu_w)
         mu_a[j] = mu
+        pool = workers_all[c]
+        pooled_cpu = np.isfinite(pool) and per_request > 0 and lim > 0
+        crowd_a[j] = pool * mix_c / (per_request * lim) if pooled_cpu else np.inf
         mu_dt = mu * dt
         cap = mu_dt + carry[c]
         whole = np.floor(minimum(cap, TWO53))
@@ -395,7 +399,7 @@ def serve(
             head_ms[c] = (w - 1.0) / mu
     service = np.empty((rows, m))
     for j in range(m):
-        stretch = 1.0 / (1.0 - minimum(rho_a[j], MAX_RHO))
+        stretch = minimum(1.0 / (1.0 - minimum(rho_a[j], MAX_RHO)), maximum(1.0, crowd_a[j]))
         extra = QUOTA_PERIOD_MS / 2 if throttled_a[j] else 0.0
         for r in range(rows):
             service[r, j] = wall[r, j] + cpu[r, j] * stretch + extra
