@@ -77,11 +77,19 @@ def test_a_quorum_store_and_a_scaled_object_say_the_quorum() -> None:
         "assumed: etcd"
     )
     assert f.remediation == (
-        "Remove ScaledObject back and set Deployment back's spec.replicas to an odd count of members (3 rides "
-        "out one lost, 5 two). Scale etcd through runtime reconfiguration: etcdctl member add before the new "
-        "member starts, etcdctl member remove before one goes, one member at a time. Autoscale the stateless "
-        "services in front of it instead."
+        "Remove ScaledObject back and set Deployment back's spec.replicas to 3 (the autoscaler's minimum; an "
+        "odd count: 3 members ride out one lost, 5 two). Scale etcd through runtime reconfiguration: etcdctl "
+        "member add before the new member starts, etcdctl member remove before one goes, one member at a time. "
+        "Autoscale the stateless services in front of it instead."
     )
+    # The count is the autoscaler's minimum made odd, and never below the 3 a quorum needs to
+    # ride out a lost member.
+    for least, said in (
+        ("4", "5 (the autoscaler's minimum 4, made odd;"),
+        ("1", "3 (the fewest members that ride"),
+    ):
+        (g,) = found(keda.replace("minReplicaCount: 3", f"minReplicaCount: {least}"))
+        assert f"spec.replicas to {said}" in g.remediation, g.remediation
 
 
 def test_every_store_says_how_it_adds_and_removes_members_with_its_source() -> None:

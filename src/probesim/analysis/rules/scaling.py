@@ -142,14 +142,24 @@ def autoscaled_store(ctx: Context) -> Iterator[Finding]:
         kind = "ScaledObject" if isinstance(scaler, ScaledObject) else "HorizontalPodAutoscaler"
         ns = scaler.metadata.namespace
         f = ctx.raw_finding("PS047", o.doc, o.base, f"{kind}/{scaler.name}", (), msg, ns)
-        yield replace(f, assumed=app.resolved, fix=_store_fix(who, w, app.membership, app.resolved.profile))
+        fix = _store_fix(who, w, low, app.membership, app.resolved.profile)
+        yield replace(f, assumed=app.resolved, fix=fix)
 
 
-def _store_fix(who: str, w: Workload, membership: str, profile: Profile) -> str:
-    """PS047's fix for this store: the count to set instead and, from the app's profile, how
-    the store itself adds and removes members."""
+def _store_fix(who: str, w: Workload, low: int | None, membership: str, profile: Profile) -> str:
+    """PS047's fix for this store: the count to set instead (for a quorum, the autoscaler's
+    minimum made odd) and, from the app's profile, how the store itself adds and removes
+    members."""
     if membership == "quorum":
-        count = "an odd count of members (3 rides out one lost, 5 two)"
+        least = max(low or 1, 3)
+        odd = least if least % 2 else least + 1
+        if odd == low:
+            why = "the autoscaler's minimum"
+        elif low is not None and low >= 3:
+            why = f"the autoscaler's minimum {low}, made odd"
+        else:
+            why = "the fewest members that ride out one lost"
+        count = f"{odd} ({why}; an odd count: 3 members ride out one lost, 5 two)"
     else:
         count = "1, or the primary and the standbys its replication is set up for"
     how = f" Scale {profile.name} through {profile.scale_with}." if profile.scale_with else ""
