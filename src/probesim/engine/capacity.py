@@ -392,11 +392,11 @@ class CapacityModel:
             limit = limit_m / 1000.0  # cores = CPU-ms per ms
             mu_cpu = np.where(mix_c > 0, limit / mix_c, np.inf)
             per_request = mix_c + mix_w
-            mu_w = np.where(per_request > 0, self.workers[ix] / per_request, np.inf)
+            pool = self.workers[ix]  # W, inf without a worker pool
+            mu_w = np.where(per_request > 0, pool / per_request, np.inf)
             mu = np.minimum(mu_cpu, mu_w)  # requests per ms
             # At most W requests at work share the CPU: a request's CPU is stretched no more
             # than the W · c̄ / (c̄ + w̄) of them on the CPU at once over the limit's cores.
-            pool = self.workers[ix]
             pooled_cpu = np.isfinite(pool) & (per_request > 0) & (limit > 0)
             crowd = np.where(pooled_cpu, pool * mix_c / (per_request * limit), np.inf)
             mu_dt = mu * dt
@@ -437,13 +437,12 @@ class CapacityModel:
         # What arrives now (a probe, a try) waits for a worker: behind what is queued now, not
         # behind what is at work. (Without a worker pool every request is at work, sharing the
         # CPU: it waits for the backlog the step began with, as a served request did.)
-        workers = self.workers[ix]
-        pooled = np.isfinite(workers) & (loaded if not self._all_loaded else True) & finite & (mu > 0)
+        pooled = np.isfinite(pool) & (loaded if not self._all_loaded else True) & finite & (mu > 0)
         self.head_ms = np.zeros(n)
         if pooled.any():
             with np.errstate(divide="ignore", invalid="ignore"):
-                for_worker = np.maximum(left - workers + 1.0, 0.0) / mu
-                head = (workers - 1.0) / mu
+                for_worker = np.maximum(left - pool + 1.0, 0.0) / mu
+                head = (pool - 1.0) / mu
             self.wait_ms[ix] = np.where(pooled, for_worker, wait)
             self.head_ms[ix] = np.where(pooled, head, 0.0)
         stretch = np.minimum(1.0 / (1.0 - np.minimum(rho, MAX_RHO)), np.maximum(1.0, crowd))
