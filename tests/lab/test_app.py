@@ -5,7 +5,6 @@ machine), then given the go and its port; its times count from the go."""
 
 from __future__ import annotations
 
-import math
 import os
 import signal
 import socket
@@ -104,7 +103,7 @@ def test_a_routes_error_share_fails_that_share_of_its_requests() -> None:
 def test_a_cpu_limit_holds_the_app_to_its_quota() -> None:
     # 20 ms of CPU a request at a quarter of a core: at most 12.5 a second, however fast the
     # machine (the quota of each 100 ms period, then the whole process waits).
-    with app("{routes: {/api: {cpu: 20ms}}, variability: 0}", "--cpu-limit", "0.25") as (_, port):
+    with app("{routes: {/api: {cpu: 20ms}}}", "--cpu-limit", "0.25") as (_, port):
         poll(port, "/", 200, time.monotonic(), 30.0)
         began = time.monotonic()
         assert [get(port, "/api", timeout=30) for _ in range(20)] == [200] * 20
@@ -218,7 +217,7 @@ def test_redirects_carry_their_location() -> None:
 
 def test_metrics_port_serves_a_request_histogram_per_route() -> None:
     metrics = free_port()
-    behavior = "{paths: {/missing: 404}, routes: {/api: {wall: 30ms}}, variability: 0}"
+    behavior = "{paths: {/missing: 404}, routes: {/api: {wall: 30ms}}}"
     with app(behavior, "--metrics-port", str(metrics)) as (_, port):
         t0 = time.monotonic()
         poll(port, "/api", 200, t0, 20.0)
@@ -268,69 +267,20 @@ def test_a_probe_waits_for_a_worker_behind_the_queued_requests() -> None:
     # Two workers busy for 1 s, two requests queued behind them: the probe (probes: shared, the
     # default) gets a worker when one of the queued ones is done, ~1.7 s after it was sent — as
     # the simulation's probe waits behind the backlog.
-    took, slows = _probe_behind(
-        "{routes: {/slow: {wall: 1s}}, capacity: {workers: 2, queue: 10}, variability: 0}"
-    )
+    took, slows = _probe_behind("{routes: {/slow: {wall: 1s}}, capacity: {workers: 2, queue: 10}}")
     assert took >= 1.5 and slows == [200] * 4
 
 
 def test_a_probe_served_apart_does_not_wait_and_is_never_refused_for_a_full_queue() -> None:
     took, _ = _probe_behind(
-        "{routes: {/slow: {wall: 1s}}, capacity: {workers: 2, queue: 10, probes: separate}, variability: 0}"
+        "{routes: {/slow: {wall: 1s}}, capacity: {workers: 2, queue: 10, probes: separate}}"
     )
     assert took < 0.9
     # A full queue (2 at work, 1 waiting) refuses the fourth request, not the probe, which waits.
-    took, slows = _probe_behind(
-        "{routes: {/slow: {wall: 1s}}, capacity: {workers: 2, queue: 1}, variability: 0}"
-    )
+    took, slows = _probe_behind("{routes: {/slow: {wall: 1s}}, capacity: {workers: 2, queue: 1}}")
     assert sorted(slows, key=str) == [200, 200, 200, 503] and took >= 0.5
     # Any other path is a request like the others: it waits for a worker.
     took, _ = _probe_behind(
-        "{routes: {/slow: {wall: 1s}}, capacity: {workers: 2, queue: 10}, variability: 0}", probe="/other"
+        "{routes: {/slow: {wall: 1s}}, capacity: {workers: 2, queue: 10}}", probe="/other"
     )
     assert took >= 1.5
-
-
-def test_each_request_takes_its_cost_spread_log_normally_and_the_seed_repeats_the_draws() -> None:
-    # As the simulation spreads a service time (engine/capacity.py): the route's cost times a
-    # log-normal draw of mean 1 and log-sd `variability`.
-    from probesim.lab.app import App
-    from probesim.model.scenario import ContainerBehavior
-
-    def draws(behavior: str, seed: str, n: int) -> list[float]:
-        a = App(ContainerBehavior.model_validate_json(behavior), free_port(), seed=seed)
-        return [a.spread() for _ in range(n)]
-
-    spread = '{"routes": {"/": {"wall": "1s"}}, "variability": 0.5}'
-    xs = draws(spread, "7:web-0:1", 20000)
-    logs = [math.log(x) for x in xs]
-    mean_log = sum(logs) / len(logs)
-    sd_log = math.sqrt(sum((v - mean_log) ** 2 for v in logs) / len(logs))
-    assert abs(sum(xs) / len(xs) - 1.0) < 0.02  # the route's cost on average: the same load
-    assert abs(sd_log - 0.5) < 0.01 and abs(mean_log + 0.125) < 0.01  # log-normal(-σ²/2, σ)
-    assert sum(x > 2 for x in xs) / len(xs) > 0.05  # some take twice their cost and more
-    assert draws(spread, "7:web-0:1", 50) == xs[:50]  # the same seed, the same draws
-    assert draws(spread, "7:web-0:2", 50) != xs[:50]  # the pod's next start draws afresh
-    assert draws('{"routes": {"/": {"wall": "1s"}}, "variability": 0}', "7:web-0:1", 50) == [1.0] * 50
-
-
-def test_the_app_spends_each_requests_drawn_cost() -> None:
-    # 100 ms of waiting a request, spread with log-sd 0.8: sent one after another, the fastest
-    # and the slowest of 16 lie far apart (drawn: 10 ms and 494 ms with this seed), where
-    # without the spread all would take 100 ms. A busy machine only adds time to each.
-    from probesim.lab.app import App
-    from probesim.model.scenario import ContainerBehavior
-
-    behavior = "{routes: {/api: {wall: 100ms}}, variability: 0.8}"
-    b = ContainerBehavior.model_validate({"routes": {"/api": {"wall": "100ms"}}, "variability": 0.8})
-    drawn = App(b, free_port(), seed="a").spread
-    want = [0.1 * drawn() for _ in range(16)]
-    with app(behavior, "--seed", "a") as (_, port):
-        poll(port, "/", 200, time.monotonic(), 30.0)  # '/' has no route: it draws nothing
-        took = []
-        for _ in range(16):
-            began = time.monotonic()
-            assert get(port, "/api") == 200
-            took.append(time.monotonic() - began)
-    assert all(t >= w - 0.005 for t, w in zip(took, want, strict=True))
-    assert max(took) > 3 * min(took) and min(took) < 0.08

@@ -79,14 +79,6 @@ def app_command(
             "capacity.probes is separate; it is never refused for a full queue.",
         ),
     ] = None,
-    seed: Annotated[
-        str | None,
-        typer.Option(
-            help="Seed of the requests' costs: each request takes its route's cost times a log-normal "
-            "draw of mean 1 and log-sd the behaviour's variability (0.5 unless set; 0: exactly its "
-            "cost). The same seed draws the same costs; without it every start draws afresh.",
-        ),
-    ] = None,
 ) -> None:
     """Run the lab's test app: an HTTP server on 127.0.0.1 that acts out a container's behaviour
     for real (start delay, hangs, deadlocks, crashes, error windows, costs, worker pool, SIGTERM),
@@ -123,4 +115,4 @@ def app_command(
     for path in probe_path or []:
         if not path.startswith("/"):
             raise InputError(f"{path!r}: a path starts with '/'", field="--probe-path")
-    serve(cb, port, grpc_port, urls, metrics_port, cpu_limit, cpu_stat_dir, frozenset(probe_path or []), seed)
+    serve(cb, port, grpc_port, urls, metrics_port, cpu_limit, cpu_stat_dir, frozenset(probe_path or []))

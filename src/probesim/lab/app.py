@@ -1,7 +1,6 @@
 """``probesim app``: an HTTP server that acts out a container's scripted behaviour for real —
 start delay, hangs and deadlocks (with or without accepting connections), crashes, error
-windows, status per path, request costs (CPU and waiting, each request's drawn log-normally
-around its route's cost as ``variability`` says) with a bounded worker pool, and
+windows, status per path, request costs (CPU and waiting) with a bounded worker pool, and
 shutdown on SIGTERM — so the lab can probe it as the kubelet would.
 
 With a metrics port (``--metrics-port``, $METRICS_PORT) it also serves ``/metrics`` there: an
@@ -25,7 +24,6 @@ import asyncio
 import contextlib
 import math
 import os
-import random
 import signal
 import socket
 import time
@@ -165,13 +163,11 @@ class App:
         cpu_limit: float | None = None,
         cpu_stat: Path | None = None,
         probe_paths: frozenset[str] = frozenset(),
-        seed: str | None = None,
     ) -> None:
         """``dependencies``: each dependency's URL; ``metrics_port``: where /metrics is served;
         ``cpu_limit``: the container's CPU limit in cores (the app holds itself to it);
         ``cpu_stat``: where to write its CFS counts (CpuQuota); ``probe_paths``: the paths its
-        HTTP probes get (they wait for a worker as ``capacity.probes`` says); ``seed``: of the
-        draws of its requests' cost spread (``variability``), None for a fresh one.
+        HTTP probes get (they wait for a worker as ``capacity.probes`` says).
         ``started`` and ``zero`` (the container's
         start and the scenario's t0) are on the system-wide monotonic clock the lab reads too; by
         default, when the process started."""
@@ -181,7 +177,6 @@ class App:
         self.dependencies = Calls(dependencies or {})
         self.served: dict[str, int] = {}  # per path with an error share: requests that reached it
         self.quota = CpuQuota(cpu_limit, cpu_stat)
-        self.rng = random.Random(seed)
         self.idling: asyncio.Task[None] | None = None  # spending idleCpu
         self.grpc: Any = None  # the gRPC server while listening
         self.started = started if started is not None else time.monotonic() - process_age()
@@ -292,24 +287,16 @@ class App:
         cost = self.b.routes.get(path) or self.b.routes.get("*")
         if cost is None:
             return None
-        x = self.spread() if cost.wall or cost.cpu else 1.0
         if cost.wall:
-            await asyncio.sleep(cost.wall * x / 1000)
+            await asyncio.sleep(cost.wall / 1000)
         if cost.cpu:
-            await self.quota.spend(cost.cpu * x / 1000, shared=self.slots is not None)
+            await self.quota.spend(cost.cpu / 1000, shared=self.slots is not None)
         for call in cost.calls:
             if not await self.dependencies.call(call):
                 return call.on_error
         if cost.errors is not None and self._fails(path, cost.errors.percent):
             return cost.errors.status
         return None
-
-    def spread(self) -> float:
-        """This request's share of its route's cost: log-normal with mean 1 and log-sd
-        ``variability``, as the simulation spreads a service time (engine/capacity.py), so that
-        some requests take several times their cost and most a little less."""
-        sigma = self.b.variability
-        return math.exp(self.rng.gauss(-(sigma**2) / 2, sigma)) if sigma else 1.0
 
     async def _idle(self) -> None:
         """The app's own CPU besides requests (``idleCpu``), spent a slice each quota period,
@@ -463,7 +450,6 @@ def serve(
     cpu_limit: float | None = None,
     cpu_stat_dir: Path | None = None,
     probe_paths: frozenset[str] = frozenset(),
-    seed: str | None = None,
 ) -> None:
     """Serve until stopped; with ``cpu_stat_dir``, the CFS counts go to its file named by this
     process's PID (where the lab's cAdvisor looks)."""
@@ -478,11 +464,10 @@ def serve(
         if go is None:
             return
         app = App(
-            behavior, port, go[0], go[1], grpc_port, dependencies, metrics_port, cpu_limit, stat, probe_paths,
-            seed,
-        )  # fmt: skip
+            behavior, port, go[0], go[1], grpc_port, dependencies, metrics_port, cpu_limit, stat, probe_paths
+        )
         app.port_ = Port(port, go[2])
     else:
         app = App(behavior, port, grpc_port=grpc_port, dependencies=dependencies, metrics_port=metrics_port,
-                  cpu_limit=cpu_limit, cpu_stat=stat, probe_paths=probe_paths, seed=seed)  # fmt: skip
+                  cpu_limit=cpu_limit, cpu_stat=stat, probe_paths=probe_paths)  # fmt: skip
     asyncio.run(app.run())

@@ -89,7 +89,6 @@ class Runtime:
         self.listen_timeout_s = LISTEN_TIMEOUT_S
         self.metrics_ports: dict[str, int] = {}  # per pod, where its app serves /metrics (lab --prometheus)
         self.cpu_stat_dir: Path | None = None  # where apps held to a CPU limit write their CFS counts
-        self.apps_of: dict[str, int] = {}  # per pod, test apps started: each draws its costs afresh
         # The run's clean-up has begun: nothing new starts (a restart or kill that comes as the
         # tasks are cancelled would start a process after the reaping).
         self.closing = False
@@ -98,9 +97,7 @@ class Runtime:
     def _app_argv(self, pod: Pod) -> list[str]:
         app = Path(sys.executable).parent / "probesim"
         behavior = json.dumps(pod.behavior.model_dump(mode="json", by_alias=True))
-        n = self.apps_of[pod.name] = self.apps_of.get(pod.name, 0) + 1
-        seed = f"{self.scenario.spec.seed}:{pod.name}:{n}"  # the scenario's seed, as the simulation's
-        argv = [str(app), "app", "--port", str(pod.port), "--behavior", behavior, "--seed", seed]
+        argv = [str(app), "app", "--port", str(pod.port), "--behavior", behavior]
         for d in self.dependencies:
             argv += ["--dependency", f"{d.name}={d.url}"]
         for sp in self.services:
