@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from probesim.engine.sidecar.build import istio_for
 from probesim.errors import InputError
 from probesim.lab.clock import Clock
-from probesim.lab.envoy import Envoy, inbound_bootstrap
+from probesim.lab.envoy import FLUSH_MS, Envoy, inbound_bootstrap
 from probesim.lab.hygiene import RunFolder
 from probesim.lab.load import KeepAlive, LoadResult, constant_rate
 from probesim.lab.pods import HOST, Pod, free_port, up_and_listening
@@ -220,6 +220,8 @@ class TrafficRunner:
         """The client sidecars' statistics, summed over them, and their outlier events."""
         events: list[Event] = []
         named = [(f"client-{i}", e) for i, e in enumerate(self.envoys)]
+        if named or self.callers:
+            await asyncio.sleep(2 * FLUSH_MS / 1000)  # the last ejections written to the log
         for name, envoy in [*named, *((f"calls-{s}", e) for s, e in self.callers.items())]:
             for k, v in (await envoy.stats()).items():
                 self.envoy_stats[k] = self.envoy_stats.get(k, 0) + v
