@@ -32,10 +32,10 @@ MAX_SOCKET_PATH = 107  # sun_path holds 108 bytes with the final NUL
 STOP_GRACE_S = 5
 # Envoy buffers its outlier event log as it does an access log: the first line is written at
 # once (the flush thread starts with it), the rest every --file-flush-interval-msec (10 s by
-# default, 1 s in Istio's sidecar). The lab reads the log when the run ends, so that an ejection logged right after the
-# first line (node-failure's CONSECUTIVE_5XX, a moment after the non-enforced
-# CONSECUTIVE_GATEWAY_FAILURE) was now and then not written yet: 100 ms here, and the lab waits
-# two of them before it reads. (What the log says is unchanged; when it is written is not
+# default, 1 s in Istio's sidecar). The lab reads the log when the run ends, so that an
+# ejection logged right after the first line (node-failure's CONSECUTIVE_5XX, a moment after the
+# non-enforced CONSECUTIVE_GATEWAY_FAILURE) was now and then not written yet: 100 ms here, and
+# the lab waits two of them before it reads. (What the log says is unchanged; when it is written is not
 # something the simulation models.)
 FLUSH_MS = 100
 # Istio's default thresholds (getDefaultCircuitBreakerThresholds: each at math.MaxUint32).
