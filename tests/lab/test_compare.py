@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from probesim.lab.compare import agree, compare, outlier_interval_ms, per_second
+from probesim.model.scenario import Rollout
 from probesim.results import CAUSES, Event, Result, RouteSummary, WorkloadSummary
 from tests.builders import builtin, scenario
 
@@ -240,3 +241,27 @@ def test_the_exit_code_tells_a_difference_from_a_run_the_lab_could_not_hold() ->
         "the lab could not hold the run faithfully for 2 of 2 figures (NOT FAITHFUL: the machine's "
         "limits, not the app's); 2 of them are within their tolerance all the same"
     ) in text
+
+
+def test_the_lab_is_compared_with_a_simulation_of_the_costs_its_app_spends() -> None:
+    # The lab's test app spends each request's cost exactly; `lab --compare` simulates the same:
+    # every container behaviour, per pod override and of a rollout's new version, at
+    # variability 0, and nothing else changed.
+    from probesim.engine import simulate
+    from probesim.lab.compare import as_the_lab_runs
+
+    sc = builtin("pool-upgrade-slow-start-killed")
+    exact = as_the_lab_runs(sc)
+    assert [cb.variability for cb in sc.container_behaviors()] == [0.5, 0.5]  # the app, ordinals 0-2
+    assert [cb.variability for cb in exact.container_behaviors()] == [0.0, 0.0]
+    unchanged = [cb.model_copy(update={"variability": 0.0}) for cb in sc.container_behaviors()]
+    assert exact.container_behaviors() == unchanged and exact.workloads == sc.workloads
+    # The spread's tail is what timed out near the 5 s client timeout; without it nothing does,
+    # as in the lab (measured: 0), and the liveness kills fall at the same times.
+    spread, spent = simulate(sc), simulate(exact)
+    assert spread.route("/").failed["timeout"] > 0 and spent.route("/").failed["timeout"] == 0
+    kills = [[e.time_ms for e in r.events if e.reason == "Killing"] for r in (spread, spent)]
+    assert kills[0] == kills[1]
+    rolled = as_the_lab_runs(builtin("rollout-slow-release-killed"))
+    assert rolled.container_behaviors() and {cb.variability for cb in rolled.container_behaviors()} == {0.0}
+    assert any(isinstance(a, Rollout) and a.behavior is not None for a in rolled.spec.actions)

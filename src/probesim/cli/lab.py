@@ -60,7 +60,9 @@ def lab(
             help="Also simulate the same span and compare, figure by figure: event times, "
             "ejections, ready replicas each second, when ReplicaSets grew and shrank, rollouts' ends, "
             "restarts, failed requests by cause; exit 1 when a figure differs beyond its tolerance, 3 "
-            "when the lab could not measure some faithfully (the machine's limits) and the rest agree.",
+            "when the lab could not measure some faithfully (the machine's limits) and the rest agree. "
+            "The test app spends each request's cost exactly, so the simulation beside it does too "
+            "(variability 0); with --command or --command-for it is the scenario as written.",
         ),
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
@@ -196,6 +198,7 @@ def _run(
     from probesim.lab.compare import (
         AGREES,
         agree,
+        as_the_lab_runs,
         compare,
         keep_values,
         outcome,
@@ -228,6 +231,8 @@ def _run(
     rows = []
     if compare_sim:
         span = sc.cut_to(result.duration_ms)
+        if not command and not command_for:  # the test app spends each cost exactly; yours, not
+            span = as_the_lab_runs(span)
         hosts = {**simulated_hosts(span), **result.hosts}  # ejections compared per pod, by name
         rows = compare(simulate(span), result, outlier_interval_ms(sc), hosts=hosts)
         keep_values(rows)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from probesim.engine.sidecar.outlier import Detector
-from probesim.model.scenario import Scenario
+from probesim.model.scenario import ContainerBehavior, Rollout, Scenario, WorkloadBehavior
 from probesim.results import CAUSES, Event, Result
 
 POD_EVENTS = (
@@ -289,6 +289,31 @@ def _phases(obj: str, route: str, sim: Result, lab: Result) -> list[Row | None]:
             )
         )
     return rows
+
+
+def as_the_lab_runs(scenario: Scenario) -> Scenario:
+    """The scenario as the lab's test app acts it out, to simulate beside the lab's run: every
+    request costs exactly its route's cost (``variability`` 0), as the app spends it — the
+    simulation's log-normal spread of service times would otherwise put a tail into one side
+    only (timeouts near the client's timeout that the lab's app cannot have)."""
+
+    def exact(wb: WorkloadBehavior) -> WorkloadBehavior:
+        def each(cbs: dict[str, ContainerBehavior]) -> dict[str, ContainerBehavior]:
+            return {name: cb.model_copy(update={"variability": 0.0}) for name, cb in cbs.items()}
+
+        pods = tuple(ov.model_copy(update={"containers": each(ov.containers)}) for ov in wb.pods)
+        return wb.model_copy(update={"containers": each(wb.containers), "pods": pods})
+
+    spec = scenario.spec
+    actions = tuple(
+        a.model_copy(update={"behavior": exact(a.behavior)})
+        if isinstance(a, Rollout) and a.behavior is not None
+        else a
+        for a in spec.actions
+    )
+    behavior = {name: exact(wb) for name, wb in spec.behavior.items()}
+    exact_spec = spec.model_copy(update={"behavior": behavior, "actions": actions})
+    return scenario.model_copy(update={"spec": exact_spec})
 
 
 def outlier_interval_ms(scenario: Scenario) -> int:
