@@ -222,3 +222,15 @@ def test_a_malformed_answer_on_a_kept_connection_counts_as_a_reset() -> None:
 
     out = asyncio.run(go())
     assert (out.sent, out.ok, dict(out.failed)) == (3, 0, {"killed": 3})
+
+
+def test_free_port_never_hands_out_a_port_twice_and_stays_below_the_ephemeral_range() -> None:
+    # The lab draws a port for each pod, Envoy and server before any of them binds it: two
+    # draws alike would both find it free, and the second to bind it fails. 1,500 draws from
+    # 12,000 ports would repeat one (birthday bound: near certainly) if it did not remember them.
+    from probesim.lab.pods import _ephemeral_low
+
+    ports = [free_port() for _ in range(1500)]
+    assert len(set(ports)) == len(ports)
+    low = _ephemeral_low()
+    assert all(max(low - 12_000, 1024) <= p < low for p in ports)

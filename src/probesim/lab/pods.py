@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from probesim.errors import InputError
 from probesim.kube.containers import restarts_with
 from probesim.model.kubernetes import PROBE_TYPES, Container, PodSpec, Probe, ProbeType
 from probesim.model.scenario import ContainerBehavior, Crash, Deadlock, Hang
@@ -25,22 +26,33 @@ HOST = "127.0.0.1"
 def free_port() -> int:
     """A port free now on 127.0.0.1, for something that binds it later (a pod's container at
     each start, an Envoy): below the kernel's ephemeral range, so that no outgoing connection of
-    the lab's own (load, probes, Envoys' upstreams) takes it in between; any free one else."""
+    the lab's own (load, probes, Envoys' upstreams) takes it in between; any free one else. Never
+    one this process was given before: two draws made before either is bound both find it free,
+    and the second to bind it fails (a container's start did, once: address already in use)."""
     low = _ephemeral_low()
     for _ in range(64 if low > 2048 else 0):
         port = _draws.randrange(max(low - 12_000, 1024), low)
+        if port in _given:
+            continue
         with socket.socket() as s:
             try:
                 s.bind((HOST, port))
             except OSError:
                 continue
+        _given.add(port)
+        return port
+    for _ in range(64):
+        with socket.socket() as s:
+            s.bind((HOST, 0))
+            port = int(s.getsockname()[1])
+        if port not in _given:
+            _given.add(port)
             return port
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
+    raise InputError("no free port on 127.0.0.1 for the lab: too many in use on this machine")
 
 
 _draws = random.SystemRandom()
+_given: set[int] = set()  # every port free_port handed out in this process
 
 
 def _ephemeral_low() -> int:

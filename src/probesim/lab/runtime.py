@@ -191,7 +191,13 @@ class Runtime:
             listening = socket.socket()  # the port, bound from the container's start
             try:
                 listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                listening.bind((HOST, pod.port))
+                try:
+                    listening.bind((HOST, pod.port))
+                except OSError as e:
+                    raise InputError(
+                        f"pod {pod.name}: its port {HOST}:{pod.port} is taken by another process on "
+                        f"this machine ({e.strerror}); run the lab again"
+                    ) from None
                 if pod.behavior.start == 0:
                     listening.listen(BACKLOG)  # listening from the start, as simulated
                 pod.run.started_at = time.monotonic()  # on the clock the app reads too
