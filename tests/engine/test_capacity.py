@@ -35,17 +35,20 @@ def test_under_capacity_every_request_succeeds_with_processor_sharing_latency() 
 
 
 def test_overload_fills_the_queue_then_refuses() -> None:
-    # 150 req/s against 100 req/s with 10 workers + 40 queued: the first second leaves 50
-    # waiting; from then on 50 per second are refused with 503.
+    # 150 req/s against 100 req/s with 10 workers + 40 queued. The first second answers 95, not
+    # 100: its first answers came 100 ms after it began, and the 10 at work when it ends have
+    # done some half of their work (4.5 requests' worth, not yet answered). It leaves 55 held, so
+    # the next second takes 95 of 150 and refuses 55; from then on 50 held (10 at work, 40
+    # queued), 100 answered and 50 refused with 503 every second.
     r = run(
         containers=app(),
         behavior={**LOADED, "capacity": {"workers": 10, "queue": 40}},
         traffic=[{"rate": 150}],
         duration="10s",
     )
-    assert series(r, "route./.inflight") == [50] * 10
-    assert series(r, "route./.rejected") == [0] + [50] * 9
-    assert series(r, "route./.ok") == [100] * 10
+    assert series(r, "route./.inflight") == [55] + [50] * 9
+    assert series(r, "route./.rejected") == [0, 55] + [50] * 8
+    assert series(r, "route./.ok") == [95] + [100] * 9
     # Those served waited for the 50 ahead of them: 0.5 s.
     assert min(series(r, "route./.p50_ms")[1:]) >= 500
 
@@ -164,9 +167,10 @@ def test_the_apps_own_cpu_takes_its_share_of_the_limit_and_counts_in_the_usage()
 
 def test_a_probe_waits_for_a_worker_behind_the_queue_not_behind_the_requests_at_work() -> None:
     # 10 workers, 100 ms of waiting a request: 100 served a second; 150 a second come, so the
-    # queue the step ending at 1, 2, 3 s leaves holds 50, 100, 150. A probe sent then waits for
+    # step ending at 1, 2, 3 s leaves 55, 105, 155 held (50 a second more than served, and the
+    # 4.5 requests' work the 10 at work have done, not yet answered). A probe sent then waits for
     # those queued ahead of it to get a worker and for one of the 10 at work to finish:
-    # (N − 10 + 1) / 100 per second — 0.41 s, 0.91 s, 1.41 s: the readiness probe (1 s timeout)
+    # (N − 10 + 1) / 100 per second — 0.46 s, 0.96 s, 1.46 s: the readiness probe (1 s timeout)
     # sent at 3 s is the first to fail, when its timeout ends at 4 s. Waiting behind every
     # request held, a step late (before issue 45), it met 0.5, 1.0, 1.5 s at 2, 3, 4 s and the
     # pod left the Service at 5 s.
@@ -177,30 +181,62 @@ def test_a_probe_waits_for_a_worker_behind_the_queue_not_behind_the_requests_at_
         "capacity": {"workers": 10},
     }
     r = run(containers=app(**probes), behavior=behavior, traffic=[{"rate": 150}], duration="6s")
-    assert series(r, "route./.inflight")[:4] == [50, 100, 150, 200]
+    assert series(r, "route./.inflight")[:4] == [55, 105, 155, 205]
     assert times(r, "Unhealthy")[0] == 4
     assert times(r, "PodNotReady") == [4]
 
 
 def test_a_queued_request_has_a_worker_once_all_but_the_workers_ahead_of_it_are_done() -> None:
-    # 10 workers, 100 ms a request, 150 a second against the 100 they serve: a request that
-    # arrives at τ finds 50·τ queued and has a worker after 0.5·τ s, so the answers of the
-    # second second took 0.4 to 0.73 s (median ~0.57 s). Counting the 10 at work ahead of it as
-    # well, it waited (W − 1) / μ = 90 ms longer: 631 ms, 1,091 ms for the next seconds' (before
-    # issue 45); now 531 and 1,030 ms (on the quantile grid, 6 % apart).
+    # 10 workers, 100 ms a request, 140 a second against the 100 they serve: the first second
+    # leaves 45 held (40 more than served, 4.5 requests' work done by those at work and not yet
+    # answered), and the second answers them and 55 of its own. Those wait for the 45 ahead of
+    # them to get a worker, (45 − 10 + 1) / 100 per second, then take 100 ms: 460 ms, the
+    # median (471 ms on the quantile grid, 6 % apart). Counting the 10 at work ahead of them as
+    # well, they waited (W − 1) / μ = 90 ms longer (550 ms; before issue 45). The next seconds
+    # answer only requests of the second before, counted as waiting their whole second.
     behavior = {"routes": {"/": {"wall": "100ms"}}, "variability": 0.0, "capacity": {"workers": 10}}
-    r = run(containers=app(), behavior=behavior, traffic=[{"rate": 150, "timeout": "30s"}], duration="4s")
-    assert series(r, "route./.p50_ms") == [100, 531, 1030, 1030]
+    r = run(containers=app(), behavior=behavior, traffic=[{"rate": 140, "timeout": "30s"}], duration="4s")
+    assert series(r, "route./.inflight") == [45, 85, 125, 165]
+    assert series(r, "route./.p50_ms") == [100, 471, 1024, 1030]
 
 
 def test_a_pool_shares_the_cpu_among_its_workers_not_more() -> None:
     # 8 workers on 500m, 40 ms of CPU a request, 20 a second against the 12.5 served: at most
     # 8 requests share the half core, each at 1/16 of a core — 640 ms a request at work, not the
     # 800 ms (40 ms / (1 − 0.95)) processor sharing's stretch at a utilization past 1 gives
-    # (866 ms on the quantile grid before issue 45, 688 ms now).
+    # (866 ms on the quantile grid before issue 45, 688 ms now). The first second answers 9 of its
+    # 20: the 12.5 served less the 3.5 requests' work the 8 at work have done, not yet answered.
     behavior = {"routes": {"/": {"cpu": "40ms"}}, "variability": 0.0, "capacity": {"workers": 8}}
     r = run(
         containers=app("500m"), behavior=behavior, traffic=[{"rate": 20, "timeout": "30s"}], duration="3s"
     )
-    assert series(r, "route./.p50_ms") == [688, 1134, 1155]
-    assert series(r, "route./.inflight") == [8, 15, 23]
+    assert series(r, "route./.p50_ms") == [688, 1155, 1155]
+    assert series(r, "route./.ok")[0] == 9
+    assert series(r, "route./.inflight") == [11, 20, 27]
+
+
+@pytest.mark.parametrize(
+    ("variability", "first", "lost"),
+    # exact costs: 4.5 (10 at work evenly spread, (W − 1) / 2); σ 0.5: 4.5 × (1 − cv²), cv² =
+    # e^0.25 − 1, 3.2; σ 1 (cv² = e − 1 > 1, as wide as exponential times or wider): none
+    [(0.0, 95, 155), (0.5, 96, 154), (1.0, 100, 150)],
+)
+def test_a_pools_requests_at_work_are_held_until_answered(variability: float, first: int, lost: int) -> None:
+    # 10 workers, 100 ms a request, 150 a second for 3 s against the 100 they serve. The first
+    # answers come 100 ms in, not at once: what the 10 at work have done when a second ends is
+    # still held. Once the traffic stops the pool drains and answers every request; a crash at
+    # 3 s loses what is queued and the 10 at work.
+    behavior: dict[str, Any] = {
+        "routes": {"/": {"wall": "100ms"}},
+        "variability": variability,
+        "capacity": {"workers": 10},
+    }
+    traffic = [{"rate": 150, "stop": "3s", "timeout": "30s"}]
+    r = run(containers=app(), behavior=behavior, traffic=traffic, duration="8s")
+    assert series(r, "route./.ok") == [first, 100, 100, 100, 150 - first, 0, 0, 0]
+    assert series(r, "route./.inflight")[:5] == [150 - first, 200 - first, 250 - first, 150 - first, 0]
+    assert (r.route("/").ok, r.route("/").failed_total) == (450, 0)
+    crash = {**behavior, "episodes": [{"kind": "crash", "after": "3s"}]}
+    r = run(containers=app(), behavior=crash, traffic=traffic, duration="8s")
+    assert series(r, "route./.killed")[3] == lost
+    assert r.route("/").ok + lost == 450

@@ -397,20 +397,24 @@ def test_a_deployment_created_paused_has_no_pods_until_resumed() -> None:
 def test_builtin_max_unavailable_under_load() -> None:
     """One pod less at 90 % CPU tips the 3 survivors over (their probes time out waiting for a
     worker behind the queue: restarts, requests refused by full queues and lost with the
-    restarted pods, a rollout of 77 s); one pod more (maxSurge 1, maxUnavailable 0) does not."""
+    restarted pods); each pod restarted comes back to the whole load alone and is restarted in
+    turn, so the service never recovers after the rollout's 72 s (before issue 45 counted what
+    a pool's requests at work hold, the pods came back together: 12 restarts, 4,952 failed). One
+    pod more (maxSurge 1, maxUnavailable 0) does not tip them."""
     b = find("rollout-max-unavailable-under-load")
     assert b is not None
     r = simulate(load_scenario(str(b.path)))
     (ro,) = r.rollouts
-    assert (ro.outcome, ro.min_ready, ro.end_ms) == ("complete", 1, 137_000)
+    assert (ro.outcome, ro.min_ready, ro.end_ms) == ("complete", 1, 132_000)
     failed = r.route("/").failed
     assert (failed["rejected"], failed["killed"], r.route("/").failed_total, r.route("/").offered) == (
-        1_820,
-        3_132,
-        4_952,
+        3_924,
+        7_526,
+        33_050,
         51_000,
     )
-    assert r.workload("web").total_restarts == 12
+    assert r.workload("web").total_restarts == 25
+    assert max(series(r, "workload.web.ready")[180:]) == 1  # never recovers
     text = b.path.read_text().replace("{maxSurge: 0, maxUnavailable: 1}", "{maxSurge: 1, maxUnavailable: 0}")
     safe = simulate(scenario_from_text(text, "surge.yaml", b.path.parent))
     assert (safe.route("/").failed_total, safe.rollouts[0].end_ms) == (0, 103_000)

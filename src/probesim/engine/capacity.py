@@ -7,6 +7,12 @@ objects, O(routes × containers) per step:
 - the container serves at rate μ = min(L / c̄, W / (w̄ + c̄)): L its CPU limit in cores (the
   node's CPU without a limit), W its workers, c̄ and w̄ the mean CPU and wait time per request
   of what it holds (c̄ × the warm-up factor while warming up);
+- with a worker pool, each of the W requests at work has done part of its work, and is still
+  held: a busy period's first answers come a request's time after it began, not at once. Of
+  what μ served as a fluid, (n - 1) / 2 · f requests' work is done but not yet answered, n the
+  requests at work (W once the pool is full), f = 1 - cv² the share their service times' spread
+  leaves (1 for exact costs, 0 for exponential ones); it is answered as the pool drains and
+  lost if the container stops first;
 - a request served in a step waited ``leftover / μ`` for the backlog left from earlier steps,
   then took its own time stretched by contention, ``s / (1 - ρ)`` (processor sharing, ρ the
   utilization of this step, capped at 0.95; with a pool, at most the ``W · c̄ / (c̄ + w̄)``
@@ -101,6 +107,15 @@ class CapacityModel:
         self.room = np.where(np.isfinite(self.workers), self.workers + queue, np.inf)
         self.separate = per_behavior(lambda b: b.capacity.probes == "separate", bool)
         self.sigma = per_behavior(lambda b: b.variability, np.float64)
+        # A worker pool's requests at work have each done part of their work, on average the
+        # mean residual life's complement: a share 1 - cv² of half a request (cv² = e^σ² - 1, the
+        # log-normal's), none for exponential times or wider. Their done work, not yet answered,
+        # is (n - 1) / 2 · f with n at work: at most ``busy_max``, and ``busy_ramp`` · (N' - 1)
+        # when the N' requests' work the fluid holds leaves the pool not full (step).
+        f = np.maximum(1.0 - np.expm1(self.sigma**2), 0.0)
+        pooled = np.isfinite(self.workers)
+        self.busy_max = f * (np.where(pooled, self.workers, 1.0) - 1.0) / 2.0
+        self.busy_ramp = np.where(pooled, f / (2.0 - f), 0.0)
         self.warm_for = per_behavior(lambda b: b.warmup.for_ if b.warmup else 0, np.float64)
         self.warm_factor = per_behavior(lambda b: b.warmup.factor if b.warmup else 1.0, np.float64)
         self.behaviors = behaviors
@@ -344,7 +359,8 @@ class CapacityModel:
         self._prepare(dt)
         return (
             dt, t, self.backlog, self.carry, self._leftover, started_at, self.warm_for, self.warm_factor,
-            self.cpu, self.wall, self.loaded, self.limit_m, self.workers, self._unstable, self._any_unstable,
+            self.cpu, self.wall, self.loaded, self.limit_m, self.workers, self.busy_max, self.busy_ramp,
+            self._unstable, self._any_unstable,
             self._all_loaded, self._hi, self.throttled, self.cpu_used_m, self.cpu_rho, self.rho, self.wait_ms,
             self.head_ms,
         )  # fmt: skip
@@ -401,7 +417,16 @@ class CapacityModel:
             crowd = np.where(pooled_cpu, pool * mix_c / (per_request * limit), np.inf)
             mu_dt = mu * dt
             cap = mu_dt + self.carry[ix]
-            whole = np.floor(np.minimum(cap, 2**53))
+            # A pool's workers each have a request part done (a busy period's first answers
+            # come a request's time after it began, not at once): of what μ served, ``busy``
+            # requests' work is done but not yet answered (__init__'s busy_max, busy_ramp). It
+            # stays held until the pool drains (then it is answered) and is lost with what is
+            # queued when the container stops. ``carry`` keeps it, with the fraction of a
+            # request the step's capacity left over; ``cap`` - ``held`` is then what the fluid
+            # (every request's work counted as soon as it is done) leaves held.
+            beyond = held - cap - 1.0
+            busy = np.where(beyond > 0, np.minimum(self.busy_ramp[ix] * beyond, self.busy_max[ix]), 0.0)
+            whole = np.floor(np.minimum(cap - busy, 2**53))
             served_total = np.minimum(held, whole).astype(np.int64)
             self.carry[ix] = np.where(held >= whole, cap - whole, 0.0)
             arrivals = held - leftover

@@ -239,6 +239,8 @@ def serve(
     loaded_all: B,
     limit_all: F64,
     workers_all: F64,
+    busy_max: F64,
+    busy_ramp: F64,
     unstable: B,
     any_unstable: bool,
     all_loaded: bool,
@@ -336,7 +338,10 @@ def serve(
         crowd_a[j] = pool * mix_c / (per_request * lim) if pooled_cpu else np.inf
         mu_dt = mu * dt
         cap = mu_dt + carry[c]
-        whole = np.floor(minimum(cap, TWO53))
+        # (CapacityModel.step: the work of the requests at work, done but not yet answered)
+        beyond = h - cap - 1.0
+        busy = minimum(busy_ramp[c] * beyond, busy_max[c]) if beyond > 0 else 0.0
+        whole = np.floor(minimum(cap - busy, TWO53))
         st = np.int64(minimum(float(h), whole))
         served_total[j] = st
         carry[c] = cap - whole if h >= whole else 0.0
