@@ -148,3 +148,37 @@ def test_the_cli_names_a_bad_command_for(tmp_path: Path) -> None:
         assert out.exit_code == 2, out.output
         assert says in " ".join(out.output.split()) and "Traceback" not in out.output
     assert children_left() == []
+
+
+def test_a_deleted_pod_is_replaced_by_its_replica_set_for_real_as_simulated() -> None:
+    """``kubectl delete pod web-1`` at 3 s (issue 45: the lab dropped deletePod actions without a
+    word): its container stopped, and its ReplicaSet's replacement web-2 created, started and
+    Ready at once, as the simulation has them; nothing fails (the Service has web-0 and web-2)."""
+    sc = rollout_scenario(replicas=2, actions=[{"kind": "deletePod", "pod": "web-1", "at": "3s"}])
+    sim = simulate(sc)
+    assert [(e.time_ms, e.reason, e.object) for e in sim.events if e.time_ms > 0] == [
+        (3000, "Killing", "pod/web-1"),
+        (3000, "Scheduled", "pod/web-2"),
+        (3000, "Created", "pod/web-2"),
+        (3000, "Started", "pod/web-2"),
+        (3000, "PodNotReady", "pod/web-1"),
+        (3000, "PodReady", "pod/web-2"),
+    ]
+    lab = run_lab(sc)
+    [killed] = [e.time_ms for e in lab.events_for("pod/web-1", "Killing")]
+    assert 3000 <= killed < 3500  # at the first of the lab's rounds (every 50 ms) from 3 s
+    assert len(lab.events_for("pod/web-2", "Started")) == 1
+    assert lab.route("/").failed_total == 0
+    rows = compare(sim, lab)
+    reasons = {(r["object"], r["reason"]) for r in rows}
+    assert {("pod/web-1", "Killing"), ("pod/web-1", "PodNotReady"), ("pod/web-2", "PodReady")} <= reasons
+    assert agree(rows), [r for r in rows if not r["agree"]]
+    assert wait_until(lambda: children_left() == [], 5)
+
+
+def test_a_deletion_the_lab_cannot_run_is_refused_up_front() -> None:
+    delete = {"kind": "deletePod", "pod": "web-1", "at": "1s"}
+    sc = scenario(kind="StatefulSet", replicas=2, duration="5s", spec={"actions": [delete]})
+    with pytest.raises(InputError, match=r"deletePod of web-1: the lab deletes a Deployment's pods only"):
+        run_lab(sc)
+    assert children_left() == []

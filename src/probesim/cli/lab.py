@@ -143,7 +143,8 @@ def lab(
     A Deployment's rollout, rollback, restart, scale, pause and resume actions run for real: its
     controller creates the new revision's pods (acting out that revision's behavior, or
     --command-for) and deletes old ones as maxSurge, maxUnavailable and minReadySeconds allow;
-    --compare then also compares when the ReplicaSets grew and shrank and each rollout's end.
+    --compare then also compares when the ReplicaSets grew and shrank and each rollout's end. A
+    deletePod of a Deployment's pod stops it with its grace period and its ReplicaSet replaces it.
 
     Limits, refused up front: at most 12 pods over all workloads (during a rollout: replicas +
     maxSurge), 2000 requests per second over all routes, 1 hour; a run whose connections held

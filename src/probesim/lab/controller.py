@@ -11,7 +11,7 @@ from collections.abc import Callable, Coroutine
 
 from probesim.lab.clock import Clock
 from probesim.lab.pods import Pod, new_pod
-from probesim.lab.rollout import LabDeployment, PodState
+from probesim.lab.rollout import LabDeployment, PodState, deletions_of
 from probesim.lab.runtime import Runtime
 from probesim.model.kubernetes import Workload
 from probesim.model.scenario import Scenario
@@ -40,6 +40,9 @@ class Controller:
         self.future: dict[int, Pod] = {}  # pods the controllers will likely create, loaded ahead
         # With nodes (lab.nodes): the pods it creates go to the scheduler, which admits them.
         self.to_place: Callable[[Pod], None] | None = None
+        # ``kubectl delete pod`` of its pods, by time (as the simulation: before the syncs).
+        self.deletions = sorted((a.at, a.pod) for a in deletions_of(scenario, workload))
+        self.deleted = 0
 
     def slot_pod(self, p: int) -> Pod:
         """The pod of the simulation's slot ``p``: its name, revision, pod spec, container and
@@ -60,8 +63,10 @@ class Controller:
 
     def first_pods(self) -> list[Pod]:
         """The first ReplicaSet's pods (created as the run starts), and those of the rollouts
-        to come, made ahead."""
+        and deletions to come, made ahead."""
         self.future = {p: self.slot_pod(p) for p in self.deployment.likely_slots()}
+        for p in self.replacement_slots(len(self.deletions)):
+            self.future.setdefault(p, self.slot_pod(p))
         return [self.slot_pod(p) for p in self.deployment.first_slots()]
 
     def replacement_slots(self, k: int) -> list[int]:
@@ -74,6 +79,27 @@ class Controller:
         for pod in pods:  # the first ReplicaSet's, as the run starts
             if pod.workload == self.workload.name:
                 self.deployment.state[pod.slot] = PodState(created_ms=0)
+
+    def _delete_due(self, mine: list[Pod], now: int) -> list[Event]:
+        """``kubectl delete pod NAME`` at its time (engine/workload_actions.py ``_named``): the pod
+        of that name, Terminating now (its ReplicaSet replaces it in this round's sync), its
+        container stopped with its grace period; ``pods "NAME" not found`` when none is left."""
+        events = []
+        while self.deleted < len(self.deletions) and self.deletions[self.deleted][0] <= now:
+            name = self.deletions[self.deleted][1]
+            self.deleted += 1
+            live = [p for p in mine if p.name == name and not p.gone]
+            if not live:
+                msg = f'Error from server (NotFound): pods "{name}" not found'
+                events.append(Event(now, "Warning", "NotFound", f"pod/{name}", msg, "kubectl"))
+                continue
+            pod = live[-1]
+            if pod.deleting:  # a second delete does not shorten its grace period
+                continue
+            pod.deleting = True
+            self.deployment.state[pod.slot].deleting = True
+            self.runtime.kills.add(asyncio.create_task(self.runtime.terminate(pod)))
+        return events
 
     def round(
         self,
@@ -90,7 +116,9 @@ class Controller:
             st.ready_since_ms, st.restarts = pod.ready_since, pod.run.restarts
             st.started, st.stopped = pod.run.instance >= 0, pod.run.proc is None
         now = self.clock.now_ms()
+        deleted = self._delete_due(mine, now)
         create, delete, events = self.deployment.step(now)
+        events = deleted + events
         delay = self.scenario.spec.cluster.pod_start_delay / 1000
         for p in create:
             pod = self.future.pop(p) if p in self.future else self.slot_pod(p)

@@ -176,7 +176,7 @@ class Lab:
         for ctl in self.controllers.values():
             ctl.to_place = nodes.wait_for_node
             mine = [p for p in self.pods if p.workload == ctl.workload.name]
-            k = sum(1 for p in mine if p.node in failing and p.slot not in nodes.waiting)
+            k = sum(1 for p in mine if p.node in failing and p.slot not in nodes.waiting) + len(ctl.deletions)
             for p in ctl.replacement_slots(k):
                 ctl.future.setdefault(p, ctl.slot_pod(p))
         return nodes

@@ -22,9 +22,10 @@ from probesim.engine.events import EventLog
 from probesim.engine.fleet import build
 from probesim.errors import InputError
 from probesim.kube.arithmetic import replica_set_name, resolve_fenceposts
-from probesim.model.kubernetes import Container, PodSpec, Workload
+from probesim.model.kubernetes import Container, PodSpec, Workload, pod_names_of
 from probesim.model.scenario import (
     ContainerBehavior,
+    DeletePod,
     Partition,
     Pause,
     Restart,
@@ -82,9 +83,18 @@ def has_actions(scenario: Scenario) -> bool:
     return any(isinstance(a, WORKLOAD_ACTIONS) for a in scenario.spec.actions)
 
 
+def deletions_of(scenario: Scenario, workload: Workload) -> list[DeletePod]:
+    """The scenario's ``kubectl delete pod`` actions of this workload's pods."""
+    names = set(pod_names_of(workload))
+    return [a for a in scenario.spec.actions if isinstance(a, DeletePod) and a.pod in names]
+
+
 def has_actions_of(scenario: Scenario, workload: Workload) -> bool:
-    """Whether the scenario's actions change this workload (its controller must run)."""
-    return any(isinstance(a, WORKLOAD_ACTIONS) and a.workload == workload.name for a in scenario.spec.actions)
+    """Whether the scenario's actions change this workload or delete its pods (its controller
+    must run: a deleted pod's ReplicaSet replaces it)."""
+    return any(
+        isinstance(a, WORKLOAD_ACTIONS) and a.workload == workload.name for a in scenario.spec.actions
+    ) or bool(deletions_of(scenario, workload))
 
 
 def peak_pods(scenario: Scenario, workload: Workload) -> tuple[int, int]:
@@ -100,13 +110,15 @@ def peak_pods(scenario: Scenario, workload: Workload) -> tuple[int, int]:
     rolling = strategy is None or strategy.type == "RollingUpdate"
     surge, unavailable = (ru.max_surge, ru.max_unavailable) if ru is not None else ("25%", "25%")
     peak = max(n + (resolve_fenceposts(surge, unavailable, n)[0] if rolling else 0) for n in sizes)
+    if deletions_of(scenario, workload):  # a deleted pod's replacement starts as it terminates
+        peak = max(peak, max(sizes) + 1)
     return peak, max(sizes)
 
 
 def check_actions(scenario: Scenario, workloads: list[Workload], max_pods: int) -> None:
     """What the lab's controllers run: a Deployment's rollout, rollback, restart, scale, pause and
-    resume, of the workloads the lab runs, with at most ``max_pods`` pods at once for each
-    (replicas + maxSurge at the largest size)."""
+    resume, and the deletion of its pods, of the workloads the lab runs, with at most
+    ``max_pods`` pods at once for each (replicas + maxSurge at the largest size)."""
     ran = {w.name: w for w in workloads}
     for claim in adoptions(scenario).values():
         d, rs = scenario.workloads[claim.deployment], scenario.workloads[claim.replica_set]
@@ -118,6 +130,21 @@ def check_actions(scenario: Scenario, workloads: list[Workload], max_pods: int) 
             )
     for i, a in enumerate(scenario.spec.actions):
         where = f"spec.actions[{i}]"
+        if isinstance(a, DeletePod):
+            owner = next(w for w in scenario.workloads if a.pod in pod_names_of(w))  # (checked on load)
+            if owner.name not in ran:
+                raise InputError(
+                    f"deletePod of {a.pod}: the lab runs {', '.join(ran)} only (--workload); run the lab "
+                    f"with --workload {owner.name}, or drop the action",
+                    field=where,
+                )
+            if owner.kind != "Deployment":
+                raise InputError(
+                    f"deletePod of {a.pod}: the lab deletes a Deployment's pods only (its ReplicaSet "
+                    f"replaces them); probesim run simulates the deletion of {owner.kind} {owner.name}'s",
+                    field=where,
+                )
+            continue
         if isinstance(a, SetReadinessGate):
             raise InputError(
                 "the lab does not run readinessGate actions (no API server sets pod conditions here); "
