@@ -5,11 +5,14 @@ machine), then given the go and its port; its times count from the go."""
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -284,3 +287,26 @@ def test_a_probe_served_apart_does_not_wait_and_is_never_refused_for_a_full_queu
         "{routes: {/slow: {wall: 1s}}, capacity: {workers: 2, queue: 10}}", probe="/other"
     )
     assert took >= 1.5
+
+
+def test_an_app_busy_on_the_cpu_exits_at_sigterm_as_simulated() -> None:
+    # An async app (no worker pool) spends a request's CPU on its event loop: 2 s of it hold the
+    # loop, and a SIGTERM's callback on that loop ran only when the request was done (issue 45:
+    # an evicted pod under load left the endpoints a second late in the lab). With no shutdown
+    # time the simulation's container exits at SIGTERM; the app does too, whatever it is doing.
+    with app("{routes: {/: {cpu: 2s}}, variability: 0}") as (proc, port):
+        deadline = time.monotonic() + 5
+        while get(port, "/healthz", timeout=1) is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+        def send() -> None:
+            with contextlib.suppress(OSError, http.client.HTTPException):  # cut off by the exit
+                get(port, "/", 10.0)
+
+        sender = threading.Thread(target=send, daemon=True)
+        sender.start()
+        time.sleep(0.5)  # its CPU under way, the loop held
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=5)
+        assert time.monotonic() - sent < 0.5

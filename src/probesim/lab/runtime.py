@@ -388,6 +388,7 @@ class Runtime:
             left = await self._pre_stop(pod, int(grace * 1000))
             await stop(proc, left / 1000)
             self._ended(pod)
+            self.status.update()  # not Ready as its container exits, not after the clean-up below
         pod.gone = True
         for task in pod.tasks.values():
             task.cancel()
