@@ -9,7 +9,7 @@ from pathlib import Path
 
 from probesim.engine import simulate
 from probesim.lab.calls import Calls
-from probesim.lab.compare import agree, compare
+from probesim.lab.compare import agree, beside, compare
 from probesim.lab.dependency import DependencyServer, env_name
 from probesim.lab.orchestrator import run_lab
 from probesim.manifests.scenario import load_scenario
@@ -153,7 +153,7 @@ def test_seed_004s_mistake_for_real_a_dependency_outage_empties_the_service(tmp_
     assert nodep.failed_total == nodep.failed["no_endpoint"]
     assert 54 <= nodep.failed_total <= 66  # 6 s without endpoints at 10 requests/s
     assert lab.workload("patient").total_restarts == 0
-    rows = compare(simulate(sc), lab)
+    _, rows = beside(sc, lab)
     assert agree(rows), [r for r in rows if not r["agree"]]
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from probesim.engine import simulate
 from probesim.errors import InputError
-from probesim.lab.compare import agree, compare, outlier_interval_ms, simulated_hosts
+from probesim.lab.compare import agree, beside, compare, outlier_interval_ms
 from probesim.lab.orchestrator import run_lab
 from probesim.manifests.scenario import load_scenario
 from tests.builders import builtin, http, scenario
@@ -44,7 +44,7 @@ def test_crash_loop_restart_delays_are_0_10_20_40_within_a_second() -> None:
     delays = [b - a - 1 for a, b in itertools.pairwise(starts)]  # from each exit
     for measured, expected in zip(delays, [0, 10, 20, 40], strict=True):
         assert abs(measured - expected) < 1.0
-    rows = compare(simulate(sc), lab)
+    _, rows = beside(sc, lab)
     assert all(r["agree"] for r in rows if r["reason"] == "Started")
     assert children_left() == []
 
@@ -141,8 +141,7 @@ SEED_003 = [
 def test_seed_003_built_ins_agree_with_the_simulation(name: str, must_show: set[tuple[str, str]]) -> None:
     sc = builtin(name)
     lab = run_lab(sc, 20)
-    span = sc.cut_to(20_000)
-    rows = compare(simulate(span), lab, outlier_interval_ms(sc), hosts={**simulated_hosts(span), **lab.hosts})
+    _, rows = beside(sc, lab)
     assert agree(rows), [r for r in rows if not r["agree"]]
     shown = {(str(r["object"]), str(r["reason"])) for r in rows}
     assert must_show <= shown
@@ -207,7 +206,7 @@ def test_grpc_probes_run_against_the_apps_grpc_health_like_the_kubelets() -> Non
     assert "Liveness probe failed: timeout: health rpc did not complete within 1s" in unhealthy
     (kill,) = lab.events_for("pod/web-0", "Killing")
     assert abs(kill.time_ms - 13_000) < 500
-    rows = compare(simulate(sc.cut_to(16_000)), lab)
+    _, rows = beside(sc, lab)
     assert agree(rows), [r for r in rows if not r["agree"]]
     assert children_left() == []
 
@@ -287,7 +286,7 @@ def test_seed_000_in_seconds_agrees_with_the_simulation(
         times = [e.time_ms for e in lab.events_for("pod/app-1", reason)]
         log = [(e.time_ms, e.reason, e.message) for e in lab.events if e.object == "pod/app-1"]
         assert any(abs(t - at * 1000) < 500 for t in times), (reason, at, log)
-    rows = compare(simulate(sc.cut_to(seconds * 1000)), lab)
+    _, rows = beside(sc, lab)
     assert agree(rows), [r for r in rows if not r["agree"]]
     assert children_left() == []
 
@@ -346,7 +345,7 @@ def test_restart_policy_decides_whether_an_exited_container_comes_back(
     assert len(measured) == len(starts)
     assert all(abs(m - s * 1000) < 1000 for m, s in zip(measured, starts, strict=True))
     assert lab.events_for("pod/web", "Exited")[0].message.endswith(f"exited with code {exit_code}")
-    rows = compare(simulate(sc), lab)
+    _, rows = beside(sc, lab)
     assert agree(rows), [r for r in rows if not r["agree"]]
 
 

@@ -195,17 +195,7 @@ def _run(
     """The lab command once its scenario is read: the run, then its comparison and output."""
     import json
 
-    from probesim.engine import simulate
-    from probesim.lab.compare import (
-        AGREES,
-        agree,
-        as_the_lab_runs,
-        compare,
-        keep_values,
-        outcome,
-        outlier_interval_ms,
-        simulated_hosts,
-    )
+    from probesim.lab.compare import AGREES, agree, beside, keep_values, outcome
     from probesim.lab.headroom import Headroom, mark_unfaithful
     from probesim.lab.headroom_demand import scaled
     from probesim.lab.orchestrator import run_lab
@@ -231,11 +221,8 @@ def _run(
     headroom = measured[0] if measured else None
     rows = []
     if compare_sim:
-        span = sc.cut_to(result.duration_ms)
-        if not command and not command_for:  # the test app spends each cost exactly; yours, not
-            span = as_the_lab_runs(span)
-        hosts = {**simulated_hosts(span), **result.hosts}  # ejections compared per pod, by name
-        rows = compare(simulate(span), result, outlier_interval_ms(sc), hosts=hosts)
+        # the test app spends each cost exactly; yours, not
+        _, rows = beside(sc, result, exact=not command and not command_for)
         keep_values(rows)
         if headroom is not None:
             mark_unfaithful(rows, headroom)

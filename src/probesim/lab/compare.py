@@ -405,6 +405,21 @@ def _by_workload(rows: list[Row], lab: Result) -> list[Row]:
     return rows
 
 
+def beside(scenario: Scenario, lab: Result, exact: bool = True) -> tuple[Result, list[Row]]:
+    """The simulation of the span the lab ran and the comparison with it, figure by figure: the
+    scenario as the lab's test app acts it out (``as_the_lab_runs``) unless ``exact`` is False
+    (the user's own command ran), ejections matched per pod by the simulation's and the lab's
+    upstream addresses, their times within one outlier detection interval."""
+    from probesim.engine import simulate
+
+    span = scenario.cut_to(lab.duration_ms)
+    if exact:
+        span = as_the_lab_runs(span)
+    sim = simulate(span)
+    hosts = {**simulated_hosts(span), **lab.hosts}
+    return sim, compare(sim, lab, outlier_interval_ms(scenario), hosts=hosts)
+
+
 def simulated_hosts(scenario: Scenario) -> dict[str, str]:
     """The simulation's upstream addresses (as its sidecars log them) → pod names."""
     from probesim.engine.fleet import build
