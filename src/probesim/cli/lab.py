@@ -195,7 +195,7 @@ def _run(
     """The lab command once its scenario is read: the run, then its comparison and output."""
     import json
 
-    from probesim.lab.compare import AGREES, agree, beside, keep_values, outcome
+    from probesim.lab.compare import AGREES, Row, agree, beside, keep_values, outcome
     from probesim.lab.headroom import Headroom, mark_unfaithful
     from probesim.lab.headroom_demand import scaled
     from probesim.lab.orchestrator import run_lab
@@ -219,7 +219,7 @@ def _run(
                          prometheus, _fit_queries if prometheus is not None else None, scale,
                          measured.append)  # fmt: skip
     headroom = measured[0] if measured else None
-    rows = []
+    rows: list[Row] = []
     if compare_sim:
         # the test app spends each cost exactly; yours, not
         _, rows = beside(sc, result, exact=not command and not command_for)
